@@ -1,0 +1,30 @@
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace grader {
+
+// Replaces each "{name}" in text by values.at(name); unknown names stay as they are.
+std::string fill_template(std::string_view text, const std::map<std::string, std::string>& values);
+
+// The 1-based line and column of the first byte that is not valid UTF-8, if any.
+struct TextPosition {
+    int line = 1;
+    int column = 1;
+};
+std::optional<TextPosition> first_invalid_utf8(std::string_view text);
+
+// Reads a whole file of at most max_bytes. Returns nullopt and sets why when the file is
+// missing, unreadable or larger than max_bytes.
+std::optional<std::string> read_file_bounded(const std::filesystem::path& path,
+                                             std::size_t max_bytes, std::string& why);
+
+// A number with at most `digits` significant decimals, without trailing zeros ("1.05", "24.6").
+std::string format_number(double value, int decimals);
+
+}  // namespace grader

@@ -1,0 +1,51 @@
+#pragma once
+
+// Runs a program in a child process under limits: the way untrusted work (NVRTC on a student's
+// source, a student's kernel) is kept from hanging, flooding or crashing the grader.
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace grader {
+
+struct ChildLimits {
+    // Wall-clock limit; the on_message callback may move the deadline (a new stage starts its own
+    // clock) by returning a new limit in seconds, or a value <= 0 to keep the current one.
+    double seconds = 30.0;
+    std::size_t output_bytes = 64 * 1024;      // kept of stdout+stderr; the rest is drained
+    std::size_t message_bytes = 16u << 20;     // total kept from the message channel
+    std::size_t memory_bytes = std::size_t{4} << 30;  // resident set; killed when above
+    std::size_t file_bytes = 64u << 20;        // RLIMIT_FSIZE
+    int open_files = 256;                      // RLIMIT_NOFILE
+};
+
+struct ChildResult {
+    enum class End { exited, signaled, timed_out, memory_exceeded, message_overflow, spawn_failed };
+    End end = End::exited;
+    int exit_code = -1;   // for exited
+    int signal = 0;       // for signaled
+    double seconds = 0.0;
+    double limit_seconds = 0.0;        // the limit in force when it ended
+    std::size_t peak_memory_bytes = 0;
+    std::string output;                // stdout and stderr interleaved, at most output_bytes
+    bool output_truncated = false;
+    std::size_t output_total_bytes = 0;
+    std::string error;                 // for spawn_failed
+};
+
+const char* to_string(ChildResult::End end);
+
+// Starts argv[0] with argv in its own process group, stdin from /dev/null, core dumps off, the
+// rlimits above, and PR_SET_PDEATHSIG so it dies with the grader. The child writes messages, one
+// per line, to file descriptor 3; each complete line is passed to on_message as it arrives.
+// The whole process group is killed with SIGKILL on timeout, memory or message overflow.
+// working_directory, if not empty, is the child's current directory.
+ChildResult run_child(const std::vector<std::string>& argv,
+                      const ChildLimits& limits,
+                      const std::function<double(const std::string& line)>& on_message,
+                      const std::string& working_directory = {});
+
+}  // namespace grader

@@ -1,0 +1,367 @@
+#include "model/json.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace grader {
+namespace {
+
+using nlohmann::json;
+
+// JSON has no NaN: a value that is not finite is written as null and read back as NaN.
+json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+double number_from(const json& j) {
+    return j.is_null() ? std::nan("") : j.get<double>();
+}
+
+template <typename T>
+json optional_to(const std::optional<T>& value) {
+    return value ? json(*value) : json(nullptr);
+}
+json optional_number(const std::optional<double>& value) {
+    return value ? number(*value) : json(nullptr);
+}
+
+template <typename T>
+void read(const json& j, const char* key, T& out) {
+    const auto found = j.find(key);
+    if (found != j.end() && !found->is_null()) {
+        found->get_to(out);
+    }
+}
+void read_number(const json& j, const char* key, double& out) {
+    const auto found = j.find(key);
+    if (found != j.end()) {
+        out = number_from(*found);
+    }
+}
+template <typename T>
+void read_optional(const json& j, const char* key, std::optional<T>& out) {
+    const auto found = j.find(key);
+    if (found != j.end() && !found->is_null()) {
+        out = found->get<T>();
+    } else {
+        out.reset();
+    }
+}
+
+}  // namespace
+
+const char* to_string(Verdict verdict) {
+    switch (verdict) {
+        case Verdict::pass: return "pass";
+        case Verdict::fail: return "fail";
+        case Verdict::ungradable: return "ungradable";
+    }
+    return "ungradable";
+}
+
+Verdict verdict_from_string(const std::string& text) {
+    if (text == "pass") return Verdict::pass;
+    if (text == "fail") return Verdict::fail;
+    if (text == "ungradable") return Verdict::ungradable;
+    throw std::invalid_argument("unknown verdict '" + text + "'");
+}
+
+const KernelRun* Measurements::run(const std::string& kernel, int stride) const {
+    for (const auto& r : runs) {
+        if (r.kernel == kernel && r.stride == stride) {
+            return &r;
+        }
+    }
+    return nullptr;
+}
+
+KernelRun* Measurements::run(const std::string& kernel, int stride) {
+    for (auto& r : runs) {
+        if (r.kernel == kernel && r.stride == stride) {
+            return &r;
+        }
+    }
+    return nullptr;
+}
+
+void to_json(json& j, const SourceProblem& v) {
+    j = json{{"line", v.line}, {"column", v.column}, {"message", v.message}};
+}
+void from_json(const json& j, SourceProblem& v) {
+    read(j, "line", v.line);
+    read(j, "column", v.column);
+    read(j, "message", v.message);
+}
+
+void to_json(json& j, const CompileOutcome& v) {
+    j = json{{"attempted", v.attempted},
+             {"ok", v.ok},
+             {"arch", v.arch},
+             {"options", v.options},
+             {"vetting_problems", v.vetting_problems},
+             {"log", v.log},
+             {"seconds", v.seconds},
+             {"lowered_name", v.lowered_name},
+             {"signature", v.signature},
+             {"param_sizes", v.param_sizes},
+             {"param_source", v.param_source},
+             {"static_shared_bytes", v.static_shared_bytes},
+             {"registers", v.registers},
+             {"abi_problem", v.abi_problem}};
+}
+void from_json(const json& j, CompileOutcome& v) {
+    read(j, "attempted", v.attempted);
+    read(j, "ok", v.ok);
+    read(j, "arch", v.arch);
+    read(j, "options", v.options);
+    read(j, "vetting_problems", v.vetting_problems);
+    read(j, "log", v.log);
+    read(j, "seconds", v.seconds);
+    read(j, "lowered_name", v.lowered_name);
+    read(j, "signature", v.signature);
+    read(j, "param_sizes", v.param_sizes);
+    read(j, "param_source", v.param_source);
+    read(j, "static_shared_bytes", v.static_shared_bytes);
+    read(j, "registers", v.registers);
+    read(j, "abi_problem", v.abi_problem);
+}
+
+void to_json(json& j, const AccumulatorResult& v) {
+    j = json{{"ran", v.ran},
+             {"ok", v.ok},
+             {"expected", number(v.expected)},
+             {"threads", v.threads},
+             {"bad_threads", v.bad_threads},
+             {"first_bad_thread", optional_to(v.first_bad_thread)},
+             {"first_bad_block", v.first_bad_block},
+             {"first_bad_thread_in_block", v.first_bad_thread_in_block},
+             {"value", v.first_bad_thread ? number(v.first_bad_value) : json(nullptr)},
+             {"value_expected", v.first_bad_thread ? number(v.first_bad_expected) : json(nullptr)}};
+}
+void from_json(const json& j, AccumulatorResult& v) {
+    read(j, "ran", v.ran);
+    read(j, "ok", v.ok);
+    read_number(j, "expected", v.expected);
+    read(j, "threads", v.threads);
+    read(j, "bad_threads", v.bad_threads);
+    read_optional(j, "first_bad_thread", v.first_bad_thread);
+    read(j, "first_bad_block", v.first_bad_block);
+    read(j, "first_bad_thread_in_block", v.first_bad_thread_in_block);
+    if (v.first_bad_thread) {
+        read_number(j, "value", v.first_bad_value);
+        read_number(j, "value_expected", v.first_bad_expected);
+    }
+}
+
+void to_json(json& j, const TimingStats& v) {
+    j = json{{"median_ms", number(v.median_ms)}, {"min_ms", number(v.min_ms)},
+             {"max_ms", number(v.max_ms)},       {"spread", number(v.spread)},
+             {"samples", v.samples},             {"launches_per_sample", v.launches_per_sample},
+             {"modeled", v.modeled}};
+}
+void from_json(const json& j, TimingStats& v) {
+    read_number(j, "median_ms", v.median_ms);
+    read_number(j, "min_ms", v.min_ms);
+    read_number(j, "max_ms", v.max_ms);
+    read_number(j, "spread", v.spread);
+    read(j, "samples", v.samples);
+    read(j, "launches_per_sample", v.launches_per_sample);
+    read(j, "modeled", v.modeled);
+}
+
+void to_json(json& j, const KernelRun& v) {
+    j = json{{"kernel", v.kernel},
+             {"stride", v.stride},
+             {"ones", v.ones},
+             {"hidden", v.hidden},
+             {"timing", v.timing ? json(*v.timing) : json(nullptr)},
+             {"ratio", optional_number(v.ratio)},
+             {"ratio_min", optional_number(v.ratio_min)},
+             {"ratio_max", optional_number(v.ratio_max)},
+             {"counted_degree", optional_number(v.counted_degree)}};
+}
+void from_json(const json& j, KernelRun& v) {
+    read(j, "kernel", v.kernel);
+    read(j, "stride", v.stride);
+    read(j, "ones", v.ones);
+    read(j, "hidden", v.hidden);
+    read_optional(j, "timing", v.timing);
+    read_optional(j, "ratio", v.ratio);
+    read_optional(j, "ratio_min", v.ratio_min);
+    read_optional(j, "ratio_max", v.ratio_max);
+    read_optional(j, "counted_degree", v.counted_degree);
+}
+
+void to_json(json& j, const Environment& v) {
+    j = json{{"backend", v.backend},
+             {"gpu_available", v.gpu_available},
+             {"device", v.device_name},
+             {"compute_capability", v.compute_capability},
+             {"sm_count", v.sm_count},
+             {"driver", v.driver_version},
+             {"nvrtc", v.nvrtc_version},
+             {"grader_version", v.grader_version},
+             {"grid_blocks", v.grid_blocks},
+             {"block_size", v.block_size},
+             {"blocks_per_sm", v.blocks_per_sm}};
+}
+void from_json(const json& j, Environment& v) {
+    read(j, "backend", v.backend);
+    read(j, "gpu_available", v.gpu_available);
+    read(j, "device", v.device_name);
+    read(j, "compute_capability", v.compute_capability);
+    read(j, "sm_count", v.sm_count);
+    read(j, "driver", v.driver_version);
+    read(j, "nvrtc", v.nvrtc_version);
+    read(j, "grader_version", v.grader_version);
+    read(j, "grid_blocks", v.grid_blocks);
+    read(j, "block_size", v.block_size);
+    read(j, "blocks_per_sm", v.blocks_per_sm);
+}
+
+void to_json(json& j, const Interruption& v) {
+    j = json{{"kind", v.kind},
+             {"stage", v.stage},
+             {"message", v.message},
+             {"students_fault", v.students_fault}};
+}
+void from_json(const json& j, Interruption& v) {
+    read(j, "kind", v.kind);
+    read(j, "stage", v.stage);
+    read(j, "message", v.message);
+    read(j, "students_fault", v.students_fault);
+}
+
+void to_json(json& j, const Measurements& v) {
+    j = json{{"environment", v.environment},
+             {"student", v.student},
+             {"reference", v.reference},
+             {"runs", v.runs},
+             {"unnamed_strides", v.unnamed_strides},
+             {"seed", v.seed},
+             {"timing_rounds", v.timing_rounds},
+             {"timing_seconds", v.timing_seconds},
+             {"interruption", v.interruption ? json(*v.interruption) : json(nullptr)},
+             {"worker_output", v.worker_output},
+             {"worker_output_truncated", v.worker_output_truncated},
+             {"wall_seconds", v.wall_seconds}};
+}
+void from_json(const json& j, Measurements& v) {
+    read(j, "environment", v.environment);
+    read(j, "student", v.student);
+    read(j, "reference", v.reference);
+    read(j, "runs", v.runs);
+    read(j, "unnamed_strides", v.unnamed_strides);
+    read(j, "seed", v.seed);
+    read(j, "timing_rounds", v.timing_rounds);
+    read(j, "timing_seconds", v.timing_seconds);
+    read_optional(j, "interruption", v.interruption);
+    read(j, "worker_output", v.worker_output);
+    read(j, "worker_output_truncated", v.worker_output_truncated);
+    read(j, "wall_seconds", v.wall_seconds);
+}
+
+void to_json(json& j, const CheckResult& v) {
+    j = json{{"id", v.id},
+             {"title", v.title},
+             {"passed", v.passed},
+             {"required", v.required},
+             {"review", v.review},
+             {"points", v.points},
+             {"max_points", v.max_points},
+             {"message", v.message},
+             {"details", v.details}};
+}
+void from_json(const json& j, CheckResult& v) {
+    read(j, "id", v.id);
+    read(j, "title", v.title);
+    read(j, "passed", v.passed);
+    read(j, "required", v.required);
+    read(j, "review", v.review);
+    read(j, "points", v.points);
+    read(j, "max_points", v.max_points);
+    read(j, "message", v.message);
+    read(j, "details", v.details);
+}
+
+void to_json(json& j, const ReportRow& v) {
+    j = json{{"kernel", v.kernel},
+             {"stride", v.stride},
+             {"degree", v.degree},
+             {"named", v.named},
+             {"unnamed", v.unnamed},
+             {"predicted_degree", optional_to(v.predicted_degree)},
+             {"claimed_ratio", optional_number(v.claimed_ratio)},
+             {"median_ms", v.timing ? number(v.timing->median_ms) : json(nullptr)},
+             {"timing", v.timing ? json(*v.timing) : json(nullptr)},
+             {"ratio", optional_number(v.ratio)},
+             {"ratio_min", optional_number(v.ratio_min)},
+             {"ratio_max", optional_number(v.ratio_max)},
+             {"reference_ratio", optional_number(v.reference_ratio)},
+             {"counted_degree", optional_number(v.counted_degree)},
+             {"accumulator", v.accumulator},
+             {"hidden_input", v.hidden}};
+}
+void from_json(const json& j, ReportRow& v) {
+    read(j, "kernel", v.kernel);
+    read(j, "stride", v.stride);
+    read(j, "degree", v.degree);
+    read(j, "named", v.named);
+    read(j, "unnamed", v.unnamed);
+    read_optional(j, "predicted_degree", v.predicted_degree);
+    read_optional(j, "claimed_ratio", v.claimed_ratio);
+    read_optional(j, "timing", v.timing);
+    read_optional(j, "ratio", v.ratio);
+    read_optional(j, "ratio_min", v.ratio_min);
+    read_optional(j, "ratio_max", v.ratio_max);
+    read_optional(j, "reference_ratio", v.reference_ratio);
+    read_optional(j, "counted_degree", v.counted_degree);
+    read(j, "accumulator", v.accumulator);
+    read(j, "hidden_input", v.hidden);
+}
+
+void to_json(json& j, const Report& v) {
+    j = json{{"schema", "gpu-course-grader/report"},
+             {"schema_version", v.schema_version},
+             {"exercise", {{"id", v.exercise_id}, {"title", v.exercise_title}}},
+             {"submission", v.submission},
+             {"student_id", v.student_id},
+             {"claimed_gpu", v.claimed_gpu},
+             {"verdict", to_string(v.verdict)},
+             {"summary", v.summary},
+             {"score", v.score},
+             {"max_score", v.max_score},
+             {"checks", v.checks},
+             {"rows", v.rows},
+             {"sentence", v.sentence},
+             {"environment", v.environment},
+             {"seed", v.seed},
+             {"timing_rounds", v.timing_rounds},
+             {"wall_seconds", v.wall_seconds},
+             {"compile_log", v.compile_log},
+             {"kernel_output", v.kernel_output},
+             {"interruption", v.interruption ? json(*v.interruption) : json(nullptr)}};
+}
+void from_json(const json& j, Report& v) {
+    read(j, "schema_version", v.schema_version);
+    if (const auto exercise = j.find("exercise"); exercise != j.end() && exercise->is_object()) {
+        read(*exercise, "id", v.exercise_id);
+        read(*exercise, "title", v.exercise_title);
+    }
+    read(j, "submission", v.submission);
+    read(j, "student_id", v.student_id);
+    read(j, "claimed_gpu", v.claimed_gpu);
+    v.verdict = verdict_from_string(j.at("verdict").get<std::string>());
+    read(j, "summary", v.summary);
+    read(j, "score", v.score);
+    read(j, "max_score", v.max_score);
+    read(j, "checks", v.checks);
+    read(j, "rows", v.rows);
+    read(j, "sentence", v.sentence);
+    read(j, "environment", v.environment);
+    read(j, "seed", v.seed);
+    read(j, "timing_rounds", v.timing_rounds);
+    read(j, "wall_seconds", v.wall_seconds);
+    read(j, "compile_log", v.compile_log);
+    read(j, "kernel_output", v.kernel_output);
+    read_optional(j, "interruption", v.interruption);
+}
+
+}  // namespace grader

@@ -1,0 +1,39 @@
+#pragma once
+
+// JSON forms of the model. The report's form is the documented schema (docs/report-schema.md);
+// the measurements' form is what the worker process sends back to the grader.
+
+#include <nlohmann/json.hpp>
+
+#include "model/measurements.hpp"
+#include "model/report.hpp"
+
+namespace grader {
+
+void to_json(nlohmann::json& j, const SourceProblem& value);
+void from_json(const nlohmann::json& j, SourceProblem& value);
+void to_json(nlohmann::json& j, const CompileOutcome& value);
+void from_json(const nlohmann::json& j, CompileOutcome& value);
+void to_json(nlohmann::json& j, const AccumulatorResult& value);
+void from_json(const nlohmann::json& j, AccumulatorResult& value);
+void to_json(nlohmann::json& j, const TimingStats& value);
+void from_json(const nlohmann::json& j, TimingStats& value);
+void to_json(nlohmann::json& j, const KernelRun& value);
+void from_json(const nlohmann::json& j, KernelRun& value);
+void to_json(nlohmann::json& j, const Environment& value);
+void from_json(const nlohmann::json& j, Environment& value);
+void to_json(nlohmann::json& j, const Interruption& value);
+void from_json(const nlohmann::json& j, Interruption& value);
+void to_json(nlohmann::json& j, const Measurements& value);
+void from_json(const nlohmann::json& j, Measurements& value);
+
+void to_json(nlohmann::json& j, const CheckResult& value);
+void from_json(const nlohmann::json& j, CheckResult& value);
+void to_json(nlohmann::json& j, const ReportRow& value);
+void from_json(const nlohmann::json& j, ReportRow& value);
+void to_json(nlohmann::json& j, const Report& value);
+void from_json(const nlohmann::json& j, Report& value);
+
+Verdict verdict_from_string(const std::string& text);
+
+}  // namespace grader

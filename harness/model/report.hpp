@@ -1,0 +1,73 @@
+#pragma once
+
+// A graded result, as a plain value. Every report format is a writer over this; adding a format
+// never touches measurement or checks.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/measurements.hpp"
+
+namespace grader {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+enum class Verdict { pass, fail, ungradable };
+const char* to_string(Verdict verdict);
+
+struct CheckResult {
+    std::string id;
+    std::string title;
+    bool passed = false;
+    bool required = true;
+    bool review = false;                // flagged for the instructor, not scored by the machine
+    double points = 0.0;                // awarded
+    double max_points = 0.0;
+    std::string message;                // one paragraph the student reads
+    std::vector<std::string> details;   // one line each: a stride, a thread, a file position
+};
+
+// One row of the table: a kernel at a stride.
+struct ReportRow {
+    std::string kernel;                 // "student" or "reference"
+    int stride = 0;
+    unsigned degree = 1;                // gcd(stride, banks): the model
+    bool named = false;                 // a stride the submission had to name
+    bool unnamed = false;               // drawn per grade to catch stride-sniffing
+    std::optional<int> predicted_degree;
+    std::optional<double> claimed_ratio;   // what the student measured on their own GPU
+    std::optional<TimingStats> timing;
+    std::optional<double> ratio;
+    std::optional<double> ratio_min;
+    std::optional<double> ratio_max;
+    std::optional<double> reference_ratio; // the reference kernel at the same stride
+    std::optional<double> counted_degree;
+    AccumulatorResult accumulator;
+    AccumulatorResult hidden;
+};
+
+struct Report {
+    int schema_version = kReportSchemaVersion;
+    std::string exercise_id;
+    std::string exercise_title;
+    std::string submission;             // the folder as given on the command line
+    std::string student_id;
+    std::string claimed_gpu;
+    Verdict verdict = Verdict::ungradable;
+    std::string summary;                // one line: why this verdict
+    double score = 0.0;
+    double max_score = 0.0;
+    std::vector<CheckResult> checks;
+    std::vector<ReportRow> rows;
+    std::string sentence;
+    Environment environment;
+    std::uint64_t seed = 0;
+    int timing_rounds = 0;
+    double wall_seconds = 0.0;
+    std::string compile_log;            // the student's, host paths removed
+    std::string kernel_output;          // what the kernel printed, bounded
+    std::optional<Interruption> interruption;
+};
+
+}  // namespace grader
