@@ -28,3 +28,11 @@ std::optional<std::string> read_file_bounded(const std::filesystem::path& path,
 std::string format_number(double value, int decimals);
 
 }  // namespace grader
+
+namespace grader {
+
+// Writes content to path through a temporary file in the same folder and a rename, so a reader
+// never sees half a report, and an interrupted write leaves the old file or none.
+void write_file_atomically(const std::filesystem::path& path, std::string_view content);
+
+}  // namespace grader

@@ -3,6 +3,7 @@
 // The exercise and the submission, as plain values. Everything exercise-specific lives in the
 // exercise's YAML file; the C++ knows only the shapes below.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace grader {
@@ -71,6 +73,11 @@ struct OrderingRule {
     std::string description;  // read by the student, e.g. "stride 3 is closer to stride 1 than to 4"
     SourceLocation location;
 };
+
+// Every check the harness runs; an exercise file must give points and messages for each.
+inline constexpr std::array<std::string_view, 8> kHarnessCheckIds = {
+    "submission_file", "compile_abi", "accumulator", "hidden_input",
+    "predicted_degrees", "ordering", "consistency", "sentence"};
 
 // Points and messages of one check, from the exercise file. Messages are templates: "{stride}"
 // and the like are filled in by the check.

@@ -1,0 +1,845 @@
+#include "batch/class_outputs.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/text.hpp"
+#include "model/bank_model.hpp"
+
+namespace grader {
+namespace {
+
+// Folders decide the order everywhere, so two runs over the same class give the same files.
+std::vector<const ClassEntry*> sorted_by_folder(const std::vector<ClassEntry>& entries) {
+    std::vector<const ClassEntry*> sorted;
+    sorted.reserve(entries.size());
+    for (const ClassEntry& entry : entries) {
+        sorted.push_back(&entry);
+    }
+    std::stable_sort(sorted.begin(), sorted.end(), [](const ClassEntry* a, const ClassEntry* b) {
+        if (a->student_folder != b->student_folder) {
+            return a->student_folder < b->student_folder;
+        }
+        return a->report.student_id < b->report.student_id;
+    });
+    return sorted;
+}
+
+double median_of(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t middle = values.size() / 2;
+    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
+}
+
+bool plottable(double ratio) { return std::isfinite(ratio) && ratio > 0.0; }
+
+// The check columns: every check id in the order of the first report that has it.
+std::vector<CheckSummary> check_columns(const std::vector<const ClassEntry*>& sorted) {
+    std::vector<CheckSummary> columns;
+    for (const ClassEntry* entry : sorted) {
+        for (const CheckResult& check : entry->report.checks) {
+            const bool known =
+                std::any_of(columns.begin(), columns.end(),
+                            [&](const CheckSummary& column) { return column.id == check.id; });
+            if (!known) {
+                columns.push_back({check.id, check.title, check.max_points, 0, 0});
+            }
+        }
+    }
+    return columns;
+}
+
+}  // namespace
+
+std::string class_reason(const Report& report) {
+    if (report.interruption) {
+        const Interruption& stop = *report.interruption;
+        std::string reason = stop.kind.empty() ? "interrupted" : stop.kind;
+        if (!stop.stage.empty()) {
+            reason += " at " + stop.stage;
+        }
+        if (!stop.message.empty()) {
+            reason += ": " + stop.message;
+        }
+        return reason;
+    }
+    return report.summary;
+}
+
+ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
+    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
+    ClassSummary summary;
+    summary.submissions = sorted.size();
+    summary.checks = check_columns(sorted);
+
+    std::map<std::string, FailureReason> reasons;
+    const auto add_reason = [&](const std::string& key, const std::string& text,
+                                const std::string& folder) {
+        FailureReason& reason = reasons[key];
+        reason.key = key;
+        reason.reason = text;
+        if (reason.folders.empty() || reason.folders.back() != folder) {
+            reason.folders.push_back(folder);  // entries arrive sorted: one push per submission
+        }
+    };
+
+    std::map<int, std::vector<double>> student_ratios;
+    std::map<int, std::vector<double>> reference_ratios;
+    std::set<std::string> devices;
+
+    for (const ClassEntry* entry : sorted) {
+        const Report& report = entry->report;
+        switch (report.verdict) {
+            case Verdict::pass: ++summary.passed; break;
+            case Verdict::fail: ++summary.failed; break;
+            case Verdict::ungradable: ++summary.ungradable; break;
+        }
+        summary.max_score = std::max(summary.max_score, report.max_score);
+        if (report.verdict != Verdict::ungradable) {
+            summary.graded_scores.push_back(report.score);
+        }
+        if (summary.exercise_id.empty()) {
+            summary.exercise_id = report.exercise_id;
+        }
+        if (summary.exercise_title.empty()) {
+            summary.exercise_title = report.exercise_title;
+        }
+        if (!report.environment.device_name.empty()) {
+            devices.insert(report.environment.device_name);
+        }
+
+        bool explained = false;
+        for (const CheckResult& check : report.checks) {
+            for (CheckSummary& column : summary.checks) {
+                if (column.id == check.id) {
+                    ++column.reported;
+                    column.passed += check.passed ? 1 : 0;
+                }
+            }
+            if (!check.passed && !check.review) {
+                add_reason("check:" + check.id,
+                           "Failed: " + (check.title.empty() ? check.id : check.title),
+                           entry->student_folder);
+                explained = true;
+            }
+        }
+        if (report.interruption) {
+            const Interruption& stop = *report.interruption;
+            std::string text = "Grading stopped: " + (stop.kind.empty() ? "unknown" : stop.kind);
+            if (!stop.students_fault) {
+                text += " (not the student's fault)";
+            }
+            add_reason("interruption:" + stop.kind + (stop.students_fault ? "" : ":machine"), text,
+                       entry->student_folder);
+            explained = true;
+        }
+        if (!explained && report.verdict != Verdict::pass) {
+            add_reason("summary:" + report.summary,
+                       report.summary.empty() ? "No reason given" : report.summary,
+                       entry->student_folder);
+        }
+
+        // The reference kernel is timed in every grade; where a grade has no reference row at a
+        // stride, the student row carries the reference's ratio it was compared with.
+        std::map<int, double> reference_here;
+        for (const ReportRow& row : report.rows) {
+            if (row.kernel == "reference" && row.ratio && plottable(*row.ratio)) {
+                reference_here[row.stride] = *row.ratio;
+            }
+        }
+        for (const ReportRow& row : report.rows) {
+            if (row.kernel != "student") {
+                continue;
+            }
+            if (row.ratio && plottable(*row.ratio)) {
+                student_ratios[row.stride].push_back(*row.ratio);
+            }
+            if (row.reference_ratio && plottable(*row.reference_ratio)) {
+                reference_here.emplace(row.stride, *row.reference_ratio);
+            }
+        }
+        for (const auto& [stride, ratio] : reference_here) {
+            reference_ratios[stride].push_back(ratio);
+        }
+    }
+
+    if (!summary.graded_scores.empty()) {
+        double total = 0.0;
+        for (double score : summary.graded_scores) {
+            total += score;
+        }
+        summary.mean_score = total / static_cast<double>(summary.graded_scores.size());
+        summary.median_score = median_of(summary.graded_scores);
+    }
+
+    for (auto& [key, reason] : reasons) {
+        summary.failure_reasons.push_back(std::move(reason));
+    }
+    std::stable_sort(summary.failure_reasons.begin(), summary.failure_reasons.end(),
+                     [](const FailureReason& a, const FailureReason& b) {
+                         if (a.folders.size() != b.folders.size()) {
+                             return a.folders.size() > b.folders.size();
+                         }
+                         return a.reason < b.reason;
+                     });
+
+    std::set<int> strides;
+    for (const auto& [stride, ratios] : student_ratios) {
+        strides.insert(stride);
+    }
+    for (const auto& [stride, ratios] : reference_ratios) {
+        strides.insert(stride);
+    }
+    for (int stride : strides) {
+        StrideSummary row;
+        row.stride = stride;
+        row.degree = conflict_degree(stride);
+        const auto students = student_ratios.find(stride);
+        if (students != student_ratios.end()) {
+            const std::vector<double>& ratios = students->second;
+            row.student_count = ratios.size();
+            row.student_ratio = RatioSpread{*std::min_element(ratios.begin(), ratios.end()),
+                                            median_of(ratios),
+                                            *std::max_element(ratios.begin(), ratios.end())};
+        }
+        const auto reference = reference_ratios.find(stride);
+        if (reference != reference_ratios.end()) {
+            row.reference_ratio = median_of(reference->second);
+        }
+        summary.strides.push_back(row);
+    }
+    summary.devices.assign(devices.begin(), devices.end());
+    return summary;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gradebook CSV
+
+namespace {
+
+// A spreadsheet runs a cell that starts with one of these as a formula; student ids and folder
+// names are untrusted, so such a cell is prefixed with an apostrophe, which shows as text.
+std::string csv_text_field(const std::string& text) {
+    std::string value = text;
+    if (!value.empty() && (value[0] == '=' || value[0] == '+' || value[0] == '-' ||
+                           value[0] == '@' || value[0] == '\t' || value[0] == '\r')) {
+        value.insert(value.begin(), '\'');
+    }
+    if (value.find_first_of(",\"\r\n") == std::string::npos) {
+        return value;
+    }
+    std::string quoted = "\"";
+    for (char c : value) {
+        quoted += c;
+        if (c == '"') {
+            quoted += '"';
+        }
+    }
+    quoted += '"';
+    return quoted;
+}
+
+void append_csv_row(std::string& out, const std::vector<std::string>& fields) {
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        if (i > 0) {
+            out += ',';
+        }
+        out += fields[i];
+    }
+    out += "\r\n";  // RFC 4180 line end
+}
+
+}  // namespace
+
+std::string write_gradebook_csv(const std::vector<ClassEntry>& entries) {
+    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
+    const std::vector<CheckSummary> columns = check_columns(sorted);
+
+    std::string out;
+    std::vector<std::string> header = {"student", "folder", "score", "max_score", "verdict"};
+    for (const CheckSummary& column : columns) {
+        header.push_back(csv_text_field(column.id));
+    }
+    header.push_back("reason");
+    append_csv_row(out, header);
+
+    for (const ClassEntry* entry : sorted) {
+        const Report& report = entry->report;
+        std::vector<std::string> row;
+        row.push_back(csv_text_field(report.student_id));
+        row.push_back(csv_text_field(entry->student_folder));
+        // An ungradable submission has no score: a 0 imported into a gradebook would read as
+        // the student's, when the machine or the harness stopped the grade.
+        row.push_back(report.verdict == Verdict::ungradable ? ""
+                                                            : format_number(report.score, 2));
+        row.push_back(format_number(report.max_score, 2));
+        row.push_back(to_string(report.verdict));
+        for (const CheckSummary& column : columns) {
+            const auto check =
+                std::find_if(report.checks.begin(), report.checks.end(),
+                             [&](const CheckResult& result) { return result.id == column.id; });
+            row.push_back(check == report.checks.end() ? "" : format_number(check->points, 2));
+        }
+        row.push_back(csv_text_field(class_reason(report)));
+        append_csv_row(out, row);
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON summary
+
+std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
+                                     const nlohmann::json& run_info) {
+    const ClassSummary summary = summarize_class(entries);
+    using nlohmann::json;
+    const auto optional_number = [](const std::optional<double>& value) {
+        return value ? json(*value) : json(nullptr);
+    };
+
+    json checks = json::array();
+    for (const CheckSummary& check : summary.checks) {
+        checks.push_back({{"id", check.id},
+                          {"title", check.title},
+                          {"max_points", check.max_points},
+                          {"reported", check.reported},
+                          {"passed", check.passed},
+                          {"failed", check.reported - check.passed}});
+    }
+    json reasons = json::array();
+    for (const FailureReason& reason : summary.failure_reasons) {
+        reasons.push_back({{"key", reason.key},
+                           {"reason", reason.reason},
+                           {"count", reason.folders.size()},
+                           {"folders", reason.folders}});
+    }
+    json strides = json::array();
+    for (const StrideSummary& stride : summary.strides) {
+        json ratio = nullptr;
+        if (stride.student_ratio) {
+            ratio = {{"min", stride.student_ratio->min},
+                     {"median", stride.student_ratio->median},
+                     {"max", stride.student_ratio->max}};
+        }
+        strides.push_back({{"stride", stride.stride},
+                           {"degree", stride.degree},
+                           {"students", stride.student_count},
+                           {"student_ratio", ratio},
+                           {"reference_ratio", optional_number(stride.reference_ratio)}});
+    }
+
+    json out = {
+        {"schema_version", 1},
+        {"exercise_id", summary.exercise_id},
+        {"exercise_title", summary.exercise_title},
+        {"submissions", summary.submissions},
+        {"verdicts",
+         {{"pass", summary.passed}, {"fail", summary.failed}, {"ungradable", summary.ungradable}}},
+        {"score",
+         {{"graded", summary.graded_scores.size()},
+          {"mean", optional_number(summary.mean_score)},
+          {"median", optional_number(summary.median_score)},
+          {"max_score", summary.max_score}}},
+        {"checks", checks},
+        {"failure_reasons", reasons},
+        {"strides", strides},
+        {"devices", summary.devices},
+        {"run", run_info},
+    };
+    // Student strings may hold bytes that are not UTF-8; they must not stop the class's summary.
+    return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTML class report
+
+namespace {
+
+std::string escape_html(const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&#39;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+// The link to a student's report stays a relative path on disk whatever the folder is called:
+// every byte but unreserved ones and '/' is percent-encoded (so "javascript:" loses its colon),
+// and a leading '/' gets a '.' (so "//host" cannot name another machine).
+std::string relative_href(const std::string& link) {
+    static const char* hex = "0123456789ABCDEF";
+    std::string out;
+    for (char c : link) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (std::isalnum(byte) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+            out += c;
+        } else {
+            out += '%';
+            out += hex[byte >> 4];
+            out += hex[byte & 0x0F];
+        }
+    }
+    if (!out.empty() && out[0] == '/') {
+        out.insert(out.begin(), '.');
+    }
+    return out;
+}
+
+std::string fixed(double value, int decimals = 1) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+    return buffer;
+}
+
+const char* verdict_color(Verdict verdict) {
+    switch (verdict) {
+        case Verdict::pass: return "#2e7d32";
+        case Verdict::fail: return "#c62828";
+        case Verdict::ungradable: return "#757575";
+    }
+    return "#757575";
+}
+
+// A fixed jitter per student and stride, so dots at one stride do not hide each other and the
+// page is the same on every run.
+double jitter(const std::string& folder, int stride) {
+    std::uint64_t hash = 1469598103934665603ULL;
+    for (char c : folder + "#" + std::to_string(stride)) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 1099511628211ULL;
+    }
+    return static_cast<double>(hash % 1000) / 999.0 - 0.5;  // in [-0.5, 0.5]
+}
+
+constexpr const char* kStyle = R"(
+:root { color-scheme: light; }
+body { margin: 0; background: #f5f6f8; color: #1f2328;
+  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
+main { max-width: 1040px; margin: 0 auto; padding: 24px 28px 48px; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 0 0 10px; }
+.meta { color: #57606a; margin: 0 0 20px; }
+section.card { background: #fff; border: 1px solid #d0d7de; border-radius: 8px;
+  padding: 16px 20px; margin: 0 0 20px; }
+.counts { display: flex; flex-wrap: wrap; gap: 12px; margin: 0; padding: 0; list-style: none; }
+.counts li { flex: 1 1 140px; border-radius: 6px; padding: 10px 14px; background: #f6f8fa;
+  border-left: 5px solid #8c959f; }
+.counts .number { display: block; font-size: 28px; font-weight: 650; }
+.counts .pass { border-left-color: #2e7d32; } .counts .fail { border-left-color: #c62828; }
+.counts .ungradable { border-left-color: #757575; } .counts .total { border-left-color: #1565c0; }
+.note { color: #57606a; font-size: 13.5px; margin: 8px 0 0; }
+svg { display: block; max-width: 100%; height: auto; font-family: inherit; }
+svg text { fill: #1f2328; font-size: 12px; }
+svg .axis-title { font-size: 13px; fill: #57606a; }
+svg .grid { stroke: #e4e7eb; stroke-width: 1; }
+svg .axis { stroke: #57606a; stroke-width: 1; }
+table { border-collapse: collapse; width: 100%; font-size: 14px; }
+th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #e4e7eb;
+  vertical-align: top; }
+th { background: #f6f8fa; font-weight: 600; }
+td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
+td.reason { color: #57606a; max-width: 420px; overflow-wrap: anywhere; white-space: pre-wrap; }
+td.folder, td.student { overflow-wrap: anywhere; white-space: pre-wrap; max-width: 200px; }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; color: #fff;
+  font-size: 12.5px; font-weight: 600; }
+.badge.pass { background: #2e7d32; } .badge.fail { background: #c62828; }
+.badge.ungradable { background: #757575; }
+a { color: #0b57d0; }
+)";
+
+void write_verdict_counts(std::ostringstream& html, const ClassSummary& summary) {
+    html << "<section class=\"card\" aria-labelledby=\"verdict-counts-title\">\n"
+         << "<h2 id=\"verdict-counts-title\">Verdicts</h2>\n<ul class=\"counts\" "
+            "id=\"verdict-counts\">\n"
+         << "<li class=\"total\"><span class=\"number\" data-count=\"" << summary.submissions
+         << "\">" << summary.submissions << "</span>submissions</li>\n"
+         << "<li class=\"pass\"><span class=\"number\" data-verdict=\"pass\">" << summary.passed
+         << "</span>pass</li>\n"
+         << "<li class=\"fail\"><span class=\"number\" data-verdict=\"fail\">" << summary.failed
+         << "</span>fail</li>\n"
+         << "<li class=\"ungradable\"><span class=\"number\" data-verdict=\"ungradable\">"
+         << summary.ungradable << "</span>ungradable</li>\n</ul>\n";
+    html << "<p class=\"note\">";
+    if (summary.mean_score) {
+        html << "Mean score " << format_number(*summary.mean_score, 2) << ", median "
+             << format_number(*summary.median_score, 2) << " of "
+             << format_number(summary.max_score, 2) << " points, over the "
+             << summary.graded_scores.size() << " graded submissions.";
+    } else {
+        html << "No submission could be graded.";
+    }
+    if (summary.ungradable > 0) {
+        html << " Ungradable submissions have no score: the grade stopped for a reason that "
+                "is not theirs to answer for, or could not be completed; grade them again.";
+    }
+    html << "</p>\n</section>\n";
+}
+
+void write_score_histogram(std::ostringstream& html, const ClassSummary& summary) {
+    // One bar per whole point while that stays readable, else ten equal bins.
+    const double max_score = std::max(summary.max_score, 1.0);
+    const bool per_point = max_score <= 40.0;
+    const int bins = per_point ? static_cast<int>(std::ceil(max_score)) + 1 : 10;
+    const double width = per_point ? 1.0 : max_score / bins;
+    std::vector<int> counts(static_cast<std::size_t>(bins), 0);
+    for (double score : summary.graded_scores) {
+        int bin = static_cast<int>(std::floor(std::max(score, 0.0) / width));
+        bin = std::min(bin, bins - 1);
+        ++counts[static_cast<std::size_t>(bin)];
+    }
+    const int most = std::max(1, *std::max_element(counts.begin(), counts.end()));
+    const int step = std::max(1, static_cast<int>(std::ceil(most / 5.0)));
+    const int top = ((most + step - 1) / step) * step;
+
+    const double view_width = 960, view_height = 300;
+    const double left = 56, right = 16, top_margin = 20, bottom = 56;
+    const double plot_width = view_width - left - right;
+    const double plot_height = view_height - top_margin - bottom;
+    const double band = plot_width / bins;
+    const auto y_of = [&](double count) {
+        return top_margin + plot_height - count / top * plot_height;
+    };
+
+    html << "<section class=\"card\" aria-labelledby=\"score-histogram-title\">\n"
+         << "<h2 id=\"score-histogram-title\">Distribution of scores</h2>\n"
+         << "<svg id=\"score-histogram\" viewBox=\"0 0 " << view_width << ' ' << view_height
+         << "\" width=\"" << view_width << "\" height=\"" << view_height
+         << "\" role=\"img\" aria-label=\"Histogram of scores\">\n";
+    for (int tick = 0; tick <= top; tick += step) {
+        const double y = y_of(tick);
+        html << "<line class=\"grid\" x1=\"" << left << "\" x2=\"" << left + plot_width
+             << "\" y1=\"" << fixed(y) << "\" y2=\"" << fixed(y) << "\"/>"
+             << "<text x=\"" << left - 8 << "\" y=\"" << fixed(y + 4)
+             << "\" text-anchor=\"end\">" << tick << "</text>\n";
+    }
+    for (int bin = 0; bin < bins; ++bin) {
+        const int count = counts[static_cast<std::size_t>(bin)];
+        const double x = left + bin * band + band * 0.12;
+        const double bar_width = band * 0.76;
+        const double y = y_of(count);
+        const std::string label =
+            per_point ? std::to_string(bin)
+                      : format_number(bin * width, 1) + "–" + format_number((bin + 1) * width, 1);
+        html << "<rect class=\"bar\" data-bin=\"" << label << "\" data-count=\"" << count
+             << "\" x=\"" << fixed(x) << "\" y=\"" << fixed(y) << "\" width=\""
+             << fixed(bar_width) << "\" height=\"" << fixed(top_margin + plot_height - y)
+             << "\" fill=\"#1565c0\"><title>score " << label << ": " << count
+             << (count == 1 ? " submission" : " submissions") << "</title></rect>";
+        if (count > 0) {
+            html << "<text x=\"" << fixed(x + bar_width / 2) << "\" y=\"" << fixed(y - 5)
+                 << "\" text-anchor=\"middle\">" << count << "</text>";
+        }
+        html << "<text x=\"" << fixed(left + (bin + 0.5) * band) << "\" y=\""
+             << fixed(top_margin + plot_height + 18) << "\" text-anchor=\"middle\">" << label
+             << "</text>\n";
+    }
+    html << "<line class=\"axis\" x1=\"" << left << "\" x2=\"" << left + plot_width << "\" y1=\""
+         << top_margin + plot_height << "\" y2=\"" << top_margin + plot_height << "\"/>\n"
+         << "<text class=\"axis-title\" x=\"" << left + plot_width / 2 << "\" y=\""
+         << view_height - 10 << "\" text-anchor=\"middle\">score (points, out of "
+         << format_number(summary.max_score, 2) << ")</text>\n"
+         << "<text class=\"axis-title\" transform=\"translate(16 "
+         << top_margin + plot_height / 2
+         << ") rotate(-90)\" text-anchor=\"middle\">submissions</text>\n</svg>\n"
+         << "<p class=\"note\">Graded submissions only (" << summary.graded_scores.size()
+         << "); ungradable ones (" << summary.ungradable << ") have no score.</p>\n</section>\n";
+}
+
+void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
+                       const std::vector<const ClassEntry*>& sorted) {
+    std::vector<int> strides;
+    for (const StrideSummary& row : summary.strides) {
+        strides.push_back(row.stride);
+    }
+    html << "<section class=\"card\" aria-labelledby=\"ratio-chart-title\">\n"
+         << "<h2 id=\"ratio-chart-title\">Measured ratio per stride</h2>\n";
+
+    // The y axis is log2 from a power of two under every value to one above, bounded so that
+    // one absurd ratio cannot flatten the class; values past the bounds sit on the edge.
+    double low = 1.0, high = 32.0;
+    for (const StrideSummary& row : summary.strides) {
+        if (row.student_ratio) {
+            low = std::min(low, row.student_ratio->min);
+            high = std::max(high, row.student_ratio->max);
+        }
+        if (row.reference_ratio) {
+            low = std::min(low, *row.reference_ratio);
+            high = std::max(high, *row.reference_ratio);
+        }
+    }
+    const int low_power = std::max(-6, static_cast<int>(std::floor(std::log2(low / 1.05))));
+    const int high_power = std::min(12, static_cast<int>(std::ceil(std::log2(high * 1.05))));
+
+    const double view_width = 960, view_height = 460;
+    const double left = 64, right = 250, top_margin = 20, bottom = 70;
+    const double plot_width = view_width - left - right;
+    const double plot_height = view_height - top_margin - bottom;
+    const double band = strides.empty() ? plot_width : plot_width / strides.size();
+    const auto y_of = [&](double ratio) {
+        const double power =
+            std::clamp(std::log2(ratio), static_cast<double>(low_power), double(high_power));
+        return top_margin + plot_height -
+               (power - low_power) / (high_power - low_power) * plot_height;
+    };
+    const auto x_of = [&](std::size_t index) { return left + (index + 0.5) * band; };
+
+    html << "<svg id=\"ratio-chart\" viewBox=\"0 0 " << view_width << ' ' << view_height
+         << "\" width=\"" << view_width << "\" height=\"" << view_height
+         << "\" role=\"img\" aria-label=\"Time ratio to stride 1 per stride, each student, the "
+            "reference kernel and the model\">\n";
+    for (int power = low_power; power <= high_power; ++power) {
+        const double y = y_of(std::ldexp(1.0, power));
+        html << "<line class=\"grid\" x1=\"" << left << "\" x2=\"" << left + plot_width
+             << "\" y1=\"" << fixed(y) << "\" y2=\"" << fixed(y) << "\"/>"
+             << "<text x=\"" << left - 8 << "\" y=\"" << fixed(y + 4) << "\" text-anchor=\"end\">"
+             << format_number(std::ldexp(1.0, power), 4) << "</text>\n";
+    }
+    for (std::size_t i = 0; i < strides.size(); ++i) {
+        html << "<text x=\"" << fixed(x_of(i)) << "\" y=\"" << top_margin + plot_height + 18
+             << "\" text-anchor=\"middle\">" << strides[i] << "</text>"
+             << "<text x=\"" << fixed(x_of(i)) << "\" y=\"" << top_margin + plot_height + 34
+             << "\" text-anchor=\"middle\" fill=\"#6a1b9a\" style=\"fill:#6a1b9a;font-size:11px\">"
+             << "gcd " << conflict_degree(strides[i]) << "</text>\n";
+    }
+    html << "<line class=\"axis\" x1=\"" << left << "\" x2=\"" << left + plot_width << "\" y1=\""
+         << top_margin + plot_height << "\" y2=\"" << top_margin + plot_height << "\"/>"
+         << "<line class=\"axis\" x1=\"" << left << "\" x2=\"" << left << "\" y1=\"" << top_margin
+         << "\" y2=\"" << top_margin + plot_height << "\"/>\n"
+         << "<text class=\"axis-title\" x=\"" << left + plot_width / 2 << "\" y=\""
+         << view_height - 10 << "\" text-anchor=\"middle\">stride (words); under it the model's "
+            "conflict degree gcd(stride, 32)</text>\n"
+         << "<text class=\"axis-title\" transform=\"translate(18 " << top_margin + plot_height / 2
+         << ") rotate(-90)\" text-anchor=\"middle\">time / time at stride 1 (log scale)</text>\n";
+
+    // The model: the conflict degree, on the same axis, which is the ratio a kernel whose time
+    // were all bank requests would show.
+    std::string model_points;
+    for (std::size_t i = 0; i < strides.size(); ++i) {
+        model_points += fixed(x_of(i)) + "," + fixed(y_of(conflict_degree(strides[i]))) + " ";
+    }
+    html << "<polyline class=\"model-line\" points=\"" << model_points
+         << "\" fill=\"none\" stroke=\"#6a1b9a\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n";
+    for (std::size_t i = 0; i < strides.size(); ++i) {
+        const double y = y_of(conflict_degree(strides[i]));
+        html << "<rect class=\"model-point\" x=\"" << fixed(x_of(i) - 4) << "\" y=\""
+             << fixed(y - 4) << "\" width=\"8\" height=\"8\" fill=\"#fff\" stroke=\"#6a1b9a\" "
+             << "stroke-width=\"1.5\"><title>model: stride " << strides[i] << ", degree "
+             << conflict_degree(strides[i]) << "</title></rect>\n";
+    }
+
+    // Students, under the reference so its line stays readable.
+    for (const ClassEntry* entry : sorted) {
+        for (const ReportRow& row : entry->report.rows) {
+            if (row.kernel != "student" || !row.ratio || !plottable(*row.ratio)) {
+                continue;
+            }
+            const auto index = static_cast<std::size_t>(
+                std::find(strides.begin(), strides.end(), row.stride) - strides.begin());
+            const double x = x_of(index) + jitter(entry->student_folder, row.stride) * band * 0.5;
+            html << "<circle class=\"student-dot\" data-verdict=\""
+                 << to_string(entry->report.verdict) << "\" cx=\"" << fixed(x) << "\" cy=\""
+                 << fixed(y_of(*row.ratio)) << "\" r=\"3.5\" fill=\""
+                 << verdict_color(entry->report.verdict) << "\" fill-opacity=\"0.65\"><title>"
+                 << escape_html(entry->student_folder) << ": stride " << row.stride << ", ratio "
+                 << format_number(*row.ratio, 3) << "</title></circle>\n";
+        }
+    }
+
+    std::string reference_points;
+    for (std::size_t i = 0; i < summary.strides.size(); ++i) {
+        if (summary.strides[i].reference_ratio) {
+            reference_points +=
+                fixed(x_of(i)) + "," + fixed(y_of(*summary.strides[i].reference_ratio)) + " ";
+        }
+    }
+    html << "<polyline class=\"reference-line\" points=\"" << reference_points
+         << "\" fill=\"none\" stroke=\"#1565c0\" stroke-width=\"2\"/>\n";
+    for (std::size_t i = 0; i < summary.strides.size(); ++i) {
+        if (summary.strides[i].reference_ratio) {
+            html << "<circle class=\"reference-point\" cx=\"" << fixed(x_of(i)) << "\" cy=\""
+                 << fixed(y_of(*summary.strides[i].reference_ratio))
+                 << "\" r=\"5\" fill=\"#fff\" stroke=\"#1565c0\" stroke-width=\"2\"><title>"
+                 << "reference: stride " << strides[i] << ", ratio "
+                 << format_number(*summary.strides[i].reference_ratio, 3)
+                 << "</title></circle>\n";
+        }
+    }
+
+    // Legend, to the right of the plot.
+    const double legend_x = left + plot_width + 24;
+    double legend_y = top_margin + 14;
+    const auto legend_text = [&](const std::string& text) {
+        html << "<text x=\"" << legend_x + 22 << "\" y=\"" << fixed(legend_y + 4) << "\">" << text
+             << "</text>\n";
+        legend_y += 24;
+    };
+    html << "<g id=\"ratio-legend\">\n";
+    for (Verdict verdict : {Verdict::pass, Verdict::fail, Verdict::ungradable}) {
+        html << "<circle cx=\"" << legend_x + 8 << "\" cy=\"" << fixed(legend_y) << "\" r=\"4\" "
+             << "fill=\"" << verdict_color(verdict) << "\" fill-opacity=\"0.8\"/>";
+        legend_text(std::string("a student's kernel (") + to_string(verdict) + ")");
+    }
+    html << "<line x1=\"" << legend_x << "\" x2=\"" << legend_x + 16 << "\" y1=\""
+         << fixed(legend_y) << "\" y2=\"" << fixed(legend_y)
+         << "\" stroke=\"#1565c0\" stroke-width=\"2\"/><circle cx=\"" << legend_x + 8
+         << "\" cy=\"" << fixed(legend_y) << "\" r=\"4\" fill=\"#fff\" stroke=\"#1565c0\" "
+         << "stroke-width=\"2\"/>";
+    legend_text("reference kernel (median)");
+    html << "<line x1=\"" << legend_x << "\" x2=\"" << legend_x + 16 << "\" y1=\""
+         << fixed(legend_y) << "\" y2=\"" << fixed(legend_y)
+         << "\" stroke=\"#6a1b9a\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><rect x=\""
+         << legend_x + 4 << "\" y=\"" << fixed(legend_y - 4) << "\" width=\"8\" height=\"8\" "
+         << "fill=\"#fff\" stroke=\"#6a1b9a\" stroke-width=\"1.5\"/>";
+    legend_text("model: degree gcd(stride, 32)");
+    html << "</g>\n</svg>\n";
+
+    html << "<p class=\"note\">Each dot is one student's kernel at one stride, timed in that "
+            "student's grade: its time over its time at stride 1 (dots are spread sideways so "
+            "they do not hide each other). The solid line is the reference kernel timed in the "
+            "same grades (median over the grades). The dashed line is the model's conflict "
+            "degree gcd(stride, 32) on the same axis: the ratio a kernel would show if its time "
+            "were all bank requests. Measured ratios can sit below it when stride 1 has costs "
+            "of its own; the grade compares students with the reference, not with the "
+            "degree.</p>\n";
+
+    html << "<table id=\"stride-table\">\n<thead><tr><th class=\"number\">stride</th>"
+         << "<th class=\"number\">degree</th><th class=\"number\">students</th>"
+         << "<th class=\"number\">student min</th><th class=\"number\">student median</th>"
+         << "<th class=\"number\">student max</th><th class=\"number\">reference</th></tr>"
+         << "</thead>\n<tbody>\n";
+    for (const StrideSummary& row : summary.strides) {
+        html << "<tr><td class=\"number\">" << row.stride << "</td><td class=\"number\">"
+             << row.degree << "</td><td class=\"number\">" << row.student_count << "</td>";
+        if (row.student_ratio) {
+            html << "<td class=\"number\">" << format_number(row.student_ratio->min, 3)
+                 << "</td><td class=\"number\">" << format_number(row.student_ratio->median, 3)
+                 << "</td><td class=\"number\">" << format_number(row.student_ratio->max, 3)
+                 << "</td>";
+        } else {
+            html << "<td class=\"number\">–</td><td class=\"number\">–</td>"
+                 << "<td class=\"number\">–</td>";
+        }
+        html << "<td class=\"number\">"
+             << (row.reference_ratio ? format_number(*row.reference_ratio, 3) : "–")
+             << "</td></tr>\n";
+    }
+    html << "</tbody>\n</table>\n</section>\n";
+}
+
+void write_failure_reasons(std::ostringstream& html, const ClassSummary& summary) {
+    html << "<section class=\"card\" aria-labelledby=\"failure-reasons-title\">\n"
+         << "<h2 id=\"failure-reasons-title\">Failure reasons</h2>\n"
+         << "<table id=\"failure-reasons\">\n<thead><tr><th class=\"number\">#</th>"
+         << "<th>reason</th><th class=\"number\">submissions</th><th>folders</th></tr></thead>\n"
+         << "<tbody>\n";
+    constexpr std::size_t kFoldersShown = 12;
+    std::size_t rank = 0;
+    for (const FailureReason& reason : summary.failure_reasons) {
+        html << "<tr class=\"failure-reason\"><td class=\"number\">" << ++rank << "</td><td>"
+             << escape_html(reason.reason) << "</td><td class=\"number\">"
+             << reason.folders.size() << "</td><td class=\"folder\">";
+        for (std::size_t i = 0; i < reason.folders.size() && i < kFoldersShown; ++i) {
+            html << (i > 0 ? ", " : "") << escape_html(reason.folders[i]);
+        }
+        if (reason.folders.size() > kFoldersShown) {
+            html << " and " << reason.folders.size() - kFoldersShown << " more";
+        }
+        html << "</td></tr>\n";
+    }
+    if (summary.failure_reasons.empty()) {
+        html << "<tr><td colspan=\"4\">Every submission passed every check.</td></tr>\n";
+    }
+    html << "</tbody>\n</table>\n<p class=\"note\">A submission counts once under each check it "
+            "failed, so the counts add up to more than the failures.</p>\n</section>\n";
+}
+
+void write_students(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted) {
+    html << "<section class=\"card\" aria-labelledby=\"students-title\">\n"
+         << "<h2 id=\"students-title\">Students</h2>\n"
+         << "<table id=\"students\">\n<thead><tr><th>folder</th><th>student</th><th>verdict</th>"
+         << "<th class=\"number\">score</th><th>reason</th><th>report</th></tr></thead>\n"
+         << "<tbody>\n";
+    for (const ClassEntry* entry : sorted) {
+        const Report& report = entry->report;
+        const char* verdict = to_string(report.verdict);
+        html << "<tr class=\"student-row\"><td class=\"folder\">"
+             << escape_html(entry->student_folder) << "</td><td class=\"student\">"
+             << escape_html(report.student_id) << "</td><td><span class=\"badge " << verdict
+             << "\">" << verdict << "</span></td><td class=\"number\">"
+             << (report.verdict == Verdict::ungradable ? "–" : format_number(report.score, 2))
+             << " / " << format_number(report.max_score, 2) << "</td><td class=\"reason\">"
+             << escape_html(class_reason(report)) << "</td><td>";
+        if (entry->report_link.empty()) {
+            html << "–";
+        } else {
+            html << "<a href=\"" << escape_html(relative_href(entry->report_link)) << "\">report</a>";
+        }
+        html << "</td></tr>\n";
+    }
+    html << "</tbody>\n</table>\n</section>\n";
+}
+
+}  // namespace
+
+std::string write_class_report_html(const std::vector<ClassEntry>& entries,
+                                    const ClassReportOptions& options) {
+    const ClassSummary summary = summarize_class(entries);
+    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
+    const std::string exercise_id =
+        options.exercise_id.empty() ? summary.exercise_id : options.exercise_id;
+    const std::string exercise_title =
+        options.exercise_title.empty() ? summary.exercise_title : options.exercise_title;
+    const std::string heading = exercise_title.empty() ? exercise_id : exercise_title;
+
+    std::ostringstream html;
+    html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+         << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+         // Nothing on this page may be fetched: a student string that slipped past escaping
+         // still could not load anything.
+         << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'\">\n"
+         << "<title>Class report: " << escape_html(heading);
+    if (!options.generated_at.empty()) {
+        html << " (" << escape_html(options.generated_at) << ")";
+    }
+    html << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<main>\n"
+         << "<h1>Class report: " << escape_html(heading) << "</h1>\n<p class=\"meta\">";
+    if (!exercise_id.empty()) {
+        html << "Exercise <code>" << escape_html(exercise_id) << "</code>";
+    }
+    if (!options.generated_at.empty()) {
+        html << " · generated " << escape_html(options.generated_at);
+    }
+    html << " · " << summary.submissions << " submissions";
+    if (!summary.devices.empty()) {
+        html << " · graded on ";
+        for (std::size_t i = 0; i < summary.devices.size(); ++i) {
+            html << (i > 0 ? ", " : "") << escape_html(summary.devices[i]);
+        }
+    }
+    html << "</p>\n";
+
+    write_verdict_counts(html, summary);
+    write_score_histogram(html, summary);
+    write_ratio_chart(html, summary, sorted);
+    write_failure_reasons(html, summary);
+    write_students(html, sorted);
+    html << "</main>\n</body>\n</html>\n";
+    return html.str();
+}
+
+}  // namespace grader

@@ -1,0 +1,30 @@
+#pragma once
+
+// One file per subcommand: each binds its flags to an options struct and calls the library.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace grader::cli {
+
+// Flags every subcommand shares.
+struct GlobalOptions {
+    bool verbose = false;
+    bool quiet = false;
+};
+
+// Each returns the exit status once the command has run. Registration adds the subcommand and
+// sets `run` to the function that executes it after parsing.
+using Runner = std::function<int()>;
+void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run);
+void add_sweep_command(CLI::App& app, const GlobalOptions& global, Runner& run);
+void add_worker_command(CLI::App& app, Runner& run);
+
+// Exit statuses, documented in the README and docs/report-schema.md.
+inline constexpr int kExitPass = 0;
+inline constexpr int kExitFail = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUngradable = 3;
+inline constexpr int kExitInternal = 4;
+
+}  // namespace grader::cli

@@ -1,0 +1,101 @@
+// `grader grade SUBMISSION`: grades one submission folder and writes its report.
+
+#include <unistd.h>
+
+#include <iostream>
+#include <spdlog/spdlog.h>
+
+#include "checks/checks.hpp"
+#include "cli/commands.hpp"
+#include "cli/locations.hpp"
+#include "common/text.hpp"
+#include "exercise/exercise.hpp"
+#include "grade/grade.hpp"
+#include "report/writers.hpp"
+
+namespace grader::cli {
+namespace {
+
+struct GradeCommandOptions {
+    std::filesystem::path submission;
+    std::filesystem::path exercise;
+    std::string format = "text";
+    std::filesystem::path output;
+    int device = 0;
+    std::optional<std::uint64_t> seed;
+    double timeout = 0.0;
+    std::string backend = "cuda";
+};
+
+int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
+    const auto format = parse_format(options.format);
+    if (!format) {
+        spdlog::error("unknown format '{}'", options.format);
+        return kExitUsage;
+    }
+    const Exercise exercise =
+        load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
+
+    GradeOptions grade;
+    grade.submission_dir = options.submission;
+    grade.submission_label = options.submission.string();
+    grade.device = options.device;
+    grade.seed = options.seed;
+    grade.backend = options.backend;
+    grade.run_seconds_override = options.timeout;
+    grade.worker_executable = current_executable();
+    grade.on_stage = [](const std::string& stage) { spdlog::debug("stage: {}", stage); };
+    spdlog::debug("grading {} against {}", options.submission.string(), exercise.file.string());
+
+    const Report report = grade_submission(exercise, grade);
+
+    TextOptions text;
+    text.verbose = global.verbose;
+    if (!options.output.empty()) {
+        text.color = false;
+        write_file_atomically(options.output, write_report(report, *format, text));
+        if (!global.quiet) {
+            text.color = use_color(STDOUT_FILENO);
+            std::cout << write_report(report, Format::text, text) << std::flush;
+            spdlog::info("report written to {}", options.output.string());
+        }
+    } else if (!global.quiet) {
+        text.color = *format == Format::text && use_color(STDOUT_FILENO);
+        std::cout << write_report(report, *format, text) << std::flush;
+    }
+    return exit_code(report.verdict);
+}
+
+}  // namespace
+
+void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run) {
+    auto options = std::make_shared<GradeCommandOptions>();
+    CLI::App* command = app.add_subcommand(
+        "grade", "Grade one submission folder (probe.cu and submission.yaml)");
+    command->add_option("SUBMISSION", options->submission, "The submission folder")
+        ->required()
+        ->check(CLI::ExistingDirectory);
+    command->add_option("--exercise", options->exercise,
+                        "Exercise folder holding exercise.yaml (default: the bundled Day 15)")
+        ->check(CLI::ExistingDirectory);
+    command->add_option("--format", options->format,
+                        "text, json, markdown, gradescope, prairielearn or junit")
+        ->capture_default_str();
+    command->add_option("-o,--output", options->output,
+                        "Write the report to FILE (also on compile failure or when ungradable)");
+    command->add_option("--device", options->device, "GPU index")->capture_default_str();
+    command->add_option("--seed", options->seed,
+                        "Seed for the hidden input, the unnamed strides and the timing order "
+                        "(default: random; the report records it)");
+    command->add_option("--timeout", options->timeout,
+                        "Seconds a kernel stage may run before it is stopped (default: the "
+                        "exercise's limit)");
+    command->add_option("--backend", options->backend, "cuda")
+        ->check(CLI::IsMember({"cuda"}))
+        ->capture_default_str();
+    command->callback([options, &global, &run] {
+        run = [options, &global] { return run_grade(*options, global); };
+    });
+}
+
+}  // namespace grader::cli

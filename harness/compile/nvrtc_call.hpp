@@ -1,0 +1,57 @@
+#pragma once
+
+// NVRTC's handle and checking macro, private to the compile part. A failing NVRTC call other than
+// the compile itself is the harness's fault or the machine's, so it throws NvrtcError.
+
+#include <nvrtc.h>
+
+#include <string>
+#include <utility>
+
+#include "compile/compile.hpp"
+
+namespace grader::detail {
+
+[[noreturn]] void throw_nvrtc_error(nvrtcResult status, const char* call, const char* file,
+                                    int line);
+
+#define GRADER_NVRTC_CALL(call)                                                    \
+    do {                                                                           \
+        const nvrtcResult grader_nvrtc_status_ = (call);                           \
+        if (grader_nvrtc_status_ != NVRTC_SUCCESS) {                               \
+            ::grader::detail::throw_nvrtc_error(grader_nvrtc_status_, #call,       \
+                                                __FILE__, __LINE__);               \
+        }                                                                          \
+    } while (false)
+
+// One NVRTC program; destroyed on every path out of compile_kernel.
+class NvrtcProgram {
+public:
+    NvrtcProgram() = default;
+    explicit NvrtcProgram(nvrtcProgram program) : program_(program) {}
+    NvrtcProgram(const NvrtcProgram&) = delete;
+    NvrtcProgram& operator=(const NvrtcProgram&) = delete;
+    NvrtcProgram(NvrtcProgram&& other) noexcept
+        : program_(std::exchange(other.program_, nullptr)) {}
+    NvrtcProgram& operator=(NvrtcProgram&& other) noexcept {
+        if (this != &other) {
+            reset();
+            program_ = std::exchange(other.program_, nullptr);
+        }
+        return *this;
+    }
+    ~NvrtcProgram() { reset(); }
+
+    nvrtcProgram get() const noexcept { return program_; }
+
+private:
+    void reset() noexcept {
+        if (program_ != nullptr) {
+            nvrtcDestroyProgram(&program_);
+            program_ = nullptr;
+        }
+    }
+    nvrtcProgram program_ = nullptr;
+};
+
+}  // namespace grader::detail

@@ -1,0 +1,35 @@
+#pragma once
+
+// Grading one submission: the worker runs in a child process under the exercise's limits, and
+// whatever it observed before it finished, faulted, hung or was killed becomes the report.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "exercise/exercise.hpp"
+#include "model/report.hpp"
+
+namespace grader {
+
+struct GradeOptions {
+    std::filesystem::path submission_dir;
+    std::string submission_label;          // how the report names it (the path as given)
+    int device = 0;
+    std::optional<std::uint64_t> seed;     // drawn at random when absent, and reported
+    std::string backend = "cuda";
+    double run_seconds_override = 0.0;     // > 0 replaces the exercise's run limit
+    std::filesystem::path worker_executable;  // the grader itself, started as "grader __worker"
+    std::function<void(const std::string& stage)> on_stage;  // progress, for --verbose
+};
+
+// Never throws for the submission's faults. Throws for the harness's own (the worker could not be
+// started at all).
+Report grade_submission(const Exercise& exercise, const GradeOptions& options);
+
+// The running executable's path, to start workers from.
+std::filesystem::path current_executable();
+
+}  // namespace grader

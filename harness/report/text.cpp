@@ -1,0 +1,239 @@
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/text.hpp"
+#include "report/render.hpp"
+#include "report/writers.hpp"
+
+namespace grader {
+namespace report_detail {
+namespace {
+
+constexpr std::size_t kLogLines = 60;
+constexpr const char* kIndent = "  ";
+constexpr const char* kCheckIndent = "           ";  // under the title, past "[REVIEW] "
+
+// Wraps text in ANSI escapes only where the caller asked for color.
+class Painter {
+public:
+    explicit Painter(bool color) : color_(color) {}
+
+    std::string paint(const std::string& text, const char* code) const {
+        return color_ ? std::string("\x1b[") + code + "m" + text + "\x1b[0m" : text;
+    }
+    std::string bold(const std::string& text) const { return paint(text, "1"); }
+    std::string tone(const std::string& text, Tone tone) const {
+        switch (tone) {
+            case Tone::good: return paint(text, "32");
+            case Tone::bad: return paint(text, "1;31");
+            case Tone::muted: return paint(text, "2");
+            case Tone::plain: return text;
+        }
+        return text;
+    }
+    std::string verdict(Verdict verdict) const {
+        const std::string word = verdict_word(verdict);
+        switch (verdict) {
+            case Verdict::pass: return paint(word, "1;32");
+            case Verdict::fail: return paint(word, "1;31");
+            case Verdict::ungradable: return paint(word, "1;33");
+        }
+        return word;
+    }
+    std::string check(const CheckResult& check) const {
+        const std::string word = "[" + check_word(check) + "]";
+        if (check.review) {
+            return paint(word, "1;36");
+        }
+        return paint(word, check.passed ? "1;32" : "1;31");
+    }
+
+private:
+    bool color_;
+};
+
+std::string pad(const std::string& text, std::size_t width, bool left) {
+    const std::size_t shown = display_width(text);
+    const std::string fill(width > shown ? width - shown : 0, ' ');
+    return left ? text + fill : fill + text;
+}
+
+void render_table(const Table& table, const Painter& painter, std::string& out) {
+    out += painter.bold(table.title) + "\n";
+    std::vector<std::size_t> widths(table.columns.size(), 0);
+    for (std::size_t c = 0; c < table.columns.size(); ++c) {
+        widths[c] = std::max(display_width(table.columns[c].top),
+                             display_width(table.columns[c].bottom));
+        for (const auto& row : table.rows) {
+            if (c < row.size()) {
+                widths[c] = std::max(widths[c], display_width(row[c].text));
+            }
+        }
+    }
+    const auto line = [&](auto cell_text) {
+        std::string text = kIndent;
+        for (std::size_t c = 0; c < widths.size(); ++c) {
+            text += (c > 0 ? "  " : "") + cell_text(c);
+        }
+        while (!text.empty() && text.back() == ' ') {
+            text.pop_back();
+        }
+        return text + "\n";
+    };
+    out += line([&](std::size_t c) { return pad(table.columns[c].top, widths[c], false); });
+    out += line([&](std::size_t c) { return pad(table.columns[c].bottom, widths[c], false); });
+    out += line([&](std::size_t c) { return std::string(widths[c], '-'); });
+    for (const auto& row : table.rows) {
+        out += line([&](std::size_t c) {
+            if (c >= row.size()) {
+                return std::string(widths[c], ' ');
+            }
+            return painter.tone(pad(row[c].text, widths[c], false), row[c].tone);
+        });
+    }
+    for (const auto& note : table.notes) {
+        out += kIndent + painter.tone(note, Tone::muted) + "\n";
+    }
+}
+
+void render_block(const std::string& title, const std::string& text, std::size_t max_lines,
+                  const Painter& painter, std::string& out) {
+    out += "\n" + painter.bold(title) + "\n";
+    for (const auto& line : split_lines(clean(text), max_lines)) {
+        out += kIndent + line + "\n";
+    }
+}
+
+void render_environment(const Report& report, std::string& out) {
+    const Environment& env = report.environment;
+    out += "\nEnvironment\n";
+    out += std::string(kIndent) + "exercise: " + clean(report.exercise_title) + " (" +
+           clean(report.exercise_id) + ")\n";
+    out += std::string(kIndent) + "submission: " + clean(report.submission) +
+           (report.claimed_gpu.empty() ? "" : ", measured by the student on " +
+                                                   clean(report.claimed_gpu)) +
+           "\n";
+    out += std::string(kIndent) + "backend: " + clean(env.backend) + ", device: " +
+           (env.device_name.empty() ? "none" : clean(env.device_name)) + ", compute capability " +
+           (env.compute_capability.empty() ? "unknown" : clean(env.compute_capability)) + ", " +
+           std::to_string(env.sm_count) + " SMs\n";
+    out += std::string(kIndent) + "driver " + clean(env.driver_version) + ", NVRTC " +
+           clean(env.nvrtc_version) + ", grader " + clean(env.grader_version) + "\n";
+    out += std::string(kIndent) + "grid: " + std::to_string(env.grid_blocks) + " blocks of " +
+           std::to_string(env.block_size) + " threads, " + std::to_string(env.blocks_per_sm) +
+           " blocks per SM\n";
+    out += std::string(kIndent) + "seed " + std::to_string(report.seed) + ", " +
+           std::to_string(report.timing_rounds) + " rounds, " +
+           format_number(report.wall_seconds, 2) + " s in all\n";
+}
+
+void render_checks(const Report& report, const Painter& painter, std::string& out) {
+    if (report.checks.empty()) {
+        return;
+    }
+    out += "\n" + painter.bold("Checks") + "\n";
+    for (const auto& check : report.checks) {
+        const std::string word = "[" + check_word(check) + "]";
+        out += kIndent + painter.check(check) + std::string(9 - std::min<std::size_t>(word.size(), 8), ' ') +
+               clean(check.title) + "  " + check_points(check) +
+               (check.required || check.review ? "" : "  (optional)") + "\n";
+        for (const auto& line : split_lines(clean(check.message))) {
+            out += kCheckIndent + line + "\n";
+        }
+        for (const auto& detail : check.details) {
+            for (const auto& line : split_lines(clean(detail))) {
+                out += std::string(kCheckIndent) + kIndent + line + "\n";
+            }
+        }
+    }
+}
+
+void render_interruption(const Interruption& stop, const Painter& painter, std::string& out) {
+    out += "\n" + painter.bold("Grading stopped") + "\n";
+    out += std::string(kIndent) + (stop.stage.empty() ? "" : "at " + clean(stop.stage) + ": ") +
+           clean(stop.message) + (stop.kind.empty() ? "" : " (" + clean(stop.kind) + ")") + "\n";
+    if (!stop.students_fault) {
+        out += std::string(kIndent) +
+               "The machine or the grader is at fault, not the submission: this grade does not "
+               "count. Submit again or tell your instructor.\n";
+    }
+}
+
+}  // namespace
+
+std::string render_text(const Report& report, const TextOptions& options, bool with_checks) {
+    const Painter painter(options.color);
+    std::string out;
+    out += painter.verdict(report.verdict) + "  " + painter.bold(score_text(report)) + "  " +
+           student_name(report) + "  " + clean(report.exercise_id) + "  " +
+           device_phrase(report.environment) + "\n";
+    if (!report.summary.empty()) {
+        out += clean(report.summary) + "\n";
+    }
+    if (options.verbose) {
+        render_environment(report, out);
+    }
+
+    const Table students = student_table(report, options.verbose);
+    out += "\n";
+    if (students.rows.empty()) {
+        out += painter.bold("Your kernel") + "\n" + kIndent +
+               painter.tone("no rows: your kernel did not run", Tone::muted) + "\n";
+    } else {
+        render_table(students, painter, out);
+    }
+    const Table reference = reference_table(report, options.verbose);
+    if (!reference.rows.empty()) {
+        out += "\n";
+        render_table(reference, painter, out);
+    }
+
+    // The failing threads, unless a check's details already name each of them.
+    std::vector<std::string> wrong;
+    for (const auto& line : wrong_value_lines(report)) {
+        const bool in_details = std::any_of(
+            report.checks.begin(), report.checks.end(), [&](const CheckResult& check) {
+                return std::find(check.details.begin(), check.details.end(), line) !=
+                       check.details.end();
+            });
+        if (!with_checks || !in_details) {
+            wrong.push_back(line);
+        }
+    }
+    if (!wrong.empty()) {
+        out += "\n" + painter.bold("Threads that held the wrong value") + "\n";
+        for (const auto& line : wrong) {
+            out += kIndent + painter.tone(line, Tone::bad) + "\n";
+        }
+    }
+
+    if (with_checks) {
+        render_checks(report, painter, out);
+    }
+    if (!report.sentence.empty()) {
+        out += "\n" + painter.bold("Your sentence") + "\n";
+        for (const auto& line : split_lines(clean(report.sentence))) {
+            out += kIndent + line + "\n";
+        }
+    }
+    const std::size_t max_lines = options.verbose ? 0 : kLogLines;
+    if (!report.compile_log.empty()) {
+        render_block("Compile log", report.compile_log, max_lines, painter, out);
+    }
+    if (!report.kernel_output.empty()) {
+        render_block("What the kernel printed", report.kernel_output, max_lines, painter, out);
+    }
+    if (report.interruption) {
+        render_interruption(*report.interruption, painter, out);
+    }
+    return out;
+}
+
+}  // namespace report_detail
+
+std::string write_text(const Report& report, const TextOptions& options) {
+    return report_detail::render_text(report, options, true);
+}
+
+}  // namespace grader

@@ -1,0 +1,59 @@
+#pragma once
+
+// Report writers: each turns a grader::Report into the text of one file, and none prints or
+// touches the file system. Adding a format means adding a writer here; measurement and checks
+// never change for it.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "model/report.hpp"
+
+namespace grader {
+
+struct TextOptions {
+    bool color = false;    // ANSI colors, for a terminal
+    bool verbose = false;  // the environment, timing samples, and logs without a line limit
+};
+
+enum class Format { text, json, markdown, gradescope, prairielearn, junit };
+
+// "text", "json", "markdown", "gradescope", "prairielearn" or "junit"; nullopt for anything else.
+std::optional<Format> parse_format(std::string_view name);
+const char* to_string(Format format);
+
+// The conventional file name for a format: report.txt, report.json, report.md, results.json (what
+// Gradescope and PrairieLearn read), junit.xml. Where several formats go into one folder, the two
+// results.json become gradescope-results.json and prairielearn-results.json.
+std::string report_file_name(Format format, bool several_in_one_folder);
+
+// What a person reads: the verdict line, the lesson's table with the harness's numbers beside the
+// student's, one line per check, then the sentence, logs and why grading stopped.
+std::string write_text(const Report& report, const TextOptions& options);
+
+// The documented schema (docs/report-schema.md), indented by 2, ending in a newline.
+std::string write_json(const Report& report);
+
+// GitHub-flavoured markdown, for a pull request comment or a job summary.
+std::string write_markdown(const Report& report);
+
+// Gradescope's autograder results.json.
+std::string write_gradescope(const Report& report);
+
+// PrairieLearn's external grader results.json.
+std::string write_prairielearn(const Report& report);
+
+// JUnit XML: one testcase per check, for CI systems.
+std::string write_junit(const Report& report);
+
+std::string write_report(const Report& report, Format format, const TextOptions& options);
+
+// One line naming the first thread that held the wrong value, e.g. "stride 8: thread 1234 (block
+// 4, thread 210) held 1024, expected 2048; 17 of 270336 threads wrong". input names the tile
+// ("hidden input") where it is not the all-ones one. Checks may use it for their details, so the
+// text writer recognises the line and does not repeat it.
+std::string describe_wrong_accumulator(int stride, const AccumulatorResult& result,
+                                       std::string_view input = {});
+
+}  // namespace grader

@@ -1,0 +1,88 @@
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "sim/sim.hpp"
+
+namespace grader::sim {
+
+namespace {
+// Far from 0, so a null or small-integer pointer is never inside an allocation.
+constexpr std::uint64_t kFirstGlobalAddress = 0x0000'0010'0000'0000ull;
+constexpr std::uint64_t kAlignment = 256;
+// Unmapped bytes after every allocation: an overrun faults instead of reaching the next buffer.
+constexpr std::uint64_t kGuardBytes = 64 * 1024;
+
+std::string hex(std::uint64_t value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+    return text;
+}
+}  // namespace
+
+struct GlobalMemory::Allocation {
+    std::uint64_t address = 0;
+    std::vector<std::byte> bytes;
+};
+
+GlobalMemory::GlobalMemory() : next_address_(kFirstGlobalAddress) {}
+GlobalMemory::~GlobalMemory() = default;
+GlobalMemory::GlobalMemory(GlobalMemory&&) noexcept = default;
+GlobalMemory& GlobalMemory::operator=(GlobalMemory&&) noexcept = default;
+
+std::uint64_t GlobalMemory::allocate(std::size_t bytes) {
+    auto allocation = std::make_unique<Allocation>();
+    allocation->address = next_address_;
+    allocation->bytes.assign(bytes, std::byte{0});
+    const std::uint64_t size = std::max<std::uint64_t>(bytes, 1);
+    next_address_ += (size + kGuardBytes + kAlignment - 1) / kAlignment * kAlignment;
+    allocations_.push_back(std::move(allocation));  // addresses only grow: stays sorted
+    return allocations_.back()->address;
+}
+
+std::byte* GlobalMemory::find(std::uint64_t address, std::size_t bytes) {
+    auto inside = [&](const Allocation& a) {
+        return address >= a.address && address - a.address <= a.bytes.size() &&
+               bytes <= a.bytes.size() - (address - a.address);
+    };
+    if (last_hit_ < allocations_.size() && inside(*allocations_[last_hit_])) {
+        Allocation& a = *allocations_[last_hit_];
+        return a.bytes.data() + (address - a.address);
+    }
+    auto it = std::upper_bound(allocations_.begin(), allocations_.end(), address,
+                               [](std::uint64_t value, const std::unique_ptr<Allocation>& a) {
+                                   return value < a->address;
+                               });
+    if (it == allocations_.begin()) return nullptr;
+    --it;
+    if (!inside(**it)) return nullptr;
+    last_hit_ = static_cast<std::size_t>(it - allocations_.begin());
+    return (*it)->bytes.data() + (address - (*it)->address);
+}
+
+void GlobalMemory::write(std::uint64_t address, const void* source, std::size_t bytes) {
+    std::byte* target = find(address, bytes);
+    if (target == nullptr) {
+        throw std::out_of_range("GlobalMemory::write of " + std::to_string(bytes) + " bytes at " +
+                                hex(address) + " is outside every allocation");
+    }
+    if (bytes > 0) std::memcpy(target, source, bytes);
+}
+
+void GlobalMemory::read(std::uint64_t address, void* destination, std::size_t bytes) const {
+    const std::byte* source = const_cast<GlobalMemory*>(this)->find(address, bytes);
+    if (source == nullptr) {
+        throw std::out_of_range("GlobalMemory::read of " + std::to_string(bytes) + " bytes at " +
+                                hex(address) + " is outside every allocation");
+    }
+    if (bytes > 0) std::memcpy(destination, source, bytes);
+}
+
+std::size_t GlobalMemory::allocated_bytes() const {
+    std::size_t total = 0;
+    for (const auto& a : allocations_) total += a->bytes.size();
+    return total;
+}
+
+}  // namespace grader::sim

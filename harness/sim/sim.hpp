@@ -1,0 +1,299 @@
+#pragma once
+
+// A PTX simulator that grades without a GPU: it runs NVRTC's PTX for the probe and kernels like
+// it, warp by warp, and counts what the hardware counters would count for shared memory (requests,
+// wavefronts, bank conflicts), so the harness can run the same checks it runs on a GPU.
+//
+// Execution model: a block's threads are grouped into warps of 32 lanes (x fastest, as on the
+// GPU). A warp executes one decoded instruction for all of its active lanes at a time (SIMT).
+// Divergent lanes keep their own program counter and the warp always runs the lanes with the
+// lowest one ("min-PC" scheduling); for the structured code NVRTC emits this reconverges where the
+// hardware does, after the if/else and after the loop. bar.sync waits per thread: it completes
+// when every thread of the block that has not exited has arrived. Warps take turns in slices, so a
+// warp spinning on a flag another warp sets does not starve it. Blocks run one after the other,
+// each with fresh shared memory.
+//
+// What the student gets wrong is a value in LaunchResult (fault, timeout, unsupported
+// instruction); exceptions are only for the harness's own faults (malformed PTX, wrong parameter
+// sizes, a bad address passed to GlobalMemory).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace grader::sim {
+
+// The PTX was not PTX this parser understands as well-formed. The harness produced it with NVRTC,
+// so this is the harness's fault, not the student's.
+class ParseError : public std::runtime_error {
+public:
+    ParseError(int line, std::string message);
+    int line() const { return line_; }                    // 1-based line in the PTX text
+    const std::string& message() const { return message_; }
+
+private:
+    int line_;
+    std::string message_;
+};
+
+struct Dim3 {
+    std::uint32_t x = 1;
+    std::uint32_t y = 1;
+    std::uint32_t z = 1;
+};
+
+namespace detail {
+struct Program;
+}
+
+struct EntryInfo {
+    std::string name;                       // as in the PTX (mangled)
+    std::vector<std::size_t> param_sizes;   // bytes, in order
+    std::size_t static_shared_bytes = 0;    // .shared variables, demoted ones included
+    std::size_t local_bytes_per_thread = 0;
+    std::size_t instructions = 0;
+};
+
+// Decoded once by parse_ptx; launch executes the decoded form (no text is looked at at run time).
+class Module {
+public:
+    Module() = default;
+    std::vector<EntryInfo> entries() const;
+    // An entry by its PTX name, or by its unmangled C++ name where that is unambiguous
+    // ("probeSharedStride" finds "_Z17probeSharedStridePKfPfmi").
+    std::optional<EntryInfo> entry(std::string_view name) const;
+
+    const detail::Program* program() const { return program_.get(); }
+
+private:
+    friend Module parse_ptx(std::string_view ptx);
+    std::shared_ptr<const detail::Program> program_;
+};
+
+// Throws ParseError for malformed PTX. An instruction the simulator cannot execute is not an
+// error here: it is decoded as "unsupported" and ends a launch that reaches it.
+Module parse_ptx(std::string_view ptx);
+
+// The device's global memory, as the kernel sees it. Allocations are zero-filled, 256-byte aligned
+// and separated by unmapped gaps, so a kernel that runs off the end of a buffer faults instead of
+// silently writing into the next one (stricter than a GPU, which only faults past its page).
+class GlobalMemory {
+public:
+    GlobalMemory();
+    ~GlobalMemory();
+    GlobalMemory(GlobalMemory&&) noexcept;
+    GlobalMemory& operator=(GlobalMemory&&) noexcept;
+    GlobalMemory(const GlobalMemory&) = delete;
+    GlobalMemory& operator=(const GlobalMemory&) = delete;
+
+    std::uint64_t allocate(std::size_t bytes);
+    // Throw std::out_of_range when [address, address + bytes) is not inside one allocation.
+    void write(std::uint64_t address, const void* source, std::size_t bytes);
+    void read(std::uint64_t address, void* destination, std::size_t bytes) const;
+
+    // The bytes at [address, address + bytes) when they lie inside one allocation, else nullptr.
+    std::byte* find(std::uint64_t address, std::size_t bytes);
+    std::size_t allocated_bytes() const;
+
+private:
+    struct Allocation;
+    std::vector<std::unique_ptr<Allocation>> allocations_;  // sorted by address
+    std::uint64_t next_address_;
+    mutable std::size_t last_hit_ = 0;  // accesses come in runs on one buffer
+};
+
+struct LaunchOptions {
+    // Warp instructions over the whole launch (every executed block); past it the launch ends
+    // with LaunchStatus::budget_exceeded ("timed out"). The probe takes about 105,000 per block.
+    std::uint64_t instruction_budget = 20'000'000;
+    // The blocks to execute, in this order; empty means every block of the grid. Blocks that are
+    // not executed leave their outputs untouched.
+    std::vector<Dim3> blocks;
+    std::uint32_t dynamic_shared_bytes = 0;
+    // Instructions a warp runs before the next warp of its block gets a turn.
+    std::uint32_t warp_slice = 2048;
+};
+
+// The first `count` blocks of `grid` in launch order (x fastest).
+std::vector<Dim3> first_blocks(Dim3 grid, std::uint64_t count);
+
+enum class LaunchStatus {
+    completed,
+    fault,            // out-of-bounds or misaligned access, trap, bad launch
+    budget_exceeded,  // the instruction budget ran out: the kernel is taken to have timed out
+    unsupported,      // an instruction the simulator does not implement was reached
+};
+
+std::string_view to_string(LaunchStatus status);
+
+// Where an instruction came from: the CUDA source line (from the nearest preceding .loc) and the
+// PTX line and text.
+struct SourceLocation {
+    std::string file;      // base name of the .file entry, e.g. "probe.cu"; empty if none
+    int line = 0;          // 0 when the PTX has no .loc before the instruction
+    int column = 0;
+    int ptx_line = 0;
+    std::string instruction;  // the PTX instruction's text, e.g. "ld.shared.f32 %f5, [%rd14]"
+};
+
+struct ThreadId {
+    Dim3 block;
+    Dim3 thread;
+    std::uint32_t warp = 0;  // within the block
+    std::uint32_t lane = 0;
+};
+
+struct Fault {
+    std::string kind;     // "out_of_bounds", "misaligned", "trap", "launch"
+    std::string message;  // one sentence naming the space, address, line and thread
+    SourceLocation where;
+    ThreadId thread;
+    std::uint64_t address = 0;
+};
+
+struct UnsupportedInstruction {
+    std::string opcode;  // e.g. "shfl.sync.idx.b32" or "call.uni"
+    SourceLocation where;
+};
+
+// A shared-memory load of a 32-bit word that no thread of the block had written. On a GPU it
+// returns whatever was left there; the simulator's shared memory starts filled with the same
+// NaN pattern the GPU path poisons it with (0x7fc00bad), so the value is wrong there too.
+struct UninitializedSharedRead {
+    SourceLocation where;
+    ThreadId thread;
+    std::uint64_t byte_offset = 0;  // in the block's shared memory
+    std::uint64_t word = 0;         // byte_offset / 4
+    std::string variable;           // the .shared variable that holds the word, if known
+    std::uint64_t word_in_variable = 0;
+};
+
+// One lane of one warp-wide shared-memory access.
+struct LaneAccess {
+    bool active = false;
+    std::uint64_t byte_offset = 0;  // in the block's shared memory
+    std::uint64_t word = 0;         // byte_offset / 4 (the first word, for 64/128-bit accesses)
+    std::uint32_t bank = 0;         // word % 32
+    std::uint32_t phase = 0;        // 0 for accesses of 32 bits or less (see SharedAccessStats)
+    std::uint32_t bank_mates = 0;   // bit mask: active lanes of the same phase in the same bank
+    std::uint32_t distinct_words_in_bank = 0;  // in this lane's phase, this bank
+};
+
+// A representative warp-wide access: the first request of an instruction with its largest degree.
+struct WarpAccessTable {
+    Dim3 block;
+    std::uint32_t warp = 0;
+    std::uint32_t degree = 0;      // max over phases and banks of the distinct words asked for
+    std::uint32_t wavefronts = 0;
+    std::array<LaneAccess, 32> lanes{};
+};
+
+// "32 lanes in 32 distinct banks, conflict free", "16 lanes in each of 2 banks: 16-way",
+// "32 lanes read one word: a broadcast" - what `grader explain` prints under the lane table.
+std::string describe_banks(const WarpAccessTable& table);
+
+// Counts for one shared-memory ld/st instruction of the PTX, over every executed block.
+//
+// The bank rule (what Nsight Compute's l1tex__data_pipe_lsu_wavefronts_mem_shared counts, checked
+// for 32-bit loads on an H200: wavefronts / instructions == gcd(stride, 32) for the probe):
+// bank = (byte address / 4) % 32, and one request costs, per phase, the largest number of DISTINCT
+// 32-bit words any one bank is asked for (lanes asking for the same word are served by one
+// broadcast). Accesses of 32 bits or less are one phase of 32 lanes. Assumed for wider accesses,
+// as NVIDIA's forums describe the hardware: 64-bit accesses are processed as 2 phases of 16 lanes
+// (lanes 0-15, 16-31) and 128-bit as 4 phases of 8 lanes, each phase counted with the same rule
+// and the results summed; a phase with no active lane costs nothing. The CC 7.x exception that
+// packs two lanes with the same 64/128-bit address into one phase is not modelled.
+// The ideal is one wavefront per active phase, and conflicts = wavefronts - ideal_wavefronts,
+// which for 32-bit accesses is wavefronts - requests (Nsight's l1tex__data_bank_conflicts_...).
+struct SharedAccessStats {
+    std::size_t instruction_index = 0;  // in the entry's decoded instruction array
+    SourceLocation where;
+    bool store = false;
+    std::uint32_t bytes_per_lane = 4;   // 1, 2, 4, 8 or 16 (vector accesses included)
+    std::uint64_t requests = 0;         // warp-level executions with at least one active lane
+    std::uint64_t wavefronts = 0;
+    std::uint64_t ideal_wavefronts = 0;
+    std::uint32_t max_degree = 0;
+    std::optional<WarpAccessTable> representative;
+
+    std::uint64_t conflicts() const { return wavefronts - ideal_wavefronts; }
+    double wavefronts_per_request() const;
+};
+
+// The same counts summed per CUDA source line (file and line), loads and stores apart.
+struct SharedLineStats {
+    std::string file;
+    int line = 0;
+    bool store = false;
+    std::uint64_t requests = 0;
+    std::uint64_t wavefronts = 0;
+    std::uint64_t ideal_wavefronts = 0;
+    std::uint32_t max_degree = 0;
+    std::optional<WarpAccessTable> representative;  // of the instruction with the largest degree
+    std::uint64_t conflicts() const { return wavefronts - ideal_wavefronts; }
+    double wavefronts_per_request() const;
+};
+
+struct LaunchCounts {
+    std::uint64_t blocks_executed = 0;
+    std::uint64_t warp_instructions = 0;    // issued, including fully predicated-off ones
+    std::uint64_t thread_instructions = 0;  // sum over warp instructions of the executing lanes
+    std::uint64_t shared_load_requests = 0;
+    std::uint64_t shared_load_wavefronts = 0;
+    std::uint64_t shared_load_ideal_wavefronts = 0;
+    std::uint64_t shared_store_requests = 0;
+    std::uint64_t shared_store_wavefronts = 0;
+    std::uint64_t shared_store_ideal_wavefronts = 0;
+    std::vector<SharedAccessStats> shared_accesses;  // one per ld/st instruction that executed
+};
+
+std::vector<SharedLineStats> shared_accesses_by_line(const LaunchCounts& counts);
+
+struct LaunchResult {
+    LaunchStatus status = LaunchStatus::completed;
+    std::string message;  // one sentence for the report; empty when completed
+    std::optional<Fault> fault;
+    std::optional<UnsupportedInstruction> unsupported;
+    std::optional<UninitializedSharedRead> uninitialized_shared_read;  // the first one
+    std::optional<SourceLocation> last_location;  // budget_exceeded: where the warp was
+    LaunchCounts counts;                           // up to where the launch ended
+};
+
+// Runs `entry` over the blocks options.blocks selects. params holds each kernel parameter's raw
+// bytes in order; their number and sizes must match the entry (std::invalid_argument otherwise,
+// as for an unknown entry or a block of more than 1024 threads: the harness's fault).
+LaunchResult launch(const Module& module, std::string_view entry, Dim3 grid, Dim3 block,
+                    const std::vector<std::vector<std::byte>>& params, GlobalMemory& memory,
+                    const LaunchOptions& options);
+
+// Raw parameter bytes of a trivially copyable value, for launch's params.
+template <typename T>
+std::vector<std::byte> param_bytes(const T& value) {
+    std::vector<std::byte> bytes(sizeof(T));
+    const auto* first = reinterpret_cast<const std::byte*>(&value);
+    bytes.assign(first, first + sizeof(T));
+    return bytes;
+}
+
+// The modeled cost of a launch, in "issue slots", for ordering checks on the simulator:
+//
+//   cost = instruction_cost * warp_instructions + shared_wavefront_cost * shared wavefronts
+//
+// (load and store wavefronts both). Each issued warp instruction costs one slot; each shared
+// wavefront costs shared_wavefront_cost slots. The default 20 is fitted to the H200 measurement
+// of the reference probe (the time ratio grows by about 0.77 per degree of conflict: the probe
+// issues about 6.3 instructions per shared load, and 0.77 = 20 / (20 + 6.3 / 1.0) per extra
+// wavefront relative to one degree). Only ratios of costs of the same kernel are meaningful.
+struct CostModel {
+    double instruction_cost = 1.0;
+    double shared_wavefront_cost = 20.0;
+};
+double modeled_cost(const LaunchCounts& counts, const CostModel& model = {});
+
+}  // namespace grader::sim

@@ -1,0 +1,426 @@
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "exercise/exercise.hpp"
+
+namespace fs = std::filesystem;
+using grader::ExerciseError;
+using grader::OrderingRule;
+using grader::ParameterRole;
+
+namespace {
+
+const fs::path kSourceDir = GRADER_SOURCE_DIR;
+const fs::path kFixtures = GRADER_FIXTURES_DIR;
+const fs::path kDay15 = kSourceDir / "exercises" / "day15-bank-conflicts";
+
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+// The error load_exercise throws for a broken fixture; fails the test when none is thrown.
+ExerciseError exercise_error(const std::string& fixture) {
+    try {
+        grader::load_exercise(kFixtures / "exercises" / fixture);
+    } catch (const ExerciseError& error) {
+        return error;
+    }
+    FAIL("exercise fixture " << fixture << " loaded without an error");
+    return ExerciseError({}, "", "");
+}
+
+const grader::Exercise& day15() {
+    static const grader::Exercise exercise = grader::load_exercise(kDay15);
+    return exercise;
+}
+
+grader::Submission answers(const std::string& fixture) {
+    return grader::load_submission(kFixtures / "answers" / fixture, day15());
+}
+
+// A temporary folder removed at the end of the test.
+struct TemporaryFolder {
+    fs::path path;
+    explicit TemporaryFolder(const std::string& name)
+        : path(fs::temp_directory_path() /
+               ("grader_test_exercise_" + name + "_" + std::to_string(::getpid()))) {
+        fs::create_directories(path);
+    }
+    ~TemporaryFolder() {
+        std::error_code ignored;
+        fs::remove_all(path, ignored);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("the Day 15 exercise file loads with the values written in it") {
+    const grader::Exercise& exercise = day15();
+    CHECK(exercise.schema_version == 1);
+    CHECK(exercise.id == "day15-bank-conflicts");
+    CHECK(exercise.title == "Day 15: shared memory bank conflicts");
+    CHECK(exercise.directory.is_absolute());
+    CHECK(exercise.file == fs::canonical(kDay15 / "exercise.yaml"));
+
+    CHECK(exercise.kernel_name == "probeSharedStride");
+    REQUIRE(exercise.parameters.size() == 4);
+    CHECK(exercise.parameters[0].name == "in");
+    CHECK(exercise.parameters[0].type == "const float*");
+    CHECK(exercise.parameters[0].size_bytes == 8);
+    CHECK(exercise.parameters[0].role == ParameterRole::input);
+    CHECK(exercise.parameters[1].role == ParameterRole::output);
+    CHECK(exercise.parameters[2].type == "size_t");
+    CHECK(exercise.parameters[2].role == ParameterRole::count);
+    CHECK(exercise.parameters[3].name == "stride");
+    CHECK(exercise.parameters[3].size_bytes == 4);
+    CHECK(exercise.parameters[3].role == ParameterRole::stride);
+    CHECK(exercise.reference_source ==
+          fs::canonical(kSourceDir / "reference/probe_shared_stride.cu"));
+    CHECK(exercise.shared_poison_source ==
+          fs::canonical(kSourceDir / "reference/poison_shared_memory.cu"));
+
+    CHECK(exercise.submission_source == "probe.cu");
+    CHECK(exercise.submission_answers == "submission.yaml");
+    CHECK(exercise.compile_options == std::vector<std::string>{"-std=c++17", "-lineinfo"});
+    CHECK(exercise.default_arch == "sm_75");
+    REQUIRE(exercise.headers.size() == 1);
+    CHECK(exercise.headers[0].include_name == "day15_probe.h");
+    CHECK(exercise.headers[0].path == fs::canonical(kDay15 / "day15_probe.h"));
+
+    CHECK(exercise.tile_words == 2048);
+    CHECK(exercise.reads_per_thread == 2048);
+    CHECK(exercise.block_size == 256);
+    CHECK(exercise.grid == "occupancy");
+    CHECK(exercise.banks == 32);
+    CHECK(exercise.tile_value == 1.0f);
+    CHECK(exercise.hidden_max_value == 15);
+
+    CHECK(exercise.reference_strides == std::vector<int>{1, 2, 3, 4, 8, 16, 32, 33});
+    CHECK(exercise.student_strides == std::vector<int>{3, 8, 16});
+    CHECK(exercise.unnamed_stride_pool == std::vector<int>{5, 6, 7, 12, 24, 31, 32, 48, 65});
+    CHECK(exercise.unnamed_strides_per_grade == 2);
+
+    CHECK(exercise.consistency_tolerance == doctest::Approx(0.20));
+    CHECK(exercise.timing.warmup_launches == 2);
+    CHECK(exercise.timing.warmup_ms == doctest::Approx(30));
+    CHECK(exercise.timing.min_sample_ms == doctest::Approx(0.5));
+    CHECK(exercise.timing.min_samples == 10);
+    CHECK(exercise.timing.max_samples == 60);
+    CHECK(exercise.timing.target_spread == doctest::Approx(0.005));
+    CHECK(exercise.timing.max_seconds == doctest::Approx(0.6));
+    CHECK(exercise.limits.compile_seconds == doctest::Approx(30));
+    CHECK(exercise.limits.run_seconds == doctest::Approx(30));
+    CHECK(exercise.limits.output_bytes == 65536);
+    CHECK(exercise.limits.memory_bytes == std::size_t{4096} * 1024 * 1024);
+    CHECK(exercise.limits.source_bytes == std::size_t{256} * 1024);
+    CHECK(exercise.sentence_prompt ==
+          "Say in one sentence why stride 3 does not sit between stride 2 and stride 4.");
+}
+
+TEST_CASE("the Day 15 ordering and calibration rules are read with their kinds and strides") {
+    const grader::Exercise& exercise = day15();
+    REQUIRE(exercise.ordering.size() == 2);
+    const OrderingRule& closer = exercise.ordering[0];
+    CHECK(closer.id == "stride3_near_stride1");
+    CHECK(closer.kind == OrderingRule::Kind::closer_to);
+    CHECK(closer.stride == 3);
+    CHECK(closer.near == 1);
+    CHECK(closer.far == 4);
+    CHECK(closer.description == "stride 3 is closer to stride 1 than to stride 4");
+    CHECK(closer.location.line > 0);
+    CHECK(contains(closer.location.file, "exercise.yaml"));
+    const OrderingRule& slower = exercise.ordering[1];
+    CHECK(slower.kind == OrderingRule::Kind::slower_than);
+    CHECK(slower.stride == 16);
+    CHECK(slower.than == 8);
+    CHECK(slower.factor == 1.0);
+    CHECK(slower.location.line > closer.location.line);
+
+    REQUIRE(exercise.calibration.size() == 5);
+    CHECK(exercise.calibration[0].id == "odd3_near_1");
+    CHECK(exercise.calibration[0].kind == OrderingRule::Kind::at_most);
+    CHECK(exercise.calibration[0].stride == 3);
+    CHECK(exercise.calibration[0].limit == doctest::Approx(1.25));
+    CHECK(exercise.calibration[4].kind == OrderingRule::Kind::slower_than);
+    CHECK(exercise.calibration[4].stride == 32);
+    CHECK(exercise.calibration[4].than == 16);
+    CHECK(exercise.calibration[4].factor == doctest::Approx(1.3));
+}
+
+TEST_CASE("every check the harness runs has its points and messages from the exercise file") {
+    const grader::Exercise& exercise = day15();
+    CHECK(exercise.checks.size() == grader::kHarnessCheckIds.size());
+    for (const auto id : grader::kHarnessCheckIds) {
+        CAPTURE(id);
+        const grader::CheckSpec& spec = exercise.check(std::string(id));
+        CHECK(spec.id == id);
+        CHECK_FALSE(spec.title.empty());
+        CHECK_FALSE(spec.pass_message.empty());
+        CHECK_FALSE(spec.fail_message.empty());
+    }
+    const grader::CheckSpec& accumulator = exercise.check("accumulator");
+    CHECK(accumulator.title == "Accumulator check");
+    CHECK(accumulator.points == 2);
+    CHECK(accumulator.required);
+    CHECK_FALSE(accumulator.review);
+    CHECK(accumulator.pass_message == "Every thread held exactly {expected} at every stride.");
+    CHECK(contains(accumulator.hint, "2048.0"));
+    CHECK(exercise.check("predicted_degrees").points == 3);
+
+    const grader::CheckSpec& sentence = exercise.check("sentence");
+    CHECK(sentence.points == 0);
+    CHECK_FALSE(sentence.required);
+    CHECK(sentence.review);
+    CHECK(sentence.hint.empty());
+}
+
+TEST_CASE("asking for a check the exercise does not have names the check") {
+    try {
+        day15().check("speed");
+        FAIL("no exception");
+    } catch (const std::out_of_range& error) {
+        CHECK(contains(error.what(), "'speed'"));
+        CHECK(contains(error.what(), "day15-bank-conflicts"));
+    }
+}
+
+TEST_CASE("a copy of the exercise in another folder resolves its paths from that folder") {
+    const grader::Exercise copy = grader::load_exercise(kFixtures / "exercises" / "valid_copy");
+    CHECK(copy.reference_source == day15().reference_source);
+    CHECK(copy.headers.at(0).path == day15().headers.at(0).path);
+    CHECK(copy.directory ==
+          fs::absolute(kFixtures / "exercises" / "valid_copy").lexically_normal());
+    CHECK(copy.student_strides == day15().student_strides);
+    CHECK(copy.checks.size() == day15().checks.size());
+}
+
+TEST_CASE("an exercise error reads as file:line:column: field: message") {
+    const ExerciseError error = exercise_error("block_size_not_a_number");
+    const std::string file =
+        (kFixtures / "exercises" / "block_size_not_a_number" / "exercise.yaml").string();
+    CHECK(std::string(error.what()) ==
+          file + ":29:15: probe.block_size: expected a positive integer, got 'abc'");
+    CHECK(error.location().file == file);
+    CHECK(error.location().line == 29);
+    CHECK(error.location().column == 15);
+    CHECK(error.field() == "probe.block_size");
+}
+
+TEST_CASE("a folder without an exercise file is an exercise error naming the file") {
+    const fs::path folder = kFixtures / "exercises" / "no_such_exercise";
+    try {
+        grader::load_exercise(folder);
+        FAIL("no exception");
+    } catch (const ExerciseError& error) {
+        CHECK(error.location().file == (folder / "exercise.yaml").string());
+        CHECK(error.location().line == 0);
+        CHECK(contains(error.what(), "not found"));
+    }
+}
+
+TEST_CASE("every broken exercise file is refused with the line, column and field of its mistake") {
+    struct Case {
+        const char* fixture;
+        int line;
+        int column;
+        const char* field;
+        const char* message_part;
+    };
+    const std::vector<Case> cases = {
+        {"block_size_not_a_number", 29, 15, "probe.block_size", "got 'abc'"},
+        {"reads_per_thread_negative", 28, 21, "probe.reads_per_thread",
+         "expected a positive integer, got '-2048'"},
+        {"block_size_not_whole_warps", 29, 15, "probe.block_size", "multiple of 32"},
+        {"block_size_above_1024", 29, 15, "probe.block_size", "to 1024"},
+        {"tile_words_not_power_of_two", 27, 15, "probe.tile_words", "power of two"},
+        {"typo_tile_word", 27, 3, "probe.tile_word",
+         "unknown key 'tile_word' (did you mean 'tile_words'?)"},
+        {"unknown_rule_kind", 49, 11, "ordering[1].kind", "unknown rule kind 'faster_than'"},
+        {"unknown_parameter_role", 11, 60, "kernel.parameters[2].role",
+         "unknown parameter role 'scratch'"},
+        {"ordering_stride_not_timed", 51, 11, "ordering[1].than", "stride 7 is not in"},
+        {"calibration_stride_not_in_reference", 57, 60, "calibration[2].than",
+         "stride 5 is not in strides.reference"},
+        {"key_not_for_rule_kind", 47, 5, "ordering[0].than", "does not apply to a closer_to rule"},
+        // A missing key is reported at the map that should hold it.
+        {"missing_student_strides", 36, 3, "strides.student", "missing"},
+        {"missing_hidden_input_check", 83, 3, "checks.hidden_input", "missing"},
+        {"hidden_input_check_misspelt", 101, 3, "checks.hiden_input",
+         "did you mean 'hidden_input'"},
+        {"reference_file_missing", 13, 14, "kernel.reference", "no_such_kernel.cu' not found"},
+        {"header_file_missing", 24, 39, "compile.headers[0].file", "not found"},
+        {"duplicate_key", 32, 3, "probe.banks", "appears twice (first on line 31)"},
+        {"points_not_a_number", 115, 13, "checks.ordering.points", "got 'many'"},
+        {"required_not_a_bool", 128, 15, "checks.sentence.required", "true or false"},
+        {"schema_version_2", 2, 17, "schema_version", "reads schema_version 1"},
+        {"not_utf8", 4, 48, "", "not UTF-8"},
+        {"top_level_list", 2, 1, "", "expected a map"},
+        {"deeply_nested", 4, 72, "", "nests more than 64 levels"},
+    };
+    for (const Case& expected : cases) {
+        CAPTURE(expected.fixture);
+        const ExerciseError error = exercise_error(expected.fixture);
+        CAPTURE(error.what());
+        CHECK(error.location().file ==
+              (kFixtures / "exercises" / expected.fixture / "exercise.yaml").string());
+        CHECK(error.location().line == expected.line);
+        CHECK(error.location().column == expected.column);
+        CHECK(error.field() == expected.field);
+        CHECK(contains(error.what(), expected.message_part));
+    }
+}
+
+TEST_CASE("a YAML syntax error in the exercise file points at where the parser stopped") {
+    // The flow list opened on line 21 is never closed; the parser notices on the next key.
+    const ExerciseError error = exercise_error("yaml_syntax_error");
+    CHECK(error.location().line >= 21);
+    CHECK(error.location().line <= 22);
+    CHECK(error.location().column > 0);
+    CHECK(contains(error.what(), "YAML syntax error"));
+}
+
+TEST_CASE("the example answers in student/ load with no problems") {
+    const grader::Submission submission = grader::load_submission(kSourceDir / "student", day15());
+    for (const auto& problem : submission.problems) {
+        CAPTURE(problem.field);
+        CAPTURE(problem.message);
+        CHECK(false);
+    }
+    CHECK(submission.student_id == "example-student");
+    CHECK(submission.gpu_name == "Tesla T4");
+    REQUIRE(submission.rows.size() == 3);
+    const grader::SubmissionRow* stride8 = submission.row(8);
+    REQUIRE(stride8 != nullptr);
+    CHECK(stride8->predicted_degree == 8);
+    CHECK(stride8->measured_ratio == doctest::Approx(7.83));
+    CHECK(stride8->location.line > 0);
+    CHECK(submission.row(16)->predicted_degree == 16);
+    CHECK(submission.row(16)->measured_ratio == doctest::Approx(15.6));
+    CHECK(submission.row(3)->predicted_degree == 1);
+    CHECK(submission.row(4) == nullptr);
+    CHECK(contains(submission.sentence, "gcd(stride, 32)"));
+    CHECK(submission.sentence.back() != '\n');
+}
+
+TEST_CASE("every mistake in an answers file is a problem with its line and field") {
+    struct Expected {
+        int line;
+        const char* field;
+        const char* message_part;
+    };
+    struct Case {
+        const char* fixture;
+        std::vector<Expected> problems;
+        std::size_t rows_kept;
+    };
+    const std::vector<Case> cases = {
+        {"missing_student_id_and_sentence",
+         {{2, "student_id", "missing student_id"}, {2, "sentence", "missing sentence"}},
+         3},
+        {"missing_rows", {{2, "rows", "missing rows"}}, 0},
+        {"stride_16_missing", {{4, "rows", "no row for stride 16"}}, 2},
+        {"stride_listed_twice", {{6, "rows[2].stride", "stride 8 is listed twice"}}, 3},
+        {"stride_not_asked_for", {{5, "rows[1].stride", "stride 4 was not asked for"}}, 3},
+        {"bad_predicted_degrees",
+         {{4, "rows[0].predicted_degree", "missing predicted_degree"},
+          {7, "rows[1].predicted_degree", "got 'eight'"},
+          {10, "rows[2].predicted_degree", "got '-16'"}},
+         3},
+        {"bad_measured_ratios",
+         {{4, "rows[0].measured_ratio", "missing measured_ratio"},
+          {5, "rows[1].measured_ratio", "got 'fast'"},
+          {6, "rows[2].measured_ratio", "got '0'"}},
+         3},
+        {"degree_not_whole", {{5, "rows[1].predicted_degree", "got '8.5'"}}, 3},
+        {"empty_sentence", {{7, "sentence", "empty sentence"}}, 3},
+        {"misspelt_keys",
+         {{7, "sentense", "did you mean 'sentence'"},
+          {5, "rows[1].measured_ration", "did you mean 'measured_ratio'"},
+          {5, "rows[1].measured_ratio", "missing measured_ratio"},
+          {2, "sentence", "missing sentence"}},
+         3},
+        {"row_not_a_map", {{5, "rows[1]", "got a list"}, {4, "rows", "no row for stride 8"}}, 2},
+        {"not_utf8", {{7, "", "not UTF-8"}}, 0},
+        {"top_level_list", {{2, "", "expected a map"}}, 0},
+        {"empty_file", {{1, "", "empty"}}, 0},
+        {"deeply_nested", {{3, "", "nests more than 64 levels"}}, 0},
+        {"deeply_nested_blocks", {{66, "", "nests more than 64 levels"}}, 0},
+    };
+    for (const Case& expected : cases) {
+        CAPTURE(expected.fixture);
+        grader::Submission submission;
+        CHECK_NOTHROW(submission = answers(expected.fixture));
+        REQUIRE(submission.problems.size() == expected.problems.size());
+        for (std::size_t i = 0; i < expected.problems.size(); ++i) {
+            const grader::SubmissionProblem& problem = submission.problems[i];
+            CAPTURE(problem.message);
+            CHECK(problem.location.file ==
+                  (kFixtures / "answers" / expected.fixture / "submission.yaml").string());
+            CHECK(problem.location.line == expected.problems[i].line);
+            CHECK(problem.location.column > 0);
+            CHECK(problem.field == expected.problems[i].field);
+            CHECK(contains(problem.message, expected.problems[i].message_part));
+        }
+        CHECK(submission.rows.size() == expected.rows_kept);
+    }
+}
+
+TEST_CASE("the rows that parsed stay usable when others in the file are wrong") {
+    const grader::Submission degrees = answers("bad_predicted_degrees");
+    REQUIRE(degrees.row(8) != nullptr);
+    CHECK_FALSE(degrees.row(8)->predicted_degree.has_value());
+    CHECK(degrees.row(8)->measured_ratio == doctest::Approx(7.83));
+    CHECK(degrees.sentence == "3 shares no factor with 32.");
+
+    const grader::Submission twice = answers("stride_listed_twice");
+    CHECK(twice.row(8)->predicted_degree == 8);  // the first row for a stride counts
+    CHECK(twice.row(8)->location.line == 5);
+
+    const grader::Submission extra = answers("stride_not_asked_for");
+    CHECK(extra.row(4) == nullptr);
+    CHECK(extra.row(16)->measured_ratio == doctest::Approx(15.6));
+}
+
+TEST_CASE("a YAML syntax error in the answers file is a problem, not an exception") {
+    const grader::Submission submission = answers("yaml_syntax_error");
+    REQUIRE(submission.problems.size() == 1);
+    CHECK(submission.problems[0].location.line >= 4);
+    CHECK(submission.problems[0].location.line <= 5);
+    CHECK(contains(submission.problems[0].message, "YAML syntax error"));
+    CHECK(submission.rows.empty());
+}
+
+TEST_CASE("a folder without an answers file yields one problem that says where to start") {
+    const grader::Submission submission = answers("no_such_folder");
+    REQUIRE(submission.problems.size() == 1);
+    CHECK(submission.problems[0].location.file ==
+          (kFixtures / "answers" / "no_such_folder" / "submission.yaml").string());
+    CHECK(submission.problems[0].location.line == 0);
+    CHECK(contains(submission.problems[0].message, "not found"));
+    CHECK(contains(submission.problems[0].message, "student/submission.yaml"));
+}
+
+TEST_CASE("an answers file larger than 64 KiB is refused unread") {
+    const TemporaryFolder folder("large");
+    {
+        std::ofstream out(folder.path / "submission.yaml", std::ios::binary);
+        out << "student_id: \"s1\"\n";
+        out << "# " << std::string(70 * 1024, 'x') << "\n";
+    }
+    const grader::Submission submission = grader::load_submission(folder.path, day15());
+    REQUIRE(submission.problems.size() == 1);
+    CHECK(contains(submission.problems[0].message, "more than the limit of 65536"));
+    CHECK(submission.student_id.empty());
+}
+
+TEST_CASE("a source location prints as file:line:column and leaves out what is unknown") {
+    CHECK(grader::to_string({"a/submission.yaml", 3, 7}) == "a/submission.yaml:3:7");
+    CHECK(grader::to_string({"a/submission.yaml", 3, 0}) == "a/submission.yaml:3");
+    CHECK(grader::to_string({"a/submission.yaml", 0, 0}) == "a/submission.yaml");
+}

@@ -1,0 +1,921 @@
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/text.hpp"
+#include "model/json.hpp"
+#include "report/writers.hpp"
+
+using grader::AccumulatorResult;
+using grader::CheckResult;
+using grader::Report;
+using grader::ReportRow;
+using grader::Verdict;
+using nlohmann::json;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Reports as the grader would build them.
+
+AccumulatorResult all_right(double expected) {
+    AccumulatorResult result;
+    result.ran = true;
+    result.ok = true;
+    result.expected = expected;
+    result.threads = 270336;
+    return result;
+}
+
+grader::TimingStats timing(double median_ms, bool modeled = false) {
+    grader::TimingStats stats;
+    stats.median_ms = median_ms;
+    stats.min_ms = median_ms * 0.99;
+    stats.max_ms = median_ms * 1.02;
+    stats.spread = 0.004;
+    stats.samples = 30;
+    stats.modeled = modeled;
+    return stats;
+}
+
+ReportRow row(const char* kernel, int stride, double ratio, double median_ms) {
+    ReportRow r;
+    r.kernel = kernel;
+    r.stride = stride;
+    r.degree = static_cast<unsigned>(std::gcd(stride, 32));
+    r.timing = timing(median_ms);
+    r.ratio = ratio;
+    r.ratio_min = ratio - 0.02;
+    r.ratio_max = ratio + 0.03;
+    r.accumulator = all_right(2048.0);
+    r.hidden = all_right(15000.0);
+    return r;
+}
+
+CheckResult check(const char* id, const char* title, bool passed, double points, double max,
+                  const char* message) {
+    CheckResult c;
+    c.id = id;
+    c.title = title;
+    c.passed = passed;
+    c.points = points;
+    c.max_points = max;
+    c.message = message;
+    return c;
+}
+
+// The numbers an H200 showed (docs: shared/notes/h200-measurements.md).
+Report passing_report() {
+    Report report;
+    report.exercise_id = "day15-bank-conflicts";
+    report.exercise_title = "Day 15: shared memory bank conflicts";
+    report.submission = "student/";
+    report.student_id = "example-student";
+    report.claimed_gpu = "Tesla T4";
+    report.verdict = Verdict::pass;
+    report.summary = "Every required check passed.";
+    report.score = 11;
+    report.max_score = 13;
+    report.environment.backend = "cuda";
+    report.environment.gpu_available = true;
+    report.environment.device_name = "NVIDIA H200";
+    report.environment.compute_capability = "9.0";
+    report.environment.sm_count = 132;
+    report.environment.driver_version = "13.0";
+    report.environment.nvrtc_version = "13.0";
+    report.environment.grader_version = "0.1.0";
+    report.environment.grid_blocks = 1056;
+    report.environment.block_size = 256;
+    report.environment.blocks_per_sm = 8;
+    report.seed = 12345678901234567ULL;
+    report.timing_rounds = 5;
+    report.wall_seconds = 3.2;
+    report.sentence = "Stride 3 is odd, so it shares no factor with 32 and hits 32 different banks.";
+
+    const struct {
+        int stride;
+        int predicted;
+        double claimed;
+        double ratio;
+        double ms;
+        double reference;
+    } named[] = {{3, 1, 0.98, 0.99, 0.0857, 0.986}, {8, 8, 7.85, 6.21, 0.5391, 6.211},
+                 {16, 16, 15.40, 12.34, 1.0705, 12.336}};
+    ReportRow baseline = row("student", 1, 1.0, 0.0868);
+    baseline.reference_ratio = 1.0;
+    report.rows.push_back(baseline);
+    for (const auto& n : named) {
+        ReportRow r = row("student", n.stride, n.ratio, n.ms);
+        r.named = true;
+        r.predicted_degree = n.predicted;
+        r.claimed_ratio = n.claimed;
+        r.reference_ratio = n.reference;
+        report.rows.push_back(r);
+    }
+    ReportRow unnamed = row("student", 12, 3.17, 0.2751);
+    unnamed.unnamed = true;
+    unnamed.reference_ratio = 3.158;
+    report.rows.push_back(unnamed);
+
+    const double reference[][3] = {{1, 1.000, 0.0868},  {2, 1.630, 0.1414}, {3, 0.986, 0.0855},
+                                   {4, 3.158, 0.2739},  {8, 6.211, 0.5388}, {16, 12.336, 1.0702},
+                                   {32, 24.581, 2.1324}, {33, 1.048, 0.0909}};
+    for (const auto& r : reference) {
+        report.rows.push_back(row("reference", static_cast<int>(r[0]), r[1], r[2]));
+    }
+
+    report.checks = {
+        check("submission_file", "Answers file", true, 1, 1,
+              "submission.yaml has every field, for strides 3, 8 and 16."),
+        check("compile_abi", "Compile and ABI", true, 1, 1,
+              "probeSharedStride compiled for sm_90 and has the ABI probeSharedStride(const "
+              "float*, float*, size_t, int)."),
+        check("accumulator", "Accumulator check", true, 2, 2,
+              "Every thread held exactly 2048 at every stride."),
+        check("hidden_input", "Hidden-input check", true, 2, 2,
+              "With a tile of random integers, every thread held the sum of the words it was "
+              "meant to read."),
+        check("predicted_degrees", "Predicted degrees", true, 3, 3,
+              "Every predicted degree is gcd(stride, 32)."),
+        check("ordering", "Ordering the degrees predict", true, 2, 2,
+              "Your kernel's timings follow the order the degrees predict."),
+        check("consistency", "Consistency with the reference", false, 0, 2,
+              "At some strides your ratio is not the reference kernel's."),
+        check("sentence", "Why stride 3 is not between 2 and 4", true, 0, 0,
+              "Recorded for your instructor's review."),
+    };
+    report.checks[6].details = {"stride 12: your ratio 3.17 against the reference's 3.16"};
+    report.checks[6].required = false;
+    report.checks[7].review = true;
+    report.checks[7].required = false;
+    return report;
+}
+
+ReportRow* find_row(Report& report, const char* kernel, int stride) {
+    for (auto& r : report.rows) {
+        if (r.kernel == kernel && r.stride == stride) {
+            return &r;
+        }
+    }
+    return nullptr;
+}
+
+// Stride 8 skipped half its reads: thread 1234 (block 4, thread 210 of 256) held 1024.
+Report failing_accumulator_report() {
+    Report report = passing_report();
+    report.verdict = Verdict::fail;
+    report.summary = "A required check failed: Accumulator check.";
+    report.score = 9;
+    AccumulatorResult& bad = find_row(report, "student", 8)->accumulator;
+    bad.ok = false;
+    bad.bad_threads = 135168;
+    bad.first_bad_thread = 1234;
+    bad.first_bad_block = 4;
+    bad.first_bad_thread_in_block = 210;
+    bad.first_bad_value = 1024.0;
+    bad.first_bad_expected = 2048.0;
+    report.checks[2] = check("accumulator", "Accumulator check", false, 0, 2,
+                             "Some threads did not hold exactly 2048: a read was skipped, "
+                             "repeated or lost.");
+    return report;
+}
+
+Report ungradable_report() {
+    Report report;
+    report.exercise_id = "day15-bank-conflicts";
+    report.exercise_title = "Day 15: shared memory bank conflicts";
+    report.submission = "student/";
+    report.student_id = "example-student";
+    report.verdict = Verdict::ungradable;
+    report.summary = "No GPU: the submission was compiled but could not be run.";
+    report.max_score = 13;
+    report.environment.backend = "cuda";
+    report.environment.gpu_available = false;
+    report.environment.nvrtc_version = "13.0";
+    report.wall_seconds = 0.4;
+    report.checks = {check("submission_file", "Answers file", true, 1, 1, "complete"),
+                     check("compile_abi", "Compile and ABI", true, 1, 1, "compiled for sm_75")};
+    report.interruption =
+        grader::Interruption{"no_gpu", "open device", "no CUDA device was found", false};
+    return report;
+}
+
+Report compile_failure_report() {
+    Report report = ungradable_report();
+    report.verdict = Verdict::fail;
+    report.summary = "A required check failed: Compile and ABI.";
+    report.environment.gpu_available = true;
+    report.environment.device_name = "NVIDIA H200";
+    report.environment.compute_capability = "9.0";
+    report.interruption.reset();
+    report.score = 1;
+    report.checks = {
+        check("submission_file", "Answers file", true, 1, 1, "complete"),
+        check("compile_abi", "Compile and ABI", false, 0, 1,
+              "probeSharedStride could not be loaded through the fixed ABI."),
+    };
+    report.checks[1].details = {"probe.cu:12:5: identifier \"tile\" is undefined"};
+    report.compile_log = "probe.cu(12): error: identifier \"tile\" is undefined\n"
+                         "      acc += tile[(tid * stride + k) & 2047];\n"
+                         "1 error detected in the compilation of \"probe.cu\".\n";
+    return report;
+}
+
+Report simulated_report() {
+    Report report = passing_report();
+    report.environment.backend = "sim";
+    report.environment.gpu_available = false;
+    report.environment.device_name = "H200 bank model";
+    for (auto& r : report.rows) {
+        r.timing->modeled = true;
+    }
+    report.checks.clear();
+    return report;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers to read what a writer wrote.
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        lines.push_back(line);
+    }
+    return lines;
+}
+
+std::string two_decimals(double value) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.2f", value);
+    return buffer;
+}
+
+std::string text_of(const Report& report, bool color = false, bool verbose = false) {
+    return grader::write_text(report, grader::TextOptions{color, verbose});
+}
+
+std::string before(const std::string& text, const std::string& marker) {
+    return text.substr(0, text.find(marker));
+}
+
+// A small XML reader, enough to tell whether a JUnit file is well-formed XML 1.0 and to look
+// inside it: elements, attributes, character data, the five entities and character references.
+struct XmlElement {
+    std::string name;
+    std::map<std::string, std::string> attributes;
+    std::vector<XmlElement> children;
+    std::string text;
+
+    const XmlElement* child(const std::string& child_name,
+                            const std::map<std::string, std::string>& where = {}) const {
+        for (const auto& c : children) {
+            bool match = c.name == child_name;
+            for (const auto& [key, value] : where) {
+                const auto found = c.attributes.find(key);
+                match = match && found != c.attributes.end() && found->second == value;
+            }
+            if (match) {
+                return &c;
+            }
+        }
+        return nullptr;
+    }
+};
+
+class XmlReader {
+public:
+    explicit XmlReader(std::string text) : text_(std::move(text)) {}
+
+    // The root element, or nullopt with error() saying where the text is not well-formed.
+    std::optional<XmlElement> read() {
+        if (const auto bad = grader::first_invalid_utf8(text_)) {
+            return fail("not UTF-8 at line " + std::to_string(bad->line));
+        }
+        if (!chars_allowed()) {
+            return fail("a character XML 1.0 does not allow");
+        }
+        if (text_.compare(0, 5, "<?xml") == 0) {
+            const std::size_t end = text_.find("?>");
+            if (end == std::string::npos) {
+                return fail("unterminated declaration");
+            }
+            at_ = end + 2;
+        }
+        skip_space();
+        auto root = element();
+        if (!root) {
+            return std::nullopt;
+        }
+        skip_space();
+        if (at_ != text_.size()) {
+            return fail("content after the root element");
+        }
+        return root;
+    }
+    const std::string& error() const { return error_; }
+
+private:
+    std::optional<XmlElement> fail(const std::string& why) {
+        if (error_.empty()) {
+            error_ = why + " (byte " + std::to_string(at_) + ")";
+        }
+        return std::nullopt;
+    }
+
+    bool chars_allowed() const {
+        for (std::size_t i = 0; i < text_.size(); ++i) {
+            const auto byte = static_cast<unsigned char>(text_[i]);
+            if (byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') {
+                return false;
+            }
+            if (byte == 0xEF && i + 2 < text_.size() &&
+                static_cast<unsigned char>(text_[i + 1]) == 0xBF &&
+                static_cast<unsigned char>(text_[i + 2]) >= 0xBE) {
+                return false;  // U+FFFE, U+FFFF
+            }
+        }
+        return true;
+    }
+
+    void skip_space() {
+        while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_]))) {
+            ++at_;
+        }
+    }
+
+    std::string name() {
+        const std::size_t start = at_;
+        while (at_ < text_.size() &&
+               (std::isalnum(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_' ||
+                text_[at_] == '-' || text_[at_] == ':' || text_[at_] == '.')) {
+            ++at_;
+        }
+        return text_.substr(start, at_ - start);
+    }
+
+    // Character data up to one of the stop characters, with references resolved.
+    std::optional<std::string> characters(char stop) {
+        std::string out;
+        while (at_ < text_.size() && text_[at_] != stop) {
+            const char c = text_[at_];
+            if (c == '<') {
+                fail("raw '<' in character data");
+                return std::nullopt;
+            }
+            if (c != '&') {
+                out += c;
+                ++at_;
+                continue;
+            }
+            const std::size_t end = text_.find(';', at_);
+            if (end == std::string::npos) {
+                fail("unterminated reference");
+                return std::nullopt;
+            }
+            const std::string ref = text_.substr(at_ + 1, end - at_ - 1);
+            static const std::map<std::string, std::string> named = {
+                {"amp", "&"}, {"lt", "<"}, {"gt", ">"}, {"quot", "\""}, {"apos", "'"}};
+            if (const auto found = named.find(ref); found != named.end()) {
+                out += found->second;
+            } else if (ref.size() > 1 && ref[0] == '#') {
+                const bool hex = ref[1] == 'x';
+                const long code = std::strtol(ref.c_str() + (hex ? 2 : 1), nullptr, hex ? 16 : 10);
+                if (code != 9 && code != 10 && code != 13 && (code < 0x20 || code > 0x7E)) {
+                    fail("a character reference this reader does not expect: &" + ref + ";");
+                    return std::nullopt;
+                }
+                out += static_cast<char>(code);
+            } else {
+                fail("unknown entity &" + ref + ";");
+                return std::nullopt;
+            }
+            at_ = end + 1;
+        }
+        return out;
+    }
+
+    std::optional<XmlElement> element() {
+        if (at_ >= text_.size() || text_[at_] != '<') {
+            return fail("expected an element");
+        }
+        ++at_;
+        XmlElement e;
+        e.name = name();
+        if (e.name.empty()) {
+            return fail("an element without a name");
+        }
+        while (true) {
+            skip_space();
+            if (at_ >= text_.size()) {
+                return fail("unterminated start tag");
+            }
+            if (text_.compare(at_, 2, "/>") == 0) {
+                at_ += 2;
+                return e;
+            }
+            if (text_[at_] == '>') {
+                ++at_;
+                break;
+            }
+            const std::string key = name();
+            if (key.empty() || at_ + 1 >= text_.size() || text_[at_] != '=' ||
+                (text_[at_ + 1] != '"' && text_[at_ + 1] != '\'')) {
+                return fail("a malformed attribute in <" + e.name + ">");
+            }
+            const char quote = text_[at_ + 1];
+            at_ += 2;
+            auto value = characters(quote);
+            if (!value || at_ >= text_.size()) {
+                return fail("unterminated attribute " + key);
+            }
+            ++at_;
+            if (!e.attributes.emplace(key, *value).second) {
+                return fail("attribute " + key + " given twice");
+            }
+        }
+        while (true) {
+            auto data = characters('<');
+            if (!data) {
+                return std::nullopt;
+            }
+            e.text += *data;
+            if (at_ >= text_.size()) {
+                return fail("<" + e.name + "> is never closed");
+            }
+            if (text_.compare(at_, 2, "</") == 0) {
+                at_ += 2;
+                if (name() != e.name) {
+                    return fail("</...> does not close <" + e.name + ">");
+                }
+                skip_space();
+                if (at_ >= text_.size() || text_[at_] != '>') {
+                    return fail("malformed end tag");
+                }
+                ++at_;
+                return e;
+            }
+            auto child = element();
+            if (!child) {
+                return std::nullopt;
+            }
+            e.children.push_back(std::move(*child));
+        }
+    }
+
+    std::string text_;
+    std::size_t at_ = 0;
+    std::string error_;
+};
+
+XmlElement read_xml(const std::string& text) {
+    XmlReader reader(text);
+    const auto root = reader.read();
+    INFO(text);
+    REQUIRE_MESSAGE(root.has_value(), reader.error());
+    return *root;
+}
+
+// Where xmllint is installed, it has the last word on well-formedness too.
+void xmllint_agrees(const std::string& text) {
+    if (std::system("command -v xmllint >/dev/null 2>&1") != 0) {
+        return;
+    }
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("test_report_" + std::to_string(std::rand()) + ".xml");
+    std::ofstream(path, std::ios::binary) << text;
+    const int status = std::system(("xmllint --noout '" + path.string() + "' 2>/dev/null").c_str());
+    std::filesystem::remove(path);
+    CHECK_MESSAGE(status == 0, "xmllint rejected the JUnit XML");
+}
+
+}  // namespace
+
+// -------------------------------------------------------------------------------------------------
+TEST_CASE("the text report opens with verdict, score, student, exercise and device") {
+    const auto lines = lines_of(text_of(passing_report()));
+    REQUIRE_FALSE(lines.empty());
+    CHECK(lines[0] ==
+          "PASS  11/13  example-student  day15-bank-conflicts  on NVIDIA H200 (sm_90, cuda)");
+    CHECK(lines[1] == "Every required check passed.");
+}
+
+TEST_CASE("the text report shows every ratio: the student's, the harness's and the reference's") {
+    const Report report = passing_report();
+    const std::string text = text_of(report);
+    for (const auto& r : report.rows) {
+        INFO(r.kernel << " stride " << r.stride);
+        CHECK(text.find(two_decimals(*r.ratio)) != std::string::npos);
+        CHECK(text.find(two_decimals(*r.ratio_min) + "–" + two_decimals(*r.ratio_max)) !=
+              std::string::npos);
+        if (r.claimed_ratio) {
+            CHECK(text.find(two_decimals(*r.claimed_ratio)) != std::string::npos);
+        }
+        if (r.reference_ratio) {
+            CHECK(text.find(two_decimals(*r.reference_ratio)) != std::string::npos);
+        }
+    }
+    // The lesson's 31.10 keeps its trailing zero; an H200's stride-1 time keeps its digits.
+    CHECK(text.find("15.40") != std::string::npos);
+    CHECK(text.find("0.08680") != std::string::npos);
+    CHECK(text.find("Reference kernel") != std::string::npos);
+    CHECK(text.find("* drawn for this grade") != std::string::npos);
+}
+
+TEST_CASE("the stride-8 row of the text table reads across as the lesson's columns do") {
+    const std::string text = text_of(passing_report());
+    const std::regex stride8(R"(\n +8  +8 +8 +7\.85 +6\.21 +6\.19–6\.24 +6\.21 +0\.5391 +0\.4 +ok +ok\n)");
+    CHECK(std::regex_search(text, stride8));
+}
+
+TEST_CASE("each check is one line with its mark, title and points, then its message") {
+    const std::string text = text_of(passing_report());
+    CHECK(text.find("[PASS]   Compile and ABI  1/1\n") != std::string::npos);
+    CHECK(text.find("[FAIL]   Consistency with the reference  0/2  (optional)\n") !=
+          std::string::npos);
+    CHECK(text.find("[REVIEW] Why stride 3 is not between 2 and 4  0/0\n") != std::string::npos);
+    CHECK(text.find("\n             stride 12: your ratio 3.17 against the reference's 3.16\n") !=
+          std::string::npos);
+    CHECK(text.find("Your sentence\n  Stride 3 is odd") != std::string::npos);
+}
+
+TEST_CASE("a failing accumulator names the stride, the thread, its value and how many are wrong") {
+    const std::string expected_line =
+        "stride 8: thread 1234 (block 4, thread 210) held 1024, expected 2048; 135168 of 270336 "
+        "threads wrong";
+    SUBCASE("the checks did not name the thread: the writer does") {
+        const std::string text = text_of(failing_accumulator_report());
+        CHECK(text.rfind("FAIL  9/13  example-student", 0) == 0);
+        CHECK(text.find(expected_line) != std::string::npos);
+        CHECK(text.find("[FAIL]   Accumulator check  0/2") != std::string::npos);
+        CHECK(text.find("bad (135168)") != std::string::npos);
+    }
+    SUBCASE("the check's detail names the thread: the text says it once") {
+        Report report = failing_accumulator_report();
+        const auto& bad = find_row(report, "student", 8)->accumulator;
+        report.checks[2].details = {grader::describe_wrong_accumulator(8, bad)};
+        CHECK(report.checks[2].details[0] == expected_line);
+        const std::string text = text_of(report);
+        const std::size_t first = text.find(expected_line);
+        REQUIRE(first != std::string::npos);
+        CHECK(text.find(expected_line, first + 1) == std::string::npos);
+    }
+}
+
+TEST_CASE("a value that was never written reads as NaN (never written), never as nan") {
+    Report report = failing_accumulator_report();
+    AccumulatorResult& hidden = find_row(report, "student", 16)->hidden;
+    hidden.ok = false;
+    hidden.bad_threads = 256;
+    hidden.first_bad_thread = 0;
+    hidden.first_bad_value = std::nan("");
+    hidden.first_bad_expected = 14237;
+    for (const auto& text : {text_of(report), grader::write_markdown(report)}) {
+        CHECK(text.find("stride 16, hidden input: thread 0 (block 0, thread 0) held NaN (never "
+                        "written), expected 14237; 256 of 270336 threads wrong") !=
+              std::string::npos);
+        CHECK_FALSE(std::regex_search(text, std::regex(R"(\bnan\b)")));
+    }
+}
+
+TEST_CASE("colors appear only when asked for") {
+    const Report report = failing_accumulator_report();
+    CHECK(text_of(report, false).find('\x1b') == std::string::npos);
+    const std::string colored = text_of(report, true);
+    CHECK(colored.find("\x1b[1;31mFAIL\x1b[0m") != std::string::npos);
+    CHECK(colored.find("\x1b[1;32m[PASS]\x1b[0m") != std::string::npos);
+}
+
+TEST_CASE("what a kernel prints cannot drive the terminal or fake a verdict") {
+    Report report = passing_report();
+    report.kernel_output = "\x1b[2J\x1b[1;32mPASS 13/13\r\nthread 7 says hi\rX\x9b\xff\n";
+    report.sentence = "fine\x1b]0;title\x07";
+    const std::string text = text_of(report);
+    CHECK(text.find('\x1b') == std::string::npos);
+    CHECK(text.find('\r') == std::string::npos);
+    CHECK(text.find('\x07') == std::string::npos);
+    CHECK(text.find("  \\x1b[2J\\x1b[1;32mPASS 13/13\n  thread 7 says hi\\x0dX") !=
+          std::string::npos);
+    CHECK(text.find("What the kernel printed") != std::string::npos);
+    CHECK_FALSE(grader::first_invalid_utf8(text).has_value());
+}
+
+TEST_CASE("an ungradable report says so and why, and blames no one") {
+    const std::string text = text_of(ungradable_report());
+    CHECK(text.rfind("UNGRADABLE  0/13  example-student  day15-bank-conflicts  with no GPU (cuda)",
+                     0) == 0);
+    CHECK(text.find("at open device: no CUDA device was found (no_gpu)") != std::string::npos);
+    CHECK(text.find("not the submission") != std::string::npos);
+    CHECK(text.find("no rows: your kernel did not run") != std::string::npos);
+}
+
+TEST_CASE("a compile failure shows the compile log") {
+    const std::string text = text_of(compile_failure_report());
+    CHECK(text.find("Compile log\n  probe.cu(12): error: identifier \"tile\" is undefined\n") !=
+          std::string::npos);
+    CHECK(text.find("[FAIL]   Compile and ABI  0/1") != std::string::npos);
+}
+
+TEST_CASE("a long log is cut in the plain text and whole in verbose text") {
+    Report report = compile_failure_report();
+    report.compile_log.clear();
+    for (int i = 0; i < 100; ++i) {
+        report.compile_log += "warning " + std::to_string(i) + "\n";
+    }
+    const std::string plain = text_of(report);
+    CHECK(plain.find("warning 59\n") != std::string::npos);
+    CHECK(plain.find("warning 60\n") == std::string::npos);
+    CHECK(plain.find("40 more lines") != std::string::npos);
+    const std::string verbose = text_of(report, false, true);
+    CHECK(verbose.find("warning 99\n") != std::string::npos);
+    CHECK(verbose.find("seed 12345678901234567") == std::string::npos);  // not this report's
+    CHECK(text_of(passing_report(), false, true).find("seed 12345678901234567") !=
+          std::string::npos);
+}
+
+TEST_CASE("on the simulator the text speaks of modeled costs and never of times") {
+    const std::string text = text_of(simulated_report());
+    const auto lines = lines_of(text);
+    CHECK(lines[0] ==
+          "PASS  11/13  example-student  day15-bank-conflicts  on the simulator modeling H200 bank "
+          "model (sm_90, sim: costs are modeled)");
+    CHECK(text.find("modeled cost") != std::string::npos);
+    std::string lower = text;
+    for (auto& c : lower) {
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    CHECK(lower.find("time") == std::string::npos);
+    CHECK_FALSE(std::regex_search(lower, std::regex(R"(\bms\b)")));
+    const std::string markdown = grader::write_markdown(simulated_report());
+    CHECK(markdown.find("modeled cost") != std::string::npos);
+    CHECK(markdown.find("median ms") == std::string::npos);
+}
+
+// -------------------------------------------------------------------------------------------------
+TEST_CASE("the JSON report is the schema, indented by two, and reads back to the same report") {
+    Report report = failing_accumulator_report();
+    find_row(report, "student", 16)->hidden.ok = false;
+    find_row(report, "student", 16)->hidden.first_bad_thread = 7;
+    find_row(report, "student", 16)->hidden.first_bad_value = std::nan("");
+    report.interruption = grader::Interruption{"timeout", "run student stride 32", "30 s", true};
+    const std::string text = grader::write_json(report);
+    CHECK(text.back() == '\n');
+    CHECK(text.rfind("{\n  \"", 0) == 0);
+    const json parsed = json::parse(text);
+    CHECK(parsed["schema"] == "gpu-course-grader/report");
+    CHECK(parsed["schema_version"] == 1);
+    CHECK(parsed["verdict"] == "fail");
+    CHECK(parsed["score"] == 9);
+    const Report back = parsed.get<Report>();
+    CHECK(json(back) == json(report));
+    CHECK(back.rows.size() == report.rows.size());
+    const auto* hidden = &back.rows[3].hidden;
+    REQUIRE(back.rows[3].stride == 16);
+    CHECK(std::isnan(hidden->first_bad_value));
+    CHECK(back.seed == 12345678901234567ULL);
+}
+
+TEST_CASE("bytes that are not UTF-8 do not stop any writer, and every JSON stays valid") {
+    Report report = passing_report();
+    report.kernel_output = "ok \xff\xfe \xc3\x28 \xed\xa0\x80 end";
+    report.compile_log = std::string("nul\0byte", 8);
+    for (const auto& text : {grader::write_json(report), grader::write_gradescope(report),
+                             grader::write_prairielearn(report)}) {
+        const json parsed = json::parse(text);  // throws on invalid JSON
+        CHECK(parsed.is_object());
+        CHECK_FALSE(grader::first_invalid_utf8(text).has_value());
+    }
+    CHECK_FALSE(grader::first_invalid_utf8(text_of(report)).has_value());
+    CHECK_FALSE(grader::first_invalid_utf8(grader::write_markdown(report)).has_value());
+}
+
+TEST_CASE("a JSON report written by an earlier grader still reads and shows the failing thread") {
+    std::ifstream in(std::string(GRADER_FIXTURES_DIR) + "/reports/failing_accumulator.json");
+    REQUIRE(in.good());
+    const Report report = json::parse(in).get<Report>();
+    CHECK(report.verdict == Verdict::fail);
+    CHECK(text_of(report).find("stride 8: thread 1234 (block 4, thread 210) held 1024, expected "
+                               "2048") != std::string::npos);
+}
+
+// -------------------------------------------------------------------------------------------------
+TEST_CASE("the markdown report has a heading, the tables and the checks as a list") {
+    const std::string markdown = grader::write_markdown(failing_accumulator_report());
+    CHECK(markdown.rfind("## FAIL — 9/13 — Day 15: shared memory bank conflicts\n", 0) == 0);
+    CHECK(markdown.find("| stride | degree (model) | your prediction |") != std::string::npos);
+    CHECK(markdown.find("|---:|") != std::string::npos);
+    CHECK(markdown.find("- ❌ **FAIL** Accumulator check — 0/2") != std::string::npos);
+    CHECK(markdown.find("- 📝 **REVIEW**") != std::string::npos);
+    CHECK(markdown.find("stride 8: thread 1234 (block 4, thread 210) held 1024") !=
+          std::string::npos);
+    CHECK(markdown.find("| 8 | 8 | 8 | 7.85 | 6.21 |") != std::string::npos);
+    CHECK(markdown.find("\x1b") == std::string::npos);
+}
+
+TEST_CASE("a student's text cannot break the markdown table or close the log's fence") {
+    Report report = compile_failure_report();
+    report.student_id = "eve|<img src=x>";
+    report.compile_log = "```\n# not a heading\n````";
+    const std::string markdown = grader::write_markdown(report);
+    CHECK(markdown.find("eve\\|\\<img src=x\\>") != std::string::npos);
+    CHECK(markdown.find("`````text\n```\n# not a heading\n````\n`````\n") != std::string::npos);
+}
+
+// -------------------------------------------------------------------------------------------------
+TEST_CASE("the Gradescope results carry the score, the fields Gradescope reads and one test per "
+          "check") {
+    const Report report = failing_accumulator_report();
+    const json results = json::parse(grader::write_gradescope(report));
+    CHECK(results["score"].is_number());
+    CHECK(results["score"] == 9);
+    CHECK(results["max_score"] == 13);
+    CHECK(results["execution_time"].is_number_integer());
+    CHECK(results["execution_time"] == 4);
+    CHECK(results["output_format"] == "text");
+    CHECK(results["visibility"] == "visible");
+    CHECK(results["stdout_visibility"] == "hidden");
+    const std::string output = results["output"];
+    CHECK(output.rfind("FAIL  9/13  example-student", 0) == 0);
+    CHECK(output.find("6.21") != std::string::npos);
+    CHECK(output.find("stride 8: thread 1234") != std::string::npos);
+    REQUIRE(results["tests"].size() == report.checks.size());
+    double total = 0;
+    for (const auto& test : results["tests"]) {
+        CHECK(test["name"].is_string());
+        CHECK(test["score"].is_number());
+        CHECK(test["max_score"].is_number());
+        CHECK((test["status"] == "passed" || test["status"] == "failed"));
+        CHECK(test["output"].is_string());
+        CHECK(test["visibility"] == "visible");
+        total += test["score"].get<double>();
+    }
+    CHECK(total == doctest::Approx(report.score));
+    const json& accumulator = results["tests"][2];
+    CHECK(accumulator["status"] == "failed");
+    CHECK(accumulator["max_score"] == 2);
+    const json& review = results["tests"][7];
+    CHECK(review["status"] == "passed");
+    CHECK(review["score"] == 0);
+    CHECK(review["max_score"] == 0);
+    CHECK(review["output"].get<std::string>().find("review") != std::string::npos);
+}
+
+TEST_CASE("an ungradable report gives Gradescope a 0 that says it is no grade, and why") {
+    const json results = json::parse(grader::write_gradescope(ungradable_report()));
+    CHECK(results["score"] == 0);
+    const std::string output = results["output"];
+    CHECK(output.rfind("UNGRADABLE", 0) == 0);
+    CHECK(output.find("no CUDA device was found") != std::string::npos);
+    CHECK(output.find("Gradescope has no \"ungradable\"") != std::string::npos);
+    for (const auto& test : results["tests"]) {
+        CHECK(test["score"] == 0);
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+TEST_CASE("the PrairieLearn results give a score in [0, 1] and one test per check") {
+    const Report report = failing_accumulator_report();
+    const json results = json::parse(grader::write_prairielearn(report));
+    CHECK(results["gradable"] == true);
+    CHECK(results["score"].get<double>() == doctest::Approx(9.0 / 13.0));
+    CHECK(results["message"].get<std::string>().rfind("FAIL 9/13", 0) == 0);
+    CHECK(results["output"].get<std::string>().find("12.34") != std::string::npos);
+    REQUIRE(results["tests"].size() == report.checks.size());
+    for (const auto& test : results["tests"]) {
+        for (const char* key : {"name", "description", "message", "output"}) {
+            CHECK(test[key].is_string());
+        }
+        CHECK(test["points"].is_number());
+        CHECK(test["max_points"].is_number());
+    }
+    CHECK(results["tests"][2]["points"] == 0);
+    CHECK(results["tests"][2]["max_points"] == 2);
+    CHECK(results["tests"].back()["max_points"] == 0);
+
+    Report over = passing_report();
+    over.score = 20;  // points beyond the maximum still score 1
+    CHECK(json::parse(grader::write_prairielearn(over))["score"] == 1.0);
+}
+
+TEST_CASE("an ungradable report is not gradable on PrairieLearn, and says why") {
+    const json results = json::parse(grader::write_prairielearn(ungradable_report()));
+    CHECK(results["gradable"] == false);
+    CHECK(results["score"] == 0.0);
+    REQUIRE(results["format_errors"].is_array());
+    CHECK(results["format_errors"][0].get<std::string>().find("no CUDA device was found") !=
+          std::string::npos);
+}
+
+// -------------------------------------------------------------------------------------------------
+TEST_CASE("the JUnit XML is well-formed with a failure element for each failed check") {
+    const Report report = failing_accumulator_report();
+    const std::string xml = grader::write_junit(report);
+    xmllint_agrees(xml);
+    const XmlElement root = read_xml(xml);
+    CHECK(root.name == "testsuites");
+    const XmlElement* suite = root.child("testsuite", {{"name", "day15-bank-conflicts"}});
+    REQUIRE(suite != nullptr);
+    CHECK(suite->attributes.at("tests") == "8");
+    CHECK(suite->attributes.at("failures") == "2");
+    CHECK(suite->attributes.at("errors") == "0");
+    CHECK(suite->attributes.at("skipped") == "1");
+    CHECK(suite->attributes.at("time") == "3.200");
+    const XmlElement* accumulator =
+        suite->child("testcase", {{"classname", "day15-bank-conflicts"}, {"name", "accumulator"}});
+    REQUIRE(accumulator != nullptr);
+    const XmlElement* failure = accumulator->child("failure");
+    REQUIRE(failure != nullptr);
+    CHECK(failure->attributes.at("message").find("did not hold exactly 2048") != std::string::npos);
+    const XmlElement* passed = suite->child("testcase", {{"name", "compile_abi"}});
+    REQUIRE(passed != nullptr);
+    CHECK(passed->children.empty());
+    const XmlElement* review = suite->child("testcase", {{"name", "sentence"}});
+    REQUIRE(review != nullptr);
+    CHECK(review->child("skipped") != nullptr);
+    const XmlElement* out = suite->child("system-out");
+    REQUIRE(out != nullptr);
+    CHECK(out->text.find("stride 8: thread 1234 (block 4, thread 210) held 1024") !=
+          std::string::npos);
+    CHECK(out->text.find("12.34") != std::string::npos);
+}
+
+TEST_CASE("an ungradable report is a JUnit error naming the interruption") {
+    const std::string xml = grader::write_junit(ungradable_report());
+    xmllint_agrees(xml);
+    const XmlElement root = read_xml(xml);
+    const XmlElement* suite = root.child("testsuite");
+    REQUIRE(suite != nullptr);
+    CHECK(suite->attributes.at("errors") == "1");
+    const XmlElement* grading = suite->child("testcase", {{"name", "grading"}});
+    REQUIRE(grading != nullptr);
+    const XmlElement* error = grading->child("error");
+    REQUIRE(error != nullptr);
+    CHECK(error->attributes.at("type") == "no_gpu");
+    CHECK(error->attributes.at("message") == "no CUDA device was found");
+}
+
+TEST_CASE("markup, quotes, control characters and broken UTF-8 keep the JUnit XML valid") {
+    Report report = failing_accumulator_report();
+    report.exercise_id = "day15 <\"bank\" & 'conflicts'>";
+    report.checks[2].id = "acc<&>\"'";
+    report.checks[2].message = "a < b && c > d \"quoted\" 'single' ]]> \x01\x08\x1b[31m\x7f";
+    report.checks[2].details = {"line\nbreak\ttab\rreturn", "bad \xff\xfe\xc0\xaf bytes",
+                                "\xef\xbf\xbf not a character"};
+    report.kernel_output = "</system-out><evil/>\x0c";
+    const std::string xml = grader::write_junit(report);
+    xmllint_agrees(xml);
+    const XmlElement root = read_xml(xml);
+    const XmlElement* suite = root.child("testsuite");
+    REQUIRE(suite != nullptr);
+    CHECK(suite->attributes.at("name") == report.exercise_id);
+    const XmlElement* accumulator = suite->child("testcase", {{"name", "acc<&>\"'"}});
+    REQUIRE(accumulator != nullptr);
+    const XmlElement* failure = accumulator->child("failure");
+    REQUIRE(failure != nullptr);
+    const std::string message = failure->attributes.at("message");
+    CHECK(message.rfind("a < b && c > d \"quoted\" 'single' ]]> ", 0) == 0);
+    CHECK(message.find('\x01') == std::string::npos);
+    CHECK(failure->text.find("line\nbreak\ttab") != std::string::npos);
+    CHECK(suite->child("evil") == nullptr);
+    CHECK(suite->child("system-out")->text.find("</system-out><evil/>") != std::string::npos);
+}
+
+// -------------------------------------------------------------------------------------------------
+TEST_CASE("formats are named, parsed and written under their conventional file names") {
+    using grader::Format;
+    for (const Format format : {Format::text, Format::json, Format::markdown, Format::gradescope,
+                                Format::prairielearn, Format::junit}) {
+        CHECK(grader::parse_format(grader::to_string(format)) == format);
+    }
+    CHECK_FALSE(grader::parse_format("xml").has_value());
+    CHECK_FALSE(grader::parse_format("JSON").has_value());
+    CHECK(grader::report_file_name(Format::text, false) == "report.txt");
+    CHECK(grader::report_file_name(Format::json, true) == "report.json");
+    CHECK(grader::report_file_name(Format::markdown, false) == "report.md");
+    CHECK(grader::report_file_name(Format::gradescope, false) == "results.json");
+    CHECK(grader::report_file_name(Format::gradescope, true) == "gradescope-results.json");
+    CHECK(grader::report_file_name(Format::prairielearn, false) == "results.json");
+    CHECK(grader::report_file_name(Format::prairielearn, true) == "prairielearn-results.json");
+    CHECK(grader::report_file_name(Format::junit, true) == "junit.xml");
+
+    const Report report = passing_report();
+    const grader::TextOptions color{true, false};
+    CHECK(grader::write_report(report, Format::text, color) == grader::write_text(report, color));
+    CHECK(grader::write_report(report, Format::json, color) == grader::write_json(report));
+    CHECK(grader::write_report(report, Format::junit, color) == grader::write_junit(report));
+    CHECK(grader::write_report(report, Format::gradescope, color) ==
+          grader::write_gradescope(report));
+}
