@@ -278,7 +278,7 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
     const Report report = evaluate(day15(), correct_answers(), m, "j");
     CHECK(report.verdict == Verdict::fail);
     CHECK_FALSE(check(report, "compile_abi").passed);
-    CHECK(any_detail_contains(check(report, "accumulator"), "did not compile"));
+    CHECK(check(report, "accumulator").message.find("did not compile") != std::string::npos);
     CHECK(check(report, "predicted_degrees").passed);
     CHECK(report.compile_log.find("probe.cu(14)") != std::string::npos);
 }

@@ -35,9 +35,8 @@ grader::CompileRequest probe_request(const std::string& fixture) {
     request.arch = "sm_90";
     request.options = {"-std=c++17", "-lineinfo"};
     request.headers.push_back(
-        {"day15_probe.h",
-         read_text(std::filesystem::path(GRADER_SOURCE_DIR) /
-                   "exercises/day15-bank-conflicts/day15_probe.h")});
+        {"day15_probe.h", read_text(std::filesystem::path(GRADER_SOURCE_DIR) /
+                                    "exercises/day15-bank-conflicts/day15_probe.h")});
     return request;
 }
 
@@ -107,8 +106,7 @@ TEST_CASE("vetting refuses every way of naming a host file, with its line") {
         CHECK(problems[0].message ==
               "#include \"/etc/passwd\" is not allowed; a submission may include only "
               "\"day15_probe.h\"");
-        CHECK(grader::to_string(problems[0], "probe.cu") ==
-              "probe.cu:3:1: " + problems[0].message);
+        CHECK(grader::to_string(problems[0], "probe.cu") == "probe.cu:3:1: " + problems[0].message);
     }
     SUBCASE("angle brackets and relative paths") {
         CHECK(first_problem_line("\n#include <cstdio>\n") == 2);
@@ -155,8 +153,7 @@ TEST_CASE("vetting refuses every way of naming a host file, with its line") {
         CHECK(first_problem_line("int a; /* never closed\n#include \"/etc/passwd\"\n") == 1);
         CHECK(first_problem_line("\nint a;\\  \n#include \"/etc/passwd\"\n") == 2);
         CHECK(first_problem_line("int a;\r#include \"/etc/passwd\"\n") == 1);
-        CHECK(first_problem_line("const char* s = R\"x(\n)x\\\n\";\n#include \"a\"\n)x\";\n") ==
-              1);
+        CHECK(first_problem_line("const char* s = R\"x(\n)x\\\n\";\n#include \"a\"\n)x\";\n") == 1);
     }
 }
 
@@ -171,7 +168,8 @@ TEST_CASE("sanitize_log drops other files' lines and shortens host paths") {
         "      out[0] = undefined_accumulator / 2;\n"
         "               ^\n"
         "\n" +
-        cwd + "/probe.cu(5): warning #177-D: variable \"unused\" was declared but never referenced\n"
+        cwd +
+        "/probe.cu(5): warning #177-D: variable \"unused\" was declared but never referenced\n"
         "\n"
         "/probe.cu(1): catastrophic error: cannot open source file \"/etc/shadow\"\n"
         "\n"
@@ -239,7 +237,8 @@ TEST_CASE("demangle and nvrtc_version") {
 }
 
 TEST_CASE("a correct probe compiles to a cubin and PTX whose entry matches the ABI") {
-    const grader::CompiledKernel compiled = grader::compile_kernel(probe_request("correct_probe.cu"));
+    const grader::CompiledKernel compiled =
+        grader::compile_kernel(probe_request("correct_probe.cu"));
     const grader::CompileOutcome& outcome = compiled.outcome;
     INFO(outcome.log);
     REQUIRE(outcome.ok);
@@ -254,7 +253,9 @@ TEST_CASE("a correct probe compiles to a cubin and PTX whose entry matches the A
     CHECK(outcome.abi_problem.empty());
     CHECK(grader::abi_problem(outcome.param_sizes, probe_abi()).empty());
     CHECK(outcome.seconds > 0.0);
-    CHECK(compiled.cubin.substr(0, 4) == "\x7f" "ELF");
+    CHECK(compiled.cubin.substr(0, 4) ==
+          "\x7f"
+          "ELF");
     CHECK(contains(compiled.ptx, ".visible .entry _Z17probeSharedStridePKfPfmi("));
     CHECK(contains(compiled.ptx, ".file\t1 \"probe.cu\""));
     CHECK(compiled.ptx.back() != '\0');
@@ -365,8 +366,10 @@ TEST_CASE("no returned log, PTX or cubin carries the working directory") {
 TEST_CASE("two kernels compile at once on two threads") {
     grader::CompiledKernel first;
     grader::CompiledKernel second;
-    std::thread reference([&first] { first = grader::compile_kernel(probe_request("correct_probe.cu")); });
-    std::thread student([&second] { second = grader::compile_kernel(probe_request("int_count_parameter.cu")); });
+    std::thread reference(
+        [&first] { first = grader::compile_kernel(probe_request("correct_probe.cu")); });
+    std::thread student(
+        [&second] { second = grader::compile_kernel(probe_request("int_count_parameter.cu")); });
     reference.join();
     student.join();
     CHECK(first.outcome.ok);

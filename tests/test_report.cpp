@@ -6,9 +6,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
-#include <numeric>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -103,7 +104,8 @@ Report passing_report() {
     report.seed = 12345678901234567ULL;
     report.timing_rounds = 5;
     report.wall_seconds = 3.2;
-    report.sentence = "Stride 3 is odd, so it shares no factor with 32 and hits 32 different banks.";
+    report.sentence =
+        "Stride 3 is odd, so it shares no factor with 32 and hits 32 different banks.";
 
     const struct {
         int stride;
@@ -112,7 +114,8 @@ Report passing_report() {
         double ratio;
         double ms;
         double reference;
-    } named[] = {{3, 1, 0.98, 0.99, 0.0857, 0.986}, {8, 8, 7.85, 6.21, 0.5391, 6.211},
+    } named[] = {{3, 1, 0.98, 0.99, 0.0857, 0.986},
+                 {8, 8, 7.85, 6.21, 0.5391, 6.211},
                  {16, 16, 15.40, 12.34, 1.0705, 12.336}};
     ReportRow baseline = row("student", 1, 1.0, 0.0868);
     baseline.reference_ratio = 1.0;
@@ -130,8 +133,8 @@ Report passing_report() {
     unnamed.reference_ratio = 3.158;
     report.rows.push_back(unnamed);
 
-    const double reference[][3] = {{1, 1.000, 0.0868},  {2, 1.630, 0.1414}, {3, 0.986, 0.0855},
-                                   {4, 3.158, 0.2739},  {8, 6.211, 0.5388}, {16, 12.336, 1.0702},
+    const double reference[][3] = {{1, 1.000, 0.0868},   {2, 1.630, 0.1414}, {3, 0.986, 0.0855},
+                                   {4, 3.158, 0.2739},   {8, 6.211, 0.5388}, {16, 12.336, 1.0702},
                                    {32, 24.581, 2.1324}, {33, 1.048, 0.0909}};
     for (const auto& r : reference) {
         report.rows.push_back(row("reference", static_cast<int>(r[0]), r[1], r[2]));
@@ -228,9 +231,10 @@ Report compile_failure_report() {
               "probeSharedStride could not be loaded through the fixed ABI."),
     };
     report.checks[1].details = {"probe.cu:12:5: identifier \"tile\" is undefined"};
-    report.compile_log = "probe.cu(12): error: identifier \"tile\" is undefined\n"
-                         "      acc += tile[(tid * stride + k) & 2047];\n"
-                         "1 error detected in the compilation of \"probe.cu\".\n";
+    report.compile_log =
+        "probe.cu(12): error: identifier \"tile\" is undefined\n"
+        "      acc += tile[(tid * stride + k) & 2047];\n"
+        "1 error detected in the compilation of \"probe.cu\".\n";
     return report;
 }
 
@@ -266,10 +270,6 @@ std::string two_decimals(double value) {
 
 std::string text_of(const Report& report, bool color = false, bool verbose = false) {
     return grader::write_text(report, grader::TextOptions{color, verbose});
-}
-
-std::string before(const std::string& text, const std::string& marker) {
-    return text.substr(0, text.find(marker));
 }
 
 // A small XML reader, enough to tell whether a JUnit file is well-formed XML 1.0 and to look
@@ -537,7 +537,8 @@ TEST_CASE("the text report shows every ratio: the student's, the harness's and t
 
 TEST_CASE("the stride-8 row of the text table reads across as the lesson's columns do") {
     const std::string text = text_of(passing_report());
-    const std::regex stride8(R"(\n +8  +8 +8 +7\.85 +6\.21 +6\.19–6\.24 +6\.21 +0\.5391 +0\.4 +ok +ok\n)");
+    const std::regex stride8(
+        R"(\n +8  +8 +8 +7\.85 +6\.21 +6\.19–6\.24 +6\.21 +0\.5391 +0\.4 +ok +ok\n)");
     CHECK(std::regex_search(text, stride8));
 }
 
@@ -735,8 +736,9 @@ TEST_CASE("a student's text cannot break the markdown table or close the log's f
 }
 
 // -------------------------------------------------------------------------------------------------
-TEST_CASE("the Gradescope results carry the score, the fields Gradescope reads and one test per "
-          "check") {
+TEST_CASE(
+    "the Gradescope results carry the score, the fields Gradescope reads and one test per "
+    "check") {
     const Report report = failing_accumulator_report();
     const json results = json::parse(grader::write_gradescope(report));
     CHECK(results["score"].is_number());
@@ -918,4 +920,37 @@ TEST_CASE("formats are named, parsed and written under their conventional file n
     CHECK(grader::write_report(report, Format::junit, color) == grader::write_junit(report));
     CHECK(grader::write_report(report, Format::gradescope, color) ==
           grader::write_gradescope(report));
+}
+
+TEST_CASE("the schema document's example reads as a report and has every field the grader writes") {
+    std::ifstream in(std::string(GRADER_SOURCE_DIR) + "/docs/report-schema.md");
+    REQUIRE(in.good());
+    const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t start = doc.find("```json\n");
+    REQUIRE(start != std::string::npos);
+    const std::size_t end = doc.find("\n```", start + 8);
+    const json example = json::parse(doc.substr(start + 8, end - start - 8));
+    const Report read_back = example.get<Report>();
+    CHECK(read_back.verdict == Verdict::fail);
+    CHECK(text_of(read_back).find("stride 8: thread 1234 (block 4, thread 210) held 1024") !=
+          std::string::npos);
+
+    // Every object in the example has exactly the keys json.cpp writes.
+    Report written = failing_accumulator_report();
+    written.interruption = grader::Interruption{"timeout", "run", "slow", true};
+    const json actual = json(written);
+    const auto keys = [](const json& object) {
+        std::vector<std::string> names;
+        for (const auto& item : object.items()) {
+            names.push_back(item.key());
+        }
+        return names;
+    };
+    CHECK(keys(example) == keys(actual));
+    CHECK(keys(example["checks"][0]) == keys(actual["checks"][0]));
+    CHECK(keys(example["rows"][0]) == keys(actual["rows"][0]));
+    CHECK(keys(example["rows"][0]["timing"]) == keys(actual["rows"][0]["timing"]));
+    CHECK(keys(example["rows"][0]["accumulator"]) == keys(actual["rows"][0]["accumulator"]));
+    CHECK(keys(example["environment"]) == keys(actual["environment"]));
+    CHECK(keys(example["exercise"]) == keys(actual["exercise"]));
 }

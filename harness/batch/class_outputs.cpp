@@ -37,7 +37,9 @@ double median_of(std::vector<double> values) {
     return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
 }
 
-bool plottable(double ratio) { return std::isfinite(ratio) && ratio > 0.0; }
+bool plottable(double ratio) {
+    return std::isfinite(ratio) && ratio > 0.0;
+}
 
 // The check columns: every check id in the order of the first report that has it.
 std::vector<CheckSummary> check_columns(const std::vector<const ClassEntry*>& sorted) {
@@ -96,9 +98,15 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
     for (const ClassEntry* entry : sorted) {
         const Report& report = entry->report;
         switch (report.verdict) {
-            case Verdict::pass: ++summary.passed; break;
-            case Verdict::fail: ++summary.failed; break;
-            case Verdict::ungradable: ++summary.ungradable; break;
+            case Verdict::pass:
+                ++summary.passed;
+                break;
+            case Verdict::fail:
+                ++summary.failed;
+                break;
+            case Verdict::ungradable:
+                ++summary.ungradable;
+                break;
         }
         summary.max_score = std::max(summary.max_score, report.max_score);
         if (report.verdict != Verdict::ungradable) {
@@ -204,9 +212,9 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
         if (students != student_ratios.end()) {
             const std::vector<double>& ratios = students->second;
             row.student_count = ratios.size();
-            row.student_ratio = RatioSpread{*std::min_element(ratios.begin(), ratios.end()),
-                                            median_of(ratios),
-                                            *std::max_element(ratios.begin(), ratios.end())};
+            row.student_ratio =
+                RatioSpread{*std::min_element(ratios.begin(), ratios.end()), median_of(ratios),
+                            *std::max_element(ratios.begin(), ratios.end())};
         }
         const auto reference = reference_ratios.find(stride);
         if (reference != reference_ratios.end()) {
@@ -276,8 +284,7 @@ std::string write_gradebook_csv(const std::vector<ClassEntry>& entries) {
         row.push_back(csv_text_field(entry->student_folder));
         // An ungradable submission has no score: a 0 imported into a gradebook would read as
         // the student's, when the machine or the harness stopped the grade.
-        row.push_back(report.verdict == Verdict::ungradable ? ""
-                                                            : format_number(report.score, 2));
+        row.push_back(report.verdict == Verdict::ungradable ? "" : format_number(report.score, 2));
         row.push_back(format_number(report.max_score, 2));
         row.push_back(to_string(report.verdict));
         for (const CheckSummary& column : columns) {
@@ -366,12 +373,23 @@ std::string escape_html(const std::string& text) {
     out.reserve(text.size());
     for (char c : text) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -407,9 +425,12 @@ std::string fixed(double value, int decimals = 1) {
 
 const char* verdict_color(Verdict verdict) {
     switch (verdict) {
-        case Verdict::pass: return "#2e7d32";
-        case Verdict::fail: return "#c62828";
-        case Verdict::ungradable: return "#757575";
+        case Verdict::pass:
+            return "#2e7d32";
+        case Verdict::fail:
+            return "#c62828";
+        case Verdict::ungradable:
+            return "#757575";
     }
     return "#757575";
 }
@@ -453,12 +474,16 @@ th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #e4e7eb;
 th { background: #f6f8fa; font-weight: 600; }
 td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
 td.reason { color: #57606a; max-width: 420px; overflow-wrap: anywhere; white-space: pre-wrap; }
-td.folder, td.student { overflow-wrap: anywhere; white-space: pre-wrap; max-width: 200px; }
+td.folder, td.folders, td.student { overflow-wrap: anywhere; white-space: pre-wrap; max-width: 200px; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; color: #fff;
   font-size: 12.5px; font-weight: 600; }
 .badge.pass { background: #2e7d32; } .badge.fail { background: #c62828; }
 .badge.ungradable { background: #757575; }
 a { color: #0b57d0; }
+.scroll { overflow-x: auto; margin-top: 12px; }
+table.compact { font-size: 13px; }
+table.compact th, table.compact td { padding: 3px 7px; }
+table.compact tbody th { background: none; font-weight: 600; white-space: nowrap; }
 )";
 
 void write_verdict_counts(std::ostringstream& html, const ClassSummary& summary) {
@@ -505,7 +530,7 @@ void write_score_histogram(std::ostringstream& html, const ClassSummary& summary
     const int step = std::max(1, static_cast<int>(std::ceil(most / 5.0)));
     const int top = ((most + step - 1) / step) * step;
 
-    const double view_width = 960, view_height = 300;
+    const double view_width = 960, view_height = 250;
     const double left = 56, right = 16, top_margin = 20, bottom = 56;
     const double plot_width = view_width - left - right;
     const double plot_height = view_height - top_margin - bottom;
@@ -523,8 +548,8 @@ void write_score_histogram(std::ostringstream& html, const ClassSummary& summary
         const double y = y_of(tick);
         html << "<line class=\"grid\" x1=\"" << left << "\" x2=\"" << left + plot_width
              << "\" y1=\"" << fixed(y) << "\" y2=\"" << fixed(y) << "\"/>"
-             << "<text x=\"" << left - 8 << "\" y=\"" << fixed(y + 4)
-             << "\" text-anchor=\"end\">" << tick << "</text>\n";
+             << "<text x=\"" << left - 8 << "\" y=\"" << fixed(y + 4) << "\" text-anchor=\"end\">"
+             << tick << "</text>\n";
     }
     for (int bin = 0; bin < bins; ++bin) {
         const int count = counts[static_cast<std::size_t>(bin)];
@@ -535,8 +560,8 @@ void write_score_histogram(std::ostringstream& html, const ClassSummary& summary
             per_point ? std::to_string(bin)
                       : format_number(bin * width, 1) + "–" + format_number((bin + 1) * width, 1);
         html << "<rect class=\"bar\" data-bin=\"" << label << "\" data-count=\"" << count
-             << "\" x=\"" << fixed(x) << "\" y=\"" << fixed(y) << "\" width=\""
-             << fixed(bar_width) << "\" height=\"" << fixed(top_margin + plot_height - y)
+             << "\" x=\"" << fixed(x) << "\" y=\"" << fixed(y) << "\" width=\"" << fixed(bar_width)
+             << "\" height=\"" << fixed(top_margin + plot_height - y)
              << "\" fill=\"#1565c0\"><title>score " << label << ": " << count
              << (count == 1 ? " submission" : " submissions") << "</title></rect>";
         if (count > 0) {
@@ -552,8 +577,7 @@ void write_score_histogram(std::ostringstream& html, const ClassSummary& summary
          << "<text class=\"axis-title\" x=\"" << left + plot_width / 2 << "\" y=\""
          << view_height - 10 << "\" text-anchor=\"middle\">score (points, out of "
          << format_number(summary.max_score, 2) << ")</text>\n"
-         << "<text class=\"axis-title\" transform=\"translate(16 "
-         << top_margin + plot_height / 2
+         << "<text class=\"axis-title\" transform=\"translate(16 " << top_margin + plot_height / 2
          << ") rotate(-90)\" text-anchor=\"middle\">submissions</text>\n</svg>\n"
          << "<p class=\"note\">Graded submissions only (" << summary.graded_scores.size()
          << "); ungradable ones (" << summary.ungradable << ") have no score.</p>\n</section>\n";
@@ -585,7 +609,7 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     const int high_power = std::min(12, static_cast<int>(std::ceil(std::log2(high * 1.05))));
 
     const double view_width = 960, view_height = 460;
-    const double left = 64, right = 250, top_margin = 20, bottom = 70;
+    const double left = 64, right = 16, top_margin = 44, bottom = 70;
     const double plot_width = view_width - left - right;
     const double plot_height = view_height - top_margin - bottom;
     const double band = strides.empty() ? plot_width : plot_width / strides.size();
@@ -612,7 +636,7 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
         html << "<text x=\"" << fixed(x_of(i)) << "\" y=\"" << top_margin + plot_height + 18
              << "\" text-anchor=\"middle\">" << strides[i] << "</text>"
              << "<text x=\"" << fixed(x_of(i)) << "\" y=\"" << top_margin + plot_height + 34
-             << "\" text-anchor=\"middle\" fill=\"#6a1b9a\" style=\"fill:#6a1b9a;font-size:11px\">"
+             << "\" text-anchor=\"middle\" style=\"fill:#8e24aa;font-size:11px\">"
              << "gcd " << conflict_degree(strides[i]) << "</text>\n";
     }
     html << "<line class=\"axis\" x1=\"" << left << "\" x2=\"" << left + plot_width << "\" y1=\""
@@ -620,28 +644,22 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
          << "<line class=\"axis\" x1=\"" << left << "\" x2=\"" << left << "\" y1=\"" << top_margin
          << "\" y2=\"" << top_margin + plot_height << "\"/>\n"
          << "<text class=\"axis-title\" x=\"" << left + plot_width / 2 << "\" y=\""
-         << view_height - 10 << "\" text-anchor=\"middle\">stride (words); under it the model's "
+         << view_height - 10
+         << "\" text-anchor=\"middle\">stride (words); under it the model's "
             "conflict degree gcd(stride, 32)</text>\n"
          << "<text class=\"axis-title\" transform=\"translate(18 " << top_margin + plot_height / 2
          << ") rotate(-90)\" text-anchor=\"middle\">time / time at stride 1 (log scale)</text>\n";
 
-    // The model: the conflict degree, on the same axis, which is the ratio a kernel whose time
-    // were all bank requests would show.
-    std::string model_points;
-    for (std::size_t i = 0; i < strides.size(); ++i) {
-        model_points += fixed(x_of(i)) + "," + fixed(y_of(conflict_degree(strides[i]))) + " ";
-    }
-    html << "<polyline class=\"model-line\" points=\"" << model_points
-         << "\" fill=\"none\" stroke=\"#6a1b9a\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n";
+    // The model: the conflict degree on the same axis, which is the ratio a kernel whose time
+    // were all bank requests would show. Strides are categories, so nothing joins the marks.
     for (std::size_t i = 0; i < strides.size(); ++i) {
         const double y = y_of(conflict_degree(strides[i]));
-        html << "<rect class=\"model-point\" x=\"" << fixed(x_of(i) - 4) << "\" y=\""
-             << fixed(y - 4) << "\" width=\"8\" height=\"8\" fill=\"#fff\" stroke=\"#6a1b9a\" "
+        html << "<rect class=\"model-point\" x=\"" << fixed(x_of(i) - 5) << "\" y=\""
+             << fixed(y - 5) << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" "
              << "stroke-width=\"1.5\"><title>model: stride " << strides[i] << ", degree "
              << conflict_degree(strides[i]) << "</title></rect>\n";
     }
 
-    // Students, under the reference so its line stays readable.
     for (const ClassEntry* entry : sorted) {
         for (const ReportRow& row : entry->report.rows) {
             if (row.kernel != "student" || !row.ratio || !plottable(*row.ratio)) {
@@ -653,91 +671,82 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
             html << "<circle class=\"student-dot\" data-verdict=\""
                  << to_string(entry->report.verdict) << "\" cx=\"" << fixed(x) << "\" cy=\""
                  << fixed(y_of(*row.ratio)) << "\" r=\"3.5\" fill=\""
-                 << verdict_color(entry->report.verdict) << "\" fill-opacity=\"0.65\"><title>"
+                 << verdict_color(entry->report.verdict) << "\" fill-opacity=\"0.7\"><title>"
                  << escape_html(entry->student_folder) << ": stride " << row.stride << ", ratio "
                  << format_number(*row.ratio, 3) << "</title></circle>\n";
         }
     }
 
-    std::string reference_points;
+    // The reference on top: a bar across the stride's band, the mark students should sit on.
     for (std::size_t i = 0; i < summary.strides.size(); ++i) {
         if (summary.strides[i].reference_ratio) {
-            reference_points +=
-                fixed(x_of(i)) + "," + fixed(y_of(*summary.strides[i].reference_ratio)) + " ";
-        }
-    }
-    html << "<polyline class=\"reference-line\" points=\"" << reference_points
-         << "\" fill=\"none\" stroke=\"#1565c0\" stroke-width=\"2\"/>\n";
-    for (std::size_t i = 0; i < summary.strides.size(); ++i) {
-        if (summary.strides[i].reference_ratio) {
-            html << "<circle class=\"reference-point\" cx=\"" << fixed(x_of(i)) << "\" cy=\""
-                 << fixed(y_of(*summary.strides[i].reference_ratio))
-                 << "\" r=\"5\" fill=\"#fff\" stroke=\"#1565c0\" stroke-width=\"2\"><title>"
-                 << "reference: stride " << strides[i] << ", ratio "
-                 << format_number(*summary.strides[i].reference_ratio, 3)
-                 << "</title></circle>\n";
+            const double y = y_of(*summary.strides[i].reference_ratio);
+            html << "<line class=\"reference-point\" x1=\"" << fixed(x_of(i) - band * 0.38)
+                 << "\" x2=\"" << fixed(x_of(i) + band * 0.38) << "\" y1=\"" << fixed(y)
+                 << "\" y2=\"" << fixed(y) << "\" stroke=\"#1565c0\" stroke-width=\"2.5\">"
+                 << "<title>reference: stride " << strides[i] << ", ratio "
+                 << format_number(*summary.strides[i].reference_ratio, 3) << "</title></line>\n";
         }
     }
 
-    // Legend, to the right of the plot.
-    const double legend_x = left + plot_width + 24;
-    double legend_y = top_margin + 14;
-    const auto legend_text = [&](const std::string& text) {
-        html << "<text x=\"" << legend_x + 22 << "\" y=\"" << fixed(legend_y + 4) << "\">" << text
-             << "</text>\n";
-        legend_y += 24;
+    // Legend, one row above the plot.
+    double legend_x = left;
+    const double legend_y = 16;
+    const auto legend_text = [&](const std::string& text, double advance) {
+        html << "<text x=\"" << fixed(legend_x + 20) << "\" y=\"" << fixed(legend_y + 4) << "\">"
+             << text << "</text>\n";
+        legend_x += advance;
     };
     html << "<g id=\"ratio-legend\">\n";
     for (Verdict verdict : {Verdict::pass, Verdict::fail, Verdict::ungradable}) {
-        html << "<circle cx=\"" << legend_x + 8 << "\" cy=\"" << fixed(legend_y) << "\" r=\"4\" "
-             << "fill=\"" << verdict_color(verdict) << "\" fill-opacity=\"0.8\"/>";
-        legend_text(std::string("a student's kernel (") + to_string(verdict) + ")");
+        html << "<circle cx=\"" << fixed(legend_x + 8) << "\" cy=\"" << legend_y
+             << "\" r=\"4\" fill=\"" << verdict_color(verdict) << "\"/>";
+        legend_text(std::string("student, ") + to_string(verdict),
+                    verdict == Verdict::ungradable ? 160 : 120);
     }
-    html << "<line x1=\"" << legend_x << "\" x2=\"" << legend_x + 16 << "\" y1=\""
-         << fixed(legend_y) << "\" y2=\"" << fixed(legend_y)
-         << "\" stroke=\"#1565c0\" stroke-width=\"2\"/><circle cx=\"" << legend_x + 8
-         << "\" cy=\"" << fixed(legend_y) << "\" r=\"4\" fill=\"#fff\" stroke=\"#1565c0\" "
-         << "stroke-width=\"2\"/>";
-    legend_text("reference kernel (median)");
-    html << "<line x1=\"" << legend_x << "\" x2=\"" << legend_x + 16 << "\" y1=\""
-         << fixed(legend_y) << "\" y2=\"" << fixed(legend_y)
-         << "\" stroke=\"#6a1b9a\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><rect x=\""
-         << legend_x + 4 << "\" y=\"" << fixed(legend_y - 4) << "\" width=\"8\" height=\"8\" "
-         << "fill=\"#fff\" stroke=\"#6a1b9a\" stroke-width=\"1.5\"/>";
-    legend_text("model: degree gcd(stride, 32)");
+    html << "<line x1=\"" << fixed(legend_x) << "\" x2=\"" << fixed(legend_x + 16) << "\" y1=\""
+         << legend_y << "\" y2=\"" << legend_y << "\" stroke=\"#1565c0\" stroke-width=\"2.5\"/>";
+    legend_text("reference kernel (median of the grades)", 265);
+    html << "<rect x=\"" << fixed(legend_x + 3) << "\" y=\"" << legend_y - 5
+         << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" stroke-width=\"1.5\"/>";
+    legend_text("model: degree gcd(stride, 32)", 0);
     html << "</g>\n</svg>\n";
 
     html << "<p class=\"note\">Each dot is one student's kernel at one stride, timed in that "
-            "student's grade: its time over its time at stride 1 (dots are spread sideways so "
-            "they do not hide each other). The solid line is the reference kernel timed in the "
-            "same grades (median over the grades). The dashed line is the model's conflict "
-            "degree gcd(stride, 32) on the same axis: the ratio a kernel would show if its time "
-            "were all bank requests. Measured ratios can sit below it when stride 1 has costs "
-            "of its own; the grade compares students with the reference, not with the "
-            "degree.</p>\n";
+            "student's grade: its time over its own time at stride 1 (dots are spread sideways "
+            "so they do not hide each other). The blue bar is the reference kernel, timed in the "
+            "same grades (median over the grades). The square is the model's conflict degree "
+            "gcd(stride, 32) on the same axis: the ratio a kernel would show if its time were "
+            "all bank requests. Measured ratios can sit below it where stride 1 has costs of its "
+            "own; the grade compares each student with the reference, not with the degree.</p>\n";
 
-    html << "<table id=\"stride-table\">\n<thead><tr><th class=\"number\">stride</th>"
-         << "<th class=\"number\">degree</th><th class=\"number\">students</th>"
-         << "<th class=\"number\">student min</th><th class=\"number\">student median</th>"
-         << "<th class=\"number\">student max</th><th class=\"number\">reference</th></tr>"
-         << "</thead>\n<tbody>\n";
-    for (const StrideSummary& row : summary.strides) {
-        html << "<tr><td class=\"number\">" << row.stride << "</td><td class=\"number\">"
-             << row.degree << "</td><td class=\"number\">" << row.student_count << "</td>";
-        if (row.student_ratio) {
-            html << "<td class=\"number\">" << format_number(row.student_ratio->min, 3)
-                 << "</td><td class=\"number\">" << format_number(row.student_ratio->median, 3)
-                 << "</td><td class=\"number\">" << format_number(row.student_ratio->max, 3)
-                 << "</td>";
-        } else {
-            html << "<td class=\"number\">–</td><td class=\"number\">–</td>"
-                 << "<td class=\"number\">–</td>";
+    // Strides across, so the table stays short however many strides the class drew.
+    bool header_row = true;
+    const auto cells = [&](const char* heading, const auto& cell) {
+        const char* tag = header_row ? "th" : "td";
+        html << "<tr><th>" << heading << "</th>";
+        for (const StrideSummary& row : summary.strides) {
+            html << '<' << tag << " class=\"number\">" << cell(row) << "</" << tag << '>';
         }
-        html << "<td class=\"number\">"
-             << (row.reference_ratio ? format_number(*row.reference_ratio, 3) : "–")
-             << "</td></tr>\n";
-    }
-    html << "</tbody>\n</table>\n</section>\n";
+        html << "</tr>\n";
+        header_row = false;
+    };
+    const auto spread = [](const StrideSummary& row, double RatioSpread::*field) {
+        return row.student_ratio ? format_number((*row.student_ratio).*field, 2) : "–";
+    };
+    html << "<div class=\"scroll\"><table id=\"stride-table\" class=\"compact\">\n<thead>\n";
+    cells("stride", [](const StrideSummary& row) { return std::to_string(row.stride); });
+    html << "</thead>\n<tbody>\n";
+    cells("degree", [](const StrideSummary& row) { return std::to_string(row.degree); });
+    cells("reference", [](const StrideSummary& row) {
+        return row.reference_ratio ? format_number(*row.reference_ratio, 2) : "–";
+    });
+    cells("students", [](const StrideSummary& row) { return std::to_string(row.student_count); });
+    cells("student min", [&](const StrideSummary& row) { return spread(row, &RatioSpread::min); });
+    cells("student median",
+          [&](const StrideSummary& row) { return spread(row, &RatioSpread::median); });
+    cells("student max", [&](const StrideSummary& row) { return spread(row, &RatioSpread::max); });
+    html << "</tbody>\n</table></div>\n</section>\n";
 }
 
 void write_failure_reasons(std::ostringstream& html, const ClassSummary& summary) {
@@ -750,8 +759,8 @@ void write_failure_reasons(std::ostringstream& html, const ClassSummary& summary
     std::size_t rank = 0;
     for (const FailureReason& reason : summary.failure_reasons) {
         html << "<tr class=\"failure-reason\"><td class=\"number\">" << ++rank << "</td><td>"
-             << escape_html(reason.reason) << "</td><td class=\"number\">"
-             << reason.folders.size() << "</td><td class=\"folder\">";
+             << escape_html(reason.reason) << "</td><td class=\"number\">" << reason.folders.size()
+             << "</td><td class=\"folders\">";
         for (std::size_t i = 0; i < reason.folders.size() && i < kFoldersShown; ++i) {
             html << (i > 0 ? ", " : "") << escape_html(reason.folders[i]);
         }
@@ -786,7 +795,8 @@ void write_students(std::ostringstream& html, const std::vector<const ClassEntry
         if (entry->report_link.empty()) {
             html << "–";
         } else {
-            html << "<a href=\"" << escape_html(relative_href(entry->report_link)) << "\">report</a>";
+            html << "<a href=\"" << escape_html(relative_href(entry->report_link))
+                 << "\">report</a>";
         }
         html << "</td></tr>\n";
     }

@@ -6,11 +6,10 @@
 // untrusted and is quoted, neutralised or escaped for the format it lands in.
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/report.hpp"
 
@@ -23,10 +22,10 @@ struct ClassEntry {
 };
 
 struct ClassReportOptions {
-    std::string exercise_id;      // empty: taken from the first report that names one
-    std::string exercise_title;   // empty: likewise
-    std::string generated_at;     // shown in the title, e.g. "2026-12-02 13:05 UTC"; the caller
-                                  // gives it so the page is reproducible from the same inputs
+    std::string exercise_id;     // empty: taken from the first report that names one
+    std::string exercise_title;  // empty: likewise
+    std::string generated_at;    // shown in the title, e.g. "2026-12-02 13:05 UTC"; the caller
+                                 // gives it so the page is reproducible from the same inputs
 };
 
 // Figures over the whole class, shared by the JSON summary and the HTML page.
@@ -38,10 +37,10 @@ struct RatioSpread {
 
 struct StrideSummary {
     int stride = 0;
-    unsigned degree = 1;                      // gcd(stride, 32): the model
-    std::size_t student_count = 0;            // students with a measured ratio at this stride
+    unsigned degree = 1;            // gcd(stride, 32): the model
+    std::size_t student_count = 0;  // students with a measured ratio at this stride
     std::optional<RatioSpread> student_ratio;
-    std::optional<double> reference_ratio;    // median over the grades of the reference kernel
+    std::optional<double> reference_ratio;  // median over the grades of the reference kernel
 };
 
 struct CheckSummary {
@@ -66,14 +65,14 @@ struct ClassSummary {
     std::size_t passed = 0;
     std::size_t failed = 0;
     std::size_t ungradable = 0;
-    double max_score = 0.0;                 // the largest max_score of any report
-    std::vector<double> graded_scores;      // pass and fail only: an ungradable score means nothing
+    double max_score = 0.0;             // the largest max_score of any report
+    std::vector<double> graded_scores;  // pass and fail only: an ungradable score means nothing
     std::optional<double> mean_score;
     std::optional<double> median_score;
-    std::vector<CheckSummary> checks;       // in the order of the first report that has checks
+    std::vector<CheckSummary> checks;            // in the order of the first report that has checks
     std::vector<FailureReason> failure_reasons;  // most frequent first, then by reason
-    std::vector<StrideSummary> strides;     // ascending
-    std::vector<std::string> devices;       // distinct GPUs the class was graded on
+    std::vector<StrideSummary> strides;          // ascending
+    std::vector<std::string> devices;            // distinct GPUs the class was graded on
 };
 
 ClassSummary summarize_class(const std::vector<ClassEntry>& entries);

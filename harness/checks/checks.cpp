@@ -29,7 +29,7 @@ void insert_sorted_unique(std::vector<int>& strides, int stride) {
     }
 }
 
-// The reason later checks could not run, if something stopped them.
+// Why the student's kernel did not run (or not to the end), in a few words.
 std::string why_student_not_run(const Measurements& m) {
     if (!m.student.attempted) {
         return m.student.log.empty() ? "the kernel was not compiled" : m.student.log;
@@ -41,15 +41,23 @@ std::string why_student_not_run(const Measurements& m) {
         return "the kernel did not compile";
     }
     if (!m.student.abi_problem.empty()) {
-        return "the kernel does not have the exercise's ABI: " + m.student.abi_problem;
+        return "the kernel does not have the exercise's ABI";
     }
     if (m.interruption) {
-        return m.interruption->message;
+        return m.interruption->kind == "no_gpu" ? "a GPU is needed to run the kernel"
+                                                 : m.interruption->message;
     }
     if (!m.environment.gpu_available && m.environment.backend != "sim") {
-        return "no GPU was available to run it";
+        return "a GPU is needed to run the kernel";
     }
-    return "it was not run";
+    return "the kernel was not run";
+}
+
+// A check that could not be evaluated: failed, with the reason as its message.
+void not_run(CheckResult& check, const std::string& reason) {
+    check.passed = false;
+    check.points = 0.0;
+    check.message = "Not run: " + reason + ".";
 }
 
 std::string accumulator_detail(int stride, const AccumulatorResult& result, bool hidden) {
@@ -112,8 +120,19 @@ CheckResult check_compile_abi(const Exercise& exercise, const Measurements& m) {
     if (!c.attempted && c.vetting_problems.empty()) {
         check.details.push_back(c.log.empty() ? "the kernel was not compiled" : c.log);
     } else if (c.attempted && !c.ok && c.vetting_problems.empty()) {
-        check.details.push_back("NVRTC could not compile " + exercise.submission_source +
-                                " (the log is below)");
+        check.details.push_back("NVRTC could not compile " + exercise.submission_source + ":");
+        // The log's error lines, already free of host paths; the whole log is in the report.
+        int shown = 0;
+        std::size_t start = 0;
+        while (start < c.log.size() && shown < 5) {
+            const std::size_t end = std::min(c.log.find('\n', start), c.log.size());
+            const std::string line = c.log.substr(start, end - start);
+            if (line.find("error") != std::string::npos) {
+                check.details.push_back("  " + line);
+                ++shown;
+            }
+            start = end + 1;
+        }
     }
     if (!c.abi_problem.empty()) {
         check.details.push_back(c.abi_problem);
@@ -147,9 +166,10 @@ CheckResult check_accumulators(const Exercise& exercise, const Measurements& m, 
         }
     }
     if (ran == 0) {
-        all_ok = false;
-        check.details.push_back("not run: " + why_student_not_run(m));
-    } else if (m.interruption && m.interruption->students_fault) {
+        not_run(check, why_student_not_run(m));
+        return check;
+    }
+    if (m.interruption && m.interruption->students_fault) {
         all_ok = false;
         check.details.push_back("stopped: " + m.interruption->message);
     }
@@ -196,12 +216,16 @@ std::function<std::optional<double>(int)> ratios_of(const Measurements& m, const
 CheckResult check_ordering(const Exercise& exercise, const Measurements& m) {
     CheckResult check = make_check(exercise, "ordering");
     const auto ratio_of = ratios_of(m, kStudent);
+    if (!ratio_of(1)) {
+        not_run(check, why_student_not_run(m));
+        return check;
+    }
     bool all_passed = true;
     for (const auto& rule : exercise.ordering) {
         const RuleOutcome outcome = evaluate_rule(rule, ratio_of);
         if (!outcome.evaluated) {
             all_passed = false;
-            check.details.push_back(rule.description + ": not timed: " + why_student_not_run(m));
+            check.details.push_back(rule.description + ": a stride it needs was not timed");
             continue;
         }
         all_passed = all_passed && outcome.passed;
@@ -242,8 +266,8 @@ CheckResult check_consistency(const Exercise& exercise, const Measurements& m) {
             format_number(exercise.consistency_tolerance * 100.0, 0) + "%)");
     }
     if (compared == 0) {
-        all_within = false;
-        check.details.push_back("not compared: " + why_student_not_run(m));
+        not_run(check, why_student_not_run(m));
+        return check;
     }
     finish(check, exercise.check(check.id), all_within, {});
     return check;

@@ -58,12 +58,12 @@ struct HeaderSource {
 
 struct CompileRequest {
     std::string source;
-    std::string source_name = "probe.cu";      // the name the log uses
-    std::string kernel_name;                   // looked up with nvrtcAddNameExpression
-    std::string arch;                          // "sm_90": a cubin and PTX for compute_90
-    std::vector<std::string> options;          // the exercise's, identical for every kernel
-    std::vector<HeaderSource> headers;         // the only files NVRTC can see
-    bool vet = true;                           // false for the harness's own kernels
+    std::string source_name = "probe.cu";  // the name the log uses
+    std::string kernel_name;               // looked up with nvrtcAddNameExpression
+    std::string arch;                      // "sm_90": a cubin and PTX for compute_90
+    std::vector<std::string> options;      // the exercise's, identical for every kernel
+    std::vector<HeaderSource> headers;     // the only files NVRTC can see
+    bool vet = true;                       // false for the harness's own kernels
 };
 
 struct CompiledKernel {
@@ -111,8 +111,7 @@ PtxEntry ptx_entry(std::string_view ptx, std::string_view entry_name);
 // kernel_name, where given, names the kernel in the count message: "the kernel has 3 parameters;
 // the ABI has 4: probeSharedStride(const float* in, float* out, size_t n, int stride)".
 std::string abi_problem(const std::vector<std::size_t>& sizes,
-                        const std::vector<KernelParameter>& abi,
-                        std::string_view kernel_name = {});
+                        const std::vector<KernelParameter>& abi, std::string_view kernel_name = {});
 
 // "probeSharedStride(float const*, float*, unsigned long, int)" from the mangled name; the name
 // itself where it is not mangled.

@@ -120,9 +120,9 @@ CompiledKernel compile_kernel(const CompileRequest& request) {
 
     // An absolute name keeps NVRTC from prefixing the working directory in .file and the
     // cubin's line table; the in-memory headers still take precedence over files in "/".
-    const std::string nvrtc_name =
-        request.source_name.empty() || request.source_name[0] != '/' ? "/" + request.source_name
-                                                                     : request.source_name;
+    const std::string nvrtc_name = request.source_name.empty() || request.source_name[0] != '/'
+                                       ? "/" + request.source_name
+                                       : request.source_name;
     std::vector<const char*> header_texts;
     std::vector<const char*> header_includes;
     for (const HeaderSource& header : request.headers) {
@@ -131,8 +131,8 @@ CompiledKernel compile_kernel(const CompileRequest& request) {
     }
     nvrtcProgram raw_program = nullptr;
     GRADER_NVRTC_CALL(nvrtcCreateProgram(&raw_program, request.source.c_str(), nvrtc_name.c_str(),
-                                         static_cast<int>(header_texts.size()),
-                                         header_texts.data(), header_includes.data()));
+                                         static_cast<int>(header_texts.size()), header_texts.data(),
+                                         header_includes.data()));
     const detail::NvrtcProgram program(raw_program);
     GRADER_NVRTC_CALL(nvrtcAddNameExpression(program.get(), request.kernel_name.c_str()));
 
@@ -153,10 +153,9 @@ CompiledKernel compile_kernel(const CompileRequest& request) {
     const NameLookup lookup = name_lookup_errors(raw_log);
     if (lookup.failed) {
         outcome.log = without_error_summary(outcome.log);
-        outcome.log += lookup.not_global
-                           ? request.kernel_name + " is not a __global__ kernel\n"
-                           : "no kernel named " + request.kernel_name + " was found in " +
-                                 request.source_name + "\n";
+        outcome.log += lookup.not_global ? request.kernel_name + " is not a __global__ kernel\n"
+                                         : "no kernel named " + request.kernel_name +
+                                               " was found in " + request.source_name + "\n";
     }
     if (status != NVRTC_SUCCESS) {
         outcome.seconds = elapsed();
@@ -168,8 +167,7 @@ CompiledKernel compile_kernel(const CompileRequest& request) {
         compiled.cubin = program_cubin(program.get());
     }
     const char* lowered = nullptr;
-    GRADER_NVRTC_CALL(
-        nvrtcGetLoweredName(program.get(), request.kernel_name.c_str(), &lowered));
+    GRADER_NVRTC_CALL(nvrtcGetLoweredName(program.get(), request.kernel_name.c_str(), &lowered));
     outcome.lowered_name = lowered;
     outcome.signature = demangle(outcome.lowered_name);
     const PtxEntry entry = ptx_entry(compiled.ptx, outcome.lowered_name);

@@ -15,13 +15,12 @@ namespace grader::detail {
 [[noreturn]] void throw_nvrtc_error(nvrtcResult status, const char* call, const char* file,
                                     int line);
 
-#define GRADER_NVRTC_CALL(call)                                                    \
-    do {                                                                           \
-        const nvrtcResult grader_nvrtc_status_ = (call);                           \
-        if (grader_nvrtc_status_ != NVRTC_SUCCESS) {                               \
-            ::grader::detail::throw_nvrtc_error(grader_nvrtc_status_, #call,       \
-                                                __FILE__, __LINE__);               \
-        }                                                                          \
+#define GRADER_NVRTC_CALL(call)                                                                   \
+    do {                                                                                          \
+        const nvrtcResult grader_nvrtc_status_ = (call);                                          \
+        if (grader_nvrtc_status_ != NVRTC_SUCCESS) {                                              \
+            ::grader::detail::throw_nvrtc_error(grader_nvrtc_status_, #call, __FILE__, __LINE__); \
+        }                                                                                         \
     } while (false)
 
 // One NVRTC program; destroyed on every path out of compile_kernel.

@@ -125,9 +125,8 @@ PtxEntry ptx_entry(std::string_view ptx, std::string_view entry_name) {
             return entry;  // an entry without parameters
         }
         const std::size_t close = ptx.find(')', i);
-        const std::string_view list =
-            ptx.substr(i + 1, close == std::string_view::npos ? std::string_view::npos
-                                                                : close - i - 1);
+        const std::string_view list = ptx.substr(
+            i + 1, close == std::string_view::npos ? std::string_view::npos : close - i - 1);
         std::size_t start = 0;
         while (start <= list.size()) {
             const std::size_t comma = list.find(',', start);

@@ -16,7 +16,9 @@ namespace {
 
 constexpr std::size_t kMaxEchoedChars = 60;
 
-bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\f' || c == '\v'; }
+bool is_blank(char c) {
+    return c == ' ' || c == '\t' || c == '\f' || c == '\v';
+}
 
 bool is_identifier_start(char c) {
     return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '$' ||
@@ -27,7 +29,9 @@ bool is_identifier_char(char c) {
     return is_identifier_start(c) || std::isdigit(static_cast<unsigned char>(c)) != 0;
 }
 
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool is_digit(char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
 
 // What the student wrote, shortened and with control characters shown, for a message.
 std::string echo(std::string_view text) {
@@ -58,17 +62,24 @@ std::string allowed_list(const std::vector<std::string>& allowed_headers) {
 
 const std::set<std::string, std::less<>>& harmless_directives() {
     static const std::set<std::string, std::less<>> names = {
-        "define", "undef",   "if",    "ifdef", "ifndef",  "elif",
-        "elifdef", "elifndef", "else", "endif", "error",   "warning"};
+        "define",  "undef",    "if",   "ifdef", "ifndef", "elif",
+        "elifdef", "elifndef", "else", "endif", "error",  "warning"};
     return names;
 }
 
 // Pragmas that change diagnostics or code generation only; none of them names a file.
 const std::set<std::string, std::less<>>& allowed_pragmas() {
-    static const std::set<std::string, std::less<>> names = {
-        "once",           "unroll",           "nounroll",        "nv_diag_suppress",
-        "nv_diag_default", "nv_diag_warning", "nv_diag_error",   "diag_suppress",
-        "diag_default",   "diag_warning",     "diag_error"};
+    static const std::set<std::string, std::less<>> names = {"once",
+                                                             "unroll",
+                                                             "nounroll",
+                                                             "nv_diag_suppress",
+                                                             "nv_diag_default",
+                                                             "nv_diag_warning",
+                                                             "nv_diag_error",
+                                                             "diag_suppress",
+                                                             "diag_default",
+                                                             "diag_warning",
+                                                             "diag_error"};
     return names;
 }
 
@@ -81,8 +92,9 @@ std::string forbidden_identifier_message(std::string_view identifier) {
         return "__has_embed is not allowed: a submission may not look for files";
     }
     if (identifier == "_Pragma" || identifier == "__pragma") {
-        return std::string(identifier) + " is not allowed; write #pragma unroll and the like "
-                                         "as directives";
+        return std::string(identifier) +
+               " is not allowed; write #pragma unroll and the like "
+               "as directives";
     }
     return {};
 }
@@ -153,8 +165,9 @@ private:
             if (c == '\0') {
                 add_physical(i, "the source contains a NUL byte; save it as plain text");
             } else if (c == '\r' && (i + 1 >= source_.size() || source_[i + 1] != '\n')) {
-                add_physical(i, "a carriage return without a line feed is not allowed; save the "
-                                "file with ordinary line endings");
+                add_physical(i,
+                             "a carriage return without a line feed is not allowed; save the "
+                             "file with ordinary line endings");
             } else if (c == '?' && i + 2 < source_.size() && source_[i + 1] == '?' &&
                        std::string_view("=/'()!<>-").find(source_[i + 2]) !=
                            std::string_view::npos) {
@@ -166,10 +179,11 @@ private:
                 while (j < source_.size() && is_blank(source_[j])) {
                     ++j;
                 }
-                if (j > i + 1 && (j == source_.size() || source_[j] == '\n' ||
-                                  source_[j] == '\r')) {
-                    add_physical(i, "a backslash followed by blanks at the end of a line is not "
-                                    "allowed; remove the blanks or the backslash");
+                if (j > i + 1 &&
+                    (j == source_.size() || source_[j] == '\n' || source_[j] == '\r')) {
+                    add_physical(i,
+                                 "a backslash followed by blanks at the end of a line is not "
+                                 "allowed; remove the blanks or the backslash");
                 }
             }
         }
@@ -210,13 +224,12 @@ private:
                 ++j;
             }
             const std::string_view identifier(t.data() + i, j - i);
-            if (at(j) == '"' && (identifier == "R" || identifier == "u8R" ||
-                                 identifier == "uR" || identifier == "UR" || identifier == "LR")) {
+            if (at(j) == '"' && (identifier == "R" || identifier == "u8R" || identifier == "uR" ||
+                                 identifier == "UR" || identifier == "LR")) {
                 return raw_string(j);
             }
-            if ((at(j) == '"' || at(j) == '\'') &&
-                (identifier == "u8" || identifier == "u" || identifier == "U" ||
-                 identifier == "L")) {
+            if ((at(j) == '"' || at(j) == '\'') && (identifier == "u8" || identifier == "u" ||
+                                                    identifier == "U" || identifier == "L")) {
                 return quoted(j);
             }
             const std::string message = forbidden_identifier_message(identifier);
@@ -287,8 +300,9 @@ private:
             ++j;
         }
         if (at(j) != '(' || j - quote - 1 > 16) {
-            add_logical(quote, "malformed raw string delimiter; a raw string is R\"delim(...)delim\" "
-                               "with at most 16 plain characters in delim");
+            add_logical(quote,
+                        "malformed raw string delimiter; a raw string is R\"delim(...)delim\" "
+                        "with at most 16 plain characters in delim");
             return j;
         }
         const std::string closing = ")" + t.substr(quote + 1, j - quote - 1) + "\"";
@@ -300,8 +314,9 @@ private:
         const std::size_t after = end + closing.size();
         // Splices inside a raw string are undone by the standard but not by every compiler.
         if (logical_.physical[after] - logical_.physical[quote] != after - quote) {
-            add_logical(quote, "a backslash at the end of a line inside a raw string is not "
-                               "allowed");
+            add_logical(quote,
+                        "a backslash at the end of a line inside a raw string is not "
+                        "allowed");
         }
         return after;
     }
@@ -385,7 +400,8 @@ private:
                 ++word_end;
             }
             const std::string pragma = t.substr(word, word_end - word);
-            if (allowed_pragmas().count(pragma) == 0) {
+            const bool empty_pragma = pragma.empty() && at(skip_directive_space(word)) == '\n';
+            if (!empty_pragma && allowed_pragmas().count(pragma) == 0) {
                 add_logical(hash, "#pragma " + echo(pragma.empty() ? rest_of_line(word) : pragma) +
                                       " is not allowed; a submission may use #pragma once, "
                                       "unroll, nounroll and nv_diag_suppress");
@@ -412,15 +428,15 @@ private:
         const char close = open == '"' ? '"' : '>';
         const std::size_t name_end = t.find_first_of(std::string{close, '\n'}, operand + 1);
         if (name_end == std::string::npos || t[name_end] != close) {
-            add_logical(hash, "#include " + echo(rest_of_line(operand)) +
-                                  " is not closed; " + allowed_list(allowed_));
+            add_logical(hash, "#include " + echo(rest_of_line(operand)) + " is not closed; " +
+                                  allowed_list(allowed_));
             return end_of_line(operand);
         }
         const std::string name = t.substr(operand + 1, name_end - operand - 1);
         const std::string written = t.substr(operand, name_end + 1 - operand);
         if (std::find(allowed_.begin(), allowed_.end(), name) == allowed_.end()) {
-            add_logical(hash, "#include " + echo(written) + " is not allowed; " +
-                                  allowed_list(allowed_));
+            add_logical(hash,
+                        "#include " + echo(written) + " is not allowed; " + allowed_list(allowed_));
             return end_of_line(name_end + 1);
         }
         const std::size_t after = skip_directive_space(name_end + 1);

@@ -335,6 +335,60 @@ std::optional<TextPosition> first_excessive_nesting(std::string_view text, int m
     return std::nullopt;
 }
 
+// The line of a "---" that starts a second document, if any. Document markers sit at the start
+// of a line, and YAML forbids them inside quoted text.
+std::optional<int> second_document_line(std::string_view text) {
+    bool seen_content = false;
+    bool seen_marker = false;
+    int line_number = 0;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) {
+            end = text.size();
+        }
+        const std::string_view line = text.substr(start, end - start);
+        ++line_number;
+        start = end + 1;
+        const bool marker = line.compare(0, 3, "---") == 0 && (line.size() == 3 || line[3] == ' ' ||
+                                                               line[3] == '\t' || line[3] == '\r');
+        if (marker) {
+            if (seen_content || seen_marker) {
+                return line_number;
+            }
+            seen_marker = true;
+            const auto rest = line.find_first_not_of(" \t\r", 3);
+            seen_content = rest != std::string_view::npos && line[rest] != '#';
+            continue;
+        }
+        const auto first = line.find_first_not_of(" \t\r");
+        if (first != std::string_view::npos && line[first] != '#' && line[first] != '%') {
+            seen_content = true;
+        }
+    }
+    return std::nullopt;
+}
+
+// Where the first thing that is not a comment or blank begins; line 0 when there is none.
+TextPosition first_content(std::string_view text) {
+    int line_number = 0;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) {
+            end = text.size();
+        }
+        const std::string_view line = text.substr(start, end - start);
+        ++line_number;
+        start = end + 1;
+        const auto first = line.find_first_not_of(" \t\r");
+        if (first != std::string_view::npos && line[first] != '#') {
+            return TextPosition{line_number, static_cast<int>(first) + 1};
+        }
+    }
+    return TextPosition{0, 0};
+}
+
 // The text of a YAML file, checked for size, encoding and nesting, then parsed. A failure is
 // returned as a complaint with no field.
 struct ParsedFile {
@@ -364,31 +418,41 @@ ParsedFile parse_yaml_file(const fs::path& path, const std::string& shown_path,
                          " levels deep here, far more than it can need";
         return parsed;
     }
-    std::vector<YAML::Node> documents;
+    if (const auto second = second_document_line(*content)) {
+        parsed.failure_location = SourceLocation{shown_path, *second, 1};
+        parsed.failure = "the " + what_it_is + " holds more than one YAML document; expected one";
+        return parsed;
+    }
+    // YAML::Load, not LoadAll: yaml-cpp 0.7's LoadAll never returns on some malformed input
+    // (a line that starts with ','), growing until memory runs out.
+    YAML::Node document;
     try {
-        documents = YAML::LoadAll(*content);
+        document = YAML::Load(*content);
     } catch (const YAML::Exception& error) {
         parsed.failure_location = location_of(shown_path, error.mark);
         parsed.failure = "YAML syntax error: " + error.msg;
         return parsed;
     }
-    if (documents.empty() || documents.front().IsNull()) {
-        parsed.failure_location = SourceLocation{shown_path, 1, 1};
-        parsed.failure = "the " + what_it_is + " is empty; expected a map of keys";
+    if (document.IsNull()) {
+        const TextPosition content_start = first_content(*content);
+        if (content_start.line == 0) {
+            parsed.failure_location = SourceLocation{shown_path, 1, 1};
+            parsed.failure = "the " + what_it_is + " is empty; expected a map of keys";
+        } else {
+            parsed.failure_location =
+                SourceLocation{shown_path, content_start.line, content_start.column};
+            parsed.failure = "no YAML value could be read from the " + what_it_is +
+                             " here; expected a map of keys";
+        }
         return parsed;
     }
-    if (documents.size() > 1) {
-        parsed.failure_location = location_of(shown_path, documents[1].Mark());
-        parsed.failure = "the " + what_it_is + " holds more than one YAML document; expected one";
-        return parsed;
-    }
-    if (!documents.front().IsMap()) {
-        parsed.failure_location = location_of(shown_path, documents.front().Mark());
+    if (!document.IsMap()) {
+        parsed.failure_location = location_of(shown_path, document.Mark());
         parsed.failure = "expected a map of keys at the top of the " + what_it_is + ", got " +
-                         describe(documents.front());
+                         describe(document);
         return parsed;
     }
-    parsed.root = documents.front();
+    parsed.root = document;
     return parsed;
 }
 

@@ -172,8 +172,8 @@ rlimit clamped_limit(int resource, rlim_t wanted) {
         return rlimit{wanted, wanted};
     }
     // An unprivileged process can lower its hard limit but not raise it.
-    const rlim_t value = current.rlim_max == RLIM_INFINITY ? wanted
-                                                           : std::min(wanted, current.rlim_max);
+    const rlim_t value =
+        current.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, current.rlim_max);
     return rlimit{value, value};
 }
 
@@ -400,8 +400,7 @@ ChildResult spawn_failure(std::string error, double limit_seconds) {
 
 }  // namespace
 
-ChildResult run_child(const std::vector<std::string>& argv,
-                      const ChildLimits& limits,
+ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& limits,
                       const std::function<double(const std::string& line)>& on_message,
                       const std::string& working_directory) {
     if (argv.empty()) {
@@ -434,12 +433,13 @@ ChildResult run_child(const std::vector<std::string>& argv,
     setup.open_files_limit =
         clamped_limit(RLIMIT_NOFILE, static_cast<rlim_t>(std::max(limits.open_files, 0)));
     rlimit current_files{};
-    if (::getrlimit(RLIMIT_NOFILE, &current_files) == 0 && current_files.rlim_cur != RLIM_INFINITY) {
+    if (::getrlimit(RLIMIT_NOFILE, &current_files) == 0 &&
+        current_files.rlim_cur != RLIM_INFINITY) {
         setup.highest_fd = static_cast<int>(std::min<rlim_t>(current_files.rlim_cur, 1 << 20));
     }
     const long page_size_value = ::sysconf(_SC_PAGESIZE);
-    const std::size_t page_size = page_size_value > 0 ? static_cast<std::size_t>(page_size_value)
-                                                      : 4096;
+    const std::size_t page_size =
+        page_size_value > 0 ? static_cast<std::size_t>(page_size_value) : 4096;
 
     const Clock::time_point start = Clock::now();
     const pid_t pid = ::fork();
@@ -461,9 +461,9 @@ ChildResult run_child(const std::vector<std::string>& argv,
     SpawnFailure failure{};
     std::size_t received = 0;
     while (received < sizeof failure) {
-        const ssize_t length = ::read(exec_error.read_end.get(),
-                                      reinterpret_cast<char*>(&failure) + received,
-                                      sizeof failure - received);
+        const ssize_t length =
+            ::read(exec_error.read_end.get(), reinterpret_cast<char*>(&failure) + received,
+                   sizeof failure - received);
         if (length < 0 && errno == EINTR) {
             continue;
         }
@@ -509,8 +509,8 @@ ChildResult run_child(const std::vector<std::string>& argv,
 
     const auto take_output = [&](const char* data, std::size_t length) {
         result.output_total_bytes += length;
-        const std::size_t room = limits.output_bytes - std::min(limits.output_bytes,
-                                                                result.output.size());
+        const std::size_t room =
+            limits.output_bytes - std::min(limits.output_bytes, result.output.size());
         result.output.append(data, std::min(room, length));
         if (length > room) {
             result.output_truncated = true;
@@ -578,8 +578,8 @@ ChildResult run_child(const std::vector<std::string>& argv,
             wait = std::min(wait, std::max(Clock::duration::zero(), deadline - now));
             wait = std::min(wait, std::max(Clock::duration::zero(), next_memory_sample - now));
         }
-        const int wait_ms = static_cast<int>(
-            std::chrono::ceil<std::chrono::milliseconds>(wait).count());
+        const int wait_ms =
+            static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
 
         std::array<pollfd, 2> fds{};
         nfds_t count = 0;

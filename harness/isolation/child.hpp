@@ -15,25 +15,25 @@ struct ChildLimits {
     // Wall-clock limit; the on_message callback may move the deadline (a new stage starts its own
     // clock) by returning a new limit in seconds, or a value <= 0 to keep the current one.
     double seconds = 30.0;
-    std::size_t output_bytes = 64 * 1024;      // kept of stdout+stderr; the rest is drained
-    std::size_t message_bytes = 16u << 20;     // total kept from the message channel
+    std::size_t output_bytes = 64 * 1024;             // kept of stdout+stderr; the rest is drained
+    std::size_t message_bytes = 16u << 20;            // total kept from the message channel
     std::size_t memory_bytes = std::size_t{4} << 30;  // resident set; killed when above
-    std::size_t file_bytes = 64u << 20;        // RLIMIT_FSIZE
-    int open_files = 256;                      // RLIMIT_NOFILE
+    std::size_t file_bytes = 64u << 20;               // RLIMIT_FSIZE
+    int open_files = 256;                             // RLIMIT_NOFILE
 };
 
 struct ChildResult {
     enum class End { exited, signaled, timed_out, memory_exceeded, message_overflow, spawn_failed };
     End end = End::exited;
-    int exit_code = -1;   // for exited
-    int signal = 0;       // for signaled
+    int exit_code = -1;  // for exited
+    int signal = 0;      // for signaled
     double seconds = 0.0;
-    double limit_seconds = 0.0;        // the limit in force when it ended
+    double limit_seconds = 0.0;  // the limit in force when it ended
     std::size_t peak_memory_bytes = 0;
-    std::string output;                // stdout and stderr interleaved, at most output_bytes
+    std::string output;  // stdout and stderr interleaved, at most output_bytes
     bool output_truncated = false;
     std::size_t output_total_bytes = 0;
-    std::string error;                 // for spawn_failed
+    std::string error;  // for spawn_failed
 };
 
 const char* to_string(ChildResult::End end);
@@ -43,8 +43,12 @@ const char* to_string(ChildResult::End end);
 // per line, to file descriptor 3; each complete line is passed to on_message as it arrives.
 // The whole process group is killed with SIGKILL on timeout, memory or message overflow.
 // working_directory, if not empty, is the child's current directory.
-ChildResult run_child(const std::vector<std::string>& argv,
-                      const ChildLimits& limits,
+// A last message without its newline is not passed on (the child may have died mid-write).
+// Not starting (pipe, fork, chdir, execv failing) is End::spawn_failed with the reason in error.
+// Safe to call from several threads at once; it changes no signal disposition (the parent only
+// reads its pipes, so SIGPIPE cannot arise here). An exception from on_message propagates after
+// the child's group is killed and reaped.
+ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& limits,
                       const std::function<double(const std::string& line)>& on_message,
                       const std::string& working_directory = {});
 

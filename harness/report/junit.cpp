@@ -25,15 +25,31 @@ std::string xml_escape(std::string_view text, bool attribute) {
         const auto byte = static_cast<unsigned char>(text[i]);
         if (byte < 0x80) {
             switch (byte) {
-                case '&': out += "&amp;"; break;
-                case '<': out += "&lt;"; break;
-                case '>': out += "&gt;"; break;
-                case '"': out += attribute ? "&quot;" : "\""; break;
-                case '\'': out += attribute ? "&apos;" : "'"; break;
+                case '&':
+                    out += "&";
+                    break;
+                case '<':
+                    out += "&lt;";
+                    break;
+                case '>':
+                    out += "&gt;";
+                    break;
+                case '"':
+                    out += attribute ? "&quot;" : "\"";
+                    break;
+                case '\'':
+                    out += attribute ? "&apos;" : "'";
+                    break;
                 // An attribute's value folds a raw newline or tab into a space.
-                case '\n': out += attribute ? "&#10;" : "\n"; break;
-                case '\t': out += attribute ? "&#9;" : "\t"; break;
-                case '\r': out += "&#13;"; break;
+                case '\n':
+                    out += attribute ? "&#10;" : "\n";
+                    break;
+                case '\t':
+                    out += attribute ? "&#9;" : "\t";
+                    break;
+                case '\r':
+                    out += "&#13;";
+                    break;
                 default:
                     if (byte < 0x20 || byte == 0x7F) {
                         out += kReplacement;
@@ -79,8 +95,8 @@ std::string write_junit(const Report& report) {
     int skipped = 0;
     std::string cases;
     for (const auto& check : report.checks) {
-        cases += "    <testcase" + attribute("classname", suite_name) + attribute("name", check.id) +
-                 attribute("time", "0");
+        cases += "    <testcase" + attribute("classname", suite_name) +
+                 attribute("name", check.id) + attribute("time", "0");
         if (check.review) {
             ++skipped;
             cases += ">\n      <skipped" +
@@ -104,8 +120,9 @@ std::string write_junit(const Report& report) {
         ++errors;
         const Interruption stop =
             report.interruption.value_or(Interruption{"ungradable", "", report.summary, false});
-        cases += "    <testcase" + attribute("classname", suite_name) + attribute("name", "grading") +
-                 attribute("time", seconds(report.wall_seconds)) + ">\n      <error" +
+        cases += "    <testcase" + attribute("classname", suite_name) +
+                 attribute("name", "grading") + attribute("time", seconds(report.wall_seconds)) +
+                 ">\n      <error" +
                  attribute("message", stop.message.empty() ? report.summary : stop.message) +
                  attribute("type", stop.kind.empty() ? "ungradable" : stop.kind) + ">" +
                  xml_escape("ungradable" + (stop.stage.empty() ? "" : " at " + stop.stage) + ": " +

@@ -14,13 +14,26 @@ std::string inline_text(std::string_view raw) {
     std::string out;
     for (const char c : clean(raw)) {
         switch (c) {
-            case '\\': case '`': case '*': case '_': case '[': case ']': case '<': case '>':
-            case '|': case '#': case '~': case '!':
+            case '\\':
+            case '`':
+            case '*':
+            case '_':
+            case '[':
+            case ']':
+            case '<':
+            case '>':
+            case '|':
+            case '#':
+            case '~':
+            case '!':
                 out += '\\';
                 out += c;
                 break;
-            case '\n': out += ' '; break;
-            default: out += c;
+            case '\n':
+                out += ' ';
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -53,6 +66,9 @@ void table_markdown(const Table& table, std::string& out) {
         out += "|";
         for (const auto& cell : row) {
             std::string text = inline_text(cell.text);
+            while (!text.empty() && text.back() == ' ') {
+                text.pop_back();  // the text table's room for the unnamed-stride marker
+            }
             if (cell.tone == Tone::bad) {
                 text = "**" + text + "**";
             }
@@ -77,13 +93,13 @@ const char* check_mark(const CheckResult& check) {
 
 std::string write_markdown(const Report& report) {
     using namespace report_detail;
-    std::string out = "## " + verdict_word(report.verdict) + " — " + score_text(report) + " — " +
-                      inline_text(report.exercise_title.empty() ? report.exercise_id
-                                                                : report.exercise_title) +
-                      "\n\n";
+    std::string out =
+        "## " + verdict_word(report.verdict) + " — " + score_text(report) + " — " +
+        inline_text(report.exercise_title.empty() ? report.exercise_id : report.exercise_title) +
+        "\n\n";
     out += "**Student:** " + inline_text(student_name(report)) + " · **Exercise:** " +
-           inline_text(report.exercise_id) + " · **Graded** " + inline_text(device_phrase(report.environment)) +
-           "\n";
+           inline_text(report.exercise_id) + " · **Graded** " +
+           inline_text(device_phrase(report.environment)) + "\n";
     if (!report.summary.empty()) {
         out += "\n> " + inline_text(report.summary) + "\n";
     }
@@ -133,8 +149,9 @@ std::string write_markdown(const Report& report) {
                inline_text(stop.message) +
                (stop.kind.empty() ? "" : " (" + inline_text(stop.kind) + ")") + "\n";
         if (!stop.students_fault) {
-            out += "\nThe machine or the grader is at fault, not the submission: this grade does "
-                   "not count.\n";
+            out +=
+                "\nThe machine or the grader is at fault, not the submission: this grade does "
+                "not count.\n";
         }
     }
     return out;

@@ -14,14 +14,18 @@ namespace grader {
 namespace report_detail {
 namespace {
 
-using nlohmann::json;
+// Keys in the order a person reading the file expects: the score first.
+using json = nlohmann::ordered_json;
 
-double finite_or_zero(double value) { return std::isfinite(value) ? value : 0.0; }
+double finite_or_zero(double value) {
+    return std::isfinite(value) ? value : 0.0;
+}
 
 // Bytes that are not UTF-8 (a kernel's printf can print anything) become U+FFFD instead of
 // making dump() throw.
-std::string dump(const json& document) {
-    return document.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+template <typename Json>
+std::string dump(const Json& document) {
+    return document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 std::string check_output(const CheckResult& check) {
@@ -44,7 +48,8 @@ std::string ungradable_reason(const Report& report) {
     std::string why = report.summary.empty() ? "grading did not finish" : clean(report.summary);
     if (report.interruption) {
         const Interruption& stop = *report.interruption;
-        why += "\n" + (stop.stage.empty() ? std::string() : "Stopped at " + clean(stop.stage) + ": ") +
+        why += "\n" +
+               (stop.stage.empty() ? std::string() : "Stopped at " + clean(stop.stage) + ": ") +
                clean(stop.message) + (stop.kind.empty() ? "" : " (" + clean(stop.kind) + ")");
     }
     return why;
@@ -68,21 +73,23 @@ std::string write_gradescope(const Report& report) {
 
     json tests = json::array();
     for (const auto& check : report.checks) {
-        json test{{"name", clean(check.title)}, {"visibility", "visible"}};
+        double score = ungradable ? 0.0 : finite_or_zero(check.points);
+        double max_score = finite_or_zero(check.max_points);
+        std::string test_output =
+            (ungradable ? "Not scored: this submission could not be graded.\n" : "") +
+            check_output(check);
         if (check.review) {
-            test["score"] = 0;
-            test["max_score"] = 0;
-            test["status"] = "passed";
-            test["output"] = review_note() + "\n" + check_output(check);
-        } else {
-            test["score"] = ungradable ? 0.0 : finite_or_zero(check.points);
-            test["max_score"] = finite_or_zero(check.max_points);
-            test["status"] = check.passed ? "passed" : "failed";
-            test["output"] =
-                (ungradable ? "Not scored: this submission could not be graded.\n" : "") +
-                check_output(check);
+            score = 0.0;
+            max_score = 0.0;
+            test_output = review_note() + "\n" + check_output(check);
         }
-        tests.push_back(std::move(test));
+        const json test{{"name", clean(check.title)},
+                        {"score", score},
+                        {"max_score", max_score},
+                        {"status", check.review || check.passed ? "passed" : "failed"},
+                        {"output", test_output},
+                        {"visibility", "visible"}};
+        tests.push_back(test);
     }
     const json document{
         {"score", ungradable ? 0.0 : finite_or_zero(report.score)},
@@ -125,12 +132,13 @@ std::string write_prairielearn(const Report& report) {
         for (const auto& detail : check.details) {
             details.push_back(clean(detail));
         }
-        tests.push_back({{"name", clean(check.title)},
-                         {"description", description},
-                         {"points", check.review || ungradable ? 0.0 : finite_or_zero(check.points)},
-                         {"max_points", check.review ? 0.0 : finite_or_zero(check.max_points)},
-                         {"message", clean(check.message)},
-                         {"output", join(details, "\n")}});
+        tests.push_back(
+            {{"name", clean(check.title)},
+             {"description", description},
+             {"points", check.review || ungradable ? 0.0 : finite_or_zero(check.points)},
+             {"max_points", check.review ? 0.0 : finite_or_zero(check.max_points)},
+             {"message", clean(check.message)},
+             {"output", join(details, "\n")}});
     }
     json document{{"gradable", !ungradable},
                   {"score", fraction},
@@ -140,8 +148,8 @@ std::string write_prairielearn(const Report& report) {
     if (ungradable) {
         // PrairieLearn shows format_errors for a result it marks "invalid, not gradable", and
         // does not count the attempt against the student.
-        document["format_errors"] = json::array({"This submission could not be graded: " +
-                                                 ungradable_reason(report)});
+        document["format_errors"] =
+            json::array({"This submission could not be graded: " + ungradable_reason(report)});
     }
     return dump(document);
 }

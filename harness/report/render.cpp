@@ -114,8 +114,9 @@ void add_timing_cells(const ReportRow& row, bool verbose, std::vector<Cell>& cel
 Table student_table(const Report& report, bool verbose) {
     Table table;
     table.title = "Your kernel (" + ratio_explanation(report) + ")";
-    table.columns = {{"stride", ""},       {"degree", "(model)"},   {"your", "prediction"},
-                     {"your ratio", "(your GPU)"}, {"measured", "ratio"}, {"min–max", ""},
+    table.columns = {{"stride", ""},         {"degree", "(model)"},
+                     {"your", "prediction"}, {"your ratio", "(your GPU)"},
+                     {"measured", "ratio"},  {"min–max", ""},
                      {"reference", "ratio"}};
     add_timing_columns(report, verbose, table.columns);
     bool any_unnamed = false;
@@ -126,11 +127,13 @@ Table student_table(const Report& report, bool verbose) {
         if (row->predicted_degree) {
             const bool right = static_cast<unsigned>(*row->predicted_degree) == row->degree &&
                                *row->predicted_degree > 0;
-            cells.push_back({std::to_string(*row->predicted_degree), right ? Tone::plain : Tone::bad});
+            cells.push_back(
+                {std::to_string(*row->predicted_degree), right ? Tone::plain : Tone::bad});
         } else {
             cells.push_back({kMissing, Tone::muted});
         }
-        cells.push_back({ratio_text(row->claimed_ratio), row->claimed_ratio ? Tone::plain : Tone::muted});
+        cells.push_back(
+            {ratio_text(row->claimed_ratio), row->claimed_ratio ? Tone::plain : Tone::muted});
         cells.push_back({ratio_text(row->ratio)});
         cells.push_back({range_text(*row), Tone::muted});
         cells.push_back({ratio_text(row->reference_ratio)});
@@ -147,7 +150,8 @@ Table student_table(const Report& report, bool verbose) {
 Table reference_table(const Report& report, bool verbose) {
     Table table;
     table.title = "Reference kernel, same compiler and options";
-    table.columns = {{"stride", ""}, {"degree", "(model)"}, {"ratio", "vs stride 1"}, {"min–max", ""}};
+    table.columns = {
+        {"stride", ""}, {"degree", "(model)"}, {"ratio", "vs stride 1"}, {"min–max", ""}};
     add_timing_columns(report, verbose, table.columns);
     for (const ReportRow* row : rows_of(report, true)) {
         std::vector<Cell> cells;
@@ -170,8 +174,8 @@ std::vector<std::string> wrong_value_lines(const Report& report) {
                 lines.push_back(prefix + describe_wrong_accumulator(row->stride, row->accumulator));
             }
             if (row->hidden.ran && !row->hidden.ok) {
-                lines.push_back(prefix +
-                                describe_wrong_accumulator(row->stride, row->hidden, "hidden input"));
+                lines.push_back(
+                    prefix + describe_wrong_accumulator(row->stride, row->hidden, "hidden input"));
             }
         }
     }
@@ -188,7 +192,9 @@ std::string arch_name(const std::string& compute_capability) {
     return digits.empty() ? std::string() : "sm_" + digits;
 }
 
-bool is_simulated(const Report& report) { return report.environment.backend == "sim"; }
+bool is_simulated(const Report& report) {
+    return report.environment.backend == "sim";
+}
 
 std::string device_phrase(const Environment& environment) {
     const std::string arch = arch_name(environment.compute_capability);
@@ -209,9 +215,12 @@ std::string device_phrase(const Environment& environment) {
 
 std::string verdict_word(Verdict verdict) {
     switch (verdict) {
-        case Verdict::pass: return "PASS";
-        case Verdict::fail: return "FAIL";
-        case Verdict::ungradable: return "UNGRADABLE";
+        case Verdict::pass:
+            return "PASS";
+        case Verdict::fail:
+            return "FAIL";
+        case Verdict::ungradable:
+            return "UNGRADABLE";
     }
     return "UNGRADABLE";
 }

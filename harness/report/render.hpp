@@ -45,10 +45,10 @@ std::string arch_name(const std::string& compute_capability);
 std::string device_phrase(const Environment& environment);
 bool is_simulated(const Report& report);
 
-std::string verdict_word(Verdict verdict);  // "PASS", "FAIL", "UNGRADABLE"
-std::string check_word(const CheckResult& check);  // "PASS", "FAIL", "REVIEW"
-std::string points(double value);  // "11", "10.5"
-std::string score_text(const Report& report);  // "11/13"
+std::string verdict_word(Verdict verdict);           // "PASS", "FAIL", "UNGRADABLE"
+std::string check_word(const CheckResult& check);    // "PASS", "FAIL", "REVIEW"
+std::string points(double value);                    // "11", "10.5"
+std::string score_text(const Report& report);        // "11/13"
 std::string check_points(const CheckResult& check);  // "2/2"
 std::string student_name(const Report& report);
 

@@ -1,8 +1,9 @@
+#include "common/text.hpp"
+
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "common/text.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 
@@ -25,19 +26,26 @@ public:
     std::string bold(const std::string& text) const { return paint(text, "1"); }
     std::string tone(const std::string& text, Tone tone) const {
         switch (tone) {
-            case Tone::good: return paint(text, "32");
-            case Tone::bad: return paint(text, "1;31");
-            case Tone::muted: return paint(text, "2");
-            case Tone::plain: return text;
+            case Tone::good:
+                return paint(text, "32");
+            case Tone::bad:
+                return paint(text, "1;31");
+            case Tone::muted:
+                return paint(text, "2");
+            case Tone::plain:
+                return text;
         }
         return text;
     }
     std::string verdict(Verdict verdict) const {
         const std::string word = verdict_word(verdict);
         switch (verdict) {
-            case Verdict::pass: return paint(word, "1;32");
-            case Verdict::fail: return paint(word, "1;31");
-            case Verdict::ungradable: return paint(word, "1;33");
+            case Verdict::pass:
+                return paint(word, "1;32");
+            case Verdict::fail:
+                return paint(word, "1;31");
+            case Verdict::ungradable:
+                return paint(word, "1;33");
         }
         return word;
     }
@@ -63,8 +71,8 @@ void render_table(const Table& table, const Painter& painter, std::string& out) 
     out += painter.bold(table.title) + "\n";
     std::vector<std::size_t> widths(table.columns.size(), 0);
     for (std::size_t c = 0; c < table.columns.size(); ++c) {
-        widths[c] = std::max(display_width(table.columns[c].top),
-                             display_width(table.columns[c].bottom));
+        widths[c] =
+            std::max(display_width(table.columns[c].top), display_width(table.columns[c].bottom));
         for (const auto& row : table.rows) {
             if (c < row.size()) {
                 widths[c] = std::max(widths[c], display_width(row[c].text));
@@ -110,12 +118,14 @@ void render_environment(const Report& report, std::string& out) {
     out += "\nEnvironment\n";
     out += std::string(kIndent) + "exercise: " + clean(report.exercise_title) + " (" +
            clean(report.exercise_id) + ")\n";
-    out += std::string(kIndent) + "submission: " + clean(report.submission) +
-           (report.claimed_gpu.empty() ? "" : ", measured by the student on " +
-                                                   clean(report.claimed_gpu)) +
-           "\n";
-    out += std::string(kIndent) + "backend: " + clean(env.backend) + ", device: " +
-           (env.device_name.empty() ? "none" : clean(env.device_name)) + ", compute capability " +
+    out +=
+        std::string(kIndent) + "submission: " + clean(report.submission) +
+        (report.claimed_gpu.empty() ? ""
+                                    : ", measured by the student on " + clean(report.claimed_gpu)) +
+        "\n";
+    out += std::string(kIndent) + "backend: " + clean(env.backend) +
+           ", device: " + (env.device_name.empty() ? "none" : clean(env.device_name)) +
+           ", compute capability " +
            (env.compute_capability.empty() ? "unknown" : clean(env.compute_capability)) + ", " +
            std::to_string(env.sm_count) + " SMs\n";
     out += std::string(kIndent) + "driver " + clean(env.driver_version) + ", NVRTC " +
@@ -135,9 +145,10 @@ void render_checks(const Report& report, const Painter& painter, std::string& ou
     out += "\n" + painter.bold("Checks") + "\n";
     for (const auto& check : report.checks) {
         const std::string word = "[" + check_word(check) + "]";
-        out += kIndent + painter.check(check) + std::string(9 - std::min<std::size_t>(word.size(), 8), ' ') +
-               clean(check.title) + "  " + check_points(check) +
-               (check.required || check.review ? "" : "  (optional)") + "\n";
+        out += kIndent + painter.check(check) +
+               std::string(9 - std::min<std::size_t>(word.size(), 8), ' ') + clean(check.title) +
+               "  " + check_points(check) + (check.required || check.review ? "" : "  (optional)") +
+               "\n";
         for (const auto& line : split_lines(clean(check.message))) {
             out += kCheckIndent + line + "\n";
         }
@@ -192,8 +203,8 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
     // The failing threads, unless a check's details already name each of them.
     std::vector<std::string> wrong;
     for (const auto& line : wrong_value_lines(report)) {
-        const bool in_details = std::any_of(
-            report.checks.begin(), report.checks.end(), [&](const CheckResult& check) {
+        const bool in_details =
+            std::any_of(report.checks.begin(), report.checks.end(), [&](const CheckResult& check) {
                 return std::find(check.details.begin(), check.details.end(), line) !=
                        check.details.end();
             });

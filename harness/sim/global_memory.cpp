@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -54,9 +55,11 @@ std::byte* GlobalMemory::find(std::uint64_t address, std::size_t bytes) {
                                [](std::uint64_t value, const std::unique_ptr<Allocation>& a) {
                                    return value < a->address;
                                });
-    if (it == allocations_.begin()) return nullptr;
+    if (it == allocations_.begin())
+        return nullptr;
     --it;
-    if (!inside(**it)) return nullptr;
+    if (!inside(**it))
+        return nullptr;
     last_hit_ = static_cast<std::size_t>(it - allocations_.begin());
     return (*it)->bytes.data() + (address - (*it)->address);
 }
@@ -67,7 +70,8 @@ void GlobalMemory::write(std::uint64_t address, const void* source, std::size_t 
         throw std::out_of_range("GlobalMemory::write of " + std::to_string(bytes) + " bytes at " +
                                 hex(address) + " is outside every allocation");
     }
-    if (bytes > 0) std::memcpy(target, source, bytes);
+    if (bytes > 0)
+        std::memcpy(target, source, bytes);
 }
 
 void GlobalMemory::read(std::uint64_t address, void* destination, std::size_t bytes) const {
@@ -76,12 +80,14 @@ void GlobalMemory::read(std::uint64_t address, void* destination, std::size_t by
         throw std::out_of_range("GlobalMemory::read of " + std::to_string(bytes) + " bytes at " +
                                 hex(address) + " is outside every allocation");
     }
-    if (bytes > 0) std::memcpy(destination, source, bytes);
+    if (bytes > 0)
+        std::memcpy(destination, source, bytes);
 }
 
 std::size_t GlobalMemory::allocated_bytes() const {
     std::size_t total = 0;
-    for (const auto& a : allocations_) total += a->bytes.size();
+    for (const auto& a : allocations_)
+        total += a->bytes.size();
     return total;
 }
 

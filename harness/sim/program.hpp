@@ -16,46 +16,139 @@ namespace grader::sim::detail {
 enum class Type : std::uint8_t {
     none,
     pred,
-    b8, b16, b32, b64,
-    u8, u16, u32, u64,
-    s8, s16, s32, s64,
-    f32, f64,
+    b8,
+    b16,
+    b32,
+    b64,
+    u8,
+    u16,
+    u32,
+    u64,
+    s8,
+    s16,
+    s32,
+    s64,
+    f32,
+    f64,
 };
 
 inline unsigned type_bits(Type t) {
     switch (t) {
-        case Type::pred: return 1;
-        case Type::b8: case Type::u8: case Type::s8: return 8;
-        case Type::b16: case Type::u16: case Type::s16: return 16;
-        case Type::b32: case Type::u32: case Type::s32: case Type::f32: return 32;
-        case Type::b64: case Type::u64: case Type::s64: case Type::f64: return 64;
-        case Type::none: return 0;
+        case Type::pred:
+            return 1;
+        case Type::b8:
+        case Type::u8:
+        case Type::s8:
+            return 8;
+        case Type::b16:
+        case Type::u16:
+        case Type::s16:
+            return 16;
+        case Type::b32:
+        case Type::u32:
+        case Type::s32:
+        case Type::f32:
+            return 32;
+        case Type::b64:
+        case Type::u64:
+        case Type::s64:
+        case Type::f64:
+            return 64;
+        case Type::none:
+            return 0;
     }
     return 0;
 }
-inline bool is_signed(Type t) { return t == Type::s8 || t == Type::s16 || t == Type::s32 || t == Type::s64; }
-inline bool is_float(Type t) { return t == Type::f32 || t == Type::f64; }
+inline bool is_signed(Type t) {
+    return t == Type::s8 || t == Type::s16 || t == Type::s32 || t == Type::s64;
+}
+inline bool is_float(Type t) {
+    return t == Type::f32 || t == Type::f64;
+}
 
 enum class Op : std::uint8_t {
     unsupported,
     nop,
-    mov, mov_pack, mov_unpack,
-    add, sub, mul_lo, mul_hi, mul_wide, mad_lo, mad_hi, mad_wide, fma,
-    div, rem, min, max, neg, abs,
-    and_, or_, xor_, not_, cnot, shl, shr, popc, clz, brev, bfe, bfi, prmt,
-    setp, selp,
-    cvt, cvta_to_generic, cvta_from_generic,
-    rcp, sqrt, rsqrt, ex2, lg2, sin, cos,
-    ld, st, atom,
-    shfl, vote_ballot, vote_all, vote_any, vote_uni, activemask,
-    bra, exit, bar, trap,
+    mov,
+    mov_pack,
+    mov_unpack,
+    add,
+    sub,
+    mul_lo,
+    mul_hi,
+    mul_wide,
+    mad_lo,
+    mad_hi,
+    mad_wide,
+    fma,
+    div,
+    rem,
+    min,
+    max,
+    neg,
+    abs,
+    and_,
+    or_,
+    xor_,
+    not_,
+    cnot,
+    shl,
+    shr,
+    popc,
+    clz,
+    brev,
+    bfe,
+    bfi,
+    prmt,
+    setp,
+    selp,
+    cvt,
+    cvta_to_generic,
+    cvta_from_generic,
+    rcp,
+    sqrt,
+    rsqrt,
+    ex2,
+    lg2,
+    sin,
+    cos,
+    ld,
+    st,
+    atom,
+    shfl,
+    vote_ballot,
+    vote_all,
+    vote_any,
+    vote_uni,
+    activemask,
+    bra,
+    exit,
+    bar,
+    trap,
+    printf_call,
 };
 
 enum class Space : std::uint8_t { generic, global, shared, local, param, constant };
 
 enum class Compare : std::uint8_t {
-    eq, ne, lt, le, gt, ge, lo, ls, hi, hs,
-    equ, neu, ltu, leu, gtu, geu, num, nan,
+    eq,
+    ne,
+    lt,
+    le,
+    gt,
+    ge,
+    lo,
+    ls,
+    hi,
+    hs,
+    equ,
+    neu,
+    ltu,
+    leu,
+    gtu,
+    geu,
+    num,
+    nan,
 };
 
 enum class BoolOp : std::uint8_t { none, and_, or_, xor_ };
@@ -77,15 +170,15 @@ struct Instruction {
     ShuffleMode shuffle = ShuffleMode::idx;
     bool saturate = false;
     bool negate_guard = false;
-    bool negate_c = false;       // setp's !c combiner operand
-    std::uint8_t vector = 1;     // ld/st/mov_pack element count
-    std::uint8_t bytes = 0;      // ld/st/atom element size
+    bool negate_c = false;    // setp's !c combiner operand
+    std::uint8_t vector = 1;  // ld/st/mov_pack element count
+    std::uint8_t bytes = 0;   // ld/st/atom element size
     std::int32_t guard = kNoSlot;
     std::int32_t dst[4] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
     std::int32_t dst2 = kNoSlot;  // setp's second predicate, shfl's predicate
     std::int32_t src[4] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
-    std::int64_t offset = 0;      // address operand's immediate
-    std::uint32_t target = 0;     // bra
+    std::int64_t offset = 0;   // address operand's immediate
+    std::uint32_t target = 0;  // bra
 };
 
 // A register slot whose 32 lanes hold the same value at warp start: an immediate, or the address
@@ -97,11 +190,34 @@ struct ConstantSlot {
 };
 
 enum class Special : std::uint8_t {
-    tid_x, tid_y, tid_z, ntid_x, ntid_y, ntid_z,
-    ctaid_x, ctaid_y, ctaid_z, nctaid_x, nctaid_y, nctaid_z,
-    laneid, warpid, nwarpid, smid, nsmid, gridid,
-    lanemask_eq, lanemask_lt, lanemask_le, lanemask_gt, lanemask_ge,
-    clock, clock64, globaltimer, dynamic_smem_size, total_smem_size,
+    tid_x,
+    tid_y,
+    tid_z,
+    ntid_x,
+    ntid_y,
+    ntid_z,
+    ctaid_x,
+    ctaid_y,
+    ctaid_z,
+    nctaid_x,
+    nctaid_y,
+    nctaid_z,
+    laneid,
+    warpid,
+    nwarpid,
+    smid,
+    nsmid,
+    gridid,
+    lanemask_eq,
+    lanemask_lt,
+    lanemask_le,
+    lanemask_gt,
+    lanemask_ge,
+    clock,
+    clock64,
+    globaltimer,
+    dynamic_smem_size,
+    total_smem_size,
     count
 };
 
@@ -110,23 +226,23 @@ struct Symbol {
     Space space = Space::global;
     std::size_t size = 0;
     std::size_t align = 1;
-    bool dynamic_shared = false;  // extern .shared name[]
+    bool dynamic_shared = false;     // extern .shared name[]
     std::vector<std::uint8_t> init;  // .global/.const initial bytes (zero-filled when empty)
-    std::size_t offset = 0;       // shared/local: offset in the space; param: offset in the buffer
-    int entry = -1;               // the entry a function-scope symbol belongs to; -1 module scope
+    std::size_t offset = 0;  // shared/local: offset in the space; param: offset in the buffer
+    int entry = -1;          // the entry a function-scope symbol belongs to; -1 module scope
 };
 
 struct Entry {
     std::string name;
-    std::vector<std::int32_t> params;   // symbol indices, in order
+    std::vector<std::int32_t> params;  // symbol indices, in order
     std::vector<Instruction> code;
     std::vector<SourceLocation> locations;  // one per instruction
     std::vector<std::string> opcodes;       // one per instruction, for unsupported ones
-    std::int32_t slot_count = 0;        // registers + specials + constants + sink
-    std::int32_t special_base = 0;      // Special::count slots from here
+    std::int32_t slot_count = 0;            // registers + specials + constants + sink
+    std::int32_t special_base = 0;          // Special::count slots from here
     std::int32_t sink_slot = 0;
     std::vector<ConstantSlot> constants;
-    std::vector<std::uint8_t> slot_bits;  // declared width of each register slot
+    std::vector<std::uint8_t> slot_bits;       // declared width of each register slot
     std::vector<std::int32_t> shared_symbols;  // module + this entry's .shared variables
     std::vector<std::int32_t> local_symbols;
     std::size_t static_shared_bytes = 0;

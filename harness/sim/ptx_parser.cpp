@@ -37,7 +37,9 @@ bool is_word_start(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '.' || c == '$' ||
            c == '%';
 }
-bool is_word_char(char c) { return is_word_start(c) || (c >= '0' && c <= '9'); }
+bool is_word_char(char c) {
+    return is_word_start(c) || (c >= '0' && c <= '9');
+}
 
 std::vector<Token> tokenize(std::string_view text) {
     std::vector<Token> tokens;
@@ -52,18 +54,22 @@ std::vector<Token> tokenize(std::string_view text) {
         } else if (c == ' ' || c == '\t' || c == '\r') {
             ++i;
         } else if (c == '/' && i + 1 < n && text[i + 1] == '/') {
-            while (i < n && text[i] != '\n') ++i;
+            while (i < n && text[i] != '\n')
+                ++i;
         } else if (c == '/' && i + 1 < n && text[i + 1] == '*') {
             i += 2;
             while (i + 1 < n && !(text[i] == '*' && text[i + 1] == '/')) {
-                if (text[i] == '\n') ++line;
+                if (text[i] == '\n')
+                    ++line;
                 ++i;
             }
             i += 2;
         } else if (c == '"') {
             std::size_t j = i + 1;
-            while (j < n && text[j] != '"' && text[j] != '\n') ++j;
-            if (j >= n || text[j] != '"') throw ParseError(line, "unterminated string");
+            while (j < n && text[j] != '"' && text[j] != '\n')
+                ++j;
+            if (j >= n || text[j] != '"')
+                throw ParseError(line, "unterminated string");
             tokens.push_back({TokenKind::string, text.substr(i + 1, j - i - 1), line});
             i = j + 1;
         } else if (is_word_start(c)) {
@@ -81,7 +87,8 @@ std::vector<Token> tokenize(std::string_view text) {
             i = j;
         } else if (c >= '0' && c <= '9') {
             std::size_t j = i + 1;
-            while (j < n && (is_word_char(text[j]) && text[j] != '%' && text[j] != '$')) ++j;
+            while (j < n && (is_word_char(text[j]) && text[j] != '%' && text[j] != '$'))
+                ++j;
             tokens.push_back({TokenKind::number, text.substr(i, j - i), line});
             i = j;
         } else if (std::strchr(",;:[]{}()<>+-!|=@", c) != nullptr) {
@@ -100,11 +107,15 @@ std::vector<Token> tokenize(std::string_view text) {
 struct Unsupported {
     std::string what;
 };
+// Thrown when an instruction was decoded without the generic operand parser.
+struct Decoded {};
 
 bool parse_integer(std::string_view text, std::uint64_t& value) {
     std::string s(text);
-    if (!s.empty() && (s.back() == 'U' || s.back() == 'u')) s.pop_back();
-    if (s.empty()) return false;
+    if (!s.empty() && (s.back() == 'U' || s.back() == 'u'))
+        s.pop_back();
+    if (s.empty())
+        return false;
     int base = 10;
     std::size_t start = 0;
     if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
@@ -130,7 +141,8 @@ bool parse_integer(std::string_view text, std::uint64_t& value) {
         } else {
             return false;
         }
-        if (digit >= static_cast<unsigned>(base)) return false;
+        if (digit >= static_cast<unsigned>(base))
+            return false;
         v = v * static_cast<unsigned>(base) + digit;
     }
     value = v;
@@ -140,12 +152,14 @@ bool parse_integer(std::string_view text, std::uint64_t& value) {
 // An immediate's raw bits for an operand of type `type`: 0fXXXXXXXX and 0dXXXXXXXXXXXXXXXX are
 // IEEE bit patterns; integers are two's complement; a decimal float is converted.
 bool parse_immediate(std::string_view text, bool negative, Type type, std::uint64_t& bits) {
-    if (text.size() > 2 && text[0] == '0' && (text[1] == 'f' || text[1] == 'F' || text[1] == 'd' ||
-                                              text[1] == 'D')) {
+    if (text.size() > 2 && text[0] == '0' &&
+        (text[1] == 'f' || text[1] == 'F' || text[1] == 'd' || text[1] == 'D')) {
         std::uint64_t raw = 0;
-        if (!parse_integer("0x" + std::string(text.substr(2)), raw)) return false;
+        if (!parse_integer("0x" + std::string(text.substr(2)), raw))
+            return false;
         const bool single = text[1] == 'f' || text[1] == 'F';
-        if (negative) raw ^= single ? 0x80000000ull : 0x8000000000000000ull;
+        if (negative)
+            raw ^= single ? 0x80000000ull : 0x8000000000000000ull;
         if (single && type == Type::f64) {
             float f = 0;
             const auto r32 = static_cast<std::uint32_t>(raw);
@@ -157,9 +171,11 @@ bool parse_immediate(std::string_view text, bool negative, Type type, std::uint6
         }
         return true;
     }
-    if (text.find_first_of(".eE") != std::string_view::npos && text.find('x') == std::string_view::npos) {
+    if (text.find_first_of(".eE") != std::string_view::npos &&
+        text.find('x') == std::string_view::npos) {
         double d = std::stod(std::string(text));
-        if (negative) d = -d;
+        if (negative)
+            d = -d;
         if (type == Type::f32) {
             const float f = static_cast<float>(d);
             std::uint32_t r32 = 0;
@@ -171,7 +187,8 @@ bool parse_immediate(std::string_view text, bool negative, Type type, std::uint6
         return true;
     }
     std::uint64_t v = 0;
-    if (!parse_integer(text, v)) return false;
+    if (!parse_integer(text, v))
+        return false;
     if (is_float(type)) {
         // An integer literal for a float operand means that value.
         const double d = negative ? -static_cast<double>(v) : static_cast<double>(v);
@@ -196,8 +213,9 @@ Type type_from(std::string_view s, bool& is_type) {
         {"u64", Type::u64},   {"s8", Type::s8},   {"s16", Type::s16}, {"s32", Type::s32},
         {"s64", Type::s64},   {"f32", Type::f32}, {"f64", Type::f64},
     };
-    static const char* const unsupported[] = {"f16", "f16x2", "bf16", "bf16x2", "b128", "tf32",
-                                              "e4m3", "e5m2", "e4m3x2", "e5m2x2", "u16x2", "s16x2"};
+    static const char* const unsupported[] = {"f16",    "f16x2",  "bf16",  "bf16x2",
+                                              "b128",   "tf32",   "e4m3",  "e5m2",
+                                              "e4m3x2", "e5m2x2", "u16x2", "s16x2"};
     is_type = false;
     const auto it = types.find(s);
     if (it != types.end()) {
@@ -205,21 +223,24 @@ Type type_from(std::string_view s, bool& is_type) {
         return it->second;
     }
     for (const char* u : unsupported) {
-        if (s == u) throw Unsupported{"type ." + std::string(s)};
+        if (s == u)
+            throw Unsupported{"type ." + std::string(s)};
     }
     return Type::none;
 }
 
-std::size_t type_size_bytes(Type t) { return t == Type::pred ? 1 : type_bits(t) / 8; }
+std::size_t type_size_bytes(Type t) {
+    return t == Type::pred ? 1 : type_bits(t) / 8;
+}
 
 // One operand as written.
 struct Operand {
     enum class Kind { reg, immediate, address, vector, sink, pair } kind = Kind::reg;
-    std::string_view name;     // reg/symbol; address base (empty for [number])
-    std::string_view number;   // immediate text
-    bool negative = false;     // immediate sign
-    bool negate = false;       // !%p
-    std::int64_t offset = 0;   // address
+    std::string_view name;                   // reg/symbol; address base (empty for [number])
+    std::string_view number;                 // immediate text
+    bool negative = false;                   // immediate sign
+    bool negate = false;                     // !%p
+    std::int64_t offset = 0;                 // address
     std::vector<std::string_view> elements;  // vector, pair (second in elements[0])
 };
 
@@ -228,8 +249,10 @@ public:
     explicit Parser(std::string_view text) : tokens_(tokenize(text)) {}
 
     Program parse() {
-        while (peek().kind != TokenKind::end) top_level();
-        for (std::size_t e = 0; e < program_.entries.size(); ++e) finish_entry(e);
+        while (peek().kind != TokenKind::end)
+            top_level();
+        for (std::size_t e = 0; e < program_.entries.size(); ++e)
+            finish_entry(e);
         return std::move(program_);
     }
 
@@ -255,10 +278,13 @@ private:
     }
     const Token& next() {
         const Token& t = tokens_[pos_];
-        if (t.kind != TokenKind::end) ++pos_;
+        if (t.kind != TokenKind::end)
+            ++pos_;
         return t;
     }
-    bool at(std::string_view text) const { return peek().text == text && peek().kind != TokenKind::string; }
+    bool at(std::string_view text) const {
+        return peek().text == text && peek().kind != TokenKind::string;
+    }
     void expect(std::string_view text) {
         if (!at(text)) {
             throw ParseError(peek().line, "expected '" + std::string(text) + "', found '" +
@@ -267,10 +293,12 @@ private:
         next();
     }
     void skip_line(int line) {
-        while (peek().kind != TokenKind::end && peek().line == line) next();
+        while (peek().kind != TokenKind::end && peek().line == line)
+            next();
     }
     void skip_to_semicolon() {
-        while (peek().kind != TokenKind::end && !at(";")) next();
+        while (peek().kind != TokenKind::end && !at(";"))
+            next();
         expect(";");
     }
     void skip_braced_block() {
@@ -278,9 +306,12 @@ private:
         int depth = 1;
         while (depth > 0) {
             const Token& t = next();
-            if (t.kind == TokenKind::end) throw ParseError(t.line, "unbalanced '{'");
-            if (t.kind == TokenKind::punct && t.text == "{") ++depth;
-            if (t.kind == TokenKind::punct && t.text == "}") --depth;
+            if (t.kind == TokenKind::end)
+                throw ParseError(t.line, "unbalanced '{'");
+            if (t.kind == TokenKind::punct && t.text == "{")
+                ++depth;
+            if (t.kind == TokenKind::punct && t.text == "}")
+                --depth;
         }
     }
 
@@ -300,7 +331,8 @@ private:
         }
         if (t.text == ".section") {
             next();
-            while (!at("{")) next();
+            while (!at("{"))
+                next();
             skip_braced_block();
             return;
         }
@@ -315,13 +347,19 @@ private:
         int paren = 0;
         while (true) {
             const Token& u = peek();
-            if (u.kind == TokenKind::end) throw ParseError(u.line, "unexpected end of PTX");
-            if (u.text == ".entry") is_entry = is_function = true;
-            if (u.text == ".func") is_function = true;
+            if (u.kind == TokenKind::end)
+                throw ParseError(u.line, "unexpected end of PTX");
+            if (u.text == ".entry")
+                is_entry = is_function = true;
+            if (u.text == ".func")
+                is_function = true;
             if (u.kind == TokenKind::punct) {
-                if (u.text == "(") ++paren;
-                if (u.text == ")") --paren;
-                if (paren == 0 && (u.text == ";" || u.text == "{" || u.text == "=")) break;
+                if (u.text == "(")
+                    ++paren;
+                if (u.text == ")")
+                    --paren;
+                if (paren == 0 && (u.text == ";" || u.text == "{" || u.text == "="))
+                    break;
             }
             next();
         }
@@ -330,7 +368,8 @@ private:
                 next();  // a prototype, e.g. of vprintf
                 return;
             }
-            if (at("=")) throw ParseError(peek().line, "'=' in a function declaration");
+            if (at("="))
+                throw ParseError(peek().line, "'=' in a function declaration");
             if (!is_entry) {
                 skip_braced_block();  // device functions are not executed (no call support)
                 return;
@@ -349,11 +388,13 @@ private:
             throw ParseError(line, ".file without an index");
         }
         next();
-        if (peek().kind != TokenKind::string) throw ParseError(line, ".file without a name");
+        if (peek().kind != TokenKind::string)
+            throw ParseError(line, ".file without a name");
         std::string name(next().text);
         // Only the base name: NVRTC writes the compiling machine's working directory here.
         const auto slash = name.find_last_of("/\\");
-        if (slash != std::string::npos) name = name.substr(slash + 1);
+        if (slash != std::string::npos)
+            name = name.substr(slash + 1);
         files_[static_cast<int>(index)] = name;
         skip_line(line);
     }
@@ -389,6 +430,8 @@ private:
                 }
                 symbol.align = static_cast<std::size_t>(a);
                 ++k;
+            } else if (t.text == ".texref" || t.text == ".samplerref" || t.text == ".surfref") {
+                element = Type::b64;  // opaque handles: only declared, never executed
             } else if (t.kind == TokenKind::word && t.text[0] == '.') {
                 bool is_type = false;
                 Type ty = Type::none;
@@ -398,7 +441,8 @@ private:
                     is_type = true;
                     ty = Type::b16;  // f16/bf16 storage: only its size matters here
                 }
-                if (is_type) element = ty;
+                if (is_type)
+                    element = ty;
                 // .visible, .extern, .weak, .common and the like change nothing here.
             } else if (t.kind == TokenKind::word && !have_name) {
                 symbol.name = std::string(t.text);
@@ -424,12 +468,15 @@ private:
             throw ParseError(line, "unrecognised declaration");
         }
         std::size_t count = 1;
-        for (auto d : dims) count *= static_cast<std::size_t>(d);
+        for (auto d : dims)
+            count *= static_cast<std::size_t>(d);
         const std::size_t element_size = type_size_bytes(element);
         symbol.size = element_size * count;
         symbol.dynamic_shared = empty_dim && symbol.space == Space::shared;
-        if (empty_dim && !symbol.dynamic_shared) symbol.size = 0;
-        if (symbol.align < element_size) symbol.align = std::max<std::size_t>(element_size, 1);
+        if (empty_dim && !symbol.dynamic_shared)
+            symbol.size = 0;
+        if (symbol.align < element_size)
+            symbol.align = std::max<std::size_t>(element_size, 1);
         if (at("=")) {
             next();
             initializer(symbol, element, element_size);
@@ -442,8 +489,10 @@ private:
             program_.global_symbols.push_back(index);
         }
         if (entry_ != nullptr) {
-            if (s.space == Space::shared) entry_->shared_symbols.push_back(index);
-            if (s.space == Space::local) entry_->local_symbols.push_back(index);
+            if (s.space == Space::shared)
+                entry_->shared_symbols.push_back(index);
+            if (s.space == Space::local)
+                entry_->local_symbols.push_back(index);
         }
     }
 
@@ -505,12 +554,14 @@ private:
         loc_file_ = loc_line_ = loc_column_ = 0;
 
         entry_->special_base = 0;
-        for (int k = 0; k < static_cast<int>(Special::count); ++k) new_slot(64);
+        for (int k = 0; k < static_cast<int>(Special::count); ++k)
+            new_slot(64);
         entry_->sink_slot = new_slot(64);
 
         // Header: ... .entry NAME ( params ) directives {
         std::size_t k = start;
-        while (tokens_[k].text != ".entry") ++k;
+        while (tokens_[k].text != ".entry")
+            ++k;
         ++k;
         entry_->name = std::string(tokens_[k].text);
         ++k;
@@ -525,7 +576,8 @@ private:
                     ++k;
                 }
                 param(param_start, k);
-                if (tokens_[k].text == ",") ++k;
+                if (tokens_[k].text == ",")
+                    ++k;
             }
         }
         expect("{");
@@ -563,7 +615,8 @@ private:
                     is_type = true;
                     ty = Type::b16;
                 }
-                if (is_type) element = ty;
+                if (is_type)
+                    element = ty;
             } else if (t.kind == TokenKind::word) {
                 symbol.name = std::string(t.text);
             }
@@ -581,7 +634,8 @@ private:
         int depth = 1;
         while (true) {
             const Token& t = peek();
-            if (t.kind == TokenKind::end) throw ParseError(t.line, "unterminated function body");
+            if (t.kind == TokenKind::end)
+                throw ParseError(t.line, "unterminated function body");
             if (t.kind == TokenKind::punct && t.text == "{") {
                 ++depth;
                 next();
@@ -589,7 +643,8 @@ private:
             }
             if (t.kind == TokenKind::punct && t.text == "}") {
                 next();
-                if (--depth == 0) break;
+                if (--depth == 0)
+                    break;
                 continue;
             }
             if (t.text == ".reg") {
@@ -600,12 +655,15 @@ private:
                        t.text == ".const") {
                 const std::size_t start = pos_;
                 while (!at(";") && !at("=")) {
-                    if (peek().kind == TokenKind::end) throw ParseError(t.line, "unterminated declaration");
+                    if (peek().kind == TokenKind::end)
+                        throw ParseError(t.line, "unterminated declaration");
                     next();
                 }
                 variable(start, pos_, entry_index_);
+            } else if (t.text == ".param") {
+                call_parameter();
             } else if (t.kind == TokenKind::word && t.text[0] == '.') {
-                skip_to_semicolon();  // .pragma, .param inside call sequences, ...
+                skip_to_semicolon();  // .pragma and the like
             } else if (t.kind == TokenKind::word && peek(1).text == ":" &&
                        peek(1).kind == TokenKind::punct) {
                 labels_[std::string(t.text)] = static_cast<std::uint32_t>(entry_->code.size());
@@ -615,6 +673,66 @@ private:
                 instruction();
             }
         }
+    }
+
+    // `.param .b64 param0;` inside a call sequence: scratch space each thread writes the callee's
+    // arguments to. Kept as per-thread local memory; a name declared again (every call sequence
+    // declares its own param0) reuses the first declaration, grown to the largest size.
+    void call_parameter() {
+        const std::size_t start = pos_;
+        while (!at(";")) {
+            if (peek().kind == TokenKind::end)
+                throw ParseError(tokens_[start].line, "unterminated .param");
+            next();
+        }
+        Symbol symbol;
+        symbol.space = Space::local;
+        symbol.entry = entry_index_;
+        Type element = Type::none;
+        std::size_t count = 1;
+        for (std::size_t k = start + 1; k < pos_; ++k) {
+            const Token& t = tokens_[k];
+            if (t.text == ".align" && k + 1 < pos_) {
+                std::uint64_t a = 0;
+                parse_integer(tokens_[k + 1].text, a);
+                symbol.align = static_cast<std::size_t>(a);
+                ++k;
+            } else if (t.text == "[" && k + 1 < pos_) {
+                std::uint64_t d = 0;
+                parse_integer(tokens_[k + 1].text, d);
+                count *= static_cast<std::size_t>(d);
+                k += 2;
+            } else if (t.kind == TokenKind::word && t.text[0] == '.') {
+                bool is_type = false;
+                Type ty = Type::none;
+                try {
+                    ty = type_from(t.text.substr(1), is_type);
+                } catch (const Unsupported&) {
+                    is_type = true;
+                    ty = Type::b16;
+                }
+                if (is_type)
+                    element = ty;
+            } else if (t.kind == TokenKind::word) {
+                symbol.name = std::string(t.text);
+            }
+        }
+        expect(";");
+        if (element == Type::none || symbol.name.empty()) {
+            throw ParseError(tokens_[start].line, "malformed .param declaration");
+        }
+        symbol.size = type_size_bytes(element) * count;
+        symbol.align = std::max({symbol.align, type_size_bytes(element), std::size_t{1}});
+        for (const auto existing : entry_->local_symbols) {
+            Symbol& other = program_.symbols[static_cast<std::size_t>(existing)];
+            if (other.name == symbol.name) {
+                other.size = std::max(other.size, symbol.size);
+                other.align = std::max(other.align, symbol.align);
+                return;
+            }
+        }
+        program_.symbols.push_back(std::move(symbol));
+        entry_->local_symbols.push_back(static_cast<std::int32_t>(program_.symbols.size() - 1));
     }
 
     void reg_declaration() {
@@ -629,14 +747,17 @@ private:
                 is_type = true;
                 ty = Type::b16;  // f16 registers hold 16 bits
             }
-            if (is_type) type = ty;
+            if (is_type)
+                type = ty;
             next();
         }
-        if (type == Type::none) throw ParseError(line, ".reg without a type");
+        if (type == Type::none)
+            throw ParseError(line, ".reg without a type");
         const unsigned bits = type == Type::pred ? 64 : type_bits(type);
         while (!at(";")) {
             const Token& name = next();
-            if (name.kind != TokenKind::word) throw ParseError(name.line, "malformed .reg");
+            if (name.kind != TokenKind::word)
+                throw ParseError(name.line, "malformed .reg");
             if (at("<")) {
                 next();
                 std::uint64_t count = 0;
@@ -650,7 +771,8 @@ private:
             } else {
                 registers_[std::string(name.text)] = new_slot(bits);
             }
-            if (at(",")) next();
+            if (at(","))
+                next();
         }
         expect(";");
     }
@@ -659,7 +781,8 @@ private:
         const int line = next().line;
         std::uint64_t values[3] = {0, 0, 0};
         for (auto& v : values) {
-            if (peek().kind == TokenKind::number && peek().line == line) parse_integer(next().text, v);
+            if (peek().kind == TokenKind::number && peek().line == line)
+                parse_integer(next().text, v);
         }
         loc_file_ = static_cast<int>(values[0]);
         loc_line_ = static_cast<int>(values[1]);
@@ -670,7 +793,8 @@ private:
     std::int32_t constant_slot(std::uint64_t value, std::int32_t symbol) {
         const auto key = std::make_pair(value, symbol);
         const auto it = constant_slots_.find(key);
-        if (it != constant_slots_.end()) return it->second;
+        if (it != constant_slots_.end())
+            return it->second;
         const std::int32_t slot = new_slot(64);
         entry_->constants.push_back({slot, value, symbol});
         constant_slots_[key] = slot;
@@ -682,28 +806,44 @@ private:
         std::int32_t found = -1;
         for (std::size_t s = 0; s < program_.symbols.size(); ++s) {
             const Symbol& sym = program_.symbols[s];
-            if (sym.name != name) continue;
-            if (sym.entry == entry_index_) return static_cast<std::int32_t>(s);
-            if (sym.entry == -1) found = static_cast<std::int32_t>(s);
+            if (sym.name != name)
+                continue;
+            if (sym.entry == entry_index_)
+                return static_cast<std::int32_t>(s);
+            if (sym.entry == -1)
+                found = static_cast<std::int32_t>(s);
         }
         return found;
     }
 
     static std::int32_t special_index(std::string_view name) {
         static const std::unordered_map<std::string_view, Special> specials = {
-            {"%tid.x", Special::tid_x},         {"%tid.y", Special::tid_y},
-            {"%tid.z", Special::tid_z},         {"%ntid.x", Special::ntid_x},
-            {"%ntid.y", Special::ntid_y},       {"%ntid.z", Special::ntid_z},
-            {"%ctaid.x", Special::ctaid_x},     {"%ctaid.y", Special::ctaid_y},
-            {"%ctaid.z", Special::ctaid_z},     {"%nctaid.x", Special::nctaid_x},
-            {"%nctaid.y", Special::nctaid_y},   {"%nctaid.z", Special::nctaid_z},
-            {"%laneid", Special::laneid},       {"%warpid", Special::warpid},
-            {"%nwarpid", Special::nwarpid},     {"%smid", Special::smid},
-            {"%nsmid", Special::nsmid},         {"%gridid", Special::gridid},
-            {"%lanemask_eq", Special::lanemask_eq}, {"%lanemask_lt", Special::lanemask_lt},
-            {"%lanemask_le", Special::lanemask_le}, {"%lanemask_gt", Special::lanemask_gt},
-            {"%lanemask_ge", Special::lanemask_ge}, {"%clock", Special::clock},
-            {"%clock64", Special::clock64},     {"%globaltimer", Special::globaltimer},
+            {"%tid.x", Special::tid_x},
+            {"%tid.y", Special::tid_y},
+            {"%tid.z", Special::tid_z},
+            {"%ntid.x", Special::ntid_x},
+            {"%ntid.y", Special::ntid_y},
+            {"%ntid.z", Special::ntid_z},
+            {"%ctaid.x", Special::ctaid_x},
+            {"%ctaid.y", Special::ctaid_y},
+            {"%ctaid.z", Special::ctaid_z},
+            {"%nctaid.x", Special::nctaid_x},
+            {"%nctaid.y", Special::nctaid_y},
+            {"%nctaid.z", Special::nctaid_z},
+            {"%laneid", Special::laneid},
+            {"%warpid", Special::warpid},
+            {"%nwarpid", Special::nwarpid},
+            {"%smid", Special::smid},
+            {"%nsmid", Special::nsmid},
+            {"%gridid", Special::gridid},
+            {"%lanemask_eq", Special::lanemask_eq},
+            {"%lanemask_lt", Special::lanemask_lt},
+            {"%lanemask_le", Special::lanemask_le},
+            {"%lanemask_gt", Special::lanemask_gt},
+            {"%lanemask_ge", Special::lanemask_ge},
+            {"%clock", Special::clock},
+            {"%clock64", Special::clock64},
+            {"%globaltimer", Special::globaltimer},
             {"%dynamic_smem_size", Special::dynamic_smem_size},
             {"%total_smem_size", Special::total_smem_size},
         };
@@ -714,11 +854,14 @@ private:
     // A register, special register or symbol address, as a slot.
     std::int32_t name_slot(std::string_view name, int line) {
         const auto it = registers_.find(std::string(name));
-        if (it != registers_.end()) return it->second;
-        if (name == "_") return entry_->sink_slot;
+        if (it != registers_.end())
+            return it->second;
+        if (name == "_")
+            return entry_->sink_slot;
         if (!name.empty() && name[0] == '%') {
             const std::int32_t special = special_index(name);
-            if (special >= 0) return entry_->special_base + special;
+            if (special >= 0)
+                return entry_->special_base + special;
             if (name.rfind("%envreg", 0) == 0 || name.rfind("%pm", 0) == 0 ||
                 name.rfind("%cluster", 0) == 0 || name.rfind("%is_explicit_cluster", 0) == 0 ||
                 name.rfind("%aggr_smem_size", 0) == 0 || name.rfind("%reserved_smem", 0) == 0) {
@@ -727,13 +870,15 @@ private:
             throw ParseError(line, "undeclared register " + std::string(name));
         }
         const std::int32_t symbol = symbol_index(name);
-        if (symbol < 0) throw ParseError(line, "unknown symbol " + std::string(name));
+        if (symbol < 0)
+            throw ParseError(line, "unknown symbol " + std::string(name));
         return constant_slot(0, symbol);
     }
 
     std::int32_t value_slot(const Operand& op, Type type, int line) {
         switch (op.kind) {
-            case Operand::Kind::reg: return name_slot(op.name, line);
+            case Operand::Kind::reg:
+                return name_slot(op.name, line);
             case Operand::Kind::immediate: {
                 std::uint64_t bits = 0;
                 if (!parse_immediate(op.number, op.negative, type, bits)) {
@@ -741,8 +886,10 @@ private:
                 }
                 return constant_slot(bits, -1);
             }
-            case Operand::Kind::sink: return entry_->sink_slot;
-            default: throw ParseError(line, "expected a register or a number");
+            case Operand::Kind::sink:
+                return entry_->sink_slot;
+            default:
+                throw ParseError(line, "expected a register or a number");
         }
     }
 
@@ -762,8 +909,10 @@ private:
                         op.name = u.text;
                     } else if (u.kind == TokenKind::number) {
                         std::uint64_t v = 0;
-                        if (!parse_integer(u.text, v)) throw ParseError(u.line, "malformed offset");
-                        op.offset += negative ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+                        if (!parse_integer(u.text, v))
+                            throw ParseError(u.line, "malformed offset");
+                        op.offset +=
+                            negative ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
                         negative = false;
                     } else if (u.text == "-") {
                         negative = true;
@@ -772,16 +921,19 @@ private:
                     }
                     ++k;
                 }
-                if (k >= end) throw ParseError(t.line, "unterminated '['");
+                if (k >= end)
+                    throw ParseError(t.line, "unterminated '['");
                 ++k;
             } else if (t.text == "{") {
                 op.kind = Operand::Kind::vector;
                 ++k;
                 while (k < end && tokens_[k].text != "}") {
-                    if (tokens_[k].text != ",") op.elements.push_back(tokens_[k].text);
+                    if (tokens_[k].text != ",")
+                        op.elements.push_back(tokens_[k].text);
                     ++k;
                 }
-                if (k >= end) throw ParseError(t.line, "unterminated '{'");
+                if (k >= end)
+                    throw ParseError(t.line, "unterminated '{'");
                 ++k;
             } else {
                 if (t.text == "!") {
@@ -792,7 +944,8 @@ private:
                     op.negative = true;
                     ++k;
                 }
-                if (k >= end) throw ParseError(t.line, "missing operand");
+                if (k >= end)
+                    throw ParseError(t.line, "missing operand");
                 const Token& u = tokens_[k];
                 if (u.kind == TokenKind::number) {
                     op.kind = Operand::Kind::immediate;
@@ -806,7 +959,8 @@ private:
                 ++k;
                 if (k < end && tokens_[k].text == "|") {
                     op.kind = Operand::Kind::pair;
-                    if (k + 1 >= end) throw ParseError(u.line, "malformed predicate pair");
+                    if (k + 1 >= end)
+                        throw ParseError(u.line, "malformed predicate pair");
                     op.elements.push_back(tokens_[k + 1].text);
                     k += 2;
                 }
@@ -835,22 +989,26 @@ private:
                 ins.negate_guard = true;
             }
             const Token& g = next();
-            if (g.kind != TokenKind::word) throw ParseError(line, "malformed guard predicate");
+            if (g.kind != TokenKind::word)
+                throw ParseError(line, "malformed guard predicate");
             ins.guard = name_slot(g.text, line);
         }
         const Token& opcode_token = next();
         if (opcode_token.kind != TokenKind::word) {
-            throw ParseError(opcode_token.line,
-                             "expected an instruction, found '" + std::string(opcode_token.text) + "'");
+            throw ParseError(opcode_token.line, "expected an instruction, found '" +
+                                                    std::string(opcode_token.text) + "'");
         }
         const std::size_t operands_begin = pos_;
         while (!at(";")) {
-            if (peek().kind == TokenKind::end) throw ParseError(line, "instruction without ';'");
+            if (peek().kind == TokenKind::end)
+                throw ParseError(line, "instruction without ';'");
             next();
         }
         const std::size_t operands_end = pos_;
-        const char* text_end = tokens_[operands_end - 1].text.data() + tokens_[operands_end - 1].text.size();
-        if (operands_end == operands_begin) text_end = opcode_token.text.data() + opcode_token.text.size();
+        const char* text_end =
+            tokens_[operands_end - 1].text.data() + tokens_[operands_end - 1].text.size();
+        if (operands_end == operands_begin)
+            text_end = opcode_token.text.data() + opcode_token.text.size();
         next();  // ';'
 
         std::string text;
@@ -860,7 +1018,8 @@ private:
                 space = true;
                 continue;
             }
-            if (space && !text.empty()) text += ' ';
+            if (space && !text.empty())
+                text += ' ';
             space = false;
             text += *c;
         }
@@ -873,10 +1032,21 @@ private:
         location_files_.emplace_back(static_cast<int>(entry_->code.size()), loc_file_);
 
         const std::string opcode(opcode_token.text);
+        std::string opcode_note;
         try {
+            // An opcode the simulator does not know may have operand syntax it does not know
+            // either (tex, suld): it is not parsed.
+            if (!known_opcode(opcode))
+                throw Unsupported{opcode};
+            if (opcode == "call" || opcode.rfind("call.", 0) == 0) {
+                call(ins, opcode, operands_begin, operands_end);
+                throw Decoded{};
+            }
             auto ops = operands(operands_begin, operands_end);
             decode(ins, opcode, ops, line);
-        } catch (const Unsupported&) {
+        } catch (const Decoded&) {
+        } catch (const Unsupported& unsupported) {
+            opcode_note = unsupported.what;
             const std::int32_t guard = ins.guard;
             const bool negate = ins.negate_guard;
             ins = Instruction{};
@@ -886,18 +1056,64 @@ private:
         }
         entry_->code.push_back(ins);
         entry_->locations.push_back(std::move(where));
-        entry_->opcodes.push_back(opcode);
+        entry_->opcodes.push_back(opcode_note.empty() || opcode_note == opcode
+                                      ? opcode
+                                      : opcode + " (" + opcode_note + ")");
     }
 
-    void need(const std::vector<Operand>& ops, std::size_t count, int line, const std::string& opcode) {
+    // call: only vprintf, whose output the simulator drops (counted in LaunchCounts). Device
+    // functions NVRTC did not inline are not executed.
+    void call(Instruction& ins, const std::string& opcode, std::size_t begin, std::size_t end) {
+        int depth = 0;
+        std::string_view callee;
+        for (std::size_t k = begin; k < end; ++k) {
+            const Token& t = tokens_[k];
+            if (t.text == "(")
+                ++depth;
+            if (t.text == ")")
+                --depth;
+            if (depth == 0 && t.kind == TokenKind::word) {
+                callee = t.text;
+                break;
+            }
+        }
+        if (callee == "vprintf") {
+            ins.op = Op::printf_call;
+            return;
+        }
+        throw Unsupported{"call of " + std::string(callee.empty() ? "a function pointer" : callee)};
+    }
+
+    static bool known_opcode(std::string_view opcode) {
+        static const char* const bases[] = {
+            "mov",       "add",        "sub",     "mul",    "mad",   "fma",       "div",
+            "rem",       "min",        "max",     "neg",    "abs",   "and",       "or",
+            "xor",       "not",        "cnot",    "popc",   "clz",   "brev",      "shl",
+            "shr",       "bfe",        "bfi",     "prmt",   "setp",  "selp",      "cvt",
+            "cvta",      "rcp",        "sqrt",    "rsqrt",  "ex2",   "lg2",       "sin",
+            "cos",       "ld",         "ldu",     "st",     "atom",  "red",       "shfl",
+            "vote",      "activemask", "bra",     "brx",    "ret",   "exit",      "trap",
+            "brkpt",     "bar",        "barrier", "membar", "fence", "nanosleep", "prefetch",
+            "prefetchu", "discard",    "pmevent", "call"};
+        const std::string_view base = opcode.substr(0, opcode.find('.'));
+        for (const char* b : bases) {
+            if (base == b)
+                return true;
+        }
+        return false;
+    }
+
+    void need(const std::vector<Operand>& ops, std::size_t count, int line,
+              const std::string& opcode) {
         if (ops.size() != count) {
-            throw ParseError(line, opcode + " takes " + std::to_string(count) + " operands, found " +
-                                       std::to_string(ops.size()));
+            throw ParseError(line, opcode + " takes " + std::to_string(count) +
+                                       " operands, found " + std::to_string(ops.size()));
         }
     }
 
     void address(Instruction& ins, const Operand& op, int line) {
-        if (op.kind != Operand::Kind::address) throw ParseError(line, "expected an address");
+        if (op.kind != Operand::Kind::address)
+            throw ParseError(line, "expected an address");
         ins.offset = op.offset;
         ins.src[0] = op.name.empty() ? constant_slot(0, -1) : name_slot(op.name, line);
     }
@@ -926,21 +1142,32 @@ private:
                 mods.push_back(parts[k]);
             }
         }
-        auto has = [&](std::string_view m) { return std::find(mods.begin(), mods.end(), m) != mods.end(); };
+        auto has = [&](std::string_view m) {
+            return std::find(mods.begin(), mods.end(), m) != mods.end();
+        };
         auto one_type = [&]() {
-            if (types.size() != 1) throw ParseError(line, opcode + ": expected one type");
+            if (types.size() != 1)
+                throw ParseError(line, opcode + ": expected one type");
             return types[0];
         };
         auto rounding = [&]() {
             for (auto m : mods) {
-                if (m == "rn") return Rounding::rn;
-                if (m == "rz") return Rounding::rz;
-                if (m == "rm") return Rounding::rm;
-                if (m == "rp") return Rounding::rp;
-                if (m == "rni") return Rounding::rni;
-                if (m == "rzi") return Rounding::rzi;
-                if (m == "rmi") return Rounding::rmi;
-                if (m == "rpi") return Rounding::rpi;
+                if (m == "rn")
+                    return Rounding::rn;
+                if (m == "rz")
+                    return Rounding::rz;
+                if (m == "rm")
+                    return Rounding::rm;
+                if (m == "rp")
+                    return Rounding::rp;
+                if (m == "rni")
+                    return Rounding::rni;
+                if (m == "rzi")
+                    return Rounding::rzi;
+                if (m == "rmi")
+                    return Rounding::rmi;
+                if (m == "rpi")
+                    return Rounding::rpi;
             }
             return Rounding::none;
         };
@@ -957,7 +1184,8 @@ private:
                 throw ParseError(line, opcode + ": the destination must be a register");
             }
             const std::int32_t slot = name_slot(op.name, line);
-            if (slot >= entry_->special_base && slot < entry_->special_base + static_cast<int>(Special::count)) {
+            if (slot >= entry_->special_base &&
+                slot < entry_->special_base + static_cast<int>(Special::count)) {
                 throw ParseError(line, opcode + ": cannot write a special register");
             }
             return slot;
@@ -979,8 +1207,8 @@ private:
             ins.dst[0] = dst(ops[0]);
             ins.src[0] = value_slot(ops[1], ins.type, line);
         };
-        const std::initializer_list<std::string_view> float_mods = {"rn", "rz", "rm", "rp", "ftz", "sat",
-                                                                    "approx", "full"};
+        const std::initializer_list<std::string_view> float_mods = {"rn",  "rz",  "rm",     "rp",
+                                                                    "ftz", "sat", "approx", "full"};
 
         if (base == "mov") {
             need(ops, 2, line, opcode);
@@ -988,14 +1216,16 @@ private:
             if (ops[1].kind == Operand::Kind::vector) {
                 ins.op = Op::mov_pack;
                 ins.dst[0] = dst(ops[0]);
-                if (ops[1].elements.size() > 4 || ops[1].elements.empty()) throw Unsupported{opcode};
+                if (ops[1].elements.size() > 4 || ops[1].elements.empty())
+                    throw Unsupported{opcode};
                 ins.vector = static_cast<std::uint8_t>(ops[1].elements.size());
                 for (std::size_t e = 0; e < ops[1].elements.size(); ++e) {
                     ins.src[e] = name_slot(ops[1].elements[e], line);
                 }
             } else if (ops[0].kind == Operand::Kind::vector) {
                 ins.op = Op::mov_unpack;
-                if (ops[0].elements.size() > 4 || ops[0].elements.empty()) throw Unsupported{opcode};
+                if (ops[0].elements.size() > 4 || ops[0].elements.empty())
+                    throw Unsupported{opcode};
                 ins.vector = static_cast<std::uint8_t>(ops[0].elements.size());
                 for (std::size_t e = 0; e < ops[0].elements.size(); ++e) {
                     ins.dst[e] = name_slot(ops[0].elements[e], line);
@@ -1018,10 +1248,13 @@ private:
         if (base == "mul") {
             only_mods({"lo", "hi", "wide", "rn", "rz", "rm", "rp", "ftz", "sat"});
             Op op = Op::mul_lo;
-            if (has("hi")) op = Op::mul_hi;
-            if (has("wide")) op = Op::mul_wide;
+            if (has("hi"))
+                op = Op::mul_hi;
+            if (has("wide"))
+                op = Op::mul_wide;
             binary(op);
-            if (op == Op::mul_wide && type_bits(ins.type) > 32) throw ParseError(line, "mul.wide of 64 bits");
+            if (op == Op::mul_wide && type_bits(ins.type) > 32)
+                throw ParseError(line, "mul.wide of 64 bits");
             return;
         }
         if (base == "mad" || base == "fma") {
@@ -1029,15 +1262,19 @@ private:
             need(ops, 4, line, opcode);
             ins.type = one_type();
             Op op = Op::mad_lo;
-            if (is_float(ins.type)) op = Op::fma;
-            if (has("hi")) op = Op::mad_hi;
-            if (has("wide")) op = Op::mad_wide;
+            if (is_float(ins.type))
+                op = Op::fma;
+            if (has("hi"))
+                op = Op::mad_hi;
+            if (has("wide"))
+                op = Op::mad_wide;
             ins.op = op;
             ins.dst[0] = dst(ops[0]);
-            const Type addend = op == Op::mad_wide
-                                    ? (is_signed(ins.type) ? (type_bits(ins.type) == 16 ? Type::s32 : Type::s64)
-                                                           : (type_bits(ins.type) == 16 ? Type::u32 : Type::u64))
-                                    : ins.type;
+            const Type addend =
+                op == Op::mad_wide
+                    ? (is_signed(ins.type) ? (type_bits(ins.type) == 16 ? Type::s32 : Type::s64)
+                                           : (type_bits(ins.type) == 16 ? Type::u32 : Type::u64))
+                    : ins.type;
             ins.src[0] = value_slot(ops[1], ins.type, line);
             ins.src[1] = value_slot(ops[2], ins.type, line);
             ins.src[2] = value_slot(ops[3], addend, line);
@@ -1134,7 +1371,8 @@ private:
                     throw Unsupported{opcode};
                 }
             }
-            if (!have_compare) throw ParseError(line, "setp without a comparison");
+            if (!have_compare)
+                throw ParseError(line, "setp without a comparison");
             ins.op = Op::setp;
             ins.type = one_type();
             need(ops, ins.bool_op == BoolOp::none ? 3 : 4, line, opcode);
@@ -1166,7 +1404,8 @@ private:
         if (base == "cvt") {
             only_mods({"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "ftz", "sat"});
             need(ops, 2, line, opcode);
-            if (types.size() != 2) throw ParseError(line, "cvt needs two types");
+            if (types.size() != 2)
+                throw ParseError(line, "cvt needs two types");
             ins.op = Op::cvt;
             ins.type = types[0];
             ins.source_type = types[1];
@@ -1181,11 +1420,16 @@ private:
             ins.type = one_type();
             ins.op = has("to") ? Op::cvta_from_generic : Op::cvta_to_generic;
             for (auto m : mods) {
-                if (m == "global") ins.space = Space::global;
-                else if (m == "shared" || m == "shared::cta") ins.space = Space::shared;
-                else if (m == "local") ins.space = Space::local;
-                else if (m == "const") ins.space = Space::constant;
-                else if (m != "to") throw Unsupported{opcode};
+                if (m == "global")
+                    ins.space = Space::global;
+                else if (m == "shared" || m == "shared::cta")
+                    ins.space = Space::shared;
+                else if (m == "local")
+                    ins.space = Space::local;
+                else if (m == "const")
+                    ins.space = Space::constant;
+                else if (m != "to")
+                    throw Unsupported{opcode};
             }
             ins.dst[0] = dst(ops[0]);
             ins.src[0] = value_slot(ops[1], ins.type, line);
@@ -1202,28 +1446,48 @@ private:
                           : base == "sin"   ? Op::sin
                                             : Op::cos;
             unary(op);
-            if (!is_float(ins.type)) throw ParseError(line, opcode + " needs a float type");
+            if (!is_float(ins.type))
+                throw ParseError(line, opcode + " needs a float type");
             return;
         }
         if (base == "ld" || base == "ldu" || base == "st") {
             const bool load = base != "st";
             ins.op = load ? Op::ld : Op::st;
             for (auto m : mods) {
-                if (m == "global") ins.space = Space::global;
-                else if (m == "shared" || m == "shared::cta") ins.space = Space::shared;
-                else if (m == "local") ins.space = Space::local;
-                else if (m == "param" || m == "param::entry") ins.space = Space::param;
-                else if (m == "const") ins.space = Space::constant;
-                else if (m == "v2") ins.vector = 2;
-                else if (m == "v4") ins.vector = 4;
-                else if (m == "v8" || m == "shared::cluster" || m == "param::func" || m == "global::cluster") {
+                if (m == "global")
+                    ins.space = Space::global;
+                else if (m == "shared" || m == "shared::cta")
+                    ins.space = Space::shared;
+                else if (m == "local")
+                    ins.space = Space::local;
+                else if (m == "param" || m == "param::entry")
+                    ins.space = Space::param;
+                else if (m == "const")
+                    ins.space = Space::constant;
+                else if (m == "v2")
+                    ins.vector = 2;
+                else if (m == "v4")
+                    ins.vector = 4;
+                else if (m == "v8" || m == "shared::cluster" || m == "param::func" ||
+                         m == "global::cluster") {
                     throw Unsupported{opcode};
                 }
                 // .nc, .volatile, .weak, .relaxed, .acquire, .release, .gpu, .cta, .sys, cache
                 // operators (.ca .cg .cs .lu .cv .wb .wt) and .L1::/.L2:: hints: no effect here.
             }
             ins.type = one_type();
-            if (ins.type == Type::pred) throw ParseError(line, "ld/st of .pred");
+            if (ins.type == Type::pred)
+                throw ParseError(line, "ld/st of .pred");
+            need(ops, 2, line, opcode);
+            const Operand& where_operand = load ? ops.at(1) : ops.at(0);
+            if (ins.space == Space::param && where_operand.kind == Operand::Kind::address &&
+                !where_operand.name.empty()) {
+                const std::int32_t symbol = symbol_index(where_operand.name);
+                if (symbol >= 0 &&
+                    program_.symbols[static_cast<std::size_t>(symbol)].space == Space::local) {
+                    ins.space = Space::local;  // a call sequence's argument scratch
+                }
+            }
             ins.bytes = static_cast<std::uint8_t>(type_size_bytes(ins.type));
             need(ops, 2, line, opcode);
             const Operand& value = load ? ops[0] : ops[1];
@@ -1232,7 +1496,8 @@ private:
             std::vector<std::string_view> elements;
             if (value.kind == Operand::Kind::vector) {
                 elements = value.elements;
-                if (elements.size() != ins.vector) throw ParseError(line, "vector size mismatch");
+                if (elements.size() != ins.vector)
+                    throw ParseError(line, "vector size mismatch");
             } else if (ins.vector != 1) {
                 throw ParseError(line, "vector access needs a {...} operand");
             }
@@ -1240,7 +1505,8 @@ private:
                 if (elements.empty()) {
                     ins.dst[0] = dst(value);
                 } else {
-                    for (std::size_t e = 0; e < elements.size(); ++e) ins.dst[e] = name_slot(elements[e], line);
+                    for (std::size_t e = 0; e < elements.size(); ++e)
+                        ins.dst[e] = name_slot(elements[e], line);
                 }
             } else {
                 // src[0] is the address; the values are src[1..]. A vector store has at most 4
@@ -1250,9 +1516,11 @@ private:
                 } else {
                     for (std::size_t e = 0; e < elements.size(); ++e) {
                         Operand element;
-                        element.kind = elements[e] == "_" ? Operand::Kind::sink : Operand::Kind::reg;
+                        element.kind =
+                            elements[e] == "_" ? Operand::Kind::sink : Operand::Kind::reg;
                         element.name = elements[e];
-                        if (!elements[e].empty() && (elements[e][0] >= '0' && elements[e][0] <= '9')) {
+                        if (!elements[e].empty() &&
+                            (elements[e][0] >= '0' && elements[e][0] <= '9')) {
                             element.kind = Operand::Kind::immediate;
                             element.number = elements[e];
                         }
@@ -1264,9 +1532,9 @@ private:
         }
         if (base == "atom" || base == "red") {
             static const std::map<std::string_view, AtomOp> atom_ops = {
-                {"add", AtomOp::add}, {"min", AtomOp::min},   {"max", AtomOp::max},
-                {"inc", AtomOp::inc}, {"dec", AtomOp::dec},   {"exch", AtomOp::exch},
-                {"cas", AtomOp::cas}, {"and", AtomOp::and_},  {"or", AtomOp::or_},
+                {"add", AtomOp::add}, {"min", AtomOp::min},  {"max", AtomOp::max},
+                {"inc", AtomOp::inc}, {"dec", AtomOp::dec},  {"exch", AtomOp::exch},
+                {"cas", AtomOp::cas}, {"and", AtomOp::and_}, {"or", AtomOp::or_},
                 {"xor", AtomOp::xor_}};
             bool have_op = false;
             for (auto m : mods) {
@@ -1282,11 +1550,13 @@ private:
                     throw Unsupported{opcode};
                 }
             }
-            if (!have_op) throw ParseError(line, opcode + " without an operation");
+            if (!have_op)
+                throw ParseError(line, opcode + " without an operation");
             ins.op = Op::atom;
             ins.type = one_type();
             ins.bytes = static_cast<std::uint8_t>(type_size_bytes(ins.type));
-            if (ins.bytes < 4) throw Unsupported{opcode};
+            if (ins.bytes < 4)
+                throw Unsupported{opcode};
             const bool is_red = base == "red";
             const std::size_t values = ins.atom_op == AtomOp::cas ? 2 : 1;
             need(ops, (is_red ? 1 : 2) + values, line, opcode);
@@ -1294,17 +1564,24 @@ private:
             ins.dst[0] = is_red ? entry_->sink_slot : dst(ops[k++]);
             address(ins, ops[k++], line);
             ins.src[1] = value_slot(ops[k++], ins.type, line);
-            if (values == 2) ins.src[2] = value_slot(ops[k++], ins.type, line);
+            if (values == 2)
+                ins.src[2] = value_slot(ops[k++], ins.type, line);
             return;
         }
         if (base == "shfl") {
-            if (!has("sync")) throw Unsupported{opcode};
+            if (!has("sync"))
+                throw Unsupported{opcode};
             ins.op = Op::shfl;
-            if (has("up")) ins.shuffle = ShuffleMode::up;
-            else if (has("down")) ins.shuffle = ShuffleMode::down;
-            else if (has("bfly")) ins.shuffle = ShuffleMode::bfly;
-            else if (has("idx")) ins.shuffle = ShuffleMode::idx;
-            else throw ParseError(line, "shfl without a mode");
+            if (has("up"))
+                ins.shuffle = ShuffleMode::up;
+            else if (has("down"))
+                ins.shuffle = ShuffleMode::down;
+            else if (has("bfly"))
+                ins.shuffle = ShuffleMode::bfly;
+            else if (has("idx"))
+                ins.shuffle = ShuffleMode::idx;
+            else
+                throw ParseError(line, "shfl without a mode");
             ins.type = one_type();
             need(ops, 5, line, opcode);
             if (ops[0].kind == Operand::Kind::pair) {
@@ -1321,14 +1598,20 @@ private:
         }
         if (base == "vote") {
             Op op = Op::unsupported;
-            if (has("ballot")) op = Op::vote_ballot;
-            else if (has("all")) op = Op::vote_all;
-            else if (has("any")) op = Op::vote_any;
-            else if (has("uni")) op = Op::vote_uni;
-            else throw Unsupported{opcode};
+            if (has("ballot"))
+                op = Op::vote_ballot;
+            else if (has("all"))
+                op = Op::vote_all;
+            else if (has("any"))
+                op = Op::vote_any;
+            else if (has("uni"))
+                op = Op::vote_uni;
+            else
+                throw Unsupported{opcode};
             ins.op = op;
             ins.type = one_type();
-            if (ops.size() != 2 && ops.size() != 3) throw ParseError(line, "vote takes 2 or 3 operands");
+            if (ops.size() != 2 && ops.size() != 3)
+                throw ParseError(line, "vote takes 2 or 3 operands");
             ins.dst[0] = dst(ops[0]);
             ins.src[0] = value_slot(ops[1], Type::pred, line);
             ins.negate_c = ops[1].negate;
@@ -1342,10 +1625,12 @@ private:
             return;
         }
         if (base == "bra" || base == "brx") {
-            if (base == "brx") throw Unsupported{opcode};
+            if (base == "brx")
+                throw Unsupported{opcode};
             need(ops, 1, line, opcode);
             ins.op = Op::bra;
-            if (ops[0].kind != Operand::Kind::reg) throw ParseError(line, "bra needs a label");
+            if (ops[0].kind != Operand::Kind::reg)
+                throw ParseError(line, "bra needs a label");
             pending_branches_.emplace_back(entry_->code.size(), ops[0].name);
             return;
         }
@@ -1362,9 +1647,11 @@ private:
                 ins.op = Op::nop;  // __syncwarp: lanes already run in lockstep here
                 return;
             }
-            if (!(has("sync") || (base == "barrier" && mods.empty()))) throw Unsupported{opcode};
+            if (!(has("sync") || (base == "barrier" && mods.empty())))
+                throw Unsupported{opcode};
             // A thread count other than the whole block would need named-barrier counting.
-            if (ops.size() != 1) throw Unsupported{opcode + " with a thread count"};
+            if (ops.size() != 1)
+                throw Unsupported{opcode + " with a thread count"};
             ins.op = Op::bar;
             return;
         }
@@ -1381,12 +1668,14 @@ private:
         for (const auto& [index, label] : pending_branches_) {
             const auto it = labels_.find(std::string(label));
             if (it == labels_.end()) {
-                throw ParseError(entry_->locations[index].ptx_line, "unknown label " + std::string(label));
+                throw ParseError(entry_->locations[index].ptx_line,
+                                 "unknown label " + std::string(label));
             }
             entry_->code[index].target = it->second;
         }
         std::vector<int> files;
-        for (const auto& [index, file] : location_files_) files.push_back(file);
+        for (const auto& [index, file] : location_files_)
+            files.push_back(file);
         entry_files_.push_back(std::move(files));
     }
 
@@ -1394,7 +1683,8 @@ private:
         Entry& entry = program_.entries[e];
         for (std::size_t k = 0; k < entry.locations.size() && k < entry_files_[e].size(); ++k) {
             const auto it = files_.find(entry_files_[e][k]);
-            if (it != files_.end()) entry.locations[k].file = it->second;
+            if (it != files_.end())
+                entry.locations[k].file = it->second;
         }
         // Shared memory: module-scope variables first, in order, so they sit at the same offset
         // in every entry; then the entry's own (demoted) ones; extern [] ones after all of them.
@@ -1402,8 +1692,10 @@ private:
         for (int pass = 0; pass < 2; ++pass) {
             for (std::size_t s = 0; s < program_.symbols.size(); ++s) {
                 const Symbol& sym = program_.symbols[s];
-                if (sym.space != Space::shared) continue;
-                if ((pass == 0 && sym.entry == -1) || (pass == 1 && sym.entry == static_cast<int>(e))) {
+                if (sym.space != Space::shared)
+                    continue;
+                if ((pass == 0 && sym.entry == -1) ||
+                    (pass == 1 && sym.entry == static_cast<int>(e))) {
                     entry.shared_symbols.push_back(static_cast<std::int32_t>(s));
                 }
             }
@@ -1424,7 +1716,8 @@ private:
         entry.dynamic_shared_offset = (offset + dynamic_align - 1) / dynamic_align * dynamic_align;
         for (const auto s : entry.shared_symbols) {
             Symbol& sym = program_.symbols[static_cast<std::size_t>(s)];
-            if (sym.dynamic_shared) sym.offset = entry.dynamic_shared_offset;
+            if (sym.dynamic_shared)
+                sym.offset = entry.dynamic_shared_offset;
         }
         offset = 0;
         for (const auto s : entry.local_symbols) {

@@ -34,7 +34,7 @@ namespace grader::sim {
 class ParseError : public std::runtime_error {
 public:
     ParseError(int line, std::string message);
-    int line() const { return line_; }                    // 1-based line in the PTX text
+    int line() const { return line_; }  // 1-based line in the PTX text
     const std::string& message() const { return message_; }
 
 private:
@@ -53,9 +53,9 @@ struct Program;
 }
 
 struct EntryInfo {
-    std::string name;                       // as in the PTX (mangled)
-    std::vector<std::size_t> param_sizes;   // bytes, in order
-    std::size_t static_shared_bytes = 0;    // .shared variables, demoted ones included
+    std::string name;                      // as in the PTX (mangled)
+    std::vector<std::size_t> param_sizes;  // bytes, in order
+    std::size_t static_shared_bytes = 0;   // .shared variables, demoted ones included
     std::size_t local_bytes_per_thread = 0;
     std::size_t instructions = 0;
 };
@@ -112,7 +112,8 @@ struct LaunchOptions {
     // Warp instructions over the whole launch (every executed block); past it the launch ends
     // with LaunchStatus::budget_exceeded ("timed out"). The probe takes about 105,000 per block.
     std::uint64_t instruction_budget = 20'000'000;
-    // The blocks to execute, in this order; empty means every block of the grid. Blocks that are
+    // The blocks to execute, in this order, as 0-based indices (write {x, 0, 0}: Dim3 defaults to
+    // 1, for sizes); empty means every block of the grid. Blocks that are
     // not executed leave their outputs untouched.
     std::vector<Dim3> blocks;
     std::uint32_t dynamic_shared_bytes = 0;
@@ -135,8 +136,8 @@ std::string_view to_string(LaunchStatus status);
 // Where an instruction came from: the CUDA source line (from the nearest preceding .loc) and the
 // PTX line and text.
 struct SourceLocation {
-    std::string file;      // base name of the .file entry, e.g. "probe.cu"; empty if none
-    int line = 0;          // 0 when the PTX has no .loc before the instruction
+    std::string file;  // base name of the .file entry, e.g. "probe.cu"; empty if none
+    int line = 0;      // 0 when the PTX has no .loc before the instruction
     int column = 0;
     int ptx_line = 0;
     std::string instruction;  // the PTX instruction's text, e.g. "ld.shared.f32 %f5, [%rd14]"
@@ -189,7 +190,7 @@ struct LaneAccess {
 struct WarpAccessTable {
     Dim3 block;
     std::uint32_t warp = 0;
-    std::uint32_t degree = 0;      // max over phases and banks of the distinct words asked for
+    std::uint32_t degree = 0;  // max over phases and banks of the distinct words asked for
     std::uint32_t wavefronts = 0;
     std::array<LaneAccess, 32> lanes{};
 };
@@ -215,8 +216,8 @@ struct SharedAccessStats {
     std::size_t instruction_index = 0;  // in the entry's decoded instruction array
     SourceLocation where;
     bool store = false;
-    std::uint32_t bytes_per_lane = 4;   // 1, 2, 4, 8 or 16 (vector accesses included)
-    std::uint64_t requests = 0;         // warp-level executions with at least one active lane
+    std::uint32_t bytes_per_lane = 4;  // 1, 2, 4, 8 or 16 (vector accesses included)
+    std::uint64_t requests = 0;        // warp-level executions with at least one active lane
     std::uint64_t wavefronts = 0;
     std::uint64_t ideal_wavefronts = 0;
     std::uint32_t max_degree = 0;
@@ -250,6 +251,7 @@ struct LaunchCounts {
     std::uint64_t shared_store_requests = 0;
     std::uint64_t shared_store_wavefronts = 0;
     std::uint64_t shared_store_ideal_wavefronts = 0;
+    std::uint64_t printf_calls = 0;  // thread-level printf calls; the simulator drops their output
     std::vector<SharedAccessStats> shared_accesses;  // one per ld/st instruction that executed
 };
 
@@ -262,7 +264,7 @@ struct LaunchResult {
     std::optional<UnsupportedInstruction> unsupported;
     std::optional<UninitializedSharedRead> uninitialized_shared_read;  // the first one
     std::optional<SourceLocation> last_location;  // budget_exceeded: where the warp was
-    LaunchCounts counts;                           // up to where the launch ended
+    LaunchCounts counts;                          // up to where the launch ended
 };
 
 // Runs `entry` over the blocks options.blocks selects. params holds each kernel parameter's raw
@@ -275,21 +277,22 @@ LaunchResult launch(const Module& module, std::string_view entry, Dim3 grid, Dim
 // Raw parameter bytes of a trivially copyable value, for launch's params.
 template <typename T>
 std::vector<std::byte> param_bytes(const T& value) {
-    std::vector<std::byte> bytes(sizeof(T));
     const auto* first = reinterpret_cast<const std::byte*>(&value);
-    bytes.assign(first, first + sizeof(T));
-    return bytes;
+    return std::vector<std::byte>(first, first + sizeof(T));
 }
 
-// The modeled cost of a launch, in "issue slots", for ordering checks on the simulator:
+// The modeled cost of a launch, for ordering checks on the simulator:
 //
-//   cost = instruction_cost * warp_instructions + shared_wavefront_cost * shared wavefronts
+//   cost = instruction_cost * warp_instructions
+//        + shared_wavefront_cost * (shared load wavefronts + shared store wavefronts)
 //
-// (load and store wavefronts both). Each issued warp instruction costs one slot; each shared
-// wavefront costs shared_wavefront_cost slots. The default 20 is fitted to the H200 measurement
-// of the reference probe (the time ratio grows by about 0.77 per degree of conflict: the probe
-// issues about 6.3 instructions per shared load, and 0.77 = 20 / (20 + 6.3 / 1.0) per extra
-// wavefront relative to one degree). Only ratios of costs of the same kernel are meaningful.
+// Each issued warp instruction costs one unit; each shared-memory wavefront costs
+// shared_wavefront_cost units, because the shared pipe, not instruction issue, is what a
+// conflicted kernel waits on. The default 20 is fitted to the H200 measurement of the reference
+// probe: its time grows by about 0.77 of the stride-1 time per extra degree of conflict. The probe
+// issues about 6.3 warp instructions per shared load, so with k = 20 the modeled growth per degree
+// is k / (k + 6.3) = 0.76 (stride 32 models at 24.3x stride 1; the H200 measured 24.6x). Only
+// ratios between launches of the same kernel are meaningful; the number is not a time.
 struct CostModel {
     double instruction_cost = 1.0;
     double shared_wavefront_cost = 20.0;

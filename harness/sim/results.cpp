@@ -1,0 +1,150 @@
+// Module queries and what is derived from a launch's counts: per-line sums, the lane-table
+// summary, the cost model.
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "sim/program.hpp"
+#include "sim/sim.hpp"
+
+namespace grader::sim {
+
+namespace {
+
+EntryInfo info_of(const detail::Program& program, const detail::Entry& entry) {
+    EntryInfo info;
+    info.name = entry.name;
+    for (const auto p : entry.params)
+        info.param_sizes.push_back(program.symbols[static_cast<std::size_t>(p)].size);
+    info.static_shared_bytes = entry.static_shared_bytes;
+    info.local_bytes_per_thread = entry.local_bytes;
+    info.instructions = entry.code.size();
+    return info;
+}
+
+// "_Z17probeSharedStridePKfPfmi" holds "probeSharedStride" as <length><name> after "_Z" (or
+// after "_ZN...": only the simple, unqualified case is recognised).
+bool mangled_name_is(std::string_view mangled, std::string_view name) {
+    const std::string prefix = "_Z" + std::to_string(name.size()) + std::string(name);
+    return mangled.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+std::vector<EntryInfo> Module::entries() const {
+    std::vector<EntryInfo> result;
+    if (!program_)
+        return result;
+    for (const auto& e : program_->entries)
+        result.push_back(info_of(*program_, e));
+    return result;
+}
+
+std::optional<EntryInfo> Module::entry(std::string_view name) const {
+    if (!program_)
+        return std::nullopt;
+    for (const auto& e : program_->entries) {
+        if (e.name == name)
+            return info_of(*program_, e);
+    }
+    const detail::Entry* found = nullptr;
+    for (const auto& e : program_->entries) {
+        if (mangled_name_is(e.name, name)) {
+            if (found != nullptr)
+                return std::nullopt;  // ambiguous: overloads
+            found = &e;
+        }
+    }
+    if (found == nullptr)
+        return std::nullopt;
+    return info_of(*program_, *found);
+}
+
+double SharedAccessStats::wavefronts_per_request() const {
+    return requests == 0 ? 0.0 : static_cast<double>(wavefronts) / static_cast<double>(requests);
+}
+
+double SharedLineStats::wavefronts_per_request() const {
+    return requests == 0 ? 0.0 : static_cast<double>(wavefronts) / static_cast<double>(requests);
+}
+
+std::vector<SharedLineStats> shared_accesses_by_line(const LaunchCounts& counts) {
+    std::map<std::tuple<std::string, int, bool>, SharedLineStats> lines;
+    for (const auto& access : counts.shared_accesses) {
+        const auto key = std::make_tuple(access.where.file, access.where.line, access.store);
+        SharedLineStats& line = lines[key];
+        line.file = access.where.file;
+        line.line = access.where.line;
+        line.store = access.store;
+        line.requests += access.requests;
+        line.wavefronts += access.wavefronts;
+        line.ideal_wavefronts += access.ideal_wavefronts;
+        if (access.max_degree > line.max_degree || !line.representative) {
+            line.max_degree = std::max(line.max_degree, access.max_degree);
+            if (access.max_degree >= line.max_degree)
+                line.representative = access.representative;
+        }
+    }
+    std::vector<SharedLineStats> result;
+    for (auto& [key, line] : lines)
+        result.push_back(std::move(line));
+    return result;
+}
+
+std::string describe_banks(const WarpAccessTable& table) {
+    unsigned active = 0;
+    std::set<std::uint64_t> words;
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::set<std::uint64_t>>
+        words_by_bank;  // (phase, bank)
+    std::map<std::pair<std::uint32_t, std::uint32_t>, unsigned> lanes_by_bank;
+    for (const auto& lane : table.lanes) {
+        if (!lane.active)
+            continue;
+        ++active;
+        words.insert(lane.word);
+        words_by_bank[{lane.phase, lane.bank}].insert(lane.word);
+        ++lanes_by_bank[{lane.phase, lane.bank}];
+    }
+    const std::string lanes_text = std::to_string(active) + (active == 1 ? " lane" : " lanes");
+    if (active == 0)
+        return "no active lanes";
+    if (words.size() == 1)
+        return lanes_text + " read one word: a broadcast, conflict free";
+    std::set<std::uint32_t> banks;
+    for (const auto& [key, ws] : words_by_bank)
+        banks.insert(key.second);
+    if (table.degree <= 1) {
+        std::string text = lanes_text + " in " + std::to_string(banks.size()) + " distinct banks";
+        if (words.size() < active)
+            text += " (" + std::to_string(active - words.size()) + " share a word: broadcast)";
+        return text + ", conflict free";
+    }
+    // Is every occupied bank asked for the same number of distinct words?
+    std::set<std::size_t> per_bank;
+    for (const auto& [key, ws] : words_by_bank)
+        per_bank.insert(ws.size());
+    const std::string degree = std::to_string(table.degree) + "-way conflict";
+    if (per_bank.size() == 1 && words.size() == active) {
+        const std::size_t each = *per_bank.begin();
+        if (words_by_bank.size() == 1) {
+            return "all " + lanes_text + " in bank " +
+                   std::to_string(words_by_bank.begin()->first.second) + ": " + degree;
+        }
+        return std::to_string(each) + " lanes in each of " + std::to_string(words_by_bank.size()) +
+               " banks: " + degree;
+    }
+    return lanes_text + " over " + std::to_string(banks.size()) + " banks, at most " +
+           std::to_string(table.degree) + " distinct words in one bank: " + degree;
+}
+
+double modeled_cost(const LaunchCounts& counts, const CostModel& model) {
+    const double wavefronts =
+        static_cast<double>(counts.shared_load_wavefronts + counts.shared_store_wavefronts);
+    return model.instruction_cost * static_cast<double>(counts.warp_instructions) +
+           model.shared_wavefront_cost * wavefronts;
+}
+
+}  // namespace grader::sim

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures and builds the grader and its tests into build/ (or $GRADER_BUILD_DIR).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir="${GRADER_BUILD_DIR:-build}"
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+echo "build: configuring $build_dir"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${GRADER_BUILD_TYPE:-Release}" >/dev/null
+echo "build: compiling (this takes a few minutes the first time)"
+cmake --build "$build_dir" --parallel "${GRADER_JOBS:-$(nproc)}"
+echo "build: done: $build_dir/harness/cli/grader"

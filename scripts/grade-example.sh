@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's first command: installs what is missing, builds, and grades the bundled example
+# submission (student/). Exit status is the grader's: 0 pass, 1 fail, 3 ungradable (e.g. no GPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+build_dir="${GRADER_BUILD_DIR:-build}"
+echo "grade-example: grading student/"
+exec "$build_dir/harness/cli/grader" grade student/ "$@"

@@ -1,0 +1,84 @@
+#pragma once
+
+// Runs the real grader executable, as a user would, and reads its report back.
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace grader::testing {
+
+struct GraderRun {
+    int exit_code = -1;
+    std::string output;      // stdout and stderr
+    nlohmann::json report;   // the --output file, if one was asked for and written
+    std::string report_text;
+};
+
+inline std::string shell_quote(const std::string& text) {
+    std::string out = "'";
+    for (const char c : text) {
+        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    }
+    return out + "'";
+}
+
+// Runs `grader <args...>`; if report_file is not empty it is parsed as JSON when it exists.
+inline GraderRun run_grader(const std::vector<std::string>& args,
+                            const std::filesystem::path& report_file = {}) {
+    std::string command = shell_quote(GRADER_BINARY);
+    for (const auto& arg : args) {
+        command += " " + shell_quote(arg);
+    }
+    command += " 2>&1";
+    GraderRun run;
+    if (!report_file.empty()) {
+        std::filesystem::remove(report_file);
+    }
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) {
+        return run;
+    }
+    char buffer[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+        run.output.append(buffer, n);
+    }
+    const int status = ::pclose(pipe);
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (!report_file.empty() && std::filesystem::exists(report_file)) {
+        std::ifstream in(report_file);
+        std::stringstream content;
+        content << in.rdbuf();
+        run.report_text = content.str();
+        run.report = nlohmann::json::parse(run.report_text, nullptr, false);
+    }
+    return run;
+}
+
+inline const nlohmann::json* find_check(const nlohmann::json& report, const std::string& id) {
+    for (const auto& check : report["checks"]) {
+        if (check.value("id", "") == id) {
+            return &check;
+        }
+    }
+    return nullptr;
+}
+
+// The check's message and details as one text, for substring assertions.
+inline std::string check_text(const nlohmann::json& check) {
+    std::string text = check.value("message", "");
+    for (const auto& detail : check["details"]) {
+        text += "\n" + detail.get<std::string>();
+    }
+    return text;
+}
+
+}  // namespace grader::testing

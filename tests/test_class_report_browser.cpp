@@ -1,0 +1,164 @@
+// Opens the class report in headless Chromium (Debian's `chromium`) and checks what a browser
+// built from it; keeps a screenshot as a test artefact. Exits 77, counted by CTest as skipped,
+// where Chromium is not installed.
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "batch/class_outputs.hpp"
+#include "fixtures/class/synthetic_class.hpp"
+
+using namespace grader;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kChromium = "/usr/bin/chromium";
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+    std::size_t count = 0;
+    for (std::size_t at = text.find(needle); at != std::string::npos;
+         at = text.find(needle, at + needle.size())) {
+        ++count;
+    }
+    return count;
+}
+
+// Chromium with no profile, no network chatter and no GPU, killed if it hangs.
+std::string chromium_command(const fs::path& profile, const std::string& arguments) {
+    return std::string("timeout 120 ") + kChromium +
+           " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+           " --disable-background-networking --disable-component-update --disable-sync"
+           " --user-data-dir='" +
+           profile.string() + "' " + arguments;
+}
+
+struct CommandResult {
+    int status = -1;
+    std::string output;
+};
+
+CommandResult run_capturing_stdout(const std::string& command, const fs::path& stderr_file) {
+    CommandResult result;
+    FILE* pipe = popen((command + " 2>'" + stderr_file.string() + "'").c_str(), "r");
+    if (pipe == nullptr) {
+        return result;
+    }
+    char buffer[65536];
+    std::size_t got = 0;
+    while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+        result.output.append(buffer, got);
+    }
+    result.status = pclose(pipe);
+    return result;
+}
+
+std::string read_all(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// What Chromium said, without the D-Bus complaints every headless start makes in a container.
+std::string chromium_errors(const fs::path& stderr_file) {
+    std::istringstream lines(read_all(stderr_file));
+    std::string kept;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find("dbus") == std::string::npos) {
+            kept += line + "\n";
+        }
+    }
+    return kept.size() > 4000 ? kept.substr(kept.size() - 4000) : kept;
+}
+
+std::uint32_t big_endian_u32(const std::string& bytes, std::size_t at) {
+    std::uint32_t value = 0;
+    for (std::size_t i = 0; i < 4; ++i) {
+        value = (value << 8) | static_cast<unsigned char>(bytes[at + i]);
+    }
+    return value;
+}
+
+// The build folder's artifacts/, from the grader binary's place in it (harness/cli/grader), or
+// GRADER_ARTIFACTS_DIR where set.
+fs::path artifacts_dir() {
+    if (const char* dir = std::getenv("GRADER_ARTIFACTS_DIR"); dir != nullptr && *dir != '\0') {
+        return dir;
+    }
+    return fs::path(GRADER_BINARY).parent_path().parent_path().parent_path() / "artifacts";
+}
+
+}  // namespace
+
+TEST_CASE("the class report renders in headless Chromium with its charts and tables") {
+    if (!fs::exists(kChromium)) {
+        MESSAGE("SKIPPED: chromium not installed (apt-get install chromium)");
+        std::exit(77);
+    }
+    const fs::path work =
+        fs::temp_directory_path() / ("grader-class-report-" + std::to_string(getpid()));
+    fs::remove_all(work);
+    fs::create_directories(work / "profile-dom");
+    fs::create_directories(work / "profile-shot");
+
+    const std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    std::size_t dots = 0;
+    for (const ClassEntry& entry : entries) {
+        for (const ReportRow& row : entry.report.rows) {
+            dots += row.kernel == "student" && row.ratio ? 1 : 0;
+        }
+    }
+    const fs::path page = work / "class-report.html";
+    std::ofstream(page, std::ios::binary)
+        << write_class_report_html(entries, {"", "", "2026-12-02 13:00 UTC"});
+    const std::string url = "file://" + page.string();
+
+    SUBCASE("the DOM a browser built has the charts' marks and a row per student") {
+        const CommandResult dom =
+            run_capturing_stdout(chromium_command(work / "profile-dom", "--dump-dom '" + url + "'"),
+                                 work / "dump-dom.stderr");
+        REQUIRE_MESSAGE(dom.status == 0, chromium_errors(work / "dump-dom.stderr"));
+        const std::string& html = dom.output;
+        REQUIRE(html.find("</html>") != std::string::npos);
+        CHECK(count_of(html, "<svg id=\"score-histogram\"") == 1);
+        CHECK(count_of(html, "<svg id=\"ratio-chart\"") == 1);
+        CHECK(count_of(html, "<table id=\"failure-reasons\"") == 1);
+        CHECK(count_of(html, "<table id=\"students\"") == 1);
+        CHECK(count_of(html, "class=\"bar\"") == 14);
+        CHECK(count_of(html, "class=\"student-dot\"") == dots);
+        CHECK(count_of(html, "<tr class=\"student-row\"") == entries.size());
+        // The hostile id stayed text: the browser made no script element of it.
+        CHECK(html.find("<script") == std::string::npos);
+        CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+    }
+    SUBCASE("a screenshot of the page is kept as an artefact") {
+        const fs::path shot_dir = artifacts_dir();
+        fs::create_directories(shot_dir);
+        const fs::path shot = shot_dir / "class-report.png";
+        fs::remove(shot);
+        const CommandResult run =
+            run_capturing_stdout(chromium_command(work / "profile-shot",
+                                                  "--hide-scrollbars --window-size=1280,2000 "
+                                                  "--screenshot='" +
+                                                      shot.string() + "' '" + url + "'"),
+                                 work / "screenshot.stderr");
+        CHECK_MESSAGE(run.status == 0, chromium_errors(work / "screenshot.stderr"));
+        REQUIRE_MESSAGE(fs::exists(shot), chromium_errors(work / "screenshot.stderr"));
+        const std::string png = read_all(shot);
+        REQUIRE(png.size() > 24);
+        CHECK(png.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+        CHECK(big_endian_u32(png, 16) == 1280);  // IHDR width
+        CHECK(big_endian_u32(png, 20) == 2000);  // IHDR height
+        // A blank 1280x2000 page compresses to a few kilobytes; charts and tables do not.
+        CHECK(png.size() > 60000);
+        MESSAGE("class report screenshot: " << shot.string());
+    }
+    fs::remove_all(work);
+}

@@ -1,0 +1,441 @@
+// The PTX simulator on real NVRTC output: the course's probe, its transposes and its broken demo,
+// plus kernels that spin, run off the end of a buffer, or use an instruction it lacks.
+
+#include <doctest/doctest.h>
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/sim.hpp"
+
+namespace sim = grader::sim;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// NVRTC with the exercise's options, for compute_90 (PTX only: no GPU needed). The probe's header
+// is the only include a kernel may use, as in grading.
+std::string compile_to_ptx(const std::string& path, const std::string& name) {
+    const std::string source = read_text(path);
+    const std::string header =
+        read_text(std::string(GRADER_SOURCE_DIR) + "/exercises/day15-bank-conflicts/day15_probe.h");
+    const char* header_sources[] = {header.c_str()};
+    const char* header_names[] = {"day15_probe.h"};
+    nvrtcProgram program = nullptr;
+    REQUIRE(nvrtcCreateProgram(&program, source.c_str(), name.c_str(), 1, header_sources,
+                               header_names) == NVRTC_SUCCESS);
+    const char* options[] = {"-arch=compute_90", "-std=c++17", "-lineinfo"};
+    const nvrtcResult compiled = nvrtcCompileProgram(program, 3, options);
+    std::size_t log_size = 0;
+    nvrtcGetProgramLogSize(program, &log_size);
+    std::string log(log_size, '\0');
+    nvrtcGetProgramLog(program, log.data());
+    std::size_t ptx_size = 0;
+    nvrtcGetPTXSize(program, &ptx_size);
+    std::string ptx(ptx_size, '\0');
+    nvrtcGetPTX(program, ptx.data());
+    nvrtcDestroyProgram(&program);
+    REQUIRE_MESSAGE(compiled == NVRTC_SUCCESS, log);
+    ptx.resize(std::strlen(ptx.c_str()));
+    return ptx;
+}
+
+std::string fixture(const std::string& name) {
+    return std::string(GRADER_FIXTURES_DIR) + "/kernels/" + name;
+}
+
+// The source line of the first statement in `path` containing `needle` (1-based).
+int line_of(const std::string& path, const std::string& needle) {
+    std::istringstream text(read_text(path));
+    std::string line;
+    for (int number = 1; std::getline(text, line); ++number) {
+        if (line.find(needle) != std::string::npos)
+            return number;
+    }
+    FAIL("no line containing " << needle << " in " << path);
+    return 0;
+}
+
+std::vector<float> read_floats(const sim::GlobalMemory& memory, std::uint64_t address,
+                               std::size_t count) {
+    std::vector<float> values(count);
+    memory.read(address, values.data(), count * sizeof(float));
+    return values;
+}
+
+std::uint64_t upload(sim::GlobalMemory& memory, const std::vector<float>& values) {
+    const std::uint64_t address = memory.allocate(values.size() * sizeof(float));
+    memory.write(address, values.data(), values.size() * sizeof(float));
+    return address;
+}
+
+const sim::SharedLineStats* line_stats(const std::vector<sim::SharedLineStats>& lines, int line,
+                                       bool store) {
+    for (const auto& l : lines) {
+        if (l.line == line && l.store == store)
+            return &l;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("the probe's shared loads cost gcd(stride, 32) wavefronts and every thread sums 2048") {
+    const std::string path = std::string(GRADER_SOURCE_DIR) + "/reference/probe_shared_stride.cu";
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "probe.cu"));
+    const int read_line = line_of(path, "acc += tile[");
+    const int store_line = line_of(path, "tile[w] = in[w]");
+
+    constexpr std::uint32_t kThreads = 256;
+    constexpr std::uint32_t kBlocks = 4;  // block 1 runs; the others must stay untouched
+    for (const int stride : {1, 2, 3, 4, 8, 16, 32, 33, 64, 65}) {
+        CAPTURE(stride);
+        sim::GlobalMemory memory;
+        const std::uint64_t in = upload(memory, std::vector<float>(2048, 1.0f));
+        const std::uint64_t out = upload(memory, std::vector<float>(kThreads * kBlocks, -1.0f));
+        const std::size_t n = kThreads * kBlocks;
+        sim::LaunchOptions options;
+        options.blocks = {sim::Dim3{1, 0, 0}};  // indices are 0-based: y and z are 0
+        const auto result =
+            sim::launch(module, "probeSharedStride", {kBlocks, 1, 1}, {kThreads, 1, 1},
+                        {sim::param_bytes(in), sim::param_bytes(out), sim::param_bytes(n),
+                         sim::param_bytes(stride)},
+                        memory, options);
+        REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+        CHECK_FALSE(result.uninitialized_shared_read);
+
+        const auto values = read_floats(memory, out, kThreads * kBlocks);
+        for (std::uint32_t t = 0; t < kThreads * kBlocks; ++t) {
+            const bool executed = t / kThreads == 1;
+            if (values[t] != (executed ? 2048.0f : -1.0f)) {
+                FAIL("thread " << t << " holds " << values[t]);
+            }
+        }
+
+        const auto lines = sim::shared_accesses_by_line(result.counts);
+        const auto* reads = line_stats(lines, read_line, false);
+        REQUIRE(reads != nullptr);
+        const std::uint64_t warps = kThreads / 32;
+        CHECK(reads->requests == 2048 * warps);
+        CHECK(reads->wavefronts ==
+              reads->requests * static_cast<std::uint64_t>(std::gcd(stride, 32)));
+        CHECK(reads->max_degree == static_cast<std::uint32_t>(std::gcd(stride, 32)));
+        CHECK(reads->conflicts() == reads->wavefronts - reads->requests);
+        CHECK(result.counts.shared_load_requests == 2048 * warps);
+
+        const auto* stores = line_stats(lines, store_line, true);
+        REQUIRE(stores != nullptr);
+        CHECK(stores->requests == 2048 / 32);  // 8 stores per thread, 8 warps
+        CHECK(stores->conflicts() == 0);
+
+        REQUIRE(reads->representative);
+        const auto& table = *reads->representative;
+        for (unsigned lane = 0; lane < 32; ++lane) {
+            REQUIRE(table.lanes[lane].active);
+            CHECK(table.lanes[lane].bank == table.lanes[lane].word % 32);
+        }
+        if (stride == 16)
+            CHECK(sim::describe_banks(table) == "16 lanes in each of 2 banks: 16-way conflict");
+        if (stride == 3)
+            CHECK(sim::describe_banks(table) == "32 lanes in 32 distinct banks, conflict free");
+    }
+}
+
+TEST_CASE("the modeled cost orders the probe's strides as the degrees do") {
+    const std::string path = std::string(GRADER_SOURCE_DIR) + "/reference/probe_shared_stride.cu";
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "probe.cu"));
+    auto cost = [&](int stride) {
+        sim::GlobalMemory memory;
+        const std::uint64_t in = upload(memory, std::vector<float>(2048, 1.0f));
+        const std::uint64_t out = upload(memory, std::vector<float>(256, 0.0f));
+        const std::size_t n = 256;
+        const auto result = sim::launch(module, "probeSharedStride", {1, 1, 1}, {256, 1, 1},
+                                        {sim::param_bytes(in), sim::param_bytes(out),
+                                         sim::param_bytes(n), sim::param_bytes(stride)},
+                                        memory, {});
+        REQUIRE(result.status == sim::LaunchStatus::completed);
+        return sim::modeled_cost(result.counts);
+    };
+    const double one = cost(1);
+    CHECK(cost(3) == doctest::Approx(one));
+    CHECK(cost(16) > 1.3 * cost(8));
+    CHECK(cost(32) / one > 15.0);
+}
+
+TEST_CASE("the padded transpose's column read is conflict free and the unpadded one is 32-way") {
+    for (const bool padded : {false, true}) {
+        CAPTURE(padded);
+        const std::string path = fixture(padded ? "transpose_tile33.cu" : "transpose_tile32.cu");
+        const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "transpose.cu"));
+        constexpr int n = 64;
+        std::vector<float> matrix(n * n);
+        std::iota(matrix.begin(), matrix.end(), 0.0f);
+        sim::GlobalMemory memory;
+        const std::uint64_t in = upload(memory, matrix);
+        const std::uint64_t out = upload(memory, std::vector<float>(n * n, -1.0f));
+        const auto result = sim::launch(
+            module, "transposeTiled", {n / 32, n / 32, 1}, {32, 8, 1},
+            {sim::param_bytes(in), sim::param_bytes(out), sim::param_bytes(n)}, memory, {});
+        REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+        CHECK_FALSE(result.uninitialized_shared_read);
+        const auto transposed = read_floats(memory, out, n * n);
+        for (int r = 0; r < n; ++r) {
+            for (int c = 0; c < n; ++c) {
+                if (transposed[r * n + c] != matrix[c * n + r])
+                    FAIL("out[" << r << "][" << c << "] is wrong");
+            }
+        }
+        const auto lines = sim::shared_accesses_by_line(result.counts);
+        const auto* reads = line_stats(lines, line_of(path, "= tile[tx][ty + k]"), false);
+        const auto* writes = line_stats(lines, line_of(path, "tile[ty + k][tx] ="), true);
+        REQUIRE(reads != nullptr);
+        REQUIRE(writes != nullptr);
+        CHECK(reads->max_degree == (padded ? 1u : 32u));
+        CHECK(reads->wavefronts == reads->requests * (padded ? 1u : 32u));
+        CHECK(reads->requests == 4 * 8 * 4);  // 4 blocks, 8 warps, 4 reads each
+        CHECK(writes->max_degree == 1);
+        CHECK(writes->conflicts() == 0);
+        if (!padded) {
+            REQUIRE(reads->representative);
+            CHECK(sim::describe_banks(*reads->representative) ==
+                  "all 32 lanes in bank 0: 32-way conflict");
+        }
+    }
+}
+
+TEST_CASE("the course's tx * 2 % 32 demo broadcasts instead of conflicting") {
+    const std::string path = fixture("broadcast_half_tile.cu");
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "demo.cu"));
+    std::vector<float> input(32 * 32);
+    std::iota(input.begin(), input.end(), 0.0f);
+    sim::GlobalMemory memory;
+    const std::uint64_t in = upload(memory, input);
+    const std::uint64_t out = upload(memory, std::vector<float>(32 * 32, 0.0f));
+    const auto result = sim::launch(module, "broadcastHalfTile", {1, 1, 1}, {32, 32, 1},
+                                    {sim::param_bytes(in), sim::param_bytes(out)}, memory, {});
+    REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+    CHECK_FALSE(result.uninitialized_shared_read);  // it reads only what it wrote
+    const auto lines = sim::shared_accesses_by_line(result.counts);
+    const auto* reads = line_stats(lines, line_of(path, "output[index] = sharedData"), false);
+    REQUIRE(reads != nullptr);
+    CHECK(reads->requests == 32);
+    CHECK(reads->max_degree == 1);
+    CHECK(reads->conflicts() == 0);
+    REQUIRE(reads->representative);
+    // Lanes tx and tx + 16 share each word: 16 distinct words in 16 banks.
+    const auto& lane0 = reads->representative->lanes[0];
+    const auto& lane16 = reads->representative->lanes[16];
+    CHECK(lane0.word == lane16.word);
+    CHECK(lane0.bank_mates == ((1u << 0) | (1u << 16)));
+}
+
+TEST_CASE("reading the columns the demo never wrote is reported with its line, thread and word") {
+    const std::string path = fixture("reads_unwritten_columns.cu");
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "unwritten.cu"));
+    sim::GlobalMemory memory;
+    const std::uint64_t in = upload(memory, std::vector<float>(32 * 32, 1.0f));
+    const std::uint64_t out = upload(memory, std::vector<float>(32 * 32, 0.0f));
+    const auto result = sim::launch(module, "readsUnwrittenColumns", {1, 1, 1}, {32, 32, 1},
+                                    {sim::param_bytes(in), sim::param_bytes(out)}, memory, {});
+    REQUIRE(result.status == sim::LaunchStatus::completed);
+    REQUIRE(result.uninitialized_shared_read);
+    const auto& unwritten = *result.uninitialized_shared_read;
+    CHECK(unwritten.where.line == line_of(path, "output[index] = sharedData"));
+    CHECK(unwritten.where.file == "unwritten.cu");
+    CHECK(unwritten.thread.thread.x == 1);  // the first odd column
+    CHECK(unwritten.thread.thread.y == 0);
+    CHECK(unwritten.word == 1);
+    CHECK(unwritten.variable.find("sharedData") != std::string::npos);
+    // The poisoned words come back as NaN, as after the GPU path's poison kernel.
+    const auto values = read_floats(memory, out, 32 * 32);
+    CHECK(values[0] == 1.0f);
+    CHECK(values[1] != values[1]);
+}
+
+TEST_CASE("a kernel that never finishes ends with budget_exceeded") {
+    const std::string path = fixture("spins_forever.cu");
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "spin.cu"));
+    sim::GlobalMemory memory;
+    const std::uint64_t flag = memory.allocate(4);
+    const std::uint64_t out = memory.allocate(32 * 4);
+    sim::LaunchOptions options;
+    options.instruction_budget = 100'000;
+    const auto result =
+        sim::launch(module, "spinsForever", {1, 1, 1}, {64, 1, 1},
+                    {sim::param_bytes(flag), sim::param_bytes(out)}, memory, options);
+    CHECK(result.status == sim::LaunchStatus::budget_exceeded);
+    CHECK(result.counts.warp_instructions == 100'000);
+    REQUIRE(result.last_location);
+    CHECK(result.last_location->line == line_of(path, "if (*flag == 12345)"));
+    CHECK(result.message.find("timed out") != std::string::npos);
+}
+
+TEST_CASE("an out-of-bounds global write is a fault naming the line and the thread") {
+    const std::string path = fixture("writes_past_the_end.cu");
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "past_end.cu"));
+    sim::GlobalMemory memory;
+    const std::uint64_t out = memory.allocate(64 * sizeof(float));
+    const auto result = sim::launch(module, "writesPastTheEnd", {1, 1, 1}, {64, 1, 1},
+                                    {sim::param_bytes(out)}, memory, {});
+    REQUIRE(result.status == sim::LaunchStatus::fault);
+    REQUIRE(result.fault);
+    CHECK(result.fault->kind == "out_of_bounds");
+    CHECK(result.fault->where.line == line_of(path, "out[i + 1] ="));
+    CHECK(result.fault->thread.thread.x == 63);
+    CHECK(result.fault->address == out + 64 * sizeof(float));
+    CHECK(result.message.find("past_end.cu line " + std::to_string(result.fault->where.line)) !=
+          std::string::npos);
+}
+
+TEST_CASE("an unsupported instruction is reported with its opcode and line, not a crash") {
+    const sim::Module module =
+        sim::parse_ptx(read_text(fixture("uses_unsupported_instruction.ptx")));
+    sim::GlobalMemory memory;
+    const std::uint64_t out = memory.allocate(32 * 4);
+    const auto result = sim::launch(module, "usesTexture", {1, 1, 1}, {32, 1, 1},
+                                    {sim::param_bytes(out)}, memory, {});
+    REQUIRE(result.status == sim::LaunchStatus::unsupported);
+    REQUIRE(result.unsupported);
+    CHECK(result.unsupported->opcode == "tex.1d.v4.f32.s32");
+    CHECK(result.unsupported->where.line == 7);
+    CHECK(result.unsupported->where.file == "uses_texture.cu");
+}
+
+TEST_CASE("malformed PTX is a ParseError with its line") {
+    const std::string ptx =
+        ".version 9.0\n.target sm_90\n.address_size 64\n"
+        ".visible .entry broken()\n{\n\t.reg .b32 %r<2>;\n\tadd.s32 %r1, %r7, 1;\n\tret;\n}\n";
+    try {
+        (void)sim::parse_ptx(ptx);
+        FAIL("no ParseError");
+    } catch (const sim::ParseError& error) {
+        CHECK(error.line() == 7);
+        CHECK(error.message().find("%r7") != std::string::npos);
+    }
+}
+
+TEST_CASE("wrong parameter sizes are the harness's fault") {
+    const std::string path = std::string(GRADER_SOURCE_DIR) + "/reference/probe_shared_stride.cu";
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "probe.cu"));
+    sim::GlobalMemory memory;
+    const int n = 256;  // size_t in the ABI
+    CHECK_THROWS_AS(
+        sim::launch(module, "probeSharedStride", {1, 1, 1}, {256, 1, 1},
+                    {sim::param_bytes(std::uint64_t{0}), sim::param_bytes(std::uint64_t{0}),
+                     sim::param_bytes(n), sim::param_bytes(1)},
+                    memory, {}),
+        std::invalid_argument);
+}
+
+TEST_CASE("students' variants of the probe sum 2048 and show the same degrees") {
+    struct Variant {
+        const char* file;
+        std::uint32_t dynamic_shared_bytes;
+    };
+    for (const Variant variant :
+         {Variant{"probe_modulo_index.cu", 0}, Variant{"probe_unrolled_once_volatile.cu", 0},
+          Variant{"probe_dynamic_shared.cu", 8192}, Variant{"probe_float4_tile_load.cu", 0}}) {
+        CAPTURE(variant.file);
+        const std::string path = fixture(variant.file);
+        const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "probe.cu"));
+        for (const int stride : {1, 3, 8, 16, 32}) {
+            CAPTURE(stride);
+            sim::GlobalMemory memory;
+            const std::uint64_t in = upload(memory, std::vector<float>(2048, 1.0f));
+            const std::uint64_t out = upload(memory, std::vector<float>(256, -1.0f));
+            const std::size_t n = 256;
+            sim::LaunchOptions options;
+            options.dynamic_shared_bytes = variant.dynamic_shared_bytes;
+            const auto result = sim::launch(module, "probeSharedStride", {1, 1, 1}, {256, 1, 1},
+                                            {sim::param_bytes(in), sim::param_bytes(out),
+                                             sim::param_bytes(n), sim::param_bytes(stride)},
+                                            memory, options);
+            REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+            CHECK_FALSE(result.uninitialized_shared_read);
+            const auto values = read_floats(memory, out, 256);
+            CHECK(std::count(values.begin(), values.end(), 2048.0f) == 256);
+            CHECK(result.counts.shared_load_requests == 2048 * 8);
+            CHECK(result.counts.shared_load_wavefronts ==
+                  result.counts.shared_load_requests *
+                      static_cast<std::uint64_t>(std::gcd(stride, 32)));
+            // Tile stores are conflict free, 16-byte ones included (4 phases of 8 lanes).
+            CHECK(result.counts.shared_store_wavefronts ==
+                  result.counts.shared_store_ideal_wavefronts);
+            if (std::string(variant.file) == "probe_float4_tile_load.cu") {
+                CHECK(result.counts.shared_store_requests == 2048 / 4 / 32);
+                CHECK(result.counts.shared_store_wavefronts ==
+                      4 * result.counts.shared_store_requests);
+            }
+        }
+    }
+}
+
+TEST_CASE(
+    "divergent lanes, barriers, local arrays, shuffles and atomics compute what the host does") {
+    const std::string path = fixture("divergent_mix.cu");
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "mix.cu"));
+    constexpr int kThreads = 256;
+    const std::vector<int> in = {3, -2, 5, 7, 1, 0, 4, 9};
+    std::vector<signed char> bytes(kThreads);
+    for (int t = 0; t < kThreads; ++t)
+        bytes[t] = static_cast<signed char>(t * 37 - 100);
+
+    sim::GlobalMemory memory;
+    const std::uint64_t in_address = memory.allocate(in.size() * sizeof(int));
+    memory.write(in_address, in.data(), in.size() * sizeof(int));
+    const std::uint64_t bytes_address = memory.allocate(bytes.size());
+    memory.write(bytes_address, bytes.data(), bytes.size());
+    const std::uint64_t out = memory.allocate(kThreads * 6 * sizeof(int));
+    const std::uint64_t fout = memory.allocate(kThreads * sizeof(float));
+    const auto result = sim::launch(module, "divergentMix", {1, 1, 1}, {kThreads, 1, 1},
+                                    {sim::param_bytes(in_address), sim::param_bytes(bytes_address),
+                                     sim::param_bytes(out), sim::param_bytes(fout)},
+                                    memory, {});
+    REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+
+    std::vector<int> s(kThreads);
+    for (int t = 0; t < kThreads; ++t) {
+        int v = 0;
+        for (int i = 0; i <= t % 7; ++i)
+            v += in[i];
+        if (t & 1) {
+            v = v * 3 - 1;
+        } else if (t % 3 == 0) {
+            v = -v;
+        } else {
+            v = v / 5;
+        }
+        s[t] = v;
+    }
+    std::vector<int> got(kThreads * 6);
+    memory.read(out, got.data(), got.size() * sizeof(int));
+    std::vector<float> got_float(kThreads);
+    memory.read(fout, got_float.data(), got_float.size() * sizeof(float));
+    for (int t = 0; t < kThreads; ++t) {
+        CAPTURE(t);
+        int warp_sum = 0;
+        for (int l = t / 32 * 32; l < t / 32 * 32 + 32; ++l)
+            warp_sum += s[l];
+        CHECK(got[t * 6 + 0] == s[t]);
+        CHECK(got[t * 6 + 1] == s[(t + 1) % kThreads]);
+        CHECK(got[t * 6 + 2] == in[in[t % 8] & 7] * t);
+        CHECK(got[t * 6 + 3] == warp_sum);
+        CHECK(got[t * 6 + 4] == kThreads);
+        CHECK(got[t * 6 + 5] == bytes[t] * 7 + (t >> 2));
+        CHECK(got_float[t] == std::sqrt(static_cast<float>(t)) + static_cast<float>(s[t]) / 3.0f);
+    }
+}
