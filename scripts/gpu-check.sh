@@ -10,7 +10,8 @@ root=$(pwd)
 out=${1:-${OUT:-/tmp/gpu-check}}
 quick=${2:-}
 mkdir -p "$out"
-grader="$root/build-gpu/harness/cli/grader"
+build="${GRADER_BUILD_DIR:-build-gpu}"
+grader="$root/$build/harness/cli/grader"
 # The tests were configured with the development machine's absolute paths (/work/main).
 if [ ! -e /work/main ]; then
   mkdir -p /work && ln -s "$root" /work/main
@@ -31,7 +32,7 @@ echo "exit status: $?"
 "$grader" grade student/ --seed 7 --format json --output "$out/student-report.json" --quiet
 
 section "every fixture through grader grade (tests/test_gpu_fixtures)"
-"$root/build-gpu/tests/test_gpu_fixtures" 2>&1 | tail -120
+"$root/$build/tests/test_gpu_fixtures" 2>&1 | tail -120
 
 if [ "$quick" != "--quick" ]; then
   section "benchmark: 20 grades of student/ and the nvcc alternative"

@@ -21,7 +21,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kChromium = "/usr/bin/chromium";
+// Debian's chromium, or GRADER_CHROMIUM where set (pointing it at nothing shows the skip).
+std::string chromium_path() {
+    const char* path = std::getenv("GRADER_CHROMIUM");
+    return path != nullptr && *path != '\0' ? path : "/usr/bin/chromium";
+}
 
 std::size_t count_of(const std::string& text, const std::string& needle) {
     std::size_t count = 0;
@@ -34,7 +38,7 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
 
 // Chromium with no profile, no network chatter and no GPU, killed if it hangs.
 std::string chromium_command(const fs::path& profile, const std::string& arguments) {
-    return std::string("timeout 120 ") + kChromium +
+    return "timeout 120 '" + chromium_path() + "'" +
            " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
            " --disable-background-networking --disable-component-update --disable-sync"
            " --user-data-dir='" +
@@ -98,8 +102,9 @@ fs::path artifacts_dir() {
 }  // namespace
 
 TEST_CASE("the class report renders in headless Chromium with its charts and tables") {
-    if (!fs::exists(kChromium)) {
-        MESSAGE("SKIPPED: chromium not installed (apt-get install chromium)");
+    if (!fs::exists(chromium_path())) {
+        MESSAGE("SKIPPED: chromium not installed at " << chromium_path()
+                                                      << " (apt-get install chromium)");
         std::exit(77);
     }
     const fs::path work =

@@ -241,6 +241,8 @@ TEST_CASE("the course's tx * 2 % 32 demo broadcasts instead of conflicting") {
     const auto& lane16 = reads->representative->lanes[16];
     CHECK(lane0.word == lane16.word);
     CHECK(lane0.bank_mates == ((1u << 0) | (1u << 16)));
+    CHECK(sim::describe_banks(*reads->representative) ==
+          "32 lanes in 16 distinct banks (16 share a word: broadcast), conflict free");
 }
 
 TEST_CASE("reading the columns the demo never wrote is reported with its line, thread and word") {
@@ -437,5 +439,35 @@ TEST_CASE(
         CHECK(got[t * 6 + 4] == kThreads);
         CHECK(got[t * 6 + 5] == bytes[t] * 7 + (t >> 2));
         CHECK(got_float[t] == std::sqrt(static_cast<float>(t)) + static_cast<float>(s[t]) / 3.0f);
+    }
+}
+
+TEST_CASE("printf runs without output and a call of a device function is reported as unsupported") {
+    SUBCASE("printf") {
+        const std::string path = fixture("calls_printf.cu");
+        const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "printf.cu"));
+        sim::GlobalMemory memory;
+        const std::uint64_t out = memory.allocate(64 * sizeof(float));
+        const int n = 5;
+        const auto result = sim::launch(module, "callsPrintf", {1, 1, 1}, {64, 1, 1},
+                                        {sim::param_bytes(out), sim::param_bytes(n)}, memory, {});
+        REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+        CHECK(result.counts.printf_calls == 1);
+        const auto values = read_floats(memory, out, 64);
+        CHECK(std::count(values.begin(), values.end(), 5.0f) == 64);
+    }
+    SUBCASE("a call") {
+        const std::string path = fixture("calls_noinline_function.cu");
+        const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "call.cu"));
+        sim::GlobalMemory memory;
+        const std::uint64_t out = memory.allocate(64 * sizeof(float));
+        const int n = 5;
+        const auto result = sim::launch(module, "callsNoinlineFunction", {1, 1, 1}, {64, 1, 1},
+                                        {sim::param_bytes(out), sim::param_bytes(n)}, memory, {});
+        REQUIRE(result.status == sim::LaunchStatus::unsupported);
+        REQUIRE(result.unsupported);
+        CHECK(result.unsupported->opcode.find("call") == 0);
+        CHECK(result.unsupported->opcode.find("twice") != std::string::npos);
+        CHECK(result.unsupported->where.line == line_of(path, "out[threadIdx.x] = twice("));
     }
 }

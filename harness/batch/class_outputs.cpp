@@ -417,7 +417,8 @@ std::string relative_href(const std::string& link) {
     return out;
 }
 
-std::string fixed(double value, int decimals = 1) {
+// A coordinate with one decimal: enough for a screen, short in the file.
+std::string svg_number(double value, int decimals = 1) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
     return buffer;
@@ -547,9 +548,9 @@ void write_score_histogram(std::ostringstream& html, const ClassSummary& summary
     for (int tick = 0; tick <= top; tick += step) {
         const double y = y_of(tick);
         html << "<line class=\"grid\" x1=\"" << left << "\" x2=\"" << left + plot_width
-             << "\" y1=\"" << fixed(y) << "\" y2=\"" << fixed(y) << "\"/>"
-             << "<text x=\"" << left - 8 << "\" y=\"" << fixed(y + 4) << "\" text-anchor=\"end\">"
-             << tick << "</text>\n";
+             << "\" y1=\"" << svg_number(y) << "\" y2=\"" << svg_number(y) << "\"/>"
+             << "<text x=\"" << left - 8 << "\" y=\"" << svg_number(y + 4)
+             << "\" text-anchor=\"end\">" << tick << "</text>\n";
     }
     for (int bin = 0; bin < bins; ++bin) {
         const int count = counts[static_cast<std::size_t>(bin)];
@@ -560,16 +561,16 @@ void write_score_histogram(std::ostringstream& html, const ClassSummary& summary
             per_point ? std::to_string(bin)
                       : format_number(bin * width, 1) + "–" + format_number((bin + 1) * width, 1);
         html << "<rect class=\"bar\" data-bin=\"" << label << "\" data-count=\"" << count
-             << "\" x=\"" << fixed(x) << "\" y=\"" << fixed(y) << "\" width=\"" << fixed(bar_width)
-             << "\" height=\"" << fixed(top_margin + plot_height - y)
+             << "\" x=\"" << svg_number(x) << "\" y=\"" << svg_number(y) << "\" width=\""
+             << svg_number(bar_width) << "\" height=\"" << svg_number(top_margin + plot_height - y)
              << "\" fill=\"#1565c0\"><title>score " << label << ": " << count
              << (count == 1 ? " submission" : " submissions") << "</title></rect>";
         if (count > 0) {
-            html << "<text x=\"" << fixed(x + bar_width / 2) << "\" y=\"" << fixed(y - 5)
+            html << "<text x=\"" << svg_number(x + bar_width / 2) << "\" y=\"" << svg_number(y - 5)
                  << "\" text-anchor=\"middle\">" << count << "</text>";
         }
-        html << "<text x=\"" << fixed(left + (bin + 0.5) * band) << "\" y=\""
-             << fixed(top_margin + plot_height + 18) << "\" text-anchor=\"middle\">" << label
+        html << "<text x=\"" << svg_number(left + (bin + 0.5) * band) << "\" y=\""
+             << svg_number(top_margin + plot_height + 18) << "\" text-anchor=\"middle\">" << label
              << "</text>\n";
     }
     html << "<line class=\"axis\" x1=\"" << left << "\" x2=\"" << left + plot_width << "\" y1=\""
@@ -614,8 +615,8 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     const double plot_height = view_height - top_margin - bottom;
     const double band = strides.empty() ? plot_width : plot_width / strides.size();
     const auto y_of = [&](double ratio) {
-        const double power =
-            std::clamp(std::log2(ratio), static_cast<double>(low_power), double(high_power));
+        const double power = std::clamp(std::log2(ratio), static_cast<double>(low_power),
+                                        static_cast<double>(high_power));
         return top_margin + plot_height -
                (power - low_power) / (high_power - low_power) * plot_height;
     };
@@ -628,14 +629,15 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     for (int power = low_power; power <= high_power; ++power) {
         const double y = y_of(std::ldexp(1.0, power));
         html << "<line class=\"grid\" x1=\"" << left << "\" x2=\"" << left + plot_width
-             << "\" y1=\"" << fixed(y) << "\" y2=\"" << fixed(y) << "\"/>"
-             << "<text x=\"" << left - 8 << "\" y=\"" << fixed(y + 4) << "\" text-anchor=\"end\">"
-             << format_number(std::ldexp(1.0, power), 4) << "</text>\n";
+             << "\" y1=\"" << svg_number(y) << "\" y2=\"" << svg_number(y) << "\"/>"
+             << "<text x=\"" << left - 8 << "\" y=\"" << svg_number(y + 4)
+             << "\" text-anchor=\"end\">" << format_number(std::ldexp(1.0, power), 4)
+             << "</text>\n";
     }
     for (std::size_t i = 0; i < strides.size(); ++i) {
-        html << "<text x=\"" << fixed(x_of(i)) << "\" y=\"" << top_margin + plot_height + 18
+        html << "<text x=\"" << svg_number(x_of(i)) << "\" y=\"" << top_margin + plot_height + 18
              << "\" text-anchor=\"middle\">" << strides[i] << "</text>"
-             << "<text x=\"" << fixed(x_of(i)) << "\" y=\"" << top_margin + plot_height + 34
+             << "<text x=\"" << svg_number(x_of(i)) << "\" y=\"" << top_margin + plot_height + 34
              << "\" text-anchor=\"middle\" style=\"fill:#8e24aa;font-size:11px\">"
              << "gcd " << conflict_degree(strides[i]) << "</text>\n";
     }
@@ -654,8 +656,9 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     // were all bank requests would show. Strides are categories, so nothing joins the marks.
     for (std::size_t i = 0; i < strides.size(); ++i) {
         const double y = y_of(conflict_degree(strides[i]));
-        html << "<rect class=\"model-point\" x=\"" << fixed(x_of(i) - 5) << "\" y=\""
-             << fixed(y - 5) << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" "
+        html << "<rect class=\"model-point\" x=\"" << svg_number(x_of(i) - 5) << "\" y=\""
+             << svg_number(y - 5)
+             << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" "
              << "stroke-width=\"1.5\"><title>model: stride " << strides[i] << ", degree "
              << conflict_degree(strides[i]) << "</title></rect>\n";
     }
@@ -669,8 +672,8 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
                 std::find(strides.begin(), strides.end(), row.stride) - strides.begin());
             const double x = x_of(index) + jitter(entry->student_folder, row.stride) * band * 0.5;
             html << "<circle class=\"student-dot\" data-verdict=\""
-                 << to_string(entry->report.verdict) << "\" cx=\"" << fixed(x) << "\" cy=\""
-                 << fixed(y_of(*row.ratio)) << "\" r=\"3.5\" fill=\""
+                 << to_string(entry->report.verdict) << "\" cx=\"" << svg_number(x) << "\" cy=\""
+                 << svg_number(y_of(*row.ratio)) << "\" r=\"3.5\" fill=\""
                  << verdict_color(entry->report.verdict) << "\" fill-opacity=\"0.7\"><title>"
                  << escape_html(entry->student_folder) << ": stride " << row.stride << ", ratio "
                  << format_number(*row.ratio, 3) << "</title></circle>\n";
@@ -681,9 +684,9 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     for (std::size_t i = 0; i < summary.strides.size(); ++i) {
         if (summary.strides[i].reference_ratio) {
             const double y = y_of(*summary.strides[i].reference_ratio);
-            html << "<line class=\"reference-point\" x1=\"" << fixed(x_of(i) - band * 0.38)
-                 << "\" x2=\"" << fixed(x_of(i) + band * 0.38) << "\" y1=\"" << fixed(y)
-                 << "\" y2=\"" << fixed(y) << "\" stroke=\"#1565c0\" stroke-width=\"2.5\">"
+            html << "<line class=\"reference-point\" x1=\"" << svg_number(x_of(i) - band * 0.38)
+                 << "\" x2=\"" << svg_number(x_of(i) + band * 0.38) << "\" y1=\"" << svg_number(y)
+                 << "\" y2=\"" << svg_number(y) << "\" stroke=\"#1565c0\" stroke-width=\"2.5\">"
                  << "<title>reference: stride " << strides[i] << ", ratio "
                  << format_number(*summary.strides[i].reference_ratio, 3) << "</title></line>\n";
         }
@@ -693,21 +696,22 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     double legend_x = left;
     const double legend_y = 16;
     const auto legend_text = [&](const std::string& text, double advance) {
-        html << "<text x=\"" << fixed(legend_x + 20) << "\" y=\"" << fixed(legend_y + 4) << "\">"
-             << text << "</text>\n";
+        html << "<text x=\"" << svg_number(legend_x + 20) << "\" y=\"" << svg_number(legend_y + 4)
+             << "\">" << text << "</text>\n";
         legend_x += advance;
     };
     html << "<g id=\"ratio-legend\">\n";
     for (Verdict verdict : {Verdict::pass, Verdict::fail, Verdict::ungradable}) {
-        html << "<circle cx=\"" << fixed(legend_x + 8) << "\" cy=\"" << legend_y
+        html << "<circle cx=\"" << svg_number(legend_x + 8) << "\" cy=\"" << legend_y
              << "\" r=\"4\" fill=\"" << verdict_color(verdict) << "\"/>";
         legend_text(std::string("student, ") + to_string(verdict),
                     verdict == Verdict::ungradable ? 160 : 120);
     }
-    html << "<line x1=\"" << fixed(legend_x) << "\" x2=\"" << fixed(legend_x + 16) << "\" y1=\""
-         << legend_y << "\" y2=\"" << legend_y << "\" stroke=\"#1565c0\" stroke-width=\"2.5\"/>";
+    html << "<line x1=\"" << svg_number(legend_x) << "\" x2=\"" << svg_number(legend_x + 16)
+         << "\" y1=\"" << legend_y << "\" y2=\"" << legend_y
+         << "\" stroke=\"#1565c0\" stroke-width=\"2.5\"/>";
     legend_text("reference kernel (median of the grades)", 265);
-    html << "<rect x=\"" << fixed(legend_x + 3) << "\" y=\"" << legend_y - 5
+    html << "<rect x=\"" << svg_number(legend_x + 3) << "\" y=\"" << legend_y - 5
          << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" stroke-width=\"1.5\"/>";
     legend_text("model: degree gcd(stride, 32)", 0);
     html << "</g>\n</svg>\n";

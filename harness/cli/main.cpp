@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     CLI::App app{"Grades the Day 15 bank-conflict exercise (and exercises like it) on a GPU."};
     app.set_version_flag("--version", std::string("grader ") + grader::kGraderVersion);
     app.require_subcommand(1);
+    app.fallthrough();  // -v and -q also after the subcommand: grader grade DIR -q
     GlobalOptions global;
     app.add_flag("-v,--verbose", global.verbose, "Log each stage to standard error");
     app.add_flag("-q,--quiet", global.quiet, "Print nothing but errors; exit status only");

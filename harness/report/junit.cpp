@@ -26,7 +26,7 @@ std::string xml_escape(std::string_view text, bool attribute) {
         if (byte < 0x80) {
             switch (byte) {
                 case '&':
-                    out += "&";
+                    out += "&amp;";
                     break;
                 case '<':
                     out += "&lt;";

@@ -1039,7 +1039,7 @@ private:
             if (!known_opcode(opcode))
                 throw Unsupported{opcode};
             if (opcode == "call" || opcode.rfind("call.", 0) == 0) {
-                call(ins, opcode, operands_begin, operands_end);
+                call(ins, operands_begin, operands_end);
                 throw Decoded{};
             }
             auto ops = operands(operands_begin, operands_end);
@@ -1063,7 +1063,7 @@ private:
 
     // call: only vprintf, whose output the simulator drops (counted in LaunchCounts). Device
     // functions NVRTC did not inline are not executed.
-    void call(Instruction& ins, const std::string& opcode, std::size_t begin, std::size_t end) {
+    void call(Instruction& ins, std::size_t begin, std::size_t end) {
         int depth = 0;
         std::string_view callee;
         for (std::size_t k = begin; k < end; ++k) {

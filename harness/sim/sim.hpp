@@ -291,7 +291,7 @@ std::vector<std::byte> param_bytes(const T& value) {
 // conflicted kernel waits on. The default 20 is fitted to the H200 measurement of the reference
 // probe: its time grows by about 0.77 of the stride-1 time per extra degree of conflict. The probe
 // issues about 6.3 warp instructions per shared load, so with k = 20 the modeled growth per degree
-// is k / (k + 6.3) = 0.76 (stride 32 models at 24.3x stride 1; the H200 measured 24.6x). Only
+// is k / (k + 6.3) = 0.76 (stride 32 models at 24.5x stride 1; the H200 measured 24.6x). Only
 // ratios between launches of the same kernel are meaningful; the number is not a time.
 struct CostModel {
     double instruction_cost = 1.0;
