@@ -50,7 +50,8 @@ TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, l
     REQUIRE(std::filesystem::exists(exercises));
     bool tried = false;
     for (const auto& entry : std::filesystem::directory_iterator(exercises)) {
-        if (!std::filesystem::exists(entry.path() / "exercise.yaml")) {
+        if (!std::filesystem::exists(entry.path() / "exercise.yaml") ||
+            entry.path().filename() == "valid_copy") {
             continue;
         }
         tried = true;
@@ -124,7 +125,7 @@ TEST_CASE("a malformed answers file is the student's, named by file and line") {
     const auto* check = find_check(run.report, "submission_file");
     REQUIRE(check);
     CHECK((*check)["passed"] == false);
-    CHECK(check_text(*check).find("submission.yaml:5") != std::string::npos);
+    CHECK(check_text(*check).find("submission.yaml, line 5") != std::string::npos);
 }
 
 TEST_CASE("every report format is written, also when grading is ungradable") {

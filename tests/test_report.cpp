@@ -576,6 +576,22 @@ TEST_CASE("a failing accumulator names the stride, the thread, its value and how
     }
 }
 
+TEST_CASE("a check that names the failing thread in its own words is not repeated") {
+    Report report = failing_accumulator_report();
+    report.checks[2].details = {
+        "stride 8: thread 1234 (block 4, thread 210) holds 1024, expected 2048; 135168 of 270336 "
+        "threads wrong"};
+    const std::string text = text_of(report);
+    CHECK(text.find("Threads that held the wrong value") == std::string::npos);
+    const std::size_t first = text.find("thread 1234 (block 4, thread 210)");
+    REQUIRE(first != std::string::npos);
+    CHECK(text.find("thread 1234 (block 4, thread 210)", first + 1) == std::string::npos);
+
+    report.checks[2].details = {"stride 16: thread 1234 (block 4, thread 210) holds 1024"};
+    CHECK(text_of(report).find("Threads that held the wrong value\n  stride 8: thread 1234") !=
+          std::string::npos);
+}
+
 TEST_CASE("a value that was never written reads as NaN (never written), never as nan") {
     Report report = failing_accumulator_report();
     AccumulatorResult& hidden = find_row(report, "student", 16)->hidden;

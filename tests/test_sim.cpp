@@ -471,3 +471,39 @@ TEST_CASE("printf runs without output and a call of a device function is reporte
         CHECK(result.unsupported->where.line == line_of(path, "out[threadIdx.x] = twice("));
     }
 }
+
+TEST_CASE("8- and 16-byte shared loads cost what Nsight Compute counted on an H200") {
+    const std::string path = fixture("wide_shared_loads.cu");
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "wide.cu"));
+    struct Pattern {
+        const char* kernel;
+        int stride;
+        int share;  // 2^share lanes read the same element
+        std::uint64_t wavefronts_per_request;
+    };
+    // Measured with ncu 2025.3 (l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum per
+    // smsp__sass_inst_executed_op_shared_ld.sum), one warp, 2026-12-02.
+    const Pattern patterns[] = {
+        {"loads64", 0, 0, 1},   {"loads64", 1, 0, 2},   {"loads64", 2, 0, 4},
+        {"loads64", 3, 0, 2},   {"loads64", 4, 0, 8},   {"loads64", 8, 0, 16},
+        {"loads64", 16, 0, 32}, {"loads64", 32, 0, 32}, {"loads64", 1, 1, 1},
+        {"loads64", 2, 1, 2},   {"loads64", 1, 4, 1},   {"loads128", 0, 0, 2},
+        {"loads128", 1, 0, 4},  {"loads128", 2, 0, 8},  {"loads128", 3, 0, 4},
+        {"loads128", 4, 0, 16}, {"loads128", 8, 0, 32}, {"loads128", 1, 1, 2},
+        {"loads128", 1, 2, 2},  {"loads128", 1, 3, 2},
+    };
+    for (const Pattern& p : patterns) {
+        CAPTURE(p.kernel);
+        CAPTURE(p.stride);
+        CAPTURE(p.share);
+        sim::GlobalMemory memory;
+        const std::uint64_t out = memory.allocate(32 * sizeof(float));
+        const auto result = sim::launch(
+            module, p.kernel, {1, 1, 1}, {32, 1, 1},
+            {sim::param_bytes(out), sim::param_bytes(p.stride), sim::param_bytes(p.share)}, memory,
+            {});
+        REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+        CHECK(result.counts.shared_load_requests == 64);
+        CHECK(result.counts.shared_load_wavefronts == 64 * p.wavefronts_per_request);
+    }
+}

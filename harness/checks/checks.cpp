@@ -1,6 +1,7 @@
 #include "checks/checks.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <random>
 #include <set>
@@ -78,6 +79,25 @@ std::string accumulator_detail(int stride, const AccumulatorResult& result, bool
     return line;
 }
 
+// "submission.yaml, line 5, column 60": the file's own name, never the grading machine's path.
+std::string where(const SourceLocation& location) {
+    std::string text = std::filesystem::path(location.file).filename().string();
+    if (location.line > 0) {
+        text += ", line " + std::to_string(location.line);
+        if (location.column > 0) {
+            text += ", column " + std::to_string(location.column);
+        }
+    }
+    return text;
+}
+
+// Failing items first, so the summary and a reader's eye land on what went wrong.
+void failures_first(std::vector<std::string>& details, const std::string& passing_prefix) {
+    std::stable_partition(details.begin(), details.end(), [&](const std::string& d) {
+        return d.rfind(passing_prefix, 0) != 0;
+    });
+}
+
 CheckResult make_check(const Exercise& exercise, const std::string& id) {
     const CheckSpec& spec = exercise.check(id);
     CheckResult check;
@@ -102,7 +122,7 @@ void finish(CheckResult& check, const CheckSpec& spec, bool passed,
 CheckResult check_submission_file(const Exercise& exercise, const Submission& submission) {
     CheckResult check = make_check(exercise, "submission_file");
     for (const auto& problem : submission.problems) {
-        check.details.push_back(to_string(problem.location) + ": " +
+        check.details.push_back(where(problem.location) + ": " +
                                 (problem.field.empty() ? "" : problem.field + ": ") +
                                 problem.message);
     }
@@ -114,8 +134,8 @@ CheckResult check_compile_abi(const Exercise& exercise, const Measurements& m) {
     CheckResult check = make_check(exercise, "compile_abi");
     const CompileOutcome& c = m.student;
     for (const auto& problem : c.vetting_problems) {
-        check.details.push_back(exercise.submission_source + ":" + std::to_string(problem.line) +
-                                ":" + std::to_string(problem.column) + ": " + problem.message);
+        check.details.push_back(exercise.submission_source + ", line " +
+                                std::to_string(problem.line) + ": " + problem.message);
     }
     if (!c.attempted && c.vetting_problems.empty()) {
         check.details.push_back(c.log.empty() ? "the kernel was not compiled" : c.log);
@@ -232,6 +252,7 @@ CheckResult check_ordering(const Exercise& exercise, const Measurements& m) {
         check.details.push_back(std::string(outcome.passed ? "holds: " : "does not hold: ") +
                                 outcome.detail);
     }
+    failures_first(check.details, "holds: ");
     finish(check, exercise.check(check.id), all_passed, {});
     return check;
 }
@@ -269,6 +290,7 @@ CheckResult check_consistency(const Exercise& exercise, const Measurements& m) {
         not_run(check, why_student_not_run(m));
         return check;
     }
+    failures_first(check.details, "matches: ");
     finish(check, exercise.check(check.id), all_within, {});
     return check;
 }
@@ -430,6 +452,10 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     report.compile_log = m.student.log;
     report.kernel_output = m.worker_output;
     report.interruption = m.interruption;
+    report.stage_seconds = m.stage_seconds;
+    if (m.context_seconds > 0) {
+        report.stage_seconds["context creation (beside the compile)"] = m.context_seconds;
+    }
 
     report.checks.push_back(check_submission_file(exercise, submission));
     report.checks.push_back(check_compile_abi(exercise, m));
@@ -498,10 +524,8 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     } else if (first_failure != report.checks.end()) {
         const auto& shown = machine_unfit ? *timing_independent_failure : *first_failure;
         report.verdict = Verdict::fail;
-        report.summary = "fail: " + shown.title;
-        if (!shown.details.empty()) {
-            report.summary += ": " + shown.details.front();
-        }
+        report.summary = "fail: " + shown.title + ": " +
+                         (shown.details.empty() ? shown.message : shown.details.front());
     } else {
         report.verdict = Verdict::pass;
         report.summary = "pass: every check passed";

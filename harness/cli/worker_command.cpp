@@ -18,6 +18,7 @@ void add_worker_command(CLI::App& app, Runner& run) {
     command->add_option("--seed", options->seed);
     command->add_option("--backend", options->backend);
     command->add_option("--run-timeout", options->run_seconds_override);
+    command->add_option("--device-lock", options->device_lock);
     command->callback([options, &run] {
         run = [options] {
             const Exercise exercise = load_exercise(options->exercise_dir);

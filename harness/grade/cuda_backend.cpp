@@ -1,4 +1,11 @@
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <stdexcept>
+#include <utility>
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -100,6 +107,43 @@ int function_attribute(CUfunction function, CUfunction_attribute attribute) {
     return value;
 }
 
+// An exclusive flock() on a file, held until destruction or the process's end.
+class DeviceLock {
+public:
+    DeviceLock() = default;
+    explicit DeviceLock(const std::filesystem::path& path)
+        : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+        if (fd_ < 0) {
+            throw std::runtime_error("cannot open the device lock " + path.string());
+        }
+        while (::flock(fd_, LOCK_EX) != 0) {
+            if (errno != EINTR) {
+                throw std::runtime_error("cannot lock " + path.string());
+            }
+        }
+    }
+    ~DeviceLock() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    DeviceLock(DeviceLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    DeviceLock& operator=(DeviceLock&& other) noexcept {
+        if (this != &other) {
+            if (fd_ >= 0) {
+                ::close(fd_);
+            }
+            fd_ = std::exchange(other.fd_, -1);
+        }
+        return *this;
+    }
+    DeviceLock(const DeviceLock&) = delete;
+    DeviceLock& operator=(const DeviceLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
 std::string stage_name(const std::string& kernel, int stride) {
     return "run " + kernel + " stride " + std::to_string(stride);
 }
@@ -139,7 +183,10 @@ void run_cuda_backend(const Exercise& exercise, const WorkerOptions& options,
     }
     std::optional<cuda::PrimaryContext> context;
     if (device) {
+        const auto context_began = std::chrono::steady_clock::now();
         context.emplace(options.device);
+        m.context_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - context_began).count();
     }
     const CompiledKernel reference = reference_future.get();
     m.reference = reference.outcome;
@@ -184,6 +231,11 @@ void run_cuda_backend(const Exercise& exercise, const WorkerOptions& options,
         return;  // the checks report the machine as unfit
     }
 
+    DeviceLock device_lock;
+    if (!options.device_lock.empty()) {
+        sink.stage("wait for device", 7 * 24 * 3600.0);
+        device_lock = DeviceLock(options.device_lock);
+    }
     sink.stage("load", run_limit);
     std::vector<LoadedProbe> probes;
     {

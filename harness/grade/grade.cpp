@@ -118,6 +118,9 @@ Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
         "--backend", options.backend,
         "--run-timeout", format_number(run_limit, 3),
     };
+    if (!options.device_lock.empty()) {
+        argv.insert(argv.end(), {"--device-lock", options.device_lock.string()});
+    }
 
     ChildLimits limits;
     limits.seconds = exercise.limits.compile_seconds;
@@ -128,6 +131,15 @@ Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
     std::optional<Measurements> measurements;
     std::string stage;
     double stage_limit = limits.seconds;
+    std::map<std::string, double> stage_seconds;
+    auto stage_began = std::chrono::steady_clock::now();
+    const auto close_stage = [&] {
+        const auto now = std::chrono::steady_clock::now();
+        if (!stage.empty()) {
+            stage_seconds[stage] += std::chrono::duration<double>(now - stage_began).count();
+        }
+        stage_began = now;
+    };
     std::string protocol_problem;
     const auto on_message = [&](const std::string& line) -> double {
         const auto message = nlohmann::json::parse(line, nullptr, false);
@@ -138,6 +150,7 @@ Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
         try {
             const std::string type = message.value("type", "");
             if (type == "stage") {
+                close_stage();
                 stage = message.value("stage", "");
                 stage_limit = message.value("limit_seconds", limits.seconds);
                 if (options.on_stage) {
@@ -159,7 +172,9 @@ Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
     ScratchDirectory scratch;
     const ChildResult child = run_child(argv, limits, on_message, scratch.path().string());
 
+    close_stage();
     Measurements m = measurements.value_or(Measurements{});
+    m.stage_seconds = stage_seconds;
     m.seed = seed;
     if (m.environment.backend.empty()) {
         m.environment.backend = options.backend;

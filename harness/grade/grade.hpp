@@ -22,6 +22,7 @@ struct GradeOptions {
     std::string backend = "cuda";
     double run_seconds_override = 0.0;     // > 0 replaces the exercise's run limit
     std::filesystem::path worker_executable;  // the grader itself, started as "grader __worker"
+    std::filesystem::path device_lock;     // see WorkerOptions::device_lock
     std::function<void(const std::string& stage)> on_stage;  // progress, for --verbose
 };
 

@@ -21,6 +21,9 @@ struct WorkerOptions {
     std::string backend = "cuda";          // "cuda" or "sim"
     bool reference_only = false;           // the sweep: the reference kernel alone
     double run_seconds_override = 0.0;     // > 0 replaces the exercise's run limit
+    // A file to flock() before the GPU work, so batch workers that share a GPU compile side by
+    // side but time one at a time. The lock goes with the process, however it ends.
+    std::filesystem::path device_lock;
 };
 
 // Everything the worker does, reported through sink. Throws only for the harness's own faults

@@ -241,7 +241,9 @@ void to_json(json& j, const Measurements& v) {
              {"interruption", v.interruption ? json(*v.interruption) : json(nullptr)},
              {"worker_output", v.worker_output},
              {"worker_output_truncated", v.worker_output_truncated},
-             {"wall_seconds", v.wall_seconds}};
+             {"wall_seconds", v.wall_seconds},
+             {"stage_seconds", v.stage_seconds},
+             {"context_seconds", v.context_seconds}};
 }
 void from_json(const json& j, Measurements& v) {
     read(j, "environment", v.environment);
@@ -256,6 +258,8 @@ void from_json(const json& j, Measurements& v) {
     read(j, "worker_output", v.worker_output);
     read(j, "worker_output_truncated", v.worker_output_truncated);
     read(j, "wall_seconds", v.wall_seconds);
+    read(j, "stage_seconds", v.stage_seconds);
+    read(j, "context_seconds", v.context_seconds);
 }
 
 void to_json(json& j, const CheckResult& v) {
@@ -337,7 +341,8 @@ void to_json(json& j, const Report& v) {
              {"wall_seconds", v.wall_seconds},
              {"compile_log", v.compile_log},
              {"kernel_output", v.kernel_output},
-             {"interruption", v.interruption ? json(*v.interruption) : json(nullptr)}};
+             {"interruption", v.interruption ? json(*v.interruption) : json(nullptr)},
+             {"stage_seconds", v.stage_seconds}};
 }
 void from_json(const json& j, Report& v) {
     read(j, "schema_version", v.schema_version);
@@ -362,6 +367,7 @@ void from_json(const json& j, Report& v) {
     read(j, "compile_log", v.compile_log);
     read(j, "kernel_output", v.kernel_output);
     read_optional(j, "interruption", v.interruption);
+    read(j, "stage_seconds", v.stage_seconds);
 }
 
 }  // namespace grader

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -107,6 +108,10 @@ struct Measurements {
     std::string worker_output;         // what the worker printed (kernel printf), bounded
     bool worker_output_truncated = false;
     double wall_seconds = 0.0;
+    // Wall time of each stage as the grader saw it ("compile", "run student stride 8", "time",
+    // "wait for device", ...), and the context creation the worker timed beside the compile.
+    std::map<std::string, double> stage_seconds;
+    double context_seconds = 0.0;
 
     const KernelRun* run(const std::string& kernel, int stride) const;
     KernelRun* run(const std::string& kernel, int stride);

@@ -68,6 +68,7 @@ struct Report {
     std::string compile_log;            // the student's, host paths removed
     std::string kernel_output;          // what the kernel printed, bounded
     std::optional<Interruption> interruption;
+    std::map<std::string, double> stage_seconds;  // where the grade's wall time went
 };
 
 }  // namespace grader

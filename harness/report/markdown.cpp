@@ -114,11 +114,11 @@ std::string write_markdown(const Report& report) {
     if (!reference.rows.empty()) {
         table_markdown(reference, out);
     }
-    const auto wrong = wrong_value_lines(report);
+    const auto wrong = wrong_values(report);
     if (!wrong.empty()) {
         out += "\n### Threads that held the wrong value\n\n";
-        for (const auto& line : wrong) {
-            out += "- " + inline_text(line) + "\n";
+        for (const auto& found : wrong) {
+            out += "- " + inline_text(found.line) + "\n";
         }
     }
 

@@ -165,21 +165,48 @@ Table reference_table(const Report& report, bool verbose) {
     return table;
 }
 
-std::vector<std::string> wrong_value_lines(const Report& report) {
-    std::vector<std::string> lines;
+std::vector<WrongValue> wrong_values(const Report& report) {
+    std::vector<WrongValue> found;
     for (const bool reference : {false, true}) {
         for (const ReportRow* row : rows_of(report, reference)) {
             const std::string prefix = reference ? "reference kernel, " : "";
             if (row->accumulator.ran && !row->accumulator.ok) {
-                lines.push_back(prefix + describe_wrong_accumulator(row->stride, row->accumulator));
+                found.push_back({prefix + describe_wrong_accumulator(row->stride, row->accumulator),
+                                 reference, row->stride, &row->accumulator});
             }
             if (row->hidden.ran && !row->hidden.ok) {
-                lines.push_back(
-                    prefix + describe_wrong_accumulator(row->stride, row->hidden, "hidden input"));
+                found.push_back(
+                    {prefix + describe_wrong_accumulator(row->stride, row->hidden, "hidden input"),
+                     reference, row->stride, &row->hidden});
             }
         }
     }
-    return lines;
+    return found;
+}
+
+bool named_in_details(const WrongValue& wrong, const std::vector<CheckResult>& checks) {
+    if (wrong.reference) {
+        return false;  // the checks speak of the student's kernel
+    }
+    const std::string stride = "stride " + std::to_string(wrong.stride);
+    const AccumulatorResult& result = *wrong.result;
+    const std::string thread = result.first_bad_thread
+                                   ? "thread " + std::to_string(*result.first_bad_thread) +
+                                         " (block " + std::to_string(result.first_bad_block) +
+                                         ", thread " +
+                                         std::to_string(result.first_bad_thread_in_block) + ")"
+                                   : std::to_string(result.bad_threads) + " ";
+    for (const auto& check : checks) {
+        for (const auto& detail : check.details) {
+            const bool same_stride = detail.compare(0, stride.size(), stride) == 0 &&
+                                     detail.size() > stride.size() &&
+                                     (detail[stride.size()] == ':' || detail[stride.size()] == ',');
+            if (same_stride && detail.find(thread) != std::string::npos) {
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
 std::string arch_name(const std::string& compute_capability) {

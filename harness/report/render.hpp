@@ -36,8 +36,18 @@ struct Table {
 Table student_table(const Report& report, bool verbose);
 Table reference_table(const Report& report, bool verbose);
 
-// Every row whose accumulator or hidden-input run held a wrong value, one line each.
-std::vector<std::string> wrong_value_lines(const Report& report);
+// A row whose accumulator or hidden-input run held a wrong value.
+struct WrongValue {
+    std::string line;  // describe_wrong_accumulator's, with "reference kernel, " before it
+    bool reference = false;
+    int stride = 0;
+    const AccumulatorResult* result = nullptr;
+};
+std::vector<WrongValue> wrong_values(const Report& report);
+
+// Whether a check's detail already names this failure: the stride, then the same first thread
+// (or, where none was recorded, the same count), in whatever words the checks chose.
+bool named_in_details(const WrongValue& wrong, const std::vector<CheckResult>& checks);
 
 // "sm_90" from "9.0"; empty where the capability is unknown.
 std::string arch_name(const std::string& compute_capability);

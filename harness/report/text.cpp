@@ -202,14 +202,9 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
 
     // The failing threads, unless a check's details already name each of them.
     std::vector<std::string> wrong;
-    for (const auto& line : wrong_value_lines(report)) {
-        const bool in_details =
-            std::any_of(report.checks.begin(), report.checks.end(), [&](const CheckResult& check) {
-                return std::find(check.details.begin(), check.details.end(), line) !=
-                       check.details.end();
-            });
-        if (!with_checks || !in_details) {
-            wrong.push_back(line);
+    for (const auto& found : wrong_values(report)) {
+        if (!with_checks || !named_in_details(found, report.checks)) {
+            wrong.push_back(found.line);
         }
     }
     if (!wrong.empty()) {

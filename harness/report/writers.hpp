@@ -51,8 +51,8 @@ std::string write_report(const Report& report, Format format, const TextOptions&
 
 // One line naming the first thread that held the wrong value, e.g. "stride 8: thread 1234 (block
 // 4, thread 210) held 1024, expected 2048; 17 of 270336 threads wrong". input names the tile
-// ("hidden input") where it is not the all-ones one. Checks may use it for their details, so the
-// text writer recognises the line and does not repeat it.
+// ("hidden input") where it is not the all-ones one. The text writer lists these under the table,
+// except where a check's detail already names the same stride and thread.
 std::string describe_wrong_accumulator(int stride, const AccumulatorResult& result,
                                        std::string_view input = {});
 

@@ -202,6 +202,10 @@ struct Warp {
     std::uint32_t waiting = 0;  // live, unblocked lanes at another pc
     std::uint32_t min_waiting_pc = 0;
     std::array<std::uint32_t, 32> lane_pc{};
+    // bar.red: the lanes waiting for the block-wide result, and where it goes.
+    std::uint32_t reduction_lanes = 0;
+    std::int32_t reduction_slot = kNoSlot;
+    AtomOp reduction_op = AtomOp::add;
 };
 
 class Executor {
@@ -294,6 +298,8 @@ private:
 
     Dim3 block_{};
     std::vector<Warp> warps_;
+    std::uint64_t reduction_true_ = 0;  // bar.red: threads whose predicate was true
+    std::uint64_t reduction_arrived_ = 0;
     std::vector<std::byte> shared_;
     std::vector<std::uint8_t> shared_written_;  // one flag per 32-bit word
 
@@ -347,6 +353,8 @@ private:
         for (std::size_t k = 0; k + 4 <= shared_bytes_; k += 4)
             std::memcpy(&shared_[k], &kSharedPoison, 4);
         shared_written_.assign((shared_bytes_ + 3) / 4, 0);
+        reduction_true_ = 0;
+        reduction_arrived_ = 0;
         for (Warp& w : warps_)
             init_warp(w);
 
@@ -367,6 +375,21 @@ private:
                 return;
             // Every thread that has not exited waits at a barrier: it completes.
             for (Warp& w : warps_) {
+                if (w.reduction_lanes != 0) {
+                    std::uint64_t value = reduction_true_;
+                    if (w.reduction_op == AtomOp::and_)
+                        value = reduction_true_ == reduction_arrived_;
+                    if (w.reduction_op == AtomOp::or_)
+                        value = reduction_true_ != 0;
+                    std::uint64_t* d = reg(w, w.reduction_slot);
+                    for (std::uint32_t m = w.reduction_lanes; m != 0; m &= m - 1)
+                        d[ctz(m)] = value;
+                    w.reduction_lanes = 0;
+                }
+            }
+            reduction_true_ = 0;
+            reduction_arrived_ = 0;
+            for (Warp& w : warps_) {
                 w.blocked = 0;
                 w.mask = 0;
                 reschedule(w);
@@ -384,6 +407,7 @@ private:
         w.pc = 0;
         w.waiting = 0;
         w.lane_pc.fill(0);
+        w.reduction_lanes = 0;
         std::fill(w.local.begin(), w.local.end(), std::byte{0});
         const std::uint64_t specials[] = {
             0,        0,        0,        block_dim_.x, block_dim_.y, block_dim_.z,
@@ -507,6 +531,19 @@ private:
                         reschedule(w);
                     }
                     break;
+                }
+                case Op::bar_red: {
+                    const std::uint64_t* p = reg(w, in.src[1]);
+                    for (std::uint32_t m = exec; m != 0; m &= m - 1) {
+                        const unsigned lane = ctz(m);
+                        if ((p[lane] != 0) != in.negate_c)
+                            ++reduction_true_;
+                        ++reduction_arrived_;
+                    }
+                    w.reduction_lanes |= exec;
+                    w.reduction_slot = in.dst[0];
+                    w.reduction_op = in.atom_op;
+                    [[fallthrough]];
                 }
                 case Op::bar: {
                     for (std::uint32_t m = exec; m != 0; m &= m - 1)
@@ -920,6 +957,105 @@ private:
                         r |= byte << (8 * k);
                     }
                     d[l] = r;
+                });
+                return;
+            case Op::bfind:
+                dispatch_int(in.type, [&](auto zero) {
+                    using T = decltype(zero);
+                    using U = Unsigned<T>;
+                    constexpr unsigned width = 8 * sizeof(T);
+                    for_lanes(exec, [&](unsigned l) {
+                        U x = as<U>(a[l]);
+                        if (std::is_signed_v<T> && (x >> (width - 1)) != 0)
+                            x = static_cast<U>(~x);
+                        std::uint32_t r = 0xffffffffu;
+                        for (unsigned k = width; k-- > 0;) {
+                            if ((x >> k) & 1) {
+                                r = in.shift == ShiftMode::left_clamp ? width - 1 - k : k;
+                                break;
+                            }
+                        }
+                        d[l] = r;
+                    });
+                });
+                return;
+            case Op::shf:
+                for_lanes(exec, [&](unsigned l) {
+                    const std::uint64_t pair =
+                        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(b[l])) << 32) |
+                        static_cast<std::uint32_t>(a[l]);
+                    const auto amount = static_cast<std::uint32_t>(c[l]);
+                    const bool clamp =
+                        in.shift == ShiftMode::left_clamp || in.shift == ShiftMode::right_clamp;
+                    const std::uint32_t n =
+                        clamp ? std::min<std::uint32_t>(amount, 32) : (amount & 31);
+                    const bool left =
+                        in.shift == ShiftMode::left_wrap || in.shift == ShiftMode::left_clamp;
+                    d[l] = left ? static_cast<std::uint32_t>((pair << n) >> 32)
+                                : static_cast<std::uint32_t>(pair >> n);
+                });
+                return;
+            case Op::sad:
+                dispatch_int(in.type, [&](auto zero) {
+                    using T = decltype(zero);
+                    using U = Unsigned<T>;
+                    for_lanes(exec, [&](unsigned l) {
+                        const T x = as<T>(a[l]), y = as<T>(b[l]);
+                        const U diff = x > y
+                                           ? static_cast<U>(static_cast<U>(x) - static_cast<U>(y))
+                                           : static_cast<U>(static_cast<U>(y) - static_cast<U>(x));
+                        d[l] = bits_of<U>(static_cast<U>(diff + as<U>(c[l])));
+                    });
+                });
+                return;
+            case Op::copysign:
+                // PTX: the sign of a, the magnitude of b.
+                if (in.type == Type::f32) {
+                    for_lanes(exec, [&](unsigned l) {
+                        d[l] = bits_of<float>(std::copysign(as<float>(b[l]), as<float>(a[l])));
+                    });
+                } else {
+                    for_lanes(exec, [&](unsigned l) {
+                        d[l] = bits_of<double>(std::copysign(as<double>(b[l]), as<double>(a[l])));
+                    });
+                }
+                return;
+            case Op::redux:
+                dispatch_int(in.type, [&](auto zero) {
+                    using T = decltype(zero);
+                    using U = Unsigned<T>;
+                    bool first = true;
+                    T r{};
+                    for_lanes(exec, [&](unsigned l) {
+                        const T x = as<T>(a[l]);
+                        if (first) {
+                            r = x;
+                            first = false;
+                            return;
+                        }
+                        switch (in.atom_op) {
+                            case AtomOp::add:
+                                r = static_cast<T>(
+                                    static_cast<U>(static_cast<U>(r) + static_cast<U>(x)));
+                                break;
+                            case AtomOp::min:
+                                r = std::min(r, x);
+                                break;
+                            case AtomOp::max:
+                                r = std::max(r, x);
+                                break;
+                            case AtomOp::and_:
+                                r = static_cast<T>(r & x);
+                                break;
+                            case AtomOp::or_:
+                                r = static_cast<T>(r | x);
+                                break;
+                            default:
+                                r = static_cast<T>(r ^ x);
+                                break;
+                        }
+                    });
+                    for_lanes(exec, [&](unsigned l) { d[l] = bits_of<T>(r); });
                 });
                 return;
             case Op::setp:
@@ -1564,86 +1700,89 @@ private:
 
     // ---- bank accounting ----
 
-    // Wavefronts of one warp-wide shared access under the rule documented at SharedAccessStats.
-    // When table is given, also fills it.
+    // Wavefronts of one warp-wide shared access under the rule documented at SharedAccessStats:
+    // the larger of the bank bound (most distinct words any bank is asked for) and the data bound
+    // (what the access returns, 128 bytes per wavefront, halved when lane pairs share addresses).
     static std::uint32_t wavefronts(std::uint32_t lanes,
                                     const std::array<std::uint64_t, 32>& offsets,
                                     std::uint32_t bytes_per_lane, std::uint32_t& degree,
                                     std::uint32_t& ideal, WarpAccessTable* table) {
-        const unsigned lanes_per_phase = bytes_per_lane <= 4 ? 32 : bytes_per_lane == 8 ? 16 : 8;
         const unsigned words_per_lane = std::max<std::uint32_t>(1, bytes_per_lane / 4);
-        std::uint32_t total = 0;
-        degree = 0;
-        ideal = 0;
-        for (unsigned phase = 0; phase * lanes_per_phase < 32; ++phase) {
-            const std::uint32_t phase_bits = lanes_per_phase == 32 ? 0xffffffffu
-                                                                   : (((1u << lanes_per_phase) - 1)
-                                                                      << (phase * lanes_per_phase));
-            const std::uint32_t active = lanes & phase_bits;
-            if (active == 0)
-                continue;
-            ++ideal;
-            // The words this phase asks for; a clash of banks is rare, so check for one first.
-            std::uint64_t words[32];
-            unsigned n = 0;
-            std::uint32_t banks_seen = 0;
-            bool clash = false;
-            for (std::uint32_t m = active; m != 0; m &= m - 1) {
-                const std::uint64_t first = offsets[ctz(m)] / 4;
-                for (unsigned k = 0; k < words_per_lane && n < 32; ++k) {
-                    const std::uint64_t word = first + k;
-                    const std::uint32_t bit = 1u << (word & 31);
-                    clash = clash || (banks_seen & bit) != 0;
-                    banks_seen |= bit;
-                    words[n++] = word;
-                }
+        // The words asked for; a clash of banks is rare, so check for one first.
+        std::uint64_t words[128];
+        unsigned n = 0;
+        std::uint32_t banks_seen = 0;
+        bool clash = false;
+        for (std::uint32_t m = lanes; m != 0; m &= m - 1) {
+            const std::uint64_t first = offsets[ctz(m)] / 4;
+            for (unsigned k = 0; k < words_per_lane; ++k) {
+                const std::uint64_t word = first + k;
+                const std::uint32_t bit = 1u << (word & 31);
+                clash = clash || (banks_seen & bit) != 0;
+                banks_seen |= bit;
+                words[n++] = word;
             }
-            std::uint8_t count[32] = {};
-            if (!clash) {
-                for (unsigned k = 0; k < n; ++k)
-                    count[words[k] & 31] = 1;
-            } else {
-                // Distinct words per bank: sort (lanes usually ask in order), skip repeats.
-                for (unsigned k = 1; k < n; ++k) {
-                    const std::uint64_t word = words[k];
-                    unsigned j = k;
-                    while (j > 0 && words[j - 1] > word) {
-                        words[j] = words[j - 1];
-                        --j;
-                    }
-                    words[j] = word;
+        }
+        std::uint8_t count[32] = {};
+        if (!clash) {
+            for (unsigned k = 0; k < n; ++k)
+                count[words[k] & 31] = 1;
+        } else {
+            // Distinct words per bank: sort (lanes usually ask in order), skip repeats.
+            for (unsigned k = 1; k < n; ++k) {
+                const std::uint64_t word = words[k];
+                unsigned j = k;
+                while (j > 0 && words[j - 1] > word) {
+                    words[j] = words[j - 1];
+                    --j;
                 }
-                for (unsigned k = 0; k < n; ++k) {
-                    if (k == 0 || words[k] != words[k - 1])
-                        ++count[words[k] & 31];
-                }
+                words[j] = word;
             }
-            std::uint32_t most = 0;
-            for (unsigned bank = 0; bank < 32; ++bank)
-                most = std::max<std::uint32_t>(most, count[bank]);
-            total += most;
-            degree = std::max(degree, most);
-            if (table != nullptr) {
-                for (std::uint32_t m = active; m != 0; m &= m - 1) {
+            for (unsigned k = 0; k < n; ++k) {
+                if (k == 0 || words[k] != words[k - 1])
+                    ++count[words[k] & 31];
+            }
+        }
+        std::uint32_t bank_bound = 0;
+        for (unsigned bank = 0; bank < 32; ++bank)
+            bank_bound = std::max<std::uint32_t>(bank_bound, count[bank]);
+
+        const std::uint32_t returned = popcount(lanes) * std::max<std::uint32_t>(bytes_per_lane, 4);
+        std::uint32_t data_bound = std::max<std::uint32_t>(1, (returned + 127) / 128);
+        if (bytes_per_lane > 4 && data_bound > 1) {
+            auto paired = [&](unsigned distance) {
+                for (std::uint32_t m = lanes; m != 0; m &= m - 1) {
                     const unsigned lane = ctz(m);
-                    LaneAccess& access = table->lanes[lane];
-                    access.active = true;
-                    access.byte_offset = offsets[lane];
-                    access.word = offsets[lane] / 4;
-                    access.bank = static_cast<std::uint32_t>(access.word & 31);
-                    access.phase = phase;
-                    access.distinct_words_in_bank = count[access.bank];
+                    const unsigned partner = lane ^ distance;
+                    if (((lanes >> partner) & 1) && offsets[partner] != offsets[lane])
+                        return false;
                 }
-                for (std::uint32_t m = active; m != 0; m &= m - 1) {
-                    LaneAccess& access = table->lanes[ctz(m)];
-                    for (std::uint32_t other = active; other != 0; other &= other - 1) {
-                        if (table->lanes[ctz(other)].bank == access.bank)
-                            access.bank_mates |= 1u << ctz(other);
-                    }
+                return true;
+            };
+            if (paired(1) || paired(2))
+                data_bound = std::max<std::uint32_t>(1, data_bound / 2);
+        }
+        degree = bank_bound;
+        ideal = data_bound;
+        if (table != nullptr) {
+            for (std::uint32_t m = lanes; m != 0; m &= m - 1) {
+                const unsigned lane = ctz(m);
+                LaneAccess& access = table->lanes[lane];
+                access.active = true;
+                access.byte_offset = offsets[lane];
+                access.word = offsets[lane] / 4;
+                access.bank = static_cast<std::uint32_t>(access.word & 31);
+                access.distinct_words_in_bank = count[access.bank];
+            }
+            for (std::uint32_t m = lanes; m != 0; m &= m - 1) {
+                LaneAccess& access = table->lanes[ctz(m)];
+                for (std::uint32_t other = lanes; other != 0; other &= other - 1) {
+                    if (table->lanes[ctz(other)].bank == access.bank)
+                        access.bank_mates |= 1u << ctz(other);
                 }
             }
         }
-        return total;
+        return std::max(bank_bound, data_bound);
     }
 
     void record_shared(const Warp& w, const Instruction& in, std::uint32_t lanes,

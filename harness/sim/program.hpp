@@ -100,6 +100,11 @@ enum class Op : std::uint8_t {
     bfe,
     bfi,
     prmt,
+    bfind,
+    shf,
+    sad,
+    copysign,
+    redux,
     setp,
     selp,
     cvt,
@@ -124,6 +129,7 @@ enum class Op : std::uint8_t {
     bra,
     exit,
     bar,
+    bar_red,
     trap,
     printf_call,
 };
@@ -153,6 +159,7 @@ enum class Compare : std::uint8_t {
 
 enum class BoolOp : std::uint8_t { none, and_, or_, xor_ };
 enum class Rounding : std::uint8_t { none, rn, rz, rm, rp, rni, rzi, rmi, rpi };
+enum class ShiftMode : std::uint8_t { left_wrap, left_clamp, right_wrap, right_clamp };
 enum class AtomOp : std::uint8_t { add, min, max, inc, dec, exch, cas, and_, or_, xor_ };
 enum class ShuffleMode : std::uint8_t { up, down, bfly, idx };
 
@@ -168,6 +175,7 @@ struct Instruction {
     Rounding rounding = Rounding::none;
     AtomOp atom_op = AtomOp::add;
     ShuffleMode shuffle = ShuffleMode::idx;
+    ShiftMode shift = ShiftMode::left_wrap;  // shf; bfind uses left_clamp for .shiftamt
     bool saturate = false;
     bool negate_guard = false;
     bool negate_c = false;    // setp's !c combiner operand

@@ -1094,7 +1094,8 @@ private:
             "cos",       "ld",         "ldu",     "st",     "atom",  "red",       "shfl",
             "vote",      "activemask", "bra",     "brx",    "ret",   "exit",      "trap",
             "brkpt",     "bar",        "barrier", "membar", "fence", "nanosleep", "prefetch",
-            "prefetchu", "discard",    "pmevent", "call"};
+            "prefetchu", "discard",    "pmevent", "call",   "bfind", "shf",       "sad",
+            "copysign",  "redux"};
         const std::string_view base = opcode.substr(0, opcode.find('.'));
         for (const char* b : bases) {
             if (base == b)
@@ -1345,6 +1346,73 @@ private:
             ins.src[0] = value_slot(ops[1], Type::b32, line);
             ins.src[1] = value_slot(ops[2], Type::b32, line);
             ins.src[2] = value_slot(ops[3], Type::b32, line);
+            return;
+        }
+        if (base == "bfind") {
+            only_mods({"shiftamt"});
+            need(ops, 2, line, opcode);
+            ins.op = Op::bfind;
+            ins.type = one_type();
+            ins.shift = has("shiftamt") ? ShiftMode::left_clamp : ShiftMode::left_wrap;
+            ins.dst[0] = dst(ops[0]);
+            ins.src[0] = value_slot(ops[1], ins.type, line);
+            return;
+        }
+        if (base == "shf") {
+            only_mods({"l", "r", "wrap", "clamp"});
+            need(ops, 4, line, opcode);
+            ins.op = Op::shf;
+            ins.type = one_type();
+            const bool left = has("l");
+            const bool clamp = has("clamp");
+            ins.shift = left ? (clamp ? ShiftMode::left_clamp : ShiftMode::left_wrap)
+                             : (clamp ? ShiftMode::right_clamp : ShiftMode::right_wrap);
+            ins.dst[0] = dst(ops[0]);
+            ins.src[0] = value_slot(ops[1], Type::b32, line);
+            ins.src[1] = value_slot(ops[2], Type::b32, line);
+            ins.src[2] = value_slot(ops[3], Type::u32, line);
+            return;
+        }
+        if (base == "sad") {
+            only_mods({});
+            need(ops, 4, line, opcode);
+            ins.op = Op::sad;
+            ins.type = one_type();
+            ins.dst[0] = dst(ops[0]);
+            ins.src[0] = value_slot(ops[1], ins.type, line);
+            ins.src[1] = value_slot(ops[2], ins.type, line);
+            ins.src[2] = value_slot(ops[3], ins.type, line);
+            return;
+        }
+        if (base == "copysign") {
+            only_mods({});
+            binary(Op::copysign);
+            return;
+        }
+        if (base == "redux") {
+            if (!has("sync"))
+                throw Unsupported{opcode};
+            ins.op = Op::redux;
+            if (has("add"))
+                ins.atom_op = AtomOp::add;
+            else if (has("min"))
+                ins.atom_op = AtomOp::min;
+            else if (has("max"))
+                ins.atom_op = AtomOp::max;
+            else if (has("and"))
+                ins.atom_op = AtomOp::and_;
+            else if (has("or"))
+                ins.atom_op = AtomOp::or_;
+            else if (has("xor"))
+                ins.atom_op = AtomOp::xor_;
+            else
+                throw Unsupported{opcode};
+            ins.type = one_type();
+            if (is_float(ins.type))
+                throw Unsupported{opcode};
+            need(ops, 3, line, opcode);
+            ins.dst[0] = dst(ops[0]);
+            ins.src[0] = value_slot(ops[1], ins.type, line);
             return;
         }
         if (base == "setp") {
@@ -1645,6 +1713,26 @@ private:
         if (base == "bar" || base == "barrier") {
             if (has("warp")) {
                 ins.op = Op::nop;  // __syncwarp: lanes already run in lockstep here
+                return;
+            }
+            if (has("red")) {
+                // __syncthreads_count/_and/_or: bar.red.popc.u32 d, 0, {!}p (no thread count).
+                if (ops.size() != 3)
+                    throw Unsupported{opcode + " with a thread count"};
+                ins.op = Op::bar_red;
+                if (has("popc")) {
+                    ins.atom_op = AtomOp::add;
+                } else if (has("and")) {
+                    ins.atom_op = AtomOp::and_;
+                } else if (has("or")) {
+                    ins.atom_op = AtomOp::or_;
+                } else {
+                    throw Unsupported{opcode};
+                }
+                ins.type = one_type();
+                ins.dst[0] = dst(ops[0]);
+                ins.src[1] = value_slot(ops[2], Type::pred, line);
+                ins.negate_c = ops[2].negate;
                 return;
             }
             if (!(has("sync") || (base == "barrier" && mods.empty())))

@@ -97,46 +97,41 @@ std::vector<SharedLineStats> shared_accesses_by_line(const LaunchCounts& counts)
 std::string describe_banks(const WarpAccessTable& table) {
     unsigned active = 0;
     std::set<std::uint64_t> words;
-    std::map<std::pair<std::uint32_t, std::uint32_t>, std::set<std::uint64_t>>
-        words_by_bank;  // (phase, bank)
-    std::map<std::pair<std::uint32_t, std::uint32_t>, unsigned> lanes_by_bank;
+    std::map<std::uint32_t, std::set<std::uint64_t>> words_by_bank;
     for (const auto& lane : table.lanes) {
         if (!lane.active)
             continue;
         ++active;
         words.insert(lane.word);
-        words_by_bank[{lane.phase, lane.bank}].insert(lane.word);
-        ++lanes_by_bank[{lane.phase, lane.bank}];
+        words_by_bank[lane.bank].insert(lane.word);
     }
     const std::string lanes_text = std::to_string(active) + (active == 1 ? " lane" : " lanes");
     if (active == 0)
         return "no active lanes";
     if (words.size() == 1)
         return lanes_text + " read one word: a broadcast, conflict free";
-    std::set<std::uint32_t> banks;
-    for (const auto& [key, ws] : words_by_bank)
-        banks.insert(key.second);
     if (table.degree <= 1) {
-        std::string text = lanes_text + " in " + std::to_string(banks.size()) + " distinct banks";
-        if (words.size() < active)
+        std::string text =
+            lanes_text + " in " + std::to_string(words_by_bank.size()) + " distinct banks";
+        if (words.size() < active) {
             text += " (" + std::to_string(active - words.size()) + " share a word: broadcast)";
+        }
         return text + ", conflict free";
     }
     // Is every occupied bank asked for the same number of distinct words?
     std::set<std::size_t> per_bank;
-    for (const auto& [key, ws] : words_by_bank)
+    for (const auto& [bank, ws] : words_by_bank)
         per_bank.insert(ws.size());
     const std::string degree = std::to_string(table.degree) + "-way conflict";
     if (per_bank.size() == 1 && words.size() == active) {
-        const std::size_t each = *per_bank.begin();
         if (words_by_bank.size() == 1) {
             return "all " + lanes_text + " in bank " +
-                   std::to_string(words_by_bank.begin()->first.second) + ": " + degree;
+                   std::to_string(words_by_bank.begin()->first) + ": " + degree;
         }
-        return std::to_string(each) + " lanes in each of " + std::to_string(words_by_bank.size()) +
-               " banks: " + degree;
+        return std::to_string(*per_bank.begin()) + " lanes in each of " +
+               std::to_string(words_by_bank.size()) + " banks: " + degree;
     }
-    return lanes_text + " over " + std::to_string(banks.size()) + " banks, at most " +
+    return lanes_text + " over " + std::to_string(words_by_bank.size()) + " banks, at most " +
            std::to_string(table.degree) + " distinct words in one bank: " + degree;
 }
 

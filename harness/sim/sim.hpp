@@ -180,17 +180,16 @@ struct LaneAccess {
     bool active = false;
     std::uint64_t byte_offset = 0;  // in the block's shared memory
     std::uint64_t word = 0;         // byte_offset / 4 (the first word, for 64/128-bit accesses)
-    std::uint32_t bank = 0;         // word % 32
-    std::uint32_t phase = 0;        // 0 for accesses of 32 bits or less (see SharedAccessStats)
-    std::uint32_t bank_mates = 0;   // bit mask: active lanes of the same phase in the same bank
-    std::uint32_t distinct_words_in_bank = 0;  // in this lane's phase, this bank
+    std::uint32_t bank = 0;         // word % 32 (the first word's bank, for 64/128-bit accesses)
+    std::uint32_t bank_mates = 0;   // bit mask: active lanes whose first word is in the same bank
+    std::uint32_t distinct_words_in_bank = 0;  // over the warp, in this lane's bank
 };
 
 // A representative warp-wide access: the first request of an instruction with its largest degree.
 struct WarpAccessTable {
     Dim3 block;
     std::uint32_t warp = 0;
-    std::uint32_t degree = 0;  // max over phases and banks of the distinct words asked for
+    std::uint32_t degree = 0;  // the bank bound: most distinct words asked of one bank
     std::uint32_t wavefronts = 0;
     std::array<LaneAccess, 32> lanes{};
 };
@@ -201,17 +200,22 @@ std::string describe_banks(const WarpAccessTable& table);
 
 // Counts for one shared-memory ld/st instruction of the PTX, over every executed block.
 //
-// The bank rule (what Nsight Compute's l1tex__data_pipe_lsu_wavefronts_mem_shared counts, checked
-// for 32-bit loads on an H200: wavefronts / instructions == gcd(stride, 32) for the probe):
-// bank = (byte address / 4) % 32, and one request costs, per phase, the largest number of DISTINCT
-// 32-bit words any one bank is asked for (lanes asking for the same word are served by one
-// broadcast). Accesses of 32 bits or less are one phase of 32 lanes. Assumed for wider accesses,
-// as NVIDIA's forums describe the hardware: 64-bit accesses are processed as 2 phases of 16 lanes
-// (lanes 0-15, 16-31) and 128-bit as 4 phases of 8 lanes, each phase counted with the same rule
-// and the results summed; a phase with no active lane costs nothing. The CC 7.x exception that
-// packs two lanes with the same 64/128-bit address into one phase is not modelled.
-// The ideal is one wavefront per active phase, and conflicts = wavefronts - ideal_wavefronts,
-// which for 32-bit accesses is wavefronts - requests (Nsight's l1tex__data_bank_conflicts_...).
+// The rule, checked against Nsight Compute on an H200 (sm_90, 2026-12-02):
+// l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld per smsp__sass_inst_executed_op_shared_ld
+// matched it for LDS.32 at strides 1..65 (the probe: gcd(stride, 32)), for LDS.64 at element
+// strides 0 (broadcast), 1, 2, 3, 4, 8, 16, 32, 2 and 16 lanes sharing an address, and for LDS.128
+// at strides 0, 1, 2, 3, 4, 8 and 2, 4, 8 lanes sharing. One request (a warp-level execution with
+// at least one active lane) costs the larger of two bounds:
+//  - the bank bound: bank = (byte address / 4) % 32; the most DISTINCT 32-bit words any one bank
+//    is asked for, over the whole warp (lanes asking for the same word share one broadcast);
+//  - the data bound: the bytes the access moves at 128 bytes per wavefront (a 32-bit access of
+//    32 lanes is 1, 64-bit is 2, 128-bit is 4), halved (at least 1) when every active lane has the
+//    same address as lane^1, or every one as lane^2: the packing NVIDIA describes for uniform
+//    64/128-bit addresses. A broadcast LDS.64 is 1 wavefront, a broadcast LDS.128 is 2.
+// The data bound is what Nsight counts as ideal: conflicts = wavefronts - ideal_wavefronts, which
+// for 32-bit accesses is wavefronts - requests (l1tex__data_bank_conflicts_pipe_lsu_mem_shared).
+// Assumed, not measured: stores follow the loads' rule; a partially active warp's data bound
+// counts only its active lanes; 8- and 16-bit accesses are 32-bit word accesses.
 struct SharedAccessStats {
     std::size_t instruction_index = 0;  // in the entry's decoded instruction array
     SourceLocation where;
