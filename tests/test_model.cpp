@@ -1,0 +1,72 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "model/bank_model.hpp"
+#include "model/json.hpp"
+
+using namespace grader;
+
+TEST_CASE("the conflict degree is gcd(stride, 32): periodic, not monotone") {
+    CHECK(conflict_degree(3) == 1);
+    CHECK(conflict_degree(31) == 1);
+    CHECK(conflict_degree(33) == 1);
+    CHECK(conflict_degree(63) == 1);
+    CHECK(conflict_degree(6) == 2);
+    CHECK(conflict_degree(12) == 4);
+    CHECK(conflict_degree(24) == 8);
+    CHECK(conflict_degree(48) == 16);
+    CHECK(conflict_degree(64) == 32);
+    CHECK(conflict_degree(-8) == 8);
+    CHECK(conflict_degree(0) == 1);  // one word for every lane: a broadcast
+    CHECK(conflict_degree(8, 16) == 8);
+}
+
+TEST_CASE("measurements survive the worker's JSON channel, NaN values included") {
+    Measurements m;
+    m.seed = 99;
+    m.environment.device_name = "NVIDIA H200";
+    m.unnamed_strides = {6, 31};
+    KernelRun run;
+    run.kernel = "student";
+    run.stride = 8;
+    run.ones.ran = true;
+    run.ones.first_bad_thread = 1234;
+    run.ones.first_bad_value = std::nan("");
+    run.ones.first_bad_expected = 2048;
+    TimingStats stats;
+    stats.median_ms = 0.5;
+    stats.samples = 10;
+    run.timing = stats;
+    run.ratio = 6.65;
+    m.runs.push_back(run);
+    m.interruption = Interruption{"timeout", "run student stride 8", "stopped", true};
+    m.stage_seconds["compile"] = 0.3;
+
+    const Measurements back = nlohmann::json(m).get<Measurements>();
+    REQUIRE(back.runs.size() == 1);
+    CHECK(back.seed == 99);
+    CHECK(back.unnamed_strides == std::vector<int>{6, 31});
+    CHECK(back.runs[0].ones.first_bad_thread == std::optional<std::uint64_t>(1234));
+    CHECK(std::isnan(back.runs[0].ones.first_bad_value));
+    CHECK(back.runs[0].timing->median_ms == doctest::Approx(0.5));
+    CHECK(*back.runs[0].ratio == doctest::Approx(6.65));
+    REQUIRE(back.interruption);
+    CHECK(back.interruption->stage == "run student stride 8");
+    CHECK(back.stage_seconds.at("compile") == doctest::Approx(0.3));
+    CHECK(back.run("student", 8) != nullptr);
+    CHECK(back.run("reference", 8) == nullptr);
+}
+
+TEST_CASE("a report's verdict reads back, and an unknown verdict is refused") {
+    Report report;
+    report.verdict = Verdict::fail;
+    report.score = 9;
+    report.max_score = 13;
+    const Report back = nlohmann::json(report).get<Report>();
+    CHECK(back.verdict == Verdict::fail);
+    CHECK(back.score == 9);
+    nlohmann::json broken = nlohmann::json(report);
+    broken["verdict"] = "maybe";
+    CHECK_THROWS(broken.get<Report>());
+}
