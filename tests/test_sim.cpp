@@ -507,3 +507,63 @@ TEST_CASE("8- and 16-byte shared loads cost what Nsight Compute counted on an H2
         CHECK(result.counts.shared_load_wavefronts == 64 * p.wavefronts_per_request);
     }
 }
+
+TEST_CASE("integer, double and correctly rounded float results equal an H200's, bit for bit") {
+    // tests/fixtures/kernels/differential_ops_h200/ holds what the same NVRTC PTX wrote on an H200
+    // (driver API, grid 2 x 64 threads, 2026-12-02).
+    const std::string path = fixture("differential_ops.cu");
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "differential.cu"));
+    constexpr int kThreads = 128, kInts = 24, kFloats = 16, kDoubles = 6;
+    sim::GlobalMemory memory;
+    const std::uint64_t ints = memory.allocate(kThreads * kInts * 4);
+    const std::uint64_t floats = memory.allocate(kThreads * kFloats * 4);
+    const std::uint64_t doubles = memory.allocate(kThreads * kDoubles * 8);
+    const int n = kThreads;
+    const auto result = sim::launch(module, "differentialOps", {2, 1, 1}, {64, 1, 1},
+                                    {sim::param_bytes(ints), sim::param_bytes(floats),
+                                     sim::param_bytes(doubles), sim::param_bytes(n)},
+                                    memory, {});
+    REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+
+    auto gpu = [](const std::string& name) {
+        return read_text(fixture("differential_ops_h200/" + name));
+    };
+    const std::string gpu_ints = gpu("ints.bin"), gpu_floats = gpu("floats.bin"),
+                      gpu_doubles = gpu("doubles.bin");
+    REQUIRE(gpu_ints.size() == kThreads * kInts * 4);
+    REQUIRE(gpu_floats.size() == kThreads * kFloats * 4);
+    REQUIRE(gpu_doubles.size() == kThreads * kDoubles * 8);
+    std::vector<int> sim_ints(kThreads * kInts);
+    std::vector<float> sim_floats(kThreads * kFloats);
+    std::vector<double> sim_doubles(kThreads * kDoubles);
+    memory.read(ints, sim_ints.data(), gpu_ints.size());
+    memory.read(floats, sim_floats.data(), gpu_floats.size());
+    memory.read(doubles, sim_doubles.data(), gpu_doubles.size());
+    for (int k = 0; k < kThreads * kInts; ++k) {
+        int expected = 0;
+        std::memcpy(&expected, gpu_ints.data() + 4 * k, 4);
+        if (sim_ints[k] != expected)
+            FAIL("thread " << k / kInts << " int " << k % kInts);
+    }
+    for (int k = 0; k < kThreads * kDoubles; ++k) {
+        double expected = 0;
+        std::memcpy(&expected, gpu_doubles.data() + 8 * k, 8);
+        if (sim_doubles[k] != expected)
+            FAIL("thread " << k / kDoubles << " double " << k % kDoubles);
+    }
+    for (int k = 0; k < kThreads * kFloats; ++k) {
+        float expected = 0;
+        std::memcpy(&expected, gpu_floats.data() + 4 * k, 4);
+        const int slot = k % kFloats;
+        // Slot 1 (x * y - y): ptxas contracts the PTX mul and sub into one FMA, the simulator
+        // rounds twice. Slots 10 to 15 are approximate functions. Both within 2 ulp.
+        const bool exact = slot != 1 && slot < 10;
+        if (exact) {
+            if (sim_floats[k] != expected)
+                FAIL("thread " << k / kFloats << " float " << slot);
+        } else if (std::fabs(sim_floats[k] - expected) > 2.5e-7f * std::fabs(expected)) {
+            FAIL("thread " << k / kFloats << " float " << slot << ": " << sim_floats[k] << " vs "
+                           << expected);
+        }
+    }
+}

@@ -18,6 +18,7 @@ struct GlobalOptions {
 using Runner = std::function<int()>;
 void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_sweep_command(CLI::App& app, const GlobalOptions& global, Runner& run);
+void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_worker_command(CLI::App& app, Runner& run);
 
 // Exit statuses, documented in the README and docs/report-schema.md.

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     Runner run;
     add_grade_command(app, global, run);
     add_sweep_command(app, global, run);
+    add_batch_command(app, global, run);
     add_worker_command(app, run);
 
     try {

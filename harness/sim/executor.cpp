@@ -1138,8 +1138,7 @@ private:
                 std::array<std::uint64_t, 32> source;
                 for (unsigned l = 0; l < 32; ++l)
                     source[l] = a[l];
-                const std::uint64_t* e = reg(w, in.src[3]);
-                (void)e;  // membermask: the executing lanes are the ones that take part
+                // The membermask (src[3]) is not checked: the executing lanes take part.
                 std::uint64_t* p = in.dst2 >= 0 ? reg(w, in.dst2) : nullptr;
                 for_lanes(exec, [&](unsigned lane) {
                     const auto bval = static_cast<std::uint32_t>(b[lane]) & 31;

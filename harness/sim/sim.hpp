@@ -113,8 +113,8 @@ struct LaunchOptions {
     // with LaunchStatus::budget_exceeded ("timed out"). The probe takes about 105,000 per block.
     std::uint64_t instruction_budget = 20'000'000;
     // The blocks to execute, in this order, as 0-based indices (write {x, 0, 0}: Dim3 defaults to
-    // 1, for sizes); empty means every block of the grid. Blocks that are
-    // not executed leave their outputs untouched.
+    // 1, for sizes); empty means every block of the grid. Blocks not executed leave their outputs
+    // untouched. first_blocks() builds the common "first N blocks" list.
     std::vector<Dim3> blocks;
     std::uint32_t dynamic_shared_bytes = 0;
     // Instructions a warp runs before the next warp of its block gets a turn.

@@ -1,0 +1,621 @@
+#include "batch/batch.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "checks/checks.hpp"
+#include "common/text.hpp"
+#include "common/version.hpp"
+#include "grade/grade.hpp"
+#include "model/json.hpp"
+#include "report/writers.hpp"
+
+namespace grader {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kGradebookFile = "gradebook.csv";
+constexpr const char* kSummaryFile = "summary.json";
+constexpr const char* kClassReportFile = "class-report.html";
+constexpr const char* kLocksFolder = ".locks";
+// A report.json larger than this is not one the grader wrote.
+constexpr std::size_t kReportJsonMaxBytes = std::size_t{64} << 20;
+
+// Every format goes into the student's folder; report.json is written last, because its
+// presence is what marks the submission finished for --resume.
+constexpr std::array<Format, 5> kFormatsBeforeJson = {Format::text, Format::markdown,
+                                                      Format::gradescope, Format::prairielearn,
+                                                      Format::junit};
+
+std::string utc_time(std::chrono::system_clock::time_point when, const char* format) {
+    const std::time_t seconds = std::chrono::system_clock::to_time_t(when);
+    std::tm parts{};
+    ::gmtime_r(&seconds, &parts);
+    char text[64];
+    std::strftime(text, sizeof text, format, &parts);
+    return text;
+}
+
+std::string hash_suffix(const std::string& bytes) {
+    // FNV-1a: stable across runs and machines, so a resumed batch finds the same folder.
+    std::uint64_t hash = 14695981039346656037ull;
+    for (const char c : bytes) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 1099511628211ull;
+    }
+    char text[17];
+    std::snprintf(text, sizeof text, "%08llx",
+                  static_cast<unsigned long long>(hash & 0xffffffffull));
+    return text;
+}
+
+bool has_control_character(const std::string& utf8) {
+    for (std::size_t i = 0; i < utf8.size(); ++i) {
+        const auto byte = static_cast<unsigned char>(utf8[i]);
+        if (byte < 0x20 || byte == 0x7f) {
+            return true;
+        }
+        // U+0080..U+009F, the C1 controls, are 0xC2 0x80..0x9F in UTF-8.
+        if (byte == 0xc2 && i + 1 < utf8.size()) {
+            const auto next = static_cast<unsigned char>(utf8[i + 1]);
+            if (next >= 0x80 && next <= 0x9f) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+// True when `inner` is `outer` or lies inside it.
+bool lies_within(const std::filesystem::path& inner, const std::filesystem::path& outer) {
+    auto inner_part = inner.begin();
+    for (auto outer_part = outer.begin(); outer_part != outer.end(); ++outer_part, ++inner_part) {
+        if (outer_part->empty()) {
+            continue;  // a trailing separator
+        }
+        if (inner_part == inner.end() || *inner_part != *outer_part) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::filesystem::path report_json_path(const std::filesystem::path& output_dir,
+                                       const std::string& student) {
+    return output_dir / student / report_file_name(Format::json, true);
+}
+
+// What the report says when the harness, not the submission, kept a grade from happening: the
+// same checks as every other report, none run, and the reason.
+Report harness_failure_report(const Exercise& exercise, const BatchSubmission& submission,
+                              const std::string& why) {
+    Measurements measurements;
+    measurements.interruption =
+        Interruption{"crash", "", "the grader could not grade this submission: " + why, false};
+    Submission answers;
+    answers.directory = submission.directory;
+    answers.problems.push_back({SourceLocation{exercise.submission_answers, 0, 0}, "",
+                                "the answers file was not read: " +
+                                    measurements.interruption->message});
+    return evaluate(exercise, answers, measurements, submission.student);
+}
+
+struct RenderedReport {
+    std::vector<std::pair<std::string, std::string>> files;  // name, content; report.json last
+};
+
+RenderedReport render_every_format(const Report& report) {
+    TextOptions text;
+    text.color = false;
+    RenderedReport rendered;
+    for (const Format format : kFormatsBeforeJson) {
+        rendered.files.emplace_back(report_file_name(format, true),
+                                    write_report(report, format, text));
+    }
+    rendered.files.emplace_back(report_file_name(Format::json, true), write_json(report));
+    return rendered;
+}
+
+void write_submission_files(const std::filesystem::path& folder, const RenderedReport& rendered) {
+    std::filesystem::create_directories(folder);
+    // The old marker goes first: a batch killed halfway through the new files must not leave an
+    // old report.json that claims them finished.
+    std::filesystem::remove(folder / report_file_name(Format::json, true));
+    for (const auto& [name, content] : rendered.files) {
+        write_file_atomically(folder / name, content);
+    }
+}
+
+void count_verdict(BatchStatus& status, Verdict verdict) {
+    switch (verdict) {
+        case Verdict::pass:
+            ++status.passed;
+            break;
+        case Verdict::fail:
+            ++status.failed;
+            break;
+        case Verdict::ungradable:
+            ++status.ungradable;
+            break;
+    }
+}
+
+struct Job {
+    BatchSubmission submission;
+};
+
+// Everything the pool's threads share. Held by shared_ptr: after an interrupt, run_batch returns
+// while abandoned threads still hold it.
+struct PoolState {
+    PoolState(Exercise exercise_value, BatchProgress& progress_value)
+        : exercise(std::move(exercise_value)), progress(&progress_value) {}
+
+    const Exercise exercise;
+    std::filesystem::path output_dir;
+    std::filesystem::path worker_executable;
+    double run_seconds_override = 0.0;
+    const std::atomic<bool>* stop = nullptr;
+    Clock::time_point began;
+
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<Job> jobs;
+    std::size_t next_job = 0;
+    // Set once run_batch stops waiting: from then on no thread writes a file or calls progress.
+    bool closed = false;
+    BatchProgress* progress;
+    BatchStatus status;
+    std::vector<int> device_load;  // grades running per entry of status.devices
+    std::size_t running_threads = 0;
+    std::size_t harness_errors = 0;
+    std::exception_ptr fatal;  // an output file could not be written
+
+    bool stop_requested() const { return stop != nullptr && stop->load(); }
+
+    // Under the mutex: the least busy device, the lowest index first among equals.
+    std::size_t pick_device() {
+        const auto least = std::min_element(device_load.begin(), device_load.end());
+        return static_cast<std::size_t>(least - device_load.begin());
+    }
+
+    BatchStatus snapshot() {
+        status.elapsed_seconds = std::chrono::duration<double>(Clock::now() - began).count();
+        return status;
+    }
+};
+
+Report grade_one(PoolState& state, const BatchSubmission& submission, int device,
+                 bool& harness_error) {
+    GradeOptions grade;
+    grade.submission_dir = submission.directory;
+    grade.submission_label = submission.student;
+    grade.device = device;
+    grade.run_seconds_override = state.run_seconds_override;
+    grade.worker_executable = state.worker_executable;
+    grade.device_lock =
+        state.output_dir / kLocksFolder / ("device-" + std::to_string(device) + ".lock");
+    try {
+        return grade_submission(state.exercise, grade);
+    } catch (const std::exception& error) {
+        harness_error = true;
+        return harness_failure_report(state.exercise, submission, error.what());
+    }
+}
+
+void pool_thread(const std::shared_ptr<PoolState>& state) {
+    std::unique_lock lock(state->mutex);
+    while (!state->closed && !state->fatal && !state->stop_requested() &&
+           state->next_job < state->jobs.size()) {
+        const Job job = state->jobs[state->next_job++];
+        const std::size_t device_slot = state->pick_device();
+        const int device = state->status.devices[device_slot];
+        ++state->device_load[device_slot];
+        state->status.in_flight.push_back(job.submission.student);
+        state->progress->submission_started(job.submission.student, state->snapshot());
+        lock.unlock();
+
+        bool harness_error = false;
+        Report report = grade_one(*state, job.submission, device, harness_error);
+        RenderedReport rendered;
+        try {
+            rendered = render_every_format(report);
+        } catch (const std::exception& error) {
+            // A writer choking on what the submission produced is still the harness's fault, and
+            // still only this submission's grade.
+            harness_error = true;
+            report = harness_failure_report(state->exercise, job.submission,
+                                            std::string("its report could not be written: ") +
+                                                error.what());
+            rendered = render_every_format(report);
+        }
+
+        lock.lock();
+        if (state->closed) {
+            break;  // interrupted meanwhile: this grade is abandoned
+        }
+        --state->device_load[device_slot];
+        auto& in_flight = state->status.in_flight;
+        in_flight.erase(std::find(in_flight.begin(), in_flight.end(), job.submission.student));
+        try {
+            // Under the lock, so that nothing is written once run_batch has closed the pool.
+            write_submission_files(state->output_dir / job.submission.student, rendered);
+        } catch (const std::exception&) {
+            state->fatal = std::current_exception();
+            break;
+        }
+        ++state->status.done;
+        ++state->status.graded;
+        state->harness_errors += harness_error ? 1 : 0;
+        count_verdict(state->status, report.verdict);
+        GradedSubmission graded;
+        graded.student = job.submission.student;
+        graded.device = device;
+        graded.verdict = report.verdict;
+        graded.score = report.score;
+        graded.max_score = report.max_score;
+        graded.wall_seconds = report.wall_seconds;
+        graded.reason = class_reason(report);
+        graded.harness_error = harness_error;
+        state->progress->submission_finished(graded, state->snapshot());
+    }
+    if (!lock.owns_lock()) {
+        lock.lock();
+    }
+    --state->running_threads;
+    state->changed.notify_all();
+}
+
+std::vector<ClassEntry> collect_entries(const std::vector<BatchSubmission>& submissions,
+                                        const std::filesystem::path& output_dir) {
+    std::vector<ClassEntry> entries;
+    for (const auto& submission : submissions) {
+        auto report = read_report_json(report_json_path(output_dir, submission.student));
+        if (!report) {
+            continue;
+        }
+        ClassEntry entry;
+        entry.student_folder = submission.student;
+        entry.report_link = submission.student + "/" + report_file_name(Format::text, true);
+        entry.report = std::move(*report);
+        entries.push_back(std::move(entry));
+    }
+    return entries;
+}
+
+nlohmann::json run_info(const BatchResult& result, const BatchOptions& options) {
+    const double minutes = result.wall_seconds / 60.0;
+    nlohmann::json info = {
+        {"grader_version", kGraderVersion},
+        {"started_at", result.started_at},
+        {"finished_at", result.finished_at},
+        {"wall_seconds", result.wall_seconds},
+        {"jobs", result.status.jobs},
+        {"devices", result.status.devices},
+        {"resume", options.resume},
+        {"interrupted", result.interrupted},
+        {"counts",
+         {{"submissions", result.submissions},
+          {"in_scope", result.status.total},
+          {"graded", result.status.graded},
+          {"kept", result.status.kept},
+          {"reports", result.entries.size()},
+          {"abandoned", result.abandoned.size()},
+          {"not_started", result.not_started.size()},
+          {"harness_errors", result.harness_errors}}},
+        {"submissions_per_minute",
+         minutes > 0 ? static_cast<double>(result.status.graded) / minutes : 0.0},
+    };
+    if (!options.only.empty()) {
+        info["only"] = options.only;
+    }
+    return info;
+}
+
+std::vector<std::filesystem::path> write_class_outputs(const BatchResult& result,
+                                                       const BatchOptions& options) {
+    const auto gradebook = options.output_dir / kGradebookFile;
+    const auto summary = options.output_dir / kSummaryFile;
+    const auto page = options.output_dir / kClassReportFile;
+    write_file_atomically(gradebook, write_gradebook_csv(result.entries));
+    write_file_atomically(summary,
+                          write_class_summary_json(result.entries, run_info(result, options)));
+    ClassReportOptions page_options;
+    page_options.generated_at = result.finished_at.empty()
+                                    ? std::string()
+                                    : result.finished_at.substr(0, 10) + " " +
+                                          result.finished_at.substr(11, 5) + " UTC";
+    write_file_atomically(page, write_class_report_html(result.entries, page_options));
+    return {gradebook, summary, page};
+}
+
+// The submissions `only` names, by folder name or output name; throws for a name that is
+// neither.
+std::set<std::string> selected_students(const std::vector<BatchSubmission>& submissions,
+                                        const std::vector<std::string>& only,
+                                        const std::filesystem::path& submissions_dir) {
+    std::set<std::string> selected;
+    for (const auto& name : only) {
+        const auto match = std::find_if(submissions.begin(), submissions.end(),
+                                        [&name](const BatchSubmission& submission) {
+                                            return submission.folder_name == name ||
+                                                   submission.student == name;
+                                        });
+        if (match == submissions.end()) {
+            throw BatchError("no submission folder named '" + name + "' in " +
+                             submissions_dir.string());
+        }
+        selected.insert(match->student);
+    }
+    return selected;
+}
+
+}  // namespace
+
+std::vector<int> visible_devices() {
+    std::vector<int> devices;
+    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+        // CUDA numbers the listed devices from 0 and stops at the first entry it cannot use;
+        // "-1" (or nothing) hides them all.
+        std::string list = visible;
+        std::size_t start = 0;
+        while (start <= list.size()) {
+            const std::size_t comma = std::min(list.find(',', start), list.size());
+            const std::string entry = list.substr(start, comma - start);
+            if (entry.empty() || entry[0] == '-') {
+                break;
+            }
+            devices.push_back(static_cast<int>(devices.size()));
+            start = comma + 1;
+        }
+        return devices;
+    }
+    std::error_code error;
+    std::filesystem::directory_iterator nodes("/dev", error);
+    if (error) {
+        return devices;
+    }
+    std::size_t count = 0;
+    for (const auto& node : nodes) {
+        const std::string name = node.path().filename().string();
+        if (name.size() > 6 && name.compare(0, 6, "nvidia") == 0 &&
+            std::all_of(name.begin() + 6, name.end(),
+                        [](char c) { return c >= '0' && c <= '9'; })) {
+            ++count;
+        }
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        devices.push_back(static_cast<int>(i));
+    }
+    return devices;
+}
+
+std::string student_folder_name(const std::string& folder_name) {
+    const bool keep = !folder_name.empty() && folder_name != "." && folder_name != ".." &&
+                      folder_name.find('/') == std::string::npos &&
+                      !first_invalid_utf8(folder_name) && !has_control_character(folder_name);
+    if (keep) {
+        return folder_name;
+    }
+    std::string safe;
+    for (const char c : folder_name) {
+        const auto byte = static_cast<unsigned char>(c);
+        const bool plain = (byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') ||
+                           (byte >= '0' && byte <= '9') || c == '-' || c == '_' || c == '.';
+        safe += plain ? c : '_';
+    }
+    if (!safe.empty() && safe[0] == '.') {
+        safe[0] = '_';
+    }
+    return safe.substr(0, 64) + "-" + hash_suffix(folder_name);
+}
+
+std::vector<BatchSubmission> find_submissions(const std::filesystem::path& submissions_dir,
+                                              const std::filesystem::path& exclude) {
+    std::error_code error;
+    std::filesystem::directory_iterator entries(submissions_dir, error);
+    if (error) {
+        throw BatchError("cannot read the class folder " + submissions_dir.string() + ": " +
+                         error.message());
+    }
+    const auto excluded =
+        exclude.empty() ? std::filesystem::path() : std::filesystem::weakly_canonical(exclude, error);
+    std::vector<BatchSubmission> submissions;
+    for (const auto& entry : entries) {
+        const std::string name = entry.path().filename().string();
+        if (name.empty() || name[0] == '.' || !entry.is_directory(error)) {
+            continue;
+        }
+        if (!excluded.empty()) {
+            const auto canonical = std::filesystem::weakly_canonical(entry.path(), error);
+            if (!error && lies_within(excluded, canonical)) {
+                continue;
+            }
+        }
+        submissions.push_back({name, student_folder_name(name), entry.path()});
+    }
+    std::sort(submissions.begin(), submissions.end(),
+              [](const BatchSubmission& a, const BatchSubmission& b) {
+                  return a.folder_name < b.folder_name;
+              });
+    // Two folders that end up with the same output name (a real folder named like another's
+    // sanitized form) must not share a report.
+    std::set<std::string> taken;
+    for (auto& submission : submissions) {
+        const std::string base = submission.student;
+        for (int n = 2; !taken.insert(submission.student).second; ++n) {
+            submission.student = base + "-" + std::to_string(n);
+        }
+    }
+    return submissions;
+}
+
+bool output_has_reports(const std::filesystem::path& output_dir) {
+    std::error_code error;
+    for (const char* file : {kGradebookFile, kSummaryFile, kClassReportFile}) {
+        if (std::filesystem::exists(output_dir / file, error)) {
+            return true;
+        }
+    }
+    std::filesystem::directory_iterator entries(output_dir, error);
+    if (error) {
+        return false;
+    }
+    for (const auto& entry : entries) {
+        if (entry.is_directory(error) &&
+            std::filesystem::exists(entry.path() / report_file_name(Format::json, true), error)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::optional<Report> read_report_json(const std::filesystem::path& file) {
+    std::string why;
+    const auto text = read_file_bounded(file, kReportJsonMaxBytes, why);
+    if (!text) {
+        return std::nullopt;
+    }
+    const auto json = nlohmann::json::parse(*text, nullptr, false);
+    if (json.is_discarded() || !json.is_object()) {
+        return std::nullopt;
+    }
+    try {
+        return json.get<Report>();
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
+                      BatchProgress& progress) {
+    const auto began_wall = std::chrono::system_clock::now();
+    auto state = std::make_shared<PoolState>(exercise, progress);
+    state->began = Clock::now();
+    state->output_dir = options.output_dir;
+    state->worker_executable = options.worker_executable;
+    state->run_seconds_override = options.run_seconds_override;
+    state->stop = options.stop;
+
+    BatchResult result;
+    result.started_at = utc_time(began_wall, "%Y-%m-%dT%H:%M:%SZ");
+
+    const auto submissions = find_submissions(options.submissions_dir, options.output_dir);
+    result.submissions = submissions.size();
+    const auto selected =
+        selected_students(submissions, options.only, options.submissions_dir);
+
+    std::filesystem::create_directories(options.output_dir / kLocksFolder);
+
+    BatchStatus& status = state->status;
+    status.devices = options.devices.empty() ? visible_devices() : options.devices;
+    if (status.devices.empty()) {
+        status.devices.push_back(0);  // no GPU seen: every grade says so, as `grader grade` would
+    }
+    state->device_load.assign(status.devices.size(), 0);
+
+    for (const auto& submission : submissions) {
+        if (!selected.empty()) {
+            if (selected.count(submission.student) != 0) {
+                state->jobs.push_back({submission});
+            }
+            continue;
+        }
+        if (options.resume) {
+            if (auto kept = read_report_json(report_json_path(options.output_dir,
+                                                              submission.student))) {
+                ++status.kept;
+                ++status.done;
+                count_verdict(status, kept->verdict);
+                continue;
+            }
+        }
+        state->jobs.push_back({submission});
+    }
+    status.total = status.kept + state->jobs.size();
+    const int wanted_jobs =
+        options.jobs > 0 ? options.jobs
+                         : std::max(2, static_cast<int>(status.devices.size()) + 1);
+    const std::size_t thread_count =
+        std::min(static_cast<std::size_t>(wanted_jobs), state->jobs.size());
+    status.jobs = wanted_jobs;
+
+    std::vector<std::thread> threads;
+    {
+        std::unique_lock lock(state->mutex);
+        progress.batch_started(state->snapshot());
+        state->running_threads = thread_count;
+    }
+    for (std::size_t i = 0; i < thread_count; ++i) {
+        threads.emplace_back(pool_thread, state);
+    }
+
+    {
+        std::unique_lock lock(state->mutex);
+        while (state->running_threads > 0) {
+            // Waking now and then is how the stop flag is seen: it is set from a signal watcher
+            // that cannot take this mutex.
+            state->changed.wait_for(lock, std::chrono::milliseconds(100));
+            if ((state->stop_requested() || state->fatal) && state->running_threads > 0) {
+                break;
+            }
+        }
+        state->closed = true;
+        result.interrupted = state->stop_requested();
+        result.abandoned = status.in_flight;
+        for (std::size_t i = state->next_job; i < state->jobs.size(); ++i) {
+            result.not_started.push_back(state->jobs[i].submission.student);
+        }
+        result.status = state->snapshot();
+        result.harness_errors = state->harness_errors;
+    }
+    if (result.abandoned.empty()) {
+        for (auto& thread : threads) {
+            thread.join();
+        }
+    } else {
+        // Their grades are still running, and only the process's end stops them: they write
+        // nothing more once the pool is closed.
+        for (auto& thread : threads) {
+            thread.detach();
+        }
+    }
+
+    const auto finished_wall = std::chrono::system_clock::now();
+    result.finished_at = utc_time(finished_wall, "%Y-%m-%dT%H:%M:%SZ");
+    result.wall_seconds = std::chrono::duration<double>(finished_wall - began_wall).count();
+    result.entries = collect_entries(submissions, options.output_dir);
+
+    std::exception_ptr fatal;
+    {
+        std::lock_guard lock(state->mutex);
+        fatal = state->fatal;
+    }
+    try {
+        result.class_outputs = write_class_outputs(result, options);
+    } catch (const std::exception&) {
+        if (!fatal) {
+            throw;
+        }
+    }
+    if (fatal) {
+        std::rethrow_exception(fatal);
+    }
+    return result;
+}
+
+}  // namespace grader

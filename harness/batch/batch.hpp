@@ -1,0 +1,145 @@
+#pragma once
+
+// Grading a whole class: one sub-folder of a class folder per submission, graded concurrently
+// (each in its own isolated worker, through grade_submission), every report format written into
+// OUTPUT/<student>/, then the class outputs (gradebook, summary, HTML page) over every report
+// present. A batch can be interrupted and resumed: OUTPUT/<student>/report.json is written last
+// and marks a finished submission.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "batch/class_outputs.hpp"
+#include "exercise/exercise.hpp"
+#include "model/report.hpp"
+
+namespace grader {
+
+// The caller asked for something the class folder cannot give (an unknown student, a class
+// folder that cannot be read). The CLI exits 2 with this message.
+class BatchError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct BatchOptions {
+    std::filesystem::path submissions_dir;  // one sub-folder per submission
+    std::filesystem::path output_dir;       // created if missing
+    int jobs = 0;                           // submissions graded at once; <= 0: devices + 1, >= 2
+    std::vector<int> devices;               // GPU indices to spread over; empty: visible_devices()
+    double run_seconds_override = 0.0;      // > 0 replaces the exercise's run limit
+    std::filesystem::path worker_executable;  // the grader, started as "grader __worker"
+    // Keep the report of every submission whose OUTPUT/<student>/report.json exists and parses,
+    // instead of grading it again. Without it every submission is graded and its files replaced.
+    bool resume = false;
+    // Folder names (as found, or as the output names them) to grade; empty: every submission.
+    // The named ones are graded even when resuming; the class outputs still cover every report.
+    std::vector<std::string> only;
+    // Polled by the pool: once true, no new submission starts, run_batch writes the class outputs
+    // for what finished and returns with interrupted set. Grades in flight are abandoned: their
+    // threads are detached and write nothing more; their workers die with the process
+    // (PR_SET_PDEATHSIG), so the caller is expected to exit soon after.
+    const std::atomic<bool>* stop = nullptr;
+};
+
+// One submission of the class.
+struct BatchSubmission {
+    std::string folder_name;          // as found in the class folder (any bytes)
+    std::string student;              // the output folder's name and the key in the gradebook
+    std::filesystem::path directory;  // submissions_dir / folder_name
+};
+
+// Where the batch stands, as handed to every progress call.
+struct BatchStatus {
+    std::size_t total = 0;      // submissions in this run's scope (all, or those of `only`)
+    std::size_t done = 0;       // of those, with a report: kept from before, or graded now
+    std::size_t kept = 0;       // reports kept from an earlier run (resume)
+    std::size_t graded = 0;     // graded in this run
+    std::size_t passed = 0;     // verdicts over `done`
+    std::size_t failed = 0;
+    std::size_t ungradable = 0;
+    double elapsed_seconds = 0.0;
+    std::vector<std::string> in_flight;  // students being graded now, in the order they started
+    int jobs = 0;
+    std::vector<int> devices;
+};
+
+// One submission graded in this run.
+struct GradedSubmission {
+    std::string student;
+    int device = 0;
+    Verdict verdict = Verdict::ungradable;
+    double score = 0.0;
+    double max_score = 0.0;
+    double wall_seconds = 0.0;
+    std::string reason;          // class_reason(): why this verdict
+    bool harness_error = false;  // grade_submission threw: the report says why
+};
+
+// How the batch tells its caller what happens; the library never prints. Calls come from the
+// pool's threads but never at the same time, and none comes after run_batch has returned.
+class BatchProgress {
+public:
+    virtual ~BatchProgress() = default;
+    virtual void batch_started(const BatchStatus& status) { (void)status; }
+    virtual void submission_started(const std::string& student, const BatchStatus& status) {
+        (void)student;
+        (void)status;
+    }
+    virtual void submission_finished(const GradedSubmission& graded, const BatchStatus& status) {
+        (void)graded;
+        (void)status;
+    }
+};
+
+struct BatchResult {
+    BatchStatus status;                  // at the end
+    std::vector<ClassEntry> entries;     // every report in the class outputs, sorted by student
+    std::size_t submissions = 0;         // in the class folder
+    std::size_t harness_errors = 0;      // grades in this run where grade_submission threw
+    bool interrupted = false;            // options.stop was set before the end
+    std::vector<std::string> abandoned;  // in flight when interrupted; no report written
+    std::vector<std::string> not_started;
+    std::string started_at;              // ISO 8601 UTC
+    std::string finished_at;
+    double wall_seconds = 0.0;
+    std::vector<std::filesystem::path> class_outputs;  // the files written into output_dir
+};
+
+// The GPUs this machine shows, without initializing CUDA in this process: CUDA_VISIBLE_DEVICES
+// where set (its entries, numbered from 0), else the /dev/nvidia<N> nodes. Empty if none.
+std::vector<int> visible_devices();
+
+// The output folder name for a submission folder: the name itself where it is valid UTF-8 with
+// no control character and not "." or "..", else its printable ASCII with '_' for the rest and
+// "-" plus a short hash of the raw bytes, so two odd names never meet.
+std::string student_folder_name(const std::string& folder_name);
+
+// The submissions of a class folder, sorted by folder name: every sub-folder (a symbolic link to
+// a folder counts), skipping hidden entries, plain files, and the folder that holds `exclude`
+// (the output folder, where it lies inside the class folder). Throws BatchError if the class
+// folder cannot be read.
+std::vector<BatchSubmission> find_submissions(const std::filesystem::path& submissions_dir,
+                                              const std::filesystem::path& exclude = {});
+
+// Whether output_dir holds what an earlier batch wrote: a class output, or a report.json in a
+// sub-folder.
+bool output_has_reports(const std::filesystem::path& output_dir);
+
+// OUTPUT/<student>/report.json, read back; nullopt where missing, unreadable or not a report.
+std::optional<Report> read_report_json(const std::filesystem::path& file);
+
+// Grades the class and writes every file. Throws BatchError for the caller's mistakes,
+// ExerciseError never (the exercise is already loaded), and std::exception for the harness's
+// own faults (an output file that cannot be written), after writing what class outputs it can.
+// A submission that makes grade_submission throw is recorded as ungradable, with the reason.
+BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
+                      BatchProgress& progress);
+
+}  // namespace grader

@@ -1,0 +1,297 @@
+// `grader batch CLASS --output DIR`: grades every submission folder of a class and writes the
+// reports, the gradebook, the summary and the class page.
+
+#include <pthread.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+#include "batch/batch.hpp"
+#include "cli/commands.hpp"
+#include "cli/locations.hpp"
+#include "common/text.hpp"
+#include "exercise/exercise.hpp"
+#include "grade/grade.hpp"
+
+namespace grader::cli {
+namespace {
+
+struct BatchCommandOptions {
+    std::filesystem::path submissions;
+    std::filesystem::path output;
+    std::filesystem::path exercise;
+    int jobs = 0;
+    double timeout = 0.0;
+    std::vector<int> devices;
+    bool resume = false;
+    std::vector<std::string> only;
+};
+
+// The first SIGINT or SIGTERM asks the batch to stop; a second one ends the process at once.
+// The signals are blocked in every thread and taken by one watcher thread with sigwait, so no
+// handler runs inside a grade and no system call of the pool sees EINTR.
+std::atomic<bool> stop_requested{false};
+std::atomic<int> stop_signal{0};
+
+void watch_stop_signals() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by the pool's threads
+    std::thread([signals] {
+        for (;;) {
+            int signal_number = 0;
+            if (::sigwait(&signals, &signal_number) != 0) {
+                continue;
+            }
+            if (stop_signal.exchange(signal_number) != 0) {
+                std::_Exit(128 + signal_number);
+            }
+            stop_requested.store(true);
+        }
+    }).detach();
+}
+
+std::string format_duration(double seconds) {
+    const long total = std::lround(seconds);
+    if (total < 60) {
+        return std::to_string(total) + "s";
+    }
+    if (total < 3600) {
+        return std::to_string((total + 30) / 60) + "m";
+    }
+    const long minutes = (total + 30) / 60;
+    char text[32];
+    std::snprintf(text, sizeof text, "%ldh%02ld", minutes / 60, minutes % 60);
+    return text;
+}
+
+double per_minute(const BatchStatus& status) {
+    return status.elapsed_seconds > 0 ? status.graded * 60.0 / status.elapsed_seconds : 0.0;
+}
+
+std::string shorten(const std::string& text, std::size_t limit) {
+    if (text.size() <= limit) {
+        return text;
+    }
+    std::size_t cut = limit > 3 ? limit - 3 : 0;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+        --cut;  // not inside a UTF-8 sequence
+    }
+    return text.substr(0, cut) + "...";
+}
+
+std::string describe_graded(const GradedSubmission& graded) {
+    std::string line = "graded " + graded.student + ": " + to_string(graded.verdict) + " " +
+                       format_number(graded.score, 2) + "/" + format_number(graded.max_score, 2) +
+                       " (" + format_number(graded.wall_seconds, 2) + " s)";
+    if (graded.verdict != Verdict::pass && !graded.reason.empty()) {
+        line += ": " + shorten(graded.reason, 160);
+    }
+    return line;
+}
+
+// Not a terminal: one plain line per finished submission, for a log file or CI.
+class LogProgress : public BatchProgress {
+public:
+    void batch_started(const BatchStatus& status) override {
+        std::string devices;
+        for (const int device : status.devices) {
+            devices += (devices.empty() ? "" : ",") + std::to_string(device);
+        }
+        std::fprintf(stderr, "batch: %zu to grade, %zu kept from an earlier run; %d jobs, GPU %s\n",
+                     status.total - status.kept, status.kept, status.jobs, devices.c_str());
+        std::fflush(stderr);
+    }
+    void submission_started(const std::string& student, const BatchStatus&) override {
+        spdlog::debug("grading {}", student);
+    }
+    void submission_finished(const GradedSubmission& graded, const BatchStatus&) override {
+        std::fprintf(stderr, "%s\n", describe_graded(graded).c_str());
+        std::fflush(stderr);
+    }
+};
+
+// A terminal: one line, rewritten in place.
+class TerminalProgress : public BatchProgress {
+public:
+    void batch_started(const BatchStatus& status) override { draw(status); }
+    void submission_started(const std::string&, const BatchStatus& status) override {
+        draw(status);
+    }
+    void submission_finished(const GradedSubmission& graded, const BatchStatus& status) override {
+        if (graded.harness_error) {
+            std::fprintf(stderr, "\r\033[K%s\n", describe_graded(graded).c_str());
+        }
+        draw(status);
+    }
+    void finish() {
+        if (drawn_) {
+            std::fprintf(stderr, "\r\033[K");
+            std::fflush(stderr);
+        }
+    }
+
+private:
+    void draw(const BatchStatus& status) {
+        std::string line = "[" + std::to_string(status.done) + "/" + std::to_string(status.total) +
+                           "]";
+        const double rate = per_minute(status);
+        if (status.graded > 0 && rate > 0) {
+            line += " " + format_number(rate, 1) + "/min  ~" +
+                    format_duration((status.total - status.done) * 60.0 / rate) + " left";
+        }
+        if (status.failed > 0) {
+            line += "  " + std::to_string(status.failed) + " failed";
+        }
+        if (status.ungradable > 0) {
+            line += "  " + std::to_string(status.ungradable) + " ungradable";
+        }
+        if (!status.in_flight.empty()) {
+            line += "  grading";
+            for (const auto& student : status.in_flight) {
+                line += " " + student;
+            }
+        }
+        std::fprintf(stderr, "\r%s\033[K", shorten(line, terminal_width() - 1).c_str());
+        std::fflush(stderr);
+        drawn_ = true;
+    }
+
+    static std::size_t terminal_width() {
+        winsize size{};
+        if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 20) {
+            return size.ws_col;
+        }
+        return 80;
+    }
+
+    bool drawn_ = false;
+};
+
+class SilentProgress : public BatchProgress {};
+
+int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& global) {
+    if (std::filesystem::exists(options.output) && !std::filesystem::is_directory(options.output)) {
+        spdlog::error("--output {} exists and is not a folder", options.output.string());
+        return kExitUsage;
+    }
+    if (!options.resume && options.only.empty() && output_has_reports(options.output)) {
+        spdlog::error("{} already holds reports from an earlier batch: add --resume to finish it "
+                      "(keeping the reports there), or choose another --output folder",
+                      options.output.string());
+        return kExitUsage;
+    }
+    const Exercise exercise =
+        load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
+
+    BatchOptions batch;
+    batch.submissions_dir = options.submissions;
+    batch.output_dir = options.output;
+    batch.jobs = options.jobs;
+    batch.devices = options.devices;
+    batch.run_seconds_override = options.timeout;
+    batch.worker_executable = current_executable();
+    batch.resume = options.resume;
+    batch.only = options.only;
+    batch.stop = &stop_requested;
+
+    LogProgress log;
+    TerminalProgress terminal;
+    SilentProgress silent;
+    const bool on_terminal = ::isatty(STDERR_FILENO) == 1;
+    BatchProgress& progress = global.quiet ? static_cast<BatchProgress&>(silent)
+                              : on_terminal ? static_cast<BatchProgress&>(terminal)
+                                            : static_cast<BatchProgress&>(log);
+
+    watch_stop_signals();
+    BatchResult result;
+    try {
+        result = run_batch(exercise, batch, progress);
+    } catch (const BatchError& error) {
+        terminal.finish();
+        spdlog::error("{}", error.what());
+        return kExitUsage;
+    }
+    if (on_terminal && !global.quiet) {
+        terminal.finish();
+    }
+
+    const BatchStatus& status = result.status;
+    if (!global.quiet) {
+        std::printf("%zu submissions graded in %s s (%s/min), %zu kept: %zu pass, %zu fail, "
+                    "%zu ungradable\n",
+                    status.graded, format_number(result.wall_seconds, 1).c_str(),
+                    format_number(per_minute(status), 1).c_str(), status.kept, status.passed,
+                    status.failed, status.ungradable);
+        if (result.harness_errors > 0) {
+            std::printf("%zu of them could not be graded by the harness: see their reports\n",
+                        result.harness_errors);
+        }
+        for (const auto& file : result.class_outputs) {
+            std::printf("wrote %s\n", file.string().c_str());
+        }
+        std::fflush(stdout);
+    }
+    if (stop_requested.load()) {
+        spdlog::error("interrupted: {} graded, {} stopped while grading, {} not started; run the "
+                      "same command with --resume to finish",
+                      status.graded, result.abandoned.size(), result.not_started.size());
+        spdlog::default_logger()->flush();
+        std::fflush(stdout);
+        std::fflush(stderr);
+        // Grades in flight still run on detached threads; ending here, without running static
+        // destructors under them, is what kills their workers (PR_SET_PDEATHSIG).
+        std::_Exit(128 + stop_signal.load());
+    }
+    return kExitPass;
+}
+
+}  // namespace
+
+void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) {
+    auto options = std::make_shared<BatchCommandOptions>();
+    CLI::App* command = app.add_subcommand(
+        "batch", "Grade every submission folder of a class; write each report and the gradebook");
+    command->add_option("SUBMISSIONS_DIR", options->submissions,
+                        "The class folder: one sub-folder per submission, named for the student")
+        ->required()
+        ->check(CLI::ExistingDirectory);
+    command->add_option("-o,--output", options->output,
+                        "Folder for OUTPUT/<student>/report.* and the class outputs")
+        ->required();
+    command->add_option("--exercise", options->exercise,
+                        "Exercise folder holding exercise.yaml (default: the bundled Day 15)")
+        ->check(CLI::ExistingDirectory);
+    command->add_option("-j,--jobs", options->jobs,
+                        "Submissions graded at once (default: number of GPUs + 1, at least 2)")
+        ->check(CLI::PositiveNumber);
+    command->add_option("--timeout", options->timeout,
+                        "Seconds a kernel stage may run before it is stopped (default: the "
+                        "exercise's limit)")
+        ->check(CLI::PositiveNumber);
+    command->add_option("--devices", options->devices,
+                        "GPU indices to use, e.g. 0,1 (default: every visible GPU)")
+        ->delimiter(',')
+        ->check(CLI::NonNegativeNumber);
+    command->add_flag("--resume", options->resume,
+                      "Keep the reports an earlier, interrupted batch wrote into --output and "
+                      "grade the rest");
+    command->add_option("--only", options->only,
+                        "Grade only these students (folder names), even when resuming; the "
+                        "class outputs still cover every report in --output");
+    command->callback([options, &global, &run] {
+        run = [options, &global] { return run_batch_command(*options, global); };
+    });
+}
+
+}  // namespace grader::cli

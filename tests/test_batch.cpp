@@ -1,0 +1,487 @@
+// `grader batch` as an instructor meets it, on a machine without a GPU (every grade is then
+// 'ungradable', and the batch mechanics are the same): a class with hostile submissions runs to
+// the end, a killed batch resumes without grading twice, --only regrades one student, an old
+// output is not overwritten by accident, and SIGTERM leaves the class outputs behind.
+
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "batch/batch.hpp"
+#include "grader_run.hpp"
+
+using namespace grader::testing;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kFixtures = fs::path(GRADER_FIXTURES_DIR);
+
+bool has_gpu_driver() { return fs::exists("/dev/nvidiactl"); }
+
+// A fresh folder for one test.
+fs::path scratch(const std::string& name) {
+    const auto dir = fs::temp_directory_path() / "grader-test-batch" / name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+std::string read_text(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream content;
+    content << in.rdbuf();
+    return content.str();
+}
+
+void write_text(const fs::path& file, const std::string& content) {
+    std::ofstream out(file, std::ios::binary);
+    out << content;
+}
+
+void copy_fixture(const std::string& fixture, const fs::path& target) {
+    fs::copy(kFixtures / "submissions" / fixture, target, fs::copy_options::recursive);
+    fs::remove(target / "expected.yaml");  // not part of what a student hands in
+}
+
+// RFC 4180 rows (quoted fields may hold commas, quotes and line breaks).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> row;
+    std::string field;
+    bool quoted = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (quoted) {
+            if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+                field += '"';
+                ++i;
+            } else if (c == '"') {
+                quoted = false;
+            } else {
+                field += c;
+            }
+        } else if (c == '"') {
+            quoted = true;
+        } else if (c == ',') {
+            row.push_back(field);
+            field.clear();
+        } else if (c == '\r') {
+            continue;
+        } else if (c == '\n') {
+            row.push_back(field);
+            rows.push_back(row);
+            row.clear();
+            field.clear();
+        } else {
+            field += c;
+        }
+    }
+    if (!field.empty() || !row.empty()) {
+        row.push_back(field);
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+// The gradebook's "folder" column, one entry per row.
+std::vector<std::string> gradebook_folders(const fs::path& output) {
+    const auto rows = parse_csv(read_text(output / "gradebook.csv"));
+    REQUIRE(!rows.empty());
+    const auto& header = rows.front();
+    const auto column = std::find(header.begin(), header.end(), "folder");
+    REQUIRE(column != header.end());
+    const auto index = static_cast<std::size_t>(column - header.begin());
+    std::vector<std::string> folders;
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+        REQUIRE(rows[i].size() == header.size());
+        folders.push_back(rows[i][index]);
+    }
+    return folders;
+}
+
+nlohmann::json read_json(const fs::path& file) {
+    return nlohmann::json::parse(read_text(file), nullptr, false);
+}
+
+// The report.json files present, by student folder, with the inode and mtime that say whether a
+// later run wrote them again.
+struct FileStamp {
+    ino_t inode = 0;
+    std::int64_t mtime_ns = 0;
+    bool operator==(const FileStamp& other) const {
+        return inode == other.inode && mtime_ns == other.mtime_ns;
+    }
+};
+
+std::map<std::string, FileStamp> report_stamps(const fs::path& output) {
+    std::map<std::string, FileStamp> stamps;
+    if (!fs::exists(output)) {
+        return stamps;
+    }
+    for (const auto& entry : fs::directory_iterator(output)) {
+        const auto file = entry.path() / "report.json";
+        struct stat info {};
+        if (entry.is_directory() && ::stat(file.c_str(), &info) == 0) {
+            stamps[entry.path().filename().string()] = {
+                info.st_ino,
+                static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
+        }
+    }
+    return stamps;
+}
+
+// Starts `grader <args...>` with its output into log, and returns its pid.
+pid_t start_grader(const std::vector<std::string>& args, const fs::path& log) {
+    std::vector<std::string> argv = {GRADER_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> pointers;
+    for (auto& arg : argv) {
+        pointers.push_back(arg.data());
+    }
+    pointers.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(fd, STDOUT_FILENO);
+        ::dup2(fd, STDERR_FILENO);
+        ::execv(pointers[0], pointers.data());
+        ::_exit(127);
+    }
+    return pid;
+}
+
+// Waits until some OUTPUT/<student>/report.json exists; false after the timeout or if the
+// grader ended first.
+bool wait_for_first_report(const fs::path& output, pid_t pid) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (!report_stamps(output).empty()) {
+            return true;
+        }
+        int status = 0;
+        if (::waitpid(pid, &status, WNOHANG) == pid) {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+}
+
+// The exit status, or 128 + the signal that ended it.
+int wait_exit(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Copies of one fixture under several student names: enough work that a batch is still running
+// when the test stops it.
+fs::path make_plain_class(const std::string& name, int students) {
+    const auto dir = scratch(name) / "class";
+    fs::create_directories(dir);
+    for (int i = 0; i < students; ++i) {
+        copy_fixture(i % 2 == 0 ? "correct" : "compile_error",
+                     dir / ("student" + std::to_string(10 + i)));
+    }
+    return dir;
+}
+
+const char* const kEveryFile[] = {"report.txt",
+                                  "report.md",
+                                  "gradescope-results.json",
+                                  "prairielearn-results.json",
+                                  "junit.xml",
+                                  "report.json"};
+
+}  // namespace
+
+TEST_CASE("output folder names keep a readable name and make an odd one safe") {
+    CHECK(grader::student_folder_name("alice") == "alice");
+    CHECK(grader::student_folder_name("Ana María, group 2") == "Ana María, group 2");
+
+    const std::string odd = std::string("bad\x01name\xff");
+    const std::string safe = grader::student_folder_name(odd);
+    CHECK(safe != odd);
+    CHECK(safe.rfind("bad_name_-", 0) == 0);
+    CHECK(safe.find('/') == std::string::npos);
+    CHECK(safe == grader::student_folder_name(odd));  // the same folder again when resuming
+    CHECK(safe != grader::student_folder_name(std::string("bad\x02name\xff")));
+    CHECK(grader::student_folder_name("..") != "..");
+    CHECK(grader::student_folder_name("..").find('/') == std::string::npos);
+}
+
+TEST_CASE("the GPUs are counted from CUDA_VISIBLE_DEVICES without touching CUDA") {
+    const char* saved = std::getenv("CUDA_VISIBLE_DEVICES");
+    const std::string saved_value = saved ? saved : "";
+    ::setenv("CUDA_VISIBLE_DEVICES", "3,5", 1);
+    CHECK(grader::visible_devices() == std::vector<int>{0, 1});
+    ::setenv("CUDA_VISIBLE_DEVICES", "GPU-1f2e,GPU-77aa,GPU-0000", 1);
+    CHECK(grader::visible_devices().size() == 3);
+    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    CHECK(grader::visible_devices().empty());
+    ::setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
+    CHECK(grader::visible_devices().empty());
+    if (saved) {
+        ::setenv("CUDA_VISIBLE_DEVICES", saved_value.c_str(), 1);
+    } else {
+        ::unsetenv("CUDA_VISIBLE_DEVICES");
+    }
+}
+
+TEST_CASE("a class folder's submissions are its sub-folders, not its files, hidden entries or "
+          "the output folder") {
+    const auto dir = scratch("find") / "class";
+    fs::create_directories(dir / "bob");
+    fs::create_directories(dir / "alice");
+    fs::create_directories(dir / ".git");
+    fs::create_directories(dir / "results" / "run1");
+    write_text(dir / "roster.csv", "alice,bob\n");
+    const auto submissions = grader::find_submissions(dir, dir / "results" / "run1");
+    REQUIRE(submissions.size() == 2);
+    CHECK(submissions[0].student == "alice");
+    CHECK(submissions[1].student == "bob");
+    CHECK_THROWS_AS(grader::find_submissions(dir / "no-such-class"), grader::BatchError);
+}
+
+TEST_CASE("a class with hostile submissions is graded to the end, one row and every file each") {
+    const auto root = scratch("class");
+    const auto dir = root / "class";
+    fs::create_directories(dir);
+    for (const char* fixture :
+         {"correct", "compile_error", "forbidden_include", "missing_probe", "malformed_yaml"}) {
+        copy_fixture(fixture, dir / fixture);
+    }
+    // 20 MB of probe.cu: refused by its size, not read into memory.
+    copy_fixture("correct", dir / "huge_source");
+    {
+        std::ofstream huge(dir / "huge_source" / "probe.cu", std::ios::app);
+        const std::string line(99, '/');
+        for (int i = 0; i < 200000; ++i) {
+            huge << line << '\n';
+        }
+    }
+    REQUIRE(fs::file_size(dir / "huge_source" / "probe.cu") > 20'000'000);
+    copy_fixture("correct", dir / "latin1_answers");
+    {
+        // The answers as an editor set to Latin-1 saves them: "José" with a lone 0xE9 byte.
+        std::string answers = read_text(dir / "latin1_answers" / "submission.yaml");
+        const auto id = answers.find("fixture-correct");
+        REQUIRE(id != std::string::npos);
+        answers.replace(id, 15, "Jos\xe9");
+        write_text(dir / "latin1_answers" / "submission.yaml", answers);
+    }
+    fs::create_directories(dir / "empty_folder");
+    write_text(dir / "empty_folder" / "README.txt", "I will hand it in tomorrow\n");
+    copy_fixture("correct", dir / "Doe, Jane (late)");
+    // Not submissions.
+    fs::create_directories(dir / ".hidden");
+    copy_fixture("correct", dir / ".hidden" / "x");
+    write_text(dir / "roster.csv", "name\n");
+
+    const std::set<std::string> expected = {"correct",         "compile_error",   "forbidden_include",
+                                            "missing_probe",   "malformed_yaml",  "huge_source",
+                                            "latin1_answers",  "empty_folder",    "Doe, Jane (late)"};
+    const auto output = root / "out";
+    const GraderRun run =
+        run_grader({"batch", dir.string(), "--output", output.string(), "--jobs", "2"});
+    INFO(run.output);
+    CHECK(run.exit_code == 0);
+
+    // Not a terminal: one log line per graded submission.
+    std::size_t log_lines = 0;
+    std::istringstream lines(run.output);
+    for (std::string line; std::getline(lines, line);) {
+        log_lines += line.rfind("graded ", 0) == 0 ? 1 : 0;
+    }
+    CHECK(log_lines == expected.size());
+
+    const auto folders = gradebook_folders(output);
+    CHECK(folders.size() == expected.size());
+    CHECK(std::set<std::string>(folders.begin(), folders.end()) == expected);
+
+    for (const auto& student : expected) {
+        CAPTURE(student);
+        for (const char* file : kEveryFile) {
+            CAPTURE(file);
+            REQUIRE(fs::exists(output / student / file));
+            CHECK(fs::file_size(output / student / file) > 0);
+        }
+        for (const char* file : {"report.json", "gradescope-results.json",
+                                 "prairielearn-results.json"}) {
+            CAPTURE(file);
+            CHECK(!read_json(output / student / file).is_discarded());
+        }
+        const auto report = read_json(output / student / "report.json");
+        if (!has_gpu_driver()) {
+            CHECK(report["verdict"] == "ungradable");
+        }
+    }
+
+    const auto compile_text = [&](const std::string& student) {
+        const auto report = read_json(output / student / "report.json");
+        const auto* check = find_check(report, "compile_abi");
+        REQUIRE(check);
+        CHECK((*check)["passed"] == false);
+        return check_text(*check);
+    };
+    CHECK(compile_text("compile_error").find("probe.cu(14)") != std::string::npos);
+    const std::string forbidden = compile_text("forbidden_include");
+    CHECK(forbidden.find("line 1") != std::string::npos);
+    CHECK(forbidden.find("not allowed") != std::string::npos);
+    CHECK(read_text(output / "forbidden_include" / "report.json").find("root:x:") ==
+          std::string::npos);
+    CHECK(compile_text("huge_source").find("size limit") != std::string::npos);
+    CHECK(compile_text("missing_probe").find("probe.cu") != std::string::npos);
+    CHECK(compile_text("empty_folder").find("probe.cu") != std::string::npos);
+
+    const auto answers_check = [&](const std::string& student) {
+        const auto report = read_json(output / student / "report.json");
+        const auto* check = find_check(report, "submission_file");
+        REQUIRE(check);
+        CHECK((*check)["passed"] == false);
+        return check_text(*check);
+    };
+    CHECK(answers_check("malformed_yaml").find("submission.yaml, line 5") != std::string::npos);
+    CHECK(answers_check("latin1_answers").find("UTF-8") != std::string::npos);
+
+    const auto summary = read_json(output / "summary.json");
+    REQUIRE(summary.is_object());
+    CHECK(summary["submissions"] == expected.size());
+    CHECK(summary["run"]["counts"]["graded"] == expected.size());
+    CHECK(summary["run"]["jobs"] == 2);
+    CHECK(summary["run"]["interrupted"] == false);
+    CHECK(summary["run"].contains("submissions_per_minute"));
+    const std::string page = read_text(output / "class-report.html");
+    CHECK(page.find("href=\"Doe%2C%20Jane%20%28late%29/report.txt\"") != std::string::npos);
+}
+
+TEST_CASE("a batch killed halfway resumes: reports kept, the rest graded, one row each") {
+    const auto dir = make_plain_class("resume", 8);
+    const auto output = dir.parent_path() / "out";
+    const pid_t pid = start_grader({"batch", dir.string(), "--output", output.string(), "--jobs",
+                                    "2"},
+                                   dir.parent_path() / "first.log");
+    REQUIRE(pid > 0);
+    const bool saw_report = wait_for_first_report(output, pid);
+    ::kill(pid, SIGKILL);
+    wait_exit(pid);
+    REQUIRE(saw_report);
+    const auto before = report_stamps(output);
+    REQUIRE(!before.empty());
+    INFO("reports before the kill: " << before.size());
+    CHECK(before.size() < 8);
+    CHECK(!fs::exists(output / "gradebook.csv"));
+
+    const GraderRun again = run_grader({"batch", dir.string(), "--output", output.string(),
+                                        "--jobs", "2"});
+    CHECK(again.exit_code == 2);
+    CHECK(again.output.find("--resume") != std::string::npos);
+
+    const GraderRun resumed = run_grader({"batch", dir.string(), "--output", output.string(),
+                                          "--jobs", "2", "--resume"});
+    INFO(resumed.output);
+    CHECK(resumed.exit_code == 0);
+    const auto after = report_stamps(output);
+    CHECK(after.size() == 8);
+    for (const auto& [student, stamp] : before) {
+        CAPTURE(student);
+        CHECK(after.at(student) == stamp);
+    }
+    const auto folders = gradebook_folders(output);
+    CHECK(folders.size() == 8);
+    CHECK(std::set<std::string>(folders.begin(), folders.end()).size() == 8);
+    const auto summary = read_json(output / "summary.json");
+    CHECK(summary["run"]["counts"]["kept"] == before.size());
+    CHECK(summary["run"]["counts"]["graded"] == 8 - before.size());
+}
+
+TEST_CASE("--only regrades the named student and keeps every other report") {
+    const auto dir = make_plain_class("only", 3);
+    const auto output = dir.parent_path() / "out";
+    REQUIRE(run_grader({"batch", dir.string(), "--output", output.string(), "--quiet"})
+                .exit_code == 0);
+    const auto before = report_stamps(output);
+    REQUIRE(before.size() == 3);
+
+    const GraderRun only = run_grader({"batch", dir.string(), "--output", output.string(),
+                                       "--resume", "--only", "student11"});
+    INFO(only.output);
+    CHECK(only.exit_code == 0);
+    const auto after = report_stamps(output);
+    REQUIRE(after.size() == 3);
+    CHECK(!(after.at("student11") == before.at("student11")));
+    CHECK(after.at("student10") == before.at("student10"));
+    CHECK(after.at("student12") == before.at("student12"));
+    CHECK(gradebook_folders(output).size() == 3);
+
+    const GraderRun unknown = run_grader({"batch", dir.string(), "--output", output.string(),
+                                          "--only", "nobody"});
+    CHECK(unknown.exit_code == 2);
+    CHECK(unknown.output.find("nobody") != std::string::npos);
+    CHECK(report_stamps(output) == after);
+}
+
+TEST_CASE("an output folder with reports in it is not graded over without --resume") {
+    const auto root = scratch("existing");
+    const auto dir = root / "class";
+    copy_fixture("correct", dir / "alice");
+    const auto output = root / "out";
+    fs::create_directories(output / "alice");
+    write_text(output / "alice" / "report.json", "{\"from\": \"an earlier batch\"}\n");
+
+    const GraderRun run = run_grader({"batch", dir.string(), "--output", output.string()});
+    CHECK(run.exit_code == 2);
+    CHECK(run.output.find("--resume") != std::string::npos);
+    CHECK(read_text(output / "alice" / "report.json") == "{\"from\": \"an earlier batch\"}\n");
+    CHECK(!fs::exists(output / "gradebook.csv"));
+
+    // With --resume a report.json that is not a report is graded again.
+    const GraderRun resumed =
+        run_grader({"batch", dir.string(), "--output", output.string(), "--resume", "--quiet"});
+    CHECK(resumed.exit_code == 0);
+    CHECK(read_json(output / "alice" / "report.json").contains("verdict"));
+    CHECK(gradebook_folders(output) == std::vector<std::string>{"alice"});
+}
+
+TEST_CASE("SIGTERM stops the batch with exit 143 and the class outputs for what finished") {
+    const auto dir = make_plain_class("sigterm", 12);
+    const auto output = dir.parent_path() / "out";
+    const pid_t pid = start_grader({"batch", dir.string(), "--output", output.string(), "--jobs",
+                                    "2"},
+                                   dir.parent_path() / "batch.log");
+    REQUIRE(pid > 0);
+    const bool saw_report = wait_for_first_report(output, pid);
+    ::kill(pid, SIGTERM);
+    const auto signalled = std::chrono::steady_clock::now();
+    const int exit_code = wait_exit(pid);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+    REQUIRE(saw_report);
+    INFO(read_text(dir.parent_path() / "batch.log"));
+    CHECK(exit_code == 143);
+    CHECK(seconds < 5.0);  // it does not wait for the rest of the class
+    for (const char* file : {"gradebook.csv", "summary.json", "class-report.html"}) {
+        CAPTURE(file);
+        CHECK(fs::exists(output / file));
+    }
+    const auto summary = read_json(output / "summary.json");
+    CHECK(summary["run"]["interrupted"] == true);
+    const auto reports = report_stamps(output);
+    CHECK(reports.size() < 12);
+    CHECK(gradebook_folders(output).size() == reports.size());
+}

@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# The Gradescope and PrairieLearn entry scripts, run outside Docker against temporary copies of
+# the layouts those platforms give them (/autograder and /grade), with the built grader on PATH.
+# Asserts what each platform needs to read: a results.json that exists, parses and has the
+# documented fields, also when the grader crashes and writes nothing.
+# Without a GPU the example is ungradable: Gradescope shows 0 with an explanation, PrairieLearn
+# "gradable": false. With a GPU it is graded, and the grader's own verdict is asserted instead.
+# Usage: test_platform_entries.sh PATH/TO/grader
+set -euo pipefail
+
+if [ "$#" -ne 1 ] || [ ! -x "$1" ]; then
+  echo "usage: $0 PATH/TO/grader (an executable)" >&2
+  exit 2
+fi
+grader_path="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+command -v python3 >/dev/null 2>&1 || { echo "FAIL: python3 is needed to check the JSON" >&2; exit 1; }
+
+scratch="$(mktemp -d "${TMPDIR:-/tmp}/platform-entries-XXXXXX")"
+trap 'rm -rf "$scratch"' EXIT
+chmod 755 "$scratch"
+failures=0
+
+# A bin folder whose `grader` is the given executable, as the images install it.
+real_bin="$scratch/bin-real"
+mkdir -p "$real_bin"
+ln -s "$grader_path" "$real_bin/grader"
+
+# A grader that crashes: exit 4, nothing written.
+crash_bin="$scratch/bin-crash"
+mkdir -p "$crash_bin"
+cat >"$crash_bin/grader" <<'EOF'
+#!/bin/sh
+echo 'grader: internal error: simulated crash, "quoted" and back\slash' >&2
+exit 4
+EOF
+chmod 755 "$crash_bin/grader"
+
+# A grader that says it graded (exit 1) but leaves a truncated file.
+truncated_bin="$scratch/bin-truncated"
+mkdir -p "$truncated_bin"
+cat >"$truncated_bin/grader" <<'EOF'
+#!/bin/sh
+# grade FOLDER --format F --output FILE: write half a JSON object to FILE
+while [ "$#" -gt 0 ]; do
+  if [ "$1" = --output ]; then printf '{"score": 3.0, "tests": [' >"$2"; fi
+  shift
+done
+exit 1
+EOF
+chmod 755 "$truncated_bin/grader"
+
+gpu_present=0
+if "$grader_path" grade "$repo/student" --format json --output "$scratch/probe-gpu.json" -q \
+  >/dev/null 2>&1; then
+  gpu_present=1
+elif [ "$?" -ne 3 ]; then
+  gpu_present=1  # graded (fail) rather than ungradable: a GPU answered
+fi
+
+check() {  # check NAME FILE PYTHON: run PYTHON with `data` bound to FILE's JSON
+  local name="$1" file="$2" code="$3"
+  if [ ! -f "$file" ]; then
+    echo "FAIL: $name: $file was not written" >&2
+    failures=$((failures + 1))
+    return
+  fi
+  if python3 - "$file" "$gpu_present" <<PY
+import json, numbers, sys
+with open(sys.argv[1], encoding="utf-8") as f:
+    data = json.load(f)
+gpu = sys.argv[2] == "1"
+def number(v):
+    return isinstance(v, numbers.Number) and not isinstance(v, bool)
+$code
+PY
+  then
+    echo "ok: $name"
+  else
+    echo "FAIL: $name (results.json below)" >&2
+    head -c 3000 "$file" >&2
+    echo >&2
+    failures=$((failures + 1))
+  fi
+}
+
+# Each run sets results_file to the results.json the entry script was to write.
+run_gradescope() {  # run_gradescope CASE BIN [submission source]
+  local case_root="$scratch/gradescope-$1"
+  results_file="$case_root/results/results.json"
+  mkdir -p "$case_root/submission"
+  if [ -n "${3:-}" ]; then cp -R "$3/." "$case_root/submission/"; fi
+  PATH="$2:$PATH" AUTOGRADER_ROOT="$case_root" GRADER_WALL_LIMIT=300 \
+    "$repo/docker/gradescope/run_autograder" >"$case_root.log" 2>&1 ||
+    { echo "FAIL: gradescope $1: run_autograder exited non-zero" >&2; cat "$case_root.log" >&2;
+      failures=$((failures + 1)); }
+}
+
+run_prairielearn() {  # run_prairielearn CASE BIN [student source] [extra env]
+  local case_root="$scratch/prairielearn-$1"
+  results_file="$case_root/results/results.json"
+  mkdir -p "$case_root/student"
+  if [ -n "${3:-}" ]; then cp -R "$3/." "$case_root/student/"; fi
+  local extra_env=()
+  if [ -n "${4:-}" ]; then extra_env=("$4"); fi
+  env PATH="$2:$PATH" GRADE_ROOT="$case_root" GRADER_WALL_LIMIT=300 "${extra_env[@]}" \
+    "$repo/docker/prairielearn/entrypoint.sh" >"$case_root.log" 2>&1 ||
+    { echo "FAIL: prairielearn $1: entrypoint.sh exited non-zero" >&2; cat "$case_root.log" >&2;
+      failures=$((failures + 1)); }
+}
+
+gradescope_fields='
+assert number(data["score"]), "score is a number"
+assert isinstance(data["tests"], list) and data["tests"], "tests is a non-empty list"
+for t in data["tests"]:
+    for key in ("name", "score", "max_score", "status", "output"):
+        assert key in t, "test %s has %s" % (t.get("name"), key)
+    assert isinstance(t["name"], str) and number(t["score"]) and number(t["max_score"])
+    assert t["status"] in ("passed", "failed"), t["status"]
+    assert isinstance(t["output"], str)
+'
+prairielearn_fields='
+assert isinstance(data["gradable"], bool), "gradable is a boolean"
+assert number(data["score"]) and 0.0 <= data["score"] <= 1.0, "score in [0, 1]"
+assert isinstance(data["tests"], list), "tests is a list"
+for t in data["tests"]:
+    for key in ("name", "points", "max_points"):
+        assert key in t, "test %s has %s" % (t.get("name"), key)
+    assert isinstance(t["name"], str) and number(t["points"]) and number(t["max_points"])
+    assert 0 <= t["points"] <= t["max_points"]
+'
+
+# 1. The example submission, graded by the real grader.
+run_gradescope example "$real_bin" "$repo/student"
+file="$results_file"
+check "gradescope: the example's results.json has the documented fields" "$file" "$gradescope_fields
+names = [t[\"name\"] for t in data[\"tests\"]]
+assert \"Accumulator check\" in names and \"Compile and ABI\" in names, names
+if gpu:
+    assert data[\"score\"] > 0, \"the example passes on a GPU\"
+else:
+    assert data[\"score\"] == 0, \"an ungradable grade shows 0\"
+    assert \"UNGRADABLE\" in data[\"output\"] and \"not a grade\" in data[\"output\"], data[\"output\"][:300]
+    assert \"GPU\" in data[\"output\"], \"the output says a GPU is needed\""
+
+run_prairielearn example "$real_bin" "$repo/student"
+file="$results_file"
+check "prairielearn: the example's results.json has the documented fields" "$file" "$prairielearn_fields
+names = [t[\"name\"] for t in data[\"tests\"]]
+assert \"Accumulator check\" in names and \"Compile and ABI\" in names, names
+if gpu:
+    assert data[\"gradable\"] is True and data[\"score\"] > 0.99, \"the example passes on a GPU\"
+else:
+    assert data[\"gradable\"] is False, \"no GPU: not gradable\"
+    assert data[\"format_errors\"] and \"GPU\" in data[\"format_errors\"][0], data.get(\"format_errors\")"
+
+# 2. A compile error: reported in its test whatever the machine (the compile needs no GPU).
+run_gradescope compile-error "$real_bin" "$repo/tests/fixtures/submissions/compile_error"
+file="$results_file"
+check "gradescope: a compile error is reported in the Compile and ABI test" "$file" "$gradescope_fields
+compile = [t for t in data[\"tests\"] if t[\"name\"] == \"Compile and ABI\"][0]
+assert compile[\"status\"] == \"failed\", compile
+assert \"__syncthread\" in compile[\"output\"], compile[\"output\"]"
+
+# 3. The files zipped inside a folder: graded from one level down.
+mkdir -p "$scratch/zipped/my-submission"
+cp "$repo/student/probe.cu" "$repo/student/submission.yaml" "$scratch/zipped/my-submission/"
+run_gradescope nested "$real_bin" "$scratch/zipped"
+file="$results_file"
+check "gradescope: files one folder down are graded" "$file" "$gradescope_fields
+answers = [t for t in data[\"tests\"] if t[\"name\"] == \"Answers file\"][0]
+assert answers[\"status\"] == \"passed\", answers"
+
+# 4. An empty submission: graded as a failure by the grader, still a valid file.
+run_gradescope empty "$real_bin"
+file="$results_file"
+check "gradescope: an empty submission still gets a valid results.json" "$file" "$gradescope_fields
+assert data[\"score\"] == 0"
+run_prairielearn empty "$real_bin"
+file="$results_file"
+check "prairielearn: an empty submission still gets a valid results.json" "$file" "$prairielearn_fields"
+
+# 5. The grader crashes (exit 4, nothing written): the fallback file.
+run_gradescope crash "$crash_bin" "$repo/student"
+file="$results_file"
+check "gradescope: a crashed grader leaves a valid fallback results.json" "$file" "$gradescope_fields
+assert data[\"score\"] == 0
+assert \"harness failed\" in data[\"output\"] and \"status 4\" in data[\"output\"], data[\"output\"]
+assert \"simulated crash\" in data[\"output\"], \"the grader's last words are kept\""
+run_prairielearn crash "$crash_bin" "$repo/student"
+file="$results_file"
+check "prairielearn: a crashed grader leaves gradable false with the reason" "$file" "$prairielearn_fields
+assert data[\"gradable\"] is False
+assert \"status 4\" in data[\"format_errors\"][0] and \"simulated crash\" in data[\"output\"], data"
+
+# 6. The grader exits 1 but its file is cut short: the fallback file, not the broken one.
+run_gradescope truncated "$truncated_bin" "$repo/student"
+file="$results_file"
+check "gradescope: a truncated results file is replaced by the fallback" "$file" "$gradescope_fields
+assert \"no valid results file\" in data[\"output\"], data[\"output\"]"
+run_prairielearn truncated "$truncated_bin" "$repo/student"
+file="$results_file"
+check "prairielearn: a truncated results file is replaced by the fallback" "$file" "$prairielearn_fields
+assert data[\"gradable\"] is False and \"no valid results file\" in data[\"output\"], data"
+
+# 7. No grader on PATH at all (a broken image).
+run_gradescope no-grader "$scratch/nowhere" "$repo/student"
+file="$results_file"
+check "gradescope: a missing grader leaves a valid fallback results.json" "$file" "$gradescope_fields
+assert \"could not be started\" in data[\"output\"], data[\"output\"]"
+
+# 8. As root, the grade runs as an unprivileged user (nobody stands in for the image's grader).
+if [ "$(id -u)" -eq 0 ] && id -u nobody >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
+  run_prairielearn as-nobody "$real_bin" "$repo/student" GRADER_RUN_AS=nobody
+  file="$results_file"
+  check "prairielearn: graded as an unprivileged user, same outcome" "$file" "$prairielearn_fields
+assert data[\"gradable\"] is gpu"
+  if ! grep -Eq "grade ${TMPDIR:-/tmp}/prairielearn-[A-Za-z0-9]{6}/student" \
+    "$scratch/prairielearn-as-nobody.log"; then
+    echo "FAIL: prairielearn as-nobody: the grade did not run from a copy" >&2
+    failures=$((failures + 1))
+  fi
+fi
+
+# 9. The grader's image has no python3: the entry scripts then check the file's shape alone.
+#    A PATH of the tools they use, without python3, stands in for that image.
+tools="$scratch/tools-without-python"
+mkdir -p "$tools"
+for tool in bash mkdir rm mktemp tr sed awk cat mv cp head tail grep timeout id chown setpriv find; do
+  if path="$(command -v "$tool")"; then ln -s "$path" "$tools/$tool"; fi
+done
+run_without_python() {  # run_without_python CASE BIN
+  local case_root="$scratch/prairielearn-$1"
+  results_file="$case_root/results/results.json"
+  mkdir -p "$case_root/student"
+  cp -R "$repo/student/." "$case_root/student/"
+  PATH="$2:$tools" GRADE_ROOT="$case_root" GRADER_WALL_LIMIT=300 GRADER_RUN_AS='' \
+    "$tools/bash" "$repo/docker/prairielearn/entrypoint.sh" >"$case_root.log" 2>&1 ||
+    { echo "FAIL: prairielearn $1: entrypoint.sh exited non-zero" >&2; cat "$case_root.log" >&2;
+      failures=$((failures + 1)); }
+}
+run_without_python no-python "$real_bin"
+file="$results_file"
+check "prairielearn without python3: the grader's own results.json is kept" "$file" "$prairielearn_fields
+assert \"Accumulator check\" in [t[\"name\"] for t in data[\"tests\"]]"
+run_without_python no-python-truncated "$truncated_bin"
+file="$results_file"
+check "prairielearn without python3: a truncated file is replaced by the fallback" "$file" "$prairielearn_fields
+assert data[\"gradable\"] is False and \"no valid results file\" in data[\"output\"], data"
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "platform entries: every check passed (gpu: $gpu_present)"
