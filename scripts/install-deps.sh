@@ -17,8 +17,9 @@ done
 packages=(cmake ninja-build g++ pkg-config
           libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev doctest-dev)
 if [ "$with_tests" = 1 ]; then
-  # Headless Chromium renders the class report in its browser test.
-  packages+=(chromium)
+  # Headless Chromium renders the class report in its browser test; python3 checks the
+  # Gradescope and PrairieLearn entry scripts' JSON.
+  packages+=(chromium python3)
 fi
 
 missing=()

@@ -288,6 +288,11 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
     fs::create_directories(dir / "empty_folder");
     write_text(dir / "empty_folder" / "README.txt", "I will hand it in tomorrow\n");
     copy_fixture("correct", dir / "Doe, Jane (late)");
+    // A Latin-1 folder name: the output folder gets a safe name that still says whose it is.
+    const std::string latin1_name = "Jos\xe9";
+    copy_fixture("correct", dir / latin1_name);
+    const std::string latin1_folder = grader::student_folder_name(latin1_name);
+    CHECK(latin1_folder.rfind("Jos_-", 0) == 0);
     // Not submissions.
     fs::create_directories(dir / ".hidden");
     copy_fixture("correct", dir / ".hidden" / "x");
@@ -295,7 +300,8 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
 
     const std::set<std::string> expected = {"correct",         "compile_error",   "forbidden_include",
                                             "missing_probe",   "malformed_yaml",  "huge_source",
-                                            "latin1_answers",  "empty_folder",    "Doe, Jane (late)"};
+                                            "latin1_answers",  "empty_folder",    "Doe, Jane (late)",
+                                            latin1_folder};
     const auto output = root / "out";
     const GraderRun run =
         run_grader({"batch", dir.string(), "--output", output.string(), "--jobs", "2"});
@@ -345,7 +351,7 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
     CHECK(forbidden.find("not allowed") != std::string::npos);
     CHECK(read_text(output / "forbidden_include" / "report.json").find("root:x:") ==
           std::string::npos);
-    CHECK(compile_text("huge_source").find("size limit") != std::string::npos);
+    CHECK(compile_text("huge_source").find("more than the limit of 262144") != std::string::npos);
     CHECK(compile_text("missing_probe").find("probe.cu") != std::string::npos);
     CHECK(compile_text("empty_folder").find("probe.cu") != std::string::npos);
 
@@ -439,6 +445,7 @@ TEST_CASE("--only regrades the named student and keeps every other report") {
 TEST_CASE("an output folder with reports in it is not graded over without --resume") {
     const auto root = scratch("existing");
     const auto dir = root / "class";
+    fs::create_directories(dir);
     copy_fixture("correct", dir / "alice");
     const auto output = root / "out";
     fs::create_directories(output / "alice");

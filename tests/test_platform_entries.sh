@@ -14,7 +14,10 @@ if [ "$#" -ne 1 ] || [ ! -x "$1" ]; then
 fi
 grader_path="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-command -v python3 >/dev/null 2>&1 || { echo "FAIL: python3 is needed to check the JSON" >&2; exit 1; }
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "FAIL: python3 is needed to check the JSON" >&2
+  exit 1
+fi
 
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/platform-entries-XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
@@ -58,8 +61,8 @@ elif [ "$?" -ne 3 ]; then
   gpu_present=1  # graded (fail) rather than ungradable: a GPU answered
 fi
 
-check() {  # check NAME FILE PYTHON: run PYTHON with `data` bound to FILE's JSON
-  local name="$1" file="$2" code="$3"
+check() {  # check NAME PYTHON: run PYTHON with `data` bound to the last run's results.json
+  local name="$1" file="$results_file" code="$2"
   if [ ! -f "$file" ]; then
     echo "FAIL: $name: $file was not written" >&2
     failures=$((failures + 1))
@@ -132,32 +135,31 @@ for t in data["tests"]:
 
 # 1. The example submission, graded by the real grader.
 run_gradescope example "$real_bin" "$repo/student"
-file="$results_file"
-check "gradescope: the example's results.json has the documented fields" "$file" "$gradescope_fields
+check "gradescope: the example's results.json has the documented fields" "$gradescope_fields
 names = [t[\"name\"] for t in data[\"tests\"]]
 assert \"Accumulator check\" in names and \"Compile and ABI\" in names, names
 if gpu:
     assert data[\"score\"] > 0, \"the example passes on a GPU\"
 else:
     assert data[\"score\"] == 0, \"an ungradable grade shows 0\"
-    assert \"UNGRADABLE\" in data[\"output\"] and \"not a grade\" in data[\"output\"], data[\"output\"][:300]
+    assert \"UNGRADABLE\" in data[\"output\"], data[\"output\"][:300]
+    assert \"not a grade\" in data[\"output\"], data[\"output\"][:300]
     assert \"GPU\" in data[\"output\"], \"the output says a GPU is needed\""
 
 run_prairielearn example "$real_bin" "$repo/student"
-file="$results_file"
-check "prairielearn: the example's results.json has the documented fields" "$file" "$prairielearn_fields
+check "prairielearn: the example's results.json has the documented fields" "$prairielearn_fields
 names = [t[\"name\"] for t in data[\"tests\"]]
 assert \"Accumulator check\" in names and \"Compile and ABI\" in names, names
 if gpu:
     assert data[\"gradable\"] is True and data[\"score\"] > 0.99, \"the example passes on a GPU\"
 else:
     assert data[\"gradable\"] is False, \"no GPU: not gradable\"
-    assert data[\"format_errors\"] and \"GPU\" in data[\"format_errors\"][0], data.get(\"format_errors\")"
+    errors = data[\"format_errors\"]
+    assert errors and \"GPU\" in errors[0], errors"
 
 # 2. A compile error: reported in its test whatever the machine (the compile needs no GPU).
 run_gradescope compile-error "$real_bin" "$repo/tests/fixtures/submissions/compile_error"
-file="$results_file"
-check "gradescope: a compile error is reported in the Compile and ABI test" "$file" "$gradescope_fields
+check "gradescope: a compile error is reported in the Compile and ABI test" "$gradescope_fields
 compile = [t for t in data[\"tests\"] if t[\"name\"] == \"Compile and ABI\"][0]
 assert compile[\"status\"] == \"failed\", compile
 assert \"__syncthread\" in compile[\"output\"], compile[\"output\"]"
@@ -166,54 +168,45 @@ assert \"__syncthread\" in compile[\"output\"], compile[\"output\"]"
 mkdir -p "$scratch/zipped/my-submission"
 cp "$repo/student/probe.cu" "$repo/student/submission.yaml" "$scratch/zipped/my-submission/"
 run_gradescope nested "$real_bin" "$scratch/zipped"
-file="$results_file"
-check "gradescope: files one folder down are graded" "$file" "$gradescope_fields
+check "gradescope: files one folder down are graded" "$gradescope_fields
 answers = [t for t in data[\"tests\"] if t[\"name\"] == \"Answers file\"][0]
 assert answers[\"status\"] == \"passed\", answers"
 
 # 4. An empty submission: graded as a failure by the grader, still a valid file.
 run_gradescope empty "$real_bin"
-file="$results_file"
-check "gradescope: an empty submission still gets a valid results.json" "$file" "$gradescope_fields
+check "gradescope: an empty submission still gets a valid results.json" "$gradescope_fields
 assert data[\"score\"] == 0"
 run_prairielearn empty "$real_bin"
-file="$results_file"
-check "prairielearn: an empty submission still gets a valid results.json" "$file" "$prairielearn_fields"
+check "prairielearn: an empty submission still gets a valid results.json" "$prairielearn_fields"
 
 # 5. The grader crashes (exit 4, nothing written): the fallback file.
 run_gradescope crash "$crash_bin" "$repo/student"
-file="$results_file"
-check "gradescope: a crashed grader leaves a valid fallback results.json" "$file" "$gradescope_fields
+check "gradescope: a crashed grader leaves a valid fallback results.json" "$gradescope_fields
 assert data[\"score\"] == 0
 assert \"harness failed\" in data[\"output\"] and \"status 4\" in data[\"output\"], data[\"output\"]
 assert \"simulated crash\" in data[\"output\"], \"the grader's last words are kept\""
 run_prairielearn crash "$crash_bin" "$repo/student"
-file="$results_file"
-check "prairielearn: a crashed grader leaves gradable false with the reason" "$file" "$prairielearn_fields
+check "prairielearn: a crashed grader leaves gradable false with the reason" "$prairielearn_fields
 assert data[\"gradable\"] is False
 assert \"status 4\" in data[\"format_errors\"][0] and \"simulated crash\" in data[\"output\"], data"
 
 # 6. The grader exits 1 but its file is cut short: the fallback file, not the broken one.
 run_gradescope truncated "$truncated_bin" "$repo/student"
-file="$results_file"
-check "gradescope: a truncated results file is replaced by the fallback" "$file" "$gradescope_fields
+check "gradescope: a truncated results file is replaced by the fallback" "$gradescope_fields
 assert \"no valid results file\" in data[\"output\"], data[\"output\"]"
 run_prairielearn truncated "$truncated_bin" "$repo/student"
-file="$results_file"
-check "prairielearn: a truncated results file is replaced by the fallback" "$file" "$prairielearn_fields
+check "prairielearn: a truncated results file is replaced by the fallback" "$prairielearn_fields
 assert data[\"gradable\"] is False and \"no valid results file\" in data[\"output\"], data"
 
 # 7. No grader on PATH at all (a broken image).
 run_gradescope no-grader "$scratch/nowhere" "$repo/student"
-file="$results_file"
-check "gradescope: a missing grader leaves a valid fallback results.json" "$file" "$gradescope_fields
+check "gradescope: a missing grader leaves a valid fallback results.json" "$gradescope_fields
 assert \"could not be started\" in data[\"output\"], data[\"output\"]"
 
 # 8. As root, the grade runs as an unprivileged user (nobody stands in for the image's grader).
 if [ "$(id -u)" -eq 0 ] && id -u nobody >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
   run_prairielearn as-nobody "$real_bin" "$repo/student" GRADER_RUN_AS=nobody
-  file="$results_file"
-  check "prairielearn: graded as an unprivileged user, same outcome" "$file" "$prairielearn_fields
+  check "prairielearn: graded as an unprivileged user, same outcome" "$prairielearn_fields
 assert data[\"gradable\"] is gpu"
   if ! grep -Eq "grade ${TMPDIR:-/tmp}/prairielearn-[A-Za-z0-9]{6}/student" \
     "$scratch/prairielearn-as-nobody.log"; then
@@ -226,7 +219,8 @@ fi
 #    A PATH of the tools they use, without python3, stands in for that image.
 tools="$scratch/tools-without-python"
 mkdir -p "$tools"
-for tool in bash mkdir rm mktemp tr sed awk cat mv cp head tail grep timeout id chown setpriv find; do
+for tool in bash mkdir rm mktemp tr sed awk cat mv cp head tail grep timeout id chown setpriv \
+  find; do
   if path="$(command -v "$tool")"; then ln -s "$path" "$tools/$tool"; fi
 done
 run_without_python() {  # run_without_python CASE BIN
@@ -240,12 +234,10 @@ run_without_python() {  # run_without_python CASE BIN
       failures=$((failures + 1)); }
 }
 run_without_python no-python "$real_bin"
-file="$results_file"
-check "prairielearn without python3: the grader's own results.json is kept" "$file" "$prairielearn_fields
+check "prairielearn without python3: the grader's own results.json is kept" "$prairielearn_fields
 assert \"Accumulator check\" in [t[\"name\"] for t in data[\"tests\"]]"
 run_without_python no-python-truncated "$truncated_bin"
-file="$results_file"
-check "prairielearn without python3: a truncated file is replaced by the fallback" "$file" "$prairielearn_fields
+check "prairielearn without python3: a truncated file is replaced by the fallback" "$prairielearn_fields
 assert data[\"gradable\"] is False and \"no valid results file\" in data[\"output\"], data"
 
 if [ "$failures" -ne 0 ]; then

@@ -37,8 +37,8 @@ if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends ca-certificates curl
   keyring="$(mktemp --suffix=.deb)"
-  curl -fsSL -o "$keyring" \
-    "https://developer.download.nvidia.com/compute/cuda/repos/${distro}/${arch}/cuda-keyring_1.1-1_all.deb"
+  repository="https://developer.download.nvidia.com/compute/cuda/repos/${distro}/${arch}"
+  curl -fsSL -o "$keyring" "$repository/cuda-keyring_1.1-1_all.deb"
   dpkg -i "$keyring"
   rm -f "$keyring"
   apt-get update -qq
@@ -51,8 +51,8 @@ export PATH="/usr/local/cuda/bin:$PATH"
 
 cmake_version="$(cmake --version | head -n 1 | awk '{print $3}')"
 if [ "$(printf '%s\n3.24\n' "$cmake_version" | sort -V | head -n 1)" != 3.24 ]; then
-  echo "setup.sh: CMake $cmake_version is older than 3.24, which the grader needs: use Gradescope's" \
-    "Ubuntu 24.04 base image" >&2
+  echo "setup.sh: CMake $cmake_version is older than 3.24, which the grader needs:" \
+    "use Gradescope's Ubuntu 24.04 base image" >&2
   exit 1
 fi
 

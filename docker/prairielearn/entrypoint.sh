@@ -34,7 +34,8 @@ trap 'rm -rf "$work"' EXIT
 json_string() {
   printf '%s' "$1" | LC_ALL=C tr -cd '\11\12\15\40-\176' |
     LC_ALL=C sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\t/\\t/g' -e 's/\r/\\r/g' |
-    LC_ALL=C awk 'BEGIN { printf "\"" } NR > 1 { printf "\\n" } { printf "%s", $0 } END { printf "\"" }'
+    LC_ALL=C awk 'BEGIN { printf "\"" } NR > 1 { printf "\\n" } { printf "%s", $0 }
+                  END { printf "\"" }'
 }
 
 write_fallback() {
@@ -117,14 +118,15 @@ echo "entrypoint: grader exited with status $status"
 case "$status" in
   0 | 1 | 3)
     if results_are_valid "$output_file"; then
-      cp "$output_file" "$results_dir/.results.json.tmp" && mv -f "$results_dir/.results.json.tmp" "$results"
+      cp "$output_file" "$results_dir/.results.json.tmp" &&
+        mv -f "$results_dir/.results.json.tmp" "$results"
       exit 0
     fi
     why="the grader exited with status $status but wrote no valid results file."
     ;;
   124 | 137) why="the grader did not finish within ${wall_limit} s (exit status $status)." ;;
   126 | 127) why="the grader could not be started ('$grader_cmd', exit status $status)." ;;
-  2) why="the grader rejected its own configuration (exit status 2: a usage or exercise-file error)." ;;
+  2) why="the grader rejected its configuration (exit status 2: a usage or exercise-file error)." ;;
   4) why="the grader hit an internal error (exit status 4)." ;;
   *) why="the grader stopped with exit status $status." ;;
 esac

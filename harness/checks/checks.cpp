@@ -162,6 +162,10 @@ CheckResult check_compile_abi(const Exercise& exercise, const Measurements& m) {
            {{"kernel", exercise.kernel_name},
             {"arch", c.arch},
             {"signature", c.signature.empty() ? exercise.kernel_name : c.signature}});
+    if (!c.attempted && c.vetting_problems.empty() && !c.log.empty()) {
+        // Nothing reached the compiler: say why first ("probe.cu was not found ...").
+        check.message = c.log + ".";
+    }
     return check;
 }
 
@@ -183,6 +187,9 @@ CheckResult check_accumulators(const Exercise& exercise, const Measurements& m, 
         if (!result.ok) {
             all_ok = false;
             check.details.push_back(accumulator_detail(run.stride, result, hidden));
+            if (!run.note.empty()) {
+                check.details.push_back(run.note);
+            }
         }
     }
     if (ran == 0) {

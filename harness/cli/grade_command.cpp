@@ -24,7 +24,7 @@ struct GradeCommandOptions {
     int device = 0;
     std::optional<std::uint64_t> seed;
     double timeout = 0.0;
-    std::string backend = "cuda";
+    std::string backend = "auto";
 };
 
 int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
@@ -90,8 +90,9 @@ void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command->add_option("--timeout", options->timeout,
                         "Seconds a kernel stage may run before it is stopped (default: the "
                         "exercise's limit)");
-    command->add_option("--backend", options->backend, "cuda")
-        ->check(CLI::IsMember({"cuda"}))
+    command->add_option("--backend", options->backend,
+                        "auto (a GPU where there is one, else the PTX simulator), cuda or sim")
+        ->check(CLI::IsMember({"auto", "cuda", "sim"}))
         ->capture_default_str();
     command->callback([options, &global, &run] {
         run = [options, &global] { return run_grade(*options, global); };

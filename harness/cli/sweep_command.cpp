@@ -25,6 +25,7 @@ struct SweepCommandOptions {
     int device = 0;
     std::string format = "text";
     std::optional<std::uint64_t> seed;
+    std::string backend = "auto";
 };
 
 class CollectingSink final : public ProgressSink {
@@ -38,9 +39,16 @@ public:
 std::string sweep_table(const Exercise& exercise, const Measurements& m) {
     std::string out;
     char line[160];
-    out += "GPU: " + m.environment.device_name + " (compute capability " +
-           m.environment.compute_capability + "), driver " + m.environment.driver_version +
-           ", NVRTC " + m.environment.nvrtc_version + "\n";
+    const bool simulated = m.environment.backend == "sim";
+    if (simulated) {
+        out += "Backend: PTX simulator for compute capability " +
+               m.environment.compute_capability + ", NVRTC " + m.environment.nvrtc_version +
+               "; times are modeled costs, not milliseconds\n";
+    } else {
+        out += "GPU: " + m.environment.device_name + " (compute capability " +
+               m.environment.compute_capability + "), driver " + m.environment.driver_version +
+               ", NVRTC " + m.environment.nvrtc_version + "\n";
+    }
     std::snprintf(line, sizeof line, "Grid: %u blocks of %u threads (%d per SM)\n\n",
                   m.environment.grid_blocks, m.environment.block_size,
                   m.environment.blocks_per_sm);
@@ -48,7 +56,8 @@ std::string sweep_table(const Exercise& exercise, const Measurements& m) {
     std::snprintf(line, sizeof line, "Part 1: %u shared words per block, %u reads per thread\n",
                   exercise.tile_words, exercise.reads_per_thread);
     out += line;
-    out += "  stride     degree    time (ms)  vs stride 1    spread   accumulator\n";
+    out += simulated ? "  stride     degree   modeled cost  vs stride 1    spread   accumulator\n"
+                     : "  stride     degree    time (ms)  vs stride 1    spread   accumulator\n";
     out += "  ------     ------   ----------  -----------   -------   -----------\n";
     for (const auto& run : m.runs) {
         const double ratio = run.stride == 1 ? 1.0 : run.ratio.value_or(0.0);
@@ -86,6 +95,7 @@ int run_sweep(const SweepCommandOptions& options, const GlobalOptions& global) {
     worker.device = options.device;
     worker.seed = options.seed ? *options.seed : std::random_device{}();
     worker.reference_only = true;
+    worker.backend = options.backend;
     CollectingSink sink;
     run_worker(exercise, worker, sink);
     const Measurements& m = sink.last;
@@ -128,6 +138,10 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
     command->add_option("--seed", options->seed, "Seed for the timing order");
+    command->add_option("--backend", options->backend,
+                        "auto (a GPU where there is one, else the PTX simulator), cuda or sim")
+        ->check(CLI::IsMember({"auto", "cuda", "sim"}))
+        ->capture_default_str();
     command->callback([options, &global, &run] {
         run = [options, &global] { return run_sweep(*options, global); };
     });

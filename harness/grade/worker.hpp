@@ -18,7 +18,7 @@ struct WorkerOptions {
     std::filesystem::path submission_dir;  // empty with reference_only
     int device = 0;
     std::uint64_t seed = 0;
-    std::string backend = "cuda";          // "cuda" or "sim"
+    std::string backend = "auto";          // "auto" (cuda with a GPU, else sim), "cuda", "sim"
     bool reference_only = false;           // the sweep: the reference kernel alone
     double run_seconds_override = 0.0;     // > 0 replaces the exercise's run limit
     // A file to flock() before the GPU work, so batch workers that share a GPU compile side by
@@ -34,5 +34,14 @@ void run_worker(const Exercise& exercise, const WorkerOptions& options, Progress
 // time every row. Fills `m` and reports snapshots through sink.
 void run_cuda_backend(const Exercise& exercise, const WorkerOptions& options,
                       const Submission& submission, Measurements& m, ProgressSink& sink);
+
+// The simulator backend: the same compiles, ABI check and accumulator checks on the PTX
+// simulator, with modeled costs in place of times and counted conflict degrees. Fills `m` and
+// reports snapshots through sink.
+void run_sim_backend(const Exercise& exercise, const WorkerOptions& options,
+                     const Submission& submission, Measurements& m, ProgressSink& sink);
+
+// "cuda" or "sim" for a requested backend: "auto" is cuda where a GPU driver and device answer.
+std::string resolve_backend(const std::string& requested, int device);
 
 }  // namespace grader

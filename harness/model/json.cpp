@@ -175,7 +175,8 @@ void to_json(json& j, const KernelRun& v) {
              {"ratio", optional_number(v.ratio)},
              {"ratio_min", optional_number(v.ratio_min)},
              {"ratio_max", optional_number(v.ratio_max)},
-             {"counted_degree", optional_number(v.counted_degree)}};
+             {"counted_degree", optional_number(v.counted_degree)},
+             {"note", v.note}};
 }
 void from_json(const json& j, KernelRun& v) {
     read(j, "kernel", v.kernel);
@@ -187,6 +188,7 @@ void from_json(const json& j, KernelRun& v) {
     read_optional(j, "ratio_min", v.ratio_min);
     read_optional(j, "ratio_max", v.ratio_max);
     read_optional(j, "counted_degree", v.counted_degree);
+    read(j, "note", v.note);
 }
 
 void to_json(json& j, const Environment& v) {

@@ -71,6 +71,9 @@ struct KernelRun {
     std::optional<double> ratio_min;
     std::optional<double> ratio_max;
     std::optional<double> counted_degree;  // wavefronts per request, where something counted them
+    // Something the checks add to a failing accumulator check's details: on the simulator, the
+    // first shared-memory word read before it was written (line, thread, word).
+    std::string note;
 };
 
 struct Environment {

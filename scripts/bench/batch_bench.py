@@ -193,10 +193,13 @@ def main():
     if counts and set(counts) == {"ungradable"}:
         print("  every verdict is ungradable: no GPU here, or one that does not show the model;"
               " expected.json describes a GPU machine")
+    unasserted = len(verdicts) - checked
     print(f"against expected.json: {checked} asserted, {len(mismatches)} different"
-          + (f" ({len(verdicts) - checked} 'any' or not listed)" if len(verdicts) > checked else ""))
-    for student, want, got in mismatches:
+          + (f" ({unasserted} 'any' or not listed)" if unasserted else ""))
+    for student, want, got in mismatches[:30]:
         print(f"  MISMATCH {student}: expected {want}, batch said {got}")
+    if len(mismatches) > 30:
+        print(f"  ... and {len(mismatches) - 30} more")
     for student in missing:
         print(f"  MISSING  {student}: no readable report.json")
     print(f"alone vs batch: {len(alone)} graded alone, {len(disagreements)} different")
