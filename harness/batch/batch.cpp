@@ -10,12 +10,11 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <system_error>
 #include <thread>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "checks/checks.hpp"
 #include "common/text.hpp"
@@ -38,9 +37,8 @@ constexpr std::size_t kReportJsonMaxBytes = std::size_t{64} << 20;
 
 // Every format goes into the student's folder; report.json is written last, because its
 // presence is what marks the submission finished for --resume.
-constexpr std::array<Format, 5> kFormatsBeforeJson = {Format::text, Format::markdown,
-                                                      Format::gradescope, Format::prairielearn,
-                                                      Format::junit};
+constexpr std::array<Format, 5> kFormatsBeforeJson = {
+    Format::text, Format::markdown, Format::gradescope, Format::prairielearn, Format::junit};
 
 std::string utc_time(std::chrono::system_clock::time_point when, const char* format) {
     const std::time_t seconds = std::chrono::system_clock::to_time_t(when);
@@ -109,9 +107,9 @@ Report harness_failure_report(const Exercise& exercise, const BatchSubmission& s
         Interruption{"crash", "", "the grader could not grade this submission: " + why, false};
     Submission answers;
     answers.directory = submission.directory;
-    answers.problems.push_back({SourceLocation{exercise.submission_answers, 0, 0}, "",
-                                "the answers file was not read: " +
-                                    measurements.interruption->message});
+    answers.problems.push_back(
+        {SourceLocation{exercise.submission_answers, 0, 0}, "",
+         "the answers file was not read: " + measurements.interruption->message});
     return evaluate(exercise, answers, measurements, submission.student);
 }
 
@@ -169,6 +167,7 @@ struct PoolState {
     std::filesystem::path output_dir;
     std::filesystem::path worker_executable;
     double run_seconds_override = 0.0;
+    std::string backend;
     const std::atomic<bool>* stop = nullptr;
     Clock::time_point began;
 
@@ -206,9 +205,12 @@ Report grade_one(PoolState& state, const BatchSubmission& submission, int device
     grade.submission_label = submission.student;
     grade.device = device;
     grade.run_seconds_override = state.run_seconds_override;
+    grade.backend = state.backend;
     grade.worker_executable = state.worker_executable;
-    grade.device_lock =
-        state.output_dir / kLocksFolder / ("device-" + std::to_string(device) + ".lock");
+    // Absolute: the worker runs in a scratch folder of its own, where a relative path would
+    // name a different lock for every worker.
+    grade.device_lock = std::filesystem::absolute(state.output_dir) / kLocksFolder /
+                        ("device-" + std::to_string(device) + ".lock");
     try {
         return grade_submission(state.exercise, grade);
     } catch (const std::exception& error) {
@@ -238,9 +240,9 @@ void pool_thread(const std::shared_ptr<PoolState>& state) {
             // A writer choking on what the submission produced is still the harness's fault, and
             // still only this submission's grade.
             harness_error = true;
-            report = harness_failure_report(state->exercise, job.submission,
-                                            std::string("its report could not be written: ") +
-                                                error.what());
+            report = harness_failure_report(
+                state->exercise, job.submission,
+                std::string("its report could not be written: ") + error.what());
             rendered = render_every_format(report);
         }
 
@@ -306,6 +308,7 @@ nlohmann::json run_info(const BatchResult& result, const BatchOptions& options) 
         {"wall_seconds", result.wall_seconds},
         {"jobs", result.status.jobs},
         {"devices", result.status.devices},
+        {"backend", result.status.backend},
         {"resume", options.resume},
         {"interrupted", result.interrupted},
         {"counts",
@@ -335,10 +338,10 @@ std::vector<std::filesystem::path> write_class_outputs(const BatchResult& result
     write_file_atomically(summary,
                           write_class_summary_json(result.entries, run_info(result, options)));
     ClassReportOptions page_options;
-    page_options.generated_at = result.finished_at.empty()
-                                    ? std::string()
-                                    : result.finished_at.substr(0, 10) + " " +
-                                          result.finished_at.substr(11, 5) + " UTC";
+    page_options.generated_at =
+        result.finished_at.empty()
+            ? std::string()
+            : result.finished_at.substr(0, 10) + " " + result.finished_at.substr(11, 5) + " UTC";
     write_file_atomically(page, write_class_report_html(result.entries, page_options));
     return {gradebook, summary, page};
 }
@@ -350,11 +353,10 @@ std::set<std::string> selected_students(const std::vector<BatchSubmission>& subm
                                         const std::filesystem::path& submissions_dir) {
     std::set<std::string> selected;
     for (const auto& name : only) {
-        const auto match = std::find_if(submissions.begin(), submissions.end(),
-                                        [&name](const BatchSubmission& submission) {
-                                            return submission.folder_name == name ||
-                                                   submission.student == name;
-                                        });
+        const auto match = std::find_if(
+            submissions.begin(), submissions.end(), [&name](const BatchSubmission& submission) {
+                return submission.folder_name == name || submission.student == name;
+            });
         if (match == submissions.end()) {
             throw BatchError("no submission folder named '" + name + "' in " +
                              submissions_dir.string());
@@ -432,8 +434,8 @@ std::vector<BatchSubmission> find_submissions(const std::filesystem::path& submi
         throw BatchError("cannot read the class folder " + submissions_dir.string() + ": " +
                          error.message());
     }
-    const auto excluded =
-        exclude.empty() ? std::filesystem::path() : std::filesystem::weakly_canonical(exclude, error);
+    const auto excluded = exclude.empty() ? std::filesystem::path()
+                                          : std::filesystem::weakly_canonical(exclude, error);
     std::vector<BatchSubmission> submissions;
     for (const auto& entry : entries) {
         const std::string name = entry.path().filename().string();
@@ -516,8 +518,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
 
     const auto submissions = find_submissions(options.submissions_dir, options.output_dir);
     result.submissions = submissions.size();
-    const auto selected =
-        selected_students(submissions, options.only, options.submissions_dir);
+    const auto selected = selected_students(submissions, options.only, options.submissions_dir);
 
     std::filesystem::create_directories(options.output_dir / kLocksFolder);
 
@@ -527,6 +528,11 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         status.devices.push_back(0);  // no GPU seen: every grade says so, as `grader grade` would
     }
     state->device_load.assign(status.devices.size(), 0);
+    status.backend = options.backend;
+    if (status.backend == "auto") {
+        status.backend = visible_devices().empty() ? "sim" : "cuda";
+    }
+    state->backend = status.backend;
 
     for (const auto& submission : submissions) {
         if (!selected.empty()) {
@@ -536,8 +542,8 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
             continue;
         }
         if (options.resume) {
-            if (auto kept = read_report_json(report_json_path(options.output_dir,
-                                                              submission.student))) {
+            if (auto kept =
+                    read_report_json(report_json_path(options.output_dir, submission.student))) {
                 ++status.kept;
                 ++status.done;
                 count_verdict(status, kept->verdict);
@@ -548,8 +554,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     }
     status.total = status.kept + state->jobs.size();
     const int wanted_jobs =
-        options.jobs > 0 ? options.jobs
-                         : std::max(2, static_cast<int>(status.devices.size()) + 1);
+        options.jobs > 0 ? options.jobs : std::max(2, static_cast<int>(status.devices.size()) + 1);
     const std::size_t thread_count =
         std::min(static_cast<std::size_t>(wanted_jobs), state->jobs.size());
     status.jobs = wanted_jobs;

@@ -34,6 +34,9 @@ struct BatchOptions {
     int jobs = 0;                           // submissions graded at once; <= 0: devices + 1, >= 2
     std::vector<int> devices;               // GPU indices to spread over; empty: visible_devices()
     double run_seconds_override = 0.0;      // > 0 replaces the exercise's run limit
+    // "cuda", "sim", or "auto": cuda where visible_devices() finds a GPU, else sim. Resolved once
+    // for the whole class, so that one gradebook never mixes GPU and simulated grades.
+    std::string backend = "auto";
     std::filesystem::path worker_executable;  // the grader, started as "grader __worker"
     // Keep the report of every submission whose OUTPUT/<student>/report.json exists and parses,
     // instead of grading it again. Without it every submission is graded and its files replaced.
@@ -57,17 +60,18 @@ struct BatchSubmission {
 
 // Where the batch stands, as handed to every progress call.
 struct BatchStatus {
-    std::size_t total = 0;      // submissions in this run's scope (all, or those of `only`)
-    std::size_t done = 0;       // of those, with a report: kept from before, or graded now
-    std::size_t kept = 0;       // reports kept from an earlier run (resume)
-    std::size_t graded = 0;     // graded in this run
-    std::size_t passed = 0;     // verdicts over `done`
+    std::size_t total = 0;   // submissions in this run's scope (all, or those of `only`)
+    std::size_t done = 0;    // of those, with a report: kept from before, or graded now
+    std::size_t kept = 0;    // reports kept from an earlier run (resume)
+    std::size_t graded = 0;  // graded in this run
+    std::size_t passed = 0;  // verdicts over `done`
     std::size_t failed = 0;
     std::size_t ungradable = 0;
     double elapsed_seconds = 0.0;
     std::vector<std::string> in_flight;  // students being graded now, in the order they started
     int jobs = 0;
     std::vector<int> devices;
+    std::string backend;  // "cuda" or "sim"
 };
 
 // One submission graded in this run.
@@ -106,7 +110,7 @@ struct BatchResult {
     bool interrupted = false;            // options.stop was set before the end
     std::vector<std::string> abandoned;  // in flight when interrupted; no report written
     std::vector<std::string> not_started;
-    std::string started_at;              // ISO 8601 UTC
+    std::string started_at;  // ISO 8601 UTC
     std::string finished_at;
     double wall_seconds = 0.0;
     std::vector<std::filesystem::path> class_outputs;  // the files written into output_dir

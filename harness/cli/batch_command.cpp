@@ -2,6 +2,7 @@
 // reports, the gradebook, the summary and the class page.
 
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -11,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <spdlog/spdlog.h>
 #include <thread>
 
 #include "batch/batch.hpp"
@@ -33,6 +33,7 @@ struct BatchCommandOptions {
     std::vector<int> devices;
     bool resume = false;
     std::vector<std::string> only;
+    std::string backend = "auto";
 };
 
 // The first SIGINT or SIGTERM asks the batch to stop; a second one ends the process at once.
@@ -108,8 +109,9 @@ public:
         for (const int device : status.devices) {
             devices += (devices.empty() ? "" : ",") + std::to_string(device);
         }
-        std::fprintf(stderr, "batch: %zu to grade, %zu kept from an earlier run; %d jobs, GPU %s\n",
-                     status.total - status.kept, status.kept, status.jobs, devices.c_str());
+        const std::string where = status.backend == "sim" ? "the PTX simulator" : "GPU " + devices;
+        std::fprintf(stderr, "batch: %zu to grade, %zu kept from an earlier run; %d jobs on %s\n",
+                     status.total - status.kept, status.kept, status.jobs, where.c_str());
         std::fflush(stderr);
     }
     void submission_started(const std::string& student, const BatchStatus&) override {
@@ -143,8 +145,8 @@ public:
 
 private:
     void draw(const BatchStatus& status) {
-        std::string line = "[" + std::to_string(status.done) + "/" + std::to_string(status.total) +
-                           "]";
+        std::string line =
+            "[" + std::to_string(status.done) + "/" + std::to_string(status.total) + "]";
         const double rate = per_minute(status);
         if (status.graded > 0 && rate > 0) {
             line += " " + format_number(rate, 1) + "/min  ~" +
@@ -186,9 +188,10 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
         return kExitUsage;
     }
     if (!options.resume && options.only.empty() && output_has_reports(options.output)) {
-        spdlog::error("{} already holds reports from an earlier batch: add --resume to finish it "
-                      "(keeping the reports there), or choose another --output folder",
-                      options.output.string());
+        spdlog::error(
+            "{} already holds reports from an earlier batch: add --resume to finish it "
+            "(keeping the reports there), or choose another --output folder",
+            options.output.string());
         return kExitUsage;
     }
     const Exercise exercise =
@@ -200,6 +203,7 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     batch.jobs = options.jobs;
     batch.devices = options.devices;
     batch.run_seconds_override = options.timeout;
+    batch.backend = options.backend;
     batch.worker_executable = current_executable();
     batch.resume = options.resume;
     batch.only = options.only;
@@ -209,7 +213,7 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     TerminalProgress terminal;
     SilentProgress silent;
     const bool on_terminal = ::isatty(STDERR_FILENO) == 1;
-    BatchProgress& progress = global.quiet ? static_cast<BatchProgress&>(silent)
+    BatchProgress& progress = global.quiet  ? static_cast<BatchProgress&>(silent)
                               : on_terminal ? static_cast<BatchProgress&>(terminal)
                                             : static_cast<BatchProgress&>(log);
 
@@ -228,11 +232,12 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
 
     const BatchStatus& status = result.status;
     if (!global.quiet) {
-        std::printf("%zu submissions graded in %s s (%s/min), %zu kept: %zu pass, %zu fail, "
-                    "%zu ungradable\n",
-                    status.graded, format_number(result.wall_seconds, 1).c_str(),
-                    format_number(per_minute(status), 1).c_str(), status.kept, status.passed,
-                    status.failed, status.ungradable);
+        std::printf(
+            "%zu submissions graded in %s s (%s/min), %zu kept: %zu pass, %zu fail, "
+            "%zu ungradable\n",
+            status.graded, format_number(result.wall_seconds, 1).c_str(),
+            format_number(per_minute(status), 1).c_str(), status.kept, status.passed, status.failed,
+            status.ungradable);
         if (result.harness_errors > 0) {
             std::printf("%zu of them could not be graded by the harness: see their reports\n",
                         result.harness_errors);
@@ -243,9 +248,10 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
         std::fflush(stdout);
     }
     if (stop_requested.load()) {
-        spdlog::error("interrupted: {} graded, {} stopped while grading, {} not started; run the "
-                      "same command with --resume to finish",
-                      status.graded, result.abandoned.size(), result.not_started.size());
+        spdlog::error(
+            "interrupted: {} graded, {} stopped while grading, {} not started; run the "
+            "same command with --resume to finish",
+            status.graded, result.abandoned.size(), result.not_started.size());
         spdlog::default_logger()->flush();
         std::fflush(stdout);
         std::fflush(stderr);
@@ -262,27 +268,39 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     auto options = std::make_shared<BatchCommandOptions>();
     CLI::App* command = app.add_subcommand(
         "batch", "Grade every submission folder of a class; write each report and the gradebook");
-    command->add_option("SUBMISSIONS_DIR", options->submissions,
-                        "The class folder: one sub-folder per submission, named for the student")
+    command
+        ->add_option("SUBMISSIONS_DIR", options->submissions,
+                     "The class folder: one sub-folder per submission, named for the student")
         ->required()
         ->check(CLI::ExistingDirectory);
-    command->add_option("-o,--output", options->output,
-                        "Folder for OUTPUT/<student>/report.* and the class outputs")
+    command
+        ->add_option("-o,--output", options->output,
+                     "Folder for OUTPUT/<student>/report.* and the class outputs")
         ->required();
-    command->add_option("--exercise", options->exercise,
-                        "Exercise folder holding exercise.yaml (default: the bundled Day 15)")
+    command
+        ->add_option("--exercise", options->exercise,
+                     "Exercise folder holding exercise.yaml (default: the bundled Day 15)")
         ->check(CLI::ExistingDirectory);
-    command->add_option("-j,--jobs", options->jobs,
-                        "Submissions graded at once (default: number of GPUs + 1, at least 2)")
+    command
+        ->add_option("-j,--jobs", options->jobs,
+                     "Submissions graded at once (default: number of GPUs + 1, at least 2)")
         ->check(CLI::PositiveNumber);
-    command->add_option("--timeout", options->timeout,
-                        "Seconds a kernel stage may run before it is stopped (default: the "
-                        "exercise's limit)")
+    command
+        ->add_option("--timeout", options->timeout,
+                     "Seconds a kernel stage may run before it is stopped (default: the "
+                     "exercise's limit)")
         ->check(CLI::PositiveNumber);
-    command->add_option("--devices", options->devices,
-                        "GPU indices to use, e.g. 0,1 (default: every visible GPU)")
+    command
+        ->add_option("--devices", options->devices,
+                     "GPU indices to use, e.g. 0,1 (default: every visible GPU)")
         ->delimiter(',')
         ->check(CLI::NonNegativeNumber);
+    command
+        ->add_option("--backend", options->backend,
+                     "auto (cuda where a GPU is visible, else the PTX simulator, chosen once "
+                     "for the whole class), cuda or sim")
+        ->check(CLI::IsMember({"auto", "cuda", "sim"}))
+        ->capture_default_str();
     command->add_flag("--resume", options->resume,
                       "Keep the reports an earlier, interrupted batch wrote into --output and "
                       "grade the rest");
