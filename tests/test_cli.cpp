@@ -29,7 +29,9 @@ TEST_CASE("--help names every subcommand and --version prints the version") {
     CHECK(help.exit_code == 0);
     CHECK(help.output.find("grade") != std::string::npos);
     CHECK(help.output.find("sweep") != std::string::npos);
+    CHECK(help.output.find("explain") != std::string::npos);
     CHECK(help.output.find("__worker") == std::string::npos);
+    CHECK(help.output.find("__launch") == std::string::npos);
     const GraderRun version = run_grader({"--version"});
     CHECK(version.exit_code == 0);
     CHECK(version.output.find("grader 0.") != std::string::npos);
@@ -64,15 +66,16 @@ TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, l
     CHECK(tried);
 }
 
-TEST_CASE("without a GPU the example is ungradable, exit 3, and the report still says why") {
+TEST_CASE("with --backend cuda and no GPU the example is ungradable, exit 3, and the report says why") {
     if (has_gpu_driver()) {
         MESSAGE("this machine has a GPU driver: the no-GPU path is not exercised here");
         return;
     }
     const auto report = scratch("student.json");
-    const GraderRun run = run_grader({"grade", (kSource / "student").string(), "--format", "json",
-                                      "--output", report.string(), "--quiet"},
-                                     report);
+    const GraderRun run =
+        run_grader({"grade", (kSource / "student").string(), "--backend", "cuda", "--format",
+                    "json", "--output", report.string(), "--quiet"},
+                   report);
     CHECK(run.exit_code == 3);
     REQUIRE(run.report.is_object());
     CHECK(run.report["verdict"] == "ungradable");
@@ -84,7 +87,7 @@ TEST_CASE("without a GPU the example is ungradable, exit 3, and the report still
     CHECK((*find_check(run.report, "predicted_degrees"))["passed"] == true);
 }
 
-TEST_CASE("without a GPU a compile error, a wrong signature and a forbidden include are reported") {
+TEST_CASE("with --backend cuda and no GPU a compile error, a wrong signature and a forbidden include are reported") {
     if (has_gpu_driver()) {
         return;
     }
@@ -99,8 +102,8 @@ TEST_CASE("without a GPU a compile error, a wrong signature and a forbidden incl
         CAPTURE(c.fixture);
         const auto report = scratch(std::string(c.fixture) + ".json");
         const GraderRun run =
-            run_grader({"grade", (kFixtures / "submissions" / c.fixture).string(), "--format",
-                        "json", "--output", report.string(), "--quiet"},
+            run_grader({"grade", (kFixtures / "submissions" / c.fixture).string(), "--backend",
+                        "cuda", "--format", "json", "--output", report.string(), "--quiet"},
                        report);
         CHECK(run.exit_code == 3);
         REQUIRE(run.report.is_object());
@@ -138,4 +141,130 @@ TEST_CASE("every report format is written, also when grading is ungradable") {
         REQUIRE(std::filesystem::exists(report));
         CHECK(std::filesystem::file_size(report) > 100);
     }
+}
+
+TEST_CASE("without a GPU, grade runs on the simulator: the example passes, exit 0, modeled costs") {
+    for (const std::vector<std::string>& backend :
+         {std::vector<std::string>{"--backend", "sim"}, std::vector<std::string>{}}) {
+        if (backend.empty() && has_gpu_driver()) {
+            continue;  // auto picks the GPU there
+        }
+        CAPTURE(backend.size());
+        const auto report = scratch("student-sim.json");
+        std::vector<std::string> args{"grade", (kSource / "student").string(), "--format", "json",
+                                      "--output", report.string(), "--quiet"};
+        args.insert(args.end(), backend.begin(), backend.end());
+        const GraderRun run = run_grader(args, report);
+        CHECK(run.exit_code == 0);
+        REQUIRE(run.report.is_object());
+        CHECK(run.report["verdict"] == "pass");
+        CHECK(run.report["environment"]["backend"] == "sim");
+        CHECK(run.report["environment"]["gpu_available"] == false);
+        bool counted = false;
+        for (const auto& row : run.report["rows"]) {
+            if (row["kernel"] == "student" && row["stride"] == 16) {
+                counted = row["counted_degree"] == 16.0;
+            }
+        }
+        CHECK(counted);
+    }
+}
+
+TEST_CASE("on the simulator a wrong signature fails the student, exit 1, naming the parameter") {
+    const auto report = scratch("wrong_signature-sim.json");
+    const GraderRun run = run_grader({"grade", (kFixtures / "submissions/wrong_signature").string(),
+                                      "--backend", "sim", "--format", "json", "--output",
+                                      report.string(), "--quiet"},
+                                     report);
+    CHECK(run.exit_code == 1);
+    REQUIRE(run.report.is_object());
+    CHECK(check_text(*find_check(run.report, "compile_abi")).find("parameter 3") !=
+          std::string::npos);
+}
+
+TEST_CASE("the text report on the simulator says so and shows the counted degree") {
+    const GraderRun run = run_grader({"grade", (kSource / "student").string(), "--backend", "sim"});
+    CHECK(run.exit_code == 0);
+    CHECK(run.output.find("simulator") != std::string::npos);
+    CHECK(run.output.find("counted") != std::string::npos);
+}
+
+TEST_CASE("sweep --backend sim prints the reference's modeled table and passes calibration") {
+    const GraderRun run = run_grader({"sweep", "--backend", "sim"});
+    CHECK(run.exit_code == 0);
+    CHECK(run.output.find("PTX simulator") != std::string::npos);
+    CHECK(run.output.find("[FAIL]") == std::string::npos);
+}
+
+TEST_CASE("explain shows stride 3 in 32 distinct banks and stride 16 as 16 lanes in 2 banks") {
+    const GraderRun run =
+        run_grader({"explain", (kSource / "student").string(), "--strides", "3,16"});
+    CHECK(run.exit_code == 0);
+    const auto stride3 = run.output.find("stride 3");
+    const auto stride16 = run.output.find("stride 16");
+    REQUIRE(stride3 != std::string::npos);
+    REQUIRE(stride16 != std::string::npos);
+    const std::string part3 = run.output.substr(stride3, stride16 - stride3);
+    const std::string part16 = run.output.substr(stride16);
+    CHECK(part3.find("32 lanes in 32 distinct banks") != std::string::npos);
+    CHECK(part3.find("lane    word  bank") != std::string::npos);
+    CHECK(part16.find("16 lanes in each of 2 banks") != std::string::npos);
+    CHECK(part16.find("16-way conflict") != std::string::npos);
+    // Lane 1 reads word 16, bank 16, with the other odd lanes.
+    CHECK(part16.find("         1      16    16  lanes 3,5,7,") != std::string::npos);
+}
+
+TEST_CASE("__launch --sim prints the simulator's shared counts under Nsight Compute's names") {
+    const GraderRun run = run_grader({"__launch", "--kernel",
+                                      (kSource / "reference/probe_shared_stride.cu").string(),
+                                      "--name", "probeSharedStride", "--stride", "8", "--grid",
+                                      "4", "--block", "256", "--sim"});
+    CHECK(run.exit_code == 0);
+    // 4 blocks of 8 warps, 2048 reads each, 8 wavefronts a read at stride 8.
+    CHECK(run.output.find("smsp__sass_inst_executed_op_shared_ld.sum,65536\n") !=
+          std::string::npos);
+    CHECK(run.output.find("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,524288\n") !=
+          std::string::npos);
+    const GraderRun transpose = run_grader(
+        {"__launch", "--kernel", (kFixtures / "kernels/transpose_tile32.cu").string(), "--name",
+         "transposeTiled", "--grid", "2,2", "--block", "32,8", "--arg", "buf=16384", "--arg",
+         "buf=16384", "--arg", "i32=64", "--sim", "--sim-blocks", "0"});
+    CHECK(transpose.exit_code == 0);
+    // 4 blocks of 8 warps, 4 column reads each at 32 wavefronts.
+    CHECK(transpose.output.find("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,4096\n") !=
+          std::string::npos);
+}
+
+TEST_CASE("on the simulator a kernel it cannot execute is ungradable, exit 3, naming the call") {
+    const auto folder = scratch("calls-noinline");
+    std::filesystem::create_directories(folder);
+    std::filesystem::copy_file(kFixtures / "kernels/probe_calls_noinline_function.cu",
+                               folder / "probe.cu",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(kSource / "student/submission.yaml", folder / "submission.yaml",
+                               std::filesystem::copy_options::overwrite_existing);
+    const auto report = scratch("calls-noinline.json");
+    const GraderRun run = run_grader({"grade", folder.string(), "--backend", "sim", "--format",
+                                      "json", "--output", report.string(), "--quiet"},
+                                     report);
+    CHECK(run.exit_code == 3);
+    REQUIRE(run.report.is_object());
+    CHECK(run.report["verdict"] == "ungradable");
+    const std::string summary = run.report["summary"].get<std::string>();
+    CHECK(summary.find("the simulator does not support call") != std::string::npos);
+    CHECK(summary.find("probe.cu line 23") != std::string::npos);
+    CHECK(summary.find("grade on a GPU") != std::string::npos);
+}
+
+TEST_CASE("on the simulator a kernel that never ends stops at the instruction budget, exit 1") {
+    const auto report = scratch("never_ends-sim.json");
+    const GraderRun run =
+        run_grader({"grade", (kFixtures / "submissions/never_ends").string(), "--backend", "sim",
+                    "--format", "json", "--output", report.string(), "--quiet"},
+                   report);
+    CHECK(run.exit_code == 1);
+    REQUIRE(run.report.is_object());
+    CHECK(run.report["interruption"]["kind"] == "timeout");
+    CHECK(run.report["summary"].get<std::string>().find("instruction budget") !=
+          std::string::npos);
 }

@@ -140,18 +140,22 @@ CheckResult check_compile_abi(const Exercise& exercise, const Measurements& m) {
     if (!c.attempted && c.vetting_problems.empty()) {
         check.details.push_back(c.log.empty() ? "the kernel was not compiled" : c.log);
     } else if (c.attempted && !c.ok && c.vetting_problems.empty()) {
-        check.details.push_back("NVRTC could not compile " + exercise.submission_source + ":");
         // The log's error lines, already free of host paths; the whole log is in the report.
-        int shown = 0;
+        std::vector<std::string> errors;
         std::size_t start = 0;
-        while (start < c.log.size() && shown < 5) {
+        while (start < c.log.size() && errors.size() < 5) {
             const std::size_t end = std::min(c.log.find('\n', start), c.log.size());
             const std::string line = c.log.substr(start, end - start);
             if (line.find("error") != std::string::npos) {
-                check.details.push_back("  " + line);
-                ++shown;
+                errors.push_back(line);
             }
             start = end + 1;
+        }
+        check.details.push_back("NVRTC could not compile " + exercise.submission_source +
+                                (errors.empty() ? std::string(" (the log is below)")
+                                                : ": " + errors.front()));
+        for (std::size_t i = 1; i < errors.size(); ++i) {
+            check.details.push_back(errors[i]);
         }
     }
     if (!c.abi_problem.empty()) {

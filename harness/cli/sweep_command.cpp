@@ -49,23 +49,39 @@ std::string sweep_table(const Exercise& exercise, const Measurements& m) {
                m.environment.compute_capability + "), driver " + m.environment.driver_version +
                ", NVRTC " + m.environment.nvrtc_version + "\n";
     }
-    std::snprintf(line, sizeof line, "Grid: %u blocks of %u threads (%d per SM)\n\n",
-                  m.environment.grid_blocks, m.environment.block_size,
-                  m.environment.blocks_per_sm);
+    if (simulated) {
+        std::snprintf(line, sizeof line, "Grid: %u blocks of %u threads, simulated\n\n",
+                      m.environment.grid_blocks, m.environment.block_size);
+    } else {
+        std::snprintf(line, sizeof line, "Grid: %u blocks of %u threads (%d per SM)\n\n",
+                      m.environment.grid_blocks, m.environment.block_size,
+                      m.environment.blocks_per_sm);
+    }
     out += line;
     std::snprintf(line, sizeof line, "Part 1: %u shared words per block, %u reads per thread\n",
                   exercise.tile_words, exercise.reads_per_thread);
     out += line;
-    out += simulated ? "  stride     degree   modeled cost  vs stride 1    spread   accumulator\n"
-                     : "  stride     degree    time (ms)  vs stride 1    spread   accumulator\n";
-    out += "  ------     ------   ----------  -----------   -------   -----------\n";
+    if (simulated) {
+        out += "  stride     degree   modeled cost  vs stride 1   counted degree   accumulator\n";
+        out += "  ------     ------   ------------  -----------   --------------   -----------\n";
+    } else {
+        out += "  stride     degree    time (ms)  vs stride 1    spread   accumulator\n";
+        out += "  ------     ------   ----------  -----------   -------   -----------\n";
+    }
     for (const auto& run : m.runs) {
         const double ratio = run.stride == 1 ? 1.0 : run.ratio.value_or(0.0);
-        std::snprintf(line, sizeof line, "  %6d     %6u   %10.4f  %11.2f   %6.2f%%   %s\n",
-                      run.stride, conflict_degree(run.stride, exercise.banks),
-                      run.timing ? run.timing->median_ms : 0.0, ratio,
-                      run.timing ? run.timing->spread * 100.0 : 0.0,
-                      run.ones.ok && run.hidden.ok ? "ok" : "WRONG");
+        const char* accumulator = run.ones.ok && run.hidden.ok ? "ok" : "WRONG";
+        if (simulated) {
+            std::snprintf(line, sizeof line, "  %6d     %6u   %12.0f  %11.2f   %14.2f   %s\n",
+                          run.stride, conflict_degree(run.stride, exercise.banks),
+                          run.timing ? run.timing->median_ms : 0.0, ratio,
+                          run.counted_degree.value_or(0.0), accumulator);
+        } else {
+            std::snprintf(line, sizeof line, "  %6d     %6u   %10.4f  %11.2f   %6.2f%%   %s\n",
+                          run.stride, conflict_degree(run.stride, exercise.banks),
+                          run.timing ? run.timing->median_ms : 0.0, ratio,
+                          run.timing ? run.timing->spread * 100.0 : 0.0, accumulator);
+        }
         out += line;
     }
     out += "\nCalibration (the reference must show the model before this machine grades):\n";
@@ -81,9 +97,11 @@ std::string sweep_table(const Exercise& exercise, const Measurements& m) {
         out += std::string("  ") + (!outcome.evaluated ? "[ -- ] " : outcome.passed ? "[ ok ] " : "[FAIL] ") +
                rule.description + (outcome.detail.empty() ? "" : ": " + outcome.detail) + "\n";
     }
-    std::snprintf(line, sizeof line, "\n%d timing rounds in %.3f s, seed %llu\n", m.timing_rounds,
-                  m.timing_seconds, static_cast<unsigned long long>(m.seed));
-    out += line;
+    if (m.environment.backend != "sim") {
+        std::snprintf(line, sizeof line, "\n%d timing rounds in %.3f s, seed %llu\n",
+                      m.timing_rounds, m.timing_seconds, static_cast<unsigned long long>(m.seed));
+        out += line;
+    }
     return out;
 }
 

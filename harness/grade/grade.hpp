@@ -19,7 +19,7 @@ struct GradeOptions {
     std::string submission_label;          // how the report names it (the path as given)
     int device = 0;
     std::optional<std::uint64_t> seed;     // drawn at random when absent, and reported
-    std::string backend = "cuda";
+    std::string backend = "auto";          // "auto", "cuda" or "sim"
     double run_seconds_override = 0.0;     // > 0 replaces the exercise's run limit
     std::filesystem::path worker_executable;  // the grader itself, started as "grader __worker"
     std::filesystem::path device_lock;     // see WorkerOptions::device_lock

@@ -56,22 +56,33 @@ Interruption interruption_for(const Exercise& exercise, const std::string& kerne
                 students};
         case sim::LaunchStatus::unsupported: {
             const auto& u = *result.unsupported;
-            return Interruption{"unsupported", stage,
-                                "the simulator does not support " + u.opcode + " (" +
-                                    (u.where.file.empty() ? exercise.submission_source
-                                                          : u.where.file) +
-                                    " line " + std::to_string(u.where.line) + ", in " + who +
-                                    "); grade on a GPU",
-                                false};
+            return Interruption{
+                "unsupported", stage,
+                "the simulator does not support " + u.opcode + " (" +
+                    (u.where.file.empty() ? exercise.submission_source : u.where.file) + " line " +
+                    std::to_string(u.where.line) + ", in " + who + "); grade on a GPU",
+                false};
         }
         case sim::LaunchStatus::fault:
         case sim::LaunchStatus::completed:
             break;
     }
     return Interruption{"fault", stage,
-                        who + " failed at stride " + std::to_string(stride) + ": " +
-                            result.message,
+                        who + " failed at stride " + std::to_string(stride) + ": " + result.message,
                         students};
+}
+
+// "tile" from "_ZZ17probeSharedStridePKfPfmiE4tile": a function-local __shared__ array's name.
+std::string variable_name(const std::string& mangled) {
+    const auto end = mangled.rfind('E');
+    if (mangled.rfind("_ZZ", 0) != 0 || end == std::string::npos) {
+        return mangled;
+    }
+    std::size_t at = end + 1;
+    while (at < mangled.size() && mangled[at] >= '0' && mangled[at] <= '9') {
+        ++at;
+    }
+    return at < mangled.size() ? mangled.substr(at) : mangled;
 }
 
 std::string uninitialized_read_note(int stride, const sim::UninitializedSharedRead& read) {
@@ -80,7 +91,8 @@ std::string uninitialized_read_note(int stride, const sim::UninitializedSharedRe
                        std::to_string(read.thread.block.x) + " read shared word " +
                        std::to_string(read.word);
     if (!read.variable.empty()) {
-        note += " (" + read.variable + "[" + std::to_string(read.word_in_variable) + "])";
+        note += " (" + variable_name(read.variable) + "[" + std::to_string(read.word_in_variable) +
+                "])";
     }
     return note + " at " + location_text(read.where) +
            " before any thread of its block wrote it (the simulator's shared memory starts as NaN)";
@@ -100,8 +112,8 @@ std::string compute_capability_of(const std::string& arch) {
 void run_sim_backend(const Exercise& exercise, const WorkerOptions& options,
                      const Submission& submission, Measurements& m, ProgressSink& sink) {
     (void)submission;
-    const double run_limit =
-        options.run_seconds_override > 0 ? options.run_seconds_override : exercise.limits.run_seconds;
+    const double run_limit = options.run_seconds_override > 0 ? options.run_seconds_override
+                                                              : exercise.limits.run_seconds;
     const std::string arch = exercise.default_arch;
 
     sink.stage("compile", exercise.limits.compile_seconds);
@@ -133,7 +145,7 @@ void run_sim_backend(const Exercise& exercise, const WorkerOptions& options,
 
     const SimLaunchShape shape = sim_launch_shape(exercise);
     m.environment.gpu_available = false;
-    m.environment.device_name = "PTX simulator";
+    m.environment.device_name = "a GPU with 32 banks of shared memory";
     m.environment.compute_capability = compute_capability_of(arch);
     m.environment.grid_blocks = shape.grid;
     m.environment.block_size = shape.block;
@@ -153,11 +165,11 @@ void run_sim_backend(const Exercise& exercise, const WorkerOptions& options,
             }
             probes.push_back(std::move(probe));
         } catch (const sim::ParseError& error) {
-            m.interruption = Interruption{
-                "unsupported", "load",
-                "the simulator cannot read the student's PTX (PTX line " +
-                    std::to_string(error.line()) + ": " + error.message() + "); grade on a GPU",
-                false};
+            m.interruption = Interruption{"unsupported", "load",
+                                          "the simulator cannot read the student's PTX (PTX line " +
+                                              std::to_string(error.line()) + ": " +
+                                              error.message() + "); grade on a GPU",
+                                          false};
             sink.measurements(m);
             return;
         }
@@ -262,9 +274,15 @@ SimProbeRun run_sim_probe(const Exercise& exercise, const sim::Module& module,
     for (const auto& parameter : exercise.parameters) {
         std::uint64_t value = 0;
         switch (parameter.role) {
-            case ParameterRole::input: value = input; break;
-            case ParameterRole::output: value = output; break;
-            case ParameterRole::count: value = threads; break;
+            case ParameterRole::input:
+                value = input;
+                break;
+            case ParameterRole::output:
+                value = output;
+                break;
+            case ParameterRole::count:
+                value = threads;
+                break;
             case ParameterRole::stride:
                 value = static_cast<std::uint64_t>(static_cast<std::int64_t>(stride));
                 break;

@@ -78,6 +78,12 @@ std::string ratio_explanation(const Report& report) {
                : "ratio: the median time at the stride over the time at stride 1";
 }
 
+// The simulator counts each row's conflict degree; the column is shown whenever it has values.
+bool any_counted_degree(const Report& report) {
+    return std::any_of(report.rows.begin(), report.rows.end(),
+                       [](const ReportRow& row) { return row.counted_degree.has_value(); });
+}
+
 void add_timing_columns(const Report& report, bool verbose, std::vector<TableColumn>& columns) {
     if (is_simulated(report)) {
         columns.push_back({"modeled", "cost"});
@@ -87,13 +93,15 @@ void add_timing_columns(const Report& report, bool verbose, std::vector<TableCol
     columns.push_back({"spread", "%"});
     if (verbose) {
         columns.push_back({"samples", ""});
+    }
+    if (verbose || any_counted_degree(report)) {
         columns.push_back({"counted", "degree"});
     }
     columns.push_back({"accumulator", ""});
     columns.push_back({"hidden", "input"});
 }
 
-void add_timing_cells(const ReportRow& row, bool verbose, std::vector<Cell>& cells) {
+void add_timing_cells(const ReportRow& row, bool verbose, bool counted, std::vector<Cell>& cells) {
     if (row.timing) {
         cells.push_back({significant(row.timing->median_ms, 4)});
         cells.push_back({fixed(row.timing->spread * 100.0, 1)});
@@ -103,6 +111,8 @@ void add_timing_cells(const ReportRow& row, bool verbose, std::vector<Cell>& cel
     }
     if (verbose) {
         cells.push_back({row.timing ? std::to_string(row.timing->samples) : kMissing});
+    }
+    if (verbose || counted) {
         cells.push_back({row.counted_degree ? fixed(*row.counted_degree, 2) : kMissing});
     }
     cells.push_back(accumulator_cell(row.accumulator));
@@ -137,7 +147,7 @@ Table student_table(const Report& report, bool verbose) {
         cells.push_back({ratio_text(row->ratio)});
         cells.push_back({range_text(*row), Tone::muted});
         cells.push_back({ratio_text(row->reference_ratio)});
-        add_timing_cells(*row, verbose, cells);
+        add_timing_cells(*row, verbose, any_counted_degree(report), cells);
         table.rows.push_back(std::move(cells));
         any_unnamed = any_unnamed || row->unnamed;
     }
@@ -159,7 +169,7 @@ Table reference_table(const Report& report, bool verbose) {
         cells.push_back({std::to_string(row->degree)});
         cells.push_back({ratio_text(row->ratio)});
         cells.push_back({range_text(*row), Tone::muted});
-        add_timing_cells(*row, verbose, cells);
+        add_timing_cells(*row, verbose, any_counted_degree(report), cells);
         table.rows.push_back(std::move(cells));
     }
     return table;
