@@ -63,7 +63,7 @@ if [ "$quick" != "--quick" ]; then
   echo "submissions: $submissions, gradebook rows: $rows, distinct folders: $unique"
 fi
 
-if [ "$quick" != "--quick" ] && [ -x "$root/scripts/ncu-compare.sh" ] && command -v ncu >/dev/null; then
+if [ "$quick" != "--quick" ] && [ -z "${GPU_CHECK_SKIP_NCU:-}" ] && [ -x "$root/scripts/ncu-compare.sh" ] && command -v ncu >/dev/null; then
   section "simulator against Nsight Compute (scripts/ncu-compare.sh)"
   "$root/scripts/ncu-compare.sh" "$grader" "$out/ncu-compare.txt"
 fi

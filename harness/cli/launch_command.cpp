@@ -191,6 +191,7 @@ int launch_on_gpu(const LaunchCommandOptions& options, const CompiledKernel& ker
         }
         pointers.push_back(&storage[i]);
     }
+    GRADER_DRIVER_CALL(cuCtxSynchronize());  // the uploads land before the launch
     cuda::Stream stream;
     GRADER_DRIVER_CALL(cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                       0, stream.get(), pointers.data(), nullptr));

@@ -54,7 +54,7 @@ DriverApi load() {
     GRADER_RESOLVE(cuMemFree);
     GRADER_RESOLVE(cuMemcpyHtoD);
     GRADER_RESOLVE(cuMemcpyDtoH);
-    GRADER_RESOLVE(cuMemsetD32);
+    GRADER_RESOLVE(cuMemsetD32Async);
     GRADER_RESOLVE(cuStreamCreate);
     GRADER_RESOLVE(cuStreamDestroy);
     GRADER_RESOLVE(cuStreamSynchronize);

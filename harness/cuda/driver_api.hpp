@@ -54,7 +54,7 @@ struct DriverApi {
     decltype(&::cuMemFree) cuMemFree = nullptr;
     decltype(&::cuMemcpyHtoD) cuMemcpyHtoD = nullptr;
     decltype(&::cuMemcpyDtoH) cuMemcpyDtoH = nullptr;
-    decltype(&::cuMemsetD32) cuMemsetD32 = nullptr;
+    decltype(&::cuMemsetD32Async) cuMemsetD32Async = nullptr;
     decltype(&::cuStreamCreate) cuStreamCreate = nullptr;
     decltype(&::cuStreamDestroy) cuStreamDestroy = nullptr;
     decltype(&::cuStreamSynchronize) cuStreamSynchronize = nullptr;

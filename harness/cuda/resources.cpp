@@ -106,8 +106,8 @@ void DeviceBuffer::download(void* host, std::size_t bytes) const {
     GRADER_DRIVER_CALL(cuMemcpyDtoH(host, pointer_, bytes));
 }
 
-void DeviceBuffer::fill_words(unsigned int value) {
-    GRADER_DRIVER_CALL(cuMemsetD32(pointer_, value, bytes_ / 4));
+void DeviceBuffer::fill_words(unsigned int value, CUstream stream) {
+    GRADER_DRIVER_CALL(cuMemsetD32Async(pointer_, value, bytes_ / 4, stream));
 }
 
 Stream::Stream() { GRADER_DRIVER_CALL(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING)); }

@@ -78,7 +78,10 @@ public:
     std::size_t bytes() const noexcept { return bytes_; }
     void upload(const void* host, std::size_t bytes);
     void download(void* host, std::size_t bytes) const;
-    void fill_words(unsigned int value);
+    // On `stream`, in order with the launches there. (A plain cuMemsetD32 goes to the legacy
+    // default stream, which a non-blocking stream does not wait for: the fill could land after
+    // the kernel and poison its output. Seen on an H200 with two graders sharing the GPU.)
+    void fill_words(unsigned int value, CUstream stream);
 
 private:
     CUdeviceptr pointer_ = 0;

@@ -285,6 +285,9 @@ void run_cuda_backend(const Exercise& exercise, const WorkerOptions& options,
     ones_input.upload(ones.data(), ones.size() * sizeof(float));
     cuda::DeviceBuffer hidden_input(hidden.size() * sizeof(float));
     hidden_input.upload(hidden.data(), hidden.size() * sizeof(float));
+    // A synchronous copy from pageable memory may return before its DMA lands, on the legacy
+    // stream that ours does not wait for: finish the uploads before any launch.
+    GRADER_DRIVER_CALL(cuCtxSynchronize());
     cuda::DeviceBuffer output(shape.threads() * sizeof(float));
     std::vector<float> host_output(shape.threads());
 
@@ -305,7 +308,7 @@ void run_cuda_backend(const Exercise& exercise, const WorkerOptions& options,
 
     const auto run_once = [&](CUfunction function, const cuda::DeviceBuffer& input, int stride,
                               const std::vector<double>& expected) {
-        output.fill_words(kOutputPoison);
+        output.fill_words(kOutputPoison, stream.get());
         launch_probe(exercise, function, shape, input.get(), output.get(), stride, stream.get());
         stream.synchronize();
         output.download(host_output.data(), host_output.size() * sizeof(float));
