@@ -11,6 +11,7 @@
 #include "checks/checks.hpp"
 #include "cuda/driver_api.hpp"
 #include "cuda/resources.hpp"
+#include "fixture_expectations.hpp"
 #include "grader_run.hpp"
 
 using namespace grader;
@@ -27,34 +28,7 @@ void skip_without_gpu() {
     }
 }
 
-std::vector<std::string> strings(const YAML::Node& node) {
-    std::vector<std::string> out;
-    if (node && node.IsSequence()) {
-        for (const auto& item : node) {
-            out.push_back(item.as<std::string>());
-        }
-    }
-    return out;
-}
 
-std::uint64_t seed_for(const Exercise& exercise, const YAML::Node& expected) {
-    const auto wanted = expected["seed_must_draw_any_of"];
-    if (!wanted) {
-        return 20261202;
-    }
-    std::vector<int> strides;
-    for (const auto& s : wanted) {
-        strides.push_back(s.as<int>());
-    }
-    for (std::uint64_t seed = 1;; ++seed) {
-        const auto drawn = draw_unnamed_strides(exercise, seed);
-        if (std::any_of(drawn.begin(), drawn.end(), [&](int s) {
-                return std::find(strides.begin(), strides.end(), s) != strides.end();
-            })) {
-            return seed;
-        }
-    }
-}
 
 }  // namespace
 

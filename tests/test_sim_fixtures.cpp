@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "checks/checks.hpp"
+#include "fixture_expectations.hpp"
 #include "grader_run.hpp"
 
 using namespace grader;
@@ -16,15 +17,6 @@ using namespace grader::testing;
 
 namespace {
 
-std::vector<std::string> strings(const YAML::Node& node) {
-    std::vector<std::string> out;
-    if (node && node.IsSequence()) {
-        for (const auto& item : node) {
-            out.push_back(item.as<std::string>());
-        }
-    }
-    return out;
-}
 
 // A field of expected.yaml, from its `sim:` mapping where that has it.
 YAML::Node field(const YAML::Node& expected, const char* key) {
@@ -35,24 +27,6 @@ YAML::Node field(const YAML::Node& expected, const char* key) {
     return expected[key];
 }
 
-std::uint64_t seed_for(const Exercise& exercise, const YAML::Node& expected) {
-    const auto wanted = expected["seed_must_draw_any_of"];
-    if (!wanted) {
-        return 20261202;
-    }
-    std::vector<int> strides;
-    for (const auto& s : wanted) {
-        strides.push_back(s.as<int>());
-    }
-    for (std::uint64_t seed = 1;; ++seed) {
-        const auto drawn = draw_unnamed_strides(exercise, seed);
-        if (std::any_of(drawn.begin(), drawn.end(), [&](int s) {
-                return std::find(strides.begin(), strides.end(), s) != strides.end();
-            })) {
-            return seed;
-        }
-    }
-}
 
 }  // namespace
 

@@ -192,16 +192,7 @@ void run_cuda_backend(const Exercise& exercise, const WorkerOptions& options,
     m.reference = reference.outcome;
     CompiledKernel student;
     if (!options.reference_only) {
-        if (student_future.valid()) {
-            student = student_future.get();
-            if (student.outcome.ok) {
-                student.outcome.abi_problem =
-                    abi_problem(student.outcome.param_sizes, exercise.parameters);
-            }
-        } else {
-            student.outcome.attempted = false;
-            student.outcome.log = sources.student_missing_reason;
-        }
+        student = finish_student_compile(student_future, sources, exercise);
         m.student = student.outcome;
     }
     std::optional<CompiledKernel> poison;

@@ -15,6 +15,21 @@ std::string read_harness_file(const std::filesystem::path& path) {
     return *content;
 }
 
+CompiledKernel finish_student_compile(std::future<CompiledKernel>& compile,
+                                      const ProbeSources& sources, const Exercise& exercise) {
+    CompiledKernel student;
+    if (!compile.valid()) {
+        student.outcome.attempted = false;
+        student.outcome.log = sources.student_missing_reason;
+        return student;
+    }
+    student = compile.get();
+    if (student.outcome.ok) {
+        student.outcome.abi_problem = abi_problem(student.outcome.param_sizes, exercise.parameters);
+    }
+    return student;
+}
+
 ProbeSources load_probe_sources(const Exercise& exercise,
                                 const std::filesystem::path& submission_dir,
                                 const std::string& arch) {

@@ -4,6 +4,7 @@
 // harness's own, built with the same options for the same architecture.
 
 #include <filesystem>
+#include <future>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,11 @@ struct ProbeSources {
 ProbeSources load_probe_sources(const Exercise& exercise,
                                 const std::filesystem::path& submission_dir,
                                 const std::string& arch);
+
+// Waits for the student's compile (if one was started) and checks its PTX parameter list
+// against the exercise's ABI; without a source, the outcome says why nothing was compiled.
+CompiledKernel finish_student_compile(std::future<CompiledKernel>& compile,
+                                      const ProbeSources& sources, const Exercise& exercise);
 
 // Reads one of the exercise's own files; throws naming the path if it cannot.
 std::string read_harness_file(const std::filesystem::path& path);
