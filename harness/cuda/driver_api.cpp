@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <mutex>
 
 namespace grader::cuda {
@@ -24,7 +25,11 @@ void resolve(void* library, Fn& slot, const char* symbol) {
 #define GRADER_RESOLVE(name) resolve(library, api.name, GRADER_STRINGIFY_EXPANDED(name))
 
 DriverApi load() {
-    void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    // GRADER_LIBCUDA names another driver library: the tests point it at the toolkit's stub, so
+    // that every symbol the grader resolves is checked on a machine without a driver.
+    const char* override_path = std::getenv("GRADER_LIBCUDA");
+    void* library = dlopen(override_path && *override_path ? override_path : "libcuda.so.1",
+                           RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
         const char* why = dlerror();
         throw DriverUnavailable(std::string("no NVIDIA driver: libcuda.so.1 could not be loaded (") +
