@@ -190,8 +190,14 @@ void run_sim_backend(const Exercise& exercise, const WorkerOptions& options,
             bool stopped = false;
             for (const bool is_hidden : {false, true}) {
                 const std::vector<float>& tile = is_hidden ? hidden : ones;
-                const SimProbeRun result =
-                    run_sim_probe(exercise, probe.module, probe.entry, shape, tile, stride, budget);
+                // The all-ones run covers the whole grid (a kernel that ignores blockIdx leaves
+                // block 1 unwritten); the hidden input needs one block, which halves its cost.
+                const std::uint32_t blocks = is_hidden ? 1 : 0;
+                SimProbeRun result = run_sim_probe(exercise, probe.module, probe.entry, shape,
+                                                   tile, stride, budget, blocks);
+                if (blocks > 0) {
+                    result.outputs.resize(std::size_t{blocks} * shape.block);
+                }
                 if (result.launch.status != sim::LaunchStatus::completed) {
                     m.interruption =
                         interruption_for(exercise, probe.kernel, stride, result.launch, budget);
