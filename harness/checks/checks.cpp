@@ -233,17 +233,6 @@ CheckResult check_predicted_degrees(const Exercise& exercise, const Submission& 
     return check;
 }
 
-std::function<std::optional<double>(int)> ratios_of(const Measurements& m, const char* kernel) {
-    return [&m, kernel](int stride) -> std::optional<double> {
-        if (stride == 1) {
-            const KernelRun* base = m.run(kernel, 1);
-            return base && base->timing ? std::optional<double>(1.0) : std::nullopt;
-        }
-        const KernelRun* run = m.run(kernel, stride);
-        return run ? run->ratio : std::nullopt;
-    };
-}
-
 CheckResult check_ordering(const Exercise& exercise, const Measurements& m) {
     CheckResult check = make_check(exercise, "ordering");
     const auto ratio_of = ratios_of(m, kStudent);
@@ -342,6 +331,17 @@ std::optional<std::string> ungradable_reason(const Exercise& exercise, const Mea
 }
 
 }  // namespace
+
+std::function<std::optional<double>(int)> ratios_of(const Measurements& m, const char* kernel) {
+    return [&m, kernel](int stride) -> std::optional<double> {
+        if (stride == 1) {
+            const KernelRun* base = m.run(kernel, 1);
+            return base && base->timing ? std::optional<double>(1.0) : std::nullopt;
+        }
+        const KernelRun* run = m.run(kernel, stride);
+        return run ? run->ratio : std::nullopt;
+    };
+}
 
 std::vector<int> student_strides_to_run(const Exercise& exercise,
                                         const std::vector<int>& unnamed_strides) {

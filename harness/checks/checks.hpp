@@ -38,6 +38,10 @@ struct RuleOutcome {
 RuleOutcome evaluate_rule(const OrderingRule& rule,
                           const std::function<std::optional<double>(int)>& ratio_of);
 
+// A kernel's ratio to its own stride 1, as the rules read it: 1 at stride 1 once it was timed,
+// nullopt for a stride not measured. `m` must outlive the function.
+std::function<std::optional<double>(int)> ratios_of(const Measurements& m, const char* kernel);
+
 Report evaluate(const Exercise& exercise, const Submission& submission,
                 const Measurements& measurements, const std::string& submission_label);
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -85,13 +86,7 @@ std::string sweep_table(const Exercise& exercise, const Measurements& m) {
         out += line;
     }
     out += "\nCalibration (the reference must show the model before this machine grades):\n";
-    const auto ratio_of = [&m](int stride) -> std::optional<double> {
-        const KernelRun* run = m.run("reference", stride);
-        if (run == nullptr || !run->timing) {
-            return std::nullopt;
-        }
-        return stride == 1 ? std::optional<double>(1.0) : run->ratio;
-    };
+    const auto ratio_of = ratios_of(m, "reference");
     for (const auto& rule : exercise.calibration) {
         const RuleOutcome outcome = evaluate_rule(rule, ratio_of);
         out += std::string("  ") + (!outcome.evaluated ? "[ -- ] " : outcome.passed ? "[ ok ] " : "[FAIL] ") +
@@ -128,19 +123,11 @@ int run_sweep(const SweepCommandOptions& options, const GlobalOptions& global) {
             std::cout << sweep_table(exercise, m);
         }
     }
-    for (const auto& rule : exercise.calibration) {
-        const auto ratio_of = [&m](int stride) -> std::optional<double> {
-            const KernelRun* run = m.run("reference", stride);
-            if (run == nullptr || !run->timing) {
-                return std::nullopt;
-            }
-            return stride == 1 ? std::optional<double>(1.0) : run->ratio;
-        };
-        if (!evaluate_rule(rule, ratio_of).passed) {
-            return kExitUngradable;
-        }
-    }
-    return kExitPass;
+    const auto ratio_of = ratios_of(m, "reference");
+    const bool calibrated =
+        std::all_of(exercise.calibration.begin(), exercise.calibration.end(),
+                    [&](const OrderingRule& rule) { return evaluate_rule(rule, ratio_of).passed; });
+    return calibrated ? kExitPass : kExitUngradable;
 }
 
 }  // namespace
