@@ -120,17 +120,17 @@ TEST_CASE("a correct submission on a GPU that shows the model passes with every 
 TEST_CASE("ratios are not expected to equal the degree, only to order as it predicts") {
     // The H200 reads about 24.6 at stride 32 and 12.3 at stride 16: still a pass.
     const Report report = evaluate(day15(), correct_answers(), measured(h200_like_ratio), "a");
-    CHECK(check(report, "ordering").passed);
-    CHECK(check(report, "consistency").passed);
+    CHECK(check(report, "ordering").passed());
+    CHECK(check(report, "consistency").passed());
 }
 
 TEST_CASE("a kernel that ignores the stride fails the ordering and the consistency") {
     const Report report =
         evaluate(day15(), correct_answers(), measured([](int) { return 1.0; }), "b");
     CHECK(report.verdict == Verdict::fail);
-    CHECK_FALSE(check(report, "ordering").passed);
+    CHECK_FALSE(check(report, "ordering").passed());
     CHECK(any_detail_contains(check(report, "ordering"), "stride 16"));
-    CHECK_FALSE(check(report, "consistency").passed);
+    CHECK_FALSE(check(report, "consistency").passed());
     CHECK(exit_code(report.verdict) == 1);
 }
 
@@ -158,8 +158,8 @@ TEST_CASE("a kernel that special-cases the named strides is caught at a stride i
         m.runs.push_back(timed_run("reference", s, h200_like_ratio(s)));
     }
     const Report report = evaluate(day15(), correct_answers(), m, "c");
-    CHECK(check(report, "ordering").passed);
-    CHECK_FALSE(check(report, "consistency").passed);
+    CHECK(check(report, "ordering").passed());
+    CHECK_FALSE(check(report, "consistency").passed());
     CHECK(any_detail_contains(check(report, "consistency"), "a stride you did not name"));
 }
 
@@ -188,7 +188,7 @@ TEST_CASE("a wrong accumulator names the stride, the thread, its block and its v
     run->ones.first_bad_expected = 2048.0;
     const Report report = evaluate(day15(), correct_answers(), m, "d");
     const CheckResult& c = check(report, "accumulator");
-    CHECK_FALSE(c.passed);
+    CHECK_FALSE(c.passed());
     CHECK(any_detail_contains(c, "stride 8: thread 1234 (block 4, thread 210) holds 1024, expected 2048"));
     CHECK(any_detail_contains(c, "270336 of 270336 threads wrong"));
     CHECK(report.verdict == Verdict::fail);
@@ -200,7 +200,7 @@ TEST_CASE("a wrong prediction costs its share of the points and names the stride
     answers.rows[0].predicted_degree = 3;
     const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "e");
     const CheckResult& c = check(report, "predicted_degrees");
-    CHECK_FALSE(c.passed);
+    CHECK_FALSE(c.passed());
     CHECK(c.points == doctest::Approx(c.max_points * 2.0 / 3.0));
     CHECK(any_detail_contains(c, "stride 3: you predicted 3; gcd(3, 32) is 1"));
 }
@@ -216,8 +216,8 @@ TEST_CASE("without a GPU the verdict is ungradable and says a GPU is needed for 
     CHECK(report.verdict == Verdict::ungradable);
     CHECK(exit_code(report.verdict) == 3);
     CHECK(report.summary.find("GPU is needed for timing") != std::string::npos);
-    CHECK(check(report, "compile_abi").passed);
-    CHECK(check(report, "predicted_degrees").passed);
+    CHECK(check(report, "compile_abi").passed());
+    CHECK(check(report, "predicted_degrees").passed());
 }
 
 TEST_CASE("a GPU whose reference kernel does not show the model is unfit, not the student") {
@@ -260,8 +260,8 @@ TEST_CASE("a kernel fault is the student's failure and keeps what ran before it"
     const Report report = evaluate(day15(), correct_answers(), m, "i");
     CHECK(report.verdict == Verdict::fail);
     CHECK(any_detail_contains(check(report, "accumulator"), "stride 4"));
-    CHECK(check(report, "predicted_degrees").passed);
-    CHECK_FALSE(check(report, "ordering").passed);
+    CHECK(check(report, "predicted_degrees").passed());
+    CHECK_FALSE(check(report, "ordering").passed());
 }
 
 TEST_CASE("a compile failure fails every kernel check with the reason, and nothing else is lost") {
@@ -277,9 +277,9 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
     }
     const Report report = evaluate(day15(), correct_answers(), m, "j");
     CHECK(report.verdict == Verdict::fail);
-    CHECK_FALSE(check(report, "compile_abi").passed);
+    CHECK_FALSE(check(report, "compile_abi").passed());
     CHECK(check(report, "accumulator").message.find("did not compile") != std::string::npos);
-    CHECK(check(report, "predicted_degrees").passed);
+    CHECK(check(report, "predicted_degrees").passed());
     CHECK(report.compile_log.find("probe.cu(14)") != std::string::npos);
 }
 

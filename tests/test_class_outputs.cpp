@@ -264,7 +264,7 @@ TEST_CASE("a student id that is not UTF-8 does not stop the class summary") {
     entries[1].report.student_id = "s\xff\xfe";
     entries[1].student_folder = "b\xc3";
     entries[1].report.verdict = Verdict::fail;
-    entries[1].report.checks[0].passed = false;
+    entries[1].report.checks[0].status = CheckStatus::failed;
     std::string json;
     REQUIRE_NOTHROW(json = write_class_summary_json(entries, nlohmann::json::object()));
     CHECK_NOTHROW(nlohmann::json::parse(json));

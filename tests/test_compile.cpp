@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compile/compile.hpp"
+#include "compile/nvrtc_library.hpp"
 
 using grader::SourceProblem;
 
@@ -376,4 +377,12 @@ TEST_CASE("two kernels compile at once on two threads") {
     CHECK(second.outcome.ok);
     CHECK(first.outcome.param_sizes == std::vector<std::size_t>{8, 8, 8, 4});
     CHECK(second.outcome.param_sizes == std::vector<std::size_t>{8, 8, 4, 4});
+}
+
+TEST_CASE("the NVRTC builtins are loaded by absolute path from the folder of libnvrtc") {
+    const grader::NvrtcBuiltins& builtins = grader::load_nvrtc_builtins();
+    REQUIRE_MESSAGE(builtins.loaded, builtins.error);
+    CHECK(builtins.path.front() == '/');
+    CHECK(builtins.path.find("libnvrtc-builtins.so.") != std::string::npos);
+    CHECK(&grader::load_nvrtc_builtins() == &builtins);
 }

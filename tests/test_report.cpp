@@ -71,7 +71,7 @@ CheckResult check(const char* id, const char* title, bool passed, double points,
     CheckResult c;
     c.id = id;
     c.title = title;
-    c.passed = passed;
+    c.status = passed ? grader::CheckStatus::passed : grader::CheckStatus::failed;
     c.points = points;
     c.max_points = max;
     c.message = message;

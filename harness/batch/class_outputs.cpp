@@ -127,10 +127,10 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
             for (CheckSummary& column : summary.checks) {
                 if (column.id == check.id) {
                     ++column.reported;
-                    column.passed += check.passed ? 1 : 0;
+                    column.passed += check.passed() ? 1 : 0;
                 }
             }
-            if (!check.passed && !check.review) {
+            if (!check.passed() && !check.review) {
                 add_reason("check:" + check.id,
                            "Failed: " + (check.title.empty() ? check.id : check.title),
                            entry->student_folder);

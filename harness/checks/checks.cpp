@@ -56,7 +56,7 @@ std::string why_student_not_run(const Measurements& m) {
 
 // A check that could not be evaluated: failed, with the reason as its message.
 void not_run(CheckResult& check, const std::string& reason) {
-    check.passed = false;
+    check.status = CheckStatus::not_run;
     check.points = 0.0;
     check.message = "Not run: " + reason + ".";
 }
@@ -111,7 +111,7 @@ CheckResult make_check(const Exercise& exercise, const std::string& id) {
 
 void finish(CheckResult& check, const CheckSpec& spec, bool passed,
             const std::map<std::string, std::string>& values) {
-    check.passed = passed;
+    check.status = passed ? CheckStatus::passed : CheckStatus::failed;
     check.points = passed ? check.max_points : 0.0;
     check.message = fill_template(passed ? spec.pass_message : spec.fail_message, values);
     if (!passed && !spec.hint.empty()) {
@@ -518,12 +518,12 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     const auto ungradable = ungradable_reason(exercise, m, calibration_details);
     const auto first_failure =
         std::find_if(report.checks.begin(), report.checks.end(),
-                     [](const CheckResult& c) { return c.required && !c.passed; });
+                     [](const CheckResult& c) { return c.required && !c.passed(); });
     // On a machine that runs kernels but does not show the model, the checks that do not depend
     // on timing still stand: a kernel that fails them has failed wherever it runs.
     const auto timing_independent_failure =
         std::find_if(report.checks.begin(), report.checks.end(), [](const CheckResult& c) {
-            return c.required && !c.passed && c.id != "ordering" && c.id != "consistency";
+            return c.required && !c.passed() && c.id != "ordering" && c.id != "consistency";
         });
     const bool machine_unfit = !calibration_details.empty();
     if (ungradable && !(machine_unfit && timing_independent_failure != report.checks.end())) {

@@ -8,6 +8,7 @@
 
 #include "compile/compile.hpp"
 #include "compile/nvrtc_call.hpp"
+#include "compile/nvrtc_library.hpp"
 
 namespace grader {
 
@@ -117,6 +118,8 @@ CompiledKernel compile_kernel(const CompileRequest& request) {
             return compiled;
         }
     }
+
+    load_nvrtc_builtins();  // before NVRTC's own dlopen of them, which may not find them
 
     // An absolute name keeps NVRTC from prefixing the working directory in .file and the
     // cubin's line table; the in-memory headers still take precedence over files in "/".

@@ -56,6 +56,15 @@ const char* to_string(Verdict verdict) {
     return "ungradable";
 }
 
+const char* to_string(CheckStatus status) {
+    switch (status) {
+        case CheckStatus::passed: return "passed";
+        case CheckStatus::failed: return "failed";
+        case CheckStatus::not_run: return "not_run";
+    }
+    return "failed";
+}
+
 Verdict verdict_from_string(const std::string& text) {
     if (text == "pass") return Verdict::pass;
     if (text == "fail") return Verdict::fail;
@@ -202,7 +211,9 @@ void to_json(json& j, const Environment& v) {
              {"grader_version", v.grader_version},
              {"grid_blocks", v.grid_blocks},
              {"block_size", v.block_size},
-             {"blocks_per_sm", v.blocks_per_sm}};
+             {"blocks_per_sm", v.blocks_per_sm},
+             {"confinement", v.confinement},
+             {"notes", v.notes}};
 }
 void from_json(const json& j, Environment& v) {
     read(j, "backend", v.backend);
@@ -216,6 +227,8 @@ void from_json(const json& j, Environment& v) {
     read(j, "grid_blocks", v.grid_blocks);
     read(j, "block_size", v.block_size);
     read(j, "blocks_per_sm", v.blocks_per_sm);
+    read(j, "confinement", v.confinement);
+    read(j, "notes", v.notes);
 }
 
 void to_json(json& j, const Interruption& v) {
@@ -267,7 +280,8 @@ void from_json(const json& j, Measurements& v) {
 void to_json(json& j, const CheckResult& v) {
     j = json{{"id", v.id},
              {"title", v.title},
-             {"passed", v.passed},
+             {"passed", v.passed()},
+             {"status", to_string(v.status)},
              {"required", v.required},
              {"review", v.review},
              {"points", v.points},
@@ -278,7 +292,12 @@ void to_json(json& j, const CheckResult& v) {
 void from_json(const json& j, CheckResult& v) {
     read(j, "id", v.id);
     read(j, "title", v.title);
-    read(j, "passed", v.passed);
+    bool passed = false;
+    read(j, "passed", passed);
+    const std::string status = j.value("status", passed ? "passed" : "failed");
+    v.status = status == "passed"    ? CheckStatus::passed
+               : status == "not_run" ? CheckStatus::not_run
+                                     : CheckStatus::failed;
     read(j, "required", v.required);
     read(j, "review", v.review);
     read(j, "points", v.points);

@@ -88,6 +88,11 @@ struct Environment {
     std::uint32_t grid_blocks = 0;
     std::uint32_t block_size = 0;
     int blocks_per_sm = 0;
+    // How the student's compile was confined by the kernel, e.g. "Landlock ABI 7: the compiler
+    // could open no file"; says so where the kernel offers no confinement.
+    std::string confinement;
+    // What the environment section must say once: a fallback taken, a permission missing.
+    std::vector<std::string> notes;
 };
 
 // Why grading stopped early, where it did.

@@ -16,16 +16,24 @@ inline constexpr int kReportSchemaVersion = 1;
 enum class Verdict { pass, fail, ungradable };
 const char* to_string(Verdict verdict);
 
+// A check that could not be evaluated (its input was never produced: the kernel did not compile,
+// grading stopped first) is not_run: neither a pass nor a failure of its own.
+enum class CheckStatus { passed, failed, not_run };
+const char* to_string(CheckStatus status);
+
 struct CheckResult {
     std::string id;
     std::string title;
-    bool passed = false;
+    CheckStatus status = CheckStatus::failed;
     bool required = true;
     bool review = false;                // flagged for the instructor, not scored by the machine
     double points = 0.0;                // awarded
     double max_points = 0.0;
     std::string message;                // one paragraph the student reads
     std::vector<std::string> details;   // one line each: a stride, a thread, a file position
+
+    bool passed() const { return status == CheckStatus::passed; }
+    bool not_run() const { return status == CheckStatus::not_run; }
 };
 
 // One row of the table: a kernel at a stride.

@@ -102,7 +102,7 @@ std::string write_junit(const Report& report) {
             cases += ">\n      <skipped" +
                      attribute("message", "for the instructor's review: " + check.message) +
                      "/>\n    </testcase>\n";
-        } else if (!check.passed) {
+        } else if (!check.passed()) {
             ++failures;
             std::string body = check.message;
             for (const auto& detail : check.details) {

@@ -85,7 +85,7 @@ const char* check_mark(const CheckResult& check) {
     if (check.review) {
         return "📝";
     }
-    return check.passed ? "✅" : "❌";
+    return check.passed() ? "✅" : "❌";
 }
 
 }  // namespace

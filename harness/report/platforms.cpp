@@ -86,7 +86,7 @@ std::string write_gradescope(const Report& report) {
         const json test{{"name", clean(check.title)},
                         {"score", score},
                         {"max_score", max_score},
-                        {"status", check.review || check.passed ? "passed" : "failed"},
+                        {"status", check.review || check.passed() ? "passed" : "failed"},
                         {"output", test_output},
                         {"visibility", "visible"}};
         tests.push_back(test);

@@ -266,7 +266,7 @@ std::string check_word(const CheckResult& check) {
     if (check.review) {
         return "REVIEW";
     }
-    return check.passed ? "PASS" : "FAIL";
+    return check.passed() ? "PASS" : "FAIL";
 }
 
 std::string points(double value) {

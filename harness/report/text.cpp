@@ -54,7 +54,7 @@ public:
         if (check.review) {
             return paint(word, "1;36");
         }
-        return paint(word, check.passed ? "1;32" : "1;31");
+        return paint(word, check.passed() ? "1;32" : "1;31");
     }
 
 private:

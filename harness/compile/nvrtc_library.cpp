@@ -1,0 +1,65 @@
+#include "compile/nvrtc_library.hpp"
+
+#include <dlfcn.h>
+#include <nvrtc.h>
+
+#include <filesystem>
+#include <mutex>
+#include <vector>
+
+namespace grader {
+namespace {
+
+std::string dl_error_text() {
+    const char* why = dlerror();
+    return why != nullptr ? why : "unknown reason";
+}
+
+// The folder the running libnvrtc was loaded from, by asking the loader where nvrtcVersion lives.
+std::filesystem::path nvrtc_folder() {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) == 0 || info.dli_fname == nullptr) {
+        return {};
+    }
+    std::error_code error;
+    const auto resolved = std::filesystem::canonical(info.dli_fname, error);
+    return error ? std::filesystem::path(info.dli_fname).parent_path() : resolved.parent_path();
+}
+
+NvrtcBuiltins load() {
+    NvrtcBuiltins result;
+    int major = 0;
+    int minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) {
+        result.error = "nvrtcVersion failed";
+        return result;
+    }
+    const std::string name =
+        "libnvrtc-builtins.so." + std::to_string(major) + "." + std::to_string(minor);
+    std::vector<std::string> candidates;
+    if (const auto folder = nvrtc_folder(); !folder.empty()) {
+        candidates.push_back((folder / name).string());
+    }
+    candidates.push_back(name);  // the loader's own search, as NVRTC would do it
+    for (const std::string& candidate : candidates) {
+        if (dlopen(candidate.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr) {
+            result.loaded = true;
+            result.path = candidate;
+            result.error.clear();
+            return result;
+        }
+        result.error += (result.error.empty() ? "" : "; ") + candidate + ": " + dl_error_text();
+    }
+    return result;
+}
+
+}  // namespace
+
+const NvrtcBuiltins& load_nvrtc_builtins() {
+    static std::once_flag once;
+    static NvrtcBuiltins builtins;
+    std::call_once(once, [] { builtins = load(); });
+    return builtins;
+}
+
+}  // namespace grader
