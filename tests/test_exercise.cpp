@@ -40,6 +40,8 @@ const grader::Exercise& day15() {
     return exercise;
 }
 
+grader::Case stride(int value) { return grader::Case{"student", value}; }
+
 grader::Submission answers(const std::string& fixture) {
     return grader::load_submission(kFixtures / "answers" / fixture, day15());
 }
@@ -62,11 +64,12 @@ struct TemporaryFolder {
 
 TEST_CASE("the Day 15 exercise file loads with the values written in it") {
     const grader::Exercise& exercise = day15();
-    CHECK(exercise.schema_version == 1);
+    CHECK(exercise.schema_version == 2);
     CHECK(exercise.id == "day15-bank-conflicts");
     CHECK(exercise.title == "Day 15: shared memory bank conflicts");
     CHECK(exercise.directory.is_absolute());
     CHECK(fs::equivalent(exercise.file, kDay15 / "exercise.yaml"));
+    CHECK(exercise.banks == 32);
 
     CHECK(exercise.kernel_name == "probeSharedStride");
     REQUIRE(exercise.parameters.size() == 4);
@@ -80,8 +83,13 @@ TEST_CASE("the Day 15 exercise file loads with the values written in it") {
     CHECK(exercise.parameters[3].name == "stride");
     CHECK(exercise.parameters[3].size_bytes == 4);
     CHECK(exercise.parameters[3].role == ParameterRole::stride);
-    CHECK(
-        fs::equivalent(exercise.reference_source, kSourceDir / "reference/probe_shared_stride.cu"));
+
+    REQUIRE(exercise.kernels.size() == 2);
+    CHECK(exercise.kernels[0].is_student());
+    CHECK(exercise.kernels[1].id == "reference");
+    CHECK(exercise.kernels[1].oracle);
+    CHECK(exercise.oracle() == &exercise.kernels[1]);
+    CHECK(fs::equivalent(exercise.kernels[1].file, kSourceDir / "reference/probe_shared_stride.cu"));
     CHECK(fs::equivalent(exercise.shared_poison_source,
                          kSourceDir / "reference/poison_shared_memory.cu"));
 
@@ -93,20 +101,30 @@ TEST_CASE("the Day 15 exercise file loads with the values written in it") {
     CHECK(exercise.headers[0].include_name == "day15_probe.h");
     CHECK(fs::equivalent(exercise.headers[0].path, kDay15 / "day15_probe.h"));
 
-    CHECK(exercise.tile_words == 2048);
-    CHECK(exercise.reads_per_thread == 2048);
-    CHECK(exercise.block_size == 256);
-    CHECK(exercise.grid == "occupancy");
-    CHECK(exercise.banks == 32);
-    CHECK(exercise.tile_value == 1.0f);
-    CHECK(exercise.hidden_max_value == 15);
+    CHECK(exercise.launch.block.count() == 256);
+    CHECK(exercise.launch.grid_from_occupancy);
+    CHECK(exercise.buffers.input_words == 2048);
+    CHECK(exercise.buffers.output.kind == grader::OutputLayout::Kind::per_thread);
+    REQUIRE(exercise.inputs.size() == 2);
+    CHECK(exercise.inputs[0].id == "ones");
+    CHECK(exercise.inputs[0].fill == grader::InputSpec::Fill::constant);
+    CHECK(exercise.inputs[0].value == 1.0);
+    CHECK(exercise.inputs[1].id == "hidden");
+    CHECK(exercise.inputs[1].fill == grader::InputSpec::Fill::random_integers);
+    CHECK(exercise.inputs[1].value == 15.0);
+    CHECK(exercise.inputs[1].poison_shared);
 
+    CHECK(exercise.has_sweep());
     CHECK(exercise.reference_strides == std::vector<int>{1, 2, 3, 4, 8, 16, 32, 33});
     CHECK(exercise.student_strides == std::vector<int>{3, 8, 16});
     CHECK(exercise.unnamed_stride_pool == std::vector<int>{5, 6, 7, 12, 24, 31, 32, 48, 65});
     CHECK(exercise.unnamed_strides_per_grade == 2);
+    CHECK(exercise.ratios.to_stride == 1);
+    CHECK(exercise.model_degree({"student", 24}) == 8u);
+    CHECK(exercise.model_degree({"reference", 33}) == 1u);
 
-    CHECK(exercise.consistency_tolerance == doctest::Approx(0.20));
+    CHECK(exercise.check("consistency").tolerance == doctest::Approx(0.20));
+    CHECK(exercise.check("consistency").against == "reference");
     CHECK(exercise.timing.warmup_launches == 2);
     CHECK(exercise.timing.warmup_ms == doctest::Approx(30));
     CHECK(exercise.timing.min_sample_ms == doctest::Approx(0.5));
@@ -119,52 +137,103 @@ TEST_CASE("the Day 15 exercise file loads with the values written in it") {
     CHECK(exercise.limits.output_bytes == 65536);
     CHECK(exercise.limits.memory_bytes == std::size_t{4096} * 1024 * 1024);
     CHECK(exercise.limits.source_bytes == std::size_t{256} * 1024);
+    CHECK(exercise.simulator.modeled_timing);
+    CHECK(exercise.answers.key_field == "stride");
+    CHECK(exercise.answers.measured_field == "measured_ratio");
+    CHECK(contains(exercise.answers.example_sentence, "gcd(stride, 32)"));
     CHECK(exercise.sentence_prompt ==
           "Say in one sentence why stride 3 does not sit between stride 2 and stride 4.");
 }
 
-TEST_CASE("the Day 15 ordering and calibration rules are read with their kinds and strides") {
+TEST_CASE("the Part 2 exercise is data: kernels without a sweep, a matrix output, ratios to a copy") {
+    const grader::Exercise exercise =
+        grader::load_exercise(kSourceDir / "exercises" / "day15-padding");
+    CHECK(exercise.id == "day15-padding");
+    CHECK(exercise.kernel_name == "transposeTiled");
+    CHECK(exercise.submission_source == "transpose.cu");
+    CHECK_FALSE(exercise.has_sweep());
+    REQUIRE(exercise.parameters.size() == 3);
+    CHECK(exercise.parameters[2].role == ParameterRole::constant);
+    CHECK(exercise.parameters[2].value == 4096);
+    REQUIRE(exercise.kernels.size() == 4);
+    CHECK(exercise.kernel("copy").name == "copyMatrix");
+    CHECK_FALSE(exercise.kernel("copy").degree);
+    CHECK(exercise.kernel("unpadded").degree == 32u);
+    CHECK(exercise.oracle()->id == "padded");
+    CHECK(exercise.model_degree({"student", 0}) == 1u);
+    CHECK(exercise.launch.block.x == 32);
+    CHECK(exercise.launch.block.y == 8);
+    CHECK_FALSE(exercise.launch.grid_from_occupancy);
+    CHECK(exercise.launch.grid.count() == 128 * 128);
+    CHECK(exercise.buffers.output.kind == grader::OutputLayout::Kind::matrix);
+    CHECK(exercise.buffers.output.rows * exercise.buffers.output.columns ==
+          exercise.buffers.input_words);
+    CHECK(exercise.buffers.bytes_per_launch == 134217728);
+    CHECK(exercise.ratios.to_kernel == "copy");
+    CHECK(exercise.ratios.as_percent);
+    CHECK_FALSE(exercise.simulator.modeled_timing);
+    CHECK(exercise.answers.key_field == "tile");
+    REQUIRE(exercise.answers.rows.size() == 2);
+    CHECK(exercise.answers.rows[1].kernel == "student");
+    const grader::CheckSpec& conflict_free = exercise.check("conflict_free");
+    CHECK(conflict_free.kind == grader::CheckKind::counted_degree);
+    REQUIRE(conflict_free.rules.size() == 1);
+    CHECK(conflict_free.rules[0].near.kernel == "padded");
+    CHECK(conflict_free.rules[0].far.kernel == "unpadded");
+    REQUIRE(conflict_free.diagnoses.size() == 1);
+    CHECK(conflict_free.diagnoses[0].static_shared_bytes_above == 4096);
+}
+
+TEST_CASE("the Day 15 rules are read with their kinds, kernels and strides") {
     const grader::Exercise& exercise = day15();
-    REQUIRE(exercise.ordering.size() == 2);
-    const OrderingRule& closer = exercise.ordering[0];
+    const auto& ordering = exercise.check("ordering").rules;
+    REQUIRE(ordering.size() == 2);
+    const OrderingRule& closer = ordering[0];
     CHECK(closer.id == "stride3_near_stride1");
     CHECK(closer.kind == OrderingRule::Kind::closer_to);
-    CHECK(closer.stride == 3);
-    CHECK(closer.near == 1);
-    CHECK(closer.far == 4);
+    CHECK(closer.subject.kernel == "student");
+    CHECK(closer.subject.stride == 3);
+    CHECK(closer.near.stride == 1);
+    CHECK(closer.far.stride == 4);
     CHECK(closer.description == "stride 3 is closer to stride 1 than to stride 4");
     CHECK(closer.location.line > 0);
     CHECK(contains(closer.location.file, "exercise.yaml"));
-    const OrderingRule& slower = exercise.ordering[1];
+    const OrderingRule& slower = ordering[1];
     CHECK(slower.kind == OrderingRule::Kind::slower_than);
-    CHECK(slower.stride == 16);
-    CHECK(slower.than == 8);
+    CHECK(slower.subject.stride == 16);
+    CHECK(slower.than.stride == 8);
     CHECK(slower.factor == doctest::Approx(1.25));
     CHECK(slower.location.line > closer.location.line);
 
     REQUIRE(exercise.calibration.size() == 5);
     CHECK(exercise.calibration[0].id == "odd3_near_1");
     CHECK(exercise.calibration[0].kind == OrderingRule::Kind::at_most);
-    CHECK(exercise.calibration[0].stride == 3);
+    CHECK(exercise.calibration[0].subject.kernel == "reference");
+    CHECK(exercise.calibration[0].subject.stride == 3);
     CHECK(exercise.calibration[0].limit == doctest::Approx(1.25));
     CHECK(exercise.calibration[4].kind == OrderingRule::Kind::slower_than);
-    CHECK(exercise.calibration[4].stride == 32);
-    CHECK(exercise.calibration[4].than == 16);
+    CHECK(exercise.calibration[4].subject.stride == 32);
+    CHECK(exercise.calibration[4].than.stride == 16);
     CHECK(exercise.calibration[4].factor == doctest::Approx(1.3));
 }
 
-TEST_CASE("every check the harness runs has its points and messages from the exercise file") {
+TEST_CASE("every check has its kind, points and messages from the exercise file, in its order") {
     const grader::Exercise& exercise = day15();
-    CHECK(exercise.checks.size() == grader::kHarnessCheckIds.size());
-    for (const auto id : grader::kHarnessCheckIds) {
-        CAPTURE(id);
-        const grader::CheckSpec& spec = exercise.check(std::string(id));
-        CHECK(spec.id == id);
+    std::vector<std::string> ids;
+    for (const auto& spec : exercise.checks) {
+        CAPTURE(spec.id);
+        ids.push_back(spec.id);
         CHECK_FALSE(spec.title.empty());
         CHECK_FALSE(spec.pass_message.empty());
         CHECK_FALSE(spec.fail_message.empty());
     }
+    CHECK(ids == std::vector<std::string>{"submission_file", "compile_abi", "accumulator",
+                                          "hidden_input", "predicted_degrees", "measured_ratios",
+                                          "ordering", "consistency", "counted_degrees",
+                                          "sentence"});
     const grader::CheckSpec& accumulator = exercise.check("accumulator");
+    CHECK(accumulator.kind == grader::CheckKind::output);
+    CHECK(accumulator.input == "ones");
     CHECK(accumulator.title == "Accumulator check");
     CHECK(accumulator.points == 2);
     CHECK(accumulator.required);
@@ -172,6 +241,10 @@ TEST_CASE("every check the harness runs has its points and messages from the exe
     CHECK(accumulator.pass_message == "Every thread held exactly {expected} at every stride.");
     CHECK(contains(accumulator.hint, "2048.0"));
     CHECK(exercise.check("predicted_degrees").points == 3);
+    const grader::CheckSpec& measured = exercise.check("measured_ratios");
+    CHECK(measured.kind == grader::CheckKind::measured);
+    CHECK(measured.band_low == doctest::Approx(0.5));
+    CHECK(measured.band_high == doctest::Approx(1.2));
 
     const grader::CheckSpec& sentence = exercise.check("sentence");
     CHECK(sentence.points == 0);
@@ -192,28 +265,24 @@ TEST_CASE("asking for a check the exercise does not have names the check") {
 
 TEST_CASE("a copy of the exercise in another folder resolves its paths from that folder") {
     const grader::Exercise copy = grader::load_exercise(kFixtures / "exercises" / "valid_copy");
-    CHECK(copy.reference_source == day15().reference_source);
+    CHECK(copy.kernel("reference").file == day15().kernel("reference").file);
     CHECK(copy.headers.at(0).path == day15().headers.at(0).path);
     CHECK(copy.directory ==
           fs::absolute(kFixtures / "exercises" / "valid_copy").lexically_normal());
     CHECK(copy.student_strides == day15().student_strides);
     CHECK(copy.checks.size() == day15().checks.size());
-    // Its slower_than rule gives no factor, so the rule asks only for "slower".
-    REQUIRE(copy.ordering.size() == 2);
-    CHECK(copy.ordering[1].kind == OrderingRule::Kind::slower_than);
-    CHECK(copy.ordering[1].factor == 1.0);
 }
 
 TEST_CASE("an exercise error reads as file:line:column: field: message") {
-    const ExerciseError error = exercise_error("block_size_not_a_number");
+    const ExerciseError error = exercise_error("block_not_a_number");
     const std::string file =
-        (kFixtures / "exercises" / "block_size_not_a_number" / "exercise.yaml").string();
+        (kFixtures / "exercises" / "block_not_a_number" / "exercise.yaml").string();
     CHECK(std::string(error.what()) ==
-          file + ":29:15: probe.block_size: expected a positive integer, got 'abc'");
+          file + ":31:11: launch.block[0]: expected a positive integer, got 'abc'");
     CHECK(error.location().file == file);
-    CHECK(error.location().line == 29);
-    CHECK(error.location().column == 15);
-    CHECK(error.field() == "probe.block_size");
+    CHECK(error.location().line == 31);
+    CHECK(error.location().column == 11);
+    CHECK(error.field() == "launch.block[0]");
 }
 
 TEST_CASE("a folder without an exercise file is an exercise error naming the file") {
@@ -237,32 +306,36 @@ TEST_CASE("every broken exercise file is refused with the line, column and field
         const char* message_part;
     };
     const std::vector<Case> cases = {
-        {"block_size_not_a_number", 29, 15, "probe.block_size", "got 'abc'"},
-        {"reads_per_thread_negative", 28, 21, "probe.reads_per_thread",
-         "expected a positive integer, got '-2048'"},
-        {"block_size_not_whole_warps", 29, 15, "probe.block_size", "multiple of 32"},
-        {"block_size_above_1024", 29, 15, "probe.block_size", "to 1024"},
-        {"tile_words_not_power_of_two", 27, 15, "probe.tile_words", "power of two"},
-        {"typo_tile_word", 27, 3, "probe.tile_word",
-         "unknown key 'tile_word' (did you mean 'tile_words'?)"},
-        {"unknown_rule_kind", 49, 11, "ordering[1].kind", "unknown rule kind 'faster_than'"},
-        {"unknown_parameter_role", 11, 60, "kernel.parameters[2].role",
+        {"block_not_a_number", 31, 11, "launch.block[0]", "got 'abc'"},
+        {"input_words_negative", 37, 16, "buffers.input_words", "got '-2048'"},
+        {"block_not_whole_warps", 31, 10, "launch.block", "multiple of 32"},
+        {"block_above_1024", 31, 10, "launch.block", "at most 1024"},
+        {"output_layout_unknown", 38, 11, "buffers.output", "got 'per_block'"},
+        {"typo_input_word", 37, 3, "buffers.input_word",
+         "unknown key 'input_word' (did you mean 'input_words'?)"},
+        {"unknown_rule_kind", 147, 51, "checks.ordering.rules[1].kind",
+         "unknown rule kind 'faster_than'"},
+        {"unknown_parameter_role", 16, 60, "kernel.parameters[2].role",
          "unknown parameter role 'scratch'"},
-        {"ordering_stride_not_timed", 51, 11, "ordering[1].than", "stride 7 is not in"},
-        {"calibration_stride_not_in_reference", 57, 60, "calibration[2].than",
+        {"ordering_stride_not_timed", 147, 82, "checks.ordering.rules[1].than",
+         "stride 7 is not in"},
+        {"calibration_stride_not_in_reference", 57, 81, "calibration.rules[2].than",
          "stride 5 is not in strides.reference"},
-        {"key_not_for_rule_kind", 47, 5, "ordering[0].than", "does not apply to a closer_to rule"},
+        {"key_not_for_rule_kind", 146, 82, "checks.ordering.rules[0].than",
+         "does not apply to a closer_to rule"},
         // A missing key is reported at the map that should hold it.
-        {"missing_student_strides", 36, 3, "strides.student", "missing"},
-        {"missing_hidden_input_check", 83, 3, "checks.hidden_input", "missing"},
-        {"hidden_input_check_misspelt", 101, 3, "checks.hiden_input",
-         "did you mean 'hidden_input'"},
-        {"reference_file_missing", 13, 14, "kernel.reference", "no_such_kernel.cu' not found"},
-        {"header_file_missing", 24, 39, "compile.headers[0].file", "not found"},
-        {"duplicate_key", 32, 3, "probe.banks", "appears twice (first on line 31)"},
-        {"points_not_a_number", 115, 13, "checks.ordering.points", "got 'many'"},
-        {"required_not_a_bool", 128, 15, "checks.sentence.required", "true or false"},
-        {"schema_version_2", 2, 17, "schema_version", "reads schema_version 1"},
+        {"missing_student_strides", 45, 3, "strides.student", "missing"},
+        {"output_check_unknown_input", 117, 12, "checks.hidden_input.input",
+         "there is no input 'hiddn'"},
+        {"check_kind_unknown", 116, 11, "checks.hidden_input.kind", "unknown check kind 'outputs'"},
+        {"reference_file_missing", 20, 28, "references[0].file", "no_such_kernel.cu' not found"},
+        {"header_file_missing", 28, 39, "compile.headers[0].file", "not found"},
+        {"duplicate_key", 6, 1, "banks", "appears twice (first on line 5)"},
+        {"points_not_a_number", 144, 13, "checks.ordering.points", "got 'many'"},
+        {"required_not_a_bool", 171, 15, "checks.sentence.required", "true or false"},
+        {"schema_version_1", 2, 17, "schema_version", "reads schema_version 2"},
+        {"no_oracle", 20, 3, "references", "exactly one kernel with 'oracle: true'"},
+        {"stride_parameter_without_strides", 2, 1, "strides", "the kernel takes a stride"},
         {"not_utf8", 4, 48, "", "not UTF-8"},
         {"top_level_list", 2, 1, "", "expected a map"},
         {"deeply_nested", 4, 72, "", "nests more than 64 levels"},
@@ -281,16 +354,37 @@ TEST_CASE("every broken exercise file is refused with the line, column and field
 }
 
 TEST_CASE("a YAML syntax error in the exercise file points at where the parser stopped") {
-    // The flow list opened on line 21 is never closed; the parser notices on the next key.
+    // The flow list opened on line 25 is never closed; the parser notices on the next key.
     const ExerciseError error = exercise_error("yaml_syntax_error");
-    CHECK(error.location().line >= 21);
-    CHECK(error.location().line <= 22);
+    CHECK(error.location().line >= 25);
+    CHECK(error.location().line <= 26);
     CHECK(error.location().column > 0);
     CHECK(contains(error.what(), "YAML syntax error"));
 }
 
-TEST_CASE("the example answers in student/ load with no problems") {
+TEST_CASE("the untouched starter kit's answers name every blank still to fill in, nothing else") {
     const grader::Submission submission = grader::load_submission(kSourceDir / "student", day15());
+    std::vector<std::string> fields;
+    for (const auto& problem : submission.problems) {
+        CAPTURE(problem.message);
+        CHECK(contains(problem.message, "still blank: fill in"));
+        CHECK(problem.location.line > 0);
+        fields.push_back(problem.field);
+    }
+    CHECK(fields == std::vector<std::string>{"student_id", "gpu", "rows[0].predicted_degree",
+                                             "rows[0].measured_ratio", "rows[1].predicted_degree",
+                                             "rows[1].measured_ratio", "rows[2].predicted_degree",
+                                             "rows[2].measured_ratio", "sentence"});
+    CHECK(submission.problems[2].message ==
+          "still blank: fill in the conflict degree you predict for stride 3");
+    REQUIRE(submission.rows.size() == 3);
+    CHECK_FALSE(submission.rows[0].predicted_degree);
+    CHECK_FALSE(submission.rows[0].measured);
+}
+
+TEST_CASE("the filled-in example beside the starter kit loads with no problems") {
+    const grader::Submission submission =
+        grader::load_submission(kSourceDir / "student" / "example", day15());
     for (const auto& problem : submission.problems) {
         CAPTURE(problem.field);
         CAPTURE(problem.message);
@@ -299,15 +393,15 @@ TEST_CASE("the example answers in student/ load with no problems") {
     CHECK(submission.student_id == "example-student");
     CHECK(submission.gpu_name == "Tesla T4");
     REQUIRE(submission.rows.size() == 3);
-    const grader::SubmissionRow* stride8 = submission.row(8);
+    const grader::SubmissionRow* stride8 = submission.row(stride(8));
     REQUIRE(stride8 != nullptr);
     CHECK(stride8->predicted_degree == 8);
-    CHECK(stride8->measured_ratio == doctest::Approx(7.83));
+    CHECK(stride8->measured == doctest::Approx(7.83));
     CHECK(stride8->location.line > 0);
-    CHECK(submission.row(16)->predicted_degree == 16);
-    CHECK(submission.row(16)->measured_ratio == doctest::Approx(15.6));
-    CHECK(submission.row(3)->predicted_degree == 1);
-    CHECK(submission.row(4) == nullptr);
+    CHECK(submission.row(stride(16))->predicted_degree == 16);
+    CHECK(submission.row(stride(16))->measured == doctest::Approx(15.6));
+    CHECK(submission.row(stride(3))->predicted_degree == 1);
+    CHECK(submission.row(stride(4)) == nullptr);
     CHECK(contains(submission.sentence, "gcd(stride, 32)"));
     CHECK(submission.sentence.back() != '\n');
 }
@@ -342,7 +436,7 @@ TEST_CASE("every mistake in an answers file is a problem with its line and field
           {6, "rows[2].measured_ratio", "got '0'"}},
          3},
         {"degree_not_whole", {{5, "rows[1].predicted_degree", "got '8.5'"}}, 3},
-        {"empty_sentence", {{7, "sentence", "empty sentence"}}, 3},
+        {"empty_sentence", {{7, "sentence", "still blank"}}, 3},
         {"misspelt_keys",
          {{7, "sentense", "did you mean 'sentence'"},
           {5, "rows[1].measured_ration", "did you mean 'measured_ratio'"},
@@ -379,18 +473,18 @@ TEST_CASE("every mistake in an answers file is a problem with its line and field
 
 TEST_CASE("the rows that parsed stay usable when others in the file are wrong") {
     const grader::Submission degrees = answers("bad_predicted_degrees");
-    REQUIRE(degrees.row(8) != nullptr);
-    CHECK_FALSE(degrees.row(8)->predicted_degree.has_value());
-    CHECK(degrees.row(8)->measured_ratio == doctest::Approx(7.83));
+    REQUIRE(degrees.row(stride(8)) != nullptr);
+    CHECK_FALSE(degrees.row(stride(8))->predicted_degree.has_value());
+    CHECK(degrees.row(stride(8))->measured == doctest::Approx(7.83));
     CHECK(degrees.sentence == "3 shares no factor with 32.");
 
     const grader::Submission twice = answers("stride_listed_twice");
-    CHECK(twice.row(8)->predicted_degree == 8);  // the first row for a stride counts
-    CHECK(twice.row(8)->location.line == 5);
+    CHECK(twice.row(stride(8))->predicted_degree == 8);  // the first row for a stride counts
+    CHECK(twice.row(stride(8))->location.line == 5);
 
     const grader::Submission extra = answers("stride_not_asked_for");
-    CHECK(extra.row(4) == nullptr);
-    CHECK(extra.row(16)->measured_ratio == doctest::Approx(15.6));
+    CHECK(extra.row(stride(4)) == nullptr);
+    CHECK(extra.row(stride(16))->measured == doctest::Approx(15.6));
 }
 
 TEST_CASE("a YAML syntax error in the answers file is a problem, not an exception") {
@@ -409,7 +503,7 @@ TEST_CASE("a folder without an answers file yields one problem that says where t
           (kFixtures / "answers" / "no_such_folder" / "submission.yaml").string());
     CHECK(submission.problems[0].location.line == 0);
     CHECK(contains(submission.problems[0].message, "not found"));
-    CHECK(contains(submission.problems[0].message, "student/submission.yaml"));
+    CHECK(contains(submission.problems[0].message, "starter kit's submission.yaml"));
 }
 
 TEST_CASE("an answers file larger than 64 KiB is refused unread") {
@@ -436,10 +530,10 @@ TEST_CASE("quoted numbers, a numeric student id and a missing gpu are not mistak
     CHECK(submission.problems.empty());
     CHECK(submission.student_id == "20417");
     CHECK(submission.gpu_name.empty());
-    REQUIRE(submission.row(3) != nullptr);
-    CHECK(submission.row(3)->predicted_degree == 1);
-    CHECK(submission.row(3)->measured_ratio == doctest::Approx(1.02));
-    CHECK(submission.row(16)->measured_ratio == doctest::Approx(15.6));
+    REQUIRE(submission.row(stride(3)) != nullptr);
+    CHECK(submission.row(stride(3))->predicted_degree == 1);
+    CHECK(submission.row(stride(3))->measured == doctest::Approx(1.02));
+    CHECK(submission.row(stride(16))->measured == doctest::Approx(15.6));
     CHECK(submission.sentence ==
           "Because 3 shares no factor with 32, the lanes spread over all 32 banks.");
 }

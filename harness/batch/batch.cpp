@@ -104,7 +104,7 @@ Report harness_failure_report(const Exercise& exercise, const BatchSubmission& s
                               const std::string& why) {
     Measurements measurements;
     measurements.interruption =
-        Interruption{"crash", "", "the grader could not grade this submission: " + why, false};
+        Interruption{StopKind::crash, "", "the grader could not grade this submission: " + why, false};
     Submission answers;
     answers.directory = submission.directory;
     answers.problems.push_back(

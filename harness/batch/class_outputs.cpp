@@ -62,7 +62,7 @@ std::vector<CheckSummary> check_columns(const std::vector<const ClassEntry*>& so
 std::string class_reason(const Report& report) {
     if (report.interruption) {
         const Interruption& stop = *report.interruption;
-        std::string reason = stop.kind.empty() ? "interrupted" : stop.kind;
+        std::string reason(to_string(stop.kind));
         if (!stop.stage.empty()) {
             reason += " at " + stop.stage;
         }
@@ -139,11 +139,11 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
         }
         if (report.interruption) {
             const Interruption& stop = *report.interruption;
-            std::string text = "Grading stopped: " + (stop.kind.empty() ? "unknown" : stop.kind);
+            std::string text = "Grading stopped: " + std::string(to_string(stop.kind));
             if (!stop.students_fault) {
                 text += " (not the student's fault)";
             }
-            add_reason("interruption:" + stop.kind + (stop.students_fault ? "" : ":machine"), text,
+            add_reason("interruption:" + std::string(to_string(stop.kind)) + (stop.students_fault ? "" : ":machine"), text,
                        entry->student_folder);
             explained = true;
         }

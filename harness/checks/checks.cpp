@@ -1,33 +1,44 @@
 #include "checks/checks.hpp"
 
 #include <algorithm>
-#include <filesystem>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <set>
 
 #include "common/text.hpp"
-#include "model/bank_model.hpp"
+#include "model/describe.hpp"
 
 namespace grader {
 namespace {
 
-constexpr const char* kStudent = "student";
-constexpr const char* kReference = "reference";
+const std::string kStudent(kStudentKernel);
 
-std::string ratio_text(double ratio) { return format_number(ratio, 2) + "x"; }
-
-std::string value_text(double value) {
-    if (std::isnan(value)) {
-        return "NaN (the output or the tile word was never written)";
+// How a ratio reads in this exercise: "3.16x", or "236%" where the exercise speaks in percent.
+std::string ratio_text(const Exercise& exercise, double ratio) {
+    if (exercise.ratios.as_percent) {
+        return format_number(ratio * 100.0, 0) + "%";
     }
-    return format_number(value, 4);
+    return format_number(ratio, 2) + "x";
 }
 
-void insert_sorted_unique(std::vector<int>& strides, int stride) {
-    if (std::find(strides.begin(), strides.end(), stride) == strides.end()) {
+// "stride 3", or the kernel's label where there is no sweep.
+std::string case_text(const Exercise& exercise, const Case& c) {
+    if (c.stride > 0) {
+        return "stride " + std::to_string(c.stride);
+    }
+    return c.kernel == kStudent ? std::string("your kernel") : exercise.kernel(c.kernel).label;
+}
+
+void insert_unique(std::vector<int>& strides, int stride) {
+    if (stride > 0 && std::find(strides.begin(), strides.end(), stride) == strides.end()) {
         strides.push_back(stride);
     }
+}
+
+bool timing_check(const CheckSpec& spec) {
+    return spec.kind == CheckKind::ordering || spec.kind == CheckKind::consistency;
 }
 
 // Why the student's kernel did not run (or not to the end), in a few words.
@@ -45,8 +56,8 @@ std::string why_student_not_run(const Measurements& m) {
         return "the kernel does not have the exercise's ABI";
     }
     if (m.interruption) {
-        return m.interruption->kind == "no_gpu" ? "a GPU is needed to run the kernel"
-                                                 : m.interruption->message;
+        return m.interruption->kind == StopKind::no_gpu ? "a GPU is needed to run the kernel"
+                                                        : m.interruption->message;
     }
     if (!m.environment.gpu_available && m.environment.backend != "sim") {
         return "a GPU is needed to run the kernel";
@@ -54,29 +65,11 @@ std::string why_student_not_run(const Measurements& m) {
     return "the kernel was not run";
 }
 
-// A check that could not be evaluated: failed, with the reason as its message.
+// A check that could not be evaluated: neither passed nor failed, with the reason.
 void not_run(CheckResult& check, const std::string& reason) {
     check.status = CheckStatus::not_run;
     check.points = 0.0;
     check.message = "Not run: " + reason + ".";
-}
-
-std::string accumulator_detail(int stride, const AccumulatorResult& result, bool hidden) {
-    std::string line = "stride " + std::to_string(stride) + ": ";
-    if (!result.first_bad_thread) {
-        return line + std::to_string(result.bad_threads) + " threads wrong";
-    }
-    line += "thread " + std::to_string(*result.first_bad_thread) + " (block " +
-            std::to_string(result.first_bad_block) + ", thread " +
-            std::to_string(result.first_bad_thread_in_block) + ") holds " +
-            value_text(result.first_bad_value) + ", expected " +
-            value_text(result.first_bad_expected);
-    if (hidden) {
-        line += " (the sum of the words it should read)";
-    }
-    line += "; " + std::to_string(result.bad_threads) + " of " + std::to_string(result.threads) +
-            " threads wrong";
-    return line;
 }
 
 // "submission.yaml, line 5, column 60": the file's own name, never the grading machine's path.
@@ -98,17 +91,6 @@ void failures_first(std::vector<std::string>& details, const std::string& passin
     });
 }
 
-CheckResult make_check(const Exercise& exercise, const std::string& id) {
-    const CheckSpec& spec = exercise.check(id);
-    CheckResult check;
-    check.id = id;
-    check.title = spec.title;
-    check.required = spec.required;
-    check.review = spec.review;
-    check.max_points = spec.points;
-    return check;
-}
-
 void finish(CheckResult& check, const CheckSpec& spec, bool passed,
             const std::map<std::string, std::string>& values) {
     check.status = passed ? CheckStatus::passed : CheckStatus::failed;
@@ -119,245 +101,522 @@ void finish(CheckResult& check, const CheckSpec& spec, bool passed,
     }
 }
 
-CheckResult check_submission_file(const Exercise& exercise, const Submission& submission) {
-    CheckResult check = make_check(exercise, "submission_file");
-    for (const auto& problem : submission.problems) {
-        check.details.push_back(where(problem.location) + ": " +
-                                (problem.field.empty() ? "" : problem.field + ": ") +
-                                problem.message);
-    }
-    finish(check, exercise.check(check.id), submission.problems.empty(), {});
-    return check;
-}
-
-CheckResult check_compile_abi(const Exercise& exercise, const Measurements& m) {
-    CheckResult check = make_check(exercise, "compile_abi");
-    const CompileOutcome& c = m.student;
-    for (const auto& problem : c.vetting_problems) {
-        check.details.push_back(exercise.submission_source + ", line " +
-                                std::to_string(problem.line) + ": " + problem.message);
-    }
-    if (!c.attempted && c.vetting_problems.empty()) {
-        check.details.push_back(c.log.empty() ? "the kernel was not compiled" : c.log);
-    } else if (c.attempted && !c.ok && c.vetting_problems.empty()) {
-        // The log's error lines, already free of host paths; the whole log is in the report.
-        std::vector<std::string> errors;
-        std::size_t start = 0;
-        while (start < c.log.size() && errors.size() < 5) {
-            const std::size_t end = std::min(c.log.find('\n', start), c.log.size());
-            const std::string line = c.log.substr(start, end - start);
-            if (line.find("error") != std::string::npos) {
-                errors.push_back(line);
+// Lower case, letters and digits only, single spaces: two sentences that differ only in case,
+// spacing or punctuation read the same.
+std::string normalized_sentence(const std::string& text) {
+    std::string out;
+    bool space = false;
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (std::isalnum(byte) != 0 || byte >= 0x80) {
+            if (space && !out.empty()) {
+                out += ' ';
             }
-            start = end + 1;
-        }
-        check.details.push_back("NVRTC could not compile " + exercise.submission_source +
-                                (errors.empty() ? std::string(" (the log is below)")
-                                                : ": " + errors.front()));
-        for (std::size_t i = 1; i < errors.size(); ++i) {
-            check.details.push_back(errors[i]);
-        }
-    }
-    if (!c.abi_problem.empty()) {
-        check.details.push_back(c.abi_problem);
-    }
-    const bool passed = c.attempted && c.ok && c.vetting_problems.empty() && c.abi_problem.empty();
-    finish(check, exercise.check(check.id), passed,
-           {{"kernel", exercise.kernel_name},
-            {"arch", c.arch},
-            {"signature", c.signature.empty() ? exercise.kernel_name : c.signature}});
-    if (!c.attempted && c.vetting_problems.empty() && !c.log.empty()) {
-        // Nothing reached the compiler: say why first ("probe.cu was not found ...").
-        check.message = c.log + ".";
-    }
-    return check;
-}
-
-CheckResult check_accumulators(const Exercise& exercise, const Measurements& m, bool hidden) {
-    CheckResult check = make_check(exercise, hidden ? "hidden_input" : "accumulator");
-    const double expected =
-        static_cast<double>(exercise.tile_value) * static_cast<double>(exercise.reads_per_thread);
-    int ran = 0;
-    bool all_ok = true;
-    for (const auto& run : m.runs) {
-        if (run.kernel != kStudent) {
-            continue;
-        }
-        const AccumulatorResult& result = hidden ? run.hidden : run.ones;
-        if (!result.ran) {
-            continue;
-        }
-        ++ran;
-        if (!result.ok) {
-            all_ok = false;
-            check.details.push_back(accumulator_detail(run.stride, result, hidden));
-            if (!run.note.empty()) {
-                check.details.push_back(run.note);
-            }
-        }
-    }
-    if (ran == 0) {
-        not_run(check, why_student_not_run(m));
-        return check;
-    }
-    if (m.interruption && m.interruption->students_fault) {
-        all_ok = false;
-        check.details.push_back("stopped: " + m.interruption->message);
-    }
-    finish(check, exercise.check(check.id), all_ok,
-           {{"expected", format_number(expected, 4)}, {"kernel", exercise.kernel_name}});
-    return check;
-}
-
-CheckResult check_predicted_degrees(const Exercise& exercise, const Submission& submission) {
-    CheckResult check = make_check(exercise, "predicted_degrees");
-    int correct = 0;
-    for (const int stride : exercise.student_strides) {
-        const unsigned degree = conflict_degree(stride, exercise.banks);
-        const SubmissionRow* row = submission.row(stride);
-        if (row == nullptr || !row->predicted_degree) {
-            check.details.push_back("stride " + std::to_string(stride) +
-                                    ": no predicted degree in " + exercise.submission_answers);
-        } else if (*row->predicted_degree == static_cast<int>(degree)) {
-            ++correct;
+            space = false;
+            out += static_cast<char>(std::tolower(byte));
         } else {
-            check.details.push_back("stride " + std::to_string(stride) + ": you predicted " +
-                                    std::to_string(*row->predicted_degree) + "; gcd(" +
-                                    std::to_string(stride) + ", " + std::to_string(exercise.banks) +
-                                    ") is " + std::to_string(degree));
+            space = true;
         }
     }
-    const int total = static_cast<int>(exercise.student_strides.size());
-    finish(check, exercise.check(check.id), total > 0 && correct == total, {});
-    check.points = total > 0 ? check.max_points * correct / total : 0.0;
-    return check;
+    return out;
 }
 
-CheckResult check_ordering(const Exercise& exercise, const Measurements& m) {
-    CheckResult check = make_check(exercise, "ordering");
-    const auto ratio_of = ratios_of(m, kStudent);
-    if (!ratio_of(1)) {
-        not_run(check, why_student_not_run(m));
+// What the checks share: the exercise, the observations, and what they make of the machine.
+class Grading {
+public:
+    Grading(const Exercise& exercise, const Submission& submission, const Measurements& m)
+        : exercise_(exercise), submission_(submission), m_(m) {
+        calibration_ = calibration_failures(exercise, m);
+        timing_reason_ = timing_unavailable_reason();
+    }
+
+    CheckResult check(const CheckSpec& spec) const {
+        CheckResult check;
+        check.id = spec.id;
+        check.title = spec.title;
+        check.required = spec.required;
+        check.review = spec.review;
+        check.max_points = spec.points;
+        if (timing_check(spec) && !timing_reason_.empty()) {
+            not_run(check, timing_reason_);
+            return check;
+        }
+        switch (spec.kind) {
+            case CheckKind::answers_file: answers_file(spec, check); break;
+            case CheckKind::compile_abi: compile_abi(spec, check); break;
+            case CheckKind::output: output(spec, check); break;
+            case CheckKind::predicted: predicted(spec, check); break;
+            case CheckKind::ordering: ordering(spec, check); break;
+            case CheckKind::consistency: consistency(spec, check); break;
+            case CheckKind::measured: measured(spec, check); break;
+            case CheckKind::counted_degree: counted_degree(spec, check); break;
+            case CheckKind::sentence: sentence(spec, check); break;
+        }
         return check;
     }
-    bool all_passed = true;
-    for (const auto& rule : exercise.ordering) {
-        const RuleOutcome outcome = evaluate_rule(rule, ratio_of);
-        if (!outcome.evaluated) {
-            all_passed = false;
-            check.details.push_back(rule.description + ": a stride it needs was not timed");
-            continue;
-        }
-        all_passed = all_passed && outcome.passed;
-        check.details.push_back(std::string(outcome.passed ? "holds: " : "does not hold: ") +
-                                outcome.detail);
-    }
-    failures_first(check.details, "holds: ");
-    finish(check, exercise.check(check.id), all_passed, {});
-    return check;
-}
 
-CheckResult check_consistency(const Exercise& exercise, const Measurements& m) {
-    CheckResult check = make_check(exercise, "consistency");
-    int compared = 0;
-    bool all_within = true;
-    for (const auto& run : m.runs) {
-        if (run.kernel != kStudent || run.stride == 1 || !run.ratio) {
-            continue;
+    const std::vector<std::string>& calibration() const { return calibration_; }
+
+private:
+    // Why this grade's times cannot be checked: no timing at all, or a machine that does not show
+    // the model with the exercise's own kernels. Empty when they can.
+    std::string timing_unavailable_reason() const {
+        const bool timed = std::any_of(m_.runs.begin(), m_.runs.end(),
+                                       [](const KernelRun& r) { return r.ratio.has_value(); });
+        if (!calibration_.empty()) {
+            return "this machine does not show the model with the exercise's own kernels, so it "
+                   "cannot grade timings (the machine is unfit, not your kernel)";
         }
-        const KernelRun* reference = m.run(kReference, run.stride);
-        if (reference == nullptr || !reference->ratio) {
-            continue;
+        if (!timed && m_.environment.backend == "sim" && !exercise_.simulator.modeled_timing) {
+            return "timing needs a GPU for this exercise (the simulator's cost model leaves out "
+                   "global memory); the counted degree stands in";
         }
-        ++compared;
-        const double off = std::abs(*run.ratio / *reference->ratio - 1.0);
-        const bool within = off <= exercise.consistency_tolerance;
-        all_within = all_within && within;
-        const bool named = std::find(exercise.student_strides.begin(),
-                                     exercise.student_strides.end(),
-                                     run.stride) != exercise.student_strides.end();
-        const bool unnamed = std::find(m.unnamed_strides.begin(), m.unnamed_strides.end(),
-                                       run.stride) != m.unnamed_strides.end();
+        return {};
+    }
+
+    void answers_file(const CheckSpec& spec, CheckResult& check) const {
+        std::size_t blanks = 0;
+        for (const auto& problem : submission_.problems) {
+            check.details.push_back(where(problem.location) + ": " +
+                                    (problem.field.empty() ? "" : problem.field + ": ") +
+                                    problem.message);
+            blanks += problem.message.rfind("still blank", 0) == 0 ? 1 : 0;
+        }
+        if (blanks > 0) {
+            check.details.insert(check.details.begin(),
+                                 std::to_string(blanks) + (blanks == 1 ? " blank" : " blanks") +
+                                     " of the starter kit's " + exercise_.submission_answers +
+                                     " still to fill in, named below");
+        }
+        finish(check, spec, submission_.problems.empty(), {});
+    }
+
+    void compile_abi(const CheckSpec& spec, CheckResult& check) const {
+        const CompileOutcome& c = m_.student;
+        for (const auto& problem : c.vetting_problems) {
+            check.details.push_back(exercise_.submission_source + ", line " +
+                                    std::to_string(problem.line) + ": " + problem.message);
+        }
+        if (!c.attempted && c.vetting_problems.empty()) {
+            check.details.push_back(c.log.empty() ? "the kernel was not compiled" : c.log);
+        } else if (c.attempted && !c.ok && c.vetting_problems.empty()) {
+            // The log's error lines, already free of host paths; the whole log is in the report.
+            std::vector<std::string> errors;
+            std::size_t start = 0;
+            while (start < c.log.size() && errors.size() < 5) {
+                const std::size_t end = std::min(c.log.find('\n', start), c.log.size());
+                const std::string line = c.log.substr(start, end - start);
+                if (line.find("error") != std::string::npos) {
+                    errors.push_back(line);
+                }
+                start = end + 1;
+            }
+            check.details.push_back("NVRTC could not compile " + exercise_.submission_source +
+                                    (errors.empty() ? std::string(" (the log is below)")
+                                                    : ": " + errors.front()));
+            for (std::size_t i = 1; i < errors.size(); ++i) {
+                check.details.push_back(errors[i]);
+            }
+        }
+        if (!c.abi_problem.empty()) {
+            check.details.push_back(c.abi_problem);
+        }
+        const bool passed =
+            c.attempted && c.ok && c.vetting_problems.empty() && c.abi_problem.empty();
+        finish(check, spec, passed,
+               {{"kernel", exercise_.kernel_name},
+                {"arch", c.arch},
+                {"signature", c.signature.empty() ? exercise_.kernel_name : c.signature}});
+        if (!c.attempted && c.vetting_problems.empty() && !c.log.empty()) {
+            // Nothing reached the compiler: say why first ("probe.cu was not found ...").
+            check.message = c.log + ".";
+        }
+    }
+
+    void output(const CheckSpec& spec, CheckResult& check) const {
+        int ran = 0;
+        bool all_ok = true;
+        std::optional<double> expected;
+        for (const auto& run : m_.runs) {
+            if (run.kernel != kStudent) {
+                continue;
+            }
+            const OutputComparison* result = run.output(spec.input);
+            if (result == nullptr || !result->ran) {
+                continue;
+            }
+            ++ran;
+            if (!expected) {
+                expected = result->expected;
+            }
+            if (!result->ok) {
+                all_ok = false;
+                check.details.push_back(describe_wrong_output(run.stride, *result));
+                check.details.insert(check.details.end(), run.notes.begin(), run.notes.end());
+            }
+            for (const auto& race : run.races) {
+                all_ok = false;
+                check.details.push_back(
+                    (run.stride > 0 ? "stride " + std::to_string(run.stride) + ": " : "") +
+                    "a shared-memory race: " + race);
+            }
+        }
+        if (ran == 0) {
+            not_run(check, why_student_not_run(m_));
+            return;
+        }
+        if (m_.interruption && m_.interruption->students_fault) {
+            all_ok = false;
+            check.details.push_back("stopped: " + m_.interruption->message);
+        }
+        finish(check, spec, all_ok,
+               {{"expected", format_number(expected.value_or(0.0), 4)},
+                {"kernel", exercise_.kernel_name}});
+    }
+
+    void predicted(const CheckSpec& spec, CheckResult& check) const {
+        int correct = 0;
+        int total = 0;
+        for (const Case& subject : answer_cases()) {
+            ++total;
+            const std::optional<unsigned> degree = exercise_.model_degree(subject);
+            const SubmissionRow* row = submission_.row(subject);
+            const std::string name = answer_name(subject);
+            if (row == nullptr || !row->predicted_degree) {
+                check.details.push_back(name + ": no predicted degree in " +
+                                        exercise_.submission_answers);
+            } else if (degree && *row->predicted_degree == static_cast<int>(*degree)) {
+                ++correct;
+            } else {
+                const std::string model =
+                    subject.stride > 0
+                        ? "gcd(" + std::to_string(subject.stride) + ", " +
+                              std::to_string(exercise_.banks) + ") is " +
+                              std::to_string(degree.value_or(0))
+                        : "its conflict degree is " + std::to_string(degree.value_or(0));
+                check.details.push_back(name + ": you predicted " +
+                                        std::to_string(*row->predicted_degree) + "; " + model);
+            }
+        }
+        finish(check, spec, total > 0 && correct == total, {});
+        check.points = total > 0 ? check.max_points * correct / total : 0.0;
+    }
+
+    void ordering(const CheckSpec& spec, CheckResult& check) const {
+        const RatioLookup ratio_of = measured_ratios(exercise_, m_);
+        const bool any = std::any_of(m_.runs.begin(), m_.runs.end(), [&](const KernelRun& r) {
+            return r.kernel == spec.kernel && r.ratio.has_value();
+        });
+        if (!any) {
+            not_run(check, why_student_not_run(m_));
+            return;
+        }
+        bool all_passed = true;
+        for (const auto& rule : spec.rules) {
+            const RuleOutcome outcome = evaluate_rule(exercise_, rule, ratio_of);
+            if (!outcome.evaluated) {
+                all_passed = false;
+                check.details.push_back(rule.description + ": a case it needs was not timed");
+                continue;
+            }
+            all_passed = all_passed && outcome.passed;
+            check.details.push_back(std::string(outcome.passed ? "holds: " : "does not hold: ") +
+                                    outcome.detail);
+        }
+        failures_first(check.details, "holds: ");
+        finish(check, spec, all_passed, {});
+    }
+
+    void consistency(const CheckSpec& spec, CheckResult& check) const {
+        int compared = 0;
+        bool all_within = true;
+        for (const auto& run : m_.runs) {
+            if (run.kernel != spec.kernel || !run.ratio ||
+                (exercise_.has_sweep() && run.stride == exercise_.ratios.to_stride)) {
+                continue;
+            }
+            const KernelRun* against = m_.run(spec.against, run.stride);
+            if (against == nullptr || !against->ratio) {
+                continue;
+            }
+            ++compared;
+            const double off = std::abs(*run.ratio / *against->ratio - 1.0);
+            const bool within = off <= spec.tolerance;
+            all_within = all_within && within;
+            const bool named = std::find(exercise_.student_strides.begin(),
+                                         exercise_.student_strides.end(),
+                                         run.stride) != exercise_.student_strides.end();
+            const bool unnamed = std::find(m_.unnamed_strides.begin(), m_.unnamed_strides.end(),
+                                           run.stride) != m_.unnamed_strides.end();
+            check.details.push_back(
+                std::string(within ? "matches: " : "differs: ") +
+                case_text(exercise_, Case{run.kernel, run.stride}) +
+                (unnamed ? " (a stride you did not name)" : "") +
+                (named || unnamed || run.stride == 0 ? "" : " (checked by the ordering)") +
+                ": yours " + ratio_text(exercise_, *run.ratio) + ", the " +
+                exercise_.kernel(spec.against).label + "'s " +
+                ratio_text(exercise_, *against->ratio) + ", off by " +
+                format_number(off * 100.0, 0) + "% (tolerance " +
+                format_number(spec.tolerance * 100.0, 0) + "%)");
+        }
+        if (compared == 0) {
+            not_run(check, why_student_not_run(m_));
+            return;
+        }
+        failures_first(check.details, "matches: ");
+        finish(check, spec, all_within, {});
+    }
+
+    // The student's own measurements, as ratios: percentages are divided by 100.
+    std::optional<double> claimed_ratio(const SubmissionRow& row) const {
+        if (!row.measured) {
+            return std::nullopt;
+        }
+        return exercise_.ratios.as_percent ? *row.measured / 100.0 : *row.measured;
+    }
+
+    void measured(const CheckSpec& spec, CheckResult& check) const {
+        const Case base = exercise_.has_sweep() ? Case{kStudent, exercise_.ratios.to_stride}
+                                                : Case{exercise_.ratios.to_kernel, 0};
+        const RatioLookup claimed = [&](const Case& c) -> std::optional<double> {
+            if (c == base || (exercise_.has_sweep() && c.stride == base.stride)) {
+                return 1.0;
+            }
+            const SubmissionRow* row = submission_.row(c);
+            return row ? claimed_ratio(*row) : std::nullopt;
+        };
+        int rows = 0;
+        bool all_plausible = true;
+        if (spec.band_high > 0.0) {
+            for (const Case& subject : answer_cases()) {
+                const SubmissionRow* row = submission_.row(subject);
+                const auto ratio = row ? claimed_ratio(*row) : std::nullopt;
+                const auto degree = exercise_.model_degree(subject);
+                if (!ratio || !degree) {
+                    continue;
+                }
+                ++rows;
+                const double low = std::max(0.0, spec.band_low * *degree - spec.band_slack);
+                const double high = spec.band_high * *degree + spec.band_slack;
+                if (*ratio < low || *ratio > high) {
+                    all_plausible = false;
+                    check.details.push_back(
+                        answer_name(subject) + ": you measured " + ratio_text(exercise_, *ratio) +
+                        "; for a " + std::to_string(*degree) + "-way " +
+                        (*degree == 1 ? std::string("(conflict-free) access") : "conflict") +
+                        " a ratio between " + ratio_text(exercise_, low) + " and " +
+                        ratio_text(exercise_, high) + " is plausible");
+                }
+            }
+        }
+        for (const auto& rule : spec.rules) {
+            const RuleOutcome outcome = evaluate_rule(exercise_, rule, claimed);
+            if (!outcome.evaluated) {
+                continue;
+            }
+            ++rows;
+            if (!outcome.passed) {
+                all_plausible = false;
+                check.details.push_back(rule.description + ": " + outcome.detail);
+            }
+        }
+        if (rows == 0) {
+            not_run(check, "the answers file has no measurements to check");
+            return;
+        }
+        finish(check, spec, all_plausible, {});
+    }
+
+    void counted_degree(const CheckSpec& spec, CheckResult& check) const {
+        int counted = 0;
+        bool all_match = true;
+        std::optional<double> worst;
+        std::string source;
+        for (const auto& run : m_.runs) {
+            if (run.kernel != spec.kernel || !run.counts) {
+                continue;
+            }
+            const auto load = run.counts->load_degree();
+            const auto store = run.counts->store_degree();
+            if (!load && !store) {
+                continue;
+            }
+            const double degree = std::max(load.value_or(0.0), store.value_or(0.0));
+            const Case subject{run.kernel, run.stride};
+            const auto model = exercise_.model_degree(subject);
+            if (!model) {
+                continue;
+            }
+            ++counted;
+            source = run.count_source;
+            worst = std::max(worst.value_or(0.0), degree);
+            if (std::abs(degree - *model) > 0.01) {
+                all_match = false;
+                const bool store_worse = store && store.value_or(0.0) > load.value_or(0.0);
+                check.details.push_back(
+                    case_text(exercise_, subject) + ": the " +
+                    (store_worse ? "shared stores" : "shared loads") + " counted " +
+                    format_number(degree, 2) + " wavefronts per request; the model's degree is " +
+                    (subject.stride > 0 ? "gcd(" + std::to_string(subject.stride) + ", " +
+                                              std::to_string(exercise_.banks) + ") = "
+                                        : std::string()) +
+                    std::to_string(*model));
+            }
+        }
+        if (counted == 0) {
+            not_run(check, m_.runs.empty() ? why_student_not_run(m_)
+                                           : "no device counted the kernel's shared accesses");
+            return;
+        }
+        if (!spec.rules.empty()) {
+            if (!timing_reason_.empty()) {
+                check.details.push_back("timing not used: " + timing_reason_);
+            } else {
+                const RatioLookup ratio_of = measured_ratios(exercise_, m_);
+                for (const auto& rule : spec.rules) {
+                    const RuleOutcome outcome = evaluate_rule(exercise_, rule, ratio_of);
+                    if (!outcome.evaluated) {
+                        continue;
+                    }
+                    all_match = all_match && outcome.passed;
+                    check.details.push_back(
+                        std::string(outcome.passed ? "holds: " : "does not hold: ") +
+                        outcome.detail);
+                }
+            }
+        }
+        failures_first(check.details, "holds: ");
         check.details.push_back(
-            std::string(within ? "matches: " : "differs: ") + "stride " +
-            std::to_string(run.stride) + (unnamed ? " (a stride you did not name)" : "") +
-            (named || unnamed ? "" : " (checked by the ordering)") + ": yours " +
-            ratio_text(*run.ratio) + ", the reference's " + ratio_text(*reference->ratio) +
-            ", off by " + format_number(off * 100.0, 0) + "% (tolerance " +
-            format_number(exercise.consistency_tolerance * 100.0, 0) + "%)");
+            "counted by " + (source == "hardware" ? std::string("the GPU's own counters")
+                                                  : std::string("the simulator (PTX-level)")));
+        finish(check, spec, all_match, {});
+        if (!all_match) {
+            for (const auto& diagnosis : spec.diagnoses) {
+                const bool degree_holds = !diagnosis.counted_degree_at_least ||
+                                          worst.value_or(0.0) >= *diagnosis.counted_degree_at_least;
+                const bool shared_holds =
+                    !diagnosis.static_shared_bytes_above ||
+                    m_.student.static_shared_bytes > *diagnosis.static_shared_bytes_above;
+                if (degree_holds && shared_holds) {
+                    check.message = diagnosis.message;
+                    break;
+                }
+            }
+        }
     }
-    if (compared == 0) {
-        not_run(check, why_student_not_run(m));
-        return check;
-    }
-    failures_first(check.details, "matches: ");
-    finish(check, exercise.check(check.id), all_within, {});
-    return check;
-}
 
-CheckResult check_sentence(const Exercise& exercise, const Submission& submission) {
-    CheckResult check = make_check(exercise, "sentence");
-    const bool given = submission.sentence.find_first_not_of(" \t\r\n") != std::string::npos;
-    finish(check, exercise.check(check.id), given, {});
-    if (given) {
-        check.details.push_back("\"" + submission.sentence + "\"");
+    void sentence(const CheckSpec& spec, CheckResult& check) const {
+        const bool given =
+            submission_.sentence.find_first_not_of(" \t\r\n") != std::string::npos;
+        finish(check, spec, given, {});
+        if (!given) {
+            return;
+        }
+        check.details.push_back("\"" + submission_.sentence + "\"");
+        if (!exercise_.answers.example_sentence.empty() &&
+            normalized_sentence(submission_.sentence) ==
+                normalized_sentence(exercise_.answers.example_sentence)) {
+            check.details.push_back(
+                "flagged for review: this is the starter kit's example sentence, word for word");
+        }
     }
-    return check;
-}
+
+    // The cases the answers file speaks of, in the exercise's order.
+    std::vector<Case> answer_cases() const {
+        std::vector<Case> cases;
+        if (exercise_.answers.key_field == "stride") {
+            for (const int stride : exercise_.student_strides) {
+                cases.push_back({kStudent, stride});
+            }
+        } else {
+            for (const auto& row : exercise_.answers.rows) {
+                cases.push_back({row.kernel, 0});
+            }
+        }
+        return cases;
+    }
+
+    std::string answer_name(const Case& subject) const {
+        if (subject.stride > 0) {
+            return "stride " + std::to_string(subject.stride);
+        }
+        for (const auto& row : exercise_.answers.rows) {
+            if (row.kernel == subject.kernel) {
+                return exercise_.answers.key_field + " " + row.key;
+            }
+        }
+        return subject.kernel;
+    }
+
+    const Exercise& exercise_;
+    const Submission& submission_;
+    const Measurements& m_;
+    std::vector<std::string> calibration_;
+    std::string timing_reason_;
+};
 
 // Why the machine cannot grade, if it cannot: never the student's fault.
-std::optional<std::string> ungradable_reason(const Exercise& exercise, const Measurements& m,
-                                             std::vector<std::string>& calibration_details) {
+std::optional<std::string> ungradable_reason(const Measurements& m) {
     if (m.interruption && !m.interruption->students_fault) {
         return m.interruption->message;
     }
-    if (m.reference.attempted && !m.reference.ok) {
-        return "the reference kernel did not compile on this machine: " + m.reference.log;
-    }
-    const auto ratio_of = ratios_of(m, kReference);
-    bool calibrated = true;
-    for (const auto& rule : exercise.calibration) {
-        const RuleOutcome outcome = evaluate_rule(rule, ratio_of);
-        if (outcome.evaluated && !outcome.passed) {
-            calibrated = false;
-            calibration_details.push_back(outcome.detail);
+    for (const auto& [id, outcome] : m.references) {
+        if (outcome.attempted && !outcome.ok) {
+            return "the exercise's kernel '" + id + "' did not compile on this machine: " +
+                   outcome.log;
         }
-    }
-    if (!calibrated) {
-        return "this GPU does not show the bank model with the reference kernel, so it cannot "
-               "grade timings (the machine is unfit, not your kernel)";
     }
     return std::nullopt;
 }
 
 }  // namespace
 
-std::function<std::optional<double>(int)> ratios_of(const Measurements& m, const char* kernel) {
-    return [&m, kernel](int stride) -> std::optional<double> {
-        if (stride == 1) {
-            const KernelRun* base = m.run(kernel, 1);
-            return base && base->timing ? std::optional<double>(1.0) : std::nullopt;
+RatioLookup measured_ratios(const Exercise& exercise, const Measurements& m) {
+    return [&exercise, &m](const Case& c) -> std::optional<double> {
+        const bool base = exercise.has_sweep()
+                              ? c.stride == exercise.ratios.to_stride
+                              : c.kernel == exercise.ratios.to_kernel;
+        const KernelRun* run = m.run(c.kernel, c.stride);
+        if (base) {
+            return run && run->timing ? std::optional<double>(1.0) : std::nullopt;
         }
-        const KernelRun* run = m.run(kernel, stride);
         return run ? run->ratio : std::nullopt;
     };
 }
 
+std::vector<std::string> calibration_failures(const Exercise& exercise, const Measurements& m) {
+    std::vector<std::string> failures;
+    const RatioLookup ratio_of = measured_ratios(exercise, m);
+    for (const auto& rule : exercise.calibration) {
+        const RuleOutcome outcome = evaluate_rule(exercise, rule, ratio_of);
+        if (outcome.evaluated && !outcome.passed) {
+            failures.push_back(outcome.detail);
+        }
+    }
+    return failures;
+}
+
 std::vector<int> student_strides_to_run(const Exercise& exercise,
                                         const std::vector<int>& unnamed_strides) {
-    std::vector<int> strides{1};
-    for (const int s : exercise.student_strides) {
-        insert_sorted_unique(strides, s);
+    std::vector<int> strides;
+    if (!exercise.has_sweep()) {
+        return strides;
     }
-    for (const auto& rule : exercise.ordering) {
-        for (const int s : {rule.stride, rule.near, rule.far, rule.than}) {
-            if (s > 0) {
-                insert_sorted_unique(strides, s);
+    insert_unique(strides, exercise.ratios.to_stride);
+    for (const int s : exercise.student_strides) {
+        insert_unique(strides, s);
+    }
+    for (const auto& spec : exercise.checks) {
+        for (const auto& rule : spec.rules) {
+            for (const Case* c : {&rule.subject, &rule.near, &rule.far, &rule.than}) {
+                if (c->kernel == kStudent) {
+                    insert_unique(strides, c->stride);
+                }
             }
         }
     }
     for (const int s : unnamed_strides) {
-        insert_sorted_unique(strides, s);
+        insert_unique(strides, s);
     }
     std::sort(strides.begin(), strides.end());
     return strides;
@@ -367,13 +626,11 @@ std::vector<int> reference_strides_to_run(const Exercise& exercise,
                                           const std::vector<int>& unnamed_strides) {
     std::vector<int> strides = student_strides_to_run(exercise, unnamed_strides);
     for (const int s : exercise.reference_strides) {
-        insert_sorted_unique(strides, s);
+        insert_unique(strides, s);
     }
     for (const auto& rule : exercise.calibration) {
-        for (const int s : {rule.stride, rule.near, rule.far, rule.than}) {
-            if (s > 0) {
-                insert_sorted_unique(strides, s);
-            }
+        for (const Case* c : {&rule.subject, &rule.near, &rule.far, &rule.than}) {
+            insert_unique(strides, c->stride);
         }
     }
     std::sort(strides.begin(), strides.end());
@@ -386,7 +643,7 @@ std::vector<int> draw_unnamed_strides(const Exercise& exercise, std::uint64_t se
         const bool named = std::find(exercise.student_strides.begin(),
                                      exercise.student_strides.end(),
                                      s) != exercise.student_strides.end();
-        if (!named && s != 1) {
+        if (!named && s != exercise.ratios.to_stride) {
             pool.push_back(s);
         }
     }
@@ -399,15 +656,16 @@ std::vector<int> draw_unnamed_strides(const Exercise& exercise, std::uint64_t se
     return drawn;
 }
 
-RuleOutcome evaluate_rule(const OrderingRule& rule,
-                          const std::function<std::optional<double>(int)>& ratio_of) {
+RuleOutcome evaluate_rule(const Exercise& exercise, const OrderingRule& rule,
+                          const RatioLookup& ratio_of) {
     RuleOutcome outcome;
-    const auto subject = ratio_of(rule.stride);
+    const auto subject = ratio_of(rule.subject);
     if (!subject) {
         return outcome;
     }
+    const auto text = [&](double ratio) { return ratio_text(exercise, ratio); };
     const std::string subject_text =
-        "stride " + std::to_string(rule.stride) + " at " + ratio_text(*subject);
+        case_text(exercise, rule.subject) + " at " + text(*subject);
     switch (rule.kind) {
         case OrderingRule::Kind::closer_to: {
             const auto near = ratio_of(rule.near);
@@ -418,9 +676,8 @@ RuleOutcome evaluate_rule(const OrderingRule& rule,
             outcome.evaluated = true;
             outcome.passed = std::abs(*subject - *near) < std::abs(*subject - *far);
             outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") +
-                             "closer to stride " + std::to_string(rule.near) + " (" +
-                             ratio_text(*near) + ") than to stride " + std::to_string(rule.far) +
-                             " (" + ratio_text(*far) + ")";
+                             "closer to " + case_text(exercise, rule.near) + " (" + text(*near) +
+                             ") than to " + case_text(exercise, rule.far) + " (" + text(*far) + ")";
             break;
         }
         case OrderingRule::Kind::slower_than: {
@@ -431,16 +688,16 @@ RuleOutcome evaluate_rule(const OrderingRule& rule,
             outcome.evaluated = true;
             outcome.passed = *subject > *than * rule.factor;
             outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") +
-                             (rule.factor > 1.0 ? format_number(rule.factor, 2) + " times " : "") +
-                             "slower than stride " + std::to_string(rule.than) + " (" +
-                             ratio_text(*than) + ")";
+                             (rule.factor != 1.0 ? format_number(rule.factor, 2) + " times " : "") +
+                             "slower than " + case_text(exercise, rule.than) + " (" + text(*than) +
+                             ")";
             break;
         }
         case OrderingRule::Kind::at_most: {
             outcome.evaluated = true;
             outcome.passed = *subject <= rule.limit;
             outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") +
-                             "at most " + ratio_text(rule.limit);
+                             "at most " + text(rule.limit);
             break;
         }
     }
@@ -464,44 +721,61 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     report.kernel_output = m.worker_output;
     report.interruption = m.interruption;
     report.stage_seconds = m.stage_seconds;
+    report.ratio_base = exercise.has_sweep()
+                            ? "stride " + std::to_string(exercise.ratios.to_stride)
+                            : exercise.kernel(exercise.ratios.to_kernel).label;
+    report.ratio_as_percent = exercise.ratios.as_percent;
     if (m.context_seconds > 0) {
         report.stage_seconds["context creation (beside the compile)"] = m.context_seconds;
     }
 
-    report.checks.push_back(check_submission_file(exercise, submission));
-    report.checks.push_back(check_compile_abi(exercise, m));
-    report.checks.push_back(check_accumulators(exercise, m, false));
-    report.checks.push_back(check_accumulators(exercise, m, true));
-    report.checks.push_back(check_predicted_degrees(exercise, submission));
-    report.checks.push_back(check_ordering(exercise, m));
-    report.checks.push_back(check_consistency(exercise, m));
-    report.checks.push_back(check_sentence(exercise, submission));
+    const Grading grading(exercise, submission, m);
+    for (const CheckSpec& spec : exercise.checks) {
+        report.checks.push_back(grading.check(spec));
+    }
 
+    const CheckSpec* consistency = nullptr;
+    for (const auto& spec : exercise.checks) {
+        if (spec.kind == CheckKind::consistency) {
+            consistency = &spec;
+        }
+    }
     for (const auto& run : m.runs) {
         ReportRow row;
         row.kernel = run.kernel;
+        row.label = exercise.kernel(run.kernel).label;
         row.stride = run.stride;
-        row.degree = conflict_degree(run.stride, exercise.banks);
+        row.degree = exercise.model_degree(Case{run.kernel, run.stride}).value_or(0);
         row.named = std::find(exercise.student_strides.begin(), exercise.student_strides.end(),
                               run.stride) != exercise.student_strides.end();
         row.unnamed = std::find(m.unnamed_strides.begin(), m.unnamed_strides.end(), run.stride) !=
                       m.unnamed_strides.end();
-        if (run.kernel == kStudent) {
-            if (const SubmissionRow* answer = submission.row(run.stride)) {
-                row.predicted_degree = answer->predicted_degree;
-                row.claimed_ratio = answer->measured_ratio;
-            }
-            if (const KernelRun* reference = m.run(kReference, run.stride)) {
-                row.reference_ratio = run.stride == 1 && reference->timing ? 1.0 : reference->ratio;
+        if (const SubmissionRow* answer = submission.row(Case{run.kernel, run.stride})) {
+            row.predicted_degree = answer->predicted_degree;
+            if (answer->measured) {
+                row.claimed_ratio =
+                    exercise.ratios.as_percent ? *answer->measured / 100.0 : *answer->measured;
             }
         }
+        const RatioLookup ratio_of = measured_ratios(exercise, m);
+        if (run.kernel == kStudent && consistency != nullptr) {
+            row.reference_ratio = ratio_of(Case{consistency->against, run.stride});
+        }
         row.timing = run.timing;
-        row.ratio = run.stride == 1 && run.timing ? std::optional<double>(1.0) : run.ratio;
+        row.ratio = ratio_of(Case{run.kernel, run.stride});
         row.ratio_min = run.ratio_min;
         row.ratio_max = run.ratio_max;
-        row.counted_degree = run.counted_degree;
-        row.accumulator = run.ones;
-        row.hidden = run.hidden;
+        if (run.counts) {
+            row.counted_degree = run.counts->load_degree();
+            row.counted_store_degree = run.counts->store_degree();
+            row.count_source = run.count_source;
+        }
+        row.outputs = run.outputs;
+        if (run.timing && !run.timing->modeled && run.timing->median_ms > 0 &&
+            exercise.buffers.bytes_per_launch > 0) {
+            row.gigabytes_per_second =
+                static_cast<double>(exercise.buffers.bytes_per_launch) / run.timing->median_ms / 1e6;
+        }
         report.rows.push_back(row);
     }
     std::stable_sort(report.rows.begin(), report.rows.end(), [](const auto& a, const auto& b) {
@@ -514,34 +788,75 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
         report.max_score += check.max_points;
     }
 
-    std::vector<std::string> calibration_details;
-    const auto ungradable = ungradable_reason(exercise, m, calibration_details);
+    // The verdict: a failed required check fails the work whatever stopped the machine, since
+    // the failure stands wherever the work runs; otherwise the machine's fault (an interruption
+    // that is not the student's, a reference that did not compile, uncalibrated timing behind a
+    // required check) makes the grade ungradable.
     const auto first_failure =
-        std::find_if(report.checks.begin(), report.checks.end(),
-                     [](const CheckResult& c) { return c.required && !c.passed(); });
-    // On a machine that runs kernels but does not show the model, the checks that do not depend
-    // on timing still stand: a kernel that fails them has failed wherever it runs.
-    const auto timing_independent_failure =
         std::find_if(report.checks.begin(), report.checks.end(), [](const CheckResult& c) {
-            return c.required && !c.passed() && c.id != "ordering" && c.id != "consistency";
+            return c.required && c.status == CheckStatus::failed;
         });
-    const bool machine_unfit = !calibration_details.empty();
-    if (ungradable && !(machine_unfit && timing_independent_failure != report.checks.end())) {
+    const auto first_not_run =
+        std::find_if(report.checks.begin(), report.checks.end(), [](const CheckResult& c) {
+            return c.required && c.status == CheckStatus::not_run;
+        });
+    std::optional<std::string> ungradable = ungradable_reason(m);
+    if (!ungradable && first_not_run != report.checks.end()) {
+        ungradable = first_not_run->title + " could not be checked on this machine: " +
+                     first_not_run->message.substr(first_not_run->message.rfind("Not run: ", 0) == 0
+                                                       ? 9
+                                                       : 0);
+    }
+    if (first_failure != report.checks.end()) {
+        report.verdict = Verdict::fail;
+        report.summary = "fail: " + first_failure->title + ": " +
+                         (first_failure->details.empty() ? first_failure->message
+                                                         : first_failure->details.front());
+    } else if (ungradable) {
         report.verdict = Verdict::ungradable;
         report.summary = "ungradable: " + *ungradable;
-        for (const auto& detail : calibration_details) {
+        for (const auto& detail : grading.calibration()) {
             report.summary += "; " + detail;
         }
-    } else if (first_failure != report.checks.end()) {
-        const auto& shown = machine_unfit ? *timing_independent_failure : *first_failure;
-        report.verdict = Verdict::fail;
-        report.summary = "fail: " + shown.title + ": " +
-                         (shown.details.empty() ? shown.message : shown.details.front());
     } else {
         report.verdict = Verdict::pass;
         report.summary = "pass: every check passed";
     }
     return report;
+}
+
+Sweep summarize_sweep(const Exercise& exercise, const Measurements& m) {
+    Sweep sweep;
+    sweep.environment = m.environment;
+    sweep.ratio_base = exercise.has_sweep() ? "stride " + std::to_string(exercise.ratios.to_stride)
+                                            : exercise.kernel(exercise.ratios.to_kernel).label;
+    sweep.ratio_as_percent = exercise.ratios.as_percent;
+    sweep.input_words = exercise.buffers.input_words;
+    sweep.timing_rounds = m.timing_rounds;
+    sweep.timing_seconds = m.timing_seconds;
+    sweep.seed = m.seed;
+    sweep.interruption = m.interruption;
+    const RatioLookup ratio_of = measured_ratios(exercise, m);
+    for (const auto& run : m.runs) {
+        SweepRow row;
+        row.kernel = run.kernel;
+        row.label = exercise.kernel(run.kernel).label;
+        row.stride = run.stride;
+        row.degree = exercise.model_degree(Case{run.kernel, run.stride}).value_or(0);
+        row.timing = run.timing;
+        row.ratio = ratio_of(Case{run.kernel, run.stride});
+        if (run.counts) {
+            row.counted_degree = run.counts->load_degree();
+        }
+        sweep.rows.push_back(row);
+    }
+    for (const auto& rule : exercise.calibration) {
+        const RuleOutcome outcome = evaluate_rule(exercise, rule, ratio_of);
+        sweep.calibration.push_back(
+            {rule.description, outcome.evaluated, outcome.evaluated && outcome.passed,
+             outcome.detail});
+    }
+    return sweep;
 }
 
 int exit_code(Verdict verdict) {

@@ -1,7 +1,8 @@
 #pragma once
 
 // The graded checks: pure functions from what was observed to a Report. Nothing here touches a
-// GPU, so every check is tested on synthetic measurements.
+// GPU, so every check is tested on synthetic measurements. Each check has a kind (what it looks
+// at) and its parameters, points and messages from the exercise file.
 
 #include <cstdint>
 #include <functional>
@@ -12,15 +13,16 @@
 #include "exercise/exercise.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
+#include "model/sweep.hpp"
 
 namespace grader {
 
-// The strides the student's kernel is run at: the named ones, those the ordering rules refer to,
-// stride 1 (the base of every ratio) and the unnamed ones drawn for this grade.
+// The strides the student's kernel is run at: the named ones, those its rules refer to, the
+// ratio's base stride and the unnamed ones drawn for this grade.
 std::vector<int> student_strides_to_run(const Exercise& exercise,
                                         const std::vector<int>& unnamed_strides);
 
-// The reference kernel runs at its sweep and at every stride the student's kernel runs at, so
+// The exercise's kernels run at their sweep and at every stride the student's kernel runs at, so
 // every student row has a reference row to be compared with.
 std::vector<int> reference_strides_to_run(const Exercise& exercise,
                                           const std::vector<int>& unnamed_strides);
@@ -29,18 +31,28 @@ std::vector<int> reference_strides_to_run(const Exercise& exercise,
 // name, deterministically from the seed.
 std::vector<int> draw_unnamed_strides(const Exercise& exercise, std::uint64_t seed);
 
-// An ordering rule evaluated over ratios; `ratio_of` returns nullopt for a stride not measured.
+// A case's ratio, as a rule reads it: nullopt for a case not measured.
+using RatioLookup = std::function<std::optional<double>(const Case&)>;
+
+// An ordering rule evaluated over ratios.
 struct RuleOutcome {
     bool evaluated = false;  // false when a ratio it needs is missing
     bool passed = false;
-    std::string detail;      // "stride 3: 0.99x, closer to stride 1 (1x) than to stride 4 (3.16x)"
+    std::string detail;      // "stride 3 at 0.99x is closer to stride 1 (1x) than to stride 4 (3.16x)"
 };
-RuleOutcome evaluate_rule(const OrderingRule& rule,
-                          const std::function<std::optional<double>(int)>& ratio_of);
+RuleOutcome evaluate_rule(const Exercise& exercise, const OrderingRule& rule,
+                          const RatioLookup& ratio_of);
 
-// A kernel's ratio to its own stride 1, as the rules read it: 1 at stride 1 once it was timed,
-// nullopt for a stride not measured. `m` must outlive the function.
-std::function<std::optional<double>(int)> ratios_of(const Measurements& m, const char* kernel);
+// The measured ratios of the grade: a case's own, 1 for the ratio's base once it was timed.
+// `m` must outlive the function.
+RatioLookup measured_ratios(const Exercise& exercise, const Measurements& m);
+
+// Whether the exercise's own kernels show the model on this machine: the calibration rules that
+// failed, each as a detail line (empty when calibrated, or where nothing was timed).
+std::vector<std::string> calibration_failures(const Exercise& exercise, const Measurements& m);
+
+// The exercise's own kernels as `grader sweep` shows them, with the calibration rules' outcomes.
+Sweep summarize_sweep(const Exercise& exercise, const Measurements& measurements);
 
 Report evaluate(const Exercise& exercise, const Submission& submission,
                 const Measurements& measurements, const std::string& submission_label);

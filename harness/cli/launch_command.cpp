@@ -23,7 +23,7 @@
 #include "cuda/driver_api.hpp"
 #include "cuda/resources.hpp"
 #include "exercise/exercise.hpp"
-#include "grade/probe_sources.hpp"
+#include "grade/sources.hpp"
 #include "sim/sim.hpp"
 
 namespace grader::cli {
@@ -68,13 +68,17 @@ std::vector<Argument> parse_arguments(const LaunchCommandOptions& options, const
         for (const auto& parameter : exercise.parameters) {
             switch (parameter.role) {
                 case ParameterRole::input:
-                    specs.push_back("buf=" + std::to_string(exercise.tile_words * 4));
+                    specs.push_back("buf=" + std::to_string(exercise.buffers.input_words * 4));
                     break;
                 case ParameterRole::output:
                     specs.push_back("buf=" + std::to_string(threads * 4));
                     break;
                 case ParameterRole::count:
                     specs.push_back("threads");
+                    break;
+                case ParameterRole::constant:
+                    specs.push_back((parameter.size_bytes == 8 ? "u64=" : "i32=") +
+                                    std::to_string(parameter.value));
                     break;
                 case ParameterRole::stride:
                     specs.push_back("stride");
@@ -224,7 +228,7 @@ int run_launch(const LaunchCommandOptions& options) {
         return kExitFail;
     }
     const sim::Dim3 block = dim_of(
-        options.block[0] == 0 ? std::vector<std::uint32_t>{exercise.block_size} : options.block);
+        options.block[0] == 0 ? std::vector<std::uint32_t>{exercise.launch.block.x, exercise.launch.block.y, exercise.launch.block.z} : options.block);
     const sim::Dim3 grid =
         dim_of(options.grid[0] == 0 ? std::vector<std::uint32_t>{2} : options.grid);
     const std::uint64_t threads =

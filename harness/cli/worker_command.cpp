@@ -10,17 +10,26 @@ namespace grader::cli {
 
 void add_worker_command(CLI::App& app, Runner& run) {
     auto options = std::make_shared<WorkerOptions>();
+    auto reference_only = std::make_shared<bool>(false);
+    auto explain = std::make_shared<bool>(false);
     CLI::App* command = app.add_subcommand("__worker", "");
     command->group("");  // hidden from --help
     command->add_option("--exercise", options->exercise_dir)->required();
-    command->add_option("--submission", options->submission_dir)->required();
+    command->add_option("--submission", options->submission_dir);
     command->add_option("--device", options->device);
     command->add_option("--seed", options->seed);
     command->add_option("--backend", options->backend);
     command->add_option("--run-timeout", options->run_seconds_override);
     command->add_option("--device-lock", options->device_lock);
-    command->callback([options, &run] {
-        run = [options] {
+    command->add_flag("--reference-only", *reference_only);
+    command->add_flag("--explain", *explain);
+    command->add_option("--explain-strides", options->explain_strides)->delimiter(',');
+    command->add_flag("--explain-reference", options->explain_reference);
+    command->callback([options, reference_only, explain, &run] {
+        run = [options, reference_only, explain] {
+            options->mode = *explain           ? WorkerOptions::Mode::explain
+                            : *reference_only ? WorkerOptions::Mode::reference_only
+                                              : WorkerOptions::Mode::grade;
             const Exercise exercise = load_exercise(options->exercise_dir);
             FdProgressSink sink(3);
             run_worker(exercise, *options, sink);

@@ -1,7 +1,9 @@
 #pragma once
 
 // The exercise and the submission, as plain values. Everything exercise-specific lives in the
-// exercise's YAML file; the C++ knows only the shapes below.
+// exercise's YAML file; the C++ knows only the shapes below: kernels with an ABI of parameter
+// roles, a launch, input buffers filled by rule, an output compared with a trusted kernel's,
+// an optional sweep over strides, timing ratios against a base, and checks of a few kinds.
 
 #include <array>
 #include <cstddef>
@@ -39,13 +41,38 @@ private:
 };
 
 // What each kernel parameter is for, so the harness knows what to pass.
-enum class ParameterRole { input, output, count, stride };
+enum class ParameterRole {
+    input,     // the input buffer
+    output,    // the output buffer
+    count,     // how many output elements there are
+    stride,    // the swept stride
+    constant,  // a fixed value from the exercise file
+};
 
 struct KernelParameter {
     std::string name;
     std::string type;  // as the student reads it, e.g. "const float*"
     std::size_t size_bytes = 0;
     ParameterRole role = ParameterRole::input;
+    std::int64_t value = 0;  // ParameterRole::constant: what is passed
+};
+
+// The id of the student's kernel among the grade's kernels.
+inline constexpr std::string_view kStudentKernel = "student";
+
+// A kernel the grade builds and runs: the student's, or one of the exercise's own, all built
+// with the same compiler and options.
+struct KernelSpec {
+    std::string id;              // "student", "reference", "copy", ...: how rules and rows name it
+    std::string label;           // how tables name it, e.g. "transpose tile[32][33]"
+    std::string name;            // the name NVRTC looks up
+    std::filesystem::path file;  // absolute, for the exercise's kernels; empty for the student's
+    bool oracle = false;         // its outputs are what the student's must equal, exactly
+    // The model's conflict degree of its shared loads, where no stride decides it (an exercise
+    // without a sweep); nullopt where it makes no claim (a kernel without shared loads).
+    std::optional<unsigned> degree;
+
+    bool is_student() const { return id == kStudentKernel; }
 };
 
 // A header the harness provides to NVRTC; the only thing a submission may #include.
@@ -54,35 +81,115 @@ struct ProvidedHeader {
     std::filesystem::path path;          // resolved, absolute
 };
 
-// An ordering rule over ratios to stride 1. The same shape serves the student's ordering checks
-// and the calibration of the machine.
+struct Dim3Spec {
+    std::uint32_t x = 1;
+    std::uint32_t y = 1;
+    std::uint32_t z = 1;
+    std::uint64_t count() const { return std::uint64_t{x} * y * z; }
+};
+
+struct LaunchSpec {
+    Dim3Spec block{256, 1, 1};
+    // Fill the GPU: as many blocks per SM as the occupancy API allows, on every SM (a 1-D grid).
+    bool grid_from_occupancy = true;
+    Dim3Spec grid;  // otherwise, this grid
+    // The grid the simulator stands in for where the occupancy decides it (no GPU to ask).
+    std::uint32_t simulated_grid_blocks = 160;
+    // Blocks the simulator runs per launch, drawn from the whole grid by the grade's seed.
+    std::uint32_t simulated_blocks = 2;
+};
+
+// How the output is laid out, for messages that name the element at fault.
+struct OutputLayout {
+    enum class Kind {
+        per_thread,  // one element per launched thread: "thread 1234 (block 4, thread 210)"
+        matrix,      // rows x columns, row-major: "row 17, column 3"
+    };
+    Kind kind = Kind::per_thread;
+    std::uint64_t rows = 0;
+    std::uint64_t columns = 0;
+};
+
+struct BuffersSpec {
+    std::uint64_t input_words = 0;  // floats in the input buffer
+    OutputLayout output;            // per_thread: one float per thread of the grid
+    // Bytes one launch reads and writes in global memory, for a GB/s column; 0: not shown.
+    std::uint64_t bytes_per_launch = 0;
+};
+
+// One way to fill the input buffer; every kernel runs once with each.
+struct InputSpec {
+    enum class Fill {
+        constant,         // every word `value`
+        random_integers,  // integers 0..value, from the grade's seed (sums of them stay exact)
+        random_floats,    // finite floats from the grade's seed
+    };
+    std::string id;  // "ones", "hidden", ...
+    Fill fill = Fill::constant;
+    double value = 1.0;
+    // Fill the GPU's shared memory with NaN before these runs, so a tile the kernel leaves
+    // partly unwritten reads NaN rather than what an earlier kernel left there.
+    bool poison_shared = false;
+    std::optional<std::uint32_t> simulated_blocks;  // overrides LaunchSpec::simulated_blocks
+    SourceLocation location;
+};
+
+// A kernel at a stride: one row of the tables, one side of a rule.
+struct Case {
+    std::string kernel;  // a KernelSpec id
+    int stride = 0;      // 0 where the exercise has no sweep
+};
+bool operator==(const Case& a, const Case& b);
+bool operator<(const Case& a, const Case& b);
+// "stride 8", "the reference at stride 8", "copy, no transpose": as a message names it.
+std::string describe_case(const Case& c, std::string_view label = {});
+
+// An ordering rule over ratios. The same shape serves the student's ordering checks, the
+// calibration of the machine and the plausibility of the student's own measurements.
 struct OrderingRule {
     enum class Kind {
-        closer_to,    // ratio(stride) is closer to ratio(near) than to ratio(far)
-        slower_than,  // ratio(stride) > ratio(than) * factor
-        at_most,      // ratio(stride) <= limit
+        closer_to,    // ratio(subject) is closer to ratio(near) than to ratio(far)
+        slower_than,  // ratio(subject) > ratio(than) * factor
+        at_most,      // ratio(subject) <= limit
     };
     std::string id;
     Kind kind = Kind::closer_to;
-    int stride = 0;
-    int near = 0;
-    int far = 0;
-    int than = 0;
+    Case subject;
+    Case near;
+    Case far;
+    Case than;
     double factor = 1.0;
     double limit = 0.0;
     std::string description;  // read by the student, e.g. "stride 3 is closer to stride 1 than to 4"
     SourceLocation location;
 };
 
-// Every check the harness runs; an exercise file must give points and messages for each.
-inline constexpr std::array<std::string_view, 8> kHarnessCheckIds = {
-    "submission_file", "compile_abi", "accumulator", "hidden_input",
-    "predicted_degrees", "ordering", "consistency", "sentence"};
+// A mistake the lesson names, recognised from what was counted: its message replaces the
+// check's generic one. Every condition given must hold.
+struct Diagnosis {
+    std::optional<double> counted_degree_at_least;
+    std::optional<int> static_shared_bytes_above;
+    std::string message;
+};
 
-// Points and messages of one check, from the exercise file. Messages are templates: "{stride}"
-// and the like are filled in by the check.
+enum class CheckKind {
+    answers_file,    // the answers file is complete and well-formed
+    compile_abi,     // the kernel compiles and has the ABI
+    output,          // with one input, the kernel's outputs equal the oracle's, exactly
+    predicted,       // the predicted degrees are the model's
+    ordering,        // the kernel's ratios follow rules
+    consistency,     // the kernel's ratios match a reference kernel's at every stride
+    measured,        // the student's own measured values are plausible
+    counted_degree,  // the counted conflict degree is the model's
+    sentence,        // the sentence, kept for review
+};
+std::string_view to_string(CheckKind kind);
+
+// Points, messages and parameters of one check, from the exercise file. Messages are templates:
+// "{stride}" and the like are filled in by the check.
 struct CheckSpec {
     std::string id;
+    CheckKind kind = CheckKind::answers_file;
     std::string title;
     double points = 0.0;
     bool required = true;       // a failed required check fails the verdict
@@ -90,6 +197,20 @@ struct CheckSpec {
     std::string pass_message;
     std::string fail_message;
     std::string hint;           // shown under a failure
+    // Only where the kind takes them:
+    std::string input;                  // output: the input whose runs are compared
+    std::string kernel{kStudentKernel}; // consistency and counted_degree: the kernel judged
+    std::string against;                // consistency: the kernel compared with
+    double tolerance = 0.0;             // consistency: |ratio / against's ratio - 1| at most
+    std::vector<OrderingRule> rules;    // ordering and measured; counted_degree: timing rules
+                                        // that must hold too where the machine can time
+    // measured: each measured ratio lies within [low * degree, high * degree], widened by
+    // `slack` on either side (a ratio of a conflict-free row is near 1, not near low).
+    double band_low = 0.0;
+    double band_high = 0.0;
+    double band_slack = 0.0;
+    std::vector<Diagnosis> diagnoses;   // counted_degree
+    SourceLocation location;
 };
 
 struct TimingSpec {
@@ -107,54 +228,96 @@ struct LimitsSpec {
     double run_seconds = 30.0;
     std::size_t output_bytes = 64 * 1024;        // what the worker may print that is kept
     std::size_t memory_bytes = std::size_t{4} << 30;
-    std::size_t source_bytes = 256 * 1024;       // probe.cu larger than this is refused
+    std::size_t source_bytes = 256 * 1024;       // a source larger than this is refused
+};
+
+// Every ratio is a time over the time of a base: the same kernel at a stride (a sweep), or
+// another kernel (a baseline such as a plain copy).
+struct RatioSpec {
+    int to_stride = 1;       // with a sweep
+    std::string to_kernel;   // without one: a KernelSpec id
+    bool as_percent = false; // tables and answers write the ratio as a percentage
+};
+
+// What the answers file holds: one row per stride the student names, or one row per kernel the
+// exercise lists under a key of its own ("tile: yours"), each with a predicted degree and the
+// student's own measurement.
+struct AnswerRowSpec {
+    std::string key;     // the value of the row's key field: "32x32", "yours"
+    std::string kernel;  // the KernelSpec id the row is about
+};
+
+struct AnswersSpec {
+    std::string key_field = "stride";         // "stride": the rows are strides.student
+    std::vector<AnswerRowSpec> rows;          // where the key is not a stride
+    std::string predicted_field = "predicted_degree";
+    std::string measured_field = "measured_ratio";
+    std::string measured_description = "this stride's time divided by stride 1's";
+    // What a filled-in example of the answers says, so a copied sentence can be flagged.
+    std::string example_sentence;
+};
+
+// What the simulator may stand in for where there is no GPU.
+struct SimulatorSpec {
+    // Its modeled costs order the strides like times (true for the probe, whose cost is all
+    // shared-memory traffic); false where the model leaves out what dominates (global memory),
+    // and then checks that need timing do not run on it.
+    bool modeled_timing = true;
 };
 
 struct Exercise {
     std::filesystem::path directory;  // absolute
     std::filesystem::path file;       // the exercise.yaml, absolute
-    int schema_version = 1;
+    int schema_version = 2;
     std::string id;
     std::string title;
+    unsigned banks = 32;
 
     // The ABI the student's kernel must have.
     std::string kernel_name;
     std::vector<KernelParameter> parameters;
     std::string submission_source = "probe.cu";
     std::string submission_answers = "submission.yaml";
-    std::filesystem::path reference_source;  // absolute, the reference kernel with the same ABI
-    std::filesystem::path shared_poison_source;  // absolute, optional: kernel that poisons shared memory
+    // The grade's kernels: the student's first, then the exercise's own, oracle among them.
+    std::vector<KernelSpec> kernels;
+    std::filesystem::path shared_poison_source;  // absolute, optional: fills shared memory with NaN
 
-    // Compilation: the same options for the reference and the student.
+    // Compilation: the same options for every kernel.
     std::vector<std::string> compile_options;
     std::string default_arch = "sm_75";  // used where no GPU tells the architecture
     std::vector<ProvidedHeader> headers;
 
-    // The probe.
-    std::uint32_t tile_words = 2048;
-    std::uint32_t reads_per_thread = 2048;
-    std::uint32_t block_size = 256;
-    std::string grid = "occupancy";  // fill every SM with as many blocks as the occupancy API allows
-    unsigned banks = 32;
-    float tile_value = 1.0f;         // the accumulator check's tile; every thread then holds
-                                     // tile_value * reads_per_thread exactly
-    int hidden_max_value = 15;       // hidden-input tile: integers 0..hidden_max_value
+    LaunchSpec launch;
+    BuffersSpec buffers;
+    std::vector<InputSpec> inputs;
 
-    std::vector<int> reference_strides;     // swept by the reference kernel
+    // The sweep; empty strides mean none, every kernel runs once.
+    std::vector<int> reference_strides;     // swept by the exercise's kernels
     std::vector<int> student_strides;       // the rows a submission must have
     std::vector<int> unnamed_stride_pool;   // strides the student did not name, drawn per grade
-    int unnamed_strides_per_grade = 2;
+    int unnamed_strides_per_grade = 0;
+    bool has_sweep() const { return !student_strides.empty(); }
 
-    std::vector<OrderingRule> ordering;     // checked on the student kernel's timings
-    std::vector<OrderingRule> calibration;  // the reference must pass these, or the GPU is unfit
-    double consistency_tolerance = 0.15;    // |student/reference - 1| at the same stride
+    RatioSpec ratios;
+    // The exercise's kernels must pass these, or the machine cannot grade timings.
+    std::vector<OrderingRule> calibration;
+    // Where calibration fails: true makes the grade ungradable (the timing checks are the
+    // grade); false marks the checks that need timing not run and grades on the rest (the
+    // counted degree decides).
+    bool calibration_decides = true;
 
     TimingSpec timing;
     LimitsSpec limits;
-    std::map<std::string, CheckSpec> checks;  // by id
+    SimulatorSpec simulator;
+    AnswersSpec answers;
+    std::vector<CheckSpec> checks;  // in the report's order
     std::string sentence_prompt;
 
     const CheckSpec& check(const std::string& id) const;
+    const KernelSpec& kernel(const std::string& id) const;
+    const KernelSpec* oracle() const;
+    // The model's conflict degree of a case: gcd(stride, banks) on a sweep, else the kernel's.
+    std::optional<unsigned> model_degree(const Case& c) const;
 };
 
 // Reads DIR/exercise.yaml. Throws ExerciseError naming file, line, column and field.
@@ -168,9 +331,10 @@ struct SubmissionProblem {
 };
 
 struct SubmissionRow {
-    int stride = 0;
+    Case subject;  // the kernel and stride the row is about
+    std::string key;
     std::optional<int> predicted_degree;
-    std::optional<double> measured_ratio;
+    std::optional<double> measured;  // as the student wrote it (a ratio, or a percentage)
     SourceLocation location;
 };
 
@@ -182,12 +346,12 @@ struct Submission {
     std::string sentence;
     std::vector<SubmissionProblem> problems;  // empty when the answers file is complete and valid
 
-    const SubmissionRow* row(int stride) const;
+    const SubmissionRow* row(const Case& subject) const;
 };
 
-// Reads DIR/submission.yaml against the exercise. Never throws for the student's mistakes: a
-// missing, unreadable, non-UTF-8, malformed or incomplete file yields problems. The probe source
-// is not read here.
+// Reads DIR/<answers> against the exercise. Never throws for the student's mistakes: a missing,
+// unreadable, non-UTF-8, malformed, incomplete or still blank file yields problems. The kernel
+// source is not read here.
 Submission load_submission(const std::filesystem::path& directory, const Exercise& exercise);
 
 }  // namespace grader

@@ -48,43 +48,40 @@ std::string signal_name(int signal) {
     return "signal " + std::to_string(signal) + (description ? std::string(" (") + description + ")" : "");
 }
 
-// What the worker's end means for the grade, given the stage it was in.
-std::optional<Interruption> interruption_from(const ChildResult& child, const std::string& stage,
+// What the worker's end means for the grade, given the stage it was in: blame() decides whose
+// fault it is.
+std::optional<Interruption> interruption_from(const ChildResult& child,
+                                              const std::optional<Stage>& stage,
                                               double limit_seconds) {
-    const bool students = stage_runs_student_code(stage);
-    const std::string where = stage.empty() ? "before it started" : "at stage '" + stage + "'";
+    const Stage where_stage = stage.value_or(Stage{Stage::Kind::answers});
+    const std::string where =
+        stage ? "at stage '" + to_string(*stage) + "'" : std::string("before it started");
     switch (child.end) {
         case ChildResult::End::exited:
             if (child.exit_code == 0) {
                 return std::nullopt;
             }
-            return Interruption{"crash", stage,
-                                "the grader's worker stopped with exit code " +
-                                    std::to_string(child.exit_code) + " " + where +
-                                    (child.output.empty() ? "" : ": " + child.output.substr(0, 500)),
-                                false};
+            return blame(where_stage, Ending::worker_crashed,
+                         "the grader's worker stopped with exit code " +
+                             std::to_string(child.exit_code) + " " + where);
         case ChildResult::End::signaled:
-            return Interruption{"crash", stage,
-                                "the grader's worker was ended by " + signal_name(child.signal) +
-                                    " " + where,
-                                false};
+            return blame(where_stage, Ending::worker_crashed,
+                         "the grader's worker was ended by " + signal_name(child.signal) + " " +
+                             where);
         case ChildResult::End::timed_out:
-            return Interruption{
-                "timeout", stage,
-                std::string(stage == "compile" ? "the compile" : "the kernel") +
-                    " did not finish within the time limit of " + format_number(limit_seconds, 1) +
-                    " s " + where + "; it was stopped",
-                students};
+            return blame(where_stage, Ending::time_limit,
+                         std::string(where_stage.kind == Stage::Kind::compile ? "the compile"
+                                                                              : "the kernel") +
+                             " did not finish within the time limit of " +
+                             format_number(limit_seconds, 1) + " s " + where + "; it was stopped");
         case ChildResult::End::memory_exceeded:
-            return Interruption{"memory", stage,
-                                "the grader's worker went over its memory limit (" +
-                                    std::to_string(child.peak_memory_bytes >> 20) + " MiB) " +
-                                    where + "; it was stopped",
-                                students};
+            return blame(where_stage, Ending::memory_limit,
+                         "the grader's worker went over its memory limit (" +
+                             std::to_string(child.peak_memory_bytes >> 20) + " MiB) " + where +
+                             "; it was stopped");
         case ChildResult::End::message_overflow:
-            return Interruption{"crash", stage,
-                                "the grader's worker sent more than its message limit " + where,
-                                false};
+            return blame(where_stage, Ending::harness_error,
+                         "the grader's worker sent more than its message limit " + where);
         case ChildResult::End::spawn_failed:
             throw std::runtime_error("could not start the grader's worker: " + child.error);
     }
@@ -102,91 +99,101 @@ std::filesystem::path current_executable() {
     return path;
 }
 
-Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
-    const auto began = std::chrono::steady_clock::now();
-    const std::uint64_t seed = options.seed ? *options.seed : std::random_device{}();
+WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& options,
+                                std::uint64_t seed, const std::vector<std::string>& extra) {
     const double run_limit =
         options.run_seconds_override > 0 ? options.run_seconds_override : exercise.limits.run_seconds;
-
     std::vector<std::string> argv = {
         options.worker_executable.string(),
         "__worker",
         "--exercise", exercise.directory.string(),
-        "--submission", std::filesystem::absolute(options.submission_dir).string(),
         "--device", std::to_string(options.device),
         "--seed", std::to_string(seed),
         "--backend", options.backend,
         "--run-timeout", format_number(run_limit, 3),
     };
+    if (!options.submission_dir.empty()) {
+        argv.insert(argv.end(),
+                    {"--submission", std::filesystem::absolute(options.submission_dir).string()});
+    }
     if (!options.device_lock.empty()) {
         argv.insert(argv.end(), {"--device-lock", options.device_lock.string()});
     }
+    argv.insert(argv.end(), extra.begin(), extra.end());
 
     ChildLimits limits;
     limits.seconds = exercise.limits.compile_seconds;
     limits.output_bytes = exercise.limits.output_bytes;
     limits.memory_bytes = exercise.limits.memory_bytes;
 
-    std::optional<Submission> submission;
-    std::optional<Measurements> measurements;
-    std::string stage;
+    WorkerResult result;
+    Observations& seen = result.observations;
     double stage_limit = limits.seconds;
-    std::map<std::string, double> stage_seconds;
     auto stage_began = std::chrono::steady_clock::now();
     const auto close_stage = [&] {
         const auto now = std::chrono::steady_clock::now();
-        if (!stage.empty()) {
-            stage_seconds[stage] += std::chrono::duration<double>(now - stage_began).count();
+        if (seen.current_stage) {
+            result.stage_seconds[to_string(*seen.current_stage)] +=
+                std::chrono::duration<double>(now - stage_began).count();
         }
         stage_began = now;
     };
     std::string protocol_problem;
+    // A stage message starts a stage (and its clock); every other message is an observation.
+    class Forward final : public ProgressSink {
+    public:
+        Forward(Observations& target, const std::function<void()>& before_stage,
+                const GradeOptions& grade)
+            : target_(target), before_stage_(before_stage), grade_(grade) {}
+        void stage(const Stage& stage, double limit_seconds) override {
+            before_stage_();
+            target_.stage(stage, limit_seconds);
+            if (grade_.on_stage) {
+                grade_.on_stage(to_string(stage));
+            }
+        }
+        void submission(const Submission& v) override { target_.submission(v); }
+        void environment(const Environment& v) override { target_.environment(v); }
+        void compiled(const std::string& k, const CompileOutcome& v) override {
+            target_.compiled(k, v);
+        }
+        void run(const KernelRun& v) override { target_.run(v); }
+        void measured(const GradeFigures& v) override { target_.measured(v); }
+        void interruption(const Interruption& v) override { target_.interruption(v); }
+        void explanation(const Explanation& v) override { target_.explanation(v); }
+
+    private:
+        Observations& target_;
+        const std::function<void()>& before_stage_;
+        const GradeOptions& grade_;
+    };
+    const std::function<void()> before_stage = close_stage;
+    Forward forward(seen, before_stage, options);
     const auto on_message = [&](const std::string& line) -> double {
-        const auto message = nlohmann::json::parse(line, nullptr, false);
-        if (message.is_discarded() || !message.is_object()) {
-            protocol_problem = "the worker sent a line that is not JSON";
+        try {
+            const double limit = dispatch_message(line, forward);
+            if (limit > 0) {
+                stage_limit = limit;
+            }
+            return limit;
+        } catch (const std::invalid_argument& error) {
+            protocol_problem = error.what();
             return 0.0;
         }
-        try {
-            const std::string type = message.value("type", "");
-            if (type == "stage") {
-                close_stage();
-                stage = message.value("stage", "");
-                stage_limit = message.value("limit_seconds", limits.seconds);
-                if (options.on_stage) {
-                    options.on_stage(stage);
-                }
-                return stage_limit;
-            }
-            if (type == "submission") {
-                submission = message.at("value").get<Submission>();
-            } else if (type == "measurements") {
-                measurements = message.at("value").get<Measurements>();
-            }
-        } catch (const nlohmann::json::exception& error) {
-            protocol_problem = std::string("the worker sent a malformed message: ") + error.what();
-        }
-        return 0.0;
     };
 
     ScratchDirectory scratch;
     const ChildResult child = run_child(argv, limits, on_message, scratch.path().string());
-
     close_stage();
-    Measurements m = measurements.value_or(Measurements{});
-    m.stage_seconds = stage_seconds;
-    m.seed = seed;
-    if (m.environment.backend.empty()) {
-        m.environment.backend = options.backend;
-    }
+    (void)run_limit;
+
+    Measurements& m = seen.measurements;
     if (!m.interruption) {
-        m.interruption = interruption_from(child, stage, stage_limit);
+        m.interruption = interruption_from(child, seen.current_stage, stage_limit);
     }
-    if (!m.interruption && !measurements) {
-        m.interruption = Interruption{"crash", stage,
-                                      "the grader's worker ended without reporting" +
-                                          (protocol_problem.empty() ? "" : ": " + protocol_problem),
-                                      false};
+    if (!m.interruption && !protocol_problem.empty()) {
+        m.interruption = blame(seen.current_stage.value_or(Stage{}), Ending::harness_error,
+                               "the grader's worker could not be understood: " + protocol_problem);
     }
     m.worker_output = child.output;
     m.worker_output_truncated = child.output_truncated;
@@ -194,10 +201,30 @@ Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
         m.worker_output += "\n[... " + std::to_string(child.output_total_bytes - child.output.size()) +
                            " more bytes not kept]";
     }
+    return result;
+}
+
+Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
+    const auto began = std::chrono::steady_clock::now();
+    const std::uint64_t seed = options.seed ? *options.seed : std::random_device{}();
+    WorkerResult worker = run_worker_process(
+        exercise, options, seed,
+        options.submission_dir.empty() ? std::vector<std::string>{"--reference-only"}
+                                       : std::vector<std::string>{});
+    Measurements& m = worker.observations.measurements;
+    m.stage_seconds = worker.stage_seconds;
+    m.seed = seed;
+    if (m.environment.backend.empty()) {
+        m.environment.backend = options.backend;
+    }
+    if (!m.interruption && m.wall_seconds == 0.0) {
+        m.interruption = blame(worker.observations.current_stage.value_or(Stage{}),
+                               Ending::worker_crashed, "the grader's worker ended without reporting");
+    }
 
     Submission answers;
-    if (submission) {
-        answers = *submission;
+    if (worker.observations.answers) {
+        answers = *worker.observations.answers;
     } else {
         answers.directory = options.submission_dir;
         answers.problems.push_back(

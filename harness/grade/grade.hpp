@@ -6,10 +6,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <vector>
 #include <optional>
 #include <string>
 
 #include "exercise/exercise.hpp"
+#include "grade/protocol.hpp"
 #include "model/report.hpp"
 
 namespace grader {
@@ -29,6 +32,18 @@ struct GradeOptions {
 // Never throws for the submission's faults. Throws for the harness's own (the worker could not be
 // started at all).
 Report grade_submission(const Exercise& exercise, const GradeOptions& options);
+
+// What a worker process observed, however it ended, and where its wall time went.
+struct WorkerResult {
+    Observations observations;
+    std::map<std::string, double> stage_seconds;
+};
+
+// Runs `grader __worker` under the exercise's limits with extra arguments ("--reference-only",
+// "--explain" ...); an empty submission_dir passes none. Every command that runs code goes
+// through here, so all of them get the same limits and isolation.
+WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& options,
+                                std::uint64_t seed, const std::vector<std::string>& extra);
 
 // The running executable's path, to start workers from.
 std::filesystem::path current_executable();

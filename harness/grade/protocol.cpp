@@ -20,11 +20,13 @@ void from_json(const nlohmann::json& j, SourceLocation& v) {
 void to_json(nlohmann::json& j, const Submission& v) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& row : v.rows) {
-        rows.push_back({{"stride", row.stride},
+        rows.push_back({{"kernel", row.subject.kernel},
+                        {"stride", row.subject.stride},
+                        {"key", row.key},
                         {"predicted_degree", row.predicted_degree ? nlohmann::json(*row.predicted_degree)
                                                                   : nlohmann::json(nullptr)},
-                        {"measured_ratio", row.measured_ratio ? nlohmann::json(*row.measured_ratio)
-                                                              : nlohmann::json(nullptr)},
+                        {"measured", row.measured ? nlohmann::json(*row.measured)
+                                                  : nlohmann::json(nullptr)},
                         {"location", row.location}});
     }
     nlohmann::json problems = nlohmann::json::array();
@@ -48,12 +50,14 @@ void from_json(const nlohmann::json& j, Submission& v) {
     v.rows.clear();
     for (const auto& row : j.value("rows", nlohmann::json::array())) {
         SubmissionRow r;
-        r.stride = row.value("stride", 0);
+        r.subject.kernel = row.value("kernel", std::string(kStudentKernel));
+        r.subject.stride = row.value("stride", 0);
+        r.key = row.value("key", "");
         if (row.contains("predicted_degree") && !row["predicted_degree"].is_null()) {
             r.predicted_degree = row["predicted_degree"].get<int>();
         }
-        if (row.contains("measured_ratio") && !row["measured_ratio"].is_null()) {
-            r.measured_ratio = row["measured_ratio"].get<double>();
+        if (row.contains("measured") && !row["measured"].is_null()) {
+            r.measured = row["measured"].get<double>();
         }
         if (row.contains("location")) {
             row["location"].get_to(r.location);
@@ -72,6 +76,67 @@ void from_json(const nlohmann::json& j, Submission& v) {
     }
 }
 
+namespace {
+
+const char* kind_name(Stage::Kind kind) {
+    switch (kind) {
+        case Stage::Kind::answers: return "answers";
+        case Stage::Kind::compile: return "compile";
+        case Stage::Kind::wait_for_device: return "wait_for_device";
+        case Stage::Kind::load: return "load";
+        case Stage::Kind::run: return "run";
+        case Stage::Kind::time: return "time";
+        case Stage::Kind::count: return "count";
+        case Stage::Kind::explain: return "explain";
+    }
+    return "answers";
+}
+
+Stage::Kind kind_from_name(const std::string& name) {
+    for (const auto kind : {Stage::Kind::answers, Stage::Kind::compile,
+                            Stage::Kind::wait_for_device, Stage::Kind::load, Stage::Kind::run,
+                            Stage::Kind::time, Stage::Kind::count, Stage::Kind::explain}) {
+        if (name == kind_name(kind)) {
+            return kind;
+        }
+    }
+    throw std::invalid_argument("unknown stage '" + name + "'");
+}
+
+nlohmann::json stage_json(const Stage& stage) {
+    return {{"kind", kind_name(stage.kind)}, {"kernel", stage.kernel}, {"stride", stage.stride}};
+}
+
+Stage stage_from_json(const nlohmann::json& j) {
+    Stage stage;
+    stage.kind = kind_from_name(j.at("kind").get<std::string>());
+    stage.kernel = j.value("kernel", "");
+    stage.stride = j.value("stride", 0);
+    return stage;
+}
+
+nlohmann::json figures_json(const GradeFigures& v) {
+    return {{"seed", v.seed},
+            {"unnamed_strides", v.unnamed_strides},
+            {"timing_rounds", v.timing_rounds},
+            {"timing_seconds", v.timing_seconds},
+            {"context_seconds", v.context_seconds},
+            {"wall_seconds", v.wall_seconds}};
+}
+
+GradeFigures figures_from_json(const nlohmann::json& j) {
+    GradeFigures v;
+    v.seed = j.value("seed", std::uint64_t{0});
+    v.unnamed_strides = j.value("unnamed_strides", std::vector<int>{});
+    v.timing_rounds = j.value("timing_rounds", 0);
+    v.timing_seconds = j.value("timing_seconds", 0.0);
+    v.context_seconds = j.value("context_seconds", 0.0);
+    v.wall_seconds = j.value("wall_seconds", 0.0);
+    return v;
+}
+
+}  // namespace
+
 void FdProgressSink::write_line(const nlohmann::json& message) {
     // Invalid UTF-8 from a student's file is replaced, never allowed to break the channel.
     const std::string line =
@@ -89,21 +154,99 @@ void FdProgressSink::write_line(const nlohmann::json& message) {
     }
 }
 
-void FdProgressSink::stage(const std::string& name, double limit_seconds) {
-    write_line({{"type", "stage"}, {"stage", name}, {"limit_seconds", limit_seconds}});
+void FdProgressSink::stage(const Stage& stage, double limit_seconds) {
+    write_line({{"type", "stage"}, {"stage", stage_json(stage)}, {"limit_seconds", limit_seconds}});
 }
-
 void FdProgressSink::submission(const Submission& value) {
     write_line({{"type", "submission"}, {"value", value}});
 }
-
-void FdProgressSink::measurements(const Measurements& value) {
-    write_line({{"type", "measurements"}, {"value", value}});
+void FdProgressSink::environment(const Environment& value) {
+    write_line({{"type", "environment"}, {"value", value}});
+}
+void FdProgressSink::compiled(const std::string& kernel, const CompileOutcome& value) {
+    write_line({{"type", "compiled"}, {"kernel", kernel}, {"value", value}});
+}
+void FdProgressSink::run(const KernelRun& value) {
+    write_line({{"type", "run"}, {"value", value}});
+}
+void FdProgressSink::measured(const GradeFigures& value) {
+    write_line({{"type", "measured"}, {"value", figures_json(value)}});
+}
+void FdProgressSink::interruption(const Interruption& value) {
+    write_line({{"type", "interruption"}, {"value", value}});
+}
+void FdProgressSink::explanation(const Explanation& value) {
+    write_line({{"type", "explanation"}, {"value", value}});
 }
 
-bool stage_runs_student_code(const std::string& stage) {
-    return stage == "compile" || stage.rfind("run student", 0) == 0 || stage == "time" ||
-           stage == "load";
+void Observations::stage(const Stage& stage, double limit_seconds) {
+    current_stage = stage;
+    current_limit_seconds = limit_seconds;
+}
+void Observations::submission(const Submission& value) { answers = value; }
+void Observations::environment(const Environment& value) { measurements.environment = value; }
+void Observations::compiled(const std::string& kernel, const CompileOutcome& value) {
+    if (kernel == kStudentKernel) {
+        measurements.student = value;
+    } else {
+        measurements.references[kernel] = value;
+    }
+}
+void Observations::run(const KernelRun& value) {
+    if (KernelRun* existing = measurements.run(value.kernel, value.stride)) {
+        *existing = value;
+    } else {
+        measurements.runs.push_back(value);
+    }
+}
+void Observations::measured(const GradeFigures& value) {
+    measurements.seed = value.seed;
+    measurements.unnamed_strides = value.unnamed_strides;
+    measurements.timing_rounds = value.timing_rounds;
+    measurements.timing_seconds = value.timing_seconds;
+    measurements.context_seconds = value.context_seconds;
+    measurements.wall_seconds = value.wall_seconds;
+}
+void Observations::interruption(const Interruption& value) {
+    measurements.interruption = value;
+}
+void Observations::explanation(const Explanation& value) { lane_tables = value; }
+
+double dispatch_message(const std::string& line, ProgressSink& sink) {
+    const auto message = nlohmann::json::parse(line, nullptr, false);
+    if (message.is_discarded() || !message.is_object()) {
+        throw std::invalid_argument("the worker sent a line that is not JSON");
+    }
+    try {
+        const std::string type = message.value("type", "");
+        if (type == "stage") {
+            const double limit = message.value("limit_seconds", 0.0);
+            sink.stage(stage_from_json(message.at("stage")), limit);
+            return limit;
+        }
+        const nlohmann::json& value = message.at("value");
+        if (type == "submission") {
+            sink.submission(value.get<Submission>());
+        } else if (type == "environment") {
+            sink.environment(value.get<Environment>());
+        } else if (type == "compiled") {
+            sink.compiled(message.at("kernel").get<std::string>(), value.get<CompileOutcome>());
+        } else if (type == "run") {
+            sink.run(value.get<KernelRun>());
+        } else if (type == "measured") {
+            sink.measured(figures_from_json(value));
+        } else if (type == "interruption") {
+            sink.interruption(value.get<Interruption>());
+        } else if (type == "explanation") {
+            sink.explanation(value.get<Explanation>());
+        } else {
+            throw std::invalid_argument("the worker sent an unknown message '" + type + "'");
+        }
+    } catch (const nlohmann::json::exception& error) {
+        throw std::invalid_argument(std::string("the worker sent a malformed message: ") +
+                                    error.what());
+    }
+    return 0.0;
 }
 
 }  // namespace grader

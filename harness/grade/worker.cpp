@@ -1,14 +1,403 @@
+// The grading pipeline, written once for every device: compile every kernel, load them, run each
+// kernel at each stride with each input (the oracle first, so the student's outputs compare with
+// its), time them against each other, and report every observation as it happens.
+
 #include "grade/worker.hpp"
 
 #include <chrono>
+#include <future>
+#include <map>
+#include <optional>
 
 #include "checks/checks.hpp"
 #include "common/version.hpp"
 #include "compile/compile.hpp"
 #include "cuda/driver_api.hpp"
 #include "cuda/resources.hpp"
+#include "device/cuda_device.hpp"
+#include "device/device_lock.hpp"
+#include "device/sim_device.hpp"
+#include "grade/explain.hpp"
+#include "grade/sources.hpp"
+#include "measure/outputs.hpp"
+#include "measure/statistics.hpp"
 
 namespace grader {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point began) {
+    return std::chrono::duration<double>(Clock::now() - began).count();
+}
+
+Ending ending_of(DeviceLaunch::End end) {
+    switch (end) {
+        case DeviceLaunch::End::fault: return Ending::kernel_fault;
+        case DeviceLaunch::End::timeout: return Ending::time_limit;
+        case DeviceLaunch::End::refused: return Ending::launch_refused;
+        case DeviceLaunch::End::unsupported: return Ending::unsupported;
+        case DeviceLaunch::End::completed: break;
+    }
+    return Ending::harness_error;
+}
+
+// "probeSharedStride (student)", "transposeTiled (padded)".
+std::string who(const Exercise& exercise, const std::string& kernel) {
+    return exercise.kernel(kernel).name + " (" + kernel + ")";
+}
+
+// The strides a kernel runs at; {0} without a sweep.
+std::vector<int> strides_of(const Exercise& exercise, const std::string& kernel,
+                            const std::vector<int>& unnamed) {
+    if (!exercise.has_sweep()) {
+        return {0};
+    }
+    return kernel == kStudentKernel ? student_strides_to_run(exercise, unnamed)
+                                    : reference_strides_to_run(exercise, unnamed);
+}
+
+// Waits for the student's compile (if one was started) and checks its PTX parameter list against
+// the exercise's ABI; without a source, the outcome says why nothing was compiled.
+CompiledKernel finish_student_compile(std::optional<std::future<CompiledKernel>>& compile,
+                                      const KernelSources& sources, const Exercise& exercise) {
+    CompiledKernel student;
+    if (!compile) {
+        student.outcome.attempted = false;
+        student.outcome.log = sources.student_missing_reason;
+        return student;
+    }
+    student = compile->get();
+    if (student.outcome.ok) {
+        student.outcome.abi_problem = abi_problem(student.outcome.param_sizes, exercise.parameters);
+    }
+    return student;
+}
+
+class Grade {
+public:
+    Grade(const Exercise& exercise, const WorkerOptions& options, ProgressSink& sink)
+        : exercise_(exercise),
+          options_(options),
+          sink_(sink),
+          began_(Clock::now()),
+          run_limit_(options.run_seconds_override > 0 ? options.run_seconds_override
+                                                      : exercise.limits.run_seconds) {}
+
+    void run() {
+        figures_.seed = options_.seed;
+        const bool with_student = options_.mode != WorkerOptions::Mode::reference_only;
+        figures_.unnamed_strides =
+            with_student ? draw_unnamed_strides(exercise_, options_.seed) : std::vector<int>{};
+        sink_.measured(figures_);
+
+        environment_.backend = resolve_backend(options_.backend, options_.device);
+        environment_.grader_version = kGraderVersion;
+        environment_.nvrtc_version = nvrtc_version();
+        sink_.environment(environment_);
+
+        if (with_student) {
+            sink_.stage({Stage::Kind::answers}, exercise_.limits.compile_seconds);
+            sink_.submission(load_submission(options_.submission_dir, exercise_));
+        }
+        if (!compile_and_open_device(with_student)) {
+            return finish();
+        }
+        if (!load()) {
+            return finish();
+        }
+        if (!run_cases()) {
+            return finish();
+        }
+        time_cases();
+        finish();
+    }
+
+private:
+    // Compiles every kernel beside the device's start (each takes a good part of a second).
+    // False where grading cannot go on.
+    bool compile_and_open_device(bool with_student) {
+        sink_.stage({Stage::Kind::compile}, exercise_.limits.compile_seconds);
+        std::optional<cuda::DeviceInfo> gpu;
+        std::string no_gpu_reason;
+        if (environment_.backend == "cuda") {
+            try {
+                gpu = cuda::query_device(options_.device);
+            } catch (const cuda::DriverUnavailable& error) {
+                no_gpu_reason = error.what();
+            }
+        }
+        const std::string arch = gpu ? gpu->arch() : exercise_.default_arch;
+        const KernelSources sources = load_kernel_sources(
+            exercise_, with_student ? options_.submission_dir : std::filesystem::path{}, arch);
+
+        std::map<std::string, std::future<CompiledKernel>> harness_compiles;
+        for (const auto& [id, request] : sources.requests) {
+            if (id != kStudentKernel) {
+                harness_compiles.emplace(
+                    id, std::async(std::launch::async, [&request] { return compile_kernel(request); }));
+            }
+        }
+        std::optional<std::future<CompiledKernel>> poison_compile;
+        if (gpu && sources.shared_poison) {
+            poison_compile = std::async(std::launch::async,
+                                        [&sources] { return compile_kernel(*sources.shared_poison); });
+        }
+        std::optional<std::future<CompiledKernel>> student_compile;
+        if (const auto student = sources.requests.find(std::string(kStudentKernel));
+            student != sources.requests.end()) {
+            const CompileRequest& request = student->second;
+            student_compile =
+                std::async(std::launch::async, [&request] { return compile_kernel(request); });
+        }
+        if (gpu) {
+            cuda_ = std::make_unique<CudaDevice>(exercise_, options_.device, options_.seed);
+            figures_.context_seconds = cuda_->context_seconds();
+        } else if (environment_.backend == "sim") {
+            sim_ = std::make_unique<SimDevice>(exercise_, options_.seed);
+        }
+
+        bool harness_compiled = true;
+        for (auto& [id, future] : harness_compiles) {
+            compiled_[id] = future.get();
+            harness_compiled = harness_compiled && compiled_[id].outcome.ok;
+            sink_.compiled(id, compiled_[id].outcome);
+        }
+        if (with_student) {
+            compiled_[std::string(kStudentKernel)] =
+                finish_student_compile(student_compile, sources, exercise_);
+            sink_.compiled(std::string(kStudentKernel),
+                           compiled_[std::string(kStudentKernel)].outcome);
+        }
+        if (poison_compile) {
+            cuda_->set_shared_poison(poison_compile->get());
+        }
+
+        if (environment_.backend == "cuda" && !gpu) {
+            environment_.gpu_available = false;
+            sink_.environment(environment_);
+            stop(Stage{Stage::Kind::compile}, Ending::no_gpu,
+                 "no GPU: " + no_gpu_reason +
+                     ". A GPU is needed for timing; the answers file, the include vetting, the "
+                     "compile for " + arch + " and the signature check ran without one.");
+            return false;
+        }
+        // A kernel of the exercise's own that does not compile: the checks report the machine.
+        return harness_compiled;
+    }
+
+    Device& device() { return cuda_ ? static_cast<Device&>(*cuda_) : *sim_; }
+
+    bool load() {
+        if (cuda_ && !options_.device_lock.empty()) {
+            sink_.stage({Stage::Kind::wait_for_device}, 7 * 24 * 3600.0);
+            device_lock_ = DeviceLock(options_.device_lock);
+        }
+        const Stage stage{Stage::Kind::load};
+        sink_.stage(stage, run_limit_);
+        for (const KernelSpec& spec : exercise_.kernels) {
+            const auto found = compiled_.find(spec.id);
+            if (found == compiled_.end()) {
+                continue;
+            }
+            CompiledKernel& compiled = found->second;
+            if (spec.is_student()) {
+                CompileOutcome& outcome = compiled.outcome;
+                if (!outcome.ok || !outcome.abi_problem.empty()) {
+                    continue;
+                }
+                LoadResult result = device().load(spec, compiled);
+                if (result.unsupported) {
+                    stop(stage, Ending::unsupported,
+                         result.problem + " in " + who(exercise_, spec.id) + "; grade on a GPU");
+                    return false;
+                }
+                if (!result.kernel) {
+                    outcome.abi_problem = result.problem;
+                } else {
+                    if (!result.kernel->param_sizes.empty() &&
+                        result.kernel->param_source == "driver") {
+                        outcome.param_sizes = result.kernel->param_sizes;
+                        outcome.param_source = result.kernel->param_source;
+                    }
+                    outcome.static_shared_bytes = result.kernel->static_shared_bytes;
+                    outcome.registers = result.kernel->registers;
+                    outcome.abi_problem = abi_problem(outcome.param_sizes, exercise_.parameters);
+                    if (outcome.abi_problem.empty()) {
+                        loaded_.emplace(spec.id, std::move(result.kernel));
+                    }
+                }
+                sink_.compiled(spec.id, outcome);
+                continue;
+            }
+            LoadResult result = device().load(spec, compiled);
+            if (!result.kernel) {
+                stop(stage, result.unsupported ? Ending::unsupported : Ending::harness_error,
+                     "the exercise's kernel " + who(exercise_, spec.id) +
+                         " could not be loaded: " + result.problem);
+                return false;
+            }
+            loaded_.emplace(spec.id, std::move(result.kernel));
+        }
+        geometry_ = device().geometry(*loaded_.at(exercise_.oracle()->id));
+        device().describe(environment_);
+        sink_.environment(environment_);
+        return true;
+    }
+
+    // Each kernel at each stride with each input: the exercise's kernels first, so that the
+    // oracle's outputs are there when the student's arrive.
+    bool run_cases() {
+        std::map<std::pair<std::string, int>, std::vector<float>> oracle_outputs;
+        std::vector<std::vector<float>> inputs;
+        for (const InputSpec& input : exercise_.inputs) {
+            inputs.push_back(make_input(input, exercise_.buffers.input_words, options_.seed));
+        }
+        const OutputPlacement placement{exercise_.buffers.output, geometry_.block.count()};
+        const std::string oracle = exercise_.oracle()->id;
+        std::vector<const KernelSpec*> order;
+        for (const KernelSpec& spec : exercise_.kernels) {
+            if (!spec.is_student() && loaded_.count(spec.id) != 0) {
+                order.push_back(&spec);
+            }
+        }
+        if (loaded_.count(std::string(kStudentKernel)) != 0) {
+            order.push_back(&exercise_.kernel(std::string(kStudentKernel)));
+        }
+        for (const KernelSpec* spec : order) {
+            const LoadedKernel& kernel = *loaded_.at(spec->id);
+            for (const int stride : strides_of(exercise_, spec->id, figures_.unnamed_strides)) {
+                const Stage stage{Stage::Kind::run, spec->id, stride};
+                sink_.stage(stage, run_limit_);
+                KernelRun run;
+                run.kernel = spec->id;
+                run.stride = stride;
+                for (std::size_t i = 0; i < exercise_.inputs.size(); ++i) {
+                    const InputSpec& input = exercise_.inputs[i];
+                    DeviceLaunch launch;
+                    try {
+                        launch = device().run(kernel, input, inputs[i], stride, geometry_);
+                    } catch (const cuda::DriverError& error) {
+                        launch.end = DeviceLaunch::End::fault;
+                        launch.message = cuda::describe(error.status());
+                    }
+                    if (launch.end != DeviceLaunch::End::completed) {
+                        sink_.run(run);
+                        stop(stage, ending_of(launch.end),
+                             who(exercise_, spec->id) + " failed" +
+                                 (stride > 0 ? " at stride " + std::to_string(stride) : "") +
+                                 ": " + launch.message);
+                        return false;
+                    }
+                    if (i == 0 && launch.counts) {
+                        run.counts = launch.counts;
+                        run.count_source = "simulator";
+                    }
+                    run.notes.insert(run.notes.end(), launch.notes.begin(), launch.notes.end());
+                    if (spec->id == oracle) {
+                        oracle_outputs[{input.id, stride}] = std::move(launch.outputs);
+                    } else if (spec->is_student()) {
+                        run.outputs.push_back(compare_outputs(
+                            input.id, launch.outputs, oracle_outputs[{input.id, stride}],
+                            placement));
+                    }
+                }
+                runs_.push_back(run);
+                sink_.run(run);
+            }
+        }
+        inputs_ = std::move(inputs);
+        return true;
+    }
+
+    // The base a case's ratio is taken against: the same kernel at the ratio's stride, or the
+    // exercise's baseline kernel.
+    std::optional<std::size_t> base_index(const KernelRun& run) const {
+        const Case base = exercise_.has_sweep() ? Case{run.kernel, exercise_.ratios.to_stride}
+                                                : Case{exercise_.ratios.to_kernel, 0};
+        for (std::size_t i = 0; i < runs_.size(); ++i) {
+            if (runs_[i].kernel == base.kernel && runs_[i].stride == base.stride) {
+                return i;
+            }
+        }
+        return std::nullopt;
+    }
+
+    void time_cases() {
+        if (!device().times() || runs_.empty()) {
+            return;
+        }
+        const bool student_timed = std::any_of(runs_.begin(), runs_.end(), [](const KernelRun& r) {
+            return r.kernel == kStudentKernel;
+        });
+        const Stage stage{Stage::Kind::time, student_timed ? std::string(kStudentKernel) : ""};
+        sink_.stage(stage, run_limit_);
+        std::vector<TimedCase> cases;
+        for (const KernelRun& run : runs_) {
+            cases.push_back({loaded_.at(run.kernel).get(), run.stride});
+        }
+        TimingSamples samples;
+        try {
+            samples = device().time(cases, exercise_.inputs.front(), inputs_.front(), geometry_);
+        } catch (const cuda::DriverError& error) {
+            stop(stage, cuda::is_kernel_fault(error.status()) ? Ending::kernel_fault
+                                                              : Ending::launch_refused,
+                 "a kernel failed during the timing rounds: " + cuda::describe(error.status()));
+            return;
+        }
+        for (std::size_t i = 0; i < runs_.size(); ++i) {
+            if (samples.per_round_ms[i].empty()) {
+                continue;
+            }
+            runs_[i].timing = summarize(samples.per_round_ms[i], samples.launches_per_sample[i]);
+            runs_[i].timing->modeled = samples.modeled;
+        }
+        for (std::size_t i = 0; i < runs_.size(); ++i) {
+            const auto base = base_index(runs_[i]);
+            if (!base || !runs_[i].timing || !runs_[*base].timing) {
+                continue;
+            }
+            if (const auto ratio =
+                    paired_ratio(samples.per_round_ms[i], samples.per_round_ms[*base])) {
+                runs_[i].ratio = ratio->median;
+                runs_[i].ratio_min = ratio->min;
+                runs_[i].ratio_max = ratio->max;
+            }
+        }
+        for (const KernelRun& run : runs_) {
+            sink_.run(run);
+        }
+        figures_.timing_rounds = samples.rounds;
+        figures_.timing_seconds = samples.seconds;
+    }
+
+    void stop(const Stage& stage, Ending ending, const std::string& message) {
+        sink_.interruption(blame(stage, ending, message));
+    }
+
+    void finish() {
+        figures_.wall_seconds = seconds_since(began_);
+        sink_.measured(figures_);
+    }
+
+    const Exercise& exercise_;
+    const WorkerOptions& options_;
+    ProgressSink& sink_;
+    const Clock::time_point began_;
+    const double run_limit_;
+    GradeFigures figures_;
+    Environment environment_;
+    std::map<std::string, CompiledKernel> compiled_;
+    std::unique_ptr<CudaDevice> cuda_;
+    std::unique_ptr<SimDevice> sim_;
+    DeviceLock device_lock_;
+    std::map<std::string, std::unique_ptr<LoadedKernel>> loaded_;
+    LaunchGeometry geometry_;
+    std::vector<KernelRun> runs_;
+    std::vector<std::vector<float>> inputs_;
+};
+
+}  // namespace
 
 std::string resolve_backend(const std::string& requested, int device) {
     if (requested != "auto") {
@@ -23,30 +412,11 @@ std::string resolve_backend(const std::string& requested, int device) {
 }
 
 void run_worker(const Exercise& exercise, const WorkerOptions& options, ProgressSink& sink) {
-    const auto began = std::chrono::steady_clock::now();
-    Measurements m;
-    m.seed = options.seed;
-    const std::string backend = resolve_backend(options.backend, options.device);
-    m.environment.backend = backend;
-    m.environment.grader_version = kGraderVersion;
-    m.environment.nvrtc_version = nvrtc_version();
-    m.unnamed_strides = options.reference_only ? std::vector<int>{}
-                                               : draw_unnamed_strides(exercise, options.seed);
-
-    Submission submission;
-    if (!options.reference_only) {
-        sink.stage("answers", exercise.limits.compile_seconds);
-        submission = load_submission(options.submission_dir, exercise);
-        sink.submission(submission);
+    if (options.mode == WorkerOptions::Mode::explain) {
+        explain_kernel(exercise, options, sink);
+        return;
     }
-    if (backend == "sim") {
-        run_sim_backend(exercise, options, submission, m, sink);
-    } else {
-        run_cuda_backend(exercise, options, submission, m, sink);
-    }
-    m.wall_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-    sink.measurements(m);
+    Grade(exercise, options, sink).run();
 }
 
 }  // namespace grader

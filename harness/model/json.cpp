@@ -1,5 +1,7 @@
 #include "model/json.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 #include <stdexcept>
 
@@ -90,6 +92,64 @@ KernelRun* Measurements::run(const std::string& kernel, int stride) {
     return nullptr;
 }
 
+const OutputComparison* KernelRun::output(const std::string& input) const {
+    for (const auto& comparison : outputs) {
+        if (comparison.input == input) {
+            return &comparison;
+        }
+    }
+    return nullptr;
+}
+
+const OutputComparison* ReportRow::output(const std::string& input) const {
+    for (const auto& comparison : outputs) {
+        if (comparison.input == input) {
+            return &comparison;
+        }
+    }
+    return nullptr;
+}
+
+namespace {
+std::optional<double> per_request(std::uint64_t wavefronts, std::uint64_t requests) {
+    if (requests == 0) {
+        return std::nullopt;
+    }
+    return static_cast<double>(wavefronts) / static_cast<double>(requests);
+}
+}  // namespace
+
+std::optional<double> SharedAccessCounts::load_degree() const {
+    return per_request(load_wavefronts, load_requests);
+}
+
+std::optional<double> SharedAccessCounts::store_degree() const {
+    return per_request(store_wavefronts, store_requests);
+}
+
+std::string_view to_string(StopKind kind) {
+    switch (kind) {
+        case StopKind::fault: return "fault";
+        case StopKind::timeout: return "timeout";
+        case StopKind::memory: return "memory";
+        case StopKind::launch: return "launch";
+        case StopKind::unsupported: return "unsupported";
+        case StopKind::no_gpu: return "no_gpu";
+        case StopKind::crash: return "crash";
+    }
+    return "crash";
+}
+
+StopKind stop_kind_from_string(std::string_view text) {
+    for (const StopKind kind : {StopKind::fault, StopKind::timeout, StopKind::memory,
+                                StopKind::launch, StopKind::unsupported, StopKind::no_gpu}) {
+        if (to_string(kind) == text) {
+            return kind;
+        }
+    }
+    return StopKind::crash;
+}
+
 void to_json(json& j, const SourceProblem& v) {
     j = json{{"line", v.line}, {"column", v.column}, {"message", v.message}};
 }
@@ -132,31 +192,52 @@ void from_json(const json& j, CompileOutcome& v) {
     read(j, "abi_problem", v.abi_problem);
 }
 
-void to_json(json& j, const AccumulatorResult& v) {
-    j = json{{"ran", v.ran},
+void to_json(json& j, const OutputComparison& v) {
+    j = json{{"input", v.input},
+             {"ran", v.ran},
              {"ok", v.ok},
+             {"layout", v.matrix ? "matrix" : "per_thread"},
              {"expected", number(v.expected)},
-             {"threads", v.threads},
-             {"bad_threads", v.bad_threads},
-             {"first_bad_thread", optional_to(v.first_bad_thread)},
+             {"elements", v.elements},
+             {"bad_elements", v.bad_elements},
+             {"first_bad", optional_to(v.first_bad)},
              {"first_bad_block", v.first_bad_block},
              {"first_bad_thread_in_block", v.first_bad_thread_in_block},
-             {"value", v.first_bad_thread ? number(v.first_bad_value) : json(nullptr)},
-             {"value_expected", v.first_bad_thread ? number(v.first_bad_expected) : json(nullptr)}};
+             {"first_bad_row", v.first_bad_row},
+             {"first_bad_column", v.first_bad_column},
+             {"value", v.first_bad ? number(v.first_bad_value) : json(nullptr)},
+             {"value_expected", v.first_bad ? number(v.first_bad_expected) : json(nullptr)}};
 }
-void from_json(const json& j, AccumulatorResult& v) {
+void from_json(const json& j, OutputComparison& v) {
+    read(j, "input", v.input);
     read(j, "ran", v.ran);
     read(j, "ok", v.ok);
+    v.matrix = j.value("layout", "per_thread") == "matrix";
     read_number(j, "expected", v.expected);
-    read(j, "threads", v.threads);
-    read(j, "bad_threads", v.bad_threads);
-    read_optional(j, "first_bad_thread", v.first_bad_thread);
+    read(j, "elements", v.elements);
+    read(j, "bad_elements", v.bad_elements);
+    read_optional(j, "first_bad", v.first_bad);
     read(j, "first_bad_block", v.first_bad_block);
     read(j, "first_bad_thread_in_block", v.first_bad_thread_in_block);
-    if (v.first_bad_thread) {
+    read(j, "first_bad_row", v.first_bad_row);
+    read(j, "first_bad_column", v.first_bad_column);
+    if (v.first_bad) {
         read_number(j, "value", v.first_bad_value);
         read_number(j, "value_expected", v.first_bad_expected);
     }
+}
+
+void to_json(json& j, const SharedAccessCounts& v) {
+    j = json{{"load_requests", v.load_requests},
+             {"load_wavefronts", v.load_wavefronts},
+             {"store_requests", v.store_requests},
+             {"store_wavefronts", v.store_wavefronts}};
+}
+void from_json(const json& j, SharedAccessCounts& v) {
+    read(j, "load_requests", v.load_requests);
+    read(j, "load_wavefronts", v.load_wavefronts);
+    read(j, "store_requests", v.store_requests);
+    read(j, "store_wavefronts", v.store_wavefronts);
 }
 
 void to_json(json& j, const TimingStats& v) {
@@ -178,26 +259,28 @@ void from_json(const json& j, TimingStats& v) {
 void to_json(json& j, const KernelRun& v) {
     j = json{{"kernel", v.kernel},
              {"stride", v.stride},
-             {"ones", v.ones},
-             {"hidden", v.hidden},
+             {"outputs", v.outputs},
              {"timing", v.timing ? json(*v.timing) : json(nullptr)},
              {"ratio", optional_number(v.ratio)},
              {"ratio_min", optional_number(v.ratio_min)},
              {"ratio_max", optional_number(v.ratio_max)},
-             {"counted_degree", optional_number(v.counted_degree)},
-             {"note", v.note}};
+             {"counts", v.counts ? json(*v.counts) : json(nullptr)},
+             {"count_source", v.count_source},
+             {"notes", v.notes},
+             {"races", v.races}};
 }
 void from_json(const json& j, KernelRun& v) {
     read(j, "kernel", v.kernel);
     read(j, "stride", v.stride);
-    read(j, "ones", v.ones);
-    read(j, "hidden", v.hidden);
+    read(j, "outputs", v.outputs);
     read_optional(j, "timing", v.timing);
     read_optional(j, "ratio", v.ratio);
     read_optional(j, "ratio_min", v.ratio_min);
     read_optional(j, "ratio_max", v.ratio_max);
-    read_optional(j, "counted_degree", v.counted_degree);
-    read(j, "note", v.note);
+    read_optional(j, "counts", v.counts);
+    read(j, "count_source", v.count_source);
+    read(j, "notes", v.notes);
+    read(j, "races", v.races);
 }
 
 void to_json(json& j, const Environment& v) {
@@ -232,13 +315,13 @@ void from_json(const json& j, Environment& v) {
 }
 
 void to_json(json& j, const Interruption& v) {
-    j = json{{"kind", v.kind},
+    j = json{{"kind", to_string(v.kind)},
              {"stage", v.stage},
              {"message", v.message},
              {"students_fault", v.students_fault}};
 }
 void from_json(const json& j, Interruption& v) {
-    read(j, "kind", v.kind);
+    v.kind = stop_kind_from_string(j.value("kind", ""));
     read(j, "stage", v.stage);
     read(j, "message", v.message);
     read(j, "students_fault", v.students_fault);
@@ -247,7 +330,7 @@ void from_json(const json& j, Interruption& v) {
 void to_json(json& j, const Measurements& v) {
     j = json{{"environment", v.environment},
              {"student", v.student},
-             {"reference", v.reference},
+             {"references", v.references},
              {"runs", v.runs},
              {"unnamed_strides", v.unnamed_strides},
              {"seed", v.seed},
@@ -263,7 +346,7 @@ void to_json(json& j, const Measurements& v) {
 void from_json(const json& j, Measurements& v) {
     read(j, "environment", v.environment);
     read(j, "student", v.student);
-    read(j, "reference", v.reference);
+    read(j, "references", v.references);
     read(j, "runs", v.runs);
     read(j, "unnamed_strides", v.unnamed_strides);
     read(j, "seed", v.seed);
@@ -308,8 +391,9 @@ void from_json(const json& j, CheckResult& v) {
 
 void to_json(json& j, const ReportRow& v) {
     j = json{{"kernel", v.kernel},
+             {"label", v.label},
              {"stride", v.stride},
-             {"degree", v.degree},
+             {"degree", v.degree > 0 ? json(v.degree) : json(nullptr)},
              {"named", v.named},
              {"unnamed", v.unnamed},
              {"predicted_degree", optional_to(v.predicted_degree)},
@@ -321,13 +405,18 @@ void to_json(json& j, const ReportRow& v) {
              {"ratio_max", optional_number(v.ratio_max)},
              {"reference_ratio", optional_number(v.reference_ratio)},
              {"counted_degree", optional_number(v.counted_degree)},
-             {"accumulator", v.accumulator},
-             {"hidden_input", v.hidden}};
+             {"counted_store_degree", optional_number(v.counted_store_degree)},
+             {"count_source", v.count_source},
+             {"gigabytes_per_second", optional_number(v.gigabytes_per_second)},
+             {"outputs", v.outputs}};
 }
 void from_json(const json& j, ReportRow& v) {
     read(j, "kernel", v.kernel);
+    read(j, "label", v.label);
     read(j, "stride", v.stride);
-    read(j, "degree", v.degree);
+    std::optional<unsigned> degree;
+    read_optional(j, "degree", degree);
+    v.degree = degree.value_or(0);
     read(j, "named", v.named);
     read(j, "unnamed", v.unnamed);
     read_optional(j, "predicted_degree", v.predicted_degree);
@@ -338,8 +427,10 @@ void from_json(const json& j, ReportRow& v) {
     read_optional(j, "ratio_max", v.ratio_max);
     read_optional(j, "reference_ratio", v.reference_ratio);
     read_optional(j, "counted_degree", v.counted_degree);
-    read(j, "accumulator", v.accumulator);
-    read(j, "hidden_input", v.hidden);
+    read_optional(j, "counted_store_degree", v.counted_store_degree);
+    read(j, "count_source", v.count_source);
+    read_optional(j, "gigabytes_per_second", v.gigabytes_per_second);
+    read(j, "outputs", v.outputs);
 }
 
 void to_json(json& j, const Report& v) {
@@ -363,7 +454,9 @@ void to_json(json& j, const Report& v) {
              {"compile_log", v.compile_log},
              {"kernel_output", v.kernel_output},
              {"interruption", v.interruption ? json(*v.interruption) : json(nullptr)},
-             {"stage_seconds", v.stage_seconds}};
+             {"stage_seconds", v.stage_seconds},
+             {"ratio_base", v.ratio_base},
+             {"ratio_as_percent", v.ratio_as_percent}};
 }
 void from_json(const json& j, Report& v) {
     read(j, "schema_version", v.schema_version);
@@ -389,6 +482,138 @@ void from_json(const json& j, Report& v) {
     read(j, "kernel_output", v.kernel_output);
     read_optional(j, "interruption", v.interruption);
     read(j, "stage_seconds", v.stage_seconds);
+    read(j, "ratio_base", v.ratio_base);
+    read(j, "ratio_as_percent", v.ratio_as_percent);
+}
+
+void to_json(json& j, const ExplainedLane& v) {
+    j = json{{"active", v.active}, {"word", v.word}, {"bank", v.bank}, {"bank_mates", v.bank_mates}};
+}
+void from_json(const json& j, ExplainedLane& v) {
+    read(j, "active", v.active);
+    read(j, "word", v.word);
+    read(j, "bank", v.bank);
+    read(j, "bank_mates", v.bank_mates);
+}
+
+void to_json(json& j, const ExplainedWarp& v) {
+    j = json{{"block", v.block},
+             {"warp", v.warp},
+             {"wavefronts", v.wavefronts},
+             {"lanes", v.lanes},
+             {"banks", v.banks}};
+}
+void from_json(const json& j, ExplainedWarp& v) {
+    read(j, "block", v.block);
+    read(j, "warp", v.warp);
+    read(j, "wavefronts", v.wavefronts);
+    read(j, "lanes", v.lanes);
+    read(j, "banks", v.banks);
+}
+
+void to_json(json& j, const ExplainedLine& v) {
+    j = json{{"file", v.file},
+             {"line", v.line},
+             {"store", v.store},
+             {"requests", v.requests},
+             {"wavefronts", v.wavefronts},
+             {"max_degree", v.max_degree},
+             {"representative", v.representative ? json(*v.representative) : json(nullptr)},
+             {"hardware_instructions", optional_to(v.hardware_instructions)},
+             {"hardware_wavefronts", optional_to(v.hardware_wavefronts)}};
+}
+void from_json(const json& j, ExplainedLine& v) {
+    read(j, "file", v.file);
+    read(j, "line", v.line);
+    read(j, "store", v.store);
+    read(j, "requests", v.requests);
+    read(j, "wavefronts", v.wavefronts);
+    read(j, "max_degree", v.max_degree);
+    read_optional(j, "representative", v.representative);
+    read_optional(j, "hardware_instructions", v.hardware_instructions);
+    read_optional(j, "hardware_wavefronts", v.hardware_wavefronts);
+}
+
+void to_json(json& j, const ExplainedStride& v) {
+    j = json{{"stride", v.stride},
+             {"load_degree", optional_number(v.load_degree)},
+             {"stopped", v.stopped},
+             {"note", v.note},
+             {"lines", v.lines}};
+}
+void from_json(const json& j, ExplainedStride& v) {
+    read(j, "stride", v.stride);
+    read_optional(j, "load_degree", v.load_degree);
+    read(j, "stopped", v.stopped);
+    read(j, "note", v.note);
+    read(j, "lines", v.lines);
+}
+
+void to_json(json& j, const Explanation& v) {
+    j = json{{"kernel_name", v.kernel_name},
+             {"source_name", v.source_name},
+             {"arch", v.arch},
+             {"grid_blocks", v.grid_blocks},
+             {"block_threads", v.block_threads},
+             {"banks", v.banks},
+             {"problem", v.problem},
+             {"strides", v.strides},
+             {"hardware_note", v.hardware_note},
+             {"warp_instructions", v.warp_instructions},
+             {"thread_instructions", v.thread_instructions},
+             {"simulated_seconds", v.simulated_seconds}};
+}
+void from_json(const json& j, Explanation& v) {
+    read(j, "kernel_name", v.kernel_name);
+    read(j, "source_name", v.source_name);
+    read(j, "arch", v.arch);
+    read(j, "grid_blocks", v.grid_blocks);
+    read(j, "block_threads", v.block_threads);
+    read(j, "banks", v.banks);
+    read(j, "problem", v.problem);
+    read(j, "strides", v.strides);
+    read(j, "hardware_note", v.hardware_note);
+    read(j, "warp_instructions", v.warp_instructions);
+    read(j, "thread_instructions", v.thread_instructions);
+    read(j, "simulated_seconds", v.simulated_seconds);
+}
+
+bool Sweep::calibrated() const {
+    return !interruption && std::all_of(calibration.begin(), calibration.end(),
+                                        [](const CalibrationLine& line) { return line.passed; });
+}
+
+void to_json(json& j, const Sweep& v) {
+    json rows = json::array();
+    for (const auto& row : v.rows) {
+        rows.push_back({{"kernel", row.kernel},
+                        {"label", row.label},
+                        {"stride", row.stride},
+                        {"degree", row.degree > 0 ? json(row.degree) : json(nullptr)},
+                        {"timing", row.timing ? json(*row.timing) : json(nullptr)},
+                        {"ratio", optional_number(row.ratio)},
+                        {"counted_degree", optional_number(row.counted_degree)},
+                        {"outputs_ok", row.outputs_ok}});
+    }
+    json calibration = json::array();
+    for (const auto& line : v.calibration) {
+        calibration.push_back({{"description", line.description},
+                               {"evaluated", line.evaluated},
+                               {"passed", line.passed},
+                               {"detail", line.detail}});
+    }
+    j = json{{"schema", "gpu-course-grader/sweep"},
+             {"environment", v.environment},
+             {"rows", rows},
+             {"calibration", calibration},
+             {"calibrated", v.calibrated()},
+             {"ratio_base", v.ratio_base},
+             {"ratio_as_percent", v.ratio_as_percent},
+             {"input_words", v.input_words},
+             {"timing_rounds", v.timing_rounds},
+             {"timing_seconds", v.timing_seconds},
+             {"seed", v.seed},
+             {"interruption", v.interruption ? json(*v.interruption) : json(nullptr)}};
 }
 
 }  // namespace grader

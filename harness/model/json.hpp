@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/explanation.hpp"
 #include "model/measurements.hpp"
+#include "model/sweep.hpp"
 #include "model/report.hpp"
 
 namespace grader {
@@ -14,8 +16,10 @@ void to_json(nlohmann::json& j, const SourceProblem& value);
 void from_json(const nlohmann::json& j, SourceProblem& value);
 void to_json(nlohmann::json& j, const CompileOutcome& value);
 void from_json(const nlohmann::json& j, CompileOutcome& value);
-void to_json(nlohmann::json& j, const AccumulatorResult& value);
-void from_json(const nlohmann::json& j, AccumulatorResult& value);
+void to_json(nlohmann::json& j, const OutputComparison& value);
+void from_json(const nlohmann::json& j, OutputComparison& value);
+void to_json(nlohmann::json& j, const SharedAccessCounts& value);
+void from_json(const nlohmann::json& j, SharedAccessCounts& value);
 void to_json(nlohmann::json& j, const TimingStats& value);
 void from_json(const nlohmann::json& j, TimingStats& value);
 void to_json(nlohmann::json& j, const KernelRun& value);
@@ -33,6 +37,19 @@ void to_json(nlohmann::json& j, const ReportRow& value);
 void from_json(const nlohmann::json& j, ReportRow& value);
 void to_json(nlohmann::json& j, const Report& value);
 void from_json(const nlohmann::json& j, Report& value);
+
+void to_json(nlohmann::json& j, const ExplainedLane& value);
+void from_json(const nlohmann::json& j, ExplainedLane& value);
+void to_json(nlohmann::json& j, const ExplainedWarp& value);
+void from_json(const nlohmann::json& j, ExplainedWarp& value);
+void to_json(nlohmann::json& j, const ExplainedLine& value);
+void from_json(const nlohmann::json& j, ExplainedLine& value);
+void to_json(nlohmann::json& j, const ExplainedStride& value);
+void from_json(const nlohmann::json& j, ExplainedStride& value);
+void to_json(nlohmann::json& j, const Explanation& value);
+void from_json(const nlohmann::json& j, Explanation& value);
+
+void to_json(nlohmann::json& j, const Sweep& value);
 
 Verdict verdict_from_string(const std::string& text);
 

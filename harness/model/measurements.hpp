@@ -36,18 +36,36 @@ struct CompileOutcome {
     std::string abi_problem;           // empty when the signature matches the exercise's ABI
 };
 
-// The first thread that held the wrong value, and how many did.
-struct AccumulatorResult {
+// One kernel's outputs with one input, compared element by element with the oracle's (the
+// exercise's trusted kernel, run the same way): equal values, or both never written. The first
+// element at fault, and how many were.
+struct OutputComparison {
+    std::string input;                 // the input's id, e.g. "ones"
     bool ran = false;
     bool ok = false;
-    double expected = 0.0;             // the same for every thread in the all-ones check
-    std::uint64_t threads = 0;
-    std::uint64_t bad_threads = 0;
-    std::optional<std::uint64_t> first_bad_thread;  // global index
-    std::uint32_t first_bad_block = 0;
+    bool matrix = false;               // elements are placed by row and column, not by thread
+    double expected = 0.0;             // the oracle's first value (every thread's, for a constant input)
+    std::uint64_t elements = 0;        // compared: those the oracle or the kernel wrote
+    std::uint64_t bad_elements = 0;
+    std::optional<std::uint64_t> first_bad;  // index in the output buffer
+    std::uint64_t first_bad_block = 0;       // per-thread layout: its block (linear) and thread
     std::uint32_t first_bad_thread_in_block = 0;
+    std::uint64_t first_bad_row = 0;         // matrix layout
+    std::uint64_t first_bad_column = 0;
     double first_bad_value = 0.0;      // may be NaN (poison never overwritten)
-    double first_bad_expected = 0.0;
+    double first_bad_expected = 0.0;   // may be NaN: the oracle did not write it there
+};
+
+// Shared-memory traffic of one launch, as a device counted it.
+struct SharedAccessCounts {
+    std::uint64_t load_requests = 0;   // warp-level shared load instructions
+    std::uint64_t load_wavefronts = 0;
+    std::uint64_t store_requests = 0;
+    std::uint64_t store_wavefronts = 0;
+
+    // Wavefronts per request: the conflict degree of a uniform access; nullopt without requests.
+    std::optional<double> load_degree() const;
+    std::optional<double> store_degree() const;
 };
 
 struct TimingStats {
@@ -60,20 +78,26 @@ struct TimingStats {
     bool modeled = false;              // a simulator's modeled cost, not a time
 };
 
-// A kernel at one stride: its correctness runs and its timing.
+// A kernel at one stride (or once, without a sweep): its runs with each input and its timing.
 struct KernelRun {
-    std::string kernel;                // "student" or "reference"
-    int stride = 0;
-    AccumulatorResult ones;            // tile of tile_value: every thread holds the same sum
-    AccumulatorResult hidden;          // tile of random small integers, fresh per grade
+    std::string kernel;                // a KernelSpec id: "student", "reference", "copy", ...
+    int stride = 0;                    // 0 where the exercise has no sweep
+    std::vector<OutputComparison> outputs;  // one per input, in the exercise's order
     std::optional<TimingStats> timing;
-    std::optional<double> ratio;       // median over rounds of time(stride) / time(stride 1)
+    std::optional<double> ratio;       // median over rounds of time / time of the ratio's base
     std::optional<double> ratio_min;
     std::optional<double> ratio_max;
-    std::optional<double> counted_degree;  // wavefronts per request, where something counted them
-    // Something the checks add to a failing accumulator check's details: on the simulator, the
-    // first shared-memory word read before it was written (line, thread, word).
-    std::string note;
+    std::optional<SharedAccessCounts> counts;  // what was counted, where something counted it
+    std::string count_source;          // "simulator" (PTX-level) or "hardware" (SASS-level)
+    // What the checks add to a failing output check's details: on the simulator, the first
+    // shared-memory word read before it was written, and races it saw (line, word, lanes).
+    std::vector<std::string> notes;
+    // Shared-memory races the simulator saw (a word one warp wrote and another read with no
+    // barrier between, lanes of one instruction writing different values to one word): a
+    // failure of the kernel's outputs even where the values came out right.
+    std::vector<std::string> races;
+
+    const OutputComparison* output(const std::string& input) const;
 };
 
 struct Environment {
@@ -95,9 +119,22 @@ struct Environment {
     std::vector<std::string> notes;
 };
 
+// How grading stopped early. Whose fault it was is decided in one table (grade/blame.hpp).
+enum class StopKind {
+    fault,        // a kernel faulted (illegal address, trap)
+    timeout,      // a stage ran past its time limit (or the simulator's instruction budget)
+    memory,       // the worker went over its memory limit
+    launch,       // a launch was refused (resources the kernel asks for)
+    unsupported,  // the simulator cannot run an instruction the kernel uses
+    no_gpu,       // a GPU was asked for and there is none
+    crash,        // the worker died or could not report
+};
+std::string_view to_string(StopKind kind);
+StopKind stop_kind_from_string(std::string_view text);  // crash for anything unknown
+
 // Why grading stopped early, where it did.
 struct Interruption {
-    std::string kind;     // "fault", "timeout", "memory", "crash", "no_gpu", "unsupported", ...
+    StopKind kind = StopKind::crash;
     std::string stage;    // e.g. "run student stride 8"
     std::string message;
     bool students_fault = true;  // false: the machine or the harness is at fault (ungradable)
@@ -106,7 +143,7 @@ struct Interruption {
 struct Measurements {
     Environment environment;
     CompileOutcome student;
-    CompileOutcome reference;
+    std::map<std::string, CompileOutcome> references;  // the exercise's kernels, by id
     std::vector<KernelRun> runs;
     std::vector<int> unnamed_strides;  // drawn for this grade
     std::uint64_t seed = 0;
@@ -123,6 +160,7 @@ struct Measurements {
 
     const KernelRun* run(const std::string& kernel, int stride) const;
     KernelRun* run(const std::string& kernel, int stride);
+
 };
 
 }  // namespace grader

@@ -11,7 +11,7 @@
 
 namespace grader {
 
-inline constexpr int kReportSchemaVersion = 1;
+inline constexpr int kReportSchemaVersion = 2;
 
 enum class Verdict { pass, fail, ungradable };
 const char* to_string(Verdict verdict);
@@ -36,23 +36,28 @@ struct CheckResult {
     bool not_run() const { return status == CheckStatus::not_run; }
 };
 
-// One row of the table: a kernel at a stride.
+// One row of the tables: a kernel at a stride (or once, without a sweep).
 struct ReportRow {
-    std::string kernel;                 // "student" or "reference"
-    int stride = 0;
-    unsigned degree = 1;                // gcd(stride, banks): the model
+    std::string kernel;                 // "student", or the id of one of the exercise's kernels
+    std::string label;                  // as tables name it, e.g. "transpose tile[32][33]"
+    int stride = 0;                     // 0 where the exercise has no sweep
+    unsigned degree = 0;                // the model's conflict degree; 0 where it makes no claim
     bool named = false;                 // a stride the submission had to name
     bool unnamed = false;               // drawn per grade to catch stride-sniffing
     std::optional<int> predicted_degree;
-    std::optional<double> claimed_ratio;   // what the student measured on their own GPU
+    std::optional<double> claimed_ratio;   // what the student measured, as a ratio
     std::optional<TimingStats> timing;
-    std::optional<double> ratio;
+    std::optional<double> ratio;        // time over the time of the ratio's base
     std::optional<double> ratio_min;
     std::optional<double> ratio_max;
-    std::optional<double> reference_ratio; // the reference kernel at the same stride
-    std::optional<double> counted_degree;
-    AccumulatorResult accumulator;
-    AccumulatorResult hidden;
+    std::optional<double> reference_ratio; // the kernel compared with, at the same stride
+    std::optional<double> counted_degree;  // shared loads: wavefronts per request
+    std::optional<double> counted_store_degree;
+    std::string count_source;           // "simulator" or "hardware"
+    std::vector<OutputComparison> outputs;  // one per input
+    std::optional<double> gigabytes_per_second;  // where the exercise gives bytes per launch
+
+    const OutputComparison* output(const std::string& input) const;
 };
 
 struct Report {
@@ -77,6 +82,9 @@ struct Report {
     std::string kernel_output;          // what the kernel printed, bounded
     std::optional<Interruption> interruption;
     std::map<std::string, double> stage_seconds;  // where the grade's wall time went
+    // How the tables read their ratios: "stride 1" or a kernel's label, and as a percentage.
+    std::string ratio_base;
+    bool ratio_as_percent = false;
 };
 
 }  // namespace grader

@@ -119,12 +119,12 @@ std::string write_junit(const Report& report) {
     if (report.verdict == Verdict::ungradable) {
         ++errors;
         const Interruption stop =
-            report.interruption.value_or(Interruption{"ungradable", "", report.summary, false});
+            report.interruption.value_or(Interruption{StopKind::crash, "", report.summary, false});
         cases += "    <testcase" + attribute("classname", suite_name) +
                  attribute("name", "grading") + attribute("time", seconds(report.wall_seconds)) +
                  ">\n      <error" +
                  attribute("message", stop.message.empty() ? report.summary : stop.message) +
-                 attribute("type", stop.kind.empty() ? "ungradable" : stop.kind) + ">" +
+                 attribute("type", std::string(to_string(stop.kind))) + ">" +
                  xml_escape("ungradable" + (stop.stage.empty() ? "" : " at " + stop.stage) + ": " +
                                 report.summary,
                             false) +

@@ -104,19 +104,18 @@ std::string write_markdown(const Report& report) {
         out += "\n> " + inline_text(report.summary) + "\n";
     }
 
-    const Table students = student_table(report, false);
-    if (students.rows.empty()) {
+    const std::vector<Table> shown = tables(report, false);
+    if (shown.empty() || shown.front().rows.empty()) {
         out += "\n### Your kernel\n\nNo rows: your kernel did not run.\n";
-    } else {
-        table_markdown(students, out);
     }
-    const Table reference = reference_table(report, false);
-    if (!reference.rows.empty()) {
-        table_markdown(reference, out);
+    for (const Table& table : shown) {
+        if (!table.rows.empty()) {
+            table_markdown(table, out);
+        }
     }
     const auto wrong = wrong_values(report);
     if (!wrong.empty()) {
-        out += "\n### Threads that held the wrong value\n\n";
+        out += "\n### Outputs that held the wrong value\n\n";
         for (const auto& found : wrong) {
             out += "- " + inline_text(found.line) + "\n";
         }
@@ -147,7 +146,7 @@ std::string write_markdown(const Report& report) {
         out += "\n### Grading stopped\n\n" +
                (stop.stage.empty() ? std::string() : "At " + inline_text(stop.stage) + ": ") +
                inline_text(stop.message) +
-               (stop.kind.empty() ? "" : " (" + inline_text(stop.kind) + ")") + "\n";
+               " (" + inline_text(to_string(stop.kind)) + ")\n";
         if (!stop.students_fault) {
             out +=
                 "\nThe machine or the grader is at fault, not the submission: this grade does "

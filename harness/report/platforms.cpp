@@ -50,7 +50,7 @@ std::string ungradable_reason(const Report& report) {
         const Interruption& stop = *report.interruption;
         why += "\n" +
                (stop.stage.empty() ? std::string() : "Stopped at " + clean(stop.stage) + ": ") +
-               clean(stop.message) + (stop.kind.empty() ? "" : " (" + clean(stop.kind) + ")");
+               clean(stop.message) + " (" + std::string(to_string(stop.kind)) + ")";
     }
     return why;
 }

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cctype>
 
 #include "common/text.hpp"
+#include "model/describe.hpp"
 
 namespace grader::report_detail {
 namespace {
@@ -45,14 +47,14 @@ std::string range_text(const ReportRow& row) {
     return fixed(*row.ratio_min, 2) + "–" + fixed(*row.ratio_max, 2);
 }
 
-Cell accumulator_cell(const AccumulatorResult& result) {
-    if (!result.ran) {
+Cell output_cell(const OutputComparison* result) {
+    if (result == nullptr || !result->ran) {
         return {kMissing, Tone::muted};
     }
-    if (result.ok) {
+    if (result->ok) {
         return {"ok", Tone::good};
     }
-    return {"bad (" + std::to_string(result.bad_threads) + ")", Tone::bad};
+    return {"bad (" + std::to_string(result->bad_elements) + ")", Tone::bad};
 }
 
 std::string stride_text(const ReportRow& row) {
@@ -60,10 +62,11 @@ std::string stride_text(const ReportRow& row) {
     return std::to_string(row.stride) + (row.unnamed ? "*" : " ");
 }
 
-std::vector<const ReportRow*> rows_of(const Report& report, bool reference) {
+// The rows of one kernel, by stride.
+std::vector<const ReportRow*> rows_of(const Report& report, const std::string& kernel) {
     std::vector<const ReportRow*> rows;
     for (const auto& row : report.rows) {
-        if ((row.kernel == "reference") == reference) {
+        if (row.kernel == kernel) {
             rows.push_back(&row);
         }
     }
@@ -72,16 +75,46 @@ std::vector<const ReportRow*> rows_of(const Report& report, bool reference) {
     return rows;
 }
 
+// The exercise's own kernels that have rows, in the report's order.
+std::vector<std::string> harness_kernels(const Report& report) {
+    std::vector<std::string> kernels;
+    for (const auto& row : report.rows) {
+        if (row.kernel != "student" &&
+            std::find(kernels.begin(), kernels.end(), row.kernel) == kernels.end()) {
+            kernels.push_back(row.kernel);
+        }
+    }
+    return kernels;
+}
+
+bool has_sweep(const Report& report) {
+    return std::any_of(report.rows.begin(), report.rows.end(),
+                       [](const ReportRow& row) { return row.stride > 0; });
+}
+
 std::string ratio_explanation(const Report& report) {
-    return is_simulated(report)
-               ? "ratio: the modeled cost at the stride over the modeled cost at stride 1"
-               : "ratio: the median time at the stride over the time at stride 1";
+    const std::string base = report.ratio_base.empty() ? "stride 1" : report.ratio_base;
+    return is_simulated(report) ? "ratio: the modeled cost over the modeled cost at " + base
+                                : "ratio: the median time over the time at " + base;
 }
 
 // The simulator counts each row's conflict degree; the column is shown whenever it has values.
 bool any_counted_degree(const Report& report) {
     return std::any_of(report.rows.begin(), report.rows.end(),
                        [](const ReportRow& row) { return row.counted_degree.has_value(); });
+}
+
+// The inputs the rows ran with, in order: one column each.
+std::vector<std::string> inputs_of(const Report& report) {
+    std::vector<std::string> inputs;
+    for (const auto& row : report.rows) {
+        for (const auto& output : row.outputs) {
+            if (std::find(inputs.begin(), inputs.end(), output.input) == inputs.end()) {
+                inputs.push_back(output.input);
+            }
+        }
+    }
+    return inputs;
 }
 
 void add_timing_columns(const Report& report, bool verbose, std::vector<TableColumn>& columns) {
@@ -97,11 +130,13 @@ void add_timing_columns(const Report& report, bool verbose, std::vector<TableCol
     if (verbose || any_counted_degree(report)) {
         columns.push_back({"counted", "degree"});
     }
-    columns.push_back({"accumulator", ""});
-    columns.push_back({"hidden", "input"});
+    for (const auto& input : inputs_of(report)) {
+        columns.push_back({input, "output"});
+    }
 }
 
-void add_timing_cells(const ReportRow& row, bool verbose, bool counted, std::vector<Cell>& cells) {
+void add_timing_cells(const Report& report, const ReportRow& row, bool verbose,
+                      std::vector<Cell>& cells) {
     if (row.timing) {
         cells.push_back({significant(row.timing->median_ms, 4)});
         cells.push_back({fixed(row.timing->spread * 100.0, 1)});
@@ -112,16 +147,36 @@ void add_timing_cells(const ReportRow& row, bool verbose, bool counted, std::vec
     if (verbose) {
         cells.push_back({row.timing ? std::to_string(row.timing->samples) : kMissing});
     }
-    if (verbose || counted) {
+    if (verbose || any_counted_degree(report)) {
         cells.push_back({row.counted_degree ? fixed(*row.counted_degree, 2) : kMissing});
     }
-    cells.push_back(accumulator_cell(row.accumulator));
-    cells.push_back(accumulator_cell(row.hidden));
+    for (const auto& input : inputs_of(report)) {
+        cells.push_back(row.kernel == "student" ? output_cell(row.output(input))
+                                                : Cell{kMissing, Tone::muted});
+    }
 }
 
-}  // namespace
+Cell prediction_cell(const ReportRow& row) {
+    if (!row.predicted_degree) {
+        return {kMissing, Tone::muted};
+    }
+    const bool right =
+        static_cast<unsigned>(*row.predicted_degree) == row.degree && *row.predicted_degree > 0;
+    return {std::to_string(*row.predicted_degree), right ? Tone::plain : Tone::bad};
+}
 
-Table student_table(const Report& report, bool verbose) {
+std::string degree_text(unsigned degree) {
+    return degree > 0 ? std::to_string(degree) : kMissing;
+}
+
+std::string percent_or_ratio(const Report& report, const std::optional<double>& ratio) {
+    if (!ratio) {
+        return kMissing;
+    }
+    return report.ratio_as_percent ? fixed(*ratio * 100.0, 1) : fixed(*ratio, 2);
+}
+
+Table student_sweep_table(const Report& report, bool verbose) {
     Table table;
     table.title = "Your kernel (" + ratio_explanation(report) + ")";
     table.columns = {{"stride", ""},         {"degree", "(model)"},
@@ -130,24 +185,17 @@ Table student_table(const Report& report, bool verbose) {
                      {"reference", "ratio"}};
     add_timing_columns(report, verbose, table.columns);
     bool any_unnamed = false;
-    for (const ReportRow* row : rows_of(report, false)) {
+    for (const ReportRow* row : rows_of(report, "student")) {
         std::vector<Cell> cells;
         cells.push_back({stride_text(*row)});
-        cells.push_back({std::to_string(row->degree)});
-        if (row->predicted_degree) {
-            const bool right = static_cast<unsigned>(*row->predicted_degree) == row->degree &&
-                               *row->predicted_degree > 0;
-            cells.push_back(
-                {std::to_string(*row->predicted_degree), right ? Tone::plain : Tone::bad});
-        } else {
-            cells.push_back({kMissing, Tone::muted});
-        }
+        cells.push_back({degree_text(row->degree)});
+        cells.push_back(prediction_cell(*row));
         cells.push_back(
             {ratio_text(row->claimed_ratio), row->claimed_ratio ? Tone::plain : Tone::muted});
         cells.push_back({ratio_text(row->ratio)});
         cells.push_back({range_text(*row), Tone::muted});
         cells.push_back({ratio_text(row->reference_ratio)});
-        add_timing_cells(*row, verbose, any_counted_degree(report), cells);
+        add_timing_cells(report, *row, verbose, cells);
         table.rows.push_back(std::move(cells));
         any_unnamed = any_unnamed || row->unnamed;
     }
@@ -157,37 +205,116 @@ Table student_table(const Report& report, bool verbose) {
     return table;
 }
 
-Table reference_table(const Report& report, bool verbose) {
+Table harness_sweep_table(const Report& report, const std::string& kernel, bool verbose) {
     Table table;
-    table.title = "Reference kernel, same compiler and options";
+    const auto rows = rows_of(report, kernel);
+    const std::string label = rows.empty() || rows.front()->label.empty() ? kernel
+                                                                         : rows.front()->label;
+    table.title = label.empty() ? "Reference kernel" : label;
+    table.title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(table.title[0])));
+    table.title += ", same compiler and options";
     table.columns = {
         {"stride", ""}, {"degree", "(model)"}, {"ratio", "vs stride 1"}, {"min–max", ""}};
     add_timing_columns(report, verbose, table.columns);
-    for (const ReportRow* row : rows_of(report, true)) {
+    for (const ReportRow* row : rows) {
         std::vector<Cell> cells;
         cells.push_back({stride_text(*row)});
-        cells.push_back({std::to_string(row->degree)});
+        cells.push_back({degree_text(row->degree)});
         cells.push_back({ratio_text(row->ratio)});
         cells.push_back({range_text(*row), Tone::muted});
-        add_timing_cells(*row, verbose, any_counted_degree(report), cells);
+        add_timing_cells(report, *row, verbose, cells);
         table.rows.push_back(std::move(cells));
     }
     return table;
 }
 
+// Without a sweep: one row per kernel, as the lesson's Part 2 table prints them.
+Table kernels_table(const Report& report, bool verbose) {
+    Table table;
+    const bool simulated = is_simulated(report);
+    const std::string base = report.ratio_base.empty() ? "the base" : report.ratio_base;
+    table.title = "Kernels (" + std::string(report.ratio_as_percent ? "% of " : "ratio to ") +
+                  base + (simulated ? ", modeled" : "") + ")";
+    table.columns = {{"kernel", ""}, {simulated ? "modeled" : "time", simulated ? "cost" : "(ms)"}};
+    const bool bandwidth = std::any_of(report.rows.begin(), report.rows.end(), [](const auto& r) {
+        return r.gigabytes_per_second.has_value();
+    });
+    if (bandwidth) {
+        table.columns.push_back({"GB/s", ""});
+    }
+    table.columns.push_back({report.ratio_as_percent ? "% of" : "ratio to", base});
+    table.columns.push_back({"degree", "(model)"});
+    table.columns.push_back({"counted", "degree"});
+    table.columns.push_back({"your", "prediction"});
+    table.columns.push_back({report.ratio_as_percent ? "your %" : "your ratio", "(your GPU)"});
+    for (const auto& input : inputs_of(report)) {
+        table.columns.push_back({input, "output"});
+    }
+    std::vector<std::string> order = harness_kernels(report);
+    order.push_back("student");
+    for (const std::string& kernel : order) {
+        for (const ReportRow* row : rows_of(report, kernel)) {
+            std::vector<Cell> cells;
+            cells.push_back({kernel == "student" ? "your kernel" : row->label});
+            cells.push_back({row->timing ? significant(row->timing->median_ms, 4) : kMissing,
+                             row->timing ? Tone::plain : Tone::muted});
+            if (bandwidth) {
+                cells.push_back(
+                    {row->gigabytes_per_second ? fixed(*row->gigabytes_per_second, 1) : kMissing});
+            }
+            cells.push_back({percent_or_ratio(report, row->ratio)});
+            cells.push_back({degree_text(row->degree)});
+            cells.push_back({row->counted_degree ? fixed(*row->counted_degree, 2) : kMissing});
+            cells.push_back(prediction_cell(*row));
+            cells.push_back({percent_or_ratio(report, row->claimed_ratio),
+                             row->claimed_ratio ? Tone::plain : Tone::muted});
+            for (const auto& input : inputs_of(report)) {
+                cells.push_back(kernel == "student" ? output_cell(row->output(input))
+                                                    : Cell{kMissing, Tone::muted});
+            }
+            table.rows.push_back(std::move(cells));
+        }
+    }
+    (void)verbose;
+    return table;
+}
+
+}  // namespace
+
+std::vector<Table> tables(const Report& report, bool verbose) {
+    std::vector<Table> out;
+    if (!has_sweep(report)) {
+        if (!report.rows.empty()) {
+            out.push_back(kernels_table(report, verbose));
+            // The student's time against each of the exercise's kernels that claims a degree.
+            const auto student = rows_of(report, "student");
+            if (!student.empty() && student.front()->timing) {
+                for (const ReportRow& row : report.rows) {
+                    if (row.kernel != "student" && row.degree > 0 && row.timing &&
+                        row.timing->median_ms > 0) {
+                        out.back().notes.push_back(
+                            "your kernel takes " +
+                            fixed(student.front()->timing->median_ms / row.timing->median_ms, 2) +
+                            "x the time of " + row.label);
+                    }
+                }
+            }
+        }
+        return out;
+    }
+    out.push_back(student_sweep_table(report, verbose));
+    for (const std::string& kernel : harness_kernels(report)) {
+        out.push_back(harness_sweep_table(report, kernel, verbose));
+    }
+    return out;
+}
+
 std::vector<WrongValue> wrong_values(const Report& report) {
     std::vector<WrongValue> found;
-    for (const bool reference : {false, true}) {
-        for (const ReportRow* row : rows_of(report, reference)) {
-            const std::string prefix = reference ? "reference kernel, " : "";
-            if (row->accumulator.ran && !row->accumulator.ok) {
-                found.push_back({prefix + describe_wrong_accumulator(row->stride, row->accumulator),
-                                 reference, row->stride, &row->accumulator});
-            }
-            if (row->hidden.ran && !row->hidden.ok) {
-                found.push_back(
-                    {prefix + describe_wrong_accumulator(row->stride, row->hidden, "hidden input"),
-                     reference, row->stride, &row->hidden});
+    for (const ReportRow* row : rows_of(report, "student")) {
+        for (const auto& output : row->outputs) {
+            if (output.ran && !output.ok) {
+                found.push_back({describe_wrong_output(row->stride, output), row->stride, &output});
             }
         }
     }
@@ -195,23 +322,10 @@ std::vector<WrongValue> wrong_values(const Report& report) {
 }
 
 bool named_in_details(const WrongValue& wrong, const std::vector<CheckResult>& checks) {
-    if (wrong.reference) {
-        return false;  // the checks speak of the student's kernel
-    }
-    const std::string stride = "stride " + std::to_string(wrong.stride);
-    const AccumulatorResult& result = *wrong.result;
-    const std::string thread = result.first_bad_thread
-                                   ? "thread " + std::to_string(*result.first_bad_thread) +
-                                         " (block " + std::to_string(result.first_bad_block) +
-                                         ", thread " +
-                                         std::to_string(result.first_bad_thread_in_block) + ")"
-                                   : std::to_string(result.bad_threads) + " ";
+    const std::string line = describe_wrong_output(wrong.stride, *wrong.result);
     for (const auto& check : checks) {
         for (const auto& detail : check.details) {
-            const bool same_stride = detail.compare(0, stride.size(), stride) == 0 &&
-                                     detail.size() > stride.size() &&
-                                     (detail[stride.size()] == ':' || detail[stride.size()] == ',');
-            if (same_stride && detail.find(thread) != std::string::npos) {
+            if (detail == line) {
                 return true;
             }
         }
@@ -238,9 +352,7 @@ std::string device_phrase(const Environment& environment) {
     const std::string backend = environment.backend.empty() ? "no backend" : environment.backend;
     const std::string in_brackets = "(" + (arch.empty() ? "" : arch + ", ") + backend;
     if (environment.backend == "sim") {
-        const std::string modeling =
-            environment.device_name.empty() ? "" : " modeling " + clean(environment.device_name);
-        return "on the simulator" + modeling + " " + in_brackets + ": costs are modeled)";
+        return "on the PTX simulator " + in_brackets + ": costs are modeled, not timed)";
     }
     if (!environment.gpu_available) {
         return "with no GPU " + in_brackets + ")";
@@ -386,28 +498,3 @@ std::size_t display_width(std::string_view text) {
 
 }  // namespace grader::report_detail
 
-namespace grader {
-
-std::string describe_wrong_accumulator(int stride, const AccumulatorResult& result,
-                                       std::string_view input) {
-    using report_detail::thread_value;
-    std::string line = "stride " + std::to_string(stride);
-    if (!input.empty()) {
-        line += ", " + std::string(input);
-    }
-    line += ": ";
-    if (!result.ran) {
-        return line + "did not run";
-    }
-    if (result.first_bad_thread) {
-        line += "thread " + std::to_string(*result.first_bad_thread) + " (block " +
-                std::to_string(result.first_bad_block) + ", thread " +
-                std::to_string(result.first_bad_thread_in_block) + ") held " +
-                thread_value(result.first_bad_value) + ", expected " +
-                thread_value(result.first_bad_expected) + "; ";
-    }
-    return line + std::to_string(result.bad_threads) + " of " + std::to_string(result.threads) +
-           " threads wrong";
-}
-
-}  // namespace grader

@@ -32,21 +32,20 @@ struct Table {
     std::vector<std::string> notes;  // one line each, under the table
 };
 
-// The student's kernel at every stride it ran, and the reference kernel at its strides.
-Table student_table(const Report& report, bool verbose);
-Table reference_table(const Report& report, bool verbose);
+// The tables a report shows: with a sweep, the student's kernel at every stride it ran and each
+// of the exercise's kernels at its strides; without one, one row per kernel with its time,
+// bandwidth and ratio to the base, as the lesson's Part 2 table.
+std::vector<Table> tables(const Report& report, bool verbose);
 
-// A row whose accumulator or hidden-input run held a wrong value.
+// A student row's input whose outputs were wrong.
 struct WrongValue {
-    std::string line;  // describe_wrong_accumulator's, with "reference kernel, " before it
-    bool reference = false;
+    std::string line;  // describe_wrong_output's
     int stride = 0;
-    const AccumulatorResult* result = nullptr;
+    const OutputComparison* result = nullptr;
 };
 std::vector<WrongValue> wrong_values(const Report& report);
 
-// Whether a check's detail already names this failure: the stride, then the same first thread
-// (or, where none was recorded, the same count), in whatever words the checks chose.
+// Whether a check's detail already says the same.
 bool named_in_details(const WrongValue& wrong, const std::vector<CheckResult>& checks);
 
 // "sm_90" from "9.0"; empty where the capability is unknown.

@@ -163,7 +163,7 @@ void render_checks(const Report& report, const Painter& painter, std::string& ou
 void render_interruption(const Interruption& stop, const Painter& painter, std::string& out) {
     out += "\n" + painter.bold("Grading stopped") + "\n";
     out += std::string(kIndent) + (stop.stage.empty() ? "" : "at " + clean(stop.stage) + ": ") +
-           clean(stop.message) + (stop.kind.empty() ? "" : " (" + clean(stop.kind) + ")") + "\n";
+           clean(stop.message) + " (" + std::string(to_string(stop.kind)) + ")\n";
     if (!stop.students_fault) {
         out += std::string(kIndent) +
                "The machine or the grader is at fault, not the submission: this grade does not "
@@ -186,18 +186,16 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
         render_environment(report, out);
     }
 
-    const Table students = student_table(report, options.verbose);
-    out += "\n";
-    if (students.rows.empty()) {
-        out += painter.bold("Your kernel") + "\n" + kIndent +
+    const std::vector<Table> shown = tables(report, options.verbose);
+    if (shown.empty() || shown.front().rows.empty()) {
+        out += "\n" + painter.bold("Your kernel") + "\n" + kIndent +
                painter.tone("no rows: your kernel did not run", Tone::muted) + "\n";
-    } else {
-        render_table(students, painter, out);
     }
-    const Table reference = reference_table(report, options.verbose);
-    if (!reference.rows.empty()) {
-        out += "\n";
-        render_table(reference, painter, out);
+    for (const Table& table : shown) {
+        if (!table.rows.empty()) {
+            out += "\n";
+            render_table(table, painter, out);
+        }
     }
 
     // The failing threads, unless a check's details already name each of them.
@@ -208,7 +206,7 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
         }
     }
     if (!wrong.empty()) {
-        out += "\n" + painter.bold("Threads that held the wrong value") + "\n";
+        out += "\n" + painter.bold("Outputs that held the wrong value") + "\n";
         for (const auto& line : wrong) {
             out += kIndent + painter.tone(line, Tone::bad) + "\n";
         }

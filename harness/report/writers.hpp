@@ -8,7 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include "model/explanation.hpp"
 #include "model/report.hpp"
+#include "model/sweep.hpp"
 
 namespace grader {
 
@@ -49,11 +51,11 @@ std::string write_junit(const Report& report);
 
 std::string write_report(const Report& report, Format format, const TextOptions& options);
 
-// One line naming the first thread that held the wrong value, e.g. "stride 8: thread 1234 (block
-// 4, thread 210) held 1024, expected 2048; 17 of 270336 threads wrong". input names the tile
-// ("hidden input") where it is not the all-ones one. The text writer lists these under the table,
-// except where a check's detail already names the same stride and thread.
-std::string describe_wrong_accumulator(int stride, const AccumulatorResult& result,
-                                       std::string_view input = {});
+// `grader sweep`: the exercise's own kernels on this machine, and the calibration rules.
+std::string write_sweep_text(const Sweep& sweep);
+
+// `grader explain`: per stride, each shared-memory line with its counted degree and, for the
+// busiest access, the 32 lanes of one warp with their word, bank and bank-mates.
+std::string write_explanation_text(const Explanation& explanation, bool stats);
 
 }  // namespace grader

@@ -1,0 +1,224 @@
+#include "device/cuda_device.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "cuda/driver_api.hpp"
+#include "measure/interleaved_timing.hpp"
+#include "measure/outputs.hpp"
+
+namespace grader {
+namespace {
+
+class CudaKernel final : public LoadedKernel {
+public:
+    cuda::Module module;
+    CUfunction function = nullptr;
+};
+
+std::string version_text(int version) {
+    return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+int function_attribute(CUfunction function, CUfunction_attribute attribute) {
+    int value = -1;
+    cuda::driver().cuFuncGetAttribute(&value, attribute, function);
+    return value;
+}
+
+// The parameter sizes the driver reports for a loaded kernel.
+std::vector<std::size_t> driver_param_sizes(CUfunction function) {
+    std::vector<std::size_t> sizes;
+    for (std::size_t index = 0; index < 256; ++index) {
+        std::size_t offset = 0;
+        std::size_t size = 0;
+        if (cuda::driver().cuFuncGetParamInfo(function, index, &offset, &size) != CUDA_SUCCESS) {
+            break;  // CUDA_ERROR_INVALID_VALUE past the last parameter
+        }
+        sizes.push_back(size);
+    }
+    return sizes;
+}
+
+// What a driver error during a launch means for the launch: a fault of the kernel (it poisons the
+// context), or a launch the device refused.
+DeviceLaunch failed_launch(const cuda::DriverError& error) {
+    DeviceLaunch launch;
+    launch.end = cuda::is_kernel_fault(error.status()) ? DeviceLaunch::End::fault
+                                                       : DeviceLaunch::End::refused;
+    launch.message = cuda::describe(error.status());
+    return launch;
+}
+
+const CudaKernel& cuda_kernel(const LoadedKernel& kernel) {
+    return static_cast<const CudaKernel&>(kernel);
+}
+
+}  // namespace
+
+CudaDevice::CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed)
+    : exercise_(exercise), seed_(seed), info_(cuda::query_device(ordinal)) {
+    const auto began = std::chrono::steady_clock::now();
+    context_.emplace(ordinal);
+    stream_.emplace();
+    context_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+}
+
+CudaDevice::~CudaDevice() = default;
+
+void CudaDevice::set_shared_poison(const CompiledKernel& poison) {
+    if (!poison.outcome.ok) {
+        return;
+    }
+    poison_module_.emplace(poison.cubin);
+    poison_function_ = poison_module_->function(poison.outcome.lowered_name);
+    GRADER_DRIVER_CALL(cuFuncSetAttribute(poison_function_,
+                                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          info_.max_shared_per_block_optin));
+}
+
+void CudaDevice::describe(Environment& environment) const {
+    environment.gpu_available = true;
+    environment.device_name = info_.name;
+    environment.compute_capability =
+        std::to_string(info_.major) + "." + std::to_string(info_.minor);
+    environment.sm_count = info_.sm_count;
+    environment.driver_version = version_text(info_.driver_version);
+    environment.blocks_per_sm = blocks_per_sm_;
+    environment.grid_blocks = static_cast<std::uint32_t>(geometry_.grid.count());
+    environment.block_size = static_cast<std::uint32_t>(geometry_.block.count());
+}
+
+LoadResult CudaDevice::load(const KernelSpec& spec, const CompiledKernel& compiled) {
+    LoadResult result;
+    try {
+        auto kernel = std::make_unique<CudaKernel>();
+        kernel->id = spec.id;
+        kernel->module = cuda::Module(compiled.cubin);
+        kernel->function = kernel->module.function(compiled.outcome.lowered_name);
+        kernel->param_sizes = driver_param_sizes(kernel->function);
+        kernel->param_source = "driver";
+        kernel->static_shared_bytes =
+            function_attribute(kernel->function, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+        kernel->registers = function_attribute(kernel->function, CU_FUNC_ATTRIBUTE_NUM_REGS);
+        result.kernel = std::move(kernel);
+    } catch (const cuda::DriverError& error) {
+        result.problem = "the compiled kernel could not be loaded on " + info_.name + ": " +
+                         cuda::describe(error.status());
+    }
+    return result;
+}
+
+LaunchGeometry CudaDevice::geometry(const LoadedKernel& sizing_kernel) {
+    geometry_.block = exercise_.launch.block;
+    if (exercise_.launch.grid_from_occupancy) {
+        // As many blocks per SM as the occupancy API allows, on every SM, so each launch is
+        // several waves of real work and launch overhead is noise.
+        GRADER_DRIVER_CALL(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks_per_sm_, cuda_kernel(sizing_kernel).function,
+            static_cast<int>(geometry_.block.count()), 0));
+        blocks_per_sm_ = std::max(blocks_per_sm_, 1);
+        geometry_.grid = Dim3Spec{static_cast<std::uint32_t>(blocks_per_sm_ * info_.sm_count), 1, 1};
+    } else {
+        geometry_.grid = exercise_.launch.grid;
+    }
+    return geometry_;
+}
+
+const cuda::DeviceBuffer& CudaDevice::input_buffer(const InputSpec& input,
+                                                   const std::vector<float>& words) {
+    auto found = inputs_.find(input.id);
+    if (found == inputs_.end()) {
+        cuda::DeviceBuffer buffer(words.size() * sizeof(float));
+        buffer.upload(words.data(), words.size() * sizeof(float));
+        // A synchronous copy from pageable memory may return before its DMA lands, on the legacy
+        // stream that ours does not wait for: finish it before any launch.
+        GRADER_DRIVER_CALL(cuCtxSynchronize());
+        found = inputs_.emplace(input.id, std::move(buffer)).first;
+    }
+    return found->second;
+}
+
+cuda::DeviceBuffer& CudaDevice::output_buffer(std::uint64_t elements) {
+    if (output_.bytes() < elements * sizeof(float)) {
+        output_ = cuda::DeviceBuffer(elements * sizeof(float));
+    }
+    return output_;
+}
+
+void CudaDevice::enqueue(const LoadedKernel& kernel, CUdeviceptr input, CUdeviceptr output,
+                         std::uint64_t elements, int stride, const LaunchGeometry& geometry,
+                         CUstream stream) const {
+    auto arguments = kernel_arguments(exercise_, input, output, elements, stride);
+    std::vector<void*> pointers;
+    for (auto& argument : arguments) {
+        pointers.push_back(argument.data());
+    }
+    GRADER_DRIVER_CALL(cuLaunchKernel(cuda_kernel(kernel).function, geometry.grid.x,
+                                      geometry.grid.y, geometry.grid.z, geometry.block.x,
+                                      geometry.block.y, geometry.block.z, 0, stream,
+                                      pointers.data(), nullptr));
+}
+
+void CudaDevice::poison_shared_memory() {
+    if (poison_function_ == nullptr) {
+        return;
+    }
+    // Every SM, twice over, with the largest allocation a block may have: whatever a kernel
+    // leaves unwritten in its tile afterwards reads NaN.
+    const auto words = static_cast<unsigned int>(info_.max_shared_per_block_optin / 4);
+    void* arguments[] = {const_cast<unsigned int*>(&words)};
+    GRADER_DRIVER_CALL(cuLaunchKernel(
+        poison_function_, static_cast<unsigned int>(info_.sm_count * 2), 1, 1, 1024, 1, 1,
+        static_cast<unsigned int>(info_.max_shared_per_block_optin), stream_->get(), arguments,
+        nullptr));
+}
+
+DeviceLaunch CudaDevice::run(const LoadedKernel& kernel, const InputSpec& input,
+                             const std::vector<float>& input_words, int stride,
+                             const LaunchGeometry& geometry) {
+    const std::uint64_t elements = output_elements(exercise_, geometry);
+    DeviceLaunch launch;
+    try {
+        const cuda::DeviceBuffer& in = input_buffer(input, input_words);
+        cuda::DeviceBuffer& out = output_buffer(elements);
+        out.fill_words(kOutputPoison, stream_->get());
+        if (input.poison_shared) {
+            poison_shared_memory();
+        }
+        enqueue(kernel, in.get(), out.get(), elements, stride, geometry, stream_->get());
+        stream_->synchronize();
+        launch.outputs.resize(elements);
+        out.download(launch.outputs.data(), elements * sizeof(float));
+    } catch (const cuda::DriverError& error) {
+        return failed_launch(error);
+    }
+    return launch;
+}
+
+TimingSamples CudaDevice::time(const std::vector<TimedCase>& launches, const InputSpec& input,
+                               const std::vector<float>& input_words,
+                               const LaunchGeometry& geometry) {
+    const std::uint64_t elements = output_elements(exercise_, geometry);
+    const CUdeviceptr in = input_buffer(input, input_words).get();
+    const CUdeviceptr out = output_buffer(elements).get();
+    std::vector<TimedLaunch> timed;
+    for (const TimedCase& c : launches) {
+        timed.push_back({c.kernel->id + " stride " + std::to_string(c.stride),
+                         [this, c, in, out, elements, &geometry](CUstream stream) {
+                             enqueue(*c.kernel, in, out, elements, c.stride, geometry, stream);
+                         }});
+    }
+    const InterleavedTiming timing = time_interleaved(timed, exercise_.timing, seed_, *stream_);
+    TimingSamples samples;
+    for (const RowSamples& row : timing.rows) {
+        samples.per_round_ms.push_back(row.per_launch_ms);
+        samples.launches_per_sample.push_back(row.launches_per_sample);
+    }
+    samples.rounds = timing.rounds;
+    samples.seconds = timing.seconds;
+    return samples;
+}
+
+}  // namespace grader

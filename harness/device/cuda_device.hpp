@@ -1,0 +1,60 @@
+#pragma once
+
+// The GPU: kernels loaded through the driver API on the device's primary context, launched on a
+// stream of the grader's own, timed in interleaved rounds.
+
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "cuda/resources.hpp"
+#include "device/device.hpp"
+
+namespace grader {
+
+class CudaDevice final : public Device {
+public:
+    // Creates the context on GPU `ordinal`. Throws cuda::DriverUnavailable without one.
+    CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed);
+    ~CudaDevice() override;
+
+    // The kernel that fills shared memory with NaN before an input that asks for it.
+    void set_shared_poison(const CompiledKernel& poison);
+    double context_seconds() const { return context_seconds_; }
+
+    std::string arch() const override { return info_.arch(); }
+    void describe(Environment& environment) const override;
+    LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override;
+    LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override;
+    DeviceLaunch run(const LoadedKernel& kernel, const InputSpec& input,
+                     const std::vector<float>& input_words, int stride,
+                     const LaunchGeometry& geometry) override;
+    bool times() const override { return true; }
+    TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
+                       const std::vector<float>& input_words,
+                       const LaunchGeometry& geometry) override;
+
+private:
+    const cuda::DeviceBuffer& input_buffer(const InputSpec& input,
+                                           const std::vector<float>& words);
+    cuda::DeviceBuffer& output_buffer(std::uint64_t elements);
+    void enqueue(const LoadedKernel& kernel, CUdeviceptr input, CUdeviceptr output,
+                 std::uint64_t elements, int stride, const LaunchGeometry& geometry,
+                 CUstream stream) const;
+    void poison_shared_memory();
+
+    const Exercise& exercise_;
+    std::uint64_t seed_;
+    cuda::DeviceInfo info_;
+    double context_seconds_ = 0.0;
+    std::optional<cuda::PrimaryContext> context_;
+    std::optional<cuda::Stream> stream_;
+    std::map<std::string, cuda::DeviceBuffer> inputs_;  // by input id, uploaded once
+    cuda::DeviceBuffer output_;
+    std::optional<cuda::Module> poison_module_;
+    CUfunction poison_function_ = nullptr;
+    int blocks_per_sm_ = 0;
+    LaunchGeometry geometry_;
+};
+
+}  // namespace grader

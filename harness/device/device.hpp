@@ -1,0 +1,115 @@
+#pragma once
+
+// What a grade needs from the thing that runs kernels: load a compiled kernel, run it once with an
+// input, time a set of launches against each other, count shared-memory traffic. The GPU and the
+// PTX simulator are the two implementations; the grading algorithm (grade/pipeline.hpp) is
+// written once over this interface.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compile/compile.hpp"
+#include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
+
+namespace grader {
+
+// A kernel loaded on a device, with what the device says about it.
+class LoadedKernel {
+public:
+    virtual ~LoadedKernel() = default;
+    std::string id;                         // the KernelSpec id
+    std::vector<std::size_t> param_sizes;   // as the device reports them; empty where it cannot
+    std::string param_source;               // "driver", or "ptx" where the device read the PTX
+    int static_shared_bytes = -1;
+    int registers = -1;
+};
+
+struct LoadResult {
+    std::unique_ptr<LoadedKernel> kernel;   // null where the device refused the image
+    std::string problem;                    // then, why: "too many resources requested ..."
+    bool unsupported = false;               // the device cannot run it: not the kernel's fault
+};
+
+struct LaunchGeometry {
+    Dim3Spec grid;
+    Dim3Spec block;
+    std::uint64_t threads() const { return grid.count() * block.count(); }
+};
+
+// How one launch ended, as the checks and the fault table need it: never an exception for what
+// the kernel did.
+struct DeviceLaunch {
+    enum class End {
+        completed,
+        fault,        // out of bounds, misaligned, trap, an illegal instruction
+        timeout,      // the simulator's instruction budget ran out
+        refused,      // the launch asked for more than a GPU gives (resources, memory)
+        unsupported,  // the simulator cannot run an instruction the kernel uses
+    };
+    End end = End::completed;
+    std::string message;                       // why it did not complete, naming where
+    std::vector<float> outputs;                // the output buffer after the launch
+    std::optional<SharedAccessCounts> counts;  // where the device counts as it runs
+    std::vector<std::string> notes;            // what the device saw: races, unwritten reads
+};
+
+// One launch to time: a kernel at a stride, with the timing input.
+struct TimedCase {
+    const LoadedKernel* kernel = nullptr;
+    int stride = 0;
+};
+
+// Samples per launch, in rounds: per_round_ms[i][r] is launch i's time in round r, so ratios can
+// be paired by round.
+struct TimingSamples {
+    std::vector<std::vector<double>> per_round_ms;
+    std::vector<int> launches_per_sample;
+    int rounds = 0;
+    double seconds = 0.0;
+    bool modeled = false;  // the simulator's modeled cost, not a time
+};
+
+class Device {
+public:
+    virtual ~Device() = default;
+
+    // "sm_90" for a GPU; the exercise's default where nothing tells the architecture.
+    virtual std::string arch() const = 0;
+    // The environment section: the device, its driver, the launch it chose.
+    virtual void describe(Environment& environment) const = 0;
+
+    virtual LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) = 0;
+    // The launch every kernel of the grade gets, sized once (from the oracle, where the
+    // occupancy decides it) so that outputs compare element by element.
+    virtual LaunchGeometry geometry(const LoadedKernel& sizing_kernel) = 0;
+
+    // Runs `kernel` once with `input` at `stride`, its output poisoned first. `budget_of` is the
+    // kernel the simulator measures the student's instruction budget against (may be null).
+    virtual DeviceLaunch run(const LoadedKernel& kernel, const InputSpec& input,
+                             const std::vector<float>& input_words, int stride,
+                             const LaunchGeometry& geometry) = 0;
+
+    // Whether time() measures (a GPU) or models (the simulator: only where the exercise lets its
+    // model stand in for time).
+    virtual bool times() const = 0;
+    // Times the launches against each other with the timing input.
+    virtual TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
+                               const std::vector<float>& input_words,
+                               const LaunchGeometry& geometry) = 0;
+};
+
+// The kernel's parameters in the exercise's order, assembled from their roles: 8 bytes each, the
+// low `size_bytes` of them meaningful (little-endian).
+std::vector<std::vector<std::byte>> kernel_arguments(const Exercise& exercise,
+                                                     std::uint64_t input_address,
+                                                     std::uint64_t output_address,
+                                                     std::uint64_t output_elements, int stride);
+
+// Output elements of a launch: one per thread, or the exercise's matrix.
+std::uint64_t output_elements(const Exercise& exercise, const LaunchGeometry& geometry);
+
+}  // namespace grader

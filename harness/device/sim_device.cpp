@@ -1,0 +1,261 @@
+#include "device/sim_device.hpp"
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "measure/outputs.hpp"
+
+namespace grader {
+namespace {
+
+class SimKernel final : public LoadedKernel {
+public:
+    sim::Module module;
+    std::string entry;
+};
+
+const SimKernel& sim_kernel(const LoadedKernel& kernel) {
+    return static_cast<const SimKernel&>(kernel);
+}
+
+std::string location_text(const sim::SourceLocation& where) {
+    if (where.line > 0) {
+        return (where.file.empty() ? std::string("the kernel") : where.file) + ":" +
+               std::to_string(where.line);
+    }
+    return "PTX line " + std::to_string(where.ptx_line);
+}
+
+// "tile" from "_ZZ17probeSharedStridePKfPfmiE4tile": a function-local __shared__ array's name.
+std::string variable_name(const std::string& mangled) {
+    const auto end = mangled.rfind('E');
+    if (mangled.rfind("_ZZ", 0) != 0 || end == std::string::npos) {
+        return mangled;
+    }
+    std::size_t at = end + 1;
+    while (at < mangled.size() && mangled[at] >= '0' && mangled[at] <= '9') {
+        ++at;
+    }
+    return at < mangled.size() ? mangled.substr(at) : mangled;
+}
+
+std::string uninitialized_read_note(int stride, const sim::UninitializedSharedRead& read) {
+    std::string note = (stride > 0 ? "stride " + std::to_string(stride) + ": " : std::string()) +
+                       "thread " + std::to_string(read.thread.thread.x) + " of block " +
+                       std::to_string(read.thread.block.x) + " read shared word " +
+                       std::to_string(read.word);
+    if (!read.variable.empty()) {
+        note += " (" + variable_name(read.variable) + "[" + std::to_string(read.word_in_variable) +
+                "])";
+    }
+    return note + " at " + location_text(read.where) +
+           " before any thread of its block wrote it (the simulator's shared memory starts as NaN)";
+}
+
+std::string compute_capability_of(const std::string& arch) {
+    // "sm_75" -> "7.5", "sm_100" -> "10.0"
+    const std::string digits = arch.substr(arch.find('_') + 1);
+    if (digits.size() < 2) {
+        return digits;
+    }
+    return digits.substr(0, digits.size() - 1) + "." + digits.substr(digits.size() - 1);
+}
+
+SharedAccessCounts shared_counts(const sim::LaunchCounts& counts) {
+    SharedAccessCounts shared;
+    shared.load_requests = counts.shared_load_requests;
+    shared.load_wavefronts = counts.shared_load_wavefronts;
+    shared.store_requests = counts.shared_store_requests;
+    shared.store_wavefronts = counts.shared_store_wavefronts;
+    return shared;
+}
+
+DeviceLaunch::End end_of(const sim::LaunchResult& result) {
+    switch (result.status) {
+        case sim::LaunchStatus::completed: return DeviceLaunch::End::completed;
+        case sim::LaunchStatus::budget_exceeded: return DeviceLaunch::End::timeout;
+        case sim::LaunchStatus::unsupported: return DeviceLaunch::End::unsupported;
+        case sim::LaunchStatus::fault:
+            return result.fault && result.fault->kind == "launch" ? DeviceLaunch::End::refused
+                                                                  : DeviceLaunch::End::fault;
+    }
+    return DeviceLaunch::End::fault;
+}
+
+std::string stop_message(const sim::LaunchResult& result, std::uint64_t budget) {
+    switch (result.status) {
+        case sim::LaunchStatus::budget_exceeded:
+            return "it did not finish within the simulator's instruction budget of " +
+                   std::to_string(budget) + " warp instructions" +
+                   (result.last_location ? ", at " + location_text(*result.last_location) : "");
+        case sim::LaunchStatus::unsupported: {
+            const auto& u = *result.unsupported;
+            return "the simulator does not support " + u.opcode + " (" +
+                   (u.where.file.empty() ? std::string("the kernel") : u.where.file) +
+                   " line " + std::to_string(u.where.line) + "); grade on a GPU";
+        }
+        case sim::LaunchStatus::fault:
+        case sim::LaunchStatus::completed:
+            break;
+    }
+    return result.message;
+}
+
+sim::Dim3 block_at(const Dim3Spec& grid, std::uint64_t linear) {
+    const std::uint64_t xy = std::uint64_t{grid.x} * grid.y;
+    return sim::Dim3{static_cast<std::uint32_t>(linear % grid.x),
+                     static_cast<std::uint32_t>((linear % xy) / grid.x),
+                     static_cast<std::uint32_t>(linear / xy)};
+}
+
+}  // namespace
+
+sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
+                           const std::string& entry, const LaunchGeometry& geometry,
+                           const std::vector<float>& input_words, int stride,
+                           const std::vector<sim::Dim3>& blocks, std::uint64_t budget,
+                           std::vector<float>* outputs) {
+    sim::GlobalMemory memory;
+    const std::uint64_t elements = output_elements(exercise, geometry);
+    const std::uint64_t input = memory.allocate(input_words.size() * sizeof(float));
+    memory.write(input, input_words.data(), input_words.size() * sizeof(float));
+    const std::uint64_t output = memory.allocate(elements * sizeof(float));
+    {
+        const std::vector<std::uint32_t> poison(elements, kOutputPoison);
+        memory.write(output, poison.data(), poison.size() * sizeof(std::uint32_t));
+    }
+    sim::LaunchOptions options;
+    options.instruction_budget = budget;
+    options.blocks = blocks;
+    const auto arguments = kernel_arguments(exercise, input, output, elements, stride);
+    sim::LaunchResult result =
+        sim::launch(module, entry, sim::Dim3{geometry.grid.x, geometry.grid.y, geometry.grid.z},
+                    sim::Dim3{geometry.block.x, geometry.block.y, geometry.block.z}, arguments,
+                    memory, options);
+    if (outputs != nullptr && result.status == sim::LaunchStatus::completed) {
+        outputs->resize(elements);
+        memory.read(output, outputs->data(), elements * sizeof(float));
+    }
+    return result;
+}
+
+SimDevice::SimDevice(const Exercise& exercise, std::uint64_t seed)
+    : exercise_(exercise), seed_(seed) {}
+
+void SimDevice::describe(Environment& environment) const {
+    environment.gpu_available = false;
+    environment.device_name = "the PTX simulator (" + std::to_string(exercise_.banks) +
+                              " banks of shared memory)";
+    environment.compute_capability = compute_capability_of(exercise_.default_arch);
+    environment.grid_blocks = static_cast<std::uint32_t>(geometry_.grid.count());
+    environment.block_size = static_cast<std::uint32_t>(geometry_.block.count());
+}
+
+LoadResult SimDevice::load(const KernelSpec& spec, const CompiledKernel& compiled) {
+    LoadResult result;
+    auto kernel = std::make_unique<SimKernel>();
+    kernel->id = spec.id;
+    try {
+        kernel->module = sim::parse_ptx(compiled.ptx);
+    } catch (const sim::ParseError& error) {
+        result.problem = "the simulator cannot read the PTX (PTX line " +
+                         std::to_string(error.line()) + ": " + error.message() + ")";
+        result.unsupported = true;
+        return result;
+    }
+    kernel->entry = compiled.outcome.lowered_name;
+    if (const auto entry = kernel->module.entry(kernel->entry)) {
+        kernel->param_sizes = entry->param_sizes;
+        kernel->param_source = "ptx";
+        kernel->static_shared_bytes = static_cast<int>(entry->static_shared_bytes);
+    }
+    result.kernel = std::move(kernel);
+    return result;
+}
+
+LaunchGeometry SimDevice::geometry(const LoadedKernel& sizing_kernel) {
+    (void)sizing_kernel;
+    geometry_.block = exercise_.launch.block;
+    geometry_.grid = exercise_.launch.grid_from_occupancy
+                         ? Dim3Spec{exercise_.launch.simulated_grid_blocks, 1, 1}
+                         : exercise_.launch.grid;
+    return geometry_;
+}
+
+std::vector<sim::Dim3> SimDevice::blocks_for(const InputSpec& input,
+                                             const LaunchGeometry& geometry) const {
+    const std::uint64_t total = geometry.grid.count();
+    const std::uint64_t wanted = std::min<std::uint64_t>(
+        total, input.simulated_blocks.value_or(exercise_.launch.simulated_blocks));
+    // A kernel that behaves only in the first blocks (or only where blockIdx is small) must not
+    // be able to tell which blocks run: they come from the whole grid, by the grade's seed.
+    std::uint64_t salt = 0;
+    for (const char c : input.id) {
+        salt = salt * 131 + static_cast<unsigned char>(c);
+    }
+    std::mt19937_64 rng(seed_ ^ 0xb10c5ULL ^ (salt << 7));
+    std::uniform_int_distribution<std::uint64_t> pick(0, total - 1);
+    std::set<std::uint64_t> chosen;
+    while (chosen.size() < wanted) {
+        chosen.insert(pick(rng));
+    }
+    std::vector<sim::Dim3> blocks;
+    for (const std::uint64_t linear : chosen) {
+        blocks.push_back(block_at(geometry.grid, linear));
+    }
+    return blocks;
+}
+
+DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
+                            const std::vector<float>& input_words, int stride,
+                            const LaunchGeometry& geometry) {
+    const SimKernel& loaded = sim_kernel(kernel);
+    const auto key = std::make_pair(input.id, stride);
+    std::uint64_t budget = sim::LaunchOptions{}.instruction_budget;
+    if (kernel.id == kStudentKernel) {
+        const auto harness = harness_instructions_.find(key);
+        budget = std::max<std::uint64_t>(
+            harness == harness_instructions_.end() ? 0 : kSimBudgetFactor * harness->second,
+            kSimMinimumBudget);
+    }
+    DeviceLaunch launch;
+    const sim::LaunchResult result =
+        simulate(exercise_, loaded.module, loaded.entry, geometry, input_words, stride,
+                 blocks_for(input, geometry), budget, &launch.outputs);
+    launch.end = end_of(result);
+    launch.counts = shared_counts(result.counts);
+    if (launch.end != DeviceLaunch::End::completed) {
+        launch.message = stop_message(result, budget);
+        return launch;
+    }
+    if (kernel.id != kStudentKernel) {
+        auto& instructions = harness_instructions_[key];
+        instructions = std::max(instructions, result.counts.warp_instructions);
+    }
+    modeled_cost_[{kernel.id, stride, input.id}] = sim::modeled_cost(result.counts);
+    if (result.uninitialized_shared_read) {
+        launch.notes.push_back(uninitialized_read_note(stride, *result.uninitialized_shared_read));
+    }
+    return launch;
+}
+
+TimingSamples SimDevice::time(const std::vector<TimedCase>& launches, const InputSpec& input,
+                              const std::vector<float>& input_words,
+                              const LaunchGeometry& geometry) {
+    (void)input_words;
+    (void)geometry;
+    // The runs were counted as they ran; their modeled costs stand in for one round of times.
+    TimingSamples samples;
+    samples.modeled = true;
+    samples.rounds = 1;
+    for (const TimedCase& c : launches) {
+        const auto cost = modeled_cost_.find({c.kernel->id, c.stride, input.id});
+        samples.per_round_ms.push_back(
+            cost == modeled_cost_.end() ? std::vector<double>{} : std::vector<double>{cost->second});
+        samples.launches_per_sample.push_back(1);
+    }
+    return samples;
+}
+
+}  // namespace grader

@@ -1,0 +1,129 @@
+#include "grade/explain.hpp"
+
+#include <chrono>
+
+#include "compile/compile.hpp"
+#include "device/sim_device.hpp"
+#include "grade/sources.hpp"
+#include "measure/outputs.hpp"
+
+namespace grader {
+namespace {
+
+ExplainedWarp explained_warp(const sim::WarpAccessTable& table) {
+    ExplainedWarp warp;
+    warp.block = table.block.x;
+    warp.warp = table.warp;
+    warp.wavefronts = table.wavefronts;
+    for (const auto& lane : table.lanes) {
+        warp.lanes.push_back({lane.active, lane.word, lane.bank, lane.bank_mates});
+    }
+    warp.banks = sim::describe_banks(table);
+    return warp;
+}
+
+}  // namespace
+
+void explain_kernel(const Exercise& exercise, const WorkerOptions& options, ProgressSink& sink) {
+    sink.stage({Stage::Kind::explain}, exercise.limits.compile_seconds);
+    Explanation explanation;
+    explanation.kernel_name = exercise.kernel_name;
+    explanation.arch = exercise.default_arch;
+    explanation.banks = exercise.banks;
+    const KernelSources sources = load_kernel_sources(
+        exercise, options.explain_reference ? std::filesystem::path{} : options.submission_dir,
+        exercise.default_arch);
+    const std::string kernel_id =
+        options.explain_reference ? exercise.oracle()->id : std::string(kStudentKernel);
+    const auto request = sources.requests.find(kernel_id);
+    if (request == sources.requests.end()) {
+        explanation.problem = sources.student_missing_reason;
+        sink.explanation(explanation);
+        return;
+    }
+    explanation.source_name = request->second.source_name;
+    explanation.kernel_name = request->second.kernel_name;
+    const CompiledKernel kernel = compile_kernel(request->second);
+    if (!kernel.outcome.ok) {
+        explanation.problem = request->second.source_name + " did not compile for " +
+                              exercise.default_arch + ":\n" + kernel.outcome.log;
+        sink.explanation(explanation);
+        return;
+    }
+    const std::string abi =
+        abi_problem(kernel.outcome.param_sizes, exercise.parameters, exercise.kernel_name);
+    if (!abi.empty()) {
+        explanation.problem = abi;
+        sink.explanation(explanation);
+        return;
+    }
+    sim::Module module;
+    try {
+        module = sim::parse_ptx(kernel.ptx);
+    } catch (const sim::ParseError& error) {
+        explanation.problem = "the simulator cannot read the PTX (PTX line " +
+                              std::to_string(error.line()) + ": " + error.message() + ")";
+        sink.explanation(explanation);
+        return;
+    }
+
+    SimDevice device(exercise, options.seed);
+    const LaunchGeometry geometry{exercise.launch.grid_from_occupancy
+                                      ? Dim3Spec{exercise.launch.simulated_grid_blocks, 1, 1}
+                                      : exercise.launch.grid,
+                                  exercise.launch.block};
+    explanation.grid_blocks = geometry.grid.count();
+    explanation.block_threads = geometry.block.count();
+    const InputSpec& input = exercise.inputs.front();
+    const std::vector<float> words =
+        make_input(input, exercise.buffers.input_words, options.seed);
+    const std::vector<sim::Dim3> blocks = device.blocks_for(input, geometry);
+    std::vector<int> strides = options.explain_strides;
+    if (!exercise.has_sweep() || strides.empty()) {
+        strides = exercise.has_sweep() ? exercise.student_strides : std::vector<int>{0};
+    }
+    for (const int stride : strides) {
+        const auto began = std::chrono::steady_clock::now();
+        const sim::LaunchResult result =
+            simulate(exercise, module, kernel.outcome.lowered_name, geometry, words, stride, blocks,
+                     sim::LaunchOptions{}.instruction_budget, nullptr);
+        explanation.simulated_seconds +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+        explanation.warp_instructions += result.counts.warp_instructions;
+        explanation.thread_instructions += result.counts.thread_instructions;
+        ExplainedStride explained;
+        explained.stride = stride;
+        if (result.counts.shared_load_requests > 0) {
+            explained.load_degree = static_cast<double>(result.counts.shared_load_wavefronts) /
+                                    static_cast<double>(result.counts.shared_load_requests);
+        }
+        if (result.status != sim::LaunchStatus::completed) {
+            explained.stopped =
+                std::string(sim::to_string(result.status)) + ": " + result.message;
+        }
+        if (result.uninitialized_shared_read) {
+            const auto& read = *result.uninitialized_shared_read;
+            explained.note = "thread " + std::to_string(read.thread.thread.x) + " of block " +
+                             std::to_string(read.thread.block.x) + " read shared word " +
+                             std::to_string(read.word) + " at " + read.where.file + ":" +
+                             std::to_string(read.where.line) + " before any thread wrote it";
+        }
+        for (const auto& line : sim::shared_accesses_by_line(result.counts)) {
+            ExplainedLine explained_line;
+            explained_line.file = line.file;
+            explained_line.line = line.line;
+            explained_line.store = line.store;
+            explained_line.requests = line.requests;
+            explained_line.wavefronts = line.wavefronts;
+            explained_line.max_degree = line.max_degree;
+            if (line.representative) {
+                explained_line.representative = explained_warp(*line.representative);
+            }
+            explained.lines.push_back(std::move(explained_line));
+        }
+        explanation.strides.push_back(std::move(explained));
+    }
+    sink.explanation(explanation);
+}
+
+}  // namespace grader

@@ -1,0 +1,80 @@
+#include "grade/stage.hpp"
+
+namespace grader {
+
+bool Stage::runs_student_code() const {
+    switch (kind) {
+        case Kind::compile:
+        case Kind::load:
+        case Kind::explain:
+            return true;
+        case Kind::run:
+        case Kind::time:
+        case Kind::count:
+            return kernel == kStudentKernel;
+        case Kind::answers:
+        case Kind::wait_for_device:
+            return false;
+    }
+    return false;
+}
+
+std::string to_string(const Stage& stage) {
+    switch (stage.kind) {
+        case Stage::Kind::answers: return "answers";
+        case Stage::Kind::compile: return "compile";
+        case Stage::Kind::wait_for_device: return "wait for device";
+        case Stage::Kind::load: return "load";
+        case Stage::Kind::run:
+            return "run " + stage.kernel +
+                   (stage.stride > 0 ? " stride " + std::to_string(stage.stride) : std::string());
+        case Stage::Kind::time: return "time";
+        case Stage::Kind::count: return "count";
+        case Stage::Kind::explain: return "explain";
+    }
+    return "unknown";
+}
+
+Interruption blame(const Stage& stage, Ending ending, std::string message) {
+    Interruption interruption;
+    interruption.stage = to_string(stage);
+    interruption.message = std::move(message);
+    const bool students_code = stage.runs_student_code();
+    switch (ending) {
+        case Ending::kernel_fault:
+            interruption.kind = StopKind::fault;
+            interruption.students_fault = students_code;
+            break;
+        case Ending::launch_refused:
+            interruption.kind = StopKind::launch;
+            interruption.students_fault = students_code;
+            break;
+        case Ending::time_limit:
+            interruption.kind = StopKind::timeout;
+            interruption.students_fault = students_code;
+            break;
+        case Ending::memory_limit:
+            interruption.kind = StopKind::memory;
+            interruption.students_fault = students_code;
+            break;
+        case Ending::worker_crashed:
+            interruption.kind = StopKind::crash;
+            interruption.students_fault = students_code;
+            break;
+        case Ending::unsupported:
+            interruption.kind = StopKind::unsupported;
+            interruption.students_fault = false;
+            break;
+        case Ending::harness_error:
+            interruption.kind = StopKind::crash;
+            interruption.students_fault = false;
+            break;
+        case Ending::no_gpu:
+            interruption.kind = StopKind::no_gpu;
+            interruption.students_fault = false;
+            break;
+    }
+    return interruption;
+}
+
+}  // namespace grader

@@ -1,0 +1,52 @@
+#pragma once
+
+// The stages of a grade, as values: the worker announces each one, the grader times it and, when
+// the worker stops inside one, blame() decides whose fault that was.
+
+#include <string>
+
+#include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
+
+namespace grader {
+
+struct Stage {
+    enum class Kind {
+        answers,          // reading the answers file
+        compile,          // NVRTC, for every kernel
+        wait_for_device,  // the per-GPU lock of a batch
+        load,             // loading the compiled kernels on the device
+        run,              // one kernel at one stride, with every input
+        time,             // the timing rounds
+        count,            // counting shared-memory traffic (hardware counters)
+        explain,          // grader explain: the simulator's lane tables
+    };
+    Kind kind = Kind::answers;
+    std::string kernel;  // run: the kernel; time and count: "student" where it is among them
+    int stride = 0;      // run: the stride (0 without a sweep)
+
+    // Whether code the student wrote runs in this stage, so that what stops it is theirs.
+    bool runs_student_code() const;
+};
+
+// "run student stride 8", "run copy", "time": how reports and stage timings name a stage.
+std::string to_string(const Stage& stage);
+
+// How a stage ended early, as its cause: what the device reported, or how the worker died.
+enum class Ending {
+    kernel_fault,       // a kernel faulted
+    launch_refused,     // a launch asked for more than the device gives
+    unsupported,        // the simulator cannot run an instruction
+    time_limit,         // the stage's time limit, or the simulator's instruction budget
+    memory_limit,       // the worker went over its memory limit
+    worker_crashed,     // the worker died of a signal, or exited without a report
+    harness_error,      // the harness's own failure (a driver call outside any kernel)
+    no_gpu,             // a GPU was asked for and none answered
+};
+
+// The one table that decides whose fault a stop is: the student's wherever their code ran and
+// did this (a fault, a hang, memory, a crash, a launch it asked for), the machine's otherwise;
+// an instruction the simulator lacks and a missing GPU are never the student's.
+Interruption blame(const Stage& stage, Ending ending, std::string message);
+
+}  // namespace grader

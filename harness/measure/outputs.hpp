@@ -1,0 +1,38 @@
+#pragma once
+
+// The correctness runs' arithmetic, on the host: the inputs a grade fills its buffer with, and the
+// comparison of a kernel's outputs with the oracle's. Nothing here knows what a kernel computes:
+// the oracle (the exercise's trusted kernel, run the same way) says what each element must be.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
+
+namespace grader {
+
+// What every output element holds before a launch: a quiet NaN whose payload reads "never
+// written". A kernel that leaves an element alone leaves this pattern.
+inline constexpr std::uint32_t kOutputPoison = 0x7fc0dead;
+
+// The words of an input buffer, filled by its rule; the random fills are drawn from the seed, so
+// a grade can be repeated.
+std::vector<float> make_input(const InputSpec& input, std::uint64_t words, std::uint64_t seed);
+
+// Where the output's elements lie, for naming the first wrong one.
+struct OutputPlacement {
+    OutputLayout layout;
+    std::uint64_t threads_per_block = 0;  // per-thread layout: element t is thread t of the grid
+};
+
+// Compares outputs with the oracle's, element by element, over every element either wrote: the
+// same value (0.0 equals -0.0), or both never written (the same poison bits). An element the
+// kernel left unwritten reads NaN; one the oracle did not write but the kernel did counts as
+// wrong too (its expected value is NaN). Both vectors have the same length.
+OutputComparison compare_outputs(const std::string& input, const std::vector<float>& outputs,
+                                 const std::vector<float>& expected,
+                                 const OutputPlacement& placement);
+
+}  // namespace grader
