@@ -30,10 +30,24 @@ inline std::string shell_quote(const std::string& text) {
     return out + "'";
 }
 
-// Runs `grader <args...>`; if report_file is not empty it is parsed as JSON when it exists.
+// The environment of a machine without a GPU, whatever this one has: the driver library the
+// grader loads is one that does not exist.
+inline const std::vector<std::string> kNoGpu = {"GRADER_LIBCUDA=/nonexistent/libcuda.so.1"};
+
+// Runs `grader <args...>` with `environment` added (NAME=value each); if report_file is not
+// empty it is parsed as JSON when it exists.
 inline GraderRun run_grader(const std::vector<std::string>& args,
-                            const std::filesystem::path& report_file = {}) {
-    std::string command = shell_quote(GRADER_BINARY);
+                            const std::filesystem::path& report_file = {},
+                            const std::vector<std::string>& environment = {}) {
+    std::string command;
+    if (!environment.empty()) {
+        command = "env";
+        for (const auto& variable : environment) {
+            command += " " + shell_quote(variable);
+        }
+        command += " ";
+    }
+    command += shell_quote(GRADER_BINARY);
     for (const auto& arg : args) {
         command += " " + shell_quote(arg);
     }

@@ -21,21 +21,32 @@ double h200_like_ratio(int stride) {
     return 1.0 + 0.77 * (static_cast<double>(conflict_degree(stride)) - 1.0);
 }
 
-AccumulatorResult good(double expected) {
-    AccumulatorResult r;
+OutputComparison good(const std::string& input, double expected) {
+    OutputComparison r;
+    r.input = input;
     r.ran = true;
     r.ok = true;
     r.expected = expected;
-    r.threads = 270336;
+    r.elements = 270336;
     return r;
+}
+
+SharedAccessCounts counted(int stride) {
+    SharedAccessCounts counts;
+    counts.load_requests = 16384;
+    counts.load_wavefronts = 16384 * conflict_degree(stride);
+    counts.store_requests = 64;
+    counts.store_wavefronts = 64;
+    return counts;
 }
 
 KernelRun timed_run(const std::string& kernel, int stride, double ratio) {
     KernelRun run;
     run.kernel = kernel;
     run.stride = stride;
-    run.ones = good(2048.0);
-    run.hidden = good(15000.0);
+    run.outputs = {good("ones", 2048.0), good("hidden", 15000.0)};
+    run.counts = counted(stride);
+    run.count_source = "simulator";
     TimingStats stats;
     stats.median_ms = 0.087 * ratio;
     stats.min_ms = stats.median_ms * 0.99;
@@ -62,7 +73,7 @@ Measurements measured(const std::function<double(int)>& student_ratio) {
     m.student.attempted = m.student.ok = true;
     m.student.arch = "sm_90";
     m.student.signature = "probeSharedStride(float const*, float*, unsigned long, int)";
-    m.reference = m.student;
+    m.references["reference"] = m.student;
     for (const int s : student_strides_to_run(day15(), m.unnamed_strides)) {
         m.runs.push_back(timed_run("student", s, student_ratio(s)));
     }
@@ -78,9 +89,10 @@ Submission correct_answers() {
     s.gpu_name = "Tesla T4";
     for (const auto& [stride, ratio] : std::vector<std::pair<int, double>>{{3, 1.0}, {8, 7.8}, {16, 15.6}}) {
         SubmissionRow row;
-        row.stride = stride;
+        row.subject = Case{"student", stride};
+        row.key = std::to_string(stride);
         row.predicted_degree = static_cast<int>(conflict_degree(stride));
-        row.measured_ratio = ratio;
+        row.measured = ratio;
         s.rows.push_back(row);
     }
     s.sentence = "Stride 3 shares no factor with 32, so it is conflict free.";
@@ -179,13 +191,14 @@ TEST_CASE("a wrong accumulator names the stride, the thread, its block and its v
     Measurements m = measured(h200_like_ratio);
     KernelRun* run = m.run("student", 8);
     REQUIRE(run);
-    run->ones.ok = false;
-    run->ones.bad_threads = 270336;
-    run->ones.first_bad_thread = 1234;
-    run->ones.first_bad_block = 4;
-    run->ones.first_bad_thread_in_block = 210;
-    run->ones.first_bad_value = 1024.0;
-    run->ones.first_bad_expected = 2048.0;
+    OutputComparison& ones = run->outputs[0];
+    ones.ok = false;
+    ones.bad_elements = 270336;
+    ones.first_bad = 1234;
+    ones.first_bad_block = 4;
+    ones.first_bad_thread_in_block = 210;
+    ones.first_bad_value = 1024.0;
+    ones.first_bad_expected = 2048.0;
     const Report report = evaluate(day15(), correct_answers(), m, "d");
     const CheckResult& c = check(report, "accumulator");
     CHECK_FALSE(c.passed());
@@ -209,8 +222,8 @@ TEST_CASE("without a GPU the verdict is ungradable and says a GPU is needed for 
     Measurements m;
     m.environment.backend = "cuda";
     m.student.attempted = m.student.ok = true;
-    m.reference = m.student;
-    m.interruption = Interruption{"no_gpu", "compile",
+    m.references["reference"] = m.student;
+    m.interruption = Interruption{StopKind::no_gpu, "compile",
                                   "no GPU: libcuda.so.1 could not be loaded. A GPU is needed for timing", false};
     const Report report = evaluate(day15(), correct_answers(), m, "f");
     CHECK(report.verdict == Verdict::ungradable);
@@ -239,8 +252,8 @@ TEST_CASE("on an unfit GPU a kernel that fails its accumulator still fails") {
             run.ratio = 1.0;
         }
     }
-    m.run("student", 3)->ones.ok = false;
-    m.run("student", 3)->ones.bad_threads = 1;
+    m.run("student", 3)->outputs[0].ok = false;
+    m.run("student", 3)->outputs[0].bad_elements = 1;
     const Report report = evaluate(day15(), correct_answers(), m, "h");
     CHECK(report.verdict == Verdict::fail);
 }
@@ -254,14 +267,14 @@ TEST_CASE("a kernel fault is the student's failure and keeps what ran before it"
         run.timing.reset();
         run.ratio.reset();
     }
-    m.interruption = Interruption{"fault", "run student stride 4",
+    m.interruption = Interruption{StopKind::fault, "run student stride 4",
                                   "probeSharedStride (student) failed at stride 4: CUDA_ERROR_ILLEGAL_ADDRESS",
                                   true};
     const Report report = evaluate(day15(), correct_answers(), m, "i");
     CHECK(report.verdict == Verdict::fail);
     CHECK(any_detail_contains(check(report, "accumulator"), "stride 4"));
     CHECK(check(report, "predicted_degrees").passed());
-    CHECK_FALSE(check(report, "ordering").passed());
+    CHECK(check(report, "ordering").not_run());
 }
 
 TEST_CASE("a compile failure fails every kernel check with the reason, and nothing else is lost") {
@@ -271,7 +284,7 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
     m.student.attempted = true;
     m.student.ok = false;
     m.student.log = "probe.cu(14): error: expected a \";\"";
-    m.reference.attempted = m.reference.ok = true;
+    m.references["reference"].attempted = m.references["reference"].ok = true;
     for (const int s : reference_strides_to_run(day15(), {})) {
         m.runs.push_back(timed_run("reference", s, h200_like_ratio(s)));
     }
@@ -279,6 +292,11 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
     CHECK(report.verdict == Verdict::fail);
     CHECK_FALSE(check(report, "compile_abi").passed());
     CHECK(check(report, "accumulator").message.find("did not compile") != std::string::npos);
+    // What did not run is "not run", not a failure of its own: the root cause is the compile.
+    CHECK(check(report, "accumulator").not_run());
+    CHECK(check(report, "ordering").not_run());
+    CHECK(check(report, "counted_degrees").not_run());
+    CHECK(report.summary.find("Compile and ABI") != std::string::npos);
     CHECK(check(report, "predicted_degrees").passed());
     CHECK(report.compile_log.find("probe.cu(14)") != std::string::npos);
 }
@@ -286,23 +304,130 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
 TEST_CASE("ordering rules read as the lesson says them") {
     OrderingRule closer;
     closer.kind = OrderingRule::Kind::closer_to;
-    closer.stride = 3;
-    closer.near = 1;
-    closer.far = 4;
+    closer.subject = {"student", 3};
+    closer.near = {"student", 1};
+    closer.far = {"student", 4};
     const auto ratios = [](double r3) {
-        return [r3](int s) -> std::optional<double> {
-            if (s == 1) return 1.0;
-            if (s == 3) return r3;
-            if (s == 4) return 3.16;
+        return [r3](const Case& c) -> std::optional<double> {
+            if (c.stride == 1) return 1.0;
+            if (c.stride == 3) return r3;
+            if (c.stride == 4) return 3.16;
             return std::nullopt;
         };
     };
-    CHECK(evaluate_rule(closer, ratios(0.99)).passed);
-    CHECK(evaluate_rule(closer, ratios(2.0)).passed);
-    CHECK_FALSE(evaluate_rule(closer, ratios(2.2)).passed);
-    CHECK(evaluate_rule(closer, ratios(0.99)).detail ==
+    CHECK(evaluate_rule(day15(), closer, ratios(0.99)).passed);
+    CHECK(evaluate_rule(day15(), closer, ratios(2.0)).passed);
+    CHECK_FALSE(evaluate_rule(day15(), closer, ratios(2.2)).passed);
+    CHECK(evaluate_rule(day15(), closer, ratios(0.99)).detail ==
           "stride 3 at 0.99x is closer to stride 1 (1x) than to stride 4 (3.16x)");
     OrderingRule missing = closer;
-    missing.far = 64;
-    CHECK_FALSE(evaluate_rule(missing, ratios(1.0)).evaluated);
+    missing.far = {"student", 64};
+    CHECK_FALSE(evaluate_rule(day15(), missing, ratios(1.0)).evaluated);
+}
+
+TEST_CASE("the student's own measured ratios must tell the lesson's story, row by row") {
+    SUBCASE("a T4's or an H200's ratios are plausible") {
+        for (const double scale : {1.0, 0.78}) {
+            Submission answers = correct_answers();
+            for (auto& row : answers.rows) {
+                row.measured = 1.0 + scale * (conflict_degree(row.subject.stride) - 1.0);
+            }
+            const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "k");
+            CHECK(check(report, "measured_ratios").passed());
+        }
+    }
+    SUBCASE("999 at every stride is not a measurement of this probe") {
+        Submission answers = correct_answers();
+        for (auto& row : answers.rows) {
+            row.measured = 999.0;
+        }
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "l");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK_FALSE(c.passed());
+        CHECK(report.verdict == Verdict::fail);
+        CHECK(any_detail_contains(c, "stride 3: you measured 999x"));
+        CHECK(any_detail_contains(c, "stride 16: you measured 999x; for a 16-way conflict"));
+    }
+    SUBCASE("stride 16 no slower than stride 8 is named with both rows") {
+        Submission answers = correct_answers();
+        answers.rows[2].measured = 7.9;  // stride 16
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "m");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK_FALSE(c.passed());
+        CHECK(any_detail_contains(c, "your stride 16 is clearly slower than your stride 8"));
+        CHECK(any_detail_contains(c, "stride 8 (7.8x)"));
+    }
+    SUBCASE("the report shows the student's ratio beside the grader's") {
+        const Report report = evaluate(day15(), correct_answers(), measured(h200_like_ratio), "n");
+        const auto row = std::find_if(report.rows.begin(), report.rows.end(), [](const auto& r) {
+            return r.kernel == "student" && r.stride == 16;
+        });
+        REQUIRE(row != report.rows.end());
+        CHECK(row->claimed_ratio == doctest::Approx(15.6));
+        CHECK(row->ratio == doctest::Approx(h200_like_ratio(16)));
+    }
+}
+
+TEST_CASE("the counted degree must be the model's at every stride the grade runs") {
+    Measurements m = measured(h200_like_ratio);
+    CHECK(check(evaluate(day15(), correct_answers(), m, "o"), "counted_degrees").passed());
+    // A kernel that reads conflict free whatever the stride, and spins to fake the time.
+    for (auto& run : m.runs) {
+        if (run.kernel == "student") {
+            run.counts = counted(1);
+        }
+    }
+    const Report report = evaluate(day15(), correct_answers(), m, "p");
+    const CheckResult& c = check(report, "counted_degrees");
+    CHECK_FALSE(c.passed());
+    CHECK(any_detail_contains(c, "stride 16: the shared loads counted 1 wavefronts per request; "
+                                 "the model's degree is gcd(16, 32) = 16"));
+    CHECK(report.verdict == Verdict::fail);
+}
+
+TEST_CASE("a required check the machine could not run makes the grade ungradable, not a pass") {
+    Measurements m = measured(h200_like_ratio);
+    for (auto& run : m.runs) {
+        run.counts.reset();
+    }
+    const Report report = evaluate(day15(), correct_answers(), m, "q");
+    CHECK(check(report, "counted_degrees").not_run());
+    CHECK(report.verdict == Verdict::ungradable);
+    CHECK(report.summary.find("Counted conflict degree could not be checked") != std::string::npos);
+}
+
+TEST_CASE("an instruction the simulator lacks, after a check already failed, reports that failure") {
+    Measurements m = measured(h200_like_ratio);
+    m.environment.backend = "sim";
+    m.runs.erase(std::remove_if(m.runs.begin(), m.runs.end(),
+                                [](const KernelRun& r) { return r.kernel == "student" && r.stride > 1; }),
+                 m.runs.end());
+    m.run("student", 1)->outputs[0].ok = false;
+    m.run("student", 1)->outputs[0].bad_elements = 512;
+    m.interruption = Interruption{StopKind::unsupported, "run student stride 3",
+                                  "the simulator does not support shfl.sync.idx.b32", false};
+    const Report report = evaluate(day15(), correct_answers(), m, "r");
+    CHECK(report.verdict == Verdict::fail);
+    CHECK(report.summary.find("Accumulator check") != std::string::npos);
+    SUBCASE("without a failure before it, it is the machine's: ungradable") {
+        m.run("student", 1)->outputs[0].ok = true;
+        m.run("student", 1)->outputs[0].bad_elements = 0;
+        CHECK(evaluate(day15(), correct_answers(), m, "s").verdict == Verdict::ungradable);
+    }
+}
+
+TEST_CASE("the starter kit's example sentence is flagged for review, an empty one fails review") {
+    Submission answers = correct_answers();
+    answers.sentence = "  the CONFLICT degree is gcd(stride, 32) -- not a function of the stride's size: " +
+                       day15().answers.example_sentence.substr(
+                           day15().answers.example_sentence.find("3 shares"));
+    Report report = evaluate(day15(), answers, measured(h200_like_ratio), "t");
+    CHECK(any_detail_contains(check(report, "sentence"), "flagged for review"));
+    answers.sentence = "Odd strides share no factor with 32.";
+    report = evaluate(day15(), answers, measured(h200_like_ratio), "u");
+    CHECK_FALSE(any_detail_contains(check(report, "sentence"), "flagged"));
+    answers.sentence = "   ";
+    report = evaluate(day15(), answers, measured(h200_like_ratio), "v");
+    CHECK(check(report, "sentence").status == CheckStatus::failed);
+    CHECK(report.verdict == Verdict::pass);  // a review item, not a required check
 }

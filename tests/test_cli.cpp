@@ -20,8 +20,6 @@ std::filesystem::path scratch(const std::string& name) {
     return dir / name;
 }
 
-bool has_gpu_driver() { return std::filesystem::exists("/dev/nvidiactl"); }
-
 }  // namespace
 
 TEST_CASE("--help names every subcommand and --version prints the version") {
@@ -42,7 +40,7 @@ TEST_CASE("a usage error exits 2 and says what was wrong") {
     CHECK(no_folder.exit_code == 2);
     CHECK(no_folder.output.find("/no/such/folder") != std::string::npos);
     const GraderRun bad_format =
-        run_grader({"grade", (kSource / "student").string(), "--format", "pdf"});
+        run_grader({"grade", (kSource / "student" / "example").string(), "--format", "pdf"});
     CHECK(bad_format.exit_code == 2);
     CHECK(bad_format.output.find("pdf") != std::string::npos);
 }
@@ -59,7 +57,7 @@ TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, l
         tried = true;
         CAPTURE(entry.path().string());
         const GraderRun run = run_grader(
-            {"grade", (kSource / "student").string(), "--exercise", entry.path().string()});
+            {"grade", (kSource / "student" / "example").string(), "--exercise", entry.path().string()});
         CHECK(run.exit_code == 2);
         CHECK(run.output.find("exercise.yaml:") != std::string::npos);
     }
@@ -67,15 +65,11 @@ TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, l
 }
 
 TEST_CASE("with --backend cuda and no GPU the example is ungradable, exit 3, and the report says why") {
-    if (has_gpu_driver()) {
-        MESSAGE("this machine has a GPU driver: the no-GPU path is not exercised here");
-        return;
-    }
     const auto report = scratch("student.json");
     const GraderRun run =
-        run_grader({"grade", (kSource / "student").string(), "--backend", "cuda", "--format",
-                    "json", "--output", report.string(), "--quiet"},
-                   report);
+        run_grader({"grade", (kSource / "student" / "example").string(), "--backend", "cuda",
+                    "--format", "json", "--output", report.string(), "--quiet"},
+                   report, kNoGpu);
     CHECK(run.exit_code == 3);
     REQUIRE(run.report.is_object());
     CHECK(run.report["verdict"] == "ungradable");
@@ -87,10 +81,7 @@ TEST_CASE("with --backend cuda and no GPU the example is ungradable, exit 3, and
     CHECK((*find_check(run.report, "predicted_degrees"))["passed"] == true);
 }
 
-TEST_CASE("with --backend cuda and no GPU a compile error, a wrong signature and a forbidden include are reported") {
-    if (has_gpu_driver()) {
-        return;
-    }
+TEST_CASE("with --backend cuda and no GPU a compile error, a wrong signature and a forbidden include fail") {
     struct Case {
         const char* fixture;
         const char* expected;
@@ -104,9 +95,12 @@ TEST_CASE("with --backend cuda and no GPU a compile error, a wrong signature and
         const GraderRun run =
             run_grader({"grade", (kFixtures / "submissions" / c.fixture).string(), "--backend",
                         "cuda", "--format", "json", "--output", report.string(), "--quiet"},
-                       report);
-        CHECK(run.exit_code == 3);
+                       report, kNoGpu);
+        // The student's mistake is found without a GPU and is a graded failure, not
+        // "ungradable": it fails wherever the work runs.
+        CHECK(run.exit_code == 1);
         REQUIRE(run.report.is_object());
+        CHECK(run.report["verdict"] == "fail");
         const auto* check = find_check(run.report, "compile_abi");
         REQUIRE(check);
         CHECK((*check)["passed"] == false);
@@ -116,14 +110,11 @@ TEST_CASE("with --backend cuda and no GPU a compile error, a wrong signature and
 }
 
 TEST_CASE("a malformed answers file is the student's, named by file and line") {
-    if (has_gpu_driver()) {
-        return;
-    }
     const auto report = scratch("malformed.json");
     const GraderRun run =
         run_grader({"grade", (kFixtures / "submissions/malformed_yaml").string(), "--format",
                     "json", "--output", report.string(), "--quiet"},
-                   report);
+                   report, kNoGpu);
     REQUIRE(run.report.is_object());
     const auto* check = find_check(run.report, "submission_file");
     REQUIRE(check);
@@ -135,9 +126,11 @@ TEST_CASE("every report format is written, also when grading is ungradable") {
     for (const std::string format : {"text", "json", "markdown", "gradescope", "prairielearn", "junit"}) {
         CAPTURE(format);
         const auto report = scratch("every-format." + format);
-        const GraderRun run = run_grader({"grade", (kSource / "student").string(), "--format",
-                                          format, "--output", report.string(), "--quiet"});
-        CHECK((run.exit_code == 0 || run.exit_code == 3));
+        const GraderRun run =
+            run_grader({"grade", (kSource / "student" / "example").string(), "--backend", "cuda",
+                        "--format", format, "--output", report.string(), "--quiet"},
+                       {}, kNoGpu);
+        CHECK(run.exit_code == 3);
         REQUIRE(std::filesystem::exists(report));
         CHECK(std::filesystem::file_size(report) > 100);
     }
@@ -146,15 +139,12 @@ TEST_CASE("every report format is written, also when grading is ungradable") {
 TEST_CASE("without a GPU, grade runs on the simulator: the example passes, exit 0, modeled costs") {
     for (const std::vector<std::string>& backend :
          {std::vector<std::string>{"--backend", "sim"}, std::vector<std::string>{}}) {
-        if (backend.empty() && has_gpu_driver()) {
-            continue;  // auto picks the GPU there
-        }
         CAPTURE(backend.size());
         const auto report = scratch("student-sim.json");
-        std::vector<std::string> args{"grade", (kSource / "student").string(), "--format", "json",
+        std::vector<std::string> args{"grade", (kSource / "student" / "example").string(), "--format", "json",
                                       "--output", report.string(), "--quiet"};
         args.insert(args.end(), backend.begin(), backend.end());
-        const GraderRun run = run_grader(args, report);
+        const GraderRun run = run_grader(args, report, kNoGpu);
         CHECK(run.exit_code == 0);
         REQUIRE(run.report.is_object());
         CHECK(run.report["verdict"] == "pass");
@@ -183,7 +173,7 @@ TEST_CASE("on the simulator a wrong signature fails the student, exit 1, naming 
 }
 
 TEST_CASE("the text report on the simulator says so and shows the counted degree") {
-    const GraderRun run = run_grader({"grade", (kSource / "student").string(), "--backend", "sim"});
+    const GraderRun run = run_grader({"grade", (kSource / "student" / "example").string(), "--backend", "sim"});
     CHECK(run.exit_code == 0);
     CHECK(run.output.find("simulator") != std::string::npos);
     CHECK(run.output.find("counted") != std::string::npos);
@@ -198,7 +188,7 @@ TEST_CASE("sweep --backend sim prints the reference's modeled table and passes c
 
 TEST_CASE("explain shows stride 3 in 32 distinct banks and stride 16 as 16 lanes in 2 banks") {
     const GraderRun run =
-        run_grader({"explain", (kSource / "student").string(), "--strides", "3,16"});
+        run_grader({"explain", (kSource / "student" / "example").string(), "--strides", "3,16"});
     CHECK(run.exit_code == 0);
     const auto stride3 = run.output.find("stride 3");
     const auto stride16 = run.output.find("stride 16");
@@ -241,7 +231,7 @@ TEST_CASE("on the simulator a kernel it cannot execute is ungradable, exit 3, na
     std::filesystem::copy_file(kFixtures / "kernels/probe_calls_noinline_function.cu",
                                folder / "probe.cu",
                                std::filesystem::copy_options::overwrite_existing);
-    std::filesystem::copy_file(kSource / "student/submission.yaml", folder / "submission.yaml",
+    std::filesystem::copy_file(kSource / "student/example/submission.yaml", folder / "submission.yaml",
                                std::filesystem::copy_options::overwrite_existing);
     const auto report = scratch("calls-noinline.json");
     const GraderRun run = run_grader({"grade", folder.string(), "--backend", "sim", "--format",
@@ -254,6 +244,24 @@ TEST_CASE("on the simulator a kernel it cannot execute is ungradable, exit 3, na
     CHECK(summary.find("the simulator does not support call") != std::string::npos);
     CHECK(summary.find("probe.cu line 23") != std::string::npos);
     CHECK(summary.find("grade on a GPU") != std::string::npos);
+}
+
+TEST_CASE("the untouched starter kit fails kindly: its answers check names every blank") {
+    const auto report = scratch("starter-kit.json");
+    const GraderRun run = run_grader({"grade", (kSource / "student").string(), "--format", "json",
+                                      "--output", report.string(), "--quiet"},
+                                     report, kNoGpu);
+    CHECK(run.exit_code == 1);
+    REQUIRE(run.report.is_object());
+    CHECK(run.report["verdict"] == "fail");
+    const std::string answers = check_text(*find_check(run.report, "submission_file"));
+    CHECK(answers.find("9 blanks of the starter kit's submission.yaml still to fill in") !=
+          std::string::npos);
+    CHECK(answers.find("rows[2].predicted_degree: still blank: fill in the conflict degree you "
+                       "predict for stride 16") != std::string::npos);
+    CHECK(answers.find("sentence: still blank") != std::string::npos);
+    // The kernel is the lesson's and still runs: nothing else fails for the blanks.
+    CHECK((*find_check(run.report, "accumulator"))["passed"] == true);
 }
 
 TEST_CASE("on the simulator a kernel that never ends stops at the instruction budget, exit 1") {

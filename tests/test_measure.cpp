@@ -1,8 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstring>
+#include <set>
+
 #include <cmath>
 
-#include "measure/accumulator.hpp"
+#include "measure/outputs.hpp"
+#include "model/describe.hpp"
 #include "measure/statistics.hpp"
 
 using namespace grader;
@@ -69,58 +74,105 @@ TEST_CASE("samples are sized so that launch overhead is noise") {
     CHECK(launches_per_sample(0.0001, 0.5, 64) == 64);
 }
 
-TEST_CASE("with reads equal to the tile, every thread sums the whole tile at any stride") {
-    std::vector<float> tile(2048);
-    double total = 0;
-    for (std::size_t i = 0; i < tile.size(); ++i) {
-        tile[i] = static_cast<float>(i % 16);
-        total += tile[i];
-    }
-    for (const int stride : {1, 3, 8, 16, 32, 33}) {
-        const auto sums = expected_sums(tile, 256, stride, 2048);
-        CHECK(sums[0] == total);
-        CHECK(sums[255] == total);
-    }
+namespace {
+
+const float kPoison = [] {
+    float value;
+    const std::uint32_t bits = grader::kOutputPoison;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+}();
+
+grader::OutputPlacement per_thread(std::uint64_t block) {
+    return {grader::OutputLayout{}, block};
 }
 
-TEST_CASE("fewer reads than the tile sum the circular window each thread starts at") {
-    std::vector<float> tile(8);
-    for (int i = 0; i < 8; ++i) {
-        tile[i] = static_cast<float>(1 << i);
-    }
-    // tid 3 at stride 2 starts at word 6 and reads 6, 7, 0.
-    const auto sums = expected_sums(tile, 4, 2, 3);
-    CHECK(sums[3] == 64 + 128 + 1);
-    CHECK(sums[0] == 1 + 2 + 4);
-}
+}  // namespace
 
 TEST_CASE("the first wrong thread is named by global index, block and thread") {
     std::vector<float> outputs(1024, 2048.0f);
     outputs[600] = 1024.0f;
     outputs[900] = std::nanf("");
-    const AccumulatorResult result = compare_outputs(outputs, std::vector<double>(256, 2048.0), 256);
+    const std::vector<float> expected(1024, 2048.0f);
+    const OutputComparison result = compare_outputs("ones", outputs, expected, per_thread(256));
     CHECK_FALSE(result.ok);
-    CHECK(result.bad_threads == 2);
-    REQUIRE(result.first_bad_thread);
-    CHECK(*result.first_bad_thread == 600);
+    CHECK(result.input == "ones");
+    CHECK(result.expected == 2048.0);
+    CHECK(result.elements == 1024);
+    CHECK(result.bad_elements == 2);
+    REQUIRE(result.first_bad);
+    CHECK(*result.first_bad == 600);
     CHECK(result.first_bad_block == 2);
     CHECK(result.first_bad_thread_in_block == 88);
     CHECK(result.first_bad_value == 1024.0);
     CHECK(result.first_bad_expected == 2048.0);
 }
 
-TEST_CASE("a NaN never passes the accumulator check") {
+TEST_CASE("a NaN never passes, and an element left at the poison is never written") {
     std::vector<float> outputs(256, std::nanf(""));
-    const AccumulatorResult result = compare_outputs(outputs, std::vector<double>(256, 2048.0), 256);
-    CHECK(result.bad_threads == 256);
+    outputs[7] = kPoison;
+    const OutputComparison result =
+        compare_outputs("ones", outputs, std::vector<float>(256, 2048.0f), per_thread(256));
+    CHECK(result.bad_elements == 256);
+    CHECK(std::isnan(result.first_bad_value));
 }
 
-TEST_CASE("the hidden tile is fresh per seed and within its range") {
-    const auto a = hidden_tile(2048, 15, 1);
-    const auto b = hidden_tile(2048, 15, 2);
-    CHECK(a != b);
-    CHECK(a == hidden_tile(2048, 15, 1));
+TEST_CASE("only elements the oracle or the kernel wrote are compared: the simulator's few blocks") {
+    std::vector<float> expected(1024, kPoison);
+    std::vector<float> outputs(1024, kPoison);
+    for (int t = 512; t < 768; ++t) {  // block 2 of four ran, in both
+        expected[t] = 3.0f;
+        outputs[t] = 3.0f;
+    }
+    OutputComparison result = compare_outputs("hidden", outputs, expected, per_thread(256));
+    CHECK(result.ok);
+    CHECK(result.elements == 256);
+    SUBCASE("a write where the oracle wrote nothing is wrong, and says so") {
+        outputs[10] = 1.0f;
+        result = compare_outputs("hidden", outputs, expected, per_thread(256));
+        CHECK_FALSE(result.ok);
+        CHECK(*result.first_bad == 10);
+        CHECK(std::isnan(result.first_bad_expected));
+        CHECK(grader::describe_wrong_output(0, result).find(
+                  "where the exercise's own kernel writes nothing") != std::string::npos);
+    }
+}
+
+TEST_CASE("a matrix output names the first wrong element by row and column") {
+    grader::OutputLayout matrix;
+    matrix.kind = grader::OutputLayout::Kind::matrix;
+    matrix.rows = 64;
+    matrix.columns = 32;
+    std::vector<float> expected(64 * 32);
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        expected[i] = static_cast<float>(i) * 0.5f;
+    }
+    std::vector<float> outputs = expected;
+    outputs[17 * 32 + 3] = -1.0f;
+    const OutputComparison result = compare_outputs("random", outputs, expected, {matrix, 256});
+    CHECK(result.matrix);
+    CHECK(result.first_bad_row == 17);
+    CHECK(result.first_bad_column == 3);
+    CHECK(grader::describe_wrong_output(0, result) ==
+          "row 17, column 3 holds -1, expected 273.5; 1 of 2048 elements wrong");
+}
+
+TEST_CASE("the random inputs follow the seed and stay in their range") {
+    grader::InputSpec integers;
+    integers.id = "hidden";
+    integers.fill = grader::InputSpec::Fill::random_integers;
+    integers.value = 15;
+    const auto a = make_input(integers, 2048, 1);
+    CHECK(a != make_input(integers, 2048, 2));
+    CHECK(a == make_input(integers, 2048, 1));
     for (const float v : a) {
         CHECK((v >= 0.0f && v <= 15.0f && v == std::floor(v)));
     }
+    grader::InputSpec floats;
+    floats.fill = grader::InputSpec::Fill::random_floats;
+    const auto f = make_input(floats, 4096, 7);
+    CHECK(std::all_of(f.begin(), f.end(), [](float v) { return std::isfinite(v); }));
+    CHECK(std::set<float>(f.begin(), f.end()).size() > 4000);
+    grader::InputSpec ones;
+    CHECK(make_input(ones, 4, 9) == std::vector<float>(4, 1.0f));
 }

@@ -17,10 +17,11 @@
 #include <vector>
 
 #include "common/text.hpp"
+#include "model/describe.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
 
-using grader::AccumulatorResult;
+using grader::OutputComparison;
 using grader::CheckResult;
 using grader::Report;
 using grader::ReportRow;
@@ -32,12 +33,13 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Reports as the grader would build them.
 
-AccumulatorResult all_right(double expected) {
-    AccumulatorResult result;
+OutputComparison all_right(const char* input, double expected) {
+    OutputComparison result;
+    result.input = input;
     result.ran = true;
     result.ok = true;
     result.expected = expected;
-    result.threads = 270336;
+    result.elements = 270336;
     return result;
 }
 
@@ -61,8 +63,8 @@ ReportRow row(const char* kernel, int stride, double ratio, double median_ms) {
     r.ratio = ratio;
     r.ratio_min = ratio - 0.02;
     r.ratio_max = ratio + 0.03;
-    r.accumulator = all_right(2048.0);
-    r.hidden = all_right(15000.0);
+    r.label = std::string(kernel) == "student" ? "your kernel" : "reference probe";
+    r.outputs = {all_right("ones", 2048.0), all_right("hidden", 15000.0)};
     return r;
 }
 
@@ -182,10 +184,10 @@ Report failing_accumulator_report() {
     report.verdict = Verdict::fail;
     report.summary = "A required check failed: Accumulator check.";
     report.score = 9;
-    AccumulatorResult& bad = find_row(report, "student", 8)->accumulator;
+    OutputComparison& bad = find_row(report, "student", 8)->outputs[0];
     bad.ok = false;
-    bad.bad_threads = 135168;
-    bad.first_bad_thread = 1234;
+    bad.bad_elements = 135168;
+    bad.first_bad = 1234;
     bad.first_bad_block = 4;
     bad.first_bad_thread_in_block = 210;
     bad.first_bad_value = 1024.0;
@@ -212,7 +214,7 @@ Report ungradable_report() {
     report.checks = {check("submission_file", "Answers file", true, 1, 1, "complete"),
                      check("compile_abi", "Compile and ABI", true, 1, 1, "compiled for sm_75")};
     report.interruption =
-        grader::Interruption{"no_gpu", "open device", "no CUDA device was found", false};
+        grader::Interruption{grader::StopKind::no_gpu, "open device", "no CUDA device was found", false};
     return report;
 }
 
@@ -531,7 +533,7 @@ TEST_CASE("the text report shows every ratio: the student's, the harness's and t
     // The lesson's 31.10 keeps its trailing zero; an H200's stride-1 time keeps its digits.
     CHECK(text.find("15.40") != std::string::npos);
     CHECK(text.find("0.08680") != std::string::npos);
-    CHECK(text.find("Reference kernel") != std::string::npos);
+    CHECK(text.find("Reference probe, same compiler and options") != std::string::npos);
     CHECK(text.find("* drawn for this grade") != std::string::npos);
 }
 
@@ -555,8 +557,8 @@ TEST_CASE("each check is one line with its mark, title and points, then its mess
 
 TEST_CASE("a failing accumulator names the stride, the thread, its value and how many are wrong") {
     const std::string expected_line =
-        "stride 8: thread 1234 (block 4, thread 210) held 1024, expected 2048; 135168 of 270336 "
-        "threads wrong";
+        "ones input, stride 8: thread 1234 (block 4, thread 210) holds 1024, expected 2048; 135168 "
+        "of 270336 threads wrong";
     SUBCASE("the checks did not name the thread: the writer does") {
         const std::string text = text_of(failing_accumulator_report());
         CHECK(text.rfind("FAIL  9/13  example-student", 0) == 0);
@@ -566,13 +568,13 @@ TEST_CASE("a failing accumulator names the stride, the thread, its value and how
     }
     SUBCASE("the check's detail names the thread: the text says it once") {
         Report report = failing_accumulator_report();
-        const auto& bad = find_row(report, "student", 8)->accumulator;
-        report.checks[2].details = {grader::describe_wrong_accumulator(8, bad)};
-        CHECK(report.checks[2].details[0] == expected_line);
+        const auto& bad = find_row(report, "student", 8)->outputs[0];
+        report.checks[2].details = {grader::describe_wrong_output(8, bad)};
+        CHECK("ones input, " + report.checks[2].details[0] == expected_line);
         const std::string text = text_of(report);
-        const std::size_t first = text.find(expected_line);
+        const std::size_t first = text.find(report.checks[2].details[0]);
         REQUIRE(first != std::string::npos);
-        CHECK(text.find(expected_line, first + 1) == std::string::npos);
+        CHECK(text.find(report.checks[2].details[0], first + 1) == std::string::npos);
     }
 }
 
@@ -582,28 +584,28 @@ TEST_CASE("a check that names the failing thread in its own words is not repeate
         "stride 8: thread 1234 (block 4, thread 210) holds 1024, expected 2048; 135168 of 270336 "
         "threads wrong"};
     const std::string text = text_of(report);
-    CHECK(text.find("Threads that held the wrong value") == std::string::npos);
+    CHECK(text.find("Outputs that held the wrong value") == std::string::npos);
     const std::size_t first = text.find("thread 1234 (block 4, thread 210)");
     REQUIRE(first != std::string::npos);
     CHECK(text.find("thread 1234 (block 4, thread 210)", first + 1) == std::string::npos);
 
     report.checks[2].details = {"stride 16: thread 1234 (block 4, thread 210) holds 1024"};
-    CHECK(text_of(report).find("Threads that held the wrong value\n  stride 8: thread 1234") !=
+    CHECK(text_of(report).find("Outputs that held the wrong value\n  ones input, stride 8: thread 1234") !=
           std::string::npos);
 }
 
 TEST_CASE("a value that was never written reads as NaN (never written), never as nan") {
     Report report = failing_accumulator_report();
-    AccumulatorResult& hidden = find_row(report, "student", 16)->hidden;
+    OutputComparison& hidden = find_row(report, "student", 16)->outputs[1];
     hidden.ok = false;
-    hidden.bad_threads = 256;
-    hidden.first_bad_thread = 0;
+    hidden.bad_elements = 256;
+    hidden.first_bad = 0;
     hidden.first_bad_value = std::nan("");
     hidden.first_bad_expected = 14237;
     for (const auto& text : {text_of(report), grader::write_markdown(report)}) {
-        CHECK(text.find("stride 16, hidden input: thread 0 (block 0, thread 0) held NaN (never "
-                        "written), expected 14237; 256 of 270336 threads wrong") !=
-              std::string::npos);
+        CHECK(text.find("hidden input, stride 16: thread 0 (block 0, thread 0) holds NaN (the "
+                        "output or the tile word was never written), expected 14237; 256 of "
+                        "270336 threads wrong") != std::string::npos);
         CHECK_FALSE(std::regex_search(text, std::regex(R"(\bnan\b)")));
     }
 }
@@ -667,8 +669,8 @@ TEST_CASE("on the simulator the text speaks of modeled costs and never of times"
     const std::string text = text_of(simulated_report());
     const auto lines = lines_of(text);
     CHECK(lines[0] ==
-          "PASS  11/13  example-student  day15-bank-conflicts  on the simulator modeling H200 bank "
-          "model (sm_90, sim: costs are modeled)");
+          "PASS  11/13  example-student  day15-bank-conflicts  on the PTX simulator (sm_90, sim): "
+          "costs are modeled");
     CHECK(text.find("modeled cost") != std::string::npos);
     std::string lower = text;
     for (auto& c : lower) {
@@ -684,22 +686,23 @@ TEST_CASE("on the simulator the text speaks of modeled costs and never of times"
 // -------------------------------------------------------------------------------------------------
 TEST_CASE("the JSON report is the schema, indented by two, and reads back to the same report") {
     Report report = failing_accumulator_report();
-    find_row(report, "student", 16)->hidden.ok = false;
-    find_row(report, "student", 16)->hidden.first_bad_thread = 7;
-    find_row(report, "student", 16)->hidden.first_bad_value = std::nan("");
-    report.interruption = grader::Interruption{"timeout", "run student stride 32", "30 s", true};
+    find_row(report, "student", 16)->outputs[1].ok = false;
+    find_row(report, "student", 16)->outputs[1].first_bad = 7;
+    find_row(report, "student", 16)->outputs[1].first_bad_value = std::nan("");
+    report.interruption =
+        grader::Interruption{grader::StopKind::timeout, "run student stride 32", "30 s", true};
     const std::string text = grader::write_json(report);
     CHECK(text.back() == '\n');
     CHECK(text.rfind("{\n  \"", 0) == 0);
     const json parsed = json::parse(text);
     CHECK(parsed["schema"] == "gpu-course-grader/report");
-    CHECK(parsed["schema_version"] == 1);
+    CHECK(parsed["schema_version"] == 2);
     CHECK(parsed["verdict"] == "fail");
     CHECK(parsed["score"] == 9);
     const Report back = parsed.get<Report>();
     CHECK(json(back) == json(report));
     CHECK(back.rows.size() == report.rows.size());
-    const auto* hidden = &back.rows[3].hidden;
+    const auto* hidden = &back.rows[3].outputs[1];
     REQUIRE(back.rows[3].stride == 16);
     CHECK(std::isnan(hidden->first_bad_value));
     CHECK(back.seed == 12345678901234567ULL);
@@ -724,7 +727,7 @@ TEST_CASE("a JSON report written by an earlier grader still reads and shows the 
     REQUIRE(in.good());
     const Report report = json::parse(in).get<Report>();
     CHECK(report.verdict == Verdict::fail);
-    CHECK(text_of(report).find("stride 8: thread 1234 (block 4, thread 210) held 1024, expected "
+    CHECK(text_of(report).find("stride 8: thread 1234 (block 4, thread 210) holds 1024, expected "
                                "2048") != std::string::npos);
 }
 
@@ -736,7 +739,7 @@ TEST_CASE("the markdown report has a heading, the tables and the checks as a lis
     CHECK(markdown.find("|---:|") != std::string::npos);
     CHECK(markdown.find("- ❌ **FAIL** Accumulator check — 0/2") != std::string::npos);
     CHECK(markdown.find("- 📝 **REVIEW**") != std::string::npos);
-    CHECK(markdown.find("stride 8: thread 1234 (block 4, thread 210) held 1024") !=
+    CHECK(markdown.find("stride 8: thread 1234 (block 4, thread 210) holds 1024") !=
           std::string::npos);
     CHECK(markdown.find("| 8 | 8 | 8 | 7.85 | 6.21 |") != std::string::npos);
     CHECK(markdown.find("\x1b") == std::string::npos);
@@ -865,7 +868,7 @@ TEST_CASE("the JUnit XML is well-formed with a failure element for each failed c
     CHECK(review->child("skipped") != nullptr);
     const XmlElement* out = suite->child("system-out");
     REQUIRE(out != nullptr);
-    CHECK(out->text.find("stride 8: thread 1234 (block 4, thread 210) held 1024") !=
+    CHECK(out->text.find("stride 8: thread 1234 (block 4, thread 210) holds 1024") !=
           std::string::npos);
     CHECK(out->text.find("12.34") != std::string::npos);
 }
@@ -948,12 +951,12 @@ TEST_CASE("the schema document's example reads as a report and has every field t
     const json example = json::parse(doc.substr(start + 8, end - start - 8));
     const Report read_back = example.get<Report>();
     CHECK(read_back.verdict == Verdict::fail);
-    CHECK(text_of(read_back).find("stride 8: thread 1234 (block 4, thread 210) held 1024") !=
+    CHECK(text_of(read_back).find("stride 8: thread 1234 (block 4, thread 210) holds 1024") !=
           std::string::npos);
 
     // Every object in the example has exactly the keys json.cpp writes.
     Report written = failing_accumulator_report();
-    written.interruption = grader::Interruption{"timeout", "run", "slow", true};
+    written.interruption = grader::Interruption{grader::StopKind::timeout, "run", "slow", true};
     const json actual = json(written);
     const auto keys = [](const json& object) {
         std::vector<std::string> names;
@@ -966,7 +969,7 @@ TEST_CASE("the schema document's example reads as a report and has every field t
     CHECK(keys(example["checks"][0]) == keys(actual["checks"][0]));
     CHECK(keys(example["rows"][0]) == keys(actual["rows"][0]));
     CHECK(keys(example["rows"][0]["timing"]) == keys(actual["rows"][0]["timing"]));
-    CHECK(keys(example["rows"][0]["accumulator"]) == keys(actual["rows"][0]["accumulator"]));
+    CHECK(keys(example["rows"][0]["outputs"][0]) == keys(actual["rows"][0]["outputs"][0]));
     CHECK(keys(example["environment"]) == keys(actual["environment"]));
     CHECK(keys(example["exercise"]) == keys(actual["exercise"]));
 }

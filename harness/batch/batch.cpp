@@ -107,9 +107,7 @@ Report harness_failure_report(const Exercise& exercise, const BatchSubmission& s
         Interruption{StopKind::crash, "", "the grader could not grade this submission: " + why, false};
     Submission answers;
     answers.directory = submission.directory;
-    answers.problems.push_back(
-        {SourceLocation{exercise.submission_answers, 0, 0}, "",
-         "the answers file was not read: " + measurements.interruption->message});
+    answers.unread_reason = "the answers file was not read: " + measurements.interruption->message;
     return evaluate(exercise, answers, measurements, submission.student);
 }
 

@@ -141,6 +141,14 @@ public:
             not_run(check, timing_reason_);
             return check;
         }
+        const bool reads_answers = spec.kind == CheckKind::answers_file ||
+                                   spec.kind == CheckKind::predicted ||
+                                   spec.kind == CheckKind::measured ||
+                                   spec.kind == CheckKind::sentence;
+        if (reads_answers && !submission_.unread_reason.empty()) {
+            not_run(check, submission_.unread_reason);
+            return check;
+        }
         switch (spec.kind) {
             case CheckKind::answers_file: answers_file(spec, check); break;
             case CheckKind::compile_abi: compile_abi(spec, check); break;
@@ -261,11 +269,15 @@ private:
                     "a shared-memory race: " + race);
             }
         }
-        if (ran == 0) {
+        const bool stopped_by_kernel = m_.interruption && m_.interruption->students_fault &&
+                                       m_.student.ok && m_.student.abi_problem.empty();
+        if (ran == 0 && !stopped_by_kernel) {
             not_run(check, why_student_not_run(m_));
             return;
         }
-        if (m_.interruption && m_.interruption->students_fault) {
+        if (stopped_by_kernel) {
+            // The kernel faulted or hung before its outputs could be compared: that is its
+            // outputs' failure, whatever had been compared before.
             all_ok = false;
             check.details.push_back("stopped: " + m_.interruption->message);
         }
@@ -801,7 +813,8 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
             return c.required && c.status == CheckStatus::not_run;
         });
     std::optional<std::string> ungradable = ungradable_reason(m);
-    if (!ungradable && first_not_run != report.checks.end()) {
+    const bool students_stop = m.interruption && m.interruption->students_fault;
+    if (!ungradable && !students_stop && first_not_run != report.checks.end()) {
         ungradable = first_not_run->title + " could not be checked on this machine: " +
                      first_not_run->message.substr(first_not_run->message.rfind("Not run: ", 0) == 0
                                                        ? 9

@@ -345,6 +345,9 @@ struct Submission {
     std::vector<SubmissionRow> rows;
     std::string sentence;
     std::vector<SubmissionProblem> problems;  // empty when the answers file is complete and valid
+    // Why the answers file was never read (the grader stopped before it): then nothing can be
+    // said of it, neither pass nor fail. Empty when it was read.
+    std::string unread_reason;
 
     const SubmissionRow* row(const Case& subject) const;
 };

@@ -227,10 +227,9 @@ Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
         answers = *worker.observations.answers;
     } else {
         answers.directory = options.submission_dir;
-        answers.problems.push_back(
-            {SourceLocation{exercise.submission_answers, 0, 0}, "",
-             "the answers file was not read: " +
-                 (m.interruption ? m.interruption->message : std::string("the worker stopped"))});
+        answers.unread_reason =
+            "the answers file was not read: " +
+            (m.interruption ? m.interruption->message : std::string("the worker stopped"));
     }
     Report report = evaluate(exercise, answers, m,
                              options.submission_label.empty() ? options.submission_dir.string()

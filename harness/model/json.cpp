@@ -431,6 +431,31 @@ void from_json(const json& j, ReportRow& v) {
     read(j, "count_source", v.count_source);
     read_optional(j, "gigabytes_per_second", v.gigabytes_per_second);
     read(j, "outputs", v.outputs);
+    if (v.outputs.empty()) {
+        // A report of schema version 1 kept the probe's two inputs under names of their own.
+        for (const auto& [key, input] : {std::pair<const char*, const char*>{"accumulator", "ones"},
+                                         {"hidden_input", "hidden"}}) {
+            const auto found = j.find(key);
+            if (found == j.end() || !found->is_object()) {
+                continue;
+            }
+            OutputComparison legacy;
+            legacy.input = input;
+            read(*found, "ran", legacy.ran);
+            read(*found, "ok", legacy.ok);
+            read_number(*found, "expected", legacy.expected);
+            read(*found, "threads", legacy.elements);
+            read(*found, "bad_threads", legacy.bad_elements);
+            read_optional(*found, "first_bad_thread", legacy.first_bad);
+            read(*found, "first_bad_block", legacy.first_bad_block);
+            read(*found, "first_bad_thread_in_block", legacy.first_bad_thread_in_block);
+            if (legacy.first_bad) {
+                read_number(*found, "value", legacy.first_bad_value);
+                read_number(*found, "value_expected", legacy.first_bad_expected);
+            }
+            v.outputs.push_back(legacy);
+        }
+    }
 }
 
 void to_json(json& j, const Report& v) {

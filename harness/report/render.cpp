@@ -314,7 +314,9 @@ std::vector<WrongValue> wrong_values(const Report& report) {
     for (const ReportRow* row : rows_of(report, "student")) {
         for (const auto& output : row->outputs) {
             if (output.ran && !output.ok) {
-                found.push_back({describe_wrong_output(row->stride, output), row->stride, &output});
+                found.push_back({output.input + " input, " +
+                                     describe_wrong_output(row->stride, output),
+                                 row->stride, &output});
             }
         }
     }
@@ -352,7 +354,7 @@ std::string device_phrase(const Environment& environment) {
     const std::string backend = environment.backend.empty() ? "no backend" : environment.backend;
     const std::string in_brackets = "(" + (arch.empty() ? "" : arch + ", ") + backend;
     if (environment.backend == "sim") {
-        return "on the PTX simulator " + in_brackets + ": costs are modeled, not timed)";
+        return "on the PTX simulator " + in_brackets + "): costs are modeled";
     }
     if (!environment.gpu_available) {
         return "with no GPU " + in_brackets + ")";
