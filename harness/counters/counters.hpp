@@ -1,0 +1,185 @@
+#pragma once
+
+// The hardware's own count of shared-memory traffic, beside the timings and the simulator's count.
+//
+// CUPTI is loaded at run time (counters/cupti_library.hpp), like the driver, so a machine without
+// it still grades. Two of CUDA 13's profiling APIs are used:
+//  - the range profiler for totals over one or more launches: shared-memory instructions,
+//    wavefronts and bank conflicts, as Nsight Compute names them (scripts/ncu-compare.sh);
+//  - the SASS metrics API for per-instruction counts, mapped to source lines through the cubin's
+//    line table (NVRTC's -lineinfo), for `grader explain`.
+//
+// Nothing here throws because the machine cannot count: a missing CUPTI, counters reserved for
+// administrators (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, the lesson's ERR_NVGPUCTRPERM), an
+// unsupported device, another profiler attached, or a CUPTI failure are values, with one sentence
+// for the report's environment section. What is thrown is the harness's own fault (an empty
+// launch list) and whatever the caller's launch throws: a student's kernel that faults still
+// surfaces as the driver's DriverError, after every profiling session is closed.
+//
+// Count after timing, never during it: a count replays the launches (one pass, or two with
+// InstructionCounter::sass) with the profiler attached, and CUPTI's profiler stays initialised
+// in the process while a counter exists. On an H200 the probe's stride-1 launch timed 9% slower
+// with a counter open than before CUPTI was loaded (docs/measurements/2026-12-02-h200-cupti-
+// trial.md).
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace grader::counters {
+
+enum class CounterAvailability {
+    available,
+    not_permitted,       // counters reserved for administrators, or a hypervisor refuses them
+    no_cupti,            // libcupti.so.13 (or .12) with the CUDA 13 profiling APIs was not found
+    unsupported_device,  // CUPTI's profiler does not support this GPU or configuration
+    in_use,              // another profiler (Nsight Compute, Nsight Systems, cuda-gdb) holds CUPTI
+    failed,              // CUPTI failed for another reason; the sentence names the call
+};
+
+// "available", "not_permitted", ...: the names a report's JSON uses.
+std::string_view to_string(CounterAvailability availability);
+
+// Which counter gives the instruction counts. Both count warp-level shared loads and stores;
+// the wavefront and bank-conflict counters are the same in both.
+enum class InstructionCounter {
+    // smsp__inst_executed_op_shared_{ld,st}.sum, the SM's own counters (the instruction column of
+    // Nsight Compute's shared-memory table): every metric fits one replay pass.
+    hardware,
+    // smsp__sass_inst_executed_op_shared_{ld,st}.sum, the metrics scripts/ncu-compare.sh reads:
+    // counted by SASS patching, which does not share a pass with the L1 counters: two passes.
+    sass,
+};
+
+// One launch's (or one range's) shared-memory totals. Metrics, loads first (stores: _op_st):
+//   instructions    smsp__inst_executed_op_shared_ld.sum (or smsp__sass_..., InstructionCounter)
+//   wavefronts      l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum
+//   bank conflicts  l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum
+struct SharedMemoryCounts {
+    std::uint64_t load_instructions = 0;
+    std::uint64_t load_wavefronts = 0;
+    std::uint64_t load_bank_conflicts = 0;
+    std::uint64_t store_instructions = 0;
+    std::uint64_t store_wavefronts = 0;
+    std::uint64_t store_bank_conflicts = 0;
+
+    // Wavefronts per instruction: for 32-bit accesses, the conflict degree (1 conflict free, 32
+    // for 32 lanes in one bank). 0 where there was no such instruction.
+    double load_degree() const;
+    double store_degree() const;
+    bool operator==(const SharedMemoryCounts& other) const;
+    bool operator!=(const SharedMemoryCounts& other) const { return !(*this == other); }
+};
+
+// One SASS instruction that accessed shared memory, from the SASS metrics API.
+struct InstructionCounts {
+    std::string function;         // the kernel's name as the cubin has it (mangled)
+    std::uint32_t pc_offset = 0;  // bytes from the function's start
+    std::string file;             // base name of the source file ("probe.cu"); empty if unmapped
+    int line = 0;                 // 0 where the cubin has no line for it
+    bool store = false;
+    std::uint64_t instructions = 0;  // warp-level executions (smsp__sass_inst_executed_op_shared_*)
+    std::uint64_t wavefronts = 0;    // smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared
+    std::uint64_t ideal_wavefronts = 0;  // ..._mem_shared_ideal: without bank conflicts
+};
+
+// The instructions summed per source line, loads and stores apart.
+struct LineCounts {
+    std::string file;
+    int line = 0;
+    bool store = false;
+    int sass_instructions = 0;  // distinct SASS instructions at the line (ptxas may merge PTX's)
+    std::uint64_t instructions = 0;
+    std::uint64_t wavefronts = 0;
+    std::uint64_t ideal_wavefronts = 0;
+    double degree() const;  // wavefronts per instruction, as SharedMemoryCounts::load_degree
+};
+
+struct SourceLineCounts {
+    std::vector<LineCounts> lines;                // by file, line, loads before stores
+    std::vector<InstructionCounts> instructions;  // by function, then pc_offset
+    // False where no instruction could be placed on a line (a cubin built without -lineinfo, or
+    // not the image that ran): `lines` then has one entry per kind with line 0, the totals.
+    bool mapped = false;
+    std::string mapping_note;           // why not mapped; empty when mapped
+    SharedMemoryCounts totals() const;  // bank conflicts = wavefronts - ideal wavefronts
+};
+
+// Loads CUPTI and NVIDIA's metric library (libnvperf_host: most of what open() costs, about half
+// a second of CPU), without any call that reaches the GPU or the driver's profiling hooks. Call it
+// on another thread while the kernels are timed, so that open() afterwards is quick (that the
+// load alone leaves timings as they were is expected, not yet measured). Safe to call more than
+// once and from several threads; open() calls it too.
+void load_counter_libraries();
+
+template <typename T>
+struct CountResult {
+    CounterAvailability availability = CounterAvailability::failed;
+    std::string reason;  // one sentence; empty when counted
+    T value{};
+    bool counted() const { return availability == CounterAvailability::available; }
+};
+
+// Counts on one context of one device. Not thread-safe; the context must be current on the
+// calling thread for open() and every count.
+class SharedMemoryCounter {
+public:
+    using Launch = std::function<void()>;
+
+    // Loads CUPTI, checks that the device supports its profiler, builds the metric configuration
+    // and tries one empty profiling session, so that a user without the counters learns it here.
+    // device_ordinal is the context's device (CUPTI names devices by ordinal). Never throws for
+    // the environment; check available(). CUPTI's profiler stays initialised (its hooks in the
+    // driver) until the last counter of the process is destroyed: time nothing while one exists.
+    static SharedMemoryCounter open(CUcontext context, int device_ordinal,
+                                    InstructionCounter instructions = InstructionCounter::hardware);
+
+    SharedMemoryCounter(SharedMemoryCounter&&) noexcept;
+    SharedMemoryCounter& operator=(SharedMemoryCounter&&) noexcept;
+    SharedMemoryCounter(const SharedMemoryCounter&) = delete;
+    SharedMemoryCounter& operator=(const SharedMemoryCounter&) = delete;
+    ~SharedMemoryCounter();
+
+    CounterAvailability availability() const;
+    bool available() const { return availability() == CounterAvailability::available; }
+    // Why not, in one sentence fit for a report's environment section; empty when available.
+    const std::string& reason() const;
+    // "CUPTI /usr/local/cuda/lib64/libcupti.so.13 (chip GH100, 1 replay pass per count)": for
+    // the environment section; empty when not available.
+    const std::string& description() const;
+
+    // One profiled range around `launch`, which enqueues the launch(es) to count on this context.
+    // `launch` is called passes() times (once per replay pass) and must do the same work each
+    // time; each call is followed by a context synchronisation inside the range.
+    CountResult<SharedMemoryCounts> count(const Launch& launch);
+    // One range per launch, all in one profiling session: cheaper than count() per launch.
+    // std::invalid_argument for an empty list.
+    CountResult<std::vector<SharedMemoryCounts>> count_each(const std::vector<Launch>& launches);
+    // Per SASS instruction and per source line, from one call of `launch` with the SASS metrics
+    // API. `cubin` is the image the module was loaded from (its line table places instructions);
+    // only `function` (the mangled name; empty: every kernel) is kept.
+    // The instruction counts here are always the SASS-patched ones.
+    CountResult<SourceLineCounts> count_by_line(std::string_view cubin, const std::string& function,
+                                                const Launch& launch);
+
+    int passes() const;  // how many times count() and count_each() call each launch
+
+private:
+    struct Impl;
+    explicit SharedMemoryCounter(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// One line for a report where the GPU's (SASS) totals and the simulator's (PTX) totals of the
+// same source differ, saying why; empty where they agree. On sm_90 ptxas can merge neighbouring
+// shared loads into wider ones: fewer instructions, whose wavefronts follow the wider access's
+// rule (on an H200, two 2-way 32-bit loads became one conflict-free LDS.64).
+std::string difference_note(const SharedMemoryCounts& hardware,
+                            const SharedMemoryCounts& simulated);
+
+}  // namespace grader::counters
