@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "common/files.hpp"
 #include "common/text.hpp"
 
 namespace grader {
@@ -60,9 +61,9 @@ ProbeSources load_probe_sources(const Exercise& exercise,
         sources.shared_poison = poison;
     }
 
-    const auto student_path = submission_dir / exercise.submission_source;
     std::string why;
-    auto student_source = read_file_bounded(student_path, exercise.limits.source_bytes, why);
+    auto student_source = read_student_file(submission_dir, exercise.submission_source,
+                                            exercise.limits.source_bytes, why);
     if (!student_source) {
         sources.student_missing_reason =
             exercise.submission_source + " " +
