@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
 
+#include "common/files.hpp"
 #include "common/text.hpp"
 
 using namespace grader;
@@ -60,4 +63,53 @@ TEST_CASE("an atomic write replaces the whole file and leaves no temporary behin
     CHECK(content == "second, longer");
     CHECK(std::distance(std::filesystem::directory_iterator(dir), {}) == 1);
     CHECK_THROWS(write_file_atomically(dir / "no/such/folder/x", "y"));
+}
+
+TEST_CASE("a student's file is read only where it is a plain file of its own") {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("grader-test-student-files-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / "sub");
+    const auto secret = dir / "secret.txt";
+    std::ofstream(secret) << "host secret";
+    std::ofstream(dir / "probe.cu") << "__global__ void k() {}";
+    std::string why;
+
+    SUBCASE("a plain file is read, a bound is kept, a missing file is \"not found\"") {
+        CHECK(read_student_file(dir, "probe.cu", 100, why) ==
+              std::optional<std::string>("__global__ void k() {}"));
+        CHECK_FALSE(read_student_file(dir, "probe.cu", 5, why).has_value());
+        CHECK(why.find("more than the limit of 5") != std::string::npos);
+        CHECK_FALSE(read_student_file(dir, "missing.cu", 100, why).has_value());
+        CHECK(why == "not found");
+    }
+    SUBCASE("a symbolic link is refused, wherever it points") {
+        std::filesystem::create_symlink(secret, dir / "link.cu");
+        CHECK_FALSE(read_student_file(dir, "link.cu", 100, why).has_value());
+        CHECK(why == "it is a symbolic link; submit the file itself");
+        std::filesystem::create_symlink("probe.cu", dir / "relative_link.cu");
+        CHECK_FALSE(read_student_file(dir, "relative_link.cu", 100, why).has_value());
+        std::filesystem::create_directory_symlink(dir, dir / "sub" / "up");
+        CHECK_FALSE(read_student_file(dir, "sub/up/probe.cu", 100, why).has_value());
+        CHECK(why.find("is a link or not a folder") != std::string::npos);
+    }
+    SUBCASE("a hard link is refused: the same file has another name") {
+        std::filesystem::create_hard_link(secret, dir / "hard.cu");
+        CHECK_FALSE(read_student_file(dir, "hard.cu", 100, why).has_value());
+        CHECK(why.find("hard link (the same file has 2 names)") != std::string::npos);
+    }
+    SUBCASE("a named pipe, a folder and a device are refused without being opened") {
+        REQUIRE(::mkfifo((dir / "fifo.cu").c_str(), 0600) == 0);
+        CHECK_FALSE(read_student_file(dir, "fifo.cu", 100, why).has_value());  // no hang
+        CHECK(why.find("named pipe") != std::string::npos);
+        CHECK_FALSE(read_student_file(dir, "sub", 100, why).has_value());
+        CHECK(why == "it is a folder, not a file");
+        CHECK_FALSE(read_student_file("/dev", "null", 100, why).has_value());
+        CHECK(why.find("is a device") != std::string::npos);
+    }
+    SUBCASE("a name that leaves the folder is refused") {
+        CHECK_FALSE(read_student_file(dir / "sub", "../probe.cu", 100, why).has_value());
+        CHECK(why.find("does not name a file inside the submission folder") != std::string::npos);
+    }
+    std::filesystem::remove_all(dir);
 }

@@ -1,18 +1,157 @@
 #include <doctest/doctest.h>
+#include <nvrtc.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/files.hpp"
 #include "compile/compile.hpp"
 #include "compile/nvrtc_library.hpp"
+#include "isolation/confine.hpp"
 
 using grader::SourceProblem;
 
+// This test binary is also its own compile child, run as `test_compile --compile-child [flags]`:
+// the one place where a request's vet == false is honoured (`grader __compile` never honours
+// it), so that the confinement can be shown to hold by itself. The mode is picked before
+// doctest's main runs, from a static initializer, as in test_isolation.
 namespace {
+
+std::vector<std::string> own_command_line() {
+    std::ifstream file("/proc/self/cmdline", std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(file)),
+                           std::istreambuf_iterator<char>());
+    std::vector<std::string> arguments;
+    std::string current;
+    for (const char c : text) {
+        if (c == '\0') {
+            arguments.push_back(current);
+            current.clear();
+        } else {
+            current += c;
+        }
+    }
+    return arguments;
+}
+
+void write_line(int fd, const std::string& text) {
+    const std::string line = text + "\n";
+    [[maybe_unused]] const ssize_t written = ::write(fd, line.data(), line.size());
+}
+
+// Children that misbehave after reaching the student's source, as a compiler might.
+int misbehave(const std::string& how) {
+    write_line(3, R"({"stage":"compiling","confinement":"test child","files_closed":false})");
+    if (how == "crash") {
+        std::raise(SIGSEGV);
+    } else if (how == "hang") {
+        std::this_thread::sleep_for(std::chrono::seconds(60));
+    } else if (how == "allocate") {
+        std::vector<std::vector<char>> blocks;
+        for (int i = 0; i < 64; ++i) {
+            blocks.emplace_back(std::size_t{16} << 20, 'x');
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(60));
+    }
+    return 3;
+}
+
+const bool served_compile = [] {
+    const std::vector<std::string> arguments = own_command_line();
+    if (arguments.size() >= 2 && arguments[1] == "--compile-child") {
+        grader::CompileServiceOptions options;
+        for (std::size_t i = 2; i < arguments.size(); ++i) {
+            if (arguments[i] == "--unvetted") {
+                options.honour_unvetted_requests = true;
+            } else if (arguments[i] == "--builtins-after-confining") {
+                options.load_nvrtc_first = false;
+            } else if (arguments[i] == "--die-before-compiling") {
+                std::_Exit(9);
+            } else if (arguments[i].rfind("--misbehave=", 0) == 0) {
+                std::_Exit(misbehave(arguments[i].substr(12)));
+            }
+        }
+        std::_Exit(grader::serve_compile_request(0, 3, options));
+    }
+    return false;
+}();
+
+std::string own_executable() {
+    std::vector<char> path(4096);
+    const ssize_t length = ::readlink("/proc/self/exe", path.data(), path.size() - 1);
+    REQUIRE(length > 0);
+    return std::string(path.data(), static_cast<std::size_t>(length));
+}
+
+grader::UntrustedCompileOptions test_child(std::vector<std::string> flags = {}) {
+    grader::UntrustedCompileOptions options;
+    options.grader_executable = own_executable();
+    options.arguments = {"--compile-child"};
+    options.arguments.insert(options.arguments.end(), flags.begin(), flags.end());
+    return options;
+}
+
+grader::UntrustedCompileOptions real_grader() {
+    grader::UntrustedCompileOptions options;
+    options.grader_executable = GRADER_BINARY;
+    return options;
+}
+
+// A temporary file holding a fresh random token, removed with the object.
+class TokenFile {
+public:
+    explicit TokenFile(const std::string& content_around_token = "@TOKEN@\n") {
+        std::random_device random;
+        token_ = "grader_token_" + std::to_string(random()) + "_" + std::to_string(random());
+        // The path is the student's own text in a quoted source line: it must not hold the token.
+        directory_ =
+            std::filesystem::temp_directory_path() /
+            ("grader-token-" + std::to_string(::getpid()) + "-" + std::to_string(random()));
+        std::filesystem::create_directories(directory_);
+        path_ = directory_ / "token.txt";
+        std::string content = content_around_token;
+        content.replace(content.find("@TOKEN@"), 7, token_);
+        std::ofstream(path_) << content;
+    }
+    TokenFile(const TokenFile&) = delete;
+    TokenFile& operator=(const TokenFile&) = delete;
+    ~TokenFile() {
+        std::error_code ignored;
+        std::filesystem::remove_all(directory_, ignored);
+    }
+    const std::string& token() const { return token_; }
+    std::string path() const { return path_.string(); }
+
+private:
+    std::string token_;
+    std::filesystem::path directory_;
+    std::filesystem::path path_;
+};
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    for (std::size_t at = text.find(from); at != std::string::npos;
+         at = text.find(from, at + to.size())) {
+        text.replace(at, from.size(), to);
+    }
+    return text;
+}
+
+bool confinement_offered() {
+    return grader::confinement_support().confines();
+}
 
 const std::vector<std::string> kAllowed = {"day15_probe.h"};
 
@@ -165,7 +304,7 @@ TEST_CASE("sanitize_log drops other files' lines and shortens host paths") {
         "  root:x:0:0:root:/root:/bin/bash\n"
         "  ^\n"
         "\n"
-        "/home/x/probe.cu(4): error: identifier \"undefined_accumulator\" is undefined\n"
+        "/probe.cu(4): error: identifier \"undefined_accumulator\" is undefined\n"
         "      out[0] = undefined_accumulator / 2;\n"
         "               ^\n"
         "\n" +
@@ -177,11 +316,15 @@ TEST_CASE("sanitize_log drops other files' lines and shortens host paths") {
         "In file included from /usr/include/secret.h\n"
         "day15_probe.h(3): error: expected a \";\"\n"
         "\n"
-        "4 errors detected in the compilation of \"/home/x/probe.cu\".\n";
+        "/home/x/probe.cu(9): error: another file that is also called probe.cu\n"
+        "  someone else's line\n"
+        "\n"
+        "4 errors detected in the compilation of \"/probe.cu\".\n";
     const std::string clean = grader::sanitize_log(log, "probe.cu", {"day15_probe.h"});
     CHECK_FALSE(contains(clean, "root:x"));
     CHECK_FALSE(contains(clean, "/etc"));
     CHECK_FALSE(contains(clean, "/home/x"));
+    CHECK_FALSE(contains(clean, "someone else's line"));
     CHECK_FALSE(contains(clean, "/usr/include"));
     CHECK_FALSE(contains(clean, cwd + "/"));
     CHECK(contains(clean, "probe.cu(4): error: identifier \"undefined_accumulator\""));
@@ -385,4 +528,612 @@ TEST_CASE("the NVRTC builtins are loaded by absolute path from the folder of lib
     CHECK(builtins.path.front() == '/');
     CHECK(builtins.path.find("libnvrtc-builtins.so.") != std::string::npos);
     CHECK(&grader::load_nvrtc_builtins() == &builtins);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 7: the vetting reads the source as the preprocessor does, and closes each class.
+
+namespace {
+
+grader::CompileRequest request_for_source(const std::string& source) {
+    grader::CompileRequest request = probe_request("correct_probe.cu");
+    request.source = source;
+    return request;
+}
+
+std::string hostile_fixture(const std::string& name) {
+    return read_text(std::filesystem::path(GRADER_FIXTURES_DIR) / "hostile" / name / "probe.cu");
+}
+
+// NVRTC's own log, unvetted and unconfined, of a source: the oracle for what NVRTC reads.
+std::string raw_nvrtc_log(const std::string& source) {
+    grader::load_nvrtc_builtins();
+    const std::string header = "#pragma once\nconstexpr int kProbeWords = 2048;\n";
+    const char* header_text = header.c_str();
+    const char* header_name = "day15_probe.h";
+    nvrtcProgram program = nullptr;
+    REQUIRE(nvrtcCreateProgram(&program, source.c_str(), "/probe.cu", 1, &header_text,
+                               &header_name) == NVRTC_SUCCESS);
+    const char* options[] = {"-std=c++17", "-arch=sm_90"};
+    nvrtcCompileProgram(program, 2, options);
+    std::size_t size = 0;
+    nvrtcGetProgramLogSize(program, &size);
+    std::string log(size, '\0');
+    nvrtcGetProgramLog(program, log.data());
+    nvrtcDestroyProgram(&program);
+    return log;
+}
+
+}  // namespace
+
+TEST_CASE("a directive after a comment that spans lines is seen wherever the comment ends") {
+    CHECK(first_problem_line("int a; /* one\n two */ #include \"/etc/passwd\"\n") == 2);
+    CHECK(first_problem_line("/* one\n two */ #include \"/etc/passwd\"\n") == 2);
+    CHECK(first_problem_line("/* x */ #include \"/etc/passwd\"\n") == 1);
+    CHECK(first_problem_line("int a; /* x */ %:include \"/etc/passwd\"\n") == 1);
+    CHECK(first_problem_line("#define X 1 /* one\n two */ #include \"/etc/passwd\"\n") == 2);
+    CHECK(first_problem_line("#define S(x) #x\nS( /* a\n */ #include \"/etc/passwd\" )\n") == 3);
+    CHECK(first_problem_line("int a; /\\\n* one\n */ #include \"/etc/passwd\"\n") == 3);
+    // Still accepted: comments beside the allowed directives.
+    CHECK(first_problem_line("/* a\n b */ #include \"day15_probe.h\"\n") == 0);
+    CHECK(first_problem_line("#define TILE 2048 /* words\n   in the tile */\nint x;\n") == 0);
+}
+
+TEST_CASE("token pasting is refused, and # in a directive may only stringize a parameter") {
+    CHECK(contains(first_problem_message("#define CAT(a, b) a##b\n"), "## (token pasting)"));
+    CHECK(first_problem_line("\n#define CAT(a, b) a %:%: b\n") == 2);
+    CHECK(first_problem_line("#define CAT(a, b) a #%: b\n") == 1);
+    CHECK(first_problem_line("int x = 1 ## 2;\n") == 1);
+    CHECK(first_problem_line("#define S(x) #x\n#define V(...) #__VA_ARGS__\n") == 0);
+    CHECK(first_problem_line("#define S(x) # x\n") == 0);
+    CHECK(first_problem_line("#define H #include\n") == 1);
+    CHECK(first_problem_line("#define S(x) #y\n") == 1);
+    CHECK(first_problem_line("#define S(include) #include \"/etc/passwd\"\n") == 1);
+    CHECK(first_problem_line("#if 1 # 2\n#endif\n") == 1);
+    CHECK(first_problem_line("#error use # here\n") == 0);
+    CHECK(first_problem_line("#define _Pragma(x) x\n") == 1);
+    CHECK(first_problem_line("#define F(__has_include) 1\n") == 1);
+}
+
+TEST_CASE("a source that is not UTF-8 is refused at its first bad byte; a byte-order mark is not") {
+    const auto problems =
+        grader::vet_includes("int a;\n// caf\xff\nint b; // \xc3\x28\n", kAllowed);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].line == 2);
+    CHECK(problems[0].column == 7);
+    CHECK(problems[0].message ==
+          "the source is not UTF-8 text here (byte 0xFF); save the file as UTF-8");
+    CHECK(first_problem_line("// \xc0\xaf overlong\n") == 1);
+    CHECK(first_problem_line("// caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x99\x82\n") == 0);
+    CHECK(first_problem_line("\xef\xbb\xbf#include \"day15_probe.h\"\n") == 0);
+    CHECK(first_problem_line("\xef\xbb\xbf#include \"/etc/passwd\"\n") == 1);
+    CHECK(first_problem_line("int a; \xef\xbb\xbf#include \"/etc/passwd\"\n") == 1);
+}
+
+// Each variant is run through NVRTC unvetted: where NVRTC reads the token file (its text, or
+// its existence, comes back), the vetting must refuse the variant. Every variant here is hostile,
+// so the vetting refuses them all; the oracle shows which of them are real holes, and that the
+// list keeps some (a list of harmless variants could not fail).
+TEST_CASE("the vetting refuses every variant through which NVRTC reads a host file") {
+    const TokenFile file("@TOKEN@\n");
+    const std::string path = file.path();
+    const std::vector<std::string> variants = {
+        "#include \"@FILE@\"\n",
+        "int a; /* one\n two */ #include \"@FILE@\"\n",
+        "/* one\n two */ #include \"@FILE@\"\n",
+        "/* one */ #include \"@FILE@\"\n",
+        "int a; /* one\n */ %:include \"@FILE@\"\n",
+        "int a; /* one\n */ # /* two\n */ include \"@FILE@\"\n",
+        "#define S(...) #__VA_ARGS__\nstatic_assert(false, S(\n#include \"@FILE@\"\n));\n",
+        "#define S(...) #__VA_ARGS__\nstatic_assert(false, S( /* a\n */ #include \"@FILE@\"\n));\n",
+        "#define S(...) #__VA_ARGS__\nstatic_assert(false, S(\n%:include \"@FILE@\"\n));\n",
+        "#inc\\\nlude \"@FILE@\"\n",
+        "#\\\ninclude \"@FILE@\"\n",
+        "  #  include <@FILE@>\n",
+        "#define F \"@FILE@\"\n#include F\n",
+        "#define CAT(a, b) a##b\n#if CAT(__has_, include)(\"@FILE@\")\n#error FILE_SEEN\n#endif\n",
+        "#define CAT(a, b) a%:%:b\n#if CAT(__has_, include)(\"@FILE@\")\n#error "
+        "FILE_SEEN\n#endif\n",
+        "#define CAT(a, b) a##b\n#define H CAT(__has_, include)\n#if H(\"@FILE@\")\n#error "
+        "FILE_SEEN\n#endif\n",
+        "#if __has_include(\"@FILE@\")\n#error FILE_SEEN\n#endif\n",
+        "#if __has_include_next(\"@FILE@\")\n#error FILE_SEEN\n#endif\n",
+        "#define CAT(a, b) a##b\nCAT(_Pra, gma)(\"message(\\\"FILE_SEEN\\\")\")\n",
+        "_Pragma(\"message(\\\"FILE_SEEN\\\")\")\n",
+        "#pragma message(\"FILE_SEEN\")\n",
+        "\xef\xbb\xbf#include \"@FILE@\"\n",
+        "int a; \xef\xbb\xbf#include \"@FILE@\"\n",
+        "int a;\r\n/* x\r\n */ #include \"@FILE@\"\r\n",
+        "#line 1 \"@FILE@\"\nint x = ;\n",
+        "#include_next \"@FILE@\"\n",
+    };
+    int read_by_nvrtc = 0;
+    for (const std::string& variant : variants) {
+        const std::string source = replaced(variant, "@FILE@", path);
+        CAPTURE(source);
+        const std::string log = raw_nvrtc_log(source);
+        const bool nvrtc_reads =
+            contains(log, file.token()) || contains(log, "FILE_SEEN") || contains(log, path);
+        read_by_nvrtc += nvrtc_reads ? 1 : 0;
+        CHECK_FALSE(grader::vet_includes(source, kAllowed).empty());
+    }
+    MESSAGE(read_by_nvrtc << " of " << variants.size() << " variants are read by NVRTC unvetted");
+    CHECK(read_by_nvrtc >= 15);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 7: the compile of the student's source is confined by the kernel.
+
+TEST_CASE("a confined compile gives the same kernel as an in-process one") {
+    const grader::CompileRequest request = probe_request("correct_probe.cu");
+    const grader::CompiledKernel in_process = grader::compile_kernel(request);
+    const grader::CompiledKernel confined = grader::compile_untrusted(request, real_grader());
+    INFO(confined.outcome.log);
+    REQUIRE(confined.outcome.ok);
+    CHECK(confined.outcome.lowered_name == in_process.outcome.lowered_name);
+    CHECK(confined.outcome.param_sizes == in_process.outcome.param_sizes);
+    CHECK(confined.outcome.options == in_process.outcome.options);
+    CHECK(confined.ptx == in_process.ptx);
+    CHECK(confined.cubin == in_process.cubin);
+    CHECK(in_process.confinement.empty());
+    MESSAGE("confinement: " << confined.confinement);
+    if (confinement_offered()) {
+        CHECK(contains(confined.confinement, "could open no file"));
+    } else {
+        CHECK(confined.confinement.rfind("no confinement", 0) == 0);
+    }
+}
+
+TEST_CASE("a host file included by an unvetted source comes back in-process, never confined") {
+    if (!confinement_offered()) {
+        MESSAGE("SKIPPED: this kernel offers neither Landlock nor user namespaces");
+        return;
+    }
+    SUBCASE("its text, through a stringizing macro, in a message about probe.cu") {
+        const TokenFile file("@TOKEN@\n");
+        grader::CompileRequest request = request_for_source(
+            "#define STR(...) #__VA_ARGS__\nstatic_assert(false, STR(\n#include \"" + file.path() +
+            "\"\n));\n");
+        request.vet = false;
+        // The test can fail: unconfined, NVRTC reads the file and the token is in the log.
+        CHECK(contains(grader::compile_kernel(request).outcome.log, file.token()));
+        const grader::CompiledKernel confined =
+            grader::compile_untrusted(request, test_child({"--unvetted"}));
+        INFO(confined.outcome.log);
+        CHECK(confined.outcome.attempted);
+        CHECK_FALSE(confined.outcome.ok);
+        CHECK(confined.outcome.vetting_problems.empty());  // the vetting was off
+        CHECK_FALSE(contains(confined.outcome.log, file.token()));
+        CHECK_FALSE(contains(confined.ptx, file.token()));
+        CHECK_FALSE(contains(confined.cubin, file.token()));
+        CHECK(contains(confined.outcome.log, "cannot open source file"));
+    }
+    SUBCASE("its code, compiled into the PTX and the cubin") {
+        const TokenFile file("__global__ void @TOKEN@(float* out) { out[0] = 1.0f; }\n");
+        grader::CompileRequest request = probe_request("correct_probe.cu");
+        request.source = "#include \"" + file.path() + "\"\n" + request.source;
+        request.vet = false;
+        const grader::CompiledKernel in_process = grader::compile_kernel(request);
+        CHECK(contains(in_process.ptx, file.token()));
+        const grader::CompiledKernel confined =
+            grader::compile_untrusted(request, test_child({"--unvetted"}));
+        CHECK_FALSE(confined.outcome.ok);
+        CHECK_FALSE(contains(confined.outcome.log, file.token()));
+        CHECK_FALSE(contains(confined.ptx, file.token()));
+        CHECK_FALSE(contains(confined.cubin, file.token()));
+    }
+    SUBCASE("its existence, through __has_include") {
+        const TokenFile file;
+        grader::CompileRequest request = request_for_source("#if __has_include(\"" + file.path() +
+                                                            "\")\n#error FILE_SEEN\n#endif\n");
+        request.vet = false;
+        CHECK(contains(grader::compile_kernel(request).outcome.log, "FILE_SEEN"));
+        const grader::CompiledKernel confined =
+            grader::compile_untrusted(request, test_child({"--unvetted"}));
+        CHECK_FALSE(contains(confined.outcome.log, "FILE_SEEN"));
+    }
+}
+
+TEST_CASE("the harness's kernels compile in the same child, before the student's source") {
+    grader::CompileRequest reference = probe_request("correct_probe.cu");
+    reference.source_name = "probe_shared_stride.cu";
+    reference.vet = false;
+    grader::CompileRequest student = probe_request("int_count_parameter.cu");
+    const grader::ConfinedCompiles compiles =
+        grader::compile_confined({reference, reference}, student, real_grader());
+    REQUIRE(compiles.trusted.size() == 2);
+    CHECK(compiles.trusted[0].outcome.ok);
+    CHECK(compiles.trusted[0].ptx == grader::compile_kernel(reference).ptx);
+    CHECK(compiles.trusted[1].cubin == compiles.trusted[0].cubin);
+    CHECK(compiles.trusted[0].confinement == compiles.student.confinement);
+    CHECK(compiles.student.outcome.ok);
+    CHECK(compiles.student.outcome.param_sizes == std::vector<std::size_t>{8, 8, 4, 4});
+
+    SUBCASE("a student's warning flood stays in the student's log") {
+        student.source = hostile_fixture("warning_flood");
+        const grader::ConfinedCompiles flooded =
+            grader::compile_confined({reference}, student, real_grader());
+        CHECK(flooded.trusted.at(0).outcome.log.empty());
+        CHECK(flooded.student.outcome.log_cut_bytes > 0);
+    }
+}
+
+TEST_CASE("grader __compile vets every source, whatever the request says") {
+    const TokenFile file;
+    grader::CompileRequest request = request_for_source("#include \"" + file.path() + "\"\n");
+    request.vet = false;
+    const grader::CompiledKernel compiled = grader::compile_untrusted(request, real_grader());
+    REQUIRE(compiled.outcome.vetting_problems.size() == 1);
+    CHECK(compiled.outcome.vetting_problems[0].line == 1);
+    CHECK(contains(compiled.outcome.log, "is not allowed"));
+    CHECK(compiled.outcome.options.empty());  // NVRTC never saw it
+}
+
+TEST_CASE("whatever the source does to the compiler is the student's failed compile") {
+    const grader::CompileRequest request = probe_request("correct_probe.cu");
+    SUBCASE("a crash") {
+        const grader::CompiledKernel compiled =
+            grader::compile_untrusted(request, test_child({"--misbehave=crash"}));
+        CHECK(compiled.outcome.attempted);
+        CHECK_FALSE(compiled.outcome.ok);
+        CHECK(compiled.outcome.log ==
+              "the compiler crashed on probe.cu (signal 11, Segmentation fault)\n");
+    }
+    SUBCASE("a timeout") {
+        grader::UntrustedCompileOptions options = test_child({"--misbehave=hang"});
+        options.seconds = 1.0;
+        const grader::CompiledKernel compiled = grader::compile_untrusted(request, options);
+        CHECK_FALSE(compiled.outcome.ok);
+        CHECK(compiled.outcome.log == "the compile of probe.cu did not finish within 1 s\n");
+    }
+    SUBCASE("a memory overrun") {
+        grader::UntrustedCompileOptions options = test_child({"--misbehave=allocate"});
+        options.memory_bytes = std::size_t{256} << 20;
+        const grader::CompiledKernel compiled = grader::compile_untrusted(request, options);
+        CHECK_FALSE(compiled.outcome.ok);
+        CHECK(compiled.outcome.log ==
+              "the compiler used more than 256 MiB of memory on probe.cu\n");
+    }
+    SUBCASE("an exit without a result") {
+        const grader::CompiledKernel compiled =
+            grader::compile_untrusted(request, test_child({"--misbehave=exit"}));
+        CHECK_FALSE(compiled.outcome.ok);
+        CHECK(compiled.outcome.log ==
+              "the compiler stopped on probe.cu without a result (exit status 3)\n");
+    }
+}
+
+TEST_CASE("a compile child that stops before the student's source is the harness's fault") {
+    CHECK_THROWS_WITH_AS(
+        grader::compile_untrusted(probe_request("correct_probe.cu"),
+                                  test_child({"--die-before-compiling"})),
+        doctest::Contains("stopped before it compiled probe.cu (exited, exit status 9)"),
+        std::runtime_error);
+    grader::UntrustedCompileOptions missing = real_grader();
+    missing.grader_executable = "/nonexistent/grader";
+    CHECK_THROWS_WITH_AS(grader::compile_untrusted(probe_request("correct_probe.cu"), missing),
+                         doctest::Contains("could not be started"), std::runtime_error);
+}
+
+TEST_CASE("NVRTC failing for want of its builtins is the machine's fault, in NVRTC's words") {
+    if (!confinement_offered()) {
+        MESSAGE("SKIPPED: without confinement the builtins cannot be kept from NVRTC");
+        return;
+    }
+    try {
+        grader::compile_untrusted(probe_request("correct_probe.cu"),
+                                  test_child({"--builtins-after-confining"}));
+        FAIL("expected an NvrtcError");
+    } catch (const grader::NvrtcError& error) {
+        const std::string message = error.what();
+        INFO(message);
+        CHECK(error.status() == NVRTC_ERROR_BUILTIN_OPERATION_FAILURE);
+        CHECK(error.call() == "nvrtcCompileProgram");
+        CHECK(contains(message, "not because of the submission"));
+        CHECK(contains(message, "NVRTC said: \""));
+        CHECK(contains(message, grader::nvrtc_builtins_name()));
+        CHECK(contains(message, "check that the CUDA toolkit's library folder " +
+                                    grader::nvrtc_library_folder() + " holds it"));
+        CHECK_FALSE(contains(message, ".cpp"));
+        CHECK_FALSE(contains(message, "submit"));
+        CHECK_FALSE(error.nvrtc_log().empty());
+    }
+}
+
+TEST_CASE("an NVRTC failure names the call, never the grader's source file") {
+    const std::string message =
+        grader::nvrtc_failure_message(NVRTC_ERROR_INVALID_INPUT, "nvrtcGetPTX", "");
+    CHECK(message.rfind("NVRTC failed on the grading machine, not because of the submission: "
+                        "nvrtcGetPTX returned NVRTC_ERROR_INVALID_INPUT.",
+                        0) == 0);
+    CHECK_FALSE(contains(message, ".cpp"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issues 7 and 9: the compile log is bounded, and keeps the student's own lines as written.
+
+TEST_CASE("a log is cut at 64 KiB at a line end, and says how much was cut") {
+    std::string log;
+    for (int i = 0; log.size() < 200000; ++i) {
+        log += "probe.cu(" + std::to_string(i) + "): warning #177-D: unused\n";
+    }
+    std::size_t cut = 0;
+    const std::string bounded = grader::bounded_log(log, grader::kMaxCompileLogBytes, cut);
+    CHECK(bounded.size() <= grader::kMaxCompileLogBytes);
+    CHECK(cut > 130000);
+    CHECK(log.compare(0, bounded.find("[the compile log"), bounded, 0,
+                      bounded.find("[the compile log")) == 0);
+    CHECK(bounded.substr(bounded.size() - 60)
+              .find("[the compile log was cut here: " + std::to_string(cut) + " more bytes]\n") !=
+          std::string::npos);
+    std::size_t none = 0;
+    CHECK(grader::bounded_log("short\n", 100, none) == "short\n");
+    CHECK(none == 0);
+}
+
+TEST_CASE("a quoted line of the student's source comes back exactly as written") {
+    const std::string source =
+        "#include \"day15_probe.h\"\n"
+        "__global__ void probeSharedStride(const float* in, float* out, size_t n, int stride) {\n"
+        "\tint q = x /2; // see /b/c and a /b/c\r\n"
+        "    out[0] = y + 1; /* /etc/x */ // c:/dir\n"
+        "}\n";
+    const grader::CompileOutcome outcome =
+        grader::compile_kernel(request_for_source(source)).outcome;
+    INFO(outcome.log);
+    CHECK(contains(outcome.log,
+                   "probe.cu(3): error: identifier \"x\" is undefined\n"
+                   "  \tint q = x /2; // see /b/c and a /b/c\n"
+                   "  \t        ^\n"));
+    CHECK(contains(outcome.log,
+                   "probe.cu(4): error: identifier \"y\" is undefined\n"
+                   "      out[0] = y + 1; /* /etc/x */ // c:/dir\n"
+                   "               ^\n"));
+}
+
+TEST_CASE("the cleaner keeps only the names NVRTC was given for the student's file") {
+    const std::string log =
+        "/home/bob/probe.cu(1): error: this declaration has no storage class\n"
+        "  bob's secret line\n"
+        "  ^\n"
+        "\n"
+        "/probe.cu(2): error: expected a \";\"\n"
+        "  int a = 1 /b/c\n"
+        "            ^\n";
+    const std::string source = "#include \"day15_probe.h\"\nint a = 1 /b/c\n";
+    const std::string clean =
+        grader::sanitize_log(log, {{"probe.cu", source}, {"day15_probe.h", ""}});
+    CHECK_FALSE(contains(clean, "bob"));
+    CHECK(clean == "probe.cu(2): error: expected a \";\"\n  int a = 1 /b/c\n            ^\n");
+}
+
+TEST_CASE("two kernels of the ABI's name are said to be an overload") {
+    const grader::CompileOutcome outcome =
+        grader::compile_kernel(request_for_source(hostile_fixture("overloaded_kernel"))).outcome;
+    CHECK_FALSE(outcome.ok);
+    CHECK(contains(outcome.log,
+                   "probeSharedStride is overloaded in probe.cu (declared more than once with "
+                   "different parameters); the ABI needs exactly one kernel of that name\n"));
+    CHECK_FALSE(contains(outcome.log, "no kernel named"));
+    CHECK_FALSE(contains(outcome.log, "__nv_name_map"));
+}
+
+TEST_CASE("a byte that is not UTF-8 never crashes the compile, vetted or not") {
+    grader::CompileRequest request = request_for_source(hostile_fixture("invalid_utf8_byte"));
+    const grader::CompileOutcome vetted = grader::compile_kernel(request).outcome;
+    REQUIRE(vetted.vetting_problems.size() == 1);
+    CHECK(vetted.vetting_problems[0].line == 1);
+    CHECK(vetted.vetting_problems[0].column == 46);
+    request.vet = false;
+    const grader::CompileOutcome unvetted = grader::compile_kernel(request).outcome;
+    CHECK_FALSE(unvetted.ok);
+    CHECK(contains(unvetted.log, "found no kernel named probeSharedStride"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The hostile submissions under tests/fixtures/hostile, compiled the way a grade compiles them.
+
+namespace {
+
+struct HostileCompile {
+    const char* fixture;
+    int refused_line;          // 0: not refused by the vetting
+    const char* message_part;  // in the first vetting problem, or in the log
+    bool compiles;             // where not refused
+};
+
+}  // namespace
+
+TEST_CASE("each hostile submission is refused, fails or compiles as its name says") {
+    const std::vector<HostileCompile> fixtures = {
+        {"include_after_multiline_comment", 7, "#include \"/etc/passwd\" is not allowed", false},
+        {"include_after_comment_at_line_start", 6, "#include \"/etc/passwd\" is not allowed",
+         false},
+        {"include_after_multiline_comment_in_define", 7, "#include \"/etc/passwd\" is not allowed",
+         false},
+        {"token_paste_has_include", 4, "## (token pasting) is not allowed", false},
+        {"token_paste_digraph_has_include", 3, "## (token pasting) is not allowed", false},
+        {"token_paste_pragma", 3, "## (token pasting) is not allowed", false},
+        {"stringize_include", 8, "#include \"/etc/passwd\" is not allowed", false},
+        {"stringize_include_after_comment", 7, "#include \"/etc/passwd\" is not allowed", false},
+        {"stringize_not_a_parameter", 4, "# is allowed inside a directive only", false},
+        {"pragma_operator_in_macro", 4, "_Pragma is not allowed", false},
+        {"invalid_utf8_byte", 1, "not UTF-8 text here (byte 0xFF)", false},
+        {"invalid_utf8_in_string", 5, "not UTF-8 text here (byte 0xC3)", false},
+        {"invalid_utf8_overlong_slash", 3, "not UTF-8 text here (byte 0xC0)", false},
+        {"utf8_bom_correct", 0, "", true},
+        {"nested_parentheses", 0, "", true},
+        {"nested_braces", 0, "", true},
+        {"warning_flood", 0, "[the compile log was cut here: ", true},
+        {"overloaded_kernel", 0, "probeSharedStride is overloaded", false},
+    };
+    const grader::UntrustedCompileOptions grader_child = real_grader();
+    for (const HostileCompile& expected : fixtures) {
+        CAPTURE(expected.fixture);
+        const grader::CompiledKernel compiled = grader::compile_untrusted(
+            request_for_source(hostile_fixture(expected.fixture)), grader_child);
+        const grader::CompileOutcome& outcome = compiled.outcome;
+        CHECK(outcome.attempted);
+        CHECK(outcome.log.size() <= grader::kMaxCompileLogBytes + 200);
+        CHECK_FALSE(contains(outcome.log, "root:x:0:0"));
+        CHECK_FALSE(contains(compiled.ptx, "root:x:0:0"));
+        if (expected.refused_line > 0) {
+            REQUIRE_FALSE(outcome.vetting_problems.empty());
+            CHECK(outcome.vetting_problems[0].line == expected.refused_line);
+            CHECK(contains(outcome.vetting_problems[0].message, expected.message_part));
+            CHECK_FALSE(outcome.ok);
+            continue;
+        }
+        INFO(outcome.log.substr(0, 2000));
+        CHECK(outcome.vetting_problems.empty());
+        CHECK(outcome.ok == expected.compiles);
+        CHECK(contains(outcome.log, expected.message_part));
+        if (expected.compiles) {
+            CHECK(outcome.param_sizes == std::vector<std::size_t>{8, 8, 8, 4});
+        }
+    }
+}
+
+TEST_CASE("the warning flood keeps 64 KiB of its 1.7 MB log and counts the rest") {
+    const grader::CompiledKernel compiled = grader::compile_untrusted(
+        request_for_source(hostile_fixture("warning_flood")), real_grader());
+    const grader::CompileOutcome& outcome = compiled.outcome;
+    CHECK(outcome.ok);
+    CHECK(outcome.log.size() <= grader::kMaxCompileLogBytes);
+    CHECK(outcome.log_cut_bytes > 1500000);
+    CHECK(contains(outcome.log, "[the compile log was cut here: " +
+                                    std::to_string(outcome.log_cut_bytes) + " more bytes]\n"));
+}
+
+namespace {
+
+// A copy of tests/fixtures/hostile/<name> in a fresh folder, where links can be made.
+std::filesystem::path fixture_copy(const std::string& name) {
+    const auto folder = std::filesystem::temp_directory_path() /
+                        ("grader-hostile-" + std::to_string(::getpid())) / name;
+    std::filesystem::remove_all(folder);
+    std::filesystem::create_directories(folder.parent_path());
+    std::filesystem::copy(std::filesystem::path(GRADER_FIXTURES_DIR) / "hostile" / name, folder,
+                          std::filesystem::copy_options::recursive);
+    return folder;
+}
+
+}  // namespace
+
+TEST_CASE("a submission file that is a link or not a file is refused unread, with the reason") {
+    const TokenFile file;
+    std::string why;
+    SUBCASE("probe_is_symlink") {
+        const auto folder = fixture_copy("probe_is_symlink");
+        std::filesystem::create_symlink(file.path(), folder / "probe.cu");
+        CHECK_FALSE(grader::read_student_file(folder, "probe.cu", 1 << 20, why).has_value());
+        CHECK(why == "it is a symbolic link; submit the file itself");
+    }
+    SUBCASE("probe_is_symlink_to_other_submission") {
+        const auto folder = fixture_copy("probe_is_symlink_to_other_submission");
+        const auto other = fixture_copy("utf8_bom_correct");
+        std::filesystem::create_symlink("../utf8_bom_correct/probe.cu", folder / "probe.cu");
+        CHECK_FALSE(grader::read_student_file(folder, "probe.cu", 1 << 20, why).has_value());
+        CHECK(why == "it is a symbolic link; submit the file itself");
+    }
+    SUBCASE("answers_is_symlink") {
+        const auto folder = fixture_copy("answers_is_symlink");
+        std::filesystem::create_symlink(file.path(), folder / "submission.yaml");
+        CHECK_FALSE(grader::read_student_file(folder, "submission.yaml", 1 << 20, why).has_value());
+        CHECK(why == "it is a symbolic link; submit the file itself");
+    }
+    SUBCASE("probe_is_hardlink") {
+        const auto folder = fixture_copy("probe_is_hardlink");
+        std::filesystem::create_hard_link(file.path(), folder / "probe.cu");
+        CHECK_FALSE(grader::read_student_file(folder, "probe.cu", 1 << 20, why).has_value());
+        CHECK(contains(why, "hard link"));
+    }
+    SUBCASE("probe_is_fifo") {
+        const auto folder = fixture_copy("probe_is_fifo");
+        REQUIRE(::mkfifo((folder / "probe.cu").c_str(), 0600) == 0);
+        CHECK_FALSE(grader::read_student_file(folder, "probe.cu", 1 << 20, why).has_value());
+        CHECK(contains(why, "named pipe"));
+    }
+    SUBCASE("probe_is_directory") {
+        const auto folder = fixture_copy("probe_is_directory");
+        CHECK_FALSE(grader::read_student_file(folder, "probe.cu", 1 << 20, why).has_value());
+        CHECK(why == "it is a folder, not a file");
+    }
+    CHECK_FALSE(contains(why, file.token()));
+    std::filesystem::remove_all(std::filesystem::temp_directory_path() /
+                                ("grader-hostile-" + std::to_string(::getpid())));
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the confinement costs: a grade may grow by at most 10%.
+
+namespace {
+
+double cpu_seconds(int who) {
+    rusage usage{};
+    ::getrusage(who, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+}  // namespace
+
+// Wall time on a shared machine says more about the neighbours than about the child, so the CPU
+// time is measured too: the in-process compile's (this process) against the child's (reaped, so
+// counted in RUSAGE_CHILDREN).
+TEST_CASE("the confined compile costs little more than the compile itself") {
+    const grader::CompileRequest student = probe_request("correct_probe.cu");
+    grader::CompileRequest reference = student;
+    reference.vet = false;
+    grader::compile_kernel(student);  // NVRTC loaded and warm in this process
+    constexpr int kRounds = 5;
+    struct Sample {
+        std::vector<double> wall;
+        std::vector<double> cpu;
+    };
+    Sample in_process;
+    Sample in_process_two;
+    Sample confined;
+    Sample confined_two;
+    const auto measure = [](Sample& sample, const auto& compile) {
+        const auto start = std::chrono::steady_clock::now();
+        const double cpu = cpu_seconds(RUSAGE_SELF) + cpu_seconds(RUSAGE_CHILDREN);
+        compile();
+        sample.wall.push_back(seconds_since(start));
+        sample.cpu.push_back(cpu_seconds(RUSAGE_SELF) + cpu_seconds(RUSAGE_CHILDREN) - cpu);
+    };
+    for (int round = 0; round < kRounds; ++round) {
+        measure(in_process, [&] { REQUIRE(grader::compile_kernel(student).outcome.ok); });
+        measure(confined,
+                [&] { REQUIRE(grader::compile_untrusted(student, real_grader()).outcome.ok); });
+        measure(in_process_two, [&] {
+            REQUIRE(grader::compile_kernel(reference).outcome.ok);
+            REQUIRE(grader::compile_kernel(student).outcome.ok);
+        });
+        measure(confined_two, [&] {
+            REQUIRE(
+                grader::compile_confined({reference}, student, real_grader()).student.outcome.ok);
+        });
+    }
+    const auto line = [](const char* what, const Sample& sample) {
+        return std::string(what) + ": " + std::to_string(median(sample.wall)) + " s wall, " +
+               std::to_string(median(sample.cpu)) + " s CPU";
+    };
+    MESSAGE("median of " << kRounds << " rounds (in-process figures are of a warm NVRTC):\n"
+                         << line("student in-process", in_process) << "\n"
+                         << line("student in a confined child", confined) << "\n"
+                         << line("reference and student in-process", in_process_two) << "\n"
+                         << line("reference and student in one confined child", confined_two));
+    // Generous: the measured figures are in the report; this catches a confinement that costs
+    // a second of CPU (a probe of the kernel per compile, a fork of a big process, ...).
+    CHECK(median(confined.cpu) - median(in_process.cpu) < 0.3);
 }

@@ -274,22 +274,22 @@ struct Gpu {
     explicit Gpu(cuda::DeviceInfo info)
         : device(std::move(info)),
           exercise(load_exercise(source_dir() / "exercises/day15-bank-conflicts")) {
-        probe_source = read_file(exercise.reference_source);
+        probe_source = read_file(exercise.kernel("reference").file);
         probe =
-            compile_file(exercise, exercise.reference_source, exercise.kernel_name, device.arch());
+            compile_file(exercise, exercise.kernel("reference").file, exercise.kernel_name, device.arch());
         // The grader's launch: the occupancy API fills every SM (1056 blocks of 256 on an H200).
         int per_sm = 0;
         const cuda::Module module(probe.cubin);
         GRADER_DRIVER_CALL(cuOccupancyMaxActiveBlocksPerMultiprocessor(
             &per_sm, module.function(probe.outcome.lowered_name),
-            static_cast<int>(exercise.block_size), 0));
+            static_cast<int>(exercise.launch.block.x), 0));
         probe_shape.grid.x = static_cast<std::uint32_t>(per_sm * device.sm_count);
-        probe_shape.block.x = exercise.block_size;
+        probe_shape.block.x = exercise.launch.block.x;
     }
 
     std::vector<Param> probe_params(int stride) const {
         const std::uint64_t threads = std::max<std::uint64_t>(probe_shape.threads(), 1);
-        return {{true, exercise.tile_words * 4, 0},
+        return {{true, exercise.buffers.input_words * 4, 0},
                 {true, threads * 4, 0},
                 {false, 8, threads},
                 {false, 4, static_cast<std::uint64_t>(stride)}};
@@ -568,7 +568,7 @@ TEST_CASE(
     // The last counted launch (stride 65, replayed) still computed what the lesson says.
     check_all_equal(probe.download(1), 2048.0f, "after the counted launches");
 
-    const std::uint64_t warps = gpu->probe_shape.blocks() * (gpu->exercise.block_size / 32);
+    const std::uint64_t warps = gpu->probe_shape.blocks() * (gpu->exercise.launch.block.x / 32);
     std::cout << "stride gcd  load_inst  load_wavefronts  degree  conflicts  store_inst  "
                  "store_wavefronts  simulator"
               << std::endl;
@@ -586,7 +586,7 @@ TEST_CASE(
                   << hw.store_instructions << std::setw(18) << hw.store_wavefronts << "  "
                   << (note.empty() ? "equal" : note) << std::endl;
         CAPTURE(stride);
-        CHECK(hw.load_instructions == warps * gpu->exercise.reads_per_thread);
+        CHECK(hw.load_instructions == warps * std::uint64_t{2048});
         CHECK(hw.load_wavefronts == hw.load_instructions * degree);
         CHECK(hw.load_bank_conflicts == hw.load_wavefronts - hw.load_instructions);
         CHECK(hw.store_instructions > 0);
@@ -663,7 +663,7 @@ TEST_CASE(
     }
     const int read_line = line_containing(gpu->probe_source, "acc += tile[");
     const int store_line = line_containing(gpu->probe_source, "tile[w] = in[w]");
-    const std::string file = gpu->exercise.reference_source.filename().string();
+    const std::string file = gpu->exercise.kernel("reference").file.filename().string();
     GpuKernel probe(gpu->probe, gpu->probe_shape, gpu->probe_params(1));
     cuda::Stream stream;
     for (const int stride : {1, 2, 3, 8, 32, 33, 64}) {

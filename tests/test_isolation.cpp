@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "isolation/child.hpp"
+#include "isolation/confine.hpp"
 
 // The misbehaving children are this test binary itself, run again as
 // `test_isolation --play-child <mode> [argument]`: no extra executables to build or find.
@@ -150,6 +151,37 @@ int play_child(const std::string& mode, const std::string& argument) {
     if (mode == "message_without_newline") {
         write_all(3, std::string(4096, 'm'));
         sleep_forever();
+    }
+    if (mode == "echo_stdin") {
+        char buffer[4096];
+        ssize_t length;
+        while ((length = ::read(0, buffer, sizeof buffer)) > 0) {
+            write_all(1, std::string(buffer, static_cast<std::size_t>(length)));
+        }
+        return 0;
+    }
+    if (mode == "ignore_stdin") {
+        ::close(0);
+        return 5;
+    }
+    if (mode == "confine_landlock" || mode == "confine_empty_root" || mode == "confine_both") {
+        // argument: a file that exists. Reports what the confined process could still do.
+        grader::ConfineOptions options;
+        options.landlock = mode != "confine_empty_root";
+        options.empty_root = mode != "confine_landlock";
+        const grader::Confinement confinement = grader::confine_to_no_files(options);
+        const int fd = ::open(argument.c_str(), O_RDONLY | O_CLOEXEC);
+        const int open_error = fd < 0 ? errno : 0;
+        struct stat info {};
+        const bool stat_sees_it = ::stat(argument.c_str(), &info) == 0;
+        const int root = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        write_all(3, "landlock=" + std::to_string(confinement.landlock_abi) + " empty_root=" +
+                         (confinement.empty_root ? "1" : "0") + " opened=" + (fd >= 0 ? "1" : "0") +
+                         " open_error=" + std::to_string(open_error) +
+                         " stat_sees_it=" + (stat_sees_it ? "1" : "0") +
+                         " root_opened=" + (root >= 0 ? "1" : "0") + "\n");
+        write_all(3, "description " + confinement.description + "\n");
+        return 0;
     }
     return 99;
 }
@@ -423,4 +455,113 @@ TEST_CASE("children run from several threads at once keep their results apart") 
             CHECK(lines[index] == std::vector<std::string>{"first line", "hello", "world"});
         }
     }
+}
+
+TEST_CASE("input given to a child reaches its stdin whole, and then stdin ends") {
+    // Larger than a socket's buffer: it is written while the child's output is read.
+    std::string input;
+    for (int i = 0; input.size() < (3u << 20); ++i) {
+        input += "line " + std::to_string(i) + "\n";
+    }
+    grader::ChildLimits limits = short_limits();
+    limits.seconds = 10.0;
+    limits.output_bytes = input.size() + 1;
+    const grader::ChildResult result =
+        grader::run_child(child_command("echo_stdin"), limits, ignore_messages, {}, input);
+    CHECK(result.end == grader::ChildResult::End::exited);
+    CHECK(result.exit_code == 0);
+    CHECK(result.output.size() == input.size());
+    CHECK(result.output == input);
+}
+
+TEST_CASE("a child that never reads its input costs the grader no SIGPIPE") {
+    const std::string input(8u << 20, 'i');
+    const grader::ChildResult result = grader::run_child(
+        child_command("ignore_stdin"), short_limits(), ignore_messages, {}, input);
+    CHECK(result.end == grader::ChildResult::End::exited);
+    CHECK(result.exit_code == 5);
+}
+
+namespace {
+
+struct ConfinedView {
+    std::string facts;
+    std::string description;
+};
+
+ConfinedView run_confined(const std::string& mode, const std::string& existing_file) {
+    ConfinedView view;
+    grader::ChildLimits limits = short_limits();
+    limits.seconds = 5.0;
+    const grader::ChildResult result =
+        grader::run_child(child_command(mode, existing_file), limits, [&](const std::string& line) {
+            if (line.rfind("description ", 0) == 0) {
+                view.description = line.substr(12);
+            } else {
+                view.facts = line;
+            }
+            return 0.0;
+        });
+    CHECK(result.end == grader::ChildResult::End::exited);
+    return view;
+}
+
+bool has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("a confined process can open no file, and says how it was confined") {
+    char directory_template[] = "/tmp/grader-confine-XXXXXX";
+    const char* directory = ::mkdtemp(directory_template);
+    REQUIRE(directory != nullptr);
+    const std::string file = std::string(directory) + "/secret.txt";
+    std::ofstream(file) << "secret";
+    const grader::ConfinementSupport& support = grader::confinement_support();
+    MESSAGE("this kernel: Landlock ABI " << support.landlock_abi << ", user namespaces "
+                                         << std::string(support.user_namespaces ? "yes" : "no"));
+
+    SUBCASE("Landlock alone: nothing opens, though stat still sees the file") {
+        const ConfinedView view = run_confined("confine_landlock", file);
+        if (support.landlock_abi == 0) {
+            MESSAGE("SKIPPED: this kernel offers no Landlock");
+            CHECK(has(view.facts, "landlock=0"));
+            CHECK(has(view.description, "no confinement"));
+            return;
+        }
+        CHECK(view.facts == "landlock=" + std::to_string(support.landlock_abi) +
+                                " empty_root=0 opened=0 open_error=" + std::to_string(EACCES) +
+                                " stat_sees_it=1 root_opened=0");
+        CHECK(view.description.rfind("Landlock ABI " + std::to_string(support.landlock_abi) +
+                                         ": the student's compile could open no file",
+                                     0) == 0);
+    }
+    SUBCASE("an empty root alone: no host path exists any more") {
+        const ConfinedView view = run_confined("confine_empty_root", file);
+        if (!support.user_namespaces) {
+            MESSAGE("SKIPPED: this kernel offers no unprivileged user namespaces");
+            CHECK(has(view.facts, "empty_root=0"));
+            return;
+        }
+        CHECK(view.facts == "landlock=0 empty_root=1 opened=0 open_error=" +
+                                std::to_string(ENOENT) + " stat_sees_it=0 root_opened=1");
+        CHECK(has(view.description, "an empty mount namespace"));
+    }
+    SUBCASE("both, as the compile child uses them") {
+        const ConfinedView view = run_confined("confine_both", file);
+        if (!support.confines()) {
+            MESSAGE("SKIPPED: this kernel offers neither Landlock nor user namespaces");
+            CHECK(has(view.description, "no confinement"));
+            CHECK_FALSE(grader::confinement_warning(support).empty());
+            return;
+        }
+        CHECK(has(view.facts, "opened=0"));
+        if (support.user_namespaces) {
+            CHECK(has(view.facts, "stat_sees_it=0"));
+        }
+        CHECK(grader::confinement_warning(support).empty());
+    }
+    ::unlink(file.c_str());
+    ::rmdir(directory);
 }

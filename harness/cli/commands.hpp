@@ -22,6 +22,7 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_worker_command(CLI::App& app, Runner& run);
 void add_explain_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_launch_command(CLI::App& app, Runner& run);
+void add_compile_command(CLI::App& app, Runner& run);
 
 // Exit statuses, documented in the README and docs/report-schema.md.
 inline constexpr int kExitPass = 0;

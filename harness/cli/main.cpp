@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     add_explain_command(app, global, run);
     add_worker_command(app, run);
     add_launch_command(app, run);
+    add_compile_command(app, run);
 
     try {
         app.parse(argc, argv);

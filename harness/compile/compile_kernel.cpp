@@ -4,6 +4,7 @@
 #include <regex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compile/compile.hpp"
@@ -12,14 +13,127 @@
 
 namespace grader {
 
+namespace {
+
+// How much of NVRTC's own log a machine-fault message quotes.
+constexpr std::size_t kQuotedNvrtcLogBytes = 4096;
+// How much of a raw log is cleaned at all: the cleaner is line by line with regular expressions,
+// and anything past this is cut anyway.
+constexpr std::size_t kMaxRawLogBytes = std::size_t{1} << 20;
+
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+std::string nvrtc_version_or_unknown() {
+    int major = 0;
+    int minor = 0;
+    return nvrtcVersion(&major, &minor) == NVRTC_SUCCESS
+               ? std::to_string(major) + "." + std::to_string(minor)
+               : std::string("(unknown version)");
+}
+
+// "nvrtcGetPTX" from "nvrtcGetPTX(program, ptx.data())".
+std::string function_name(const char* call) {
+    const std::string text(call);
+    return text.substr(0, text.find('('));
+}
+
+std::string what_to_fix(nvrtcResult status) {
+    const std::string folder = nvrtc_library_folder();
+    const std::string where = folder.empty() ? "the CUDA toolkit's library folder"
+                                             : "the CUDA toolkit's library folder " + folder;
+    switch (status) {
+        case NVRTC_ERROR_BUILTIN_OPERATION_FAILURE: {
+            const NvrtcBuiltins& builtins = load_nvrtc_builtins();
+            return "NVRTC could not use its builtins library " + nvrtc_builtins_name() +
+                   "; check that " + where + " holds it and that it is readable (" +
+                   (builtins.loaded ? "the grader had loaded " + builtins.path
+                                    : "the grader could not load it either: " + builtins.error) +
+                   ")";
+        }
+        case NVRTC_ERROR_OUT_OF_MEMORY:
+            return "the grading machine ran out of memory; free some, or grade fewer "
+                   "submissions at once";
+        case NVRTC_ERROR_INVALID_OPTION:
+        case NVRTC_ERROR_INVALID_INPUT:
+        case NVRTC_ERROR_INVALID_PROGRAM:
+            return "the grader gave NVRTC something it does not accept; check the exercise's "
+                   "compile options and the grader's version against NVRTC " +
+                   nvrtc_version_or_unknown();
+        default:
+            return "check the CUDA toolkit's NVRTC (libnvrtc in " +
+                   (folder.empty() ? std::string("the CUDA library folder") : folder) +
+                   ") and its version against the grader's";
+    }
+}
+
+}  // namespace
+
+std::string nvrtc_failure_message(nvrtcResult status, const std::string& call,
+                                  const std::string& nvrtc_log) {
+    std::string message =
+        "NVRTC failed on the grading machine, not because of the submission: " + call +
+        " returned " + nvrtcGetErrorString(status) + ".";
+    std::string quoted = nvrtc_log;
+    while (!quoted.empty() && (quoted.back() == '\n' || quoted.back() == '\0')) {
+        quoted.pop_back();
+    }
+    if (!quoted.empty()) {
+        if (quoted.size() > kQuotedNvrtcLogBytes) {
+            quoted = quoted.substr(0, kQuotedNvrtcLogBytes) + " [...]";
+        }
+        message += " NVRTC said: \"" + quoted + "\".";
+    }
+    return message + " " + what_to_fix(status) + ".";
+}
+
 namespace detail {
 
-void throw_nvrtc_error(nvrtcResult status, const char* call, const char* file, int line) {
-    throw NvrtcError(status, std::string(file) + ":" + std::to_string(line) + ": " + call +
-                                 " failed: " + nvrtcGetErrorString(status));
+void throw_nvrtc_error(nvrtcResult status, const char* call, const std::string& nvrtc_log) {
+    const std::string name = function_name(call);
+    throw NvrtcError(status, name, nvrtc_failure_message(status, name, nvrtc_log), nvrtc_log);
 }
 
 }  // namespace detail
+
+namespace {
+
+// Text of which already_cut bytes were dropped before it came here: cut to max_bytes with a line
+// that says how much is missing in all.
+std::string bound_text(std::string text, std::size_t max_bytes, std::size_t already_cut,
+                       std::size_t& cut_bytes) {
+    if (text.size() <= max_bytes && already_cut == 0) {
+        return text;
+    }
+    const std::string_view note_start = "[the compile log was cut here: ";
+    const std::string_view note_end = " more bytes]\n";
+    // Room for the closing line, whose number has at most 20 digits, and a line end before it.
+    const std::size_t room = note_start.size() + 20 + note_end.size() + 1;
+    std::size_t keep = max_bytes > room ? std::min(text.size(), max_bytes - room) : 0;
+    if (keep < text.size()) {
+        const std::size_t line_end = keep == 0 ? std::string::npos : text.rfind('\n', keep - 1);
+        if (line_end != std::string::npos && line_end + 1 >= keep / 2) {
+            keep = line_end + 1;
+        } else {
+            // One huge line: cut it, but not inside a UTF-8 sequence.
+            while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) {
+                --keep;
+            }
+        }
+    }
+    const std::size_t cut = text.size() - keep + already_cut;
+    cut_bytes += cut;
+    text.resize(keep);
+    if (!text.empty() && text.back() != '\n') {
+        text += '\n';
+    }
+    return text + std::string(note_start) + std::to_string(cut) + std::string(note_end);
+}
+
+}  // namespace
+
+std::string bounded_log(std::string text, std::size_t max_bytes, std::size_t& cut_bytes) {
+    return bound_text(std::move(text), max_bytes, 0, cut_bytes);
+}
 
 namespace {
 
@@ -60,13 +174,28 @@ std::string program_cubin(nvrtcProgram program) {
 struct NameLookup {
     bool failed = false;
     bool not_global = false;
+    bool overloaded = false;
 };
 
 NameLookup name_lookup_errors(const std::string& log) {
     NameLookup lookup;
     lookup.failed = log.find("__nv_name_map(") != std::string::npos;
     lookup.not_global = log.find("non-__global__ function") != std::string::npos;
+    lookup.overloaded = log.find("__nv_name_map(") != std::string::npos &&
+                        log.find("which instance of overloaded function") != std::string::npos;
     return lookup;
+}
+
+std::string name_lookup_sentence(const NameLookup& lookup, const CompileRequest& request) {
+    if (lookup.overloaded) {
+        return request.kernel_name + " is overloaded in " + request.source_name +
+               " (declared more than once with different parameters); the ABI needs exactly "
+               "one kernel of that name\n";
+    }
+    if (lookup.not_global) {
+        return request.kernel_name + " is not a __global__ kernel\n";
+    }
+    return "no kernel named " + request.kernel_name + " was found in " + request.source_name + "\n";
 }
 
 std::string without_error_summary(const std::string& log) {
@@ -121,6 +250,13 @@ CompiledKernel compile_kernel(const CompileRequest& request) {
 
     load_nvrtc_builtins();  // before NVRTC's own dlopen of them, which may not find them
 
+    // A UTF-8 byte-order mark is text to an editor and an unrecognized token to NVRTC.
+    const std::string_view source =
+        std::string_view(request.source).substr(0, kByteOrderMark.size()) == kByteOrderMark
+            ? std::string_view(request.source).substr(kByteOrderMark.size())
+            : std::string_view(request.source);
+    const std::string nvrtc_source(source);
+
     // An absolute name keeps NVRTC from prefixing the working directory in .file and the
     // cubin's line table; the in-memory headers still take precedence over files in "/".
     const std::string nvrtc_name = request.source_name.empty() || request.source_name[0] != '/'
@@ -133,7 +269,7 @@ CompiledKernel compile_kernel(const CompileRequest& request) {
         header_includes.push_back(header.include_name.c_str());
     }
     nvrtcProgram raw_program = nullptr;
-    GRADER_NVRTC_CALL(nvrtcCreateProgram(&raw_program, request.source.c_str(), nvrtc_name.c_str(),
+    GRADER_NVRTC_CALL(nvrtcCreateProgram(&raw_program, nvrtc_source.c_str(), nvrtc_name.c_str(),
                                          static_cast<int>(header_texts.size()), header_texts.data(),
                                          header_includes.data()));
     const detail::NvrtcProgram program(raw_program);
@@ -148,17 +284,37 @@ CompiledKernel compile_kernel(const CompileRequest& request) {
     const nvrtcResult status = nvrtcCompileProgram(
         program.get(), static_cast<int>(option_texts.size()), option_texts.data());
     if (status != NVRTC_SUCCESS && status != NVRTC_ERROR_COMPILATION) {
-        detail::throw_nvrtc_error(status, "nvrtcCompileProgram", __FILE__, __LINE__);
+        std::string log;
+        std::size_t size = 0;
+        if (nvrtcGetProgramLogSize(program.get(), &size) == NVRTC_SUCCESS && size > 0) {
+            log.resize(size);
+            if (nvrtcGetProgramLog(program.get(), log.data()) != NVRTC_SUCCESS) {
+                log.clear();
+            }
+        }
+        detail::throw_nvrtc_error(status, "nvrtcCompileProgram", log);
     }
 
-    const std::string raw_log = program_log(program.get());
-    outcome.log = sanitize_log(raw_log, request.source_name, header_names);
+    std::string raw_log = program_log(program.get());
     const NameLookup lookup = name_lookup_errors(raw_log);
+    std::size_t raw_cut = 0;
+    if (raw_log.size() > kMaxRawLogBytes) {
+        const std::size_t line_end = raw_log.rfind('\n', kMaxRawLogBytes);
+        const std::size_t keep = line_end == std::string::npos ? kMaxRawLogBytes : line_end + 1;
+        raw_cut = raw_log.size() - keep;
+        raw_log.resize(keep);
+    }
+    std::vector<LoggedFile> logged_files{{request.source_name, source}};
+    for (const HeaderSource& header : request.headers) {
+        logged_files.push_back({header.include_name, header.content});
+    }
+    std::string log = sanitize_log(raw_log, logged_files);
     if (lookup.failed) {
-        outcome.log = without_error_summary(outcome.log);
-        outcome.log += lookup.not_global ? request.kernel_name + " is not a __global__ kernel\n"
-                                         : "no kernel named " + request.kernel_name +
-                                               " was found in " + request.source_name + "\n";
+        log = without_error_summary(log);
+    }
+    outcome.log = bound_text(std::move(log), kMaxCompileLogBytes, raw_cut, outcome.log_cut_bytes);
+    if (lookup.failed) {
+        outcome.log += name_lookup_sentence(lookup, request);
     }
     if (status != NVRTC_SUCCESS) {
         outcome.seconds = elapsed();
@@ -169,8 +325,18 @@ CompiledKernel compile_kernel(const CompileRequest& request) {
     if (request.arch.rfind("sm_", 0) == 0) {
         compiled.cubin = program_cubin(program.get());
     }
+    // NVRTC has been seen to report success and give no name (a byte that is not UTF-8 in the
+    // source): the student's program, not the machine, so a failed compile.
     const char* lowered = nullptr;
-    GRADER_NVRTC_CALL(nvrtcGetLoweredName(program.get(), request.kernel_name.c_str(), &lowered));
+    if (nvrtcGetLoweredName(program.get(), request.kernel_name.c_str(), &lowered) !=
+            NVRTC_SUCCESS ||
+        lowered == nullptr || *lowered == '\0') {
+        outcome.log += "NVRTC compiled " + request.source_name + " but found no kernel named " +
+                       request.kernel_name +
+                       " in it; check that the file is UTF-8 text and defines the kernel once\n";
+        outcome.seconds = elapsed();
+        return compiled;
+    }
     outcome.lowered_name = lowered;
     outcome.signature = demangle(outcome.lowered_name);
     const PtxEntry entry = ptx_entry(compiled.ptx, outcome.lowered_name);

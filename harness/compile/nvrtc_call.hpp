@@ -12,15 +12,17 @@
 
 namespace grader::detail {
 
-[[noreturn]] void throw_nvrtc_error(nvrtcResult status, const char* call, const char* file,
-                                    int line);
+// Throws NvrtcError for `call` (its text, of which the function's name is kept) failing with
+// status. No __FILE__: the message reaches reports, and the build machine's paths must not.
+[[noreturn]] void throw_nvrtc_error(nvrtcResult status, const char* call,
+                                    const std::string& nvrtc_log = {});
 
-#define GRADER_NVRTC_CALL(call)                                                                   \
-    do {                                                                                          \
-        const nvrtcResult grader_nvrtc_status_ = (call);                                          \
-        if (grader_nvrtc_status_ != NVRTC_SUCCESS) {                                              \
-            ::grader::detail::throw_nvrtc_error(grader_nvrtc_status_, #call, __FILE__, __LINE__); \
-        }                                                                                         \
+#define GRADER_NVRTC_CALL(call)                                               \
+    do {                                                                      \
+        const nvrtcResult grader_nvrtc_status_ = (call);                      \
+        if (grader_nvrtc_status_ != NVRTC_SUCCESS) {                          \
+            ::grader::detail::throw_nvrtc_error(grader_nvrtc_status_, #call); \
+        }                                                                     \
     } while (false)
 
 // One NVRTC program; destroyed on every path out of compile_kernel.

@@ -28,14 +28,11 @@ std::filesystem::path nvrtc_folder() {
 
 NvrtcBuiltins load() {
     NvrtcBuiltins result;
-    int major = 0;
-    int minor = 0;
-    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) {
+    const std::string name = nvrtc_builtins_name();
+    if (name.empty()) {
         result.error = "nvrtcVersion failed";
         return result;
     }
-    const std::string name =
-        "libnvrtc-builtins.so." + std::to_string(major) + "." + std::to_string(minor);
     std::vector<std::string> candidates;
     if (const auto folder = nvrtc_folder(); !folder.empty()) {
         candidates.push_back((folder / name).string());
@@ -48,12 +45,27 @@ NvrtcBuiltins load() {
             result.error.clear();
             return result;
         }
-        result.error += (result.error.empty() ? "" : "; ") + candidate + ": " + dl_error_text();
+        result.error += (result.error.empty() ? "" : "; ") + dl_error_text();
     }
     return result;
 }
 
 }  // namespace
+
+std::string nvrtc_library_folder() {
+    // Once: a confined process can no longer resolve the links on the way to it.
+    static const std::string folder = nvrtc_folder().string();
+    return folder;
+}
+
+std::string nvrtc_builtins_name() {
+    int major = 0;
+    int minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) {
+        return {};
+    }
+    return "libnvrtc-builtins.so." + std::to_string(major) + "." + std::to_string(minor);
+}
 
 const NvrtcBuiltins& load_nvrtc_builtins() {
     static std::once_flag once;

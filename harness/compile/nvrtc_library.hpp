@@ -22,4 +22,12 @@ struct NvrtcBuiltins {
 // Loads the builtins once per process; later calls return the first outcome. Thread-safe.
 const NvrtcBuiltins& load_nvrtc_builtins();
 
+// The folder the running libnvrtc was loaded from
+// ("/usr/local/cuda-13.0/targets/x86_64-linux/lib"), where its builtins library must be; empty
+// where the loader cannot say.
+std::string nvrtc_library_folder();
+
+// "libnvrtc-builtins.so.13.0" for the NVRTC in use.
+std::string nvrtc_builtins_name();
+
 }  // namespace grader

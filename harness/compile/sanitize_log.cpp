@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -59,17 +61,57 @@ const std::regex& absolute_path_pattern() {
 
 class LogSanitizer {
 public:
-    LogSanitizer(std::string_view source_name, const std::vector<std::string>& header_names)
-        : cwd_(current_directory()) {
-        allowed_.emplace_back(source_name);
-        allowed_.insert(allowed_.end(), header_names.begin(), header_names.end());
+    explicit LogSanitizer(const std::vector<LoggedFile>& files) : cwd_(current_directory()) {
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            const LoggedFile& file = files[i];
+            allowed_.push_back(file.name);
+            names_[file.name] = &file;
+            if (i == 0) {
+                // The student's source: NVRTC is given "/name"; an older NVRTC prefixed the
+                // working directory to a relative name.
+                names_["/" + file.name] = &file;
+                if (!cwd_.empty()) {
+                    names_[cwd_ + "/" + file.name] = &file;
+                }
+            }
+        }
     }
 
-    // The student's file and the headers, under whatever directory NVRTC gave them: only
-    // vetted includes reach NVRTC, so no other file of the same name can be opened.
-    bool is_allowed_file(const std::string& file) const {
-        const std::string name = base_name(file);
-        return std::find(allowed_.begin(), allowed_.end(), name) != allowed_.end();
+    // Only the names NVRTC was given: a host file that happens to be called probe.cu (another
+    // student's, opened by a source that escaped the vetting) is not the student's.
+    bool is_allowed_file(const std::string& file) const { return names_.count(file) != 0; }
+
+    // The given file's text of the named line, without its line end; nullopt where unknown.
+    std::optional<std::string_view> line_of(const std::string& file, int line) const {
+        const auto found = names_.find(file);
+        if (found == names_.end() || found->second->text.empty() || line < 1) {
+            return std::nullopt;
+        }
+        std::string_view text = found->second->text;
+        if (text.substr(0, 3) == "\xEF\xBB\xBF") {
+            text.remove_prefix(3);
+        }
+        std::size_t start = 0;
+        for (int n = 1; n < line; ++n) {
+            start = text.find('\n', start);
+            if (start == std::string_view::npos) {
+                return std::nullopt;
+            }
+            ++start;
+        }
+        std::size_t end = text.find('\n', start);
+        std::string_view quoted =
+            text.substr(start, end == std::string_view::npos ? text.npos : end - start);
+        if (!quoted.empty() && quoted.back() == '\r') {
+            quoted.remove_suffix(1);
+        }
+        return quoted;
+    }
+
+    // True where a path in the line is an allowed file's (for paths in a summary line).
+    bool is_allowed_path(const std::string& path) const {
+        return is_allowed_file(path) ||
+               std::find(allowed_.begin(), allowed_.end(), base_name(path)) != allowed_.end();
     }
 
     // Paths become base names. In quoted source lines (quoted == true) only paths of two or
@@ -85,7 +127,7 @@ public:
             const std::smatch& match = *it;
             const std::string path = match[2].str();
             const bool several_parts = path.find('/', 1) != std::string::npos;
-            if (quoted && !several_parts && !is_allowed_file(path)) {
+            if (quoted && !several_parts && !is_allowed_path(path)) {
                 continue;
             }
             const std::size_t at = static_cast<std::size_t>(match.position(2));
@@ -111,7 +153,16 @@ public:
 private:
     std::string cwd_;
     std::vector<std::string> allowed_;
+    std::map<std::string, const LoggedFile*> names_;
 };
+
+// EDG's caret line under a quoted source line: blanks (tabs kept where the source had them) and
+// one ^.
+bool is_caret_line(const std::string& line) {
+    const std::size_t caret = line.find_first_not_of(" \t");
+    return caret != std::string::npos && line[caret] == '^' &&
+           line.find_first_not_of(" \t", caret + 1) == std::string::npos;
+}
 
 // "file(12): error: ..." / "file(3): warning #177-D: ..." / "file(1): catastrophic error: ...".
 const std::regex& diagnostic_pattern() {
@@ -127,17 +178,34 @@ bool is_indented_or_blank(const std::string& line) {
 
 std::string sanitize_log(std::string_view log, std::string_view source_name,
                          const std::vector<std::string>& header_names) {
-    const LogSanitizer sanitizer(source_name, header_names);
+    std::vector<LoggedFile> files{{std::string(source_name), {}}};
+    for (const std::string& header : header_names) {
+        files.push_back({header, {}});
+    }
+    return sanitize_log(log, files);
+}
+
+std::string sanitize_log(std::string_view log, const std::vector<LoggedFile>& files) {
+    const LogSanitizer sanitizer(files);
     const std::vector<std::string> lines = split_lines(log);
     std::string result;
     bool in_dropped_block = false;
     bool in_kept_block = false;
+    // The file's own line under a kept diagnostic, and then its caret line, are the student's
+    // text: they come back verbatim.
+    std::optional<std::string_view> quoted_source;
+    bool caret_may_follow = false;
     for (const std::string& line : lines) {
         std::smatch match;
         if (std::regex_search(line, match, diagnostic_pattern())) {
             const bool allowed = sanitizer.is_allowed_file(match[1].str());
             in_dropped_block = !allowed;
             in_kept_block = allowed;
+            const std::string line_number = match[2].str();
+            quoted_source = allowed && line_number.size() < 9
+                                ? sanitizer.line_of(match[1].str(), std::stoi(line_number))
+                                : std::nullopt;
+            caret_may_follow = false;
             if (allowed) {
                 result += sanitizer.shorten_paths(line, false) + "\n";
             }
@@ -145,7 +213,13 @@ std::string sanitize_log(std::string_view log, std::string_view source_name,
         }
         if ((in_dropped_block || in_kept_block) && is_indented_or_blank(line)) {
             if (in_kept_block) {
-                result += sanitizer.shorten_paths(line, true) + "\n";
+                const bool own_line = quoted_source && line.size() == quoted_source->size() + 2 &&
+                                      line.compare(0, 2, "  ") == 0 &&
+                                      line.compare(2, line.npos, *quoted_source) == 0;
+                const bool verbatim = own_line || (caret_may_follow && is_caret_line(line));
+                result += verbatim ? line + "\n" : sanitizer.shorten_paths(line, true) + "\n";
+                caret_may_follow = own_line;
+                quoted_source.reset();
             }
             continue;
         }

@@ -1,9 +1,17 @@
 // The include vetting: a preprocessor-directive scanner for untrusted CUDA C++. It never
 // evaluates #if: every branch is vetted, since a skipped branch is still read by the compiler's
 // lexer and the cheapest safe rule is that no branch may name a host file.
+//
+// It reads the source the way the preprocessor does: line splices first, then comments (each
+// one blank, however many lines it spans), then directives. Where NVRTC is known to read more
+// directives than the standard has (a # after a /* */ comment that spans lines starts one, even
+// mid-line), the rule is wider than both: every # and %: token outside a directive is vetted as
+// the directive it may start, and inside a directive a # may only stringize a macro parameter.
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <cstdio>
 #include <set>
 #include <string>
 #include <string_view>
@@ -31,6 +39,59 @@ bool is_identifier_char(char c) {
 
 bool is_digit(char c) {
     return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
+
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+// Directive names that do something to files or to what messages say; a macro parameter with one
+// of these names may not be stringized (#include in a macro body is one token pair away from
+// the directive, should a compiler ever end a directive where this scanner does not).
+bool names_a_refused_directive(std::string_view name) {
+    return name == "include" || name == "include_next" || name == "import" || name == "line" ||
+           name == "pragma" || name == "embed";
+}
+
+// The offset of the first byte that is not part of well-formed UTF-8, or npos.
+std::size_t first_invalid_utf8_byte(std::string_view text) {
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        std::size_t length = 0;
+        std::uint32_t smallest = 0;
+        if (byte < 0x80) {
+            ++i;
+            continue;
+        }
+        if ((byte & 0xE0) == 0xC0) {
+            length = 2;
+            smallest = 0x80;
+        } else if ((byte & 0xF0) == 0xE0) {
+            length = 3;
+            smallest = 0x800;
+        } else if ((byte & 0xF8) == 0xF0) {
+            length = 4;
+            smallest = 0x10000;
+        } else {
+            return i;
+        }
+        if (i + length > text.size()) {
+            return i;
+        }
+        std::uint32_t code_point = byte & (0x7Fu >> length);
+        for (std::size_t k = 1; k < length; ++k) {
+            const auto next = static_cast<unsigned char>(text[i + k]);
+            if ((next & 0xC0) != 0x80) {
+                return i;
+            }
+            code_point = (code_point << 6) | (next & 0x3Fu);
+        }
+        if (code_point < smallest || code_point > 0x10FFFF ||
+            (code_point >= 0xD800 && code_point <= 0xDFFF)) {
+            return i;
+        }
+        i += length;
+    }
+    return std::string_view::npos;
 }
 
 // What the student wrote, shortened and with control characters shown, for a message.
@@ -110,7 +171,10 @@ LogicalText splice_lines(std::string_view source) {
     LogicalText logical;
     logical.text.reserve(source.size());
     logical.physical.reserve(source.size() + 1);
-    std::size_t i = 0;
+    // A UTF-8 byte-order mark at the start is no character of the program (compile_kernel drops
+    // it before NVRTC, which would read it as an unrecognized token).
+    std::size_t i =
+        source.substr(0, kByteOrderMark.size()) == kByteOrderMark ? kByteOrderMark.size() : 0;
     while (i < source.size()) {
         if (source[i] == '\\' && i + 1 < source.size() && source[i + 1] == '\n') {
             i += 2;
@@ -160,6 +224,13 @@ public:
 private:
     // Phase 1 and 2 hazards, on the physical text.
     void check_characters() {
+        if (const std::size_t bad = first_invalid_utf8_byte(source_);
+            bad != std::string_view::npos) {
+            char byte[8];
+            std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(source_[bad]));
+            add_physical(bad, std::string("the source is not UTF-8 text here (byte ") + byte +
+                                  "); save the file as UTF-8");
+        }
         for (std::size_t i = 0; i < source_.size(); ++i) {
             const char c = source_[i];
             if (c == '\0') {
@@ -192,26 +263,81 @@ private:
     void scan() {
         const std::string& t = logical_.text;
         std::size_t i = 0;
-        bool first_on_line = true;
         while (i < t.size()) {
             const char c = t[i];
-            if (c == '\n') {
-                first_on_line = true;
-                ++i;
-            } else if (is_blank(c) || c == '\r') {
+            if (c == '\n' || is_blank(c) || c == '\r') {
                 ++i;
             } else if (c == '/' && at(i + 1) == '/') {
                 i = skip_line_comment(i);
             } else if (c == '/' && at(i + 1) == '*') {
                 i = skip_block_comment(i);
-            } else if (first_on_line && (c == '#' || (c == '%' && at(i + 1) == ':'))) {
+            } else if (is_hash(i)) {
+                // By the standard a directive only where # starts a line; outside a directive a
+                // # is no C++ at all, and NVRTC starts a directive after a comment spanning
+                // lines even mid-line. So every # here is vetted as the directive it may start.
                 i = directive(i);
-                first_on_line = true;
             } else {
-                first_on_line = false;
                 i = token(i);
             }
         }
+    }
+
+    bool is_hash(std::size_t i) const { return at(i) == '#' || (at(i) == '%' && at(i + 1) == ':'); }
+
+    std::size_t after_hash(std::size_t i) const { return i + (at(i) == '#' ? 1 : 2); }
+
+    // What a # inside a directive may be: a stringizing # in a function-like macro's body, text
+    // in #error and #warning, or nothing.
+    enum class Body { other, message, function_like_macro };
+
+    bool spans_lines(std::size_t from, std::size_t to) const {
+        return line_of(logical_.physical[from]) !=
+               line_of(logical_.physical[std::min(to, logical_.text.size())]);
+    }
+
+    // Token pasting builds identifiers the scan never sees whole (CAT(__has_, include),
+    // CAT(_Pra, gma)), so it is refused wherever it appears. Returns the offset after the ##.
+    std::size_t refuse_paste(std::size_t hash) {
+        add_logical(hash,
+                    "## (token pasting) is not allowed: it can build names that are refused, "
+                    "such as __has_include and _Pragma; write the name out");
+        return after_hash(after_hash(hash));
+    }
+
+    // A # (or %:) inside a directive's operands.
+    std::size_t hash_in_directive(std::size_t hash, Body body) {
+        const std::string& t = logical_.text;
+        const std::size_t next = after_hash(hash);
+        if (is_hash(next)) {
+            return refuse_paste(hash);
+        }
+        if (body == Body::message) {
+            return next;
+        }
+        if (body == Body::function_like_macro) {
+            const std::size_t word = skip_directive_space(next);
+            std::size_t word_end = word;
+            while (word_end < t.size() && is_identifier_char(t[word_end])) {
+                ++word_end;
+            }
+            const std::string name = t.substr(word, word_end - word);
+            const bool parameter = name == "__VA_ARGS__" || name == "__VA_OPT__" ||
+                                   std::find(macro_parameters_.begin(), macro_parameters_.end(),
+                                             name) != macro_parameters_.end();
+            if (parameter && !names_a_refused_directive(name)) {
+                return word_end;
+            }
+            if (parameter) {
+                add_logical(hash, "#" + name +
+                                      " is not allowed: a parameter named like a directive may "
+                                      "not be stringized; rename it");
+                return word_end;
+            }
+        }
+        add_logical(hash,
+                    "# is allowed inside a directive only to stringize a parameter of a "
+                    "function-like macro (#define S(x) #x)");
+        return next;
     }
 
     // One token outside a directive's head; returns the offset after it.
@@ -352,22 +478,79 @@ private:
         return i;
     }
 
-    std::size_t end_of_line(std::size_t i) {
+    // The rest of a directive's logical line. A # that follows a /* */ comment spanning lines is
+    // vetted as a new directive: NVRTC may read it as one.
+    std::size_t end_of_line(std::size_t i, Body body = Body::other) {
         const std::string& t = logical_.text;
         while (i < t.size() && t[i] != '\n') {
+            const std::size_t before = i;
             i = skip_directive_space(i);
-            if (i < t.size() && t[i] != '\n') {
+            if (i >= t.size() || t[i] == '\n') {
+                break;
+            }
+            if (is_hash(i)) {
+                i = spans_lines(before, i) ? directive(i) : hash_in_directive(i, body);
+            } else {
                 i = token(i);
             }
         }
         return i;
     }
 
+    // #define NAME or #define NAME(params): the body is vetted, and a # in it may only stringize
+    // one of the parameters.
+    std::size_t define(std::size_t after_name) {
+        const std::string& t = logical_.text;
+        macro_parameters_.clear();
+        const std::size_t macro = skip_directive_space(after_name);
+        std::size_t macro_end = macro;
+        while (macro_end < t.size() && is_identifier_char(t[macro_end])) {
+            ++macro_end;
+        }
+        if (const std::string message =
+                forbidden_identifier_message(std::string_view(t).substr(macro, macro_end - macro));
+            !message.empty()) {
+            add_logical(macro, message);
+        }
+        if (macro_end == macro || at(macro_end) != '(') {
+            return end_of_line(macro_end, Body::other);
+        }
+        std::size_t i = macro_end + 1;
+        while (i < t.size() && t[i] != '\n') {
+            i = skip_directive_space(i);
+            if (at(i) == ')') {
+                ++i;
+                break;
+            }
+            if (is_identifier_start(at(i))) {
+                std::size_t end = i;
+                while (end < t.size() && is_identifier_char(t[end])) {
+                    ++end;
+                }
+                const std::string name = t.substr(i, end - i);
+                if (const std::string message = forbidden_identifier_message(name);
+                    !message.empty()) {
+                    add_logical(i, message);
+                }
+                macro_parameters_.push_back(name);
+                i = end;
+            } else if (at(i) == ',' || at(i) == '.') {
+                ++i;
+            } else {
+                break;  // malformed: NVRTC will say so; the body is still vetted as code
+            }
+        }
+        return end_of_line(i, Body::function_like_macro);
+    }
+
     // A directive at its # or %:; returns the offset of the newline that ends it.
     std::size_t directive(std::size_t hash) {
         const std::string& t = logical_.text;
         directive_lines_.insert(line_of(logical_.physical[hash]));
-        std::size_t i = skip_directive_space(hash + (t[hash] == '#' ? 1 : 2));
+        if (is_hash(after_hash(hash))) {
+            return end_of_line(refuse_paste(hash));
+        }
+        std::size_t i = skip_directive_space(after_hash(hash));
         if (i >= t.size() || t[i] == '\n') {
             return i;  // the null directive
         }
@@ -407,6 +590,12 @@ private:
                                       "unroll, nounroll and nv_diag_suppress");
             }
             return end_of_line(word_end);
+        }
+        if (name == "define") {
+            return define(j);
+        }
+        if (name == "error" || name == "warning") {
+            return end_of_line(j, Body::message);
         }
         if (harmless_directives().count(name) == 0) {
             add_logical(hash, "#" + echo(name.empty() ? rest_of_line(i) : name) +
@@ -550,6 +739,7 @@ private:
     std::vector<std::size_t> line_starts_;
     LogicalText logical_;
     std::set<int> directive_lines_;
+    std::vector<std::string> macro_parameters_;  // of the #define being read
     std::vector<SourceProblem> problems_;
 };
 

@@ -13,6 +13,7 @@
 #include <system_error>
 #include <utility>
 
+#include "common/files.hpp"
 #include "common/text.hpp"
 
 namespace grader {
@@ -391,11 +392,15 @@ struct ParsedFile {
     std::string failure;
 };
 
+// A student's file (student_name given) is opened without following links: see read_student_file.
 ParsedFile parse_yaml_file(const fs::path& path, const std::string& shown_path,
-                           std::size_t max_bytes, const std::string& what_it_is) {
+                           std::size_t max_bytes, const std::string& what_it_is,
+                           const fs::path& student_folder = {}, const fs::path& student_name = {}) {
     ParsedFile parsed;
     std::string why;
-    const std::optional<std::string> content = read_file_bounded(path, max_bytes, why);
+    const std::optional<std::string> content =
+        student_name.empty() ? read_file_bounded(path, max_bytes, why)
+                             : read_student_file(student_folder, student_name, max_bytes, why);
     if (!content) {
         parsed.failure_location = SourceLocation{shown_path, 0, 0};
         parsed.failure = "cannot read the " + what_it_is + ": " + why;
@@ -1879,8 +1884,8 @@ Submission load_submission(const fs::path& directory, const Exercise& exercise) 
     submission.directory = directory;
     const fs::path file = directory / exercise.submission_answers;
     const std::string shown_path = file.string();
-    const ParsedFile parsed =
-        parse_yaml_file(file, shown_path, kMaxSubmissionBytes, "answers file");
+    const ParsedFile parsed = parse_yaml_file(file, shown_path, kMaxSubmissionBytes, "answers file",
+                                              directory, exercise.submission_answers);
     if (!parsed.root) {
         std::string message = parsed.failure;
         if (parsed.failure_location->line == 0) {

@@ -4,6 +4,7 @@
 
 #include "compile/compile.hpp"
 #include "device/sim_device.hpp"
+#include "grade/grade.hpp"
 #include "grade/sources.hpp"
 #include "measure/outputs.hpp"
 
@@ -43,7 +44,13 @@ void explain_kernel(const Exercise& exercise, const WorkerOptions& options, Prog
     }
     explanation.source_name = request->second.source_name;
     explanation.kernel_name = request->second.kernel_name;
-    const CompiledKernel kernel = compile_kernel(request->second);
+    UntrustedCompileOptions compile_options;
+    compile_options.grader_executable = current_executable();
+    compile_options.seconds = exercise.limits.compile_seconds;
+    compile_options.memory_bytes = exercise.limits.memory_bytes;
+    const CompiledKernel kernel = options.explain_reference
+                                      ? compile_kernel(request->second)
+                                      : compile_untrusted(request->second, compile_options);
     if (!kernel.outcome.ok) {
         explanation.problem = request->second.source_name + " did not compile for " +
                               exercise.default_arch + ":\n" + kernel.outcome.log;

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "common/files.hpp"
 #include "common/text.hpp"
 
 namespace grader {
@@ -53,7 +54,7 @@ KernelSources load_kernel_sources(const Exercise& exercise,
         return sources;
     }
     std::string why;
-    auto student_source = read_file_bounded(submission_dir / exercise.submission_source,
+    auto student_source = read_student_file(submission_dir, exercise.submission_source,
                                             exercise.limits.source_bytes, why);
     if (!student_source) {
         sources.student_missing_reason =

@@ -4,10 +4,13 @@ namespace grader {
 
 bool Stage::runs_student_code() const {
     switch (kind) {
-        case Kind::compile:
         case Kind::load:
         case Kind::explain:
             return true;
+        case Kind::compile:
+            // The student's source compiles in a confined child of its own, which answers for
+            // whatever that source does to the compiler; the worker's compile stage is ours.
+            return false;
         case Kind::run:
         case Kind::time:
         case Kind::count:

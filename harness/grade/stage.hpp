@@ -4,6 +4,7 @@
 // the worker stops inside one, blame() decides whose fault that was.
 
 #include <string>
+#include <utility>
 
 #include "exercise/exercise.hpp"
 #include "model/measurements.hpp"
@@ -21,6 +22,10 @@ struct Stage {
         count,            // counting shared-memory traffic (hardware counters)
         explain,          // grader explain: the simulator's lane tables
     };
+    Stage() = default;
+    Stage(Kind stage_kind, std::string stage_kernel = {}, int stage_stride = 0)
+        : kind(stage_kind), kernel(std::move(stage_kernel)), stride(stage_stride) {}
+
     Kind kind = Kind::answers;
     std::string kernel;  // run: the kernel; time and count: "student" where it is among them
     int stride = 0;      // run: the stride (0 without a sweep)

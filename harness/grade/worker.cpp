@@ -18,6 +18,7 @@
 #include "device/device_lock.hpp"
 #include "device/sim_device.hpp"
 #include "grade/explain.hpp"
+#include "grade/grade.hpp"
 #include "grade/sources.hpp"
 #include "measure/outputs.hpp"
 #include "measure/statistics.hpp"
@@ -55,23 +56,6 @@ std::vector<int> strides_of(const Exercise& exercise, const std::string& kernel,
     }
     return kernel == kStudentKernel ? student_strides_to_run(exercise, unnamed)
                                     : reference_strides_to_run(exercise, unnamed);
-}
-
-// Waits for the student's compile (if one was started) and checks its PTX parameter list against
-// the exercise's ABI; without a source, the outcome says why nothing was compiled.
-CompiledKernel finish_student_compile(std::optional<std::future<CompiledKernel>>& compile,
-                                      const KernelSources& sources, const Exercise& exercise) {
-    CompiledKernel student;
-    if (!compile) {
-        student.outcome.attempted = false;
-        student.outcome.log = sources.student_missing_reason;
-        return student;
-    }
-    student = compile->get();
-    if (student.outcome.ok) {
-        student.outcome.abi_problem = abi_problem(student.outcome.param_sizes, exercise.parameters);
-    }
-    return student;
 }
 
 class Grade {
@@ -131,46 +115,76 @@ private:
         const KernelSources sources = load_kernel_sources(
             exercise_, with_student ? options_.submission_dir : std::filesystem::path{}, arch);
 
-        std::map<std::string, std::future<CompiledKernel>> harness_compiles;
+        // Every kernel compiles in one confined child (the student's last, after the exercise's
+        // own are back), beside the device's start: each takes a good part of a second.
+        std::vector<std::string> trusted_ids;
+        std::vector<CompileRequest> trusted;
         for (const auto& [id, request] : sources.requests) {
             if (id != kStudentKernel) {
-                harness_compiles.emplace(
-                    id, std::async(std::launch::async, [&request] { return compile_kernel(request); }));
+                trusted_ids.push_back(id);
+                trusted.push_back(request);
             }
         }
-        std::optional<std::future<CompiledKernel>> poison_compile;
         if (gpu && sources.shared_poison) {
-            poison_compile = std::async(std::launch::async,
-                                        [&sources] { return compile_kernel(*sources.shared_poison); });
+            trusted.push_back(*sources.shared_poison);
         }
-        std::optional<std::future<CompiledKernel>> student_compile;
-        if (const auto student = sources.requests.find(std::string(kStudentKernel));
-            student != sources.requests.end()) {
-            const CompileRequest& request = student->second;
-            student_compile =
-                std::async(std::launch::async, [&request] { return compile_kernel(request); });
-        }
+        const auto student = sources.requests.find(std::string(kStudentKernel));
+        UntrustedCompileOptions compile_options;
+        compile_options.grader_executable = current_executable();
+        compile_options.seconds = exercise_.limits.compile_seconds;
+        compile_options.memory_bytes = exercise_.limits.memory_bytes;
+        std::future<ConfinedCompiles> compiles = std::async(std::launch::async, [&] {
+            if (student == sources.requests.end()) {
+                ConfinedCompiles in_process;  // nothing untrusted: the exercise's own kernels
+                for (const CompileRequest& request : trusted) {
+                    in_process.trusted.push_back(compile_kernel(request));
+                }
+                return in_process;
+            }
+            return compile_confined(trusted, student->second, compile_options);
+        });
         if (gpu) {
             cuda_ = std::make_unique<CudaDevice>(exercise_, options_.device, options_.seed);
             figures_.context_seconds = cuda_->context_seconds();
         } else if (environment_.backend == "sim") {
             sim_ = std::make_unique<SimDevice>(exercise_, options_.seed);
         }
+        ConfinedCompiles results;
+        try {
+            results = compiles.get();
+        } catch (const NvrtcError& error) {
+            stop(Stage{Stage::Kind::compile}, Ending::harness_error, error.what());
+            return false;
+        } catch (const std::runtime_error& error) {
+            stop(Stage{Stage::Kind::compile}, Ending::harness_error,
+                 std::string("the confined compile failed: ") + error.what());
+            return false;
+        }
 
         bool harness_compiled = true;
-        for (auto& [id, future] : harness_compiles) {
-            compiled_[id] = future.get();
-            harness_compiled = harness_compiled && compiled_[id].outcome.ok;
-            sink_.compiled(id, compiled_[id].outcome);
+        for (std::size_t i = 0; i < trusted_ids.size(); ++i) {
+            compiled_[trusted_ids[i]] = std::move(results.trusted[i]);
+            harness_compiled = harness_compiled && compiled_[trusted_ids[i]].outcome.ok;
+            sink_.compiled(trusted_ids[i], compiled_[trusted_ids[i]].outcome);
         }
         if (with_student) {
-            compiled_[std::string(kStudentKernel)] =
-                finish_student_compile(student_compile, sources, exercise_);
-            sink_.compiled(std::string(kStudentKernel),
-                           compiled_[std::string(kStudentKernel)].outcome);
+            CompiledKernel& compiled = compiled_[std::string(kStudentKernel)];
+            if (student == sources.requests.end()) {
+                compiled.outcome.attempted = false;
+                compiled.outcome.log = sources.student_missing_reason;
+            } else {
+                compiled = std::move(results.student);
+                environment_.confinement = compiled.confinement;
+                if (compiled.outcome.ok) {
+                    compiled.outcome.abi_problem =
+                        abi_problem(compiled.outcome.param_sizes, exercise_.parameters);
+                }
+            }
+            sink_.compiled(std::string(kStudentKernel), compiled.outcome);
+            sink_.environment(environment_);
         }
-        if (poison_compile) {
-            cuda_->set_shared_poison(poison_compile->get());
+        if (gpu && sources.shared_poison) {
+            cuda_->set_shared_poison(results.trusted.back());
         }
 
         if (environment_.backend == "cuda" && !gpu) {

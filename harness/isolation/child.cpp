@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -63,7 +64,7 @@ constexpr auto memory_sample_period = std::chrono::milliseconds(50);
 constexpr auto drain_grace = std::chrono::milliseconds(500);
 
 // What the child reports through the exec-error pipe when a step before execv fails.
-enum class SpawnStep : int { pipes, dev_null, dup, parent_died, rlimit, chdir, exec };
+enum class SpawnStep : int { pipes, dev_null, dup, parent_died, rlimit, chdir, exec, input };
 
 struct SpawnFailure {
     int step;
@@ -86,6 +87,8 @@ const char* describe(SpawnStep step) {
             return "chdir";
         case SpawnStep::exec:
             return "execv";
+        case SpawnStep::input:
+            return "moving the input socket";
     }
     return "spawning";
 }
@@ -160,6 +163,7 @@ struct ChildSetup {
     int output_fd = -1;
     int message_fd = -1;
     int error_fd = -1;
+    int input_fd = -1;  // the child's end of the input socket; -1: stdin is /dev/null
     rlimit core_limit{};
     rlimit file_size_limit{};
     rlimit open_files_limit{};
@@ -216,16 +220,24 @@ void close_from(int first_fd, int highest_fd) {
     if (output_fd < 0 || messages < 0) {
         fail_in_child(error_fd, SpawnStep::pipes, errno);
     }
-    const int dev_null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (dev_null < 0) {
-        fail_in_child(error_fd, SpawnStep::dev_null, errno);
-    }
-    const int moved_dev_null = ::fcntl(dev_null, F_DUPFD_CLOEXEC, first_private_fd);
-    if (moved_dev_null < 0) {
-        fail_in_child(error_fd, SpawnStep::pipes, errno);
+    int input = -1;
+    if (setup.input_fd >= 0) {
+        input = ::fcntl(setup.input_fd, F_DUPFD_CLOEXEC, first_private_fd);
+        if (input < 0) {
+            fail_in_child(error_fd, SpawnStep::input, errno);
+        }
+    } else {
+        const int dev_null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (dev_null < 0) {
+            fail_in_child(error_fd, SpawnStep::dev_null, errno);
+        }
+        input = ::fcntl(dev_null, F_DUPFD_CLOEXEC, first_private_fd);
+        if (input < 0) {
+            fail_in_child(error_fd, SpawnStep::pipes, errno);
+        }
     }
     // dup2 clears close-on-exec on 0..3; fd 4 keeps it so a successful exec closes it.
-    if (::dup2(moved_dev_null, STDIN_FILENO) < 0 || ::dup2(output_fd, STDOUT_FILENO) < 0 ||
+    if (::dup2(input, STDIN_FILENO) < 0 || ::dup2(output_fd, STDOUT_FILENO) < 0 ||
         ::dup2(output_fd, STDERR_FILENO) < 0 || ::dup2(messages, message_fd) < 0 ||
         ::dup3(error_fd, exec_error_fd, O_CLOEXEC) < 0) {
         fail_in_child(error_fd, SpawnStep::dup, errno);
@@ -402,7 +414,8 @@ ChildResult spawn_failure(std::string error, double limit_seconds) {
 
 ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& limits,
                       const std::function<double(const std::string& line)>& on_message,
-                      const std::string& working_directory) {
+                      const std::string& working_directory,
+                      const std::optional<std::string>& input) {
     if (argv.empty()) {
         throw std::invalid_argument("run_child: argv is empty");
     }
@@ -417,6 +430,21 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& l
         return spawn_failure("pipe2 for " + program + ": " + errno_text(error_number),
                              limits.seconds);
     }
+    // A socket rather than a pipe: send(MSG_NOSIGNAL) to a child that closed its stdin fails with
+    // EPIPE instead of raising SIGPIPE in the grader.
+    Fd input_writer;
+    Fd input_reader;
+    if (input) {
+        int sockets[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) {
+            return spawn_failure("socketpair for " + program + "'s input: " + errno_text(errno),
+                                 limits.seconds);
+        }
+        input_writer = Fd(sockets[0]);
+        input_reader = Fd(sockets[1]);
+        ::shutdown(input_writer.get(), SHUT_RD);
+        ::shutdown(input_reader.get(), SHUT_WR);
+    }
 
     ChildSetup setup;
     for (const std::string& argument : argv) {
@@ -428,6 +456,7 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& l
     setup.output_fd = output.write_end.get();
     setup.message_fd = messages.write_end.get();
     setup.error_fd = exec_error.write_end.get();
+    setup.input_fd = input_reader.get();
     setup.core_limit = rlimit{0, 0};
     setup.file_size_limit = clamped_limit(RLIMIT_FSIZE, static_cast<rlim_t>(limits.file_bytes));
     setup.open_files_limit =
@@ -456,6 +485,7 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& l
     output.write_end.reset();
     messages.write_end.reset();
     exec_error.write_end.reset();
+    input_reader.reset();
 
     // The exec-error pipe reaches EOF at a successful exec, or carries the reason it failed.
     SpawnFailure failure{};
@@ -486,9 +516,27 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& l
         return spawn_failure(std::move(error), limits.seconds);
     }
 
-    for (Fd* fd : {&output.read_end, &messages.read_end}) {
-        ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
+    for (Fd* fd : {&output.read_end, &messages.read_end, &input_writer}) {
+        if (fd->open()) {
+            ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
+        }
     }
+    std::size_t input_sent = 0;
+    if (input && input->empty()) {
+        input_writer.reset();
+    }
+    const auto send_input = [&] {
+        const ssize_t sent = ::send(input_writer.get(), input->data() + input_sent,
+                                    input->size() - input_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent > 0) {
+            input_sent += static_cast<std::size_t>(sent);
+        }
+        // Done, or the child stopped reading (EPIPE, ECONNRESET): either way stdin ends here.
+        if (input_sent == input->size() ||
+            (sent < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            input_writer.reset();
+        }
+    };
 
     ChildResult result;
     result.limit_seconds = limits.seconds;
@@ -552,6 +600,7 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& l
             result.seconds = seconds_between(start, now);
             // Grandchildren left behind die with the group; then the pipes reach EOF.
             child.kill_group();
+            input_writer.reset();
         }
         const bool pipes_open = output.read_end.open() || messages.read_end.open();
         if (exited && (!pipes_open || now - exited_at >= drain_grace)) {
@@ -581,13 +630,13 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& l
         const int wait_ms =
             static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
 
-        std::array<pollfd, 2> fds{};
+        std::array<pollfd, 3> fds{};
         nfds_t count = 0;
-        Fd* polled[2] = {nullptr, nullptr};
-        for (Fd* fd : {&output.read_end, &messages.read_end}) {
+        Fd* polled[3] = {nullptr, nullptr, nullptr};
+        for (Fd* fd : {&output.read_end, &messages.read_end, &input_writer}) {
             if (fd->open()) {
                 fds[count].fd = fd->get();
-                fds[count].events = POLLIN;
+                fds[count].events = fd == &input_writer ? POLLOUT : POLLIN;
                 polled[count] = fd;
                 ++count;
             }
@@ -604,6 +653,10 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& l
                 continue;
             }
             Fd& fd = *polled[index];
+            if (&fd == &input_writer) {
+                send_input();
+                continue;
+            }
             const ssize_t length = ::read(fd.get(), buffer.data(), buffer.size());
             if (length > 0) {
                 const auto size = static_cast<std::size_t>(length);

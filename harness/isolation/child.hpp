@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,11 +39,15 @@ struct ChildResult {
 
 const char* to_string(ChildResult::End end);
 
-// Starts argv[0] with argv in its own process group, stdin from /dev/null, core dumps off, the
+// Starts argv[0] with argv in its own process group, stdin from /dev/null (or, where input is
+// given, a stream that carries input and then ends), core dumps off, the
 // rlimits above, and PR_SET_PDEATHSIG so it dies with the grader. The child writes messages, one
 // per line, to file descriptor 3; each complete line is passed to on_message as it arrives.
 // The whole process group is killed with SIGKILL on timeout, memory or message overflow.
 // working_directory, if not empty, is the child's current directory.
+// input, where given, is written to the child's stdin while its output is read (so neither side
+// can block the other), then stdin is closed; a child that stops reading early loses the rest,
+// and the grader gets no SIGPIPE for it (stdin is a socket written with MSG_NOSIGNAL).
 // A last message without its newline is not passed on (the child may have died mid-write).
 // Not starting (pipe, fork, chdir, execv failing) is End::spawn_failed with the reason in error.
 // Safe to call from several threads at once; it changes no signal disposition (the parent only
@@ -50,6 +55,7 @@ const char* to_string(ChildResult::End end);
 // the child's group is killed and reaped.
 ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& limits,
                       const std::function<double(const std::string& line)>& on_message,
-                      const std::string& working_directory = {});
+                      const std::string& working_directory = {},
+                      const std::optional<std::string>& input = std::nullopt);
 
 }  // namespace grader

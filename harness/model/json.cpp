@@ -173,7 +173,8 @@ void to_json(json& j, const CompileOutcome& v) {
              {"param_source", v.param_source},
              {"static_shared_bytes", v.static_shared_bytes},
              {"registers", v.registers},
-             {"abi_problem", v.abi_problem}};
+             {"abi_problem", v.abi_problem},
+             {"log_cut_bytes", v.log_cut_bytes}};
 }
 void from_json(const json& j, CompileOutcome& v) {
     read(j, "attempted", v.attempted);
@@ -190,6 +191,7 @@ void from_json(const json& j, CompileOutcome& v) {
     read(j, "static_shared_bytes", v.static_shared_bytes);
     read(j, "registers", v.registers);
     read(j, "abi_problem", v.abi_problem);
+    read(j, "log_cut_bytes", v.log_cut_bytes);
 }
 
 void to_json(json& j, const OutputComparison& v) {

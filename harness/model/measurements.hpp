@@ -34,6 +34,9 @@ struct CompileOutcome {
     int static_shared_bytes = -1;      // from the function's attributes, -1 where not loaded
     int registers = -1;
     std::string abi_problem;           // empty when the signature matches the exercise's ABI
+    // Bytes of NVRTC's log left out of `log`, which is bounded (64 KiB) and then ends with a line
+    // saying so; 0 when nothing was cut. Added for issue 7 (a warning flood made a 1.6 MB log).
+    std::size_t log_cut_bytes = 0;
 };
 
 // One kernel's outputs with one input, compared element by element with the oracle's (the
