@@ -443,3 +443,54 @@ TEST_CASE("quoted numbers, a numeric student id and a missing gpu are not mistak
     CHECK(submission.sentence ==
           "Because 3 shares no factor with 32, the lanes spread over all 32 banks.");
 }
+
+TEST_CASE("the starter kit's example and the platforms' policy are optional settings of the file") {
+    // valid_copy, moved to a temporary folder with its paths made absolute.
+    std::ifstream in(kFixtures / "exercises" / "valid_copy" / "exercise.yaml");
+    std::string base((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (std::size_t at = base.find("../../../../"); at != std::string::npos;
+         at = base.find("../../../../", at)) {
+        base.replace(at, 12, kSourceDir.string() + "/");
+    }
+    const TemporaryFolder folder("optional_settings");
+    const auto load_with = [&](const std::string& extra) {
+        std::ofstream(folder.path / "exercise.yaml") << base << "\n" << extra;
+        return grader::load_exercise(folder.path);
+    };
+
+    SUBCASE("left out: nothing to compare with, and PrairieLearn grades everything as before") {
+        const grader::Exercise exercise = load_with("");
+        CHECK(exercise.example_sentence.empty());
+        CHECK(exercise.prairielearn.compile_error_gradable);
+        CHECK(exercise.prairielearn.missing_file_gradable);
+    }
+    SUBCASE("given: the example's sentence and id, and the policy as written") {
+        const grader::Exercise exercise =
+            load_with("starter_example: " + (kSourceDir / "student").string() +
+                      "\nplatforms:\n  prairielearn:\n    compile_error_gradable: false\n");
+        const grader::Submission example = grader::load_submission(kSourceDir / "student", day15());
+        CHECK(exercise.example_sentence == example.sentence);
+        CHECK(exercise.example_student_id == example.student_id);
+        CHECK_FALSE(exercise.prairielearn.compile_error_gradable);
+        CHECK(exercise.prairielearn.missing_file_gradable);
+    }
+    SUBCASE("an example that is not there, or has no sentence, is the instructor's mistake") {
+        try {
+            load_with("starter_example: " + (kFixtures / "answers" / "empty_sentence").string() +
+                      "\n");
+            FAIL("an example without a sentence was accepted");
+        } catch (const ExerciseError& error) {
+            CHECK(error.field() == "starter_example");
+            CHECK(contains(error.what(), "no sentence"));
+        }
+        CHECK_THROWS_AS(load_with("starter_example: no-such-folder\n"), ExerciseError);
+        CHECK_THROWS_AS(
+            load_with("platforms:\n  prairielearn:\n    compile_error_gradable: maybe\n"),
+            ExerciseError);
+        CHECK_THROWS_AS(load_with("platforms:\n  gradescope: {}\n"), ExerciseError);
+    }
+    SUBCASE("the bundled exercise names the starter kit's example") {
+        CHECK_FALSE(day15().example_sentence.empty());
+        CHECK(day15().example_student_id == "example-student");
+    }
+}

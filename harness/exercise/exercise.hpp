@@ -110,6 +110,14 @@ struct LimitsSpec {
     std::size_t source_bytes = 256 * 1024;       // probe.cu larger than this is refused
 };
 
+// PrairieLearn's advice for a submission it cannot grade at all (a file missing, a kernel that
+// does not compile) is "gradable": false, which does not count the attempt; an exercise chooses.
+// The defaults grade them, as a failure.
+struct PrairieLearnPolicy {
+    bool compile_error_gradable = true;
+    bool missing_file_gradable = true;
+};
+
 struct Exercise {
     std::filesystem::path directory;  // absolute
     std::filesystem::path file;       // the exercise.yaml, absolute
@@ -155,6 +163,15 @@ struct Exercise {
     std::string sentence_prompt;
 
     const CheckSpec& check(const std::string& id) const;
+
+    // Optional settings, added after the first release.
+    // From the starter kit's filled-in example (`starter_example`, a submission folder): a
+    // sentence or an id handed in unchanged from it is flagged for the instructor's review.
+    // Empty where the exercise names no example.
+    std::string example_sentence;
+    std::string example_student_id;
+    // `platforms.prairielearn`: how PrairieLearn's results file treats an ungradable submission.
+    PrairieLearnPolicy prairielearn;
 };
 
 // Reads DIR/exercise.yaml. Throws ExerciseError naming file, line, column and field.

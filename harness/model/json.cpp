@@ -363,7 +363,12 @@ void to_json(json& j, const Report& v) {
              {"compile_log", v.compile_log},
              {"kernel_output", v.kernel_output},
              {"interruption", v.interruption ? json(*v.interruption) : json(nullptr)},
-             {"stage_seconds", v.stage_seconds}};
+             {"stage_seconds", v.stage_seconds},
+             {"sentence_review",
+              {{"same_as_example", v.sentence_review.same_as_example},
+               {"same_as_others", v.sentence_review.same_as_others}}},
+             {"missing_files", v.missing_files},
+             {"compile_error", v.compile_error}};
 }
 void from_json(const json& j, Report& v) {
     read(j, "schema_version", v.schema_version);
@@ -389,6 +394,12 @@ void from_json(const json& j, Report& v) {
     read(j, "kernel_output", v.kernel_output);
     read_optional(j, "interruption", v.interruption);
     read(j, "stage_seconds", v.stage_seconds);
+    if (const auto review = j.find("sentence_review"); review != j.end() && review->is_object()) {
+        read(*review, "same_as_example", v.sentence_review.same_as_example);
+        read(*review, "same_as_others", v.sentence_review.same_as_others);
+    }
+    read(j, "missing_files", v.missing_files);
+    read(j, "compile_error", v.compile_error);
 }
 
 }  // namespace grader
