@@ -30,9 +30,24 @@ namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(GRADER_FIXTURES_DIR);
 
+// The folder of this test program's scratch folders, its own (other builds of the grader on the
+// same machine run these tests too, and must not remove or grade into each other's folders),
+// removed when the program ends.
+const fs::path& scratch_root() {
+    static const struct Root {
+        fs::path path =
+            fs::temp_directory_path() / ("grader-test-batch-" + std::to_string(::getpid()));
+        ~Root() {
+            std::error_code ignored;
+            fs::remove_all(path, ignored);
+        }
+    } root;
+    return root.path;
+}
+
 // A fresh folder for one test.
 fs::path scratch(const std::string& name) {
-    const auto dir = fs::temp_directory_path() / "grader-test-batch" / name;
+    const auto dir = scratch_root() / name;
     fs::remove_all(dir);
     fs::create_directories(dir);
     return dir;
