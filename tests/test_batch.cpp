@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,9 +30,24 @@ namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(GRADER_FIXTURES_DIR);
 
+// The folder of this test program's scratch folders, its own (other builds of the grader on the
+// same machine run these tests too, and must not remove or grade into each other's folders),
+// removed when the program ends.
+const fs::path& scratch_root() {
+    static const struct Root {
+        fs::path path =
+            fs::temp_directory_path() / ("grader-test-batch-" + std::to_string(::getpid()));
+        ~Root() {
+            std::error_code ignored;
+            fs::remove_all(path, ignored);
+        }
+    } root;
+    return root.path;
+}
+
 // A fresh folder for one test.
 fs::path scratch(const std::string& name) {
-    const auto dir = fs::temp_directory_path() / "grader-test-batch" / name;
+    const auto dir = scratch_root() / name;
     fs::remove_all(dir);
     fs::create_directories(dir);
     return dir;
@@ -186,17 +202,56 @@ int wait_exit(pid_t pid) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// The answers of a copied fixture made this student's own: their id and a sentence of their
+// own, as in a real class (copies of one sentence are flagged, and their reports written again).
+void make_answers_own(const fs::path& folder, const std::string& who) {
+    std::istringstream in(read_text(folder / "submission.yaml"));
+    std::string out;
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("student_id:", 0) == 0) {
+            line = "student_id: \"" + who + "\"";
+        } else if (line.rfind("sentence:", 0) == 0) {
+            line = "sentence: \"" + who + " says stride 3 shares no factor with 32.\"";
+        }
+        out += line + "\n";
+    }
+    write_text(folder / "submission.yaml", out);
+}
+
 // Copies of one fixture under several student names: enough work that a batch is still running
 // when the test stops it.
 fs::path make_plain_class(const std::string& name, int students) {
     const auto dir = scratch(name) / "class";
     fs::create_directories(dir);
     for (int i = 0; i < students; ++i) {
-        copy_fixture(i % 2 == 0 ? "correct" : "compile_error",
-                     dir / ("student" + std::to_string(10 + i)));
+        const std::string student = "student" + std::to_string(10 + i);
+        copy_fixture(i % 2 == 0 ? "correct" : "compile_error", dir / student);
+        make_answers_own(dir / student, student);
     }
     return dir;
 }
+
+// Holds a file's flock, as a batch holds its output folder's, until destroyed.
+class HeldLock {
+public:
+    explicit HeldLock(const fs::path& file) {
+        fs::create_directories(file.parent_path());
+        fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        locked_ = fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) == 0;
+    }
+    ~HeldLock() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    HeldLock(const HeldLock&) = delete;
+    HeldLock& operator=(const HeldLock&) = delete;
+    bool locked() const { return locked_; }
+
+private:
+    int fd_ = -1;
+    bool locked_ = false;
+};
 
 const char* const kEveryFile[] = {
     "report.txt", "report.md",  "gradescope-results.json", "prairielearn-results.json",
@@ -238,19 +293,52 @@ TEST_CASE("the GPUs are counted from CUDA_VISIBLE_DEVICES without touching CUDA"
 }
 
 TEST_CASE(
-    "a class folder's submissions are its sub-folders, not its files, hidden entries or "
-    "the output folder") {
+    "a class folder's submissions are its sub-folders; its files and hidden entries are listed "
+    "as skipped, with why") {
     const auto dir = scratch("find") / "class";
     fs::create_directories(dir / "bob");
     fs::create_directories(dir / "alice");
     fs::create_directories(dir / ".git");
-    fs::create_directories(dir / "results" / "run1");
     write_text(dir / "roster.csv", "alice,bob\n");
-    const auto submissions = grader::find_submissions(dir, dir / "results" / "run1");
-    REQUIRE(submissions.size() == 2);
-    CHECK(submissions[0].student == "alice");
-    CHECK(submissions[1].student == "bob");
+    fs::create_symlink(dir / "nowhere", dir / "dangling");
+    const auto found = grader::find_submissions(dir);
+    REQUIRE(found.submissions.size() == 2);
+    CHECK(found.submissions[0].student == "alice");
+    CHECK(found.submissions[1].student == "bob");
+    REQUIRE(found.skipped.size() == 3);
+    CHECK(found.skipped[0].name == ".git");
+    CHECK(found.skipped[0].reason.find("hidden") != std::string::npos);
+    CHECK(found.skipped[1].name == "dangling");
+    CHECK(found.skipped[2].name == "roster.csv");
+    CHECK(found.skipped[2].reason == "a file, not a submission folder");
     CHECK_THROWS_AS(grader::find_submissions(dir / "no-such-class"), grader::BatchError);
+}
+
+TEST_CASE("a student folder named like a class output gets a name of its own") {
+    const auto dir = scratch("reserved") / "class";
+    for (const char* name : {"gradebook.csv", "summary.json", "class-report.html", "results"}) {
+        fs::create_directories(dir / name);
+    }
+    const auto found = grader::find_submissions(dir, {"results"});
+    REQUIRE(found.submissions.size() == 4);
+    std::set<std::string> taken;
+    for (const auto& submission : found.submissions) {
+        CAPTURE(submission.folder_name);
+        CHECK(grader::class_output_names().count(submission.student) == 0);
+        CHECK(submission.student != "results");
+        CHECK(submission.student.rfind(submission.folder_name + "-", 0) == 0);
+        taken.insert(submission.student);
+    }
+    CHECK(taken.size() == 4);
+}
+
+TEST_CASE("a compile is unconfined where its confinement says so, not where it says nothing") {
+    grader::Environment environment;
+    CHECK_FALSE(grader::compile_unconfined(environment));
+    environment.confinement = "Landlock ABI 7: the compiler could open no file";
+    CHECK_FALSE(grader::compile_unconfined(environment));
+    environment.confinement = "none: this kernel offers no Landlock";
+    CHECK(grader::compile_unconfined(environment));
 }
 
 namespace {
@@ -438,6 +526,147 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
     CHECK(summary["run"].contains("submissions_per_minute"));
     const std::string page = read_text(output / "class-report.html");
     CHECK(page.find("href=\"Doe%2C%20Jane%20%28late%29/report.txt\"") != std::string::npos);
+
+    // What was not graded is listed, with why: in the log and in the summary.
+    CHECK(run.output.find("skipped '.hidden' in the class folder: hidden") != std::string::npos);
+    CHECK(run.output.find("skipped 'roster.csv' in the class folder: a file") != std::string::npos);
+    REQUIRE(summary["skipped"].size() == 2);
+    CHECK(summary["skipped"][0]["name"] == ".hidden");
+
+    // The copies of one submission share a sentence and an id: the gradebook names the others,
+    // and each copy's own report, written again once the class was in, says how many.
+    const auto rows = parse_csv(read_text(output / "gradebook.csv"));
+    const auto flags_column = static_cast<std::size_t>(
+        std::find(rows[0].begin(), rows[0].end(), "flags") - rows[0].begin());
+    REQUIRE(flags_column < rows[0].size());
+    bool doe_flagged = false;
+    for (const auto& row : rows) {
+        if (row[0] == "Doe, Jane (late)") {
+            const std::string& flags = row[flags_column];
+            doe_flagged = flags.find("same student id as") != std::string::npos &&
+                          flags.find("correct") != std::string::npos &&
+                          flags.find("sentence same as") != std::string::npos;
+        }
+    }
+    CHECK(doe_flagged);
+    CHECK(read_text(output / "Doe, Jane (late)" / "report.txt")
+              .find("set apart for your instructor's review: the same as") != std::string::npos);
+    CHECK(
+        read_json(output / "Doe, Jane (late)" / "report.json")["sentence_review"]["same_as_others"]
+            .get<int>() > 0);
+    CHECK(summary["run"]["counts"]["reports_rewritten"].get<int>() > 0);
+}
+
+TEST_CASE("control characters from a student never reach the batch log or gradebook raw") {
+    const auto root = scratch("controls");
+    const auto dir = root / "class";
+    fs::create_directories(dir);
+    copy_fixture("correct", dir / "eve");
+    // An #error text with terminal escapes, which NVRTC repeats in its log and the summary.
+    write_text(dir / "eve" / "probe.cu", "#error \x1b]0;owned\x07\x1b[2J\x1b[1;32mPASS 13/13\n");
+    std::string answers = read_text(dir / "eve" / "submission.yaml");
+    const auto id = answers.find("fixture-correct");
+    REQUIRE(id != std::string::npos);
+    answers.replace(id, 15, "eve\\x1b[31m");  // a YAML escape: a real ESC in the id
+    write_text(dir / "eve" / "submission.yaml", answers);
+    copy_fixture("correct", dir / std::string("bad\x1b[2Jname"));
+
+    const auto output = root / "out";
+    // On the simulator the compile error is a failure, whose reason the log line carries.
+    const GraderRun run = run_grader(
+        {"batch", dir.string(), "--output", output.string(), "--jobs", "2", "--backend", "sim"});
+    INFO(run.output);
+    CHECK(run.exit_code == 0);
+    CHECK(run.output.find("graded eve: fail") != std::string::npos);
+    CHECK(run.output.find('\x1b') == std::string::npos);
+    CHECK(run.output.find("\\x1b]0;owned\\x07") != std::string::npos);
+    for (const char* file : {"gradebook.csv", "summary.json", "class-report.html"}) {
+        CAPTURE(file);
+        CHECK(read_text(output / file).find('\x1b') == std::string::npos);
+    }
+    for (const char* file : {"report.txt", "report.md", "junit.xml", "gradescope-results.json",
+                             "prairielearn-results.json"}) {
+        CAPTURE(file);
+        CHECK(read_text(output / "eve" / file).find('\x1b') == std::string::npos);
+    }
+}
+
+TEST_CASE("an output folder that is, or lies inside, the class folder is refused with exit 2") {
+    const auto root = scratch("inside");
+    const auto dir = root / "class";
+    fs::create_directories(dir);
+    copy_fixture("correct", dir / "alice");
+    copy_fixture("correct", dir / "bob");
+    // A report.json a student put in their own folder, which --resume would otherwise keep.
+    write_text(dir / "alice" / "report.json", "{\"verdict\": \"pass\", \"score\": 13}\n");
+    fs::create_directories(root / "elsewhere");
+    fs::create_directory_symlink(root / "elsewhere", dir / "carol");
+
+    for (const auto& output :
+         {dir, dir / "reports", dir / "alice", dir / "bob" / "out", root / "elsewhere" / "out"}) {
+        CAPTURE(output);
+        const GraderRun run =
+            run_grader({"batch", dir.string(), "--output", output.string(), "--resume"});
+        CHECK(run.exit_code == 2);
+        CHECK((run.output.find("class folder") != std::string::npos ||
+               run.output.find("submission folder") != std::string::npos));
+    }
+    CHECK(!fs::exists(dir / "gradebook.csv"));
+    CHECK(!fs::exists(dir / "reports"));
+    CHECK(read_text(dir / "alice" / "report.json").find("13") != std::string::npos);
+}
+
+TEST_CASE("a class folder inside the output folder keeps its name free of student reports") {
+    const auto root = scratch("class-inside-output");
+    fs::create_directories(root / "class" / "class");  // a student named like the class folder
+    copy_fixture("correct", root / "class" / "alice");
+    const GraderRun run = run_grader({"batch", (root / "class").string(), "--output", root.string(),
+                                      "--quiet", "--backend", "cuda"});
+    INFO(run.output);
+    CHECK(run.exit_code == 0);
+    CHECK(!fs::exists(root / "class" / "report.json"));  // not written into the class folder
+    const auto folders = gradebook_folders(root);
+    REQUIRE(folders.size() == 2);
+    CHECK(folders[0] == "alice");
+    CHECK(folders[1].rfind("class-", 0) == 0);
+}
+
+TEST_CASE("two batches cannot write into one output folder at once") {
+    const auto dir = make_plain_class("locked", 2);
+    const auto output = dir.parent_path() / "out";
+    const HeldLock other(output / ".locks" / "batch.lock");
+    REQUIRE(other.locked());
+    const GraderRun run =
+        run_grader({"batch", dir.string(), "--output", output.string(), "--backend", "cuda"});
+    CHECK(run.exit_code == 2);
+    CHECK(run.output.find("another batch") != std::string::npos);
+    CHECK(report_stamps(output).empty());
+    CHECK(!fs::exists(output / "gradebook.csv"));
+}
+
+TEST_CASE(
+    "class outputs and student folders never collide, even for a folder named gradebook.csv") {
+    const auto root = scratch("collide");
+    const auto dir = root / "class";
+    fs::create_directories(dir);
+    for (const char* name : {"gradebook.csv", "summary.json", "class-report.html"}) {
+        copy_fixture("correct", dir / name);
+        make_answers_own(dir / name, name);
+    }
+    const auto output = root / "out";
+    GraderRun run = run_grader(
+        {"batch", dir.string(), "--output", output.string(), "--quiet", "--backend", "cuda"});
+    INFO(run.output);
+    CHECK(run.exit_code == 0);
+    CHECK(fs::is_regular_file(output / "gradebook.csv"));
+    CHECK(fs::is_regular_file(output / "summary.json"));
+    CHECK(fs::is_regular_file(output / "class-report.html"));
+    CHECK(gradebook_folders(output).size() == 3);
+    CHECK(report_stamps(output).size() == 3);
+    run = run_grader({"batch", dir.string(), "--output", output.string(), "--quiet", "--resume",
+                      "--backend", "cuda"});
+    CHECK(run.exit_code == 0);
+    CHECK(gradebook_folders(output).size() == 3);
 }
 
 TEST_CASE("a batch killed halfway resumes: reports kept, the rest graded, one row each") {

@@ -419,8 +419,8 @@ TEST_CASE("an instruction the simulator lacks, after a check already failed, rep
 TEST_CASE("the starter kit's example sentence is flagged for review, an empty one fails review") {
     Submission answers = correct_answers();
     answers.sentence = "  the CONFLICT degree is gcd(stride, 32) -- not a function of the stride's size: " +
-                       day15().answers.example_sentence.substr(
-                           day15().answers.example_sentence.find("3 shares"));
+                       day15().example_sentence.substr(
+                           day15().example_sentence.find("3 shares"));
     Report report = evaluate(day15(), answers, measured(h200_like_ratio), "t");
     CHECK(any_detail_contains(check(report, "sentence"), "flagged for review"));
     answers.sentence = "Odd strides share no factor with 32.";

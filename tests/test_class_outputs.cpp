@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "batch/class_outputs.hpp"
 #include "fixtures/class/synthetic_class.hpp"
+#include "report/class_outputs.hpp"
 
 using namespace grader;
 
 namespace {
 
 // An RFC 4180 reader, written apart from the writer so the test does not share its mistakes.
-// Returns nullopt on a malformed file (a stray quote, a quote left open).
+// Returns nullopt on a malformed file (a stray quote, a quote left open, a bare line end).
 std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string& text) {
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> row;
@@ -97,78 +97,125 @@ std::size_t student_dots_expected(const std::vector<ClassEntry>& entries) {
 const std::vector<std::string>* row_for_folder(const std::vector<std::vector<std::string>>& rows,
                                                const std::string& folder) {
     for (const auto& row : rows) {
-        if (row.size() > 1 && row[1] == folder) {
+        if (!row.empty() && row[0] == folder) {
             return &row;
         }
     }
     return nullptr;
 }
 
+// The options a batch gives: the starter kit's example to compare with.
+ClassReportOptions with_example() {
+    ClassReportOptions options;
+    options.example_sentence = fixtures::kExampleSentence;
+    options.example_student_id = fixtures::kExampleStudentId;
+    return options;
+}
+
+// The text of the element with this id, tags and all, up to its closing tag.
+std::string element_with_id(const std::string& html, const std::string& id,
+                            const std::string& tag) {
+    const std::size_t start = html.find("<" + tag + " id=\"" + id + "\"");
+    if (start == std::string::npos) {
+        return {};
+    }
+    const std::size_t end = html.find("</" + tag + ">", start);
+    return html.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+const std::vector<std::string> kHeader = {"folder",          "student_id",        "score",
+                                          "max_score",       "verdict",           "numbers",
+                                          "submission_file", "compile_abi",       "accumulator",
+                                          "hidden_input",    "predicted_degrees", "ordering",
+                                          "consistency",     "sentence",          "flags",
+                                          "reason"};
+
+std::size_t column(const std::string& name) {
+    return static_cast<std::size_t>(std::find(kHeader.begin(), kHeader.end(), name) -
+                                    kHeader.begin());
+}
+
 }  // namespace
 
-TEST_CASE("the gradebook CSV parses back with one row per submission, sorted by folder") {
+TEST_CASE("the gradebook is keyed by submission folder, one line per row, the typed id beside") {
     const std::vector<ClassEntry> entries = fixtures::synthetic_class();
-    const std::string csv = write_gradebook_csv(entries);
+    const std::string csv = write_gradebook_csv(entries, with_example());
     const auto rows = parse_csv(csv);
     REQUIRE(rows.has_value());
     REQUIRE(rows->size() == entries.size() + 1);
-
-    const std::vector<std::string> header = {
-        "student",         "folder",      "score",       "max_score",    "verdict",
-        "submission_file", "compile_abi", "accumulator", "hidden_input", "predicted_degrees",
-        "ordering",        "consistency", "sentence",    "reason"};
-    CHECK((*rows)[0] == header);
+    CHECK(count_of(csv, "\r\n") == entries.size() + 1);  // no field spans two lines
+    CHECK((*rows)[0] == kHeader);
     for (const auto& row : *rows) {
-        CHECK(row.size() == header.size());
+        CHECK(row.size() == kHeader.size());
     }
 
     std::vector<std::string> folders;
     for (std::size_t i = 1; i < rows->size(); ++i) {
-        folders.push_back((*rows)[i][1]);
+        folders.push_back((*rows)[i][0]);
     }
     // "@trent" is neutralised to "'@trent", which still sorts first as the folder "@trent".
     CHECK(folders.front() == "'@trent");
     CHECK(std::is_sorted(folders.begin() + 1, folders.end()));
-    CHECK(std::count(folders.begin(), folders.end(), "grace") == 1);
+    CHECK(std::set<std::string>(folders.begin(), folders.end()).size() == folders.size());
 
-    SUBCASE("a pass has its score, its points per check and its summary") {
+    SUBCASE("a pass has its score, where its numbers came from, its points per check") {
         const auto* alice = row_for_folder(*rows, "alice");
         REQUIRE(alice != nullptr);
-        CHECK((*alice)[0] == "s1001");
-        CHECK((*alice)[2] == "13");
-        CHECK((*alice)[3] == "13");
-        CHECK((*alice)[4] == "pass");
-        CHECK((*alice)[9] == "3");  // predicted_degrees
+        CHECK((*alice)[column("student_id")] == "s1001");
+        CHECK((*alice)[column("score")] == "13");
+        CHECK((*alice)[column("verdict")] == "pass");
+        CHECK((*alice)[column("numbers")] == "timed on NVIDIA H200");
+        CHECK((*alice)[column("predicted_degrees")] == "3");
+        CHECK((*alice)[column("flags")] == "");
         CHECK(alice->back() == "All required checks passed.");
     }
-    SUBCASE("a compile failure keeps its row, with the points it did get") {
+    SUBCASE("a compile failure keeps its points; the checks it kept from running say so") {
         const auto* frank = row_for_folder(*rows, "frank");
         REQUIRE(frank != nullptr);
-        CHECK((*frank)[2] == "4");
-        CHECK((*frank)[4] == "fail");
-        CHECK((*frank)[5] == "1");  // submission_file
-        CHECK((*frank)[6] == "0");  // compile_abi
+        CHECK((*frank)[column("score")] == "4");
+        CHECK((*frank)[column("submission_file")] == "1");
+        CHECK((*frank)[column("compile_abi")] == "0");
+        CHECK((*frank)[column("accumulator")] == "not run");
+        CHECK((*frank)[column("consistency")] == "not run");
         CHECK(frank->back() == "Failed: Compile and ABI.");
     }
-    SUBCASE("an ungradable timeout has a row, no score, and the interruption as reason") {
+    SUBCASE("an ungradable row has no score and no points a sum could add back") {
         const auto* grace = row_for_folder(*rows, "grace");
         REQUIRE(grace != nullptr);
-        CHECK((*grace)[2] == "");
-        CHECK((*grace)[4] == "ungradable");
-        CHECK((*grace)[5] == "");  // grading stopped before any check
+        CHECK((*grace)[column("score")] == "");
+        CHECK((*grace)[column("verdict")] == "ungradable");
+        for (std::size_t c = column("submission_file"); c <= column("sentence"); ++c) {
+            CHECK_MESSAGE((*grace)[c] == "", kHeader[c]);
+        }
         CHECK(grace->back() ==
               "timeout at run student stride 16: the GPU did not answer within 30 s");
     }
-    SUBCASE("hostile student ids come back whole, and a formula is neutralised") {
+    SUBCASE("a blank id still has its row, under its folder, and is flagged") {
+        const auto* nina = row_for_folder(*rows, "nina");
+        REQUIRE(nina != nullptr);
+        CHECK((*nina)[column("student_id")] == "");
+        CHECK((*nina)[column("flags")] == "no student id; no sentence");
+    }
+    SUBCASE("two students who kept the starter kit's id are two rows, each flagged") {
+        const auto* kim = row_for_folder(*rows, "kim");
+        const auto* lee = row_for_folder(*rows, "lee");
+        REQUIRE(kim != nullptr);
+        REQUIRE(lee != nullptr);
+        CHECK((*kim)[column("flags")] ==
+              "the starter kit's student id; same student id as lee; sentence same as the "
+              "starter kit's example; sentence same as lee");
+        CHECK((*lee)[column("flags")].find("same student id as kim") != std::string::npos);
+    }
+    SUBCASE("hostile student ids come back on one line, and a formula is neutralised") {
         const auto* peggy = row_for_folder(*rows, "peggy");
         REQUIRE(peggy != nullptr);
-        CHECK((*peggy)[0] == fixtures::kQuotedStudentId);
+        CHECK((*peggy)[column("student_id")] == "Smith, \"Bobby\"\\nTables");
         const auto* mallory = row_for_folder(*rows, "mallory");
         REQUIRE(mallory != nullptr);
-        CHECK((*mallory)[0] == std::string("'") + fixtures::kFormulaStudentId);
+        CHECK((*mallory)[column("student_id")] == std::string("'") + fixtures::kFormulaStudentId);
         const auto* oscar = row_for_folder(*rows, "oscar");
         REQUIRE(oscar != nullptr);
-        CHECK((*oscar)[0] == fixtures::kScriptStudentId);
+        CHECK((*oscar)[column("student_id")] == fixtures::kScriptStudentId);
     }
     SUBCASE("no cell that a spreadsheet would run is left as it was") {
         for (const auto& row : *rows) {
@@ -181,6 +228,24 @@ TEST_CASE("the gradebook CSV parses back with one row per submission, sorted by 
     }
 }
 
+TEST_CASE("control characters in a student's id or reason never reach the gradebook raw") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    entries[0].report.student_id = "\x1b]0;owned\x07\x1b[2J";
+    entries[0].report.summary = "#error \x1b[31mFAIL\r\nPASS 13/13";
+    entries[0].report.verdict = Verdict::fail;
+    const std::string csv = write_gradebook_csv(entries);
+    CHECK(csv.find('\x1b') == std::string::npos);
+    CHECK(csv.find('\x07') == std::string::npos);
+    const auto rows = parse_csv(csv);
+    REQUIRE(rows.has_value());
+    CHECK(rows->size() == entries.size() + 1);
+    const auto* alice = row_for_folder(*rows, "alice");
+    REQUIRE(alice != nullptr);
+    // Shown as escapes, and (starting with a control) never a formula either.
+    CHECK((*alice)[column("student_id")] == "'\\x1b]0;owned\\x07\\x1b[2J");
+    CHECK(alice->back() == "#error \\x1b[31mFAIL\\r\\nPASS 13/13");
+}
+
 TEST_CASE("a folder or id starting with - or + is neutralised, a number is not") {
     std::vector<ClassEntry> entries = fixtures::synthetic_class();
     entries[0].student_folder = "-1+1";
@@ -189,74 +254,159 @@ TEST_CASE("a folder or id starting with - or + is neutralised, a number is not")
     REQUIRE(rows.has_value());
     const auto* row = row_for_folder(*rows, "'-1+1");
     REQUIRE(row != nullptr);
-    CHECK((*row)[0] == "'+SUM(A1:A9)");
-    CHECK((*row)[2] == "13");
+    CHECK((*row)[column("student_id")] == "'+SUM(A1:A9)");
+    CHECK((*row)[column("score")] == "13");
 }
 
-TEST_CASE("the class summary JSON counts verdicts, scores, checks, reasons and strides") {
+TEST_CASE("failure reasons rank root causes: each submission once, under its first failing stage") {
+    const std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    const auto summary = summarize_class(entries);
+    std::vector<std::string> keys;
+    for (const auto& reason : summary.failure_reasons) {
+        keys.push_back(reason.key);
+    }
+    CHECK(keys == std::vector<std::string>{"check:predicted_degrees", "check:accumulator",
+                                           "check:compile_abi", "check:consistency"});
+    CHECK(summary.failure_reasons[0].folders == std::vector<std::string>{"ivan", "mallory"});
+    std::size_t counted = 0;
+    for (const auto& reason : summary.failure_reasons) {
+        counted += reason.folders.size();
+    }
+    CHECK(counted == summary.failed);  // every failure once, none twice
+
+    SUBCASE("knock-on failures after a compile error count under the compile alone") {
+        // A grader that marked the later checks failed rather than not run.
+        std::vector<ClassEntry> old_style = {entries[5]};
+        REQUIRE(old_style[0].student_folder == "frank");
+        for (CheckResult& check : old_style[0].report.checks) {
+            if (check.not_run()) {
+                check.status = CheckStatus::failed;
+            }
+        }
+        const auto reasons = summarize_class(old_style).failure_reasons;
+        REQUIRE(reasons.size() == 1);
+        CHECK(reasons[0].key == "check:compile_abi");
+    }
+    SUBCASE("a kernel that faulted is its own root cause, before the checks it spoiled") {
+        std::vector<ClassEntry> faulted = {entries[0]};
+        Report& report = faulted[0].report;
+        report.verdict = Verdict::fail;
+        report.interruption =
+            Interruption{StopKind::fault, "run student stride 8", "illegal address", true};
+        for (CheckResult& check : report.checks) {
+            if (check.id == "accumulator" || check.id == "ordering") {
+                check.status = CheckStatus::failed;
+            }
+        }
+        const auto reasons = summarize_class(faulted).failure_reasons;
+        REQUIRE(reasons.size() == 1);
+        CHECK(reasons[0].key == "interruption:fault");
+        CHECK(reasons[0].reason == "The kernel stopped: fault at run student stride 8");
+    }
+    SUBCASE("the checks that did not run are counted as not run, not as failures") {
+        const auto accumulator =
+            std::find_if(summary.checks.begin(), summary.checks.end(),
+                         [](const CheckSummary& check) { return check.id == "accumulator"; });
+        REQUIRE(accumulator != summary.checks.end());
+        CHECK(accumulator->failed == 1);   // erin
+        CHECK(accumulator->not_run == 1);  // frank
+        CHECK(accumulator->passed == 14);
+    }
+    SUBCASE("ungradable submissions are listed apart with their reason, never as failures") {
+        REQUIRE(summary.not_graded.size() == 1);
+        CHECK(summary.not_graded[0].folder == "grace");
+        CHECK(summary.not_graded[0].reason.find("the GPU did not answer") != std::string::npos);
+        for (const auto& reason : summary.failure_reasons) {
+            CHECK(std::find(reason.folders.begin(), reason.folders.end(), "grace") ==
+                  reason.folders.end());
+        }
+    }
+}
+
+TEST_CASE("the class summary JSON counts verdicts, scores, checks, causes, flags and strides") {
     const std::vector<ClassEntry> entries = fixtures::synthetic_class();
     const nlohmann::json run_info = {{"grader_version", "0.1.0"}, {"seed", 42}};
-    const auto summary = nlohmann::json::parse(write_class_summary_json(entries, run_info));
+    ClassReportOptions options = with_example();
+    options.skipped = {{".git", "hidden (the name starts with '.')"},
+                       {"roster.csv", "a file, not a submission folder"}};
+    const auto summary =
+        nlohmann::json::parse(write_class_summary_json(entries, run_info, options));
 
-    CHECK(summary["submissions"] == 14);
-    CHECK(summary["verdicts"]["pass"] == 8);
+    CHECK(summary["submissions"] == 17);
+    CHECK(summary["verdicts"]["pass"] == 11);
     CHECK(summary["verdicts"]["fail"] == 5);
     CHECK(summary["verdicts"]["ungradable"] == 1);
-    CHECK(summary["score"]["graded"] == 13);
-    // 8 passes at 13, then 6, 4, 11, 8 and 10: 143 points over 13 graded submissions.
-    CHECK(summary["score"]["mean"].get<double>() == doctest::Approx(11.0));
+    CHECK(summary["score"]["graded"] == 16);
+    // 11 at 13, then 6, 4, 11, 8 and 10: 182 points over 16 graded submissions.
+    CHECK(summary["score"]["mean"].get<double>() == doctest::Approx(11.375));
     CHECK(summary["score"]["median"].get<double>() == doctest::Approx(13.0));
-    CHECK(summary["score"]["max_score"].get<double>() == doctest::Approx(13.0));
     CHECK(summary["run"] == run_info);
     CHECK(summary["exercise_id"] == "day15-bank-conflicts");
+    CHECK(summary["numbers"]["timed"] == 17);
+    CHECK(summary["numbers"]["modeled"] == 0);
+    CHECK(summary["numbers"]["timed_on"] == nlohmann::json({"NVIDIA H200"}));
 
     const auto& checks = summary["checks"];
     REQUIRE(checks.size() == 8);
-    CHECK(checks[0]["id"] == "submission_file");
     CHECK(checks[2]["id"] == "accumulator");
-    CHECK(checks[2]["reported"] == 13);  // the timeout stopped before any check
-    CHECK(checks[2]["passed"] == 11);
-    CHECK(checks[4]["id"] == "predicted_degrees");
-    CHECK(checks[4]["passed"] == 10);
+    CHECK(checks[2]["reported"] == 16);  // the timeout stopped before any check
+    CHECK(checks[2]["failed"] == 1);
+    CHECK(checks[2]["not_run"] == 1);
 
     const auto& reasons = summary["failure_reasons"];
-    REQUIRE(reasons.size() == 7);
+    REQUIRE(reasons.size() == 4);
     CHECK(reasons[0]["key"] == "check:predicted_degrees");
-    CHECK(reasons[0]["count"] == 3);
-    CHECK(reasons[0]["folders"] == nlohmann::json({"erin", "ivan", "mallory"}));
-    for (std::size_t i = 1; i < reasons.size(); ++i) {
-        CHECK(reasons[i - 1]["count"].get<int>() >= reasons[i]["count"].get<int>());
-    }
-    const auto timeout = std::find_if(reasons.begin(), reasons.end(), [](const auto& reason) {
-        return reason["key"].template get<std::string>().rfind("interruption:timeout", 0) == 0;
-    });
-    REQUIRE(timeout != reasons.end());
-    CHECK((*timeout)["count"] == 1);
-    CHECK((*timeout)["reason"] == "Grading stopped: timeout (not the student's fault)");
-    // The sentence is for the instructor to review: an empty one is not a failure reason.
+    CHECK(reasons[0]["count"] == 2);
+    CHECK(summary["not_graded"] ==
+          nlohmann::json::array({{{"folder", "grace"},
+                                  {"reason",
+                                   "timeout at run student stride 16: the GPU did not "
+                                   "answer within 30 s"}}}));
+    // The sentence is for the instructor to review: an empty one is a flag, not a failure reason.
     for (const auto& reason : reasons) {
         CHECK(reason["key"] != "check:sentence");
     }
+
+    const auto& flags = summary["flags"];
+    CHECK(flags.size() == 3);
+    CHECK(flags["kim"]["example_id"] == true);
+    CHECK(flags["kim"]["same_id_as"] == nlohmann::json({"lee"}));
+    CHECK(flags["lee"]["sentence_same_as_example"] == true);
+    CHECK(flags["lee"]["same_sentence_as"] == nlohmann::json({"kim"}));
+    CHECK(flags["nina"]["no_id"] == true);
+    CHECK(flags["nina"]["no_sentence"] == true);
+    CHECK(summary["skipped"].size() == 2);
+    CHECK(summary["skipped"][1]["name"] == "roster.csv");
 
     const auto& strides = summary["strides"];
     const auto stride16 = std::find_if(strides.begin(), strides.end(),
                                        [](const auto& row) { return row["stride"] == 16; });
     REQUIRE(stride16 != strides.end());
     CHECK((*stride16)["degree"] == 16);
-    CHECK((*stride16)["students"] == 12);  // frank did not compile; grace stopped at 16
+    CHECK((*stride16)["students"] == 15);  // frank did not compile; grace stopped at 16
     CHECK((*stride16)["student_ratio"]["min"].get<double>() ==
           doctest::Approx(0.55 * 12.55).epsilon(0.01));  // erin's kernel skips reads
     CHECK((*stride16)["reference_ratio"].get<double>() == doctest::Approx(12.55).epsilon(0.01));
-    const auto stride1 = std::find_if(strides.begin(), strides.end(),
-                                      [](const auto& row) { return row["stride"] == 1; });
-    REQUIRE(stride1 != strides.end());
-    CHECK((*stride1)["students"] == 0);
-    CHECK((*stride1)["student_ratio"].is_null());
     const auto stride65 = std::find_if(strides.begin(), strides.end(),
                                        [](const auto& row) { return row["stride"] == 65; });
     REQUIRE(stride65 != strides.end());
     CHECK((*stride65)["students"] == 2);  // an unnamed stride: only the students it was drawn for
-    CHECK((*stride65)["reference_ratio"].get<double>() == doctest::Approx(1.0).epsilon(0.01));
+}
+
+TEST_CASE("sentences and ids are flagged for the class, and a student learns only how many") {
+    const auto flags = flag_submissions(fixtures::synthetic_class(), with_example());
+    CHECK(flags.size() == 3);
+    REQUIRE(flags.count("lee") == 1);
+    const SentenceReview review = sentence_review_of(flags.at("lee"));
+    CHECK(review.same_as_example);
+    CHECK(review.same_as_others == 1);
+    CHECK(flags.count("alice") == 0);
+
+    SUBCASE("without the starter kit's example, copies are still found among the class") {
+        const auto alone = flag_submissions(fixtures::synthetic_class(), {});
+        CHECK_FALSE(alone.at("kim").sentence_same_as_example);
+        CHECK(alone.at("kim").same_sentence_as == std::vector<std::string>{"lee"});
+    }
 }
 
 TEST_CASE("a student id that is not UTF-8 does not stop the class summary") {
@@ -272,13 +422,17 @@ TEST_CASE("a student id that is not UTF-8 does not stop the class summary") {
 
 TEST_CASE("the class report is one page with no external resource and every string escaped") {
     const std::vector<ClassEntry> entries = fixtures::synthetic_class();
-    const std::string html = write_class_report_html(entries, {"", "", "2026-12-02 13:00 UTC"});
+    ClassReportOptions options = with_example();
+    options.generated_at = "2026-12-02 13:00 UTC";
+    options.skipped = {{"roster.csv", "a file, not a submission folder"}};
+    const std::string html = write_class_report_html(entries, options);
 
     CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
     CHECK(html.find("<title>Class report: Day 15: shared-memory bank conflicts (2026-12-02 "
                     "13:00 UTC)</title>") != std::string::npos);
     for (const char* id : {"id=\"verdict-counts\"", "id=\"score-histogram\"", "id=\"ratio-chart\"",
-                           "id=\"failure-reasons\"", "id=\"students\""}) {
+                           "id=\"failure-reasons\"", "id=\"checks\"", "id=\"not-graded\"",
+                           "id=\"review\"", "id=\"skipped\"", "id=\"students\""}) {
         CHECK_MESSAGE(count_of(html, id) == 1, id);
     }
 
@@ -304,44 +458,92 @@ TEST_CASE("the class report is one page with no external resource and every stri
     }
     SUBCASE("student strings are escaped, links stay on this disk") {
         CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
-        CHECK(html.find("Smith, &quot;Bobby&quot;") != std::string::npos);
+        CHECK(html.find("Smith, &quot;Bobby&quot;\\nTables") != std::string::npos);
         CHECK(html.find("=cmd|&#39; /C calc&#39;!A0") != std::string::npos);
         CHECK(html.find("href=\"%40trent/report.html\"") != std::string::npos);
         CHECK(html.find("href=\"javascript%3Aalert%281%29//grace/report.html\"") !=
               std::string::npos);
     }
+    SUBCASE("a GPU class says where it was timed, and calls its ratios measured") {
+        CHECK(html.find("Timed on NVIDIA H200 (17 submissions)") != std::string::npos);
+        CHECK(html.find("Measured ratio per stride") != std::string::npos);
+        CHECK(html.find(">time / time at stride 1 (log scale)<") != std::string::npos);
+        CHECK(count_of(html, "<td class=\"numbers\">timed on NVIDIA H200</td>") == entries.size());
+    }
     SUBCASE("the charts and tables have one mark per thing counted") {
-        CHECK(count_of(html, "class=\"bar\"") == 14);     // scores 0 to 13
-        CHECK(count_of(html, "data-count=\"8\" ") == 1);  // the 8 passes at 13
+        CHECK(count_of(html, "class=\"bar\"") == 14);      // scores 0 to 13
+        CHECK(count_of(html, "data-count=\"11\" ") == 1);  // the 11 passes at 13
         CHECK(count_of(html, "class=\"student-dot\"") == student_dots_expected(entries));
         // 1, 2, 3, 4, 8, 16, 32, 33 and the unnamed 5, 6, 7, 12, 24, 31, 48, 65
         CHECK(count_of(html, "class=\"reference-point\"") == 16);
         CHECK(count_of(html, "class=\"model-point\"") == 16);
         CHECK(count_of(html, "class=\"student-row\"") == entries.size());
-        CHECK(count_of(html, "class=\"failure-reason\"") == 7);
+        CHECK(count_of(html, "class=\"failure-reason\"") == 4);
+        CHECK(count_of(html, "class=\"check-row\"") == 8);
+        CHECK(count_of(html, "class=\"not-graded-row\"") == 1);
+        CHECK(count_of(html, "class=\"review-row\"") == 3);
+        CHECK(count_of(html, "class=\"skipped-row\"") == 1);
+        CHECK(html.find("No data") == std::string::npos);
+    }
+    SUBCASE("the ungradable student is listed apart, not among the failure reasons") {
+        const std::string reasons = element_with_id(html, "failure-reasons", "table");
+        CHECK(reasons.find("grace") == std::string::npos);
+        CHECK(reasons.find("Hidden-input") == std::string::npos);  // frank's knock-on
+        CHECK(element_with_id(html, "not-graded", "table").find("grace") != std::string::npos);
     }
     SUBCASE("the students table is sorted by folder") {
+        const std::string students = element_with_id(html, "students", "table");
         std::vector<std::size_t> positions;
         for (const char* folder : {"@trent", "alice", "bob", "frank", "grace", "peggy"}) {
-            positions.push_back(html.find(std::string("<td class=\"folder\">") + folder));
+            positions.push_back(students.find(std::string("<td class=\"folder\">") + folder));
         }
         CHECK(std::find(positions.begin(), positions.end(), std::string::npos) == positions.end());
         CHECK(std::is_sorted(positions.begin(), positions.end()));
     }
 }
 
-TEST_CASE("an empty class still gives a header, a summary and a page") {
+TEST_CASE("a class graded on the simulator says modeled everywhere, never measured or timed") {
+    const std::vector<ClassEntry> entries = fixtures::simulated_class();
+    const std::string html = write_class_report_html(entries, with_example());
+    CHECK(html.find("modeled on the PTX simulator, no GPU (17 submissions)") != std::string::npos);
+    CHECK(html.find("Modeled cost ratio per stride") != std::string::npos);
+    CHECK(html.find(">modeled cost / modeled cost at stride 1 (log scale)<") != std::string::npos);
+    CHECK(html.find("data-numbers=\"modeled\"") != std::string::npos);
+    CHECK(html.find("Measured ratio") == std::string::npos);
+    CHECK(html.find("time / time at stride 1") == std::string::npos);
+    CHECK(html.find("a GPU with 32 banks") == std::string::npos);
+    CHECK(html.find("Timed on") == std::string::npos);
+    CHECK(count_of(html, "<td class=\"numbers\">modeled on the PTX simulator</td>") ==
+          entries.size());
+
+    const auto rows = parse_csv(write_gradebook_csv(entries, with_example()));
+    REQUIRE(rows.has_value());
+    for (std::size_t i = 1; i < rows->size(); ++i) {
+        CHECK((*rows)[i][column("numbers")] == "modeled on the PTX simulator");
+    }
+    const auto summary = nlohmann::json::parse(write_class_summary_json(entries, nullptr));
+    CHECK(summary["numbers"]["modeled"] == 17);
+    CHECK(summary["numbers"]["timed"] == 0);
+    CHECK(summary["devices"].empty());
+}
+
+TEST_CASE("an empty class still gives a header, a summary and a page whose plots say no data") {
     const std::vector<ClassEntry> none;
     const auto rows = parse_csv(write_gradebook_csv(none));
     REQUIRE(rows.has_value());
     REQUIRE(rows->size() == 1);
-    CHECK(rows->front() ==
-          std::vector<std::string>{"student", "folder", "score", "max_score", "verdict", "reason"});
+    CHECK(rows->front() == std::vector<std::string>{"folder", "student_id", "score", "max_score",
+                                                    "verdict", "numbers", "flags", "reason"});
     const auto summary = nlohmann::json::parse(write_class_summary_json(none, nullptr));
     CHECK(summary["submissions"] == 0);
     CHECK(summary["score"]["mean"].is_null());
-    const std::string html = write_class_report_html(none, {"day15", "Day 15", ""});
+    ClassReportOptions options;
+    options.exercise_id = "day15";
+    options.exercise_title = "Day 15";
+    const std::string html = write_class_report_html(none, options);
     CHECK(html.find("id=\"ratio-chart\"") != std::string::npos);
     CHECK(html.find("No submission could be graded.") != std::string::npos);
+    CHECK(element_with_id(html, "score-histogram", "svg").find("No data") != std::string::npos);
+    CHECK(element_with_id(html, "ratio-chart", "svg").find("No data") != std::string::npos);
     CHECK(html.find("nan") == std::string::npos);
 }

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "batch/class_outputs.hpp"
 #include "fixtures/class/synthetic_class.hpp"
+#include "report/class_outputs.hpp"
 
 using namespace grader;
 namespace fs = std::filesystem;
@@ -112,6 +112,7 @@ TEST_CASE("the class report renders in headless Chromium with its charts and tab
     fs::remove_all(work);
     fs::create_directories(work / "profile-dom");
     fs::create_directories(work / "profile-shot");
+    fs::create_directories(work / "profile-sim");
 
     const std::vector<ClassEntry> entries = fixtures::synthetic_class();
     std::size_t dots = 0;
@@ -120,10 +121,16 @@ TEST_CASE("the class report renders in headless Chromium with its charts and tab
             dots += row.kernel == "student" && row.ratio ? 1 : 0;
         }
     }
+    ClassReportOptions options;
+    options.generated_at = "2026-12-02 13:00 UTC";
     const fs::path page = work / "class-report.html";
-    std::ofstream(page, std::ios::binary)
-        << write_class_report_html(entries, {"", "", "2026-12-02 13:00 UTC"});
+    std::ofstream(page, std::ios::binary) << write_class_report_html(entries, options);
     const std::string url = "file://" + page.string();
+    // The same class graded on the simulator, whose page must say modeled wherever the GPU
+    // class's says measured.
+    const fs::path simulated_page = work / "class-report-simulated.html";
+    std::ofstream(simulated_page, std::ios::binary)
+        << write_class_report_html(fixtures::simulated_class(), options);
 
     SUBCASE("the DOM a browser built has the charts' marks and a row per student") {
         const CommandResult dom =
@@ -142,6 +149,26 @@ TEST_CASE("the class report renders in headless Chromium with its charts and tab
         // The hostile id stayed text: the browser made no script element of it.
         CHECK(html.find("<script") == std::string::npos);
         CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+        // The labels say what the numbers are: timed on the GPU the class was graded on.
+        CHECK(html.find(">Measured ratio per stride</h2>") != std::string::npos);
+        CHECK(html.find(">time / time at stride 1 (log scale)</text>") != std::string::npos);
+        CHECK(html.find("Timed on NVIDIA H200") != std::string::npos);
+    }
+    SUBCASE("the simulated class's labels, as the browser built them, say modeled") {
+        const CommandResult dom = run_capturing_stdout(
+            chromium_command(work / "profile-sim",
+                             "--dump-dom 'file://" + simulated_page.string() + "'"),
+            work / "dump-dom-sim.stderr");
+        REQUIRE_MESSAGE(dom.status == 0, chromium_errors(work / "dump-dom-sim.stderr"));
+        const std::string& html = dom.output;
+        REQUIRE(html.find("</html>") != std::string::npos);
+        CHECK(html.find(">Modeled cost ratio per stride</h2>") != std::string::npos);
+        CHECK(html.find(">modeled cost / modeled cost at stride 1 (log scale)</text>") !=
+              std::string::npos);
+        CHECK(html.find("modeled on the PTX simulator, no GPU") != std::string::npos);
+        CHECK(html.find("Measured ratio") == std::string::npos);
+        CHECK(html.find("time / time at stride 1") == std::string::npos);
+        CHECK(html.find("a GPU with 32 banks") == std::string::npos);
     }
     SUBCASE("a screenshot of the page is kept as an artefact") {
         const fs::path shot_dir = artifacts_dir();

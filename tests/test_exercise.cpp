@@ -140,7 +140,7 @@ TEST_CASE("the Day 15 exercise file loads with the values written in it") {
     CHECK(exercise.simulator.modeled_timing);
     CHECK(exercise.answers.key_field == "stride");
     CHECK(exercise.answers.measured_field == "measured_ratio");
-    CHECK(contains(exercise.answers.example_sentence, "gcd(stride, 32)"));
+    CHECK(contains(exercise.example_sentence, "gcd(stride, 32)"));
     CHECK(exercise.sentence_prompt ==
           "Say in one sentence why stride 3 does not sit between stride 2 and stride 4.");
 }
@@ -313,26 +313,26 @@ TEST_CASE("every broken exercise file is refused with the line, column and field
         {"output_layout_unknown", 38, 11, "buffers.output", "got 'per_block'"},
         {"typo_input_word", 37, 3, "buffers.input_word",
          "unknown key 'input_word' (did you mean 'input_words'?)"},
-        {"unknown_rule_kind", 147, 51, "checks.ordering.rules[1].kind",
+        {"unknown_rule_kind", 150, 51, "checks.ordering.rules[1].kind",
          "unknown rule kind 'faster_than'"},
         {"unknown_parameter_role", 16, 60, "kernel.parameters[2].role",
          "unknown parameter role 'scratch'"},
-        {"ordering_stride_not_timed", 147, 82, "checks.ordering.rules[1].than",
+        {"ordering_stride_not_timed", 150, 82, "checks.ordering.rules[1].than",
          "stride 7 is not in"},
         {"calibration_stride_not_in_reference", 57, 81, "calibration.rules[2].than",
          "stride 5 is not in strides.reference"},
-        {"key_not_for_rule_kind", 146, 82, "checks.ordering.rules[0].than",
+        {"key_not_for_rule_kind", 149, 82, "checks.ordering.rules[0].than",
          "does not apply to a closer_to rule"},
         // A missing key is reported at the map that should hold it.
         {"missing_student_strides", 45, 3, "strides.student", "missing"},
-        {"output_check_unknown_input", 117, 12, "checks.hidden_input.input",
+        {"output_check_unknown_input", 120, 12, "checks.hidden_input.input",
          "there is no input 'hiddn'"},
-        {"check_kind_unknown", 116, 11, "checks.hidden_input.kind", "unknown check kind 'outputs'"},
+        {"check_kind_unknown", 119, 11, "checks.hidden_input.kind", "unknown check kind 'outputs'"},
         {"reference_file_missing", 20, 28, "references[0].file", "no_such_kernel.cu' not found"},
         {"header_file_missing", 28, 39, "compile.headers[0].file", "not found"},
         {"duplicate_key", 6, 1, "banks", "appears twice (first on line 5)"},
-        {"points_not_a_number", 144, 13, "checks.ordering.points", "got 'many'"},
-        {"required_not_a_bool", 171, 15, "checks.sentence.required", "true or false"},
+        {"points_not_a_number", 147, 13, "checks.ordering.points", "got 'many'"},
+        {"required_not_a_bool", 174, 15, "checks.sentence.required", "true or false"},
         {"schema_version_1", 2, 17, "schema_version", "reads schema_version 2"},
         {"no_oracle", 20, 3, "references", "exactly one kernel with 'oracle: true'"},
         {"stride_parameter_without_strides", 2, 1, "strides", "the kernel takes a stride"},
@@ -536,4 +536,55 @@ TEST_CASE("quoted numbers, a numeric student id and a missing gpu are not mistak
     CHECK(submission.row(stride(16))->measured == doctest::Approx(15.6));
     CHECK(submission.sentence ==
           "Because 3 shares no factor with 32, the lanes spread over all 32 banks.");
+}
+
+TEST_CASE("the starter kit's example and the platforms' policy are optional settings of the file") {
+    // valid_copy, moved to a temporary folder with its paths made absolute.
+    std::ifstream in(kFixtures / "exercises" / "valid_copy" / "exercise.yaml");
+    std::string base((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (std::size_t at = base.find("../../../../"); at != std::string::npos;
+         at = base.find("../../../../", at)) {
+        base.replace(at, 12, kSourceDir.string() + "/");
+    }
+    const TemporaryFolder folder("optional_settings");
+    const auto load_with = [&](const std::string& extra) {
+        std::ofstream(folder.path / "exercise.yaml") << base << "\n" << extra;
+        return grader::load_exercise(folder.path);
+    };
+
+    SUBCASE("left out: nothing to compare with, and PrairieLearn grades everything as before") {
+        const grader::Exercise exercise = load_with("");
+        CHECK(exercise.example_sentence.empty());
+        CHECK(exercise.prairielearn.compile_error_gradable);
+        CHECK(exercise.prairielearn.missing_file_gradable);
+    }
+    SUBCASE("given: the example's sentence and id, and the policy as written") {
+        const grader::Exercise exercise =
+            load_with("starter_example: " + (kSourceDir / "student").string() +
+                      "\nplatforms:\n  prairielearn:\n    compile_error_gradable: false\n");
+        const grader::Submission example = grader::load_submission(kSourceDir / "student", day15());
+        CHECK(exercise.example_sentence == example.sentence);
+        CHECK(exercise.example_student_id == example.student_id);
+        CHECK_FALSE(exercise.prairielearn.compile_error_gradable);
+        CHECK(exercise.prairielearn.missing_file_gradable);
+    }
+    SUBCASE("an example that is not there, or has no sentence, is the instructor's mistake") {
+        try {
+            load_with("starter_example: " + (kFixtures / "answers" / "empty_sentence").string() +
+                      "\n");
+            FAIL("an example without a sentence was accepted");
+        } catch (const ExerciseError& error) {
+            CHECK(error.field() == "starter_example");
+            CHECK(contains(error.what(), "no sentence"));
+        }
+        CHECK_THROWS_AS(load_with("starter_example: no-such-folder\n"), ExerciseError);
+        CHECK_THROWS_AS(
+            load_with("platforms:\n  prairielearn:\n    compile_error_gradable: maybe\n"),
+            ExerciseError);
+        CHECK_THROWS_AS(load_with("platforms:\n  gradescope: {}\n"), ExerciseError);
+    }
+    SUBCASE("the bundled exercise names the starter kit's example") {
+        CHECK_FALSE(day15().example_sentence.empty());
+        CHECK(day15().example_student_id == "example-student");
+    }
 }

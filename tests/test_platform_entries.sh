@@ -5,6 +5,8 @@
 # documented fields, also when the grader crashes and writes nothing.
 # Without a GPU the example is ungradable: Gradescope shows 0 with an explanation, PrairieLearn
 # "gradable": false. With a GPU it is graded, and the grader's own verdict is asserted instead.
+# Also: a submission's links to the machine's files are neither copied nor followed (and are
+# listed), and a hung grader is stopped inside the platform's timeout, in time for the fallback.
 # Usage: test_platform_entries.sh PATH/TO/grader
 set -euo pipefail
 
@@ -38,6 +40,12 @@ echo 'grader: internal error: simulated crash, "quoted" and back\slash' >&2
 exit 4
 EOF
 chmod 755 "$crash_bin/grader"
+
+# A grader that never ends.
+hang_bin="$scratch/bin-hang"
+mkdir -p "$hang_bin"
+printf '#!/bin/sh\nexec sleep 1000\n' >"$hang_bin/grader"
+chmod 755 "$hang_bin/grader"
 
 # A grader that says it graded (exit 1) but leaves a truncated file.
 truncated_bin="$scratch/bin-truncated"
@@ -88,12 +96,14 @@ PY
 }
 
 # Each run sets results_file to the results.json the entry script was to write.
-run_gradescope() {  # run_gradescope CASE BIN [submission source]
+run_gradescope() {  # run_gradescope CASE BIN [submission source] [extra env...]
   local case_root="$scratch/gradescope-$1"
   results_file="$case_root/results/results.json"
   mkdir -p "$case_root/submission"
   if [ -n "${3:-}" ]; then cp -R "$3/." "$case_root/submission/"; fi
-  PATH="$2:$PATH" AUTOGRADER_ROOT="$case_root" GRADER_WALL_LIMIT=300 \
+  local extra_env=(GRADER_WALL_LIMIT=300)
+  if [ "$#" -gt 3 ]; then extra_env=("${@:4}"); fi
+  env PATH="$2:$PATH" AUTOGRADER_ROOT="$case_root" "${extra_env[@]}" \
     "$repo/docker/gradescope/run_autograder" >"$case_root.log" 2>&1 ||
     { echo "FAIL: gradescope $1: run_autograder exited non-zero" >&2; cat "$case_root.log" >&2;
       failures=$((failures + 1)); }
@@ -239,6 +249,67 @@ assert \"Accumulator check\" in [t[\"name\"] for t in data[\"tests\"]]"
 run_without_python no-python-truncated "$truncated_bin"
 check "prairielearn without python3: a truncated file is replaced by the fallback" "$prairielearn_fields
 assert data[\"gradable\"] is False and \"no valid results file\" in data[\"output\"], data"
+
+# 10. A submission whose files are links to this machine's files: a symbolic link to a kernel that
+#     would print a secret in its compile log, a hard link to an answers file with a secret id.
+#     Neither is read, by the script as root or by the grader; the log lists both as skipped.
+printf '#error HOST-SECRET-KERNEL\n' >"$scratch/host-kernel.cu"
+sed 's/example-student/HOST-SECRET-ID/' "$repo/student/submission.yaml" \
+  >"$scratch/host-answers.yaml"
+for platform in gradescope prairielearn; do
+  case_root="$scratch/$platform-links"
+  if [ "$platform" = gradescope ]; then folder="$case_root/submission"; else
+    folder="$case_root/student"; fi
+  mkdir -p "$folder"
+  ln -s "$scratch/host-kernel.cu" "$folder/probe.cu"
+  ln "$scratch/host-answers.yaml" "$folder/submission.yaml"
+  if [ "$platform" = gradescope ]; then
+    env PATH="$real_bin:$PATH" AUTOGRADER_ROOT="$case_root" GRADER_WALL_LIMIT=300 \
+      "$repo/docker/gradescope/run_autograder" >"$case_root.log" 2>&1
+  else
+    env PATH="$real_bin:$PATH" GRADE_ROOT="$case_root" GRADER_WALL_LIMIT=300 \
+      "$repo/docker/prairielearn/entrypoint.sh" >"$case_root.log" 2>&1
+  fi
+  results_file="$case_root/results/results.json"
+  if grep -q HOST-SECRET "$results_file" "$case_root.log"; then
+    echo "FAIL: $platform links: a linked host file was read" >&2
+    failures=$((failures + 1))
+  elif ! grep -q "skipped probe.cu: a symbolic link, not followed" "$case_root.log" ||
+    ! grep -q "skipped submission.yaml: a hard link" "$case_root.log"; then
+    echo "FAIL: $platform links: the log does not list what was skipped" >&2
+    cat "$case_root.log" >&2
+    failures=$((failures + 1))
+  else
+    echo "ok: $platform: links to host files are neither copied nor followed, and are listed"
+  fi
+done
+check "prairielearn: a submission of links is graded without those files" "$prairielearn_fields
+compile = [t for t in data[\"tests\"] if t[\"name\"] == \"Compile and ABI\"][0]
+assert \"probe.cu\" in compile[\"message\"] + compile[\"output\"], compile"
+
+# 11. The grader's limit sits inside the platform's: with Gradescope's timeout at 40 s, a grader
+#     that never ends is stopped in time for the fallback results to be written.
+started=$(date +%s)
+run_gradescope hang "$hang_bin" "$repo/student" GRADER_PLATFORM_TIMEOUT=40
+elapsed=$(($(date +%s) - started))
+check "gradescope: a hung grader is stopped inside the platform's timeout" "$gradescope_fields
+assert \"did not finish within 6 s\" in data[\"output\"], data[\"output\"]"
+if [ "$elapsed" -ge 40 ]; then
+  echo "FAIL: gradescope hang: the script took ${elapsed} s, past the platform's 40 s" >&2
+  failures=$((failures + 1))
+fi
+run_gradescope default-limit "$crash_bin" "$repo/student" GRADER_PLATFORM_TIMEOUT=600
+run_gradescope too-long "$crash_bin" "$repo/student" GRADER_WALL_LIMIT=900
+if ! grep -q "(limit 510 s of the platform's 600 s)" "$scratch/gradescope-default-limit.log"; then
+  echo "FAIL: gradescope: the default limit is not 510 s of 600" >&2
+  failures=$((failures + 1))
+elif ! grep -q "(limit 570 s of the platform's 600 s)" "$scratch/gradescope-too-long.log" ||
+  ! grep -q "leaves no time to write results" "$scratch/gradescope-too-long.log"; then
+  echo "FAIL: gradescope: a wall limit past the platform's timeout is not brought inside it" >&2
+  failures=$((failures + 1))
+else
+  echo "ok: gradescope: the wall limit defaults to 510 s of 600 and never passes 570 s"
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed" >&2

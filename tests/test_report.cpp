@@ -1,4 +1,5 @@
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <numeric>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -240,6 +242,27 @@ Report compile_failure_report() {
     return report;
 }
 
+// The kernel did not compile: the checks that needed it did not run.
+Report not_run_report() {
+    Report report = compile_failure_report();
+    for (const char* id : {"accumulator", "ordering"}) {
+        CheckResult c = check(id, id, false, 0, 2, "Not run: the kernel did not compile.");
+        c.status = grader::CheckStatus::not_run;
+        report.checks.push_back(c);
+    }
+    report.compile_error = true;
+    return report;
+}
+
+// No sentence: the review item failed, and is still worth no points.
+Report empty_sentence_report() {
+    Report report = passing_report();
+    report.sentence.clear();
+    report.checks[7].status = grader::CheckStatus::failed;
+    report.checks[7].message = "No sentence was given.";
+    return report;
+}
+
 Report simulated_report() {
     Report report = passing_report();
     report.environment.backend = "sim";
@@ -274,234 +297,86 @@ std::string text_of(const Report& report, bool color = false, bool verbose = fal
     return grader::write_text(report, grader::TextOptions{color, verbose});
 }
 
-// A small XML reader, enough to tell whether a JUnit file is well-formed XML 1.0 and to look
-// inside it: elements, attributes, character data, the five entities and character references.
-struct XmlElement {
-    std::string name;
-    std::map<std::string, std::string> attributes;
-    std::vector<XmlElement> children;
-    std::string text;
+// The JUnit files are checked by xmllint (Debian's libxml2-utils) against the schema the Jenkins
+// xUnit plugin validates JUnit input with, and read back through XPath: no reader of our own
+// that could share the writer's mistakes.
+const std::string kJenkinsSchema =
+    std::string(GRADER_FIXTURES_DIR) + "/schemas/jenkins-xunit-junit-10.xsd";
 
-    const XmlElement* child(const std::string& child_name,
-                            const std::map<std::string, std::string>& where = {}) const {
-        for (const auto& c : children) {
-            bool match = c.name == child_name;
-            for (const auto& [key, value] : where) {
-                const auto found = c.attributes.find(key);
-                match = match && found != c.attributes.end() && found->second == value;
-            }
-            if (match) {
-                return &c;
-            }
-        }
-        return nullptr;
+std::string shell_quote(const std::string& text) {
+    std::string out = "'";
+    for (const char c : text) {
+        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
     }
-};
-
-class XmlReader {
-public:
-    explicit XmlReader(std::string text) : text_(std::move(text)) {}
-
-    // The root element, or nullopt with error() saying where the text is not well-formed.
-    std::optional<XmlElement> read() {
-        if (const auto bad = grader::first_invalid_utf8(text_)) {
-            return fail("not UTF-8 at line " + std::to_string(bad->line));
-        }
-        if (!chars_allowed()) {
-            return fail("a character XML 1.0 does not allow");
-        }
-        if (text_.compare(0, 5, "<?xml") == 0) {
-            const std::size_t end = text_.find("?>");
-            if (end == std::string::npos) {
-                return fail("unterminated declaration");
-            }
-            at_ = end + 2;
-        }
-        skip_space();
-        auto root = element();
-        if (!root) {
-            return std::nullopt;
-        }
-        skip_space();
-        if (at_ != text_.size()) {
-            return fail("content after the root element");
-        }
-        return root;
-    }
-    const std::string& error() const { return error_; }
-
-private:
-    std::optional<XmlElement> fail(const std::string& why) {
-        if (error_.empty()) {
-            error_ = why + " (byte " + std::to_string(at_) + ")";
-        }
-        return std::nullopt;
-    }
-
-    bool chars_allowed() const {
-        for (std::size_t i = 0; i < text_.size(); ++i) {
-            const auto byte = static_cast<unsigned char>(text_[i]);
-            if (byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') {
-                return false;
-            }
-            if (byte == 0xEF && i + 2 < text_.size() &&
-                static_cast<unsigned char>(text_[i + 1]) == 0xBF &&
-                static_cast<unsigned char>(text_[i + 2]) >= 0xBE) {
-                return false;  // U+FFFE, U+FFFF
-            }
-        }
-        return true;
-    }
-
-    void skip_space() {
-        while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_]))) {
-            ++at_;
-        }
-    }
-
-    std::string name() {
-        const std::size_t start = at_;
-        while (at_ < text_.size() &&
-               (std::isalnum(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_' ||
-                text_[at_] == '-' || text_[at_] == ':' || text_[at_] == '.')) {
-            ++at_;
-        }
-        return text_.substr(start, at_ - start);
-    }
-
-    // Character data up to one of the stop characters, with references resolved.
-    std::optional<std::string> characters(char stop) {
-        std::string out;
-        while (at_ < text_.size() && text_[at_] != stop) {
-            const char c = text_[at_];
-            if (c == '<') {
-                fail("raw '<' in character data");
-                return std::nullopt;
-            }
-            if (c != '&') {
-                out += c;
-                ++at_;
-                continue;
-            }
-            const std::size_t end = text_.find(';', at_);
-            if (end == std::string::npos) {
-                fail("unterminated reference");
-                return std::nullopt;
-            }
-            const std::string ref = text_.substr(at_ + 1, end - at_ - 1);
-            static const std::map<std::string, std::string> named = {
-                {"amp", "&"}, {"lt", "<"}, {"gt", ">"}, {"quot", "\""}, {"apos", "'"}};
-            if (const auto found = named.find(ref); found != named.end()) {
-                out += found->second;
-            } else if (ref.size() > 1 && ref[0] == '#') {
-                const bool hex = ref[1] == 'x';
-                const long code = std::strtol(ref.c_str() + (hex ? 2 : 1), nullptr, hex ? 16 : 10);
-                if (code != 9 && code != 10 && code != 13 && (code < 0x20 || code > 0x7E)) {
-                    fail("a character reference this reader does not expect: &" + ref + ";");
-                    return std::nullopt;
-                }
-                out += static_cast<char>(code);
-            } else {
-                fail("unknown entity &" + ref + ";");
-                return std::nullopt;
-            }
-            at_ = end + 1;
-        }
-        return out;
-    }
-
-    std::optional<XmlElement> element() {
-        if (at_ >= text_.size() || text_[at_] != '<') {
-            return fail("expected an element");
-        }
-        ++at_;
-        XmlElement e;
-        e.name = name();
-        if (e.name.empty()) {
-            return fail("an element without a name");
-        }
-        while (true) {
-            skip_space();
-            if (at_ >= text_.size()) {
-                return fail("unterminated start tag");
-            }
-            if (text_.compare(at_, 2, "/>") == 0) {
-                at_ += 2;
-                return e;
-            }
-            if (text_[at_] == '>') {
-                ++at_;
-                break;
-            }
-            const std::string key = name();
-            if (key.empty() || at_ + 1 >= text_.size() || text_[at_] != '=' ||
-                (text_[at_ + 1] != '"' && text_[at_ + 1] != '\'')) {
-                return fail("a malformed attribute in <" + e.name + ">");
-            }
-            const char quote = text_[at_ + 1];
-            at_ += 2;
-            auto value = characters(quote);
-            if (!value || at_ >= text_.size()) {
-                return fail("unterminated attribute " + key);
-            }
-            ++at_;
-            if (!e.attributes.emplace(key, *value).second) {
-                return fail("attribute " + key + " given twice");
-            }
-        }
-        while (true) {
-            auto data = characters('<');
-            if (!data) {
-                return std::nullopt;
-            }
-            e.text += *data;
-            if (at_ >= text_.size()) {
-                return fail("<" + e.name + "> is never closed");
-            }
-            if (text_.compare(at_, 2, "</") == 0) {
-                at_ += 2;
-                if (name() != e.name) {
-                    return fail("</...> does not close <" + e.name + ">");
-                }
-                skip_space();
-                if (at_ >= text_.size() || text_[at_] != '>') {
-                    return fail("malformed end tag");
-                }
-                ++at_;
-                return e;
-            }
-            auto child = element();
-            if (!child) {
-                return std::nullopt;
-            }
-            e.children.push_back(std::move(*child));
-        }
-    }
-
-    std::string text_;
-    std::size_t at_ = 0;
-    std::string error_;
-};
-
-XmlElement read_xml(const std::string& text) {
-    XmlReader reader(text);
-    const auto root = reader.read();
-    INFO(text);
-    REQUIRE_MESSAGE(root.has_value(), reader.error());
-    return *root;
+    return out + "'";
 }
 
-// Where xmllint is installed, it has the last word on well-formedness too.
-void xmllint_agrees(const std::string& text) {
-    if (std::system("command -v xmllint >/dev/null 2>&1") != 0) {
-        return;
+struct CommandOutput {
+    int status = -1;
+    std::string output;
+};
+
+CommandOutput run_command(const std::string& command) {
+    CommandOutput result;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) {
+        return result;
     }
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("test_report_" + std::to_string(std::rand()) + ".xml");
-    std::ofstream(path, std::ios::binary) << text;
-    const int status = std::system(("xmllint --noout '" + path.string() + "' 2>/dev/null").c_str());
-    std::filesystem::remove(path);
-    CHECK_MESSAGE(status == 0, "xmllint rejected the JUnit XML");
+    char buffer[4096];
+    std::size_t got = 0;
+    while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+        result.output.append(buffer, got);
+    }
+    result.status = ::pclose(pipe);
+    return result;
+}
+
+// A JUnit file on disk for xmllint, removed when the test is done with it.
+class JunitFile {
+public:
+    explicit JunitFile(const std::string& xml) {
+        static int counter = 0;
+        path_ =
+            std::filesystem::temp_directory_path() / ("test_report_" + std::to_string(::getpid()) +
+                                                      "_" + std::to_string(++counter) + ".xml");
+        std::ofstream(path_, std::ios::binary) << xml;
+    }
+    ~JunitFile() { std::filesystem::remove(path_); }
+    JunitFile(const JunitFile&) = delete;
+    JunitFile& operator=(const JunitFile&) = delete;
+
+    // xmllint's value of an XPath expression: a string(), a count(), or "" where it finds nothing.
+    std::string xpath(const std::string& expression) const {
+        CommandOutput out = run_command("xmllint --xpath " + shell_quote(expression) + " " +
+                                        shell_quote(path_.string()) + " 2>/dev/null");
+        if (out.status != 0) {
+            return {};
+        }
+        if (!out.output.empty() && out.output.back() == '\n') {
+            out.output.pop_back();  // the line end xmllint adds after the value
+        }
+        return out.output;
+    }
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+bool have_xmllint() {
+    return std::system("command -v xmllint >/dev/null 2>&1") == 0;
+}
+
+// The file passes the Jenkins xUnit plugin's junit-10.xsd, which that plugin checks before it
+// reads a file, and drops the file if it fails.
+void valid_for_jenkins(const std::string& xml) {
+    REQUIRE_MESSAGE(have_xmllint(), "xmllint is needed (apt-get install libxml2-utils)");
+    const JunitFile file(xml);
+    const CommandOutput out =
+        run_command("xmllint --noout --schema " + shell_quote(kJenkinsSchema) + " " +
+                    shell_quote(file.path().string()) + " 2>&1");
+    INFO(xml);
+    CHECK_MESSAGE(out.status == 0, out.output);
 }
 
 }  // namespace
@@ -546,11 +421,12 @@ TEST_CASE("the stride-8 row of the text table reads across as the lesson's colum
 
 TEST_CASE("each check is one line with its mark, title and points, then its message") {
     const std::string text = text_of(passing_report());
-    CHECK(text.find("[PASS]   Compile and ABI  1/1\n") != std::string::npos);
-    CHECK(text.find("[FAIL]   Consistency with the reference  0/2  (optional)\n") !=
+    CHECK(text.find("[PASS]    Compile and ABI  1/1\n") != std::string::npos);
+    CHECK(text.find("[FAIL]    Consistency with the reference  0/2  (optional)\n") !=
           std::string::npos);
-    CHECK(text.find("[REVIEW] Why stride 3 is not between 2 and 4  0/0\n") != std::string::npos);
-    CHECK(text.find("\n             stride 12: your ratio 3.17 against the reference's 3.16\n") !=
+    CHECK(text.find("[REVIEW]  Why stride 3 is not between 2 and 4  0/0  (for review)\n") !=
+          std::string::npos);
+    CHECK(text.find("\n              stride 12: your ratio 3.17 against the reference's 3.16\n") !=
           std::string::npos);
     CHECK(text.find("Your sentence\n  Stride 3 is odd") != std::string::npos);
 }
@@ -563,7 +439,7 @@ TEST_CASE("a failing accumulator names the stride, the thread, its value and how
         const std::string text = text_of(failing_accumulator_report());
         CHECK(text.rfind("FAIL  9/13  example-student", 0) == 0);
         CHECK(text.find(expected_line) != std::string::npos);
-        CHECK(text.find("[FAIL]   Accumulator check  0/2") != std::string::npos);
+        CHECK(text.find("[FAIL]    Accumulator check  0/2") != std::string::npos);
         CHECK(text.find("bad (135168)") != std::string::npos);
     }
     SUBCASE("the check's detail names the thread: the text says it once") {
@@ -634,18 +510,96 @@ TEST_CASE("what a kernel prints cannot drive the terminal or fake a verdict") {
 
 TEST_CASE("an ungradable report says so and why, and blames no one") {
     const std::string text = text_of(ungradable_report());
-    CHECK(text.rfind("UNGRADABLE  0/13  example-student  day15-bank-conflicts  with no GPU (cuda)",
-                     0) == 0);
+    CHECK(
+        text.rfind("UNGRADABLE  0/13  example-student  day15-bank-conflicts  on the cuda backend, "
+                   "with no GPU found\n",
+                   0) == 0);
     CHECK(text.find("at open device: no CUDA device was found (no_gpu)") != std::string::npos);
     CHECK(text.find("not the submission") != std::string::npos);
     CHECK(text.find("no rows: your kernel did not run") != std::string::npos);
+}
+
+TEST_CASE("the first line names the backend actually used, or that none ran") {
+    Report report = ungradable_report();
+    report.environment.backend = "sim";
+    report.environment.compute_capability = "7.5";
+    CHECK(lines_of(text_of(report))[0].find("on the PTX simulator (sm_75, sim)") !=
+          std::string::npos);
+    // The worker resolves "auto"; a grade that stopped before it did never learnt which.
+    report.environment.backend = "auto";
+    report.environment.compute_capability.clear();
+    const std::string first = lines_of(text_of(report))[0];
+    CHECK(first.find("before any backend ran (auto)") != std::string::npos);
+    CHECK(first.find("with no GPU") == std::string::npos);
+    CHECK(grader::write_markdown(report).find("before any backend ran (auto)") !=
+          std::string::npos);
+}
+
+TEST_CASE("a newline in the student id cannot forge a verdict line") {
+    Report report = failing_accumulator_report();
+    report.student_id = "mallory\nPASS  13/13  mallory";
+    report.summary = "fail: Accumulator check\nPASS  13/13";
+    const auto has_forged_line = [](const std::string& text) {
+        for (const auto& line : lines_of(text)) {
+            if (line.rfind("PASS", 0) == 0) {
+                return true;
+            }
+        }
+        return false;
+    };
+    const std::string text = text_of(report);
+    CHECK_FALSE(has_forged_line(text));
+    CHECK(lines_of(text)[0].find("mallory\\nPASS  13/13  mallory") != std::string::npos);
+    const json gradescope = json::parse(grader::write_gradescope(report));
+    CHECK_FALSE(has_forged_line(gradescope["output"].get<std::string>()));
+    CHECK_FALSE(has_forged_line(
+        json::parse(grader::write_prairielearn(report))["output"].get<std::string>()));
+}
+
+TEST_CASE("a check that did not run says so, and is not a failure") {
+    const std::string text = text_of(not_run_report());
+    CHECK(text.find("[NOT RUN] accumulator  0/2\n") != std::string::npos);
+    CHECK(text.find("Not run: the kernel did not compile.") != std::string::npos);
+    CHECK(grader::write_markdown(not_run_report()).find("**NOT RUN** accumulator") !=
+          std::string::npos);
+}
+
+TEST_CASE("an empty sentence is a failed review item, worth no points") {
+    const Report report = empty_sentence_report();
+    CHECK(text_of(report).find("[FAIL]    Why stride 3 is not between 2 and 4  0/0  (for review)\n"
+                               "            No sentence was given.") != std::string::npos);
+    CHECK(grader::write_markdown(report).find("- ❌ **FAIL** Why stride 3") != std::string::npos);
+    const json gradescope = json::parse(grader::write_gradescope(report));
+    CHECK(gradescope["tests"][7]["status"] == "failed");
+    CHECK(gradescope["tests"][7]["max_score"] == 0);
+    CHECK(gradescope["score"] == 11);
+}
+
+TEST_CASE("a sentence flagged in the batch says so in every report the student reads") {
+    Report report = passing_report();
+    report.sentence_review.same_as_example = true;
+    report.sentence_review.same_as_others = 2;
+    const std::string expected =
+        "set apart for your instructor's review: the same as the starter kit's example, and the "
+        "same as 2 other submissions' in this class";
+    CHECK(text_of(report).find(expected) != std::string::npos);
+    CHECK(grader::write_markdown(report).find(expected) != std::string::npos);
+    CHECK(
+        json::parse(grader::write_gradescope(report))["tests"][7]["output"].get<std::string>().find(
+            expected) != std::string::npos);
+    CHECK(json::parse(grader::write_prairielearn(report))["tests"][7]["output"]
+              .get<std::string>()
+              .find(expected) != std::string::npos);
+    // Only how many: never who.
+    CHECK(text_of(report).find("alice") == std::string::npos);
+    CHECK(text_of(passing_report()).find("set apart") == std::string::npos);
 }
 
 TEST_CASE("a compile failure shows the compile log") {
     const std::string text = text_of(compile_failure_report());
     CHECK(text.find("Compile log\n  probe.cu(12): error: identifier \"tile\" is undefined\n") !=
           std::string::npos);
-    CHECK(text.find("[FAIL]   Compile and ABI  0/1") != std::string::npos);
+    CHECK(text.find("[FAIL]    Compile and ABI  0/1") != std::string::npos);
 }
 
 TEST_CASE("a long log is cut in the plain text and whole in verbose text") {
@@ -840,78 +794,145 @@ TEST_CASE("an ungradable report is not gradable on PrairieLearn, and says why") 
           std::string::npos);
 }
 
+TEST_CASE("an ungradable result on PrairieLearn puts no points at stake, passed checks included") {
+    const Report report = ungradable_report();
+    REQUIRE(report.checks[0].passed());
+    const json results = json::parse(grader::write_prairielearn(report));
+    REQUIRE(results["tests"].size() == report.checks.size());
+    for (const auto& test : results["tests"]) {
+        CAPTURE(test["name"]);
+        CHECK(test["points"] == 0);
+        CHECK(test["max_points"] == 0);  // neutral, not a red 0/1
+    }
+}
+
+TEST_CASE("the exercise decides whether a compile error or a missing file is gradable") {
+    Report compile = not_run_report();
+    Report missing = compile_failure_report();
+    missing.compile_log.clear();
+    missing.missing_files = {"probe.cu"};
+    SUBCASE("by default both are graded, as failures") {
+        for (const Report* report : {&compile, &missing}) {
+            const json results = json::parse(grader::write_prairielearn(*report));
+            CHECK(results["gradable"] == true);
+            CHECK(results["tests"][0]["max_points"] == 1);
+        }
+    }
+    SUBCASE("gradable: false where the exercise says so, with every test neutral") {
+        grader::PrairieLearnOptions strict;
+        strict.compile_error_gradable = false;
+        strict.missing_file_gradable = false;
+        const json compiled = json::parse(grader::write_prairielearn(compile, strict));
+        CHECK(compiled["gradable"] == false);
+        CHECK(compiled["format_errors"][0].get<std::string>().find("did not compile") !=
+              std::string::npos);
+        const json absent = json::parse(grader::write_prairielearn(missing, strict));
+        CHECK(absent["gradable"] == false);
+        CHECK(absent["format_errors"][0].get<std::string>().find("missing probe.cu") !=
+              std::string::npos);
+        for (const auto& test : absent["tests"]) {
+            CHECK(test["max_points"] == 0);
+        }
+        // A report that is neither stays a grade under the same policy.
+        CHECK(json::parse(grader::write_prairielearn(failing_accumulator_report(),
+                                                     strict))["gradable"] == true);
+        grader::ReportOptions options;
+        options.prairielearn = strict;
+        CHECK(grader::write_report(compile, grader::Format::prairielearn, options) ==
+              grader::write_prairielearn(compile, strict));
+    }
+}
+
 // -------------------------------------------------------------------------------------------------
-TEST_CASE("the JUnit XML is well-formed with a failure element for each failed check") {
-    const Report report = failing_accumulator_report();
-    const std::string xml = grader::write_junit(report);
-    xmllint_agrees(xml);
-    const XmlElement root = read_xml(xml);
-    CHECK(root.name == "testsuites");
-    const XmlElement* suite = root.child("testsuite", {{"name", "day15-bank-conflicts"}});
-    REQUIRE(suite != nullptr);
-    CHECK(suite->attributes.at("tests") == "8");
-    CHECK(suite->attributes.at("failures") == "2");
-    CHECK(suite->attributes.at("errors") == "0");
-    CHECK(suite->attributes.at("skipped") == "1");
-    CHECK(suite->attributes.at("time") == "3.200");
-    const XmlElement* accumulator =
-        suite->child("testcase", {{"classname", "day15-bank-conflicts"}, {"name", "accumulator"}});
-    REQUIRE(accumulator != nullptr);
-    const XmlElement* failure = accumulator->child("failure");
-    REQUIRE(failure != nullptr);
-    CHECK(failure->attributes.at("message").find("did not hold exactly 2048") != std::string::npos);
-    const XmlElement* passed = suite->child("testcase", {{"name", "compile_abi"}});
-    REQUIRE(passed != nullptr);
-    CHECK(passed->children.empty());
-    const XmlElement* review = suite->child("testcase", {{"name", "sentence"}});
-    REQUIRE(review != nullptr);
-    CHECK(review->child("skipped") != nullptr);
-    const XmlElement* out = suite->child("system-out");
-    REQUIRE(out != nullptr);
-    CHECK(out->text.find("stride 8: thread 1234 (block 4, thread 210) holds 1024") !=
-          std::string::npos);
-    CHECK(out->text.find("12.34") != std::string::npos);
+TEST_CASE("every JUnit file passes the Jenkins xUnit plugin's junit-10.xsd") {
+    Report hostile = failing_accumulator_report();
+    hostile.exercise_id = "day15 <\"bank\" & 'conflicts'>";
+    hostile.student_id = "eve\x1b[2J\nPASS";
+    hostile.checks[2].message = "a < b \x01\x08\x1b[31m\x7f \xff\xfe \xef\xbf\xbf";
+    hostile.kernel_output = "</system-out><evil/>\x0c";
+    hostile.wall_seconds = -1.0;  // a clock that went backwards still writes a valid time
+    const std::vector<std::pair<const char*, Report>> reports = {
+        {"pass", passing_report()},
+        {"fail", failing_accumulator_report()},
+        {"ungradable", ungradable_report()},
+        {"compile failure, later checks not run", not_run_report()},
+        {"simulated", simulated_report()},
+        {"an empty sentence", empty_sentence_report()},
+        {"hostile text", hostile}};
+    for (const auto& [what, report] : reports) {
+        CAPTURE(what);
+        valid_for_jenkins(grader::write_junit(report));
+    }
+}
+
+TEST_CASE("the JUnit XML has a failure for each failed check and skipped for a review item") {
+    REQUIRE(have_xmllint());
+    const JunitFile file(grader::write_junit(failing_accumulator_report()));
+    CHECK(file.xpath("string(/testsuites/@tests)") == "8");
+    CHECK(file.xpath("count(/testsuites/@skipped)") == "0");
+    CHECK(file.xpath("string(//testsuite[@name='day15-bank-conflicts']/@failures)") == "2");
+    CHECK(file.xpath("string(//testsuite/@errors)") == "0");
+    CHECK(file.xpath("string(//testsuite/@skipped)") == "1");
+    CHECK(file.xpath("string(//testsuite/@time)") == "3.200");
+    CHECK(file.xpath("string(//testcase[@name='accumulator']/@classname)") ==
+          "day15-bank-conflicts");
+    CHECK(file.xpath("string(//testcase[@name='accumulator']/failure/@message)")
+              .find("did not hold exactly 2048") != std::string::npos);
+    CHECK(file.xpath("count(//testcase[@name='compile_abi']/*)") == "0");
+    CHECK(file.xpath("count(//testcase[@name='sentence']/skipped)") == "1");
+    const std::string out = file.xpath("string(//system-out)");
+    CHECK(out.find("stride 8: thread 1234 (block 4, thread 210) holds 1024") != std::string::npos);
+    CHECK(out.find("12.34") != std::string::npos);
+}
+
+TEST_CASE("checks that did not run are skipped in JUnit, not failures") {
+    REQUIRE(have_xmllint());
+    const JunitFile file(grader::write_junit(not_run_report()));
+    CHECK(file.xpath("string(//testsuite/@failures)") == "1");  // the compile alone
+    CHECK(file.xpath("string(//testsuite/@skipped)") == "2");
+    CHECK(file.xpath("count(//testcase[@name='compile_abi']/failure)") == "1");
+    for (const char* id : {"accumulator", "ordering"}) {
+        CAPTURE(id);
+        CHECK(file.xpath(std::string("count(//testcase[@name='") + id + "']/failure)") == "0");
+        CHECK(file.xpath(std::string("string(//testcase[@name='") + id + "']/skipped/@message)")
+                  .rfind("Not run:", 0) == 0);
+    }
+}
+
+TEST_CASE("an empty sentence is a failed review item in JUnit") {
+    REQUIRE(have_xmllint());
+    const JunitFile file(grader::write_junit(empty_sentence_report()));
+    CHECK(file.xpath("string(//testcase[@name='sentence']/failure/@type)") == "review");
+    CHECK(file.xpath("string(//testsuite/@failures)") == "2");
 }
 
 TEST_CASE("an ungradable report is a JUnit error naming the interruption") {
-    const std::string xml = grader::write_junit(ungradable_report());
-    xmllint_agrees(xml);
-    const XmlElement root = read_xml(xml);
-    const XmlElement* suite = root.child("testsuite");
-    REQUIRE(suite != nullptr);
-    CHECK(suite->attributes.at("errors") == "1");
-    const XmlElement* grading = suite->child("testcase", {{"name", "grading"}});
-    REQUIRE(grading != nullptr);
-    const XmlElement* error = grading->child("error");
-    REQUIRE(error != nullptr);
-    CHECK(error->attributes.at("type") == "no_gpu");
-    CHECK(error->attributes.at("message") == "no CUDA device was found");
+    REQUIRE(have_xmllint());
+    const JunitFile file(grader::write_junit(ungradable_report()));
+    CHECK(file.xpath("string(//testsuite/@errors)") == "1");
+    CHECK(file.xpath("string(//testcase[@name='grading']/error/@type)") == "no_gpu");
+    CHECK(file.xpath("string(//testcase[@name='grading']/error/@message)") ==
+          "no CUDA device was found");
 }
 
-TEST_CASE("markup, quotes, control characters and broken UTF-8 keep the JUnit XML valid") {
+TEST_CASE("markup, quotes and control characters come back as text, never as XML") {
+    REQUIRE(have_xmllint());
     Report report = failing_accumulator_report();
     report.exercise_id = "day15 <\"bank\" & 'conflicts'>";
-    report.checks[2].id = "acc<&>\"'";
-    report.checks[2].message = "a < b && c > d \"quoted\" 'single' ]]> \x01\x08\x1b[31m\x7f";
-    report.checks[2].details = {"line\nbreak\ttab\rreturn", "bad \xff\xfe\xc0\xaf bytes",
-                                "\xef\xbf\xbf not a character"};
+    report.checks[2].message = "a < b && c > d \"quoted\" ]]> \x01\x08\x1b[31m\x7f";
+    report.checks[2].details = {"line\nbreak\ttab\rreturn", "bad \xff\xfe\xc0\xaf bytes"};
     report.kernel_output = "</system-out><evil/>\x0c";
     const std::string xml = grader::write_junit(report);
-    xmllint_agrees(xml);
-    const XmlElement root = read_xml(xml);
-    const XmlElement* suite = root.child("testsuite");
-    REQUIRE(suite != nullptr);
-    CHECK(suite->attributes.at("name") == report.exercise_id);
-    const XmlElement* accumulator = suite->child("testcase", {{"name", "acc<&>\"'"}});
-    REQUIRE(accumulator != nullptr);
-    const XmlElement* failure = accumulator->child("failure");
-    REQUIRE(failure != nullptr);
-    const std::string message = failure->attributes.at("message");
-    CHECK(message.rfind("a < b && c > d \"quoted\" 'single' ]]> ", 0) == 0);
-    CHECK(message.find('\x01') == std::string::npos);
-    CHECK(failure->text.find("line\nbreak\ttab") != std::string::npos);
-    CHECK(suite->child("evil") == nullptr);
-    CHECK(suite->child("system-out")->text.find("</system-out><evil/>") != std::string::npos);
+    CHECK(xml.find('\x1b') == std::string::npos);
+    const JunitFile file(xml);
+    CHECK(file.xpath("string(//testsuite/@name)") == report.exercise_id);
+    const std::string message = file.xpath("string(//testcase[3]/failure/@message)");
+    CHECK(message.rfind("a < b && c > d \"quoted\" ]]> \\x01\\x08\\x1b[31m\\x7f", 0) == 0);
+    CHECK(file.xpath("string(//testcase[3]/failure)").find("line\nbreak\ttab\\x0dreturn") !=
+          std::string::npos);
+    CHECK(file.xpath("count(//evil)") == "0");
+    CHECK(file.xpath("string(//system-out)").find("</system-out><evil/>\\x0c") !=
+          std::string::npos);
 }
 
 // -------------------------------------------------------------------------------------------------

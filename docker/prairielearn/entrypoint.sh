@@ -10,8 +10,13 @@
 #   GRADER              the grader command (default: grader, found on PATH)
 #   GRADER_EXERCISE     an exercise folder (default: /grade/tests when it holds an exercise.yaml,
 #                       else the installed one)
-#   GRADER_WALL_LIMIT   seconds before the whole grade is stopped (default 540); keep it under the
-#                       question's externalGradingOptions.timeout
+#   GRADER_PLATFORM_TIMEOUT
+#                       the question's externalGradingOptions.timeout in info.json, in
+#                       seconds (default 600, what docs/docker.md sets)
+#   GRADER_WALL_LIMIT   seconds before the whole grade is stopped (default: the platform's
+#                       timeout less a tenth and 30 s, 510 of 600); kept at least 30 s
+#                       under the platform's timeout, so this script still writes results
+#                       before the platform kills it
 #   GRADER_RUN_AS       as root, grade as this user (default: grader, where that user exists);
 #                       empty grades as the caller
 set -uo pipefail
@@ -21,8 +26,31 @@ student="$root/student"
 results_dir="$root/results"
 results="$results_dir/results.json"
 grader_cmd="${GRADER:-grader}"
-wall_limit="${GRADER_WALL_LIMIT:-540}"
 run_as="${GRADER_RUN_AS-grader}"
+
+# Three limits nest: the exercise's per-stage limits (a compile, a kernel run) inside the grade's
+# wall limit, inside the platform's timeout. The wall limit leaves the platform time for this
+# script to see the grader stopped (timeout's 10 s grace before SIGKILL) and write its fallback
+# results; a platform that kills the script first leaves no results file at all.
+kill_grace=10
+whole_number() { [[ "$1" =~ ^[0-9]+$ ]]; }
+platform_timeout="${GRADER_PLATFORM_TIMEOUT:-600}"
+if ! whole_number "$platform_timeout" || [ "$platform_timeout" -lt 40 ]; then
+  echo "entrypoint: GRADER_PLATFORM_TIMEOUT='$platform_timeout' is not 40 s or more;" \
+    "using 600" >&2
+  platform_timeout=600
+fi
+latest_limit=$((platform_timeout - kill_grace - 20))
+wall_limit="${GRADER_WALL_LIMIT:-$((platform_timeout - platform_timeout / 10 - 30))}"
+if ! whole_number "$wall_limit" || [ "$wall_limit" -lt 1 ]; then
+  echo "entrypoint: GRADER_WALL_LIMIT='$wall_limit' is not a number of seconds;" \
+    "using $latest_limit" >&2
+  wall_limit=$latest_limit
+elif [ "$wall_limit" -gt "$latest_limit" ]; then
+  echo "entrypoint: GRADER_WALL_LIMIT=$wall_limit s leaves no time to write results" \
+    "within the platform's $platform_timeout s; using $latest_limit s" >&2
+  wall_limit=$latest_limit
+fi
 
 mkdir -p "$results_dir"
 rm -f "$results"
@@ -83,18 +111,59 @@ PY
   fi
 }
 
+# The submission's regular files are copied into a folder of the grade's own, and nothing else:
+# a symbolic link is neither copied as a link nor followed, and a file with a second name (a hard
+# link, which may be a file of this machine's) or anything that is not a regular file is left
+# behind. So no file of the machine is read as the student's, by this script (root) or by the
+# grader. What was left behind is listed in the log.
+max_copy_bytes=$((16 * 1024 * 1024))
+skipped=()
+copy_regular_files() {  # copy_regular_files FROM TO
+  local from="$1" to="$2" record kind links size name
+  mkdir -p "$to"
+  if [ -L "$from" ] || [ ! -d "$from" ]; then
+    return 0
+  fi
+  while IFS= read -r -d '' record; do
+    kind="${record%%/*}"
+    record="${record#*/}"
+    links="${record%%/*}"
+    record="${record#*/}"
+    size="${record%%/*}"
+    name="${record#*/}"
+    case "$kind" in
+      l) skipped+=("$name: a symbolic link, not followed") ;;
+      d) skipped+=("$name: a folder (only the files at the top of the submission are graded)") ;;
+      f)
+        if [ "$links" -ne 1 ]; then
+          skipped+=("$name: a hard link (a second name of another file)")
+        elif [ "$size" -gt "$max_copy_bytes" ]; then
+          skipped+=("$name: larger than 16 MiB")
+        elif ! cp -P -- "$from/$name" "$to/$name" 2>/dev/null; then
+          skipped+=("$name: could not be copied")
+        fi
+        ;;
+      *) skipped+=("$name: not a regular file") ;;
+    esac
+  done < <(find "$from" -mindepth 1 -maxdepth 1 -printf '%y/%n/%s/%f\0' 2>/dev/null)
+  # A file swapped for a link while it was being copied is not graded either.
+  find "$to" -mindepth 1 -maxdepth 1 ! -type f -exec rm -rf {} + 2>/dev/null
+  return 0
+}
+
 folder="$student"
 
-# As root, grade as an unprivileged user, from a copy that user can read.
+copy_regular_files "$folder" "$work/student"
+folder="$work/student"
+for entry in "${skipped[@]}"; do
+  echo "entrypoint: skipped $(printf '%s' "$entry" | LC_ALL=C tr -c '[:print:]' '?')"
+done
+
+# As root, grade as an unprivileged user, who can read the copy.
 launcher=()
 output_file="$work/results.json"
 if [ "$(id -u)" -eq 0 ] && [ -n "$run_as" ] && id -u "$run_as" >/dev/null 2>&1 &&
   command -v setpriv >/dev/null 2>&1; then
-  mkdir -p "$work/student"
-  if [ -d "$folder" ]; then
-    cp -R "$folder/." "$work/student/" 2>/dev/null || true
-  fi
-  folder="$work/student"
   chown -R "$(id -u "$run_as"):$(id -g "$run_as")" "$work"
   launcher=(setpriv --reuid="$(id -u "$run_as")" --regid="$(id -g "$run_as")" --clear-groups)
 fi
@@ -106,8 +175,9 @@ elif [ -f "$root/tests/exercise.yaml" ]; then
   exercise_args=(--exercise "$root/tests")
 fi
 
-echo "entrypoint: $grader_cmd grade $folder --format prairielearn (limit ${wall_limit} s)"
-timeout --kill-after=10 "$wall_limit" "${launcher[@]}" "$grader_cmd" grade "$folder" \
+echo "entrypoint: $grader_cmd grade $folder --format prairielearn" \
+  "(limit ${wall_limit} s of the platform's ${platform_timeout} s)"
+timeout --kill-after="$kill_grace" "$wall_limit" "${launcher[@]}" "$grader_cmd" grade "$folder" \
   "${exercise_args[@]}" --format prairielearn --output "$output_file" 2>"$work/stderr"
 status=$?
 cat "$work/stderr" >&2

@@ -1,5 +1,9 @@
 #include "batch/batch.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -22,6 +26,7 @@
 #include "grade/grade.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
@@ -32,6 +37,8 @@ constexpr const char* kGradebookFile = "gradebook.csv";
 constexpr const char* kSummaryFile = "summary.json";
 constexpr const char* kClassReportFile = "class-report.html";
 constexpr const char* kLocksFolder = ".locks";
+// Held (flock) by the batch writing into the output folder, for as long as it runs.
+constexpr const char* kBatchLockFile = "batch.lock";
 // A report.json larger than this is not one the grader wrote.
 constexpr std::size_t kReportJsonMaxBytes = std::size_t{64} << 20;
 
@@ -60,23 +67,6 @@ std::string hash_suffix(const std::string& bytes) {
     std::snprintf(text, sizeof text, "%08llx",
                   static_cast<unsigned long long>(hash & 0xffffffffull));
     return text;
-}
-
-bool has_control_character(const std::string& utf8) {
-    for (std::size_t i = 0; i < utf8.size(); ++i) {
-        const auto byte = static_cast<unsigned char>(utf8[i]);
-        if (byte < 0x20 || byte == 0x7f) {
-            return true;
-        }
-        // U+0080..U+009F, the C1 controls, are 0xC2 0x80..0x9F in UTF-8.
-        if (byte == 0xc2 && i + 1 < utf8.size()) {
-            const auto next = static_cast<unsigned char>(utf8[i + 1]);
-            if (next >= 0x80 && next <= 0x9f) {
-                return true;
-            }
-        }
-    }
-    return false;
 }
 
 // True when `inner` is `outer` or lies inside it.
@@ -115,13 +105,11 @@ struct RenderedReport {
     std::vector<std::pair<std::string, std::string>> files;  // name, content; report.json last
 };
 
-RenderedReport render_every_format(const Report& report) {
-    TextOptions text;
-    text.color = false;
+RenderedReport render_every_format(const Report& report, const ReportOptions& options) {
     RenderedReport rendered;
     for (const Format format : kFormatsBeforeJson) {
         rendered.files.emplace_back(report_file_name(format, true),
-                                    write_report(report, format, text));
+                                    write_report(report, format, options));
     }
     rendered.files.emplace_back(report_file_name(Format::json, true), write_json(report));
     return rendered;
@@ -162,6 +150,7 @@ struct PoolState {
         : exercise(std::move(exercise_value)), progress(&progress_value) {}
 
     const Exercise exercise;
+    ReportOptions report_options;  // plain text, and the exercise's PrairieLearn policy
     std::filesystem::path output_dir;
     std::filesystem::path worker_executable;
     double run_seconds_override = 0.0;
@@ -233,7 +222,7 @@ void pool_thread(const std::shared_ptr<PoolState>& state) {
         Report report = grade_one(*state, job.submission, device, harness_error);
         RenderedReport rendered;
         try {
-            rendered = render_every_format(report);
+            rendered = render_every_format(report, state->report_options);
         } catch (const std::exception& error) {
             // A writer choking on what the submission produced is still the harness's fault, and
             // still only this submission's grade.
@@ -241,7 +230,7 @@ void pool_thread(const std::shared_ptr<PoolState>& state) {
             report = harness_failure_report(
                 state->exercise, job.submission,
                 std::string("its report could not be written: ") + error.what());
-            rendered = render_every_format(report);
+            rendered = render_every_format(report, state->report_options);
         }
 
         lock.lock();
@@ -317,7 +306,10 @@ nlohmann::json run_info(const BatchResult& result, const BatchOptions& options) 
           {"reports", result.entries.size()},
           {"abandoned", result.abandoned.size()},
           {"not_started", result.not_started.size()},
-          {"harness_errors", result.harness_errors}}},
+          {"harness_errors", result.harness_errors},
+          {"skipped", result.skipped.size()},
+          {"flagged", result.flagged},
+          {"reports_rewritten", result.reports_rewritten}}},
         {"submissions_per_minute",
          minutes > 0 ? static_cast<double>(result.status.graded) / minutes : 0.0},
     };
@@ -328,14 +320,14 @@ nlohmann::json run_info(const BatchResult& result, const BatchOptions& options) 
 }
 
 std::vector<std::filesystem::path> write_class_outputs(const BatchResult& result,
-                                                       const BatchOptions& options) {
+                                                       const BatchOptions& options,
+                                                       ClassReportOptions page_options) {
     const auto gradebook = options.output_dir / kGradebookFile;
     const auto summary = options.output_dir / kSummaryFile;
     const auto page = options.output_dir / kClassReportFile;
-    write_file_atomically(gradebook, write_gradebook_csv(result.entries));
-    write_file_atomically(summary,
-                          write_class_summary_json(result.entries, run_info(result, options)));
-    ClassReportOptions page_options;
+    write_file_atomically(gradebook, write_gradebook_csv(result.entries, page_options));
+    write_file_atomically(
+        summary, write_class_summary_json(result.entries, run_info(result, options), page_options));
     page_options.generated_at =
         result.finished_at.empty()
             ? std::string()
@@ -343,6 +335,115 @@ std::vector<std::filesystem::path> write_class_outputs(const BatchResult& result
     write_file_atomically(page, write_class_report_html(result.entries, page_options));
     return {gradebook, summary, page};
 }
+
+// Compares sentences and ids across the class now that every grade is in, and writes again
+// the reports whose sentence flag changed: only the writers run, from the report as it was read.
+void flag_and_rewrite(BatchResult& result, const ClassReportOptions& class_options,
+                      const ReportOptions& report_options,
+                      const std::filesystem::path& output_dir) {
+    const auto flags = flag_submissions(result.entries, class_options);
+    result.flagged = flags.size();
+    for (ClassEntry& entry : result.entries) {
+        const auto found = flags.find(entry.student_folder);
+        const SentenceReview review =
+            found == flags.end() ? SentenceReview{} : sentence_review_of(found->second);
+        SentenceReview& stored = entry.report.sentence_review;
+        if (review.same_as_example == stored.same_as_example &&
+            review.same_as_others == stored.same_as_others) {
+            continue;
+        }
+        stored = review;
+        write_submission_files(output_dir / entry.student_folder,
+                               render_every_format(entry.report, report_options));
+        ++result.reports_rewritten;
+    }
+}
+
+}  // namespace
+
+// The output folder must not be, or lie inside, the class folder or a folder a submission's
+// link points to: the batch would grade its own reports, keep a report.json a student put there,
+// or drop the submission that holds it.
+void check_output_folder(const std::filesystem::path& submissions_dir,
+                         const std::filesystem::path& output_dir,
+                         const std::vector<BatchSubmission>& submissions) {
+    std::error_code error;
+    const auto class_dir = std::filesystem::canonical(submissions_dir, error);
+    if (error) {
+        throw BatchError("cannot read the class folder " + submissions_dir.string() + ": " +
+                         error.message());
+    }
+    const auto output = std::filesystem::weakly_canonical(std::filesystem::absolute(output_dir));
+    if (output == class_dir) {
+        throw BatchError("--output " + output_dir.string() +
+                         " is the class folder itself: choose a folder outside " +
+                         submissions_dir.string());
+    }
+    if (lies_within(output, class_dir)) {
+        throw BatchError("--output " + output_dir.string() + " lies inside the class folder " +
+                         submissions_dir.string() +
+                         ": choose a folder outside it, so that no student's folder holds the "
+                         "reports");
+    }
+    for (const auto& submission : submissions) {
+        const auto target = std::filesystem::canonical(submission.directory, error);
+        if (!error && lies_within(output, target)) {
+            throw BatchError("--output " + output_dir.string() +
+                             " lies inside the submission folder '" +
+                             text::visible_line(submission.folder_name) +
+                             "': choose a folder outside the class");
+        }
+    }
+}
+
+void check_output_folder(const std::filesystem::path& submissions_dir,
+                         const std::filesystem::path& output_dir) {
+    check_output_folder(submissions_dir, output_dir, find_submissions(submissions_dir).submissions);
+}
+
+namespace {
+
+// Held for a batch's run: a second batch into the same output folder is refused while the first
+// lives. flock is released by the kernel when the process ends, however it ends, so a killed
+// batch never leaves a stale lock for --resume to trip on.
+class OutputLock {
+public:
+    OutputLock(const std::filesystem::path& file, const std::filesystem::path& output_dir) {
+        fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd_ < 0) {
+            throw std::system_error(errno, std::generic_category(),
+                                    "cannot open the batch lock " + file.string());
+        }
+        if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+            char holder[32] = {};
+            const ssize_t got = ::pread(fd_, holder, sizeof holder - 1, 0);
+            std::string pid = got > 0 ? std::string(holder, static_cast<std::size_t>(got)) : "";
+            while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) {
+                pid.pop_back();
+            }
+            ::close(fd_);
+            fd_ = -1;
+            throw BatchError("another batch" +
+                             (pid.empty() ? std::string() : " (process " + pid + ")") +
+                             " is writing into " + output_dir.string() +
+                             ": wait for it to end, or choose another --output folder");
+        }
+        const std::string pid = std::to_string(::getpid()) + "\n";
+        if (::ftruncate(fd_, 0) == 0) {
+            (void)!::pwrite(fd_, pid.data(), pid.size(), 0);
+        }
+    }
+    ~OutputLock() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    OutputLock(const OutputLock&) = delete;
+    OutputLock& operator=(const OutputLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
 
 // The submissions `only` names, by folder name or output name; throws for a name that is
 // neither.
@@ -356,8 +457,8 @@ std::set<std::string> selected_students(const std::vector<BatchSubmission>& subm
                 return submission.folder_name == name || submission.student == name;
             });
         if (match == submissions.end()) {
-            throw BatchError("no submission folder named '" + name + "' in " +
-                             submissions_dir.string());
+            throw BatchError("no submission folder named '" + text::visible_line(name) + "' in " +
+                             text::visible_line(submissions_dir.string()));
         }
         selected.insert(match->student);
     }
@@ -407,7 +508,7 @@ std::vector<int> visible_devices() {
 std::string student_folder_name(const std::string& folder_name) {
     const bool keep = !folder_name.empty() && folder_name != "." && folder_name != ".." &&
                       folder_name.find('/') == std::string::npos &&
-                      !first_invalid_utf8(folder_name) && !has_control_character(folder_name);
+                      text::visible_line(folder_name) == folder_name;
     if (keep) {
         return folder_name;
     }
@@ -424,44 +525,65 @@ std::string student_folder_name(const std::string& folder_name) {
     return safe.substr(0, 64) + "-" + hash_suffix(folder_name);
 }
 
-std::vector<BatchSubmission> find_submissions(const std::filesystem::path& submissions_dir,
-                                              const std::filesystem::path& exclude) {
+const std::set<std::string>& class_output_names() {
+    static const std::set<std::string> names = {kGradebookFile, kSummaryFile, kClassReportFile,
+                                                kLocksFolder};
+    return names;
+}
+
+bool compile_unconfined(const Environment& environment) {
+    return !environment.confinement.empty() &&
+           environment.confinement.compare(0, 8, "Landlock") != 0;
+}
+
+ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
+                             const std::set<std::string>& also_reserved) {
     std::error_code error;
     std::filesystem::directory_iterator entries(submissions_dir, error);
     if (error) {
         throw BatchError("cannot read the class folder " + submissions_dir.string() + ": " +
                          error.message());
     }
-    const auto excluded = exclude.empty() ? std::filesystem::path()
-                                          : std::filesystem::weakly_canonical(exclude, error);
-    std::vector<BatchSubmission> submissions;
+    ClassFolder found;
     for (const auto& entry : entries) {
         const std::string name = entry.path().filename().string();
-        if (name.empty() || name[0] == '.' || !entry.is_directory(error)) {
+        if (name.empty() || name[0] == '.') {
+            found.skipped.push_back({name, "hidden (the name starts with '.')"});
             continue;
         }
-        if (!excluded.empty()) {
-            const auto canonical = std::filesystem::weakly_canonical(entry.path(), error);
-            if (!error && lies_within(excluded, canonical)) {
-                continue;
-            }
+        if (!entry.is_directory(error)) {
+            const bool file = entry.is_regular_file(error);
+            found.skipped.push_back(
+                {name, file ? "a file, not a submission folder"
+                            : "neither a folder nor a file (a broken link, a device or a socket)"});
+            continue;
         }
-        submissions.push_back({name, student_folder_name(name), entry.path()});
+        found.submissions.push_back({name, student_folder_name(name), entry.path()});
     }
-    std::sort(submissions.begin(), submissions.end(),
+    std::sort(found.submissions.begin(), found.submissions.end(),
               [](const BatchSubmission& a, const BatchSubmission& b) {
                   return a.folder_name < b.folder_name;
               });
+    std::sort(found.skipped.begin(), found.skipped.end(),
+              [](const SkippedEntry& a, const SkippedEntry& b) { return a.name < b.name; });
+    // A folder named like a class output ("gradebook.csv") would have its reports where the
+    // gradebook goes: it gets a suffix, as an odd name does.
+    for (auto& submission : found.submissions) {
+        if (class_output_names().count(submission.student) != 0 ||
+            also_reserved.count(submission.student) != 0) {
+            submission.student += "-" + hash_suffix(submission.folder_name);
+        }
+    }
     // Two folders that end up with the same output name (a real folder named like another's
     // sanitized form) must not share a report.
     std::set<std::string> taken;
-    for (auto& submission : submissions) {
+    for (auto& submission : found.submissions) {
         const std::string base = submission.student;
         for (int n = 2; !taken.insert(submission.student).second; ++n) {
             submission.student = base + "-" + std::to_string(n);
         }
     }
-    return submissions;
+    return found;
 }
 
 bool output_has_reports(const std::filesystem::path& output_dir) {
@@ -510,15 +632,37 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     state->worker_executable = options.worker_executable;
     state->run_seconds_override = options.run_seconds_override;
     state->stop = options.stop;
+    state->report_options.text.color = false;
+    state->report_options.prairielearn.compile_error_gradable =
+        exercise.prairielearn.compile_error_gradable;
+    state->report_options.prairielearn.missing_file_gradable =
+        exercise.prairielearn.missing_file_gradable;
 
     BatchResult result;
     result.started_at = utc_time(began_wall, "%Y-%m-%dT%H:%M:%SZ");
 
-    const auto submissions = find_submissions(options.submissions_dir, options.output_dir);
+    // Where the class folder lies inside the output folder, the output folder's entry that
+    // holds it is no student's to take.
+    std::set<std::string> reserved;
+    {
+        std::error_code error;
+        const auto class_dir = std::filesystem::canonical(options.submissions_dir, error);
+        const auto output =
+            std::filesystem::weakly_canonical(std::filesystem::absolute(options.output_dir));
+        if (!error && class_dir != output && lies_within(class_dir, output)) {
+            reserved.insert(class_dir.lexically_relative(output).begin()->string());
+        }
+    }
+    ClassFolder folder = find_submissions(options.submissions_dir, reserved);
+    const std::vector<BatchSubmission>& submissions = folder.submissions;
+    result.skipped = folder.skipped;
     result.submissions = submissions.size();
+    check_output_folder(options.submissions_dir, options.output_dir, submissions);
     const auto selected = selected_students(submissions, options.only, options.submissions_dir);
 
     std::filesystem::create_directories(options.output_dir / kLocksFolder);
+    const OutputLock output_lock(options.output_dir / kLocksFolder / kBatchLockFile,
+                                 options.output_dir);
 
     BatchStatus& status = state->status;
     status.devices = options.devices.empty() ? visible_devices() : options.devices;
@@ -602,6 +746,19 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     result.finished_at = utc_time(finished_wall, "%Y-%m-%dT%H:%M:%SZ");
     result.wall_seconds = std::chrono::duration<double>(finished_wall - began_wall).count();
     result.entries = collect_entries(submissions, options.output_dir);
+    for (const ClassEntry& entry : result.entries) {
+        if (compile_unconfined(entry.report.environment)) {
+            result.unconfined_compile = entry.report.environment.confinement;
+            break;
+        }
+    }
+
+    ClassReportOptions class_options;
+    class_options.exercise_id = exercise.id;
+    class_options.exercise_title = exercise.title;
+    class_options.example_sentence = exercise.example_sentence;
+    class_options.example_student_id = exercise.example_student_id;
+    class_options.skipped = result.skipped;
 
     std::exception_ptr fatal;
     {
@@ -609,7 +766,8 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         fatal = state->fatal;
     }
     try {
-        result.class_outputs = write_class_outputs(result, options);
+        flag_and_rewrite(result, class_options, state->report_options, options.output_dir);
+        result.class_outputs = write_class_outputs(result, options, class_options);
     } catch (const std::exception&) {
         if (!fatal) {
             throw;

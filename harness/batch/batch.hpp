@@ -11,18 +11,20 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "batch/class_outputs.hpp"
 #include "exercise/exercise.hpp"
 #include "model/report.hpp"
+#include "report/class_outputs.hpp"
 
 namespace grader {
 
 // The caller asked for something the class folder cannot give (an unknown student, a class
-// folder that cannot be read). The CLI exits 2 with this message.
+// folder that cannot be read, an output folder inside the class folder, an output folder another
+// batch is writing into). The CLI exits 2 with this message.
 class BatchError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
@@ -105,6 +107,7 @@ public:
 struct BatchResult {
     BatchStatus status;                  // at the end
     std::vector<ClassEntry> entries;     // every report in the class outputs, sorted by student
+    std::vector<SkippedEntry> skipped;   // what in the class folder is not a submission, and why
     std::size_t submissions = 0;         // in the class folder
     std::size_t harness_errors = 0;      // grades in this run where grade_submission threw
     bool interrupted = false;            // options.stop was set before the end
@@ -114,7 +117,20 @@ struct BatchResult {
     std::string finished_at;
     double wall_seconds = 0.0;
     std::vector<std::filesystem::path> class_outputs;  // the files written into output_dir
+    // Submissions with a flag for the instructor (a shared or missing id, a copied or missing
+    // sentence), and those whose reports were written again to say so.
+    std::size_t flagged = 0;
+    std::size_t reports_rewritten = 0;
+    // Where a grade of this run says the kernel gave the student's compile no confinement: its
+    // confinement text, once for the class (empty where every compile was confined or none
+    // said).
+    std::string unconfined_compile;
 };
+
+// Whether an environment says the student's compile ran unconfined: its confinement text is
+// there and does not begin with "Landlock" (the words the compile uses when the kernel confined
+// it). An empty text says nothing either way.
+bool compile_unconfined(const Environment& environment);
 
 // The GPUs this machine shows, without initializing CUDA in this process: CUDA_VISIBLE_DEVICES
 // where set (its entries, numbered from 0), else the /dev/nvidia<N> nodes. Empty if none.
@@ -125,12 +141,30 @@ std::vector<int> visible_devices();
 // "-" plus a short hash of the raw bytes, so two odd names never meet.
 std::string student_folder_name(const std::string& folder_name);
 
-// The submissions of a class folder, sorted by folder name: every sub-folder (a symbolic link to
-// a folder counts), skipping hidden entries, plain files, and the folder that holds `exclude`
-// (the output folder, where it lies inside the class folder). Throws BatchError if the class
-// folder cannot be read.
-std::vector<BatchSubmission> find_submissions(const std::filesystem::path& submissions_dir,
-                                              const std::filesystem::path& exclude = {});
+// The class outputs' own names in the output folder; no student's output folder takes one.
+const std::set<std::string>& class_output_names();
+
+// A class folder's contents: its submissions, sorted by folder name (every sub-folder; a
+// symbolic link to a folder counts), and what was skipped, with why (hidden entries, plain files,
+// anything else that is not a folder).
+struct ClassFolder {
+    std::vector<BatchSubmission> submissions;
+    std::vector<SkippedEntry> skipped;
+};
+
+// Reads a class folder. Output names are unique, and never one of class_output_names() nor of
+// also_reserved (a folder name that must stay free in the output folder): such a name gets a
+// suffix from a hash of the folder name. Throws BatchError if the class folder cannot be read.
+ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
+                             const std::set<std::string>& also_reserved = {});
+
+// Throws BatchError where output_dir is the class folder or lies inside it, or inside a folder a
+// submission's symbolic link points to.
+void check_output_folder(const std::filesystem::path& submissions_dir,
+                         const std::filesystem::path& output_dir);
+void check_output_folder(const std::filesystem::path& submissions_dir,
+                         const std::filesystem::path& output_dir,
+                         const std::vector<BatchSubmission>& submissions);
 
 // Whether output_dir holds what an earlier batch wrote: a class output, or a report.json in a
 // sub-folder.
@@ -139,7 +173,11 @@ bool output_has_reports(const std::filesystem::path& output_dir);
 // OUTPUT/<student>/report.json, read back; nullopt where missing, unreadable or not a report.
 std::optional<Report> read_report_json(const std::filesystem::path& file);
 
-// Grades the class and writes every file. Throws BatchError for the caller's mistakes,
+// Grades the class and writes every file. The output folder may not be the class folder nor lie
+// inside it (nor inside a submission a symbolic link points to), and is locked for the run's
+// length: a second batch into it is refused. Once every grade is in, sentences and ids are
+// compared across the class, and the reports whose sentence flag changed are written again
+// from their report.json (no grade runs twice). Throws BatchError for the caller's mistakes,
 // ExerciseError never (the exercise is already loaded), and std::exception for the harness's
 // own faults (an output file that cannot be written), after writing what class outputs it can.
 // A submission that makes grade_submission throw is recorded as ungradable, with the reason.

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/text.hpp"
+#include "text/text_safety.hpp"
 #include "model/describe.hpp"
 
 namespace grader {
@@ -101,26 +102,6 @@ void finish(CheckResult& check, const CheckSpec& spec, bool passed,
     }
 }
 
-// Lower case, letters and digits only, single spaces: two sentences that differ only in case,
-// spacing or punctuation read the same.
-std::string normalized_sentence(const std::string& text) {
-    std::string out;
-    bool space = false;
-    for (const char c : text) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (std::isalnum(byte) != 0 || byte >= 0x80) {
-            if (space && !out.empty()) {
-                out += ' ';
-            }
-            space = false;
-            out += static_cast<char>(std::tolower(byte));
-        } else {
-            space = true;
-        }
-    }
-    return out;
-}
-
 // What the checks share: the exercise, the observations, and what they make of the machine.
 class Grading {
 public:
@@ -201,6 +182,12 @@ private:
 
     void compile_abi(const CheckSpec& spec, CheckResult& check) const {
         const CompileOutcome& c = m_.student;
+        if (!c.attempted && c.log.empty()) {
+            // Nothing was tried and nothing is known of the source: grading stopped first.
+            not_run(check, m_.interruption ? m_.interruption->message
+                                           : std::string("the kernel was not compiled"));
+            return;
+        }
         for (const auto& problem : c.vetting_problems) {
             check.details.push_back(exercise_.submission_source + ", line " +
                                     std::to_string(problem.line) + ": " + problem.message);
@@ -525,9 +512,9 @@ private:
             return;
         }
         check.details.push_back("\"" + submission_.sentence + "\"");
-        if (!exercise_.answers.example_sentence.empty() &&
-            normalized_sentence(submission_.sentence) ==
-                normalized_sentence(exercise_.answers.example_sentence)) {
+        if (!exercise_.example_sentence.empty() &&
+            text::comparison_key(submission_.sentence) ==
+                text::comparison_key(exercise_.example_sentence)) {
             check.details.push_back(
                 "flagged for review: this is the starter kit's example sentence, word for word");
         }

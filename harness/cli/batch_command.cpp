@@ -20,6 +20,7 @@
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader::cli {
 namespace {
@@ -80,23 +81,15 @@ double per_minute(const BatchStatus& status) {
     return status.elapsed_seconds > 0 ? status.graded * 60.0 / status.elapsed_seconds : 0.0;
 }
 
-std::string shorten(const std::string& text, std::size_t limit) {
-    if (text.size() <= limit) {
-        return text;
-    }
-    std::size_t cut = limit > 3 ? limit - 3 : 0;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
-        --cut;  // not inside a UTF-8 sequence
-    }
-    return text.substr(0, cut) + "...";
-}
-
+// One log line: whatever a submission made its folder name or its compiler say (an #error text
+// with terminal escapes, a newline that would forge a second line) is shown, never obeyed.
 std::string describe_graded(const GradedSubmission& graded) {
-    std::string line = "graded " + graded.student + ": " + to_string(graded.verdict) + " " +
-                       format_number(graded.score, 2) + "/" + format_number(graded.max_score, 2) +
-                       " (" + format_number(graded.wall_seconds, 2) + " s)";
+    std::string line = "graded " + text::visible_line(graded.student) + ": " +
+                       to_string(graded.verdict) + " " + format_number(graded.score, 2) + "/" +
+                       format_number(graded.max_score, 2) + " (" +
+                       format_number(graded.wall_seconds, 2) + " s)";
     if (graded.verdict != Verdict::pass && !graded.reason.empty()) {
-        line += ": " + shorten(graded.reason, 160);
+        line += ": " + text::shorten(text::visible_line(graded.reason), 160);
     }
     return line;
 }
@@ -115,7 +108,7 @@ public:
         std::fflush(stderr);
     }
     void submission_started(const std::string& student, const BatchStatus&) override {
-        spdlog::debug("grading {}", student);
+        spdlog::debug("grading {}", text::visible_line(student));
     }
     void submission_finished(const GradedSubmission& graded, const BatchStatus&) override {
         std::fprintf(stderr, "%s\n", describe_graded(graded).c_str());
@@ -161,10 +154,10 @@ private:
         if (!status.in_flight.empty()) {
             line += "  grading";
             for (const auto& student : status.in_flight) {
-                line += " " + student;
+                line += " " + text::visible_line(student);
             }
         }
-        std::fprintf(stderr, "\r%s\033[K", shorten(line, terminal_width() - 1).c_str());
+        std::fprintf(stderr, "\r%s\033[K", text::shorten(line, terminal_width() - 1).c_str());
         std::fflush(stderr);
         drawn_ = true;
     }
@@ -183,15 +176,22 @@ private:
 class SilentProgress : public BatchProgress {};
 
 int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& global) {
+    const std::string output_shown = text::visible_line(options.output.string());
     if (std::filesystem::exists(options.output) && !std::filesystem::is_directory(options.output)) {
-        spdlog::error("--output {} exists and is not a folder", options.output.string());
+        spdlog::error("--output {} exists and is not a folder", output_shown);
+        return kExitUsage;
+    }
+    try {
+        check_output_folder(options.submissions, options.output);
+    } catch (const BatchError& error) {
+        spdlog::error("{}", text::visible_line(error.what()));
         return kExitUsage;
     }
     if (!options.resume && options.only.empty() && output_has_reports(options.output)) {
         spdlog::error(
             "{} already holds reports from an earlier batch: add --resume to finish it "
             "(keeping the reports there), or choose another --output folder",
-            options.output.string());
+            output_shown);
         return kExitUsage;
     }
     const Exercise exercise =
@@ -223,11 +223,23 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
         result = run_batch(exercise, batch, progress);
     } catch (const BatchError& error) {
         terminal.finish();
-        spdlog::error("{}", error.what());
+        spdlog::error("{}", text::visible_line(error.what()));
         return kExitUsage;
     }
     if (on_terminal && !global.quiet) {
         terminal.finish();
+    }
+    // Said once for the class, not once per student.
+    if (!result.unconfined_compile.empty()) {
+        spdlog::warn(
+            "the students' code was compiled without confinement on this machine ({}): a "
+            "submission's compile could read any file this user can; grade in a container or on "
+            "a kernel with Landlock",
+            text::visible_line(result.unconfined_compile));
+    }
+    for (const auto& skipped : result.skipped) {
+        spdlog::warn("skipped '{}' in the class folder: {}", text::visible_line(skipped.name),
+                     skipped.reason);
     }
 
     const BatchStatus& status = result.status;
@@ -242,8 +254,14 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
             std::printf("%zu of them could not be graded by the harness: see their reports\n",
                         result.harness_errors);
         }
+        if (result.flagged > 0) {
+            std::printf(
+                "%zu submissions to look at twice (a shared or missing student id, a copied or "
+                "missing sentence): see the flags in the gradebook and the class page\n",
+                result.flagged);
+        }
         for (const auto& file : result.class_outputs) {
-            std::printf("wrote %s\n", file.string().c_str());
+            std::printf("wrote %s\n", text::visible_line(file.string()).c_str());
         }
         std::fflush(stdout);
     }

@@ -13,7 +13,7 @@
 #include "cli/locations.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
-#include "report/render.hpp"
+#include "text/text_safety.hpp"
 #include "report/writers.hpp"
 
 namespace grader::cli {
@@ -49,7 +49,7 @@ int run_explain(const ExplainCommandOptions& options) {
     const auto& explanation = worker.observations.lane_tables;
     if (!explanation) {
         const auto& stop = worker.observations.measurements.interruption;
-        std::cout << (stop ? report_detail::clean(stop->message)
+        std::cout << (stop ? text::visible(stop->message)
                            : std::string("the explanation could not be made"))
                   << "\n";
         return stop && !stop->students_fault ? kExitInternal : kExitFail;

@@ -49,19 +49,21 @@ int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
 
     const Report report = grade_submission(exercise, grade);
 
-    TextOptions text;
-    text.verbose = global.verbose;
+    ReportOptions written;
+    written.text.verbose = global.verbose;
+    written.prairielearn.compile_error_gradable = exercise.prairielearn.compile_error_gradable;
+    written.prairielearn.missing_file_gradable = exercise.prairielearn.missing_file_gradable;
     if (!options.output.empty()) {
-        text.color = false;
-        write_file_atomically(options.output, write_report(report, *format, text));
+        written.text.color = false;
+        write_file_atomically(options.output, write_report(report, *format, written));
         if (!global.quiet) {
-            text.color = use_color(STDOUT_FILENO);
-            std::cout << write_report(report, Format::text, text) << std::flush;
+            written.text.color = use_color(STDOUT_FILENO);
+            std::cout << write_report(report, Format::text, written) << std::flush;
             spdlog::info("report written to {}", options.output.string());
         }
     } else if (!global.quiet) {
-        text.color = *format == Format::text && use_color(STDOUT_FILENO);
-        std::cout << write_report(report, *format, text) << std::flush;
+        written.text.color = *format == Format::text && use_color(STDOUT_FILENO);
+        std::cout << write_report(report, *format, written) << std::flush;
     }
     return exit_code(report.verdict);
 }

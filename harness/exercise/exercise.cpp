@@ -1219,8 +1219,7 @@ void read_limits(const ExerciseReader& reader, const YAML::Node& limits, LimitsS
 
 void read_answers(const ExerciseReader& reader, const YAML::Node& answers, Exercise& exercise) {
     reader.expect_map(answers, "answers",
-                      {"key", "rows", "predicted", "measured", "measured_description",
-                       "example_sentence"});
+                      {"key", "rows", "predicted", "measured", "measured_description"});
     const YAML::Node key = reader.required(answers, "answers", "key");
     exercise.answers.key_field = reader.nonempty_text(key, "answers.key");
     const YAML::Node rows = find_value(answers, "rows");
@@ -1261,9 +1260,6 @@ void read_answers(const ExerciseReader& reader, const YAML::Node& answers, Exerc
     if (const YAML::Node node = find_value(answers, "measured_description"); node.IsDefined()) {
         exercise.answers.measured_description =
             reader.nonempty_text(node, "answers.measured_description");
-    }
-    if (const YAML::Node node = find_value(answers, "example_sentence"); node.IsDefined()) {
-        exercise.answers.example_sentence = reader.text(node, "answers.example_sentence");
     }
 }
 
@@ -1768,6 +1764,44 @@ const SubmissionRow* Submission::row(const Case& subject) const {
     return nullptr;
 }
 
+void read_platforms(const ExerciseReader& reader, const YAML::Node& node,
+                    PrairieLearnPolicy& prairielearn) {
+    reader.expect_map(node, "platforms", {"prairielearn"});
+    if (const YAML::Node pl = find_value(node, "prairielearn"); pl.IsDefined()) {
+        reader.expect_map(pl, "platforms.prairielearn",
+                          {"compile_error_gradable", "missing_file_gradable"});
+        if (const YAML::Node value = find_value(pl, "compile_error_gradable"); value.IsDefined()) {
+            prairielearn.compile_error_gradable =
+                reader.boolean(value, "platforms.prairielearn.compile_error_gradable");
+        }
+        if (const YAML::Node value = find_value(pl, "missing_file_gradable"); value.IsDefined()) {
+            prairielearn.missing_file_gradable =
+                reader.boolean(value, "platforms.prairielearn.missing_file_gradable");
+        }
+    }
+}
+
+// The starter kit's example is read as a submission is; its sentence is what a student must not
+// hand in unchanged, so an example without one is the instructor's mistake.
+void read_starter_example(const ExerciseReader& reader, const YAML::Node& node,
+                          Exercise& exercise) {
+    const std::string name = reader.nonempty_text(node, "starter_example");
+    const fs::path folder = fs::absolute(exercise.directory / name).lexically_normal();
+    std::error_code error;
+    if (!fs::is_regular_file(folder / exercise.submission_answers, error)) {
+        reader.fail(node.Mark(), "starter_example",
+                    "no " + exercise.submission_answers + " in " + quote(name) + " (looked for " +
+                        (folder / exercise.submission_answers).string() + ")");
+    }
+    const Submission example = load_submission(folder, exercise);
+    if (trim(example.sentence).empty()) {
+        reader.fail(node.Mark(), "starter_example",
+                    "the example in " + quote(name) + " has no sentence to compare with");
+    }
+    exercise.example_sentence = example.sentence;
+    exercise.example_student_id = example.student_id;
+}
+
 Exercise load_exercise(const fs::path& directory) {
     const fs::path file = directory / "exercise.yaml";
     const std::string shown_path = file.string();
@@ -1785,7 +1819,7 @@ Exercise load_exercise(const fs::path& directory) {
                       {"schema_version", "id", "title", "banks", "submission", "kernel",
                        "references", "shared_poison", "compile", "launch", "buffers", "inputs",
                        "strides", "ratios", "calibration", "simulator", "timing", "limits",
-                       "answers", "sentence_prompt", "checks"});
+                       "answers", "sentence_prompt", "checks", "starter_example", "platforms"});
 
     const YAML::Node version = reader.required(root, "", "schema_version");
     exercise.schema_version = reader.positive_int(version, "schema_version");
@@ -1875,6 +1909,12 @@ Exercise load_exercise(const fs::path& directory) {
                 }
             }
         }
+    }
+    if (const YAML::Node platforms = find_value(root, "platforms"); platforms.IsDefined()) {
+        read_platforms(reader, platforms, exercise.prairielearn);
+    }
+    if (const YAML::Node example = find_value(root, "starter_example"); example.IsDefined()) {
+        read_starter_example(reader, example, exercise);
     }
     return exercise;
 }

@@ -253,8 +253,6 @@ struct AnswersSpec {
     std::string predicted_field = "predicted_degree";
     std::string measured_field = "measured_ratio";
     std::string measured_description = "this stride's time divided by stride 1's";
-    // What a filled-in example of the answers says, so a copied sentence can be flagged.
-    std::string example_sentence;
 };
 
 // What the simulator may stand in for where there is no GPU.
@@ -263,6 +261,14 @@ struct SimulatorSpec {
     // shared-memory traffic); false where the model leaves out what dominates (global memory),
     // and then checks that need timing do not run on it.
     bool modeled_timing = true;
+};
+
+// PrairieLearn's advice for a submission it cannot grade at all (a file missing, a kernel that
+// does not compile) is "gradable": false, which does not count the attempt; an exercise chooses.
+// The defaults grade them, as a failure.
+struct PrairieLearnPolicy {
+    bool compile_error_gradable = true;
+    bool missing_file_gradable = true;
 };
 
 struct Exercise {
@@ -318,6 +324,15 @@ struct Exercise {
     const KernelSpec* oracle() const;
     // The model's conflict degree of a case: gcd(stride, banks) on a sweep, else the kernel's.
     std::optional<unsigned> model_degree(const Case& c) const;
+
+    // Optional settings, added after the first release.
+    // From the starter kit's filled-in example (`starter_example`, a submission folder): a
+    // sentence or an id handed in unchanged from it is flagged for the instructor's review.
+    // Empty where the exercise names no example.
+    std::string example_sentence;
+    std::string example_student_id;
+    // `platforms.prairielearn`: how PrairieLearn's results file treats an ungradable submission.
+    PrairieLearnPolicy prairielearn;
 };
 
 // Reads DIR/exercise.yaml. Throws ExerciseError naming file, line, column and field.

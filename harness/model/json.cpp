@@ -483,7 +483,12 @@ void to_json(json& j, const Report& v) {
              {"interruption", v.interruption ? json(*v.interruption) : json(nullptr)},
              {"stage_seconds", v.stage_seconds},
              {"ratio_base", v.ratio_base},
-             {"ratio_as_percent", v.ratio_as_percent}};
+             {"ratio_as_percent", v.ratio_as_percent},
+             {"sentence_review",
+              {{"same_as_example", v.sentence_review.same_as_example},
+               {"same_as_others", v.sentence_review.same_as_others}}},
+             {"missing_files", v.missing_files},
+             {"compile_error", v.compile_error}};
 }
 void from_json(const json& j, Report& v) {
     read(j, "schema_version", v.schema_version);
@@ -511,6 +516,12 @@ void from_json(const json& j, Report& v) {
     read(j, "stage_seconds", v.stage_seconds);
     read(j, "ratio_base", v.ratio_base);
     read(j, "ratio_as_percent", v.ratio_as_percent);
+    if (const auto review = j.find("sentence_review"); review != j.end() && review->is_object()) {
+        read(*review, "same_as_example", v.sentence_review.same_as_example);
+        read(*review, "same_as_others", v.sentence_review.same_as_others);
+    }
+    read(j, "missing_files", v.missing_files);
+    read(j, "compile_error", v.compile_error);
 }
 
 void to_json(json& j, const ExplainedLane& v) {

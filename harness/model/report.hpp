@@ -3,6 +3,7 @@
 // A graded result, as a plain value. Every report format is a writer over this; adding a format
 // never touches measurement or checks.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,17 @@ struct ReportRow {
     const OutputComparison* output(const std::string& input) const;
 };
 
+// A sentence set apart for the instructor's review: equal, once case, spacing and punctuation
+// are set aside, to the starter kit's example or to other students' in the same batch. Who the
+// others are is for the instructor (the gradebook and the class page name them); a student's own
+// report says only how many.
+struct SentenceReview {
+    bool same_as_example = false;
+    std::size_t same_as_others = 0;  // other submissions of the batch with the same sentence
+
+    bool flagged() const { return same_as_example || same_as_others > 0; }
+};
+
 struct Report {
     int schema_version = kReportSchemaVersion;
     std::string exercise_id;
@@ -85,6 +97,15 @@ struct Report {
     // How the tables read their ratios: "stride 1" or a kernel's label, and as a percentage.
     std::string ratio_base;
     bool ratio_as_percent = false;
+
+    // Added after schema version 1 was first published; fields only ever join at the end.
+    // The sentence compared with the starter kit's and the class's: set by `grader batch` once
+    // every grade of the class is in.
+    SentenceReview sentence_review;
+    // What kept the student's kernel from being graded, as facts a platform may treat apart
+    // (an exercise may tell PrairieLearn such a submission is not gradable): set by evaluate().
+    std::vector<std::string> missing_files;  // files the submission had to hold and did not
+    bool compile_error = false;              // NVRTC could not compile the student's kernel
 };
 
 }  // namespace grader

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "report/render.hpp"
+#include "text/text_safety.hpp"
 #include "report/writers.hpp"
 
 namespace grader {
@@ -46,7 +47,7 @@ std::string lane_table(const ExplainedWarp& warp) {
 }
 
 std::string line_name(const ExplainedLine& line) {
-    return (line.file.empty() ? std::string("line ") : report_detail::clean(line.file) + " line ") +
+    return (line.file.empty() ? std::string("line ") : text::visible_line(line.file) + " line ") +
            std::to_string(line.line) + (line.store ? " (store)" : " (load)");
 }
 
@@ -67,18 +68,18 @@ std::string hardware_text(const ExplainedLine& line) {
 }  // namespace
 
 std::string write_explanation_text(const Explanation& explanation, bool stats) {
-    using report_detail::clean;
+    using text::visible_line;
     std::string out;
     if (!explanation.problem.empty()) {
-        return clean(explanation.problem) + "\n";
+        return text::visible(explanation.problem) + "\n";
     }
-    out += clean(explanation.kernel_name) + " from " + clean(explanation.source_name) +
+    out += visible_line(explanation.kernel_name) + " from " + visible_line(explanation.source_name) +
            " on the PTX simulator (" + explanation.arch + "), " +
            std::to_string(explanation.grid_blocks) + " blocks of " +
            std::to_string(explanation.block_threads) + " threads; bank = (byte address / 4) % " +
            std::to_string(explanation.banks) + "\n";
     if (!explanation.hardware_note.empty()) {
-        out += clean(explanation.hardware_note) + "\n";
+        out += visible_line(explanation.hardware_note) + "\n";
     }
     for (const ExplainedStride& stride : explanation.strides) {
         out += "\n" + (stride.stride > 0 ? "stride " + std::to_string(stride.stride)
@@ -91,7 +92,7 @@ std::string write_explanation_text(const Explanation& explanation, bool stats) {
         }
         out += "\n";
         if (!stride.stopped.empty()) {
-            out += "  stopped (" + clean(stride.stopped) + ")\n";
+            out += "  stopped (" + visible_line(stride.stopped) + ")\n";
         }
         // The busiest line is the one the stride's degree is about: it gets its lane table even
         // when it is conflict free, so stride 3's 32 distinct banks can be seen.
@@ -104,7 +105,7 @@ std::string write_explanation_text(const Explanation& explanation, bool stats) {
                 continue;
             }
             if (line.max_degree <= 1 && line.requests < busiest) {
-                out += "  " + line_name(line) + ": " + clean(line.representative->banks) + "\n" +
+                out += "  " + line_name(line) + ": " + visible_line(line.representative->banks) + "\n" +
                        hardware_text(line);
                 continue;
             }
@@ -120,10 +121,10 @@ std::string write_explanation_text(const Explanation& explanation, bool stats) {
                                             : 0.0,
                           static_cast<unsigned long long>(line.requests));
             out += head + hardware_text(line) + lane_table(*line.representative) + "      " +
-                   clean(line.representative->banks) + "\n";
+                   visible_line(line.representative->banks) + "\n";
         }
         if (!stride.note.empty()) {
-            out += "  note: " + clean(stride.note) + "\n";
+            out += "  note: " + visible_line(stride.note) + "\n";
         }
     }
     if (stats) {

@@ -51,9 +51,15 @@ std::string report_file_name(Format format, bool several_in_one_folder) {
 }
 
 std::string write_report(const Report& report, Format format, const TextOptions& options) {
+    ReportOptions all;
+    all.text = options;
+    return write_report(report, format, all);
+}
+
+std::string write_report(const Report& report, Format format, const ReportOptions& options) {
     switch (format) {
         case Format::text:
-            return write_text(report, options);
+            return write_text(report, options.text);
         case Format::json:
             return write_json(report);
         case Format::markdown:
@@ -61,11 +67,11 @@ std::string write_report(const Report& report, Format format, const TextOptions&
         case Format::gradescope:
             return write_gradescope(report);
         case Format::prairielearn:
-            return write_prairielearn(report);
+            return write_prairielearn(report, options.prairielearn);
         case Format::junit:
             return write_junit(report);
     }
-    return write_text(report, options);
+    return write_text(report, options.text);
 }
 
 }  // namespace grader

@@ -3,45 +3,21 @@
 
 #include "report/render.hpp"
 #include "report/writers.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace report_detail {
 namespace {
 
-// Text from the report shown as text: markdown's punctuation escaped, so a student's sentence
-// or a kernel name cannot become a link, a heading or a table column.
+// Text from the report shown as text, on one line: markdown's punctuation escaped, so a
+// student's sentence or a kernel name cannot become a link, a heading or a table column.
 std::string inline_text(std::string_view raw) {
-    std::string out;
-    for (const char c : clean(raw)) {
-        switch (c) {
-            case '\\':
-            case '`':
-            case '*':
-            case '_':
-            case '[':
-            case ']':
-            case '<':
-            case '>':
-            case '|':
-            case '#':
-            case '~':
-            case '!':
-                out += '\\';
-                out += c;
-                break;
-            case '\n':
-                out += ' ';
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
+    return text::markdown_inline(raw);
 }
 
 // A fence longer than any run of backticks in the text, so the text cannot close it.
 std::string code_block(std::string_view raw, std::size_t max_lines) {
-    const std::string text = join(split_lines(clean(raw), max_lines), "\n");
+    const std::string text = join(split_lines(text::visible(raw), max_lines), "\n");
     std::size_t longest = 0;
     std::size_t run = 0;
     for (const char c : text) {
@@ -82,7 +58,10 @@ void table_markdown(const Table& table, std::string& out) {
 }
 
 const char* check_mark(const CheckResult& check) {
-    if (check.review) {
+    if (check.not_run()) {
+        return "⏭️";
+    }
+    if (check.review && check.passed()) {
         return "📝";
     }
     return check.passed() ? "✅" : "❌";
@@ -134,6 +113,10 @@ std::string write_markdown(const Report& report) {
     }
     if (!report.sentence.empty()) {
         out += "\n### Your sentence\n\n> " + inline_text(report.sentence) + "\n";
+        const std::string flag = sentence_flag_text(report.sentence_review);
+        if (!flag.empty()) {
+            out += "\n**" + inline_text(flag) + "**\n";
+        }
     }
     if (!report.compile_log.empty()) {
         out += "\n### Compile log\n\n" + code_block(report.compile_log, 200);

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/json.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace report_detail {
@@ -31,26 +33,38 @@ std::string dump(const Json& document) {
 std::string check_output(const CheckResult& check) {
     std::vector<std::string> lines;
     if (!check.message.empty()) {
-        lines.push_back(clean(check.message));
+        lines.push_back(text::visible(check.message));
     }
     for (const auto& detail : check.details) {
-        lines.push_back("  " + clean(detail));
+        lines.push_back("  " + text::visible(detail));
     }
     return join(lines, "\n");
 }
 
-std::string review_note() {
-    return "For your instructor's review: the machine does not score this.";
+// The review item's output: the note, why the sentence was set apart (if it was), the check.
+std::string review_output(const Report& report, const CheckResult& check) {
+    std::string output = "For your instructor's review: the machine does not score this.\n";
+    if (check.id == "sentence") {
+        const std::string flag = sentence_flag_text(report.sentence_review);
+        if (!flag.empty()) {
+            output += "Your sentence was " + flag + ".\n";
+        }
+    }
+    return output + check_output(check);
 }
 
 // Why there is no grade, for platforms that have no word for it.
 std::string ungradable_reason(const Report& report) {
-    std::string why = report.summary.empty() ? "grading did not finish" : clean(report.summary);
+    using text::visible_line;
+    std::string why =
+        report.summary.empty() ? "grading did not finish" : visible_line(report.summary);
     if (report.interruption) {
         const Interruption& stop = *report.interruption;
-        why += "\n" +
-               (stop.stage.empty() ? std::string() : "Stopped at " + clean(stop.stage) + ": ") +
-               clean(stop.message) + " (" + std::string(to_string(stop.kind)) + ")";
+        why +=
+            "\n" +
+            (stop.stage.empty() ? std::string() : "Stopped at " + visible_line(stop.stage) + ": ") +
+            visible_line(stop.message) +
+            " (" + std::string(to_string(stop.kind)) + ")";
     }
     return why;
 }
@@ -81,12 +95,12 @@ std::string write_gradescope(const Report& report) {
         if (check.review) {
             score = 0.0;
             max_score = 0.0;
-            test_output = review_note() + "\n" + check_output(check);
+            test_output = review_output(report, check);
         }
-        const json test{{"name", clean(check.title)},
+        const json test{{"name", text::visible_line(check.title)},
                         {"score", score},
                         {"max_score", max_score},
-                        {"status", check.review || check.passed() ? "passed" : "failed"},
+                        {"status", check.passed() ? "passed" : "failed"},
                         {"output", test_output},
                         {"visibility", "visible"}};
         tests.push_back(test);
@@ -104,11 +118,39 @@ std::string write_gradescope(const Report& report) {
     return dump(document);
 }
 
-std::string write_prairielearn(const Report& report) {
+namespace report_detail {
+namespace {
+
+// Why PrairieLearn should not count this attempt, or nullopt where it is a grade: an ungradable
+// verdict always; a missing file or a compile error where the exercise says so.
+std::optional<std::string> not_gradable_reason(const Report& report,
+                                               const PrairieLearnOptions& options) {
+    if (report.verdict == Verdict::ungradable) {
+        return "This submission could not be graded: " + ungradable_reason(report);
+    }
+    if (!options.missing_file_gradable && !report.missing_files.empty()) {
+        std::vector<std::string> files;
+        for (const auto& file : report.missing_files) {
+            files.push_back(text::visible_line(file));
+        }
+        return "This submission is missing " + join(files, " and ") +
+               ": add the files and submit again.";
+    }
+    if (!options.compile_error_gradable && report.compile_error) {
+        return "The kernel did not compile, so nothing could be graded: see the compile log, "
+               "fix the error and submit again.";
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+}  // namespace report_detail
+
+std::string write_prairielearn(const Report& report, const PrairieLearnOptions& options) {
     using namespace report_detail;
-    const bool ungradable = report.verdict == Verdict::ungradable;
+    const std::optional<std::string> not_gradable = not_gradable_reason(report, options);
     double fraction = 0.0;
-    if (!ungradable) {
+    if (!not_gradable) {
         if (report.max_score > 0.0) {
             fraction = std::clamp(finite_or_zero(report.score) / report.max_score, 0.0, 1.0);
         } else {
@@ -117,39 +159,48 @@ std::string write_prairielearn(const Report& report) {
     }
     std::string message = verdict_word(report.verdict) + " " + score_text(report);
     if (!report.summary.empty()) {
-        message += ": " + clean(report.summary);
+        message += ": " + text::visible_line(report.summary);
     }
 
     json tests = json::array();
     for (const auto& check : report.checks) {
-        std::string description = "check " + clean(check.id);
-        if (check.review) {
-            description += ", " + review_note();
+        std::string description = "check " + text::visible_line(check.id);
+        if (check.not_run()) {
+            description += ", not run";
+        } else if (check.review) {
+            description += ", for your instructor's review: the machine does not score this";
         } else if (!check.required) {
             description += ", optional";
         }
         std::vector<std::string> details;
         for (const auto& detail : check.details) {
-            details.push_back(clean(detail));
+            details.push_back(text::visible(detail));
         }
-        tests.push_back(
-            {{"name", clean(check.title)},
-             {"description", description},
-             {"points", check.review || ungradable ? 0.0 : finite_or_zero(check.points)},
-             {"max_points", check.review ? 0.0 : finite_or_zero(check.max_points)},
-             {"message", clean(check.message)},
-             {"output", join(details, "\n")}});
+        if (check.review && check.id == "sentence") {
+            const std::string flag = sentence_flag_text(report.sentence_review);
+            if (!flag.empty()) {
+                details.push_back("Your sentence was " + flag + ".");
+            }
+        }
+        // A result PrairieLearn does not grade puts no points at stake: every test is neutral,
+        // rather than a red 0 beside checks that passed.
+        const bool neutral = check.review || not_gradable.has_value();
+        tests.push_back({{"name", text::visible_line(check.title)},
+                         {"description", description},
+                         {"points", neutral ? 0.0 : finite_or_zero(check.points)},
+                         {"max_points", neutral ? 0.0 : finite_or_zero(check.max_points)},
+                         {"message", text::visible(check.message)},
+                         {"output", join(details, "\n")}});
     }
-    json document{{"gradable", !ungradable},
+    json document{{"gradable", !not_gradable},
                   {"score", fraction},
                   {"message", message},
                   {"output", render_text(report, TextOptions{false, false}, false)},
                   {"tests", tests}};
-    if (ungradable) {
+    if (not_gradable) {
         // PrairieLearn shows format_errors for a result it marks "invalid, not gradable", and
         // does not count the attempt against the student.
-        document["format_errors"] =
-            json::array({"This submission could not be graded: " + ungradable_reason(report)});
+        document["format_errors"] = json::array({*not_gradable});
     }
     return dump(document);
 }

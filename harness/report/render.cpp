@@ -8,6 +8,7 @@
 
 #include "common/text.hpp"
 #include "model/describe.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader::report_detail {
 namespace {
@@ -351,17 +352,23 @@ bool is_simulated(const Report& report) {
 
 std::string device_phrase(const Environment& environment) {
     const std::string arch = arch_name(environment.compute_capability);
-    const std::string backend = environment.backend.empty() ? "no backend" : environment.backend;
-    const std::string in_brackets = "(" + (arch.empty() ? "" : arch + ", ") + backend;
+    const std::string arch_part = arch.empty() ? "" : arch + ", ";
     if (environment.backend == "sim") {
-        return "on the PTX simulator " + in_brackets + "): costs are modeled";
+        return "on the PTX simulator (" + arch_part + "sim): costs are modeled";
     }
-    if (!environment.gpu_available) {
-        return "with no GPU " + in_brackets + ")";
+    if (environment.backend == "cuda") {
+        if (!environment.gpu_available) {
+            return "on the cuda backend, with no GPU found";
+        }
+        const std::string name = environment.device_name.empty()
+                                     ? "an unnamed GPU"
+                                     : text::visible_line(environment.device_name);
+        return "on " + name + " (" + arch_part + "cuda)";
     }
-    const std::string name =
-        environment.device_name.empty() ? "an unnamed GPU" : clean(environment.device_name);
-    return "on " + name + " " + in_brackets + ")";
+    // The worker resolves "auto"; a grade that stopped before it reported never learnt which.
+    const std::string asked =
+        environment.backend.empty() ? "" : " (" + text::visible_line(environment.backend) + ")";
+    return "before any backend ran" + asked;
 }
 
 std::string verdict_word(Verdict verdict) {
@@ -377,8 +384,11 @@ std::string verdict_word(Verdict verdict) {
 }
 
 std::string check_word(const CheckResult& check) {
+    if (check.not_run()) {
+        return "NOT RUN";
+    }
     if (check.review) {
-        return "REVIEW";
+        return check.passed() ? "REVIEW" : "FAIL";
     }
     return check.passed() ? "PASS" : "FAIL";
 }
@@ -400,9 +410,27 @@ std::string check_points(const CheckResult& check) {
 
 std::string student_name(const Report& report) {
     if (!report.student_id.empty()) {
-        return clean(report.student_id);
+        return text::visible_line(report.student_id);
     }
-    return report.submission.empty() ? "(no student id)" : clean(report.submission);
+    return report.submission.empty() ? "(no student id)" : text::visible_line(report.submission);
+}
+
+std::string sentence_flag_text(const SentenceReview& review) {
+    std::vector<std::string> reasons;
+    if (review.same_as_example) {
+        reasons.push_back("the same as the starter kit's example");
+    }
+    if (review.same_as_others == 1) {
+        reasons.push_back("the same as another submission's in this class");
+    } else if (review.same_as_others > 1) {
+        reasons.push_back("the same as " + std::to_string(review.same_as_others) +
+                          " other submissions' in this class");
+    }
+    if (reasons.empty()) {
+        return {};
+    }
+    return "set apart for your instructor's review: " + join(reasons, ", and ") +
+           " (case, spacing and punctuation aside)";
 }
 
 std::string thread_value(double value) {
@@ -413,49 +441,6 @@ std::string thread_value(double value) {
         return value > 0 ? "+infinity" : "-infinity";
     }
     return format_number(value, 6);
-}
-
-std::string clean(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
-    std::size_t i = 0;
-    while (i < text.size()) {
-        const auto byte = static_cast<unsigned char>(text[i]);
-        if (byte < 0x80) {
-            if (byte == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
-                ++i;  // a Windows line end is a line end
-                continue;
-            }
-            if ((byte < 0x20 && byte != '\n' && byte != '\t') || byte == 0x7F) {
-                char escaped[8];
-                std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
-                out += escaped;
-            } else {
-                out += static_cast<char>(byte);
-            }
-            ++i;
-            continue;
-        }
-        const std::size_t length = (byte & 0xE0) == 0xC0 ? 2 : (byte & 0xF0) == 0xE0 ? 3 : 4;
-        const bool valid = (byte & 0xC0) == 0xC0 && byte < 0xF8 && i + length <= text.size() &&
-                           !first_invalid_utf8(text.substr(i, length));
-        if (!valid) {
-            out += "\xEF\xBF\xBD";
-            ++i;
-            continue;
-        }
-        // C1 control characters (U+0080 to U+009F) move a terminal's cursor too.
-        if (length == 2 && byte == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
-            char escaped[10];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x",
-                          static_cast<unsigned>(static_cast<unsigned char>(text[i + 1])));
-            out += escaped;
-        } else {
-            out.append(text.substr(i, length));
-        }
-        i += length;
-    }
-    return out;
 }
 
 std::vector<std::string> split_lines(std::string_view text, std::size_t max_lines) {
@@ -486,16 +471,6 @@ std::string join(const std::vector<std::string>& lines, std::string_view separat
         out += lines[i];
     }
     return out;
-}
-
-std::size_t display_width(std::string_view text) {
-    std::size_t width = 0;
-    for (const char c : text) {
-        if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) {
-            ++width;
-        }
-    }
-    return width;
 }
 
 }  // namespace grader::report_detail

@@ -1,7 +1,8 @@
 #pragma once
 
-// Pieces the writers share: the tables as cells, numbers as the lesson writes them, and text made
-// safe to show. Internal to harness/report.
+// Pieces the writers share: the tables as cells, numbers as the lesson writes them, and the
+// words every format uses. Internal to harness/report. Text from outside the grader is made safe
+// by text/text_safety.hpp, where each writer puts it into its format.
 
 #include <string>
 #include <string_view>
@@ -50,23 +51,28 @@ bool named_in_details(const WrongValue& wrong, const std::vector<CheckResult>& c
 
 // "sm_90" from "9.0"; empty where the capability is unknown.
 std::string arch_name(const std::string& compute_capability);
-// "on NVIDIA H200 (sm_90, cuda)", or where there was no GPU or only the simulator, says so.
+// Where the grade's numbers came from, naming the backend actually used: "on NVIDIA H200
+// (sm_90, cuda)", "on the PTX simulator (sm_75, sim): costs are modeled, not timed", "on the cuda
+// backend, with no GPU found", or that grading stopped before a backend was chosen.
 std::string device_phrase(const Environment& environment);
 bool is_simulated(const Report& report);
 
 std::string verdict_word(Verdict verdict);           // "PASS", "FAIL", "UNGRADABLE"
-std::string check_word(const CheckResult& check);    // "PASS", "FAIL", "REVIEW"
+// "PASS", "FAIL", "NOT RUN" (its input was never produced), "REVIEW" (for the instructor), or
+// "FAIL" for a review item that was not given (an empty sentence).
+std::string check_word(const CheckResult& check);
 std::string points(double value);                    // "11", "10.5"
 std::string score_text(const Report& report);        // "11/13"
 std::string check_points(const CheckResult& check);  // "2/2"
+// The student id as one line, or the submission folder where the answers name none.
 std::string student_name(const Report& report);
+
+// Why the sentence was set apart for review, for the student's report ("the same as the
+// starter kit's example"); empty where it was not.
+std::string sentence_flag_text(const SentenceReview& review);
 
 // A value a thread held: "1024", "2047.5", or "NaN (never written)".
 std::string thread_value(double value);
-
-// Text shown as it is, without what could move a terminal's cursor or break a page: bytes that
-// are not UTF-8 become U+FFFD, control characters other than newline and tab become "\x1b".
-std::string clean(std::string_view text);
 
 // The lines of text, at most max_lines of them unless max_lines is 0; the last line then says
 // how many were left out.
@@ -76,8 +82,5 @@ std::string join(const std::vector<std::string>& lines, std::string_view separat
 
 // The text form without color: the heading, tables and logs, with or without the checks.
 std::string render_text(const Report& report, const TextOptions& options, bool with_checks);
-
-// The count of characters a terminal shows: UTF-8 code points.
-std::size_t display_width(std::string_view text);
 
 }  // namespace grader::report_detail

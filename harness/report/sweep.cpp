@@ -3,26 +3,27 @@
 #include <cstdio>
 
 #include "report/render.hpp"
+#include "text/text_safety.hpp"
 #include "report/writers.hpp"
 
 namespace grader {
 
 std::string write_sweep_text(const Sweep& sweep) {
-    using report_detail::clean;
+    using text::visible_line;
     std::string out;
     char line[200];
     const Environment& env = sweep.environment;
     const bool simulated = env.backend == "sim";
     if (simulated) {
-        out += "Backend: PTX simulator for compute capability " + clean(env.compute_capability) +
-               ", NVRTC " + clean(env.nvrtc_version) +
+        out += "Backend: PTX simulator for compute capability " + visible_line(env.compute_capability) +
+               ", NVRTC " + visible_line(env.nvrtc_version) +
                "; times are modeled costs, not milliseconds\n";
         std::snprintf(line, sizeof line, "Grid: %u blocks of %u threads, simulated\n\n",
                       env.grid_blocks, env.block_size);
     } else {
-        out += "GPU: " + clean(env.device_name) + " (compute capability " +
-               clean(env.compute_capability) + "), driver " + clean(env.driver_version) +
-               ", NVRTC " + clean(env.nvrtc_version) + "\n";
+        out += "GPU: " + visible_line(env.device_name) + " (compute capability " +
+               visible_line(env.compute_capability) + "), driver " + visible_line(env.driver_version) +
+               ", NVRTC " + visible_line(env.nvrtc_version) + "\n";
         std::snprintf(line, sizeof line, "Grid: %u blocks of %u threads (%d per SM)\n\n",
                       env.grid_blocks, env.block_size, env.blocks_per_sm);
     }
@@ -44,7 +45,7 @@ std::string write_sweep_text(const Sweep& sweep) {
         if (strided) {
             std::snprintf(line, sizeof line, "  %6d     %6s", row.stride, degree.c_str());
         } else {
-            std::snprintf(line, sizeof line, "  %-30s  %6s", clean(row.label).c_str(),
+            std::snprintf(line, sizeof line, "  %-30s  %6s", visible_line(row.label).c_str(),
                           degree.c_str());
         }
         out += line;
@@ -66,7 +67,7 @@ std::string write_sweep_text(const Sweep& sweep) {
                (calibration.detail.empty() ? "" : ": " + calibration.detail) + "\n";
     }
     if (sweep.interruption) {
-        out += "\nStopped: " + clean(sweep.interruption->message) + "\n";
+        out += "\nStopped: " + visible_line(sweep.interruption->message) + "\n";
     }
     if (!simulated) {
         std::snprintf(line, sizeof line, "\n%d timing rounds in %.3f s, seed %llu\n",

@@ -6,6 +6,7 @@
 
 #include "report/render.hpp"
 #include "report/writers.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace report_detail {
@@ -13,7 +14,8 @@ namespace {
 
 constexpr std::size_t kLogLines = 60;
 constexpr const char* kIndent = "  ";
-constexpr const char* kCheckIndent = "           ";  // under the title, past "[REVIEW] "
+constexpr std::size_t kCheckWordWidth = 10;           // "[NOT RUN] "
+constexpr const char* kCheckIndent = "            ";  // under the title, past the word
 
 // Wraps text in ANSI escapes only where the caller asked for color.
 class Painter {
@@ -51,7 +53,10 @@ public:
     }
     std::string check(const CheckResult& check) const {
         const std::string word = "[" + check_word(check) + "]";
-        if (check.review) {
+        if (check.not_run()) {
+            return paint(word, "2");
+        }
+        if (check.review && check.passed()) {
             return paint(word, "1;36");
         }
         return paint(word, check.passed() ? "1;32" : "1;31");
@@ -62,7 +67,7 @@ private:
 };
 
 std::string pad(const std::string& text, std::size_t width, bool left) {
-    const std::size_t shown = display_width(text);
+    const std::size_t shown = text::display_width(text);
     const std::string fill(width > shown ? width - shown : 0, ' ');
     return left ? text + fill : fill + text;
 }
@@ -71,11 +76,11 @@ void render_table(const Table& table, const Painter& painter, std::string& out) 
     out += painter.bold(table.title) + "\n";
     std::vector<std::size_t> widths(table.columns.size(), 0);
     for (std::size_t c = 0; c < table.columns.size(); ++c) {
-        widths[c] =
-            std::max(display_width(table.columns[c].top), display_width(table.columns[c].bottom));
+        widths[c] = std::max(text::display_width(table.columns[c].top),
+                             text::display_width(table.columns[c].bottom));
         for (const auto& row : table.rows) {
             if (c < row.size()) {
-                widths[c] = std::max(widths[c], display_width(row[c].text));
+                widths[c] = std::max(widths[c], text::display_width(row[c].text));
             }
         }
     }
@@ -105,34 +110,42 @@ void render_table(const Table& table, const Painter& painter, std::string& out) 
     }
 }
 
-void render_block(const std::string& title, const std::string& text, std::size_t max_lines,
+void render_block(const std::string& title, const std::string& raw, std::size_t max_lines,
                   const Painter& painter, std::string& out) {
     out += "\n" + painter.bold(title) + "\n";
-    for (const auto& line : split_lines(clean(text), max_lines)) {
+    for (const auto& line : split_lines(text::visible(raw), max_lines)) {
         out += kIndent + line + "\n";
     }
 }
 
 void render_environment(const Report& report, std::string& out) {
+    using text::visible_line;
     const Environment& env = report.environment;
     out += "\nEnvironment\n";
-    out += std::string(kIndent) + "exercise: " + clean(report.exercise_title) + " (" +
-           clean(report.exercise_id) + ")\n";
-    out +=
-        std::string(kIndent) + "submission: " + clean(report.submission) +
-        (report.claimed_gpu.empty() ? ""
-                                    : ", measured by the student on " + clean(report.claimed_gpu)) +
-        "\n";
-    out += std::string(kIndent) + "backend: " + clean(env.backend) +
-           ", device: " + (env.device_name.empty() ? "none" : clean(env.device_name)) +
+    out += std::string(kIndent) + "exercise: " + visible_line(report.exercise_title) + " (" +
+           visible_line(report.exercise_id) + ")\n";
+    out += std::string(kIndent) + "submission: " + visible_line(report.submission) +
+           (report.claimed_gpu.empty()
+                ? ""
+                : ", measured by the student on " + visible_line(report.claimed_gpu)) +
+           "\n";
+    out += std::string(kIndent) + "backend: " + visible_line(env.backend) +
+           ", device: " + (env.device_name.empty() ? "none" : visible_line(env.device_name)) +
            ", compute capability " +
-           (env.compute_capability.empty() ? "unknown" : clean(env.compute_capability)) + ", " +
-           std::to_string(env.sm_count) + " SMs\n";
-    out += std::string(kIndent) + "driver " + clean(env.driver_version) + ", NVRTC " +
-           clean(env.nvrtc_version) + ", grader " + clean(env.grader_version) + "\n";
+           (env.compute_capability.empty() ? "unknown" : visible_line(env.compute_capability)) +
+           ", " + std::to_string(env.sm_count) + " SMs\n";
+    out += std::string(kIndent) + "driver " + visible_line(env.driver_version) + ", NVRTC " +
+           visible_line(env.nvrtc_version) + ", grader " + visible_line(env.grader_version) + "\n";
     out += std::string(kIndent) + "grid: " + std::to_string(env.grid_blocks) + " blocks of " +
            std::to_string(env.block_size) + " threads, " + std::to_string(env.blocks_per_sm) +
            " blocks per SM\n";
+    if (!env.confinement.empty()) {
+        out +=
+            std::string(kIndent) + "compile confinement: " + visible_line(env.confinement) + "\n";
+    }
+    for (const auto& note : env.notes) {
+        out += std::string(kIndent) + "note: " + visible_line(note) + "\n";
+    }
     out += std::string(kIndent) + "seed " + std::to_string(report.seed) + ", " +
            std::to_string(report.timing_rounds) + " rounds, " +
            format_number(report.wall_seconds, 2) + " s in all\n";
@@ -145,15 +158,15 @@ void render_checks(const Report& report, const Painter& painter, std::string& ou
     out += "\n" + painter.bold("Checks") + "\n";
     for (const auto& check : report.checks) {
         const std::string word = "[" + check_word(check) + "]";
+        const char* kind = check.review ? "  (for review)" : check.required ? "" : "  (optional)";
         out += kIndent + painter.check(check) +
-               std::string(9 - std::min<std::size_t>(word.size(), 8), ' ') + clean(check.title) +
-               "  " + check_points(check) + (check.required || check.review ? "" : "  (optional)") +
-               "\n";
-        for (const auto& line : split_lines(clean(check.message))) {
+               std::string(kCheckWordWidth - std::min(word.size(), kCheckWordWidth - 1), ' ') +
+               text::visible_line(check.title) + "  " + check_points(check) + kind + "\n";
+        for (const auto& line : split_lines(text::visible(check.message))) {
             out += kCheckIndent + line + "\n";
         }
         for (const auto& detail : check.details) {
-            for (const auto& line : split_lines(clean(detail))) {
+            for (const auto& line : split_lines(text::visible(detail))) {
                 out += std::string(kCheckIndent) + kIndent + line + "\n";
             }
         }
@@ -162,8 +175,10 @@ void render_checks(const Report& report, const Painter& painter, std::string& ou
 
 void render_interruption(const Interruption& stop, const Painter& painter, std::string& out) {
     out += "\n" + painter.bold("Grading stopped") + "\n";
-    out += std::string(kIndent) + (stop.stage.empty() ? "" : "at " + clean(stop.stage) + ": ") +
-           clean(stop.message) + " (" + std::string(to_string(stop.kind)) + ")\n";
+    out += std::string(kIndent) +
+           (stop.stage.empty() ? "" : "at " + text::visible_line(stop.stage) + ": ") +
+           text::visible_line(stop.message) +
+           " (" + std::string(to_string(stop.kind)) + ")" + "\n";
     if (!stop.students_fault) {
         out += std::string(kIndent) +
                "The machine or the grader is at fault, not the submission: this grade does not "
@@ -177,10 +192,10 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
     const Painter painter(options.color);
     std::string out;
     out += painter.verdict(report.verdict) + "  " + painter.bold(score_text(report)) + "  " +
-           student_name(report) + "  " + clean(report.exercise_id) + "  " +
+           student_name(report) + "  " + text::visible_line(report.exercise_id) + "  " +
            device_phrase(report.environment) + "\n";
     if (!report.summary.empty()) {
-        out += clean(report.summary) + "\n";
+        out += text::visible_line(report.summary) + "\n";
     }
     if (options.verbose) {
         render_environment(report, out);
@@ -217,8 +232,12 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
     }
     if (!report.sentence.empty()) {
         out += "\n" + painter.bold("Your sentence") + "\n";
-        for (const auto& line : split_lines(clean(report.sentence))) {
+        for (const auto& line : split_lines(text::visible(report.sentence))) {
             out += kIndent + line + "\n";
+        }
+        const std::string flag = sentence_flag_text(report.sentence_review);
+        if (!flag.empty()) {
+            out += kIndent + painter.tone("(" + flag + ")", Tone::bad) + "\n";
         }
     }
     const std::size_t max_lines = options.verbose ? 0 : kLogLines;

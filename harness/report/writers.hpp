@@ -19,6 +19,20 @@ struct TextOptions {
     bool verbose = false;  // the environment, timing samples, and logs without a line limit
 };
 
+// How PrairieLearn's results treat a submission that could not be graded at all: the exercise
+// file decides (platforms.prairielearn); by default both are graded, as a failure. An ungradable
+// verdict is never gradable.
+struct PrairieLearnOptions {
+    bool compile_error_gradable = true;
+    bool missing_file_gradable = true;
+};
+
+// Everything a writer may be told besides the report.
+struct ReportOptions {
+    TextOptions text;
+    PrairieLearnOptions prairielearn;
+};
+
 enum class Format { text, json, markdown, gradescope, prairielearn, junit };
 
 // "text", "json", "markdown", "gradescope", "prairielearn" or "junit"; nullopt for anything else.
@@ -43,12 +57,16 @@ std::string write_markdown(const Report& report);
 // Gradescope's autograder results.json.
 std::string write_gradescope(const Report& report);
 
-// PrairieLearn's external grader results.json.
-std::string write_prairielearn(const Report& report);
+// PrairieLearn's external grader results.json. A result it is told not to grade
+// ("gradable": false) puts no points at stake in any test.
+std::string write_prairielearn(const Report& report, const PrairieLearnOptions& options = {});
 
-// JUnit XML: one testcase per check, for CI systems.
+// JUnit XML as the Jenkins xUnit plugin's junit-10.xsd allows it: one testcase per check, a
+// failure for a failed check, skipped for a check that did not run or a review item, an error
+// for an ungradable grade.
 std::string write_junit(const Report& report);
 
+std::string write_report(const Report& report, Format format, const ReportOptions& options);
 std::string write_report(const Report& report, Format format, const TextOptions& options);
 
 // `grader sweep`: the exercise's own kernels on this machine, and the calibration rules.

@@ -1,16 +1,15 @@
-#include "batch/class_outputs.hpp"
+#include "report/class_outputs.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <map>
 #include <set>
 #include <sstream>
 
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
@@ -41,6 +40,14 @@ bool plottable(double ratio) {
     return std::isfinite(ratio) && ratio > 0.0;
 }
 
+bool timed_on_gpu(const Report& report) {
+    return report.environment.backend == "cuda" && report.environment.gpu_available;
+}
+
+bool modeled(const Report& report) {
+    return report.environment.backend == "sim";
+}
+
 // The check columns: every check id in the order of the first report that has it.
 std::vector<CheckSummary> check_columns(const std::vector<const ClassEntry*>& sorted) {
     std::vector<CheckSummary> columns;
@@ -50,14 +57,198 @@ std::vector<CheckSummary> check_columns(const std::vector<const ClassEntry*>& so
                 std::any_of(columns.begin(), columns.end(),
                             [&](const CheckSummary& column) { return column.id == check.id; });
             if (!known) {
-                columns.push_back({check.id, check.title, check.max_points, 0, 0});
+                CheckSummary column;
+                column.id = check.id;
+                column.title = check.title;
+                column.max_points = check.max_points;
+                columns.push_back(column);
             }
         }
     }
     return columns;
 }
 
+// The stages that come before the student's kernel runs: a failure there is the root cause of
+// whatever follows, even where a later check still ran.
+bool before_the_kernel_runs(const CheckResult& check) {
+    return check.id == "submission_file" || check.id == "compile_abi";
+}
+
+struct RootCause {
+    std::string key;
+    std::string reason;
+};
+
+std::string check_reason(const CheckResult& check) {
+    return "Failed: " + (check.title.empty() ? check.id : check.title);
+}
+
+std::string stop_reason(const Interruption& stop) {
+    return "The kernel stopped: " + std::string(to_string(stop.kind)) +
+           (stop.stage.empty() ? "" : " at " + stop.stage);
+}
+
+// The first stage that failed, or nullopt where nothing did (a pass with full marks) or the grade
+// does not count (ungradable: listed apart).
+std::optional<RootCause> root_cause(const Report& report) {
+    if (report.verdict == Verdict::ungradable) {
+        return std::nullopt;
+    }
+    const std::optional<Interruption>& stop = report.interruption;
+    const bool kernel_stopped = stop && stop->students_fault;
+    for (const CheckResult& check : report.checks) {
+        if (check.review || check.status != CheckStatus::failed) {
+            continue;
+        }
+        if (kernel_stopped && !before_the_kernel_runs(check)) {
+            break;  // the stop explains the checks after it
+        }
+        return RootCause{"check:" + check.id, check_reason(check)};
+    }
+    if (kernel_stopped) {
+        return RootCause{"interruption:" + std::string(to_string(stop->kind)), stop_reason(*stop)};
+    }
+    if (report.verdict == Verdict::fail) {
+        return RootCause{"summary:" + report.summary,
+                         report.summary.empty() ? "No reason given" : report.summary};
+    }
+    return std::nullopt;
+}
+
+std::string trim_spaces(const std::string& text) {
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) {
+        return {};
+    }
+    return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+// Ids compare as people mean them: the same letters, whatever the case or surrounding spaces.
+std::string id_key(const std::string& id) {
+    std::string key = trim_spaces(id);
+    std::transform(key.begin(), key.end(), key.begin(), [](char c) {
+        return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    });
+    return key;
+}
+
+const CheckResult* find_check(const Report& report, const std::string& id) {
+    const auto found = std::find_if(report.checks.begin(), report.checks.end(),
+                                    [&](const CheckResult& check) { return check.id == id; });
+    return found == report.checks.end() ? nullptr : &*found;
+}
+
 }  // namespace
+
+std::vector<std::string> SubmissionFlags::lines() const {
+    std::vector<std::string> out;
+    if (no_id) {
+        out.push_back("no student id");
+    }
+    if (example_id) {
+        out.push_back("the starter kit's student id");
+    }
+    if (!same_id_as.empty()) {
+        std::string line = "same student id as ";
+        for (std::size_t i = 0; i < same_id_as.size(); ++i) {
+            line += (i > 0 ? ", " : "") + same_id_as[i];
+        }
+        out.push_back(line);
+    }
+    if (no_sentence) {
+        out.push_back("no sentence");
+    }
+    if (sentence_same_as_example) {
+        out.push_back("sentence same as the starter kit's example");
+    }
+    if (!same_sentence_as.empty()) {
+        std::string line = "sentence same as ";
+        for (std::size_t i = 0; i < same_sentence_as.size(); ++i) {
+            line += (i > 0 ? ", " : "") + same_sentence_as[i];
+        }
+        out.push_back(line);
+    }
+    return out;
+}
+
+std::map<std::string, SubmissionFlags> flag_submissions(const std::vector<ClassEntry>& entries,
+                                                        const ClassReportOptions& options) {
+    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
+    std::map<std::string, std::vector<std::string>> by_id;
+    std::map<std::string, std::vector<std::string>> by_sentence;
+    const std::string example_id = id_key(options.example_student_id);
+    const std::string example_sentence = text::comparison_key(options.example_sentence);
+    std::map<std::string, SubmissionFlags> flags;
+    for (const ClassEntry* entry : sorted) {
+        const Report& report = entry->report;
+        SubmissionFlags& mine = flags[entry->student_folder];
+        const std::string id = id_key(report.student_id);
+        if (id.empty()) {
+            mine.no_id = true;
+        } else {
+            mine.example_id = !example_id.empty() && id == example_id;
+            by_id[id].push_back(entry->student_folder);
+        }
+        const std::string sentence = text::comparison_key(report.sentence);
+        const CheckResult* review = find_check(report, "sentence");
+        // An answers file that could not be read has no sentence either; its own check says so.
+        mine.no_sentence =
+            review != nullptr ? review->status == CheckStatus::failed : sentence.empty();
+        if (!sentence.empty()) {
+            mine.sentence_same_as_example =
+                !example_sentence.empty() && sentence == example_sentence;
+            by_sentence[sentence].push_back(entry->student_folder);
+        }
+    }
+    const auto others = [](const std::vector<std::string>& group, const std::string& me) {
+        std::vector<std::string> rest;
+        for (const auto& folder : group) {
+            if (folder != me) {
+                rest.push_back(folder);
+            }
+        }
+        return rest;
+    };
+    for (const auto& [id, group] : by_id) {
+        if (group.size() > 1) {
+            for (const auto& folder : group) {
+                flags[folder].same_id_as = others(group, folder);
+            }
+        }
+    }
+    for (const auto& [sentence, group] : by_sentence) {
+        if (group.size() > 1) {
+            for (const auto& folder : group) {
+                flags[folder].same_sentence_as = others(group, folder);
+            }
+        }
+    }
+    for (auto it = flags.begin(); it != flags.end();) {
+        it = it->second.any() ? std::next(it) : flags.erase(it);
+    }
+    return flags;
+}
+
+SentenceReview sentence_review_of(const SubmissionFlags& flags) {
+    SentenceReview review;
+    review.same_as_example = flags.sentence_same_as_example;
+    review.same_as_others = flags.same_sentence_as.size();
+    return review;
+}
+
+std::string numbers_source(const Report& report) {
+    if (modeled(report)) {
+        return "modeled on the PTX simulator";
+    }
+    if (timed_on_gpu(report)) {
+        const std::string& device = report.environment.device_name;
+        return "timed on " + (device.empty() ? std::string("an unnamed GPU") : device);
+    }
+    if (report.environment.backend == "cuda") {
+        return "not measured: no GPU";
+    }
+    return "not measured: grading stopped first";
+}
 
 std::string class_reason(const Report& report) {
     if (report.interruption) {
@@ -81,16 +272,6 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
     summary.checks = check_columns(sorted);
 
     std::map<std::string, FailureReason> reasons;
-    const auto add_reason = [&](const std::string& key, const std::string& text,
-                                const std::string& folder) {
-        FailureReason& reason = reasons[key];
-        reason.key = key;
-        reason.reason = text;
-        if (reason.folders.empty() || reason.folders.back() != folder) {
-            reason.folders.push_back(folder);  // entries arrive sorted: one push per submission
-        }
-    };
-
     std::map<int, std::vector<double>> student_ratios;
     std::map<int, std::vector<double>> reference_ratios;
     std::set<std::string> devices;
@@ -106,6 +287,7 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
                 break;
             case Verdict::ungradable:
                 ++summary.ungradable;
+                summary.not_graded.push_back({entry->student_folder, class_reason(report)});
                 break;
         }
         summary.max_score = std::max(summary.max_score, report.max_score);
@@ -118,39 +300,30 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
         if (summary.exercise_title.empty()) {
             summary.exercise_title = report.exercise_title;
         }
-        if (!report.environment.device_name.empty()) {
-            devices.insert(report.environment.device_name);
+        if (timed_on_gpu(report)) {
+            ++summary.timed;
+            if (!report.environment.device_name.empty()) {
+                devices.insert(report.environment.device_name);
+            }
+        } else if (modeled(report)) {
+            ++summary.modeled;
         }
 
-        bool explained = false;
         for (const CheckResult& check : report.checks) {
             for (CheckSummary& column : summary.checks) {
                 if (column.id == check.id) {
                     ++column.reported;
-                    column.passed += check.passed() ? 1 : 0;
+                    column.passed += check.status == CheckStatus::passed ? 1 : 0;
+                    column.failed += check.status == CheckStatus::failed ? 1 : 0;
+                    column.not_run += check.status == CheckStatus::not_run ? 1 : 0;
                 }
             }
-            if (!check.passed() && !check.review) {
-                add_reason("check:" + check.id,
-                           "Failed: " + (check.title.empty() ? check.id : check.title),
-                           entry->student_folder);
-                explained = true;
-            }
         }
-        if (report.interruption) {
-            const Interruption& stop = *report.interruption;
-            std::string text = "Grading stopped: " + std::string(to_string(stop.kind));
-            if (!stop.students_fault) {
-                text += " (not the student's fault)";
-            }
-            add_reason("interruption:" + std::string(to_string(stop.kind)) + (stop.students_fault ? "" : ":machine"), text,
-                       entry->student_folder);
-            explained = true;
-        }
-        if (!explained && report.verdict != Verdict::pass) {
-            add_reason("summary:" + report.summary,
-                       report.summary.empty() ? "No reason given" : report.summary,
-                       entry->student_folder);
+        if (const auto cause = root_cause(report)) {
+            FailureReason& reason = reasons[cause->key];
+            reason.key = cause->key;
+            reason.reason = cause->reason;
+            reason.folders.push_back(entry->student_folder);  // entries arrive sorted
         }
 
         // The reference kernel is timed in every grade; where a grade has no reference row at a
@@ -222,7 +395,7 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
         }
         summary.strides.push_back(row);
     }
-    summary.devices.assign(devices.begin(), devices.end());
+    summary.timed_on.assign(devices.begin(), devices.end());
     return summary;
 }
 
@@ -230,28 +403,6 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
 // Gradebook CSV
 
 namespace {
-
-// A spreadsheet runs a cell that starts with one of these as a formula; student ids and folder
-// names are untrusted, so such a cell is prefixed with an apostrophe, which shows as text.
-std::string csv_text_field(const std::string& text) {
-    std::string value = text;
-    if (!value.empty() && (value[0] == '=' || value[0] == '+' || value[0] == '-' ||
-                           value[0] == '@' || value[0] == '\t' || value[0] == '\r')) {
-        value.insert(value.begin(), '\'');
-    }
-    if (value.find_first_of(",\"\r\n") == std::string::npos) {
-        return value;
-    }
-    std::string quoted = "\"";
-    for (char c : value) {
-        quoted += c;
-        if (c == '"') {
-            quoted += '"';
-        }
-    }
-    quoted += '"';
-    return quoted;
-}
 
 void append_csv_row(std::string& out, const std::vector<std::string>& fields) {
     for (std::size_t i = 0; i < fields.size(); ++i) {
@@ -263,47 +414,70 @@ void append_csv_row(std::string& out, const std::vector<std::string>& fields) {
     out += "\r\n";  // RFC 4180 line end
 }
 
+std::string joined(const std::vector<std::string>& lines, const char* separator) {
+    std::string out;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        out += (i > 0 ? separator : "") + lines[i];
+    }
+    return out;
+}
+
 }  // namespace
 
-std::string write_gradebook_csv(const std::vector<ClassEntry>& entries) {
+std::string write_gradebook_csv(const std::vector<ClassEntry>& entries,
+                                const ClassReportOptions& options) {
     const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
     const std::vector<CheckSummary> columns = check_columns(sorted);
+    const auto flags = flag_submissions(entries, options);
 
     std::string out;
-    std::vector<std::string> header = {"student", "folder", "score", "max_score", "verdict"};
+    std::vector<std::string> header = {"folder",    "student_id", "score",
+                                       "max_score", "verdict",    "numbers"};
     for (const CheckSummary& column : columns) {
-        header.push_back(csv_text_field(column.id));
+        header.push_back(text::csv_field(column.id));
     }
+    header.push_back("flags");
     header.push_back("reason");
     append_csv_row(out, header);
 
     for (const ClassEntry* entry : sorted) {
         const Report& report = entry->report;
+        // An ungradable submission has no score: a 0, or points per check, imported into a
+        // gradebook would read as the student's when the machine or the harness stopped the grade.
+        const bool graded = report.verdict != Verdict::ungradable;
         std::vector<std::string> row;
-        row.push_back(csv_text_field(report.student_id));
-        row.push_back(csv_text_field(entry->student_folder));
-        // An ungradable submission has no score: a 0 imported into a gradebook would read as
-        // the student's, when the machine or the harness stopped the grade.
-        row.push_back(report.verdict == Verdict::ungradable ? "" : format_number(report.score, 2));
+        row.push_back(text::csv_field(entry->student_folder));
+        row.push_back(text::csv_field(report.student_id));
+        row.push_back(graded ? format_number(report.score, 2) : "");
         row.push_back(format_number(report.max_score, 2));
         row.push_back(to_string(report.verdict));
+        row.push_back(text::csv_field(numbers_source(report)));
         for (const CheckSummary& column : columns) {
-            const auto check =
-                std::find_if(report.checks.begin(), report.checks.end(),
-                             [&](const CheckResult& result) { return result.id == column.id; });
-            row.push_back(check == report.checks.end() ? "" : format_number(check->points, 2));
+            const CheckResult* check = find_check(report, column.id);
+            if (!graded || check == nullptr) {
+                row.push_back("");
+            } else if (check->not_run()) {
+                row.push_back("not run");
+            } else {
+                row.push_back(format_number(check->points, 2));
+            }
         }
-        row.push_back(csv_text_field(class_reason(report)));
+        const auto mine = flags.find(entry->student_folder);
+        row.push_back(mine == flags.end() ? ""
+                                          : text::csv_field(joined(mine->second.lines(), "; ")));
+        row.push_back(text::csv_field(class_reason(report)));
         append_csv_row(out, row);
     }
     return out;
 }
 
 // ---------------------------------------------------------------------------------------------
-// JSON summary
+// JSON summary: its text for people (reasons, skipped names) is shown on one line as the
+// gradebook shows it, so a reader that prints the strings prints no control character either.
 
 std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
-                                     const nlohmann::json& run_info) {
+                                     const nlohmann::json& run_info,
+                                     const ClassReportOptions& options) {
     const ClassSummary summary = summarize_class(entries);
     using nlohmann::json;
     const auto optional_number = [](const std::optional<double>& value) {
@@ -317,14 +491,20 @@ std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
                           {"max_points", check.max_points},
                           {"reported", check.reported},
                           {"passed", check.passed},
-                          {"failed", check.reported - check.passed}});
+                          {"failed", check.failed},
+                          {"not_run", check.not_run}});
     }
     json reasons = json::array();
     for (const FailureReason& reason : summary.failure_reasons) {
-        reasons.push_back({{"key", reason.key},
-                           {"reason", reason.reason},
+        reasons.push_back({{"key", text::visible_line(reason.key)},
+                           {"reason", text::visible_line(reason.reason)},
                            {"count", reason.folders.size()},
                            {"folders", reason.folders}});
+    }
+    json not_graded = json::array();
+    for (const NotGraded& entry : summary.not_graded) {
+        not_graded.push_back(
+            {{"folder", entry.folder}, {"reason", text::visible_line(entry.reason)}});
     }
     json strides = json::array();
     for (const StrideSummary& stride : summary.strides) {
@@ -340,6 +520,19 @@ std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
                            {"student_ratio", ratio},
                            {"reference_ratio", optional_number(stride.reference_ratio)}});
     }
+    json flags = json::object();
+    for (const auto& [folder, mine] : flag_submissions(entries, options)) {
+        flags[folder] = {{"no_id", mine.no_id},
+                         {"example_id", mine.example_id},
+                         {"same_id_as", mine.same_id_as},
+                         {"no_sentence", mine.no_sentence},
+                         {"sentence_same_as_example", mine.sentence_same_as_example},
+                         {"same_sentence_as", mine.same_sentence_as}};
+    }
+    json skipped = json::array();
+    for (const SkippedEntry& entry : options.skipped) {
+        skipped.push_back({{"name", text::visible_line(entry.name)}, {"reason", entry.reason}});
+    }
 
     json out = {
         {"schema_version", 1},
@@ -353,10 +546,15 @@ std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
           {"mean", optional_number(summary.mean_score)},
           {"median", optional_number(summary.median_score)},
           {"max_score", summary.max_score}}},
+        {"numbers",
+         {{"timed", summary.timed}, {"modeled", summary.modeled}, {"timed_on", summary.timed_on}}},
         {"checks", checks},
         {"failure_reasons", reasons},
+        {"not_graded", not_graded},
+        {"flags", flags},
+        {"skipped", skipped},
         {"strides", strides},
-        {"devices", summary.devices},
+        {"devices", summary.timed_on},
         {"run", run_info},
     };
     // Student strings may hold bytes that are not UTF-8; they must not stop the class's summary.
@@ -369,52 +567,7 @@ std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
 namespace {
 
 std::string escape_html(const std::string& text) {
-    std::string out;
-    out.reserve(text.size());
-    for (char c : text) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&#39;";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
-}
-
-// The link to a student's report stays a relative path on disk whatever the folder is called:
-// every byte but unreserved ones and '/' is percent-encoded (so "javascript:" loses its colon),
-// and a leading '/' gets a '.' (so "//host" cannot name another machine).
-std::string relative_href(const std::string& link) {
-    static const char* hex = "0123456789ABCDEF";
-    std::string out;
-    for (char c : link) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (std::isalnum(byte) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
-            out += c;
-        } else {
-            out += '%';
-            out += hex[byte >> 4];
-            out += hex[byte & 0x0F];
-        }
-    }
-    if (!out.empty() && out[0] == '/') {
-        out.insert(out.begin(), '.');
-    }
-    return out;
+    return text::html_line(text);
 }
 
 // A coordinate with one decimal: enough for a screen, short in the file.
@@ -447,6 +600,20 @@ double jitter(const std::string& folder, int stride) {
     return static_cast<double>(hash % 1000) / 999.0 - 0.5;  // in [-0.5, 0.5]
 }
 
+// What the class's ratios are: every page label follows from it, so a class graded on the
+// simulator is never said to be timed.
+enum class Numbers { none, timed, modeled, mixed };
+
+Numbers numbers_of(const ClassSummary& summary) {
+    if (summary.timed > 0 && summary.modeled > 0) {
+        return Numbers::mixed;
+    }
+    if (summary.modeled > 0) {
+        return Numbers::modeled;
+    }
+    return summary.timed > 0 ? Numbers::timed : Numbers::none;
+}
+
 constexpr const char* kStyle = R"(
 :root { color-scheme: light; }
 body { margin: 0; background: #f5f6f8; color: #1f2328;
@@ -475,7 +642,7 @@ th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #e4e7eb;
 th { background: #f6f8fa; font-weight: 600; }
 td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
 td.reason { color: #57606a; max-width: 420px; overflow-wrap: anywhere; white-space: pre-wrap; }
-td.folder, td.folders, td.student { overflow-wrap: anywhere; white-space: pre-wrap; max-width: 200px; }
+td.folder, td.folders, td.student, td.name { overflow-wrap: anywhere; white-space: pre-wrap; max-width: 200px; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; color: #fff;
   font-size: 12.5px; font-weight: 600; }
 .badge.pass { background: #2e7d32; } .badge.fail { background: #c62828; }
@@ -485,6 +652,9 @@ a { color: #0b57d0; }
 table.compact { font-size: 13px; }
 table.compact th, table.compact td { padding: 3px 7px; }
 table.compact tbody th { background: none; font-weight: 600; white-space: nowrap; }
+svg .no-data { font-size: 15px; fill: #57606a; }
+td.flags { color: #8a4b00; overflow-wrap: anywhere; max-width: 260px; }
+td.numbers { color: #57606a; white-space: nowrap; }
 )";
 
 void write_verdict_counts(std::ostringstream& html, const ClassSummary& summary) {
@@ -579,19 +749,34 @@ void write_score_histogram(std::ostringstream& html, const ClassSummary& summary
          << view_height - 10 << "\" text-anchor=\"middle\">score (points, out of "
          << format_number(summary.max_score, 2) << ")</text>\n"
          << "<text class=\"axis-title\" transform=\"translate(16 " << top_margin + plot_height / 2
-         << ") rotate(-90)\" text-anchor=\"middle\">submissions</text>\n</svg>\n"
+         << ") rotate(-90)\" text-anchor=\"middle\">submissions</text>\n";
+    if (summary.graded_scores.empty()) {
+        html << "<text class=\"no-data\" x=\"" << left + plot_width / 2 << "\" y=\""
+             << top_margin + plot_height / 2 << "\" text-anchor=\"middle\">No data: no submission "
+             << "was graded, so there is no score to show.</text>\n";
+    }
+    html << "</svg>\n"
          << "<p class=\"note\">Graded submissions only (" << summary.graded_scores.size()
          << "); ungradable ones (" << summary.ungradable << ") have no score.</p>\n</section>\n";
 }
 
 void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
                        const std::vector<const ClassEntry*>& sorted) {
+    const Numbers numbers = numbers_of(summary);
     std::vector<int> strides;
     for (const StrideSummary& row : summary.strides) {
         strides.push_back(row.stride);
     }
+    const char* title = numbers == Numbers::timed     ? "Measured ratio per stride"
+                        : numbers == Numbers::modeled ? "Modeled cost ratio per stride"
+                        : numbers == Numbers::mixed   ? "Ratio per stride, timed and modeled"
+                                                      : "Ratio per stride";
+    const char* axis = numbers == Numbers::timed     ? "time / time at stride 1 (log scale)"
+                       : numbers == Numbers::modeled ? "modeled cost / modeled cost at stride 1 "
+                                                       "(log scale)"
+                                                     : "ratio to stride 1 (log scale)";
     html << "<section class=\"card\" aria-labelledby=\"ratio-chart-title\">\n"
-         << "<h2 id=\"ratio-chart-title\">Measured ratio per stride</h2>\n";
+         << "<h2 id=\"ratio-chart-title\">" << title << "</h2>\n";
 
     // The y axis is log2 from a power of two under every value to one above, bounded so that
     // one absurd ratio cannot flatten the class; values past the bounds sit on the edge.
@@ -624,8 +809,13 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
 
     html << "<svg id=\"ratio-chart\" viewBox=\"0 0 " << view_width << ' ' << view_height
          << "\" width=\"" << view_width << "\" height=\"" << view_height
-         << "\" role=\"img\" aria-label=\"Time ratio to stride 1 per stride, each student, the "
-            "reference kernel and the model\">\n";
+         << "\" role=\"img\" aria-label=\"" << title
+         << ": each student, the reference kernel and the model\" data-numbers=\""
+         << (numbers == Numbers::timed     ? "timed"
+             : numbers == Numbers::modeled ? "modeled"
+             : numbers == Numbers::mixed   ? "mixed"
+                                           : "none")
+         << "\">\n";
     for (int power = low_power; power <= high_power; ++power) {
         const double y = y_of(std::ldexp(1.0, power));
         html << "<line class=\"grid\" x1=\"" << left << "\" x2=\"" << left + plot_width
@@ -649,8 +839,14 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
          << view_height - 10
          << "\" text-anchor=\"middle\">stride (words); under it the model's "
             "conflict degree gcd(stride, 32)</text>\n"
-         << "<text class=\"axis-title\" transform=\"translate(18 " << top_margin + plot_height / 2
-         << ") rotate(-90)\" text-anchor=\"middle\">time / time at stride 1 (log scale)</text>\n";
+         << "<text class=\"axis-title\" id=\"ratio-axis\" transform=\"translate(18 "
+         << top_margin + plot_height / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << axis
+         << "</text>\n";
+    if (strides.empty()) {
+        html << "<text class=\"no-data\" x=\"" << left + plot_width / 2 << "\" y=\""
+             << top_margin + plot_height / 2 << "\" text-anchor=\"middle\">No data: no kernel "
+             << "was timed or modeled in this class, so there is no ratio to plot.</text>\n";
+    }
 
     // The model: the conflict degree on the same axis, which is the ratio a kernel whose time
     // were all bank requests would show. Strides are categories, so nothing joins the marks.
@@ -664,6 +860,7 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     }
 
     for (const ClassEntry* entry : sorted) {
+        const bool is_modeled = modeled(entry->report);
         for (const ReportRow& row : entry->report.rows) {
             if (row.kernel != "student" || !row.ratio || !plottable(*row.ratio)) {
                 continue;
@@ -671,12 +868,17 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
             const auto index = static_cast<std::size_t>(
                 std::find(strides.begin(), strides.end(), row.stride) - strides.begin());
             const double x = x_of(index) + jitter(entry->student_folder, row.stride) * band * 0.5;
+            const char* color = verdict_color(entry->report.verdict);
+            // Where a class mixes both, a modeled dot is hollow.
+            const bool hollow = is_modeled && numbers == Numbers::mixed;
             html << "<circle class=\"student-dot\" data-verdict=\""
-                 << to_string(entry->report.verdict) << "\" cx=\"" << svg_number(x) << "\" cy=\""
+                 << to_string(entry->report.verdict) << "\" data-numbers=\""
+                 << (is_modeled ? "modeled" : "timed") << "\" cx=\"" << svg_number(x) << "\" cy=\""
                  << svg_number(y_of(*row.ratio)) << "\" r=\"3.5\" fill=\""
-                 << verdict_color(entry->report.verdict) << "\" fill-opacity=\"0.7\"><title>"
-                 << escape_html(entry->student_folder) << ": stride " << row.stride << ", ratio "
-                 << format_number(*row.ratio, 3) << "</title></circle>\n";
+                 << (hollow ? "none" : color) << "\" stroke=\"" << color
+                 << "\" fill-opacity=\"0.7\"><title>" << escape_html(entry->student_folder)
+                 << ": stride " << row.stride << ", " << (is_modeled ? "modeled " : "timed ")
+                 << "ratio " << format_number(*row.ratio, 3) << "</title></circle>\n";
         }
     }
 
@@ -695,9 +897,9 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     // Legend, one row above the plot.
     double legend_x = left;
     const double legend_y = 16;
-    const auto legend_text = [&](const std::string& text, double advance) {
+    const auto legend_text = [&](const std::string& label, double advance) {
         html << "<text x=\"" << svg_number(legend_x + 20) << "\" y=\"" << svg_number(legend_y + 4)
-             << "\">" << text << "</text>\n";
+             << "\">" << label << "</text>\n";
         legend_x += advance;
     };
     html << "<g id=\"ratio-legend\">\n";
@@ -716,13 +918,35 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     legend_text("model: degree gcd(stride, 32)", 0);
     html << "</g>\n</svg>\n";
 
-    html << "<p class=\"note\">Each dot is one student's kernel at one stride, timed in that "
-            "student's grade: its time over its own time at stride 1 (dots are spread sideways "
-            "so they do not hide each other). The blue bar is the reference kernel, timed in the "
-            "same grades (median over the grades). The square is the model's conflict degree "
-            "gcd(stride, 32) on the same axis: the ratio a kernel would show if its time were "
-            "all bank requests. Measured ratios can sit below it where stride 1 has costs of its "
-            "own; the grade compares each student with the reference, not with the degree.</p>\n";
+    html << "<p class=\"note\" id=\"ratio-note\">";
+    switch (numbers) {
+        case Numbers::timed:
+            html << "Each dot is one student's kernel at one stride, timed on a GPU in that "
+                    "student's grade: its time over its own time at stride 1";
+            break;
+        case Numbers::modeled:
+            html << "No GPU timed these numbers: the class was graded on the PTX simulator. Each "
+                    "dot is one student's kernel at one stride, as the simulator modeled it in "
+                    "that student's grade: its modeled cost (instructions plus 20 per "
+                    "shared-memory wavefront) over its own modeled cost at stride 1";
+            break;
+        case Numbers::mixed:
+            html << "This class mixes grades timed on a GPU (filled dots) and grades modeled on "
+                    "the PTX simulator (hollow dots: modeled costs, not times); each student's "
+                    "kind is in the table below. Each dot is one student's kernel at one stride, "
+                    "over its own value at stride 1";
+            break;
+        case Numbers::none:
+            html << "Each dot would be one student's kernel at one stride, over its own value at "
+                    "stride 1";
+            break;
+    }
+    html << " (dots are spread sideways so they do not hide each other). The blue bar is the "
+            "reference kernel in the same grades (median over the grades). The square is the "
+            "model's conflict degree gcd(stride, 32) on the same axis: the ratio a kernel would "
+            "show if its cost were all bank requests. Ratios can sit below it where stride 1 has "
+            "costs of its own; the grade compares each student with the reference, not with the "
+            "degree.</p>\n";
 
     // Strides across, so the table stays short however many strides the class drew.
     bool header_row = true;
@@ -755,15 +979,16 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
 
 void write_failure_reasons(std::ostringstream& html, const ClassSummary& summary) {
     html << "<section class=\"card\" aria-labelledby=\"failure-reasons-title\">\n"
-         << "<h2 id=\"failure-reasons-title\">Failure reasons</h2>\n"
+         << "<h2 id=\"failure-reasons-title\">Failure reasons, by root cause</h2>\n"
          << "<table id=\"failure-reasons\">\n<thead><tr><th class=\"number\">#</th>"
-         << "<th>reason</th><th class=\"number\">submissions</th><th>folders</th></tr></thead>\n"
-         << "<tbody>\n";
+         << "<th>root cause</th><th class=\"number\">submissions</th><th>folders</th></tr>"
+         << "</thead>\n<tbody>\n";
     constexpr std::size_t kFoldersShown = 12;
     std::size_t rank = 0;
     for (const FailureReason& reason : summary.failure_reasons) {
-        html << "<tr class=\"failure-reason\"><td class=\"number\">" << ++rank << "</td><td>"
-             << escape_html(reason.reason) << "</td><td class=\"number\">" << reason.folders.size()
+        html << "<tr class=\"failure-reason\" data-key=\"" << escape_html(reason.key)
+             << "\"><td class=\"number\">" << ++rank << "</td><td>" << escape_html(reason.reason)
+             << "</td><td class=\"number\">" << reason.folders.size()
              << "</td><td class=\"folders\">";
         for (std::size_t i = 0; i < reason.folders.size() && i < kFoldersShown; ++i) {
             html << (i > 0 ? ", " : "") << escape_html(reason.folders[i]);
@@ -774,18 +999,103 @@ void write_failure_reasons(std::ostringstream& html, const ClassSummary& summary
         html << "</td></tr>\n";
     }
     if (summary.failure_reasons.empty()) {
-        html << "<tr><td colspan=\"4\">Every submission passed every check.</td></tr>\n";
+        html << "<tr><td colspan=\"4\">No graded submission lost a point.</td></tr>\n";
     }
-    html << "</tbody>\n</table>\n<p class=\"note\">A submission counts once under each check it "
-            "failed, so the counts add up to more than the failures.</p>\n</section>\n";
+    html << "</tbody>\n</table>\n<p class=\"note\">Each submission counts once, under the first "
+            "stage that failed: the answers file, the compile, the kernel stopping, then the "
+            "checks in the exercise's order. Checks that did not run because of it are not "
+            "failures of their own (see the checks below); ungradable submissions are listed "
+            "apart.</p>\n</section>\n";
 }
 
-void write_students(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted) {
+void write_checks(std::ostringstream& html, const ClassSummary& summary) {
+    html << "<section class=\"card\" aria-labelledby=\"checks-title\">\n"
+         << "<h2 id=\"checks-title\">Checks</h2>\n"
+         << "<table id=\"checks\" class=\"compact\">\n<thead><tr><th>check</th>"
+         << "<th class=\"number\">passed</th><th class=\"number\">failed</th>"
+         << "<th class=\"number\">not run</th><th class=\"number\">points</th></tr></thead>\n"
+         << "<tbody>\n";
+    for (const CheckSummary& check : summary.checks) {
+        html << "<tr class=\"check-row\" data-check=\"" << escape_html(check.id) << "\"><td>"
+             << escape_html(check.title.empty() ? check.id : check.title)
+             << "</td><td class=\"number\">" << check.passed << "</td><td class=\"number\">"
+             << check.failed << "</td><td class=\"number\">" << check.not_run
+             << "</td><td class=\"number\">" << format_number(check.max_points, 2)
+             << "</td></tr>\n";
+    }
+    html << "</tbody>\n</table>\n<p class=\"note\">A check that did not run had no input: the "
+            "kernel did not compile, or grading stopped before it.</p>\n</section>\n";
+}
+
+void write_not_graded(std::ostringstream& html, const ClassSummary& summary) {
+    html << "<section class=\"card\" aria-labelledby=\"not-graded-title\">\n"
+         << "<h2 id=\"not-graded-title\">Not graded</h2>\n"
+         << "<table id=\"not-graded\">\n<thead><tr><th>folder</th><th>why</th></tr></thead>\n"
+         << "<tbody>\n";
+    for (const NotGraded& entry : summary.not_graded) {
+        html << "<tr class=\"not-graded-row\"><td class=\"folder\">" << escape_html(entry.folder)
+             << "</td><td class=\"reason\">" << escape_html(entry.reason) << "</td></tr>\n";
+    }
+    if (summary.not_graded.empty()) {
+        html << "<tr><td colspan=\"2\">Every submission was graded.</td></tr>\n";
+    }
+    html << "</tbody>\n</table>\n<p class=\"note\">The machine or the grader stopped these "
+            "grades: they are not failures, carry no score, and should be graded again.</p>\n"
+            "</section>\n";
+}
+
+void write_review(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
+                  const std::map<std::string, SubmissionFlags>& flags) {
+    html << "<section class=\"card\" aria-labelledby=\"review-title\">\n"
+         << "<h2 id=\"review-title\">To look at twice</h2>\n"
+         << "<table id=\"review\">\n<thead><tr><th>folder</th><th>student id</th><th>why</th>"
+         << "</tr></thead>\n<tbody>\n";
+    for (const ClassEntry* entry : sorted) {
+        const auto mine = flags.find(entry->student_folder);
+        if (mine == flags.end()) {
+            continue;
+        }
+        html << "<tr class=\"review-row\"><td class=\"folder\">"
+             << escape_html(entry->student_folder) << "</td><td class=\"student\">"
+             << escape_html(entry->report.student_id) << "</td><td class=\"flags\">";
+        const auto lines = mine->second.lines();
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            html << (i > 0 ? "; " : "") << escape_html(lines[i]);
+        }
+        html << "</td></tr>\n";
+    }
+    if (flags.empty()) {
+        html << "<tr><td colspan=\"3\">Every student id is distinct, and every sentence is "
+                "given and the student's own.</td></tr>\n";
+    }
+    html << "</tbody>\n</table>\n<p class=\"note\">Ids compare without case or surrounding "
+            "spaces; sentences compare without case, spacing or punctuation, against each other "
+            "and the starter kit's example.</p>\n</section>\n";
+}
+
+void write_skipped(std::ostringstream& html, const std::vector<SkippedEntry>& skipped) {
+    html << "<section class=\"card\" aria-labelledby=\"skipped-title\">\n"
+         << "<h2 id=\"skipped-title\">Skipped in the class folder</h2>\n"
+         << "<table id=\"skipped\">\n<thead><tr><th>name</th><th>why</th></tr></thead>\n"
+         << "<tbody>\n";
+    for (const SkippedEntry& entry : skipped) {
+        html << "<tr class=\"skipped-row\"><td class=\"name\">" << escape_html(entry.name)
+             << "</td><td class=\"reason\">" << escape_html(entry.reason) << "</td></tr>\n";
+    }
+    if (skipped.empty()) {
+        html << "<tr><td colspan=\"2\">Nothing: every entry of the class folder was graded."
+             << "</td></tr>\n";
+    }
+    html << "</tbody>\n</table>\n</section>\n";
+}
+
+void write_students(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
+                    const std::map<std::string, SubmissionFlags>& flags) {
     html << "<section class=\"card\" aria-labelledby=\"students-title\">\n"
          << "<h2 id=\"students-title\">Students</h2>\n"
-         << "<table id=\"students\">\n<thead><tr><th>folder</th><th>student</th><th>verdict</th>"
-         << "<th class=\"number\">score</th><th>reason</th><th>report</th></tr></thead>\n"
-         << "<tbody>\n";
+         << "<table id=\"students\">\n<thead><tr><th>folder</th><th>student id</th>"
+         << "<th>verdict</th><th class=\"number\">score</th><th>numbers</th><th>flags</th>"
+         << "<th>reason</th><th>report</th></tr></thead>\n<tbody>\n";
     for (const ClassEntry* entry : sorted) {
         const Report& report = entry->report;
         const char* verdict = to_string(report.verdict);
@@ -794,12 +1104,20 @@ void write_students(std::ostringstream& html, const std::vector<const ClassEntry
              << escape_html(report.student_id) << "</td><td><span class=\"badge " << verdict
              << "\">" << verdict << "</span></td><td class=\"number\">"
              << (report.verdict == Verdict::ungradable ? "–" : format_number(report.score, 2))
-             << " / " << format_number(report.max_score, 2) << "</td><td class=\"reason\">"
-             << escape_html(class_reason(report)) << "</td><td>";
+             << " / " << format_number(report.max_score, 2) << "</td><td class=\"numbers\">"
+             << escape_html(numbers_source(report)) << "</td><td class=\"flags\">";
+        const auto mine = flags.find(entry->student_folder);
+        if (mine != flags.end()) {
+            const auto lines = mine->second.lines();
+            for (std::size_t i = 0; i < lines.size(); ++i) {
+                html << (i > 0 ? "; " : "") << escape_html(lines[i]);
+            }
+        }
+        html << "</td><td class=\"reason\">" << escape_html(class_reason(report)) << "</td><td>";
         if (entry->report_link.empty()) {
             html << "–";
         } else {
-            html << "<a href=\"" << escape_html(relative_href(entry->report_link))
+            html << "<a href=\"" << escape_html(text::url_path(entry->report_link))
                  << "\">report</a>";
         }
         html << "</td></tr>\n";
@@ -813,6 +1131,7 @@ std::string write_class_report_html(const std::vector<ClassEntry>& entries,
                                     const ClassReportOptions& options) {
     const ClassSummary summary = summarize_class(entries);
     const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
+    const auto flags = flag_submissions(entries, options);
     const std::string exercise_id =
         options.exercise_id.empty() ? summary.exercise_id : options.exercise_id;
     const std::string exercise_title =
@@ -839,11 +1158,25 @@ std::string write_class_report_html(const std::vector<ClassEntry>& entries,
         html << " · generated " << escape_html(options.generated_at);
     }
     html << " · " << summary.submissions << " submissions";
-    if (!summary.devices.empty()) {
-        html << " · graded on ";
-        for (std::size_t i = 0; i < summary.devices.size(); ++i) {
-            html << (i > 0 ? ", " : "") << escape_html(summary.devices[i]);
+    html << "</p>\n<p class=\"meta\" id=\"numbers-source\">";
+    if (summary.timed > 0) {
+        html << "Timed on ";
+        for (std::size_t i = 0; i < summary.timed_on.size(); ++i) {
+            html << (i > 0 ? ", " : "") << escape_html(summary.timed_on[i]);
         }
+        if (summary.timed_on.empty()) {
+            html << "a GPU";
+        }
+        html << " (" << summary.timed << (summary.timed == 1 ? " submission" : " submissions")
+             << ")";
+    }
+    if (summary.modeled > 0) {
+        html << (summary.timed > 0 ? "; " : "") << "modeled on the PTX simulator, no GPU ("
+             << summary.modeled << (summary.modeled == 1 ? " submission" : " submissions")
+             << "): its costs are modeled, not times";
+    }
+    if (summary.timed == 0 && summary.modeled == 0) {
+        html << "No kernel was timed or modeled.";
     }
     html << "</p>\n";
 
@@ -851,7 +1184,11 @@ std::string write_class_report_html(const std::vector<ClassEntry>& entries,
     write_score_histogram(html, summary);
     write_ratio_chart(html, summary, sorted);
     write_failure_reasons(html, summary);
-    write_students(html, sorted);
+    write_checks(html, summary);
+    write_not_graded(html, summary);
+    write_review(html, sorted, flags);
+    write_skipped(html, options.skipped);
+    write_students(html, sorted, flags);
     html << "</main>\n</body>\n</html>\n";
     return html.str();
 }

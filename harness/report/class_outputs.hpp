@@ -1,0 +1,164 @@
+#pragma once
+
+// The class's outputs, as writers over the graded Reports of every submission: a gradebook CSV,
+// a JSON summary and one self-contained HTML page. Each writer returns text; writing the files
+// is the caller's business. Everything a student wrote (ids, folder names, sentences, logs) is
+// untrusted and reaches each format through text/text_safety.hpp.
+
+#include <cstddef>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/report.hpp"
+
+namespace grader {
+
+struct ClassEntry {
+    // The submission's folder as the class outputs name it: the folder the platform or the
+    // instructor's export made, made safe and unique (batch's student_folder_name). The key of
+    // every class output: two students who typed the same id still have two folders.
+    std::string student_folder;
+    std::string report_link;  // relative path from the class outputs to this student's report
+    Report report;
+};
+
+// Something in the class folder that was not graded, and why.
+struct SkippedEntry {
+    std::string name;    // as found (any bytes)
+    std::string reason;  // e.g. "a plain file, not a submission folder"
+};
+
+// What the class outputs know besides the reports.
+struct ClassReportOptions {
+    std::string exercise_id;     // empty: taken from the first report that names one
+    std::string exercise_title;  // empty: likewise
+    std::string generated_at;    // shown in the title, e.g. "2026-12-02 13:05 UTC"; the caller
+                                 // gives it so the page is reproducible from the same inputs
+    // The starter kit's example (the exercise's starter_example): a sentence or an id handed in
+    // unchanged from it is flagged. Empty: nothing to compare with.
+    std::string example_sentence;
+    std::string example_student_id;
+    std::vector<SkippedEntry> skipped;  // listed on the page and in the summary
+};
+
+// Figures over the whole class, shared by the JSON summary and the HTML page.
+struct RatioSpread {
+    double min = 0.0;
+    double median = 0.0;
+    double max = 0.0;
+};
+
+struct StrideSummary {
+    int stride = 0;
+    unsigned degree = 1;            // gcd(stride, 32): the model
+    std::size_t student_count = 0;  // students with a ratio at this stride
+    std::optional<RatioSpread> student_ratio;
+    std::optional<double> reference_ratio;  // median over the grades of the reference kernel
+};
+
+struct CheckSummary {
+    std::string id;
+    std::string title;
+    double max_points = 0.0;
+    std::size_t reported = 0;  // reports that carry this check
+    std::size_t passed = 0;
+    std::size_t failed = 0;
+    std::size_t not_run = 0;  // its input was never produced: not counted as a failure
+};
+
+// Why submissions did not get full marks, by root cause: each submission counts once, under the
+// first stage that failed (the answers file, the compile, the student's kernel stopping, then the
+// checks in the exercise's order). Checks that did not run because of it are not counted.
+struct FailureReason {
+    std::string key;                   // "check:<id>", "interruption:<kind>" or "summary:<text>"
+    std::string reason;                // what the instructor reads
+    std::vector<std::string> folders;  // the submissions it applies to, sorted
+};
+
+// A submission the machine could not grade: not a failure, listed apart with its reason.
+struct NotGraded {
+    std::string folder;
+    std::string reason;
+};
+
+// What an instructor should look at twice in one submission.
+struct SubmissionFlags {
+    bool no_id = false;                         // the answers file names no student id
+    bool example_id = false;                    // the starter kit's id, kept
+    std::vector<std::string> same_id_as;        // other folders whose id is the same
+    bool no_sentence = false;                   // the sentence review item failed: none was given
+    bool sentence_same_as_example = false;      // case, spacing and punctuation aside
+    std::vector<std::string> same_sentence_as;  // other folders with the same sentence
+
+    bool any() const {
+        return no_id || example_id || !same_id_as.empty() || no_sentence ||
+               sentence_same_as_example || !same_sentence_as.empty();
+    }
+    // One line each, e.g. "same student id as bob", "sentence same as the starter kit's example".
+    std::vector<std::string> lines() const;
+};
+
+// The flags of every submission that has one, by folder. Student ids compare without case and
+// surrounding spaces; sentences compare by text::comparison_key.
+std::map<std::string, SubmissionFlags> flag_submissions(const std::vector<ClassEntry>& entries,
+                                                        const ClassReportOptions& options);
+
+// The student's report's part of the flags: what their own report may say (how many others, never
+// who).
+SentenceReview sentence_review_of(const SubmissionFlags& flags);
+
+// Where a report's numbers come from: "timed on NVIDIA H200", "modeled on the PTX simulator", or
+// why there are none ("not measured: no GPU"). Said for every student: a class page must never
+// call modeled costs measured times.
+std::string numbers_source(const Report& report);
+
+struct ClassSummary {
+    std::string exercise_id;
+    std::string exercise_title;
+    std::size_t submissions = 0;
+    std::size_t passed = 0;
+    std::size_t failed = 0;
+    std::size_t ungradable = 0;
+    double max_score = 0.0;             // the largest max_score of any report
+    std::vector<double> graded_scores;  // pass and fail only: an ungradable score means nothing
+    std::optional<double> mean_score;
+    std::optional<double> median_score;
+    std::vector<CheckSummary> checks;            // in the order of the first report that has checks
+    std::vector<FailureReason> failure_reasons;  // by root cause, most frequent first
+    std::vector<NotGraded> not_graded;           // the ungradable submissions, by folder
+    std::vector<StrideSummary> strides;          // ascending
+    std::vector<std::string> timed_on;           // distinct GPUs the class was timed on
+    std::size_t timed = 0;                       // reports timed on a GPU
+    std::size_t modeled = 0;                     // reports graded on the PTX simulator
+};
+
+ClassSummary summarize_class(const std::vector<ClassEntry>& entries);
+
+// One line per submission: why it got its verdict (the interruption where grading stopped,
+// else the report's summary). Raw text: each writer makes it safe for its format.
+std::string class_reason(const Report& report);
+
+// RFC 4180 CSV with CRLF line ends, one row per entry sorted by folder: the folder (the key), the
+// id the student typed, score, max_score, verdict, where the numbers come from, points per check
+// ("not run" where a check did not run; nothing at all for an ungradable submission, so a sum
+// cannot bring a score back), flags and reason. Each field is one line; a field a spreadsheet
+// would run as a formula gets a leading apostrophe.
+std::string write_gradebook_csv(const std::vector<ClassEntry>& entries,
+                                const ClassReportOptions& options = {});
+
+// The ClassSummary as JSON, with the flags, what was skipped, and run_info embedded as is under
+// "run".
+std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
+                                     const nlohmann::json& run_info,
+                                     const ClassReportOptions& options = {});
+
+// One HTML page with no external resource: inline CSS and SVG, no script, readable offline.
+// Stable element ids: #verdict-counts, #score-histogram, #ratio-chart, #failure-reasons, #checks,
+// #not-graded, #review, #skipped, #students.
+std::string write_class_report_html(const std::vector<ClassEntry>& entries,
+                                    const ClassReportOptions& options);
+
+}  // namespace grader

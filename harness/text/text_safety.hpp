@@ -1,0 +1,74 @@
+#pragma once
+
+// One place for text that comes from outside the grader (a student's id, sentence and folder
+// name; a compiler's log about their code; what their kernel printed) on its way into a file, a
+// terminal or a log: bytes that are not UTF-8 are repaired, control characters are made
+// visible, and each format gets its own escaping. Every writer goes through here, so a student's
+// text meets exactly one escaping layer whatever it lands in.
+//
+// "Visible" means a control character is written as a backslash escape a person can read
+// ("\x1b", "\u0085", "\u202e"): it is shown, never obeyed, and never silently dropped.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace grader::text {
+
+// The bytes as UTF-8: each byte that does not belong to a well-formed sequence (a stray
+// continuation byte, a sequence cut short, an overlong form, a surrogate, past U+10FFFF) becomes
+// U+FFFD.
+std::string repair_utf8(std::string_view bytes);
+
+// Whether a code point must never leave the grader raw: C0 controls, DEL, C1 controls, the
+// bidirectional marks, embeddings, overrides and isolates (they reorder what a reader sees), the
+// line and paragraph separators, and the noncharacters U+FFFE and U+FFFF (XML cannot carry them).
+// Newline and tab are controls too; visible() keeps them, visible_line() does not.
+bool is_hidden_control(char32_t code_point);
+
+// Text of several lines, shown as it is: repaired UTF-8, CR LF read as LF, and every hidden
+// control but newline and tab written as a visible escape.
+std::string visible(std::string_view text);
+
+// The same on one line: newline, CR and tab become "\n", "\r" and "\t" too, so nothing a student
+// wrote can start a line of its own (a forged "PASS 13/13" line, a second log record).
+std::string visible_line(std::string_view text);
+
+// HTML character data, or a quoted attribute's value: visible() (or visible_line()), then the
+// five characters HTML gives meaning to as references.
+std::string html(std::string_view text);
+std::string html_line(std::string_view text);
+
+// XML 1.0 character data or an attribute's value: visible() leaves no character XML 1.0 forbids;
+// & < > become references, and in an attribute also both quotes, and newline and tab become
+// character references so a reader does not fold them into spaces.
+enum class XmlPlace { text, attribute };
+std::string xml(std::string_view text, XmlPlace place);
+
+// One RFC 4180 field: visible_line(); a value a spreadsheet would run as a formula (one that
+// starts with =, +, -, @ or a control) gets a leading apostrophe; quoted where it holds a comma or
+// a quote.
+std::string csv_field(std::string_view text);
+
+// Markdown inline text: visible(), with newlines and tabs as spaces (a line of its own could start
+// a list or a heading) and the punctuation markdown gives meaning to escaped by a backslash, so a
+// sentence cannot become a link, a heading or a table column.
+std::string markdown_inline(std::string_view text);
+
+// A relative link target: every byte but unreserved ones and '/' percent-encoded (so
+// "javascript:" loses its colon), and a leading '/' preceded by '.' (so "//host" cannot name
+// another machine).
+std::string url_path(std::string_view path);
+
+// At most max_bytes bytes of text, cut on a code point's boundary, ending in "..." where cut.
+std::string shorten(std::string_view text, std::size_t max_bytes);
+
+// The code points in UTF-8 text: what a terminal shows of it, one column each.
+std::size_t display_width(std::string_view text);
+
+// The text as two sentences are compared: letters and digits only, in lower case, so that case,
+// spacing and punctuation (ASCII and the common Unicode quotes, dashes and spaces) do not tell two
+// copies of one sentence apart. Other letters (accented, other scripts) are kept as they are.
+std::string comparison_key(std::string_view text);
+
+}  // namespace grader::text

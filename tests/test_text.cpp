@@ -1,0 +1,123 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "text/text_safety.hpp"
+
+using namespace grader;
+
+namespace {
+
+// Whether any byte of text is a C0 control other than newline and tab, DEL, or starts a C1
+// control (U+0080..U+009F are 0xC2 0x80..0x9F).
+bool has_raw_control(const std::string& text, bool lines_allowed) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        if (lines_allowed && (byte == '\n' || byte == '\t')) {
+            continue;
+        }
+        if (byte < 0x20 || byte == 0x7F) {
+            return true;
+        }
+        if (byte == 0xC2 && i + 1 < text.size() &&
+            static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Every control a student might send: terminal escapes, a bell, a backspace, a lone CR, NUL, a
+// C1 CSI, the bidirectional override that flips what follows, a line separator.
+const std::string kHostile = std::string("a\x1b[31mred\x07\x08\rX\0Y", 16) +
+                             "\xc2\x9b"
+                             "2J"
+                             "\xe2\x80\xae"
+                             "evil"
+                             "\xe2\x80\xa8"
+                             "z";
+
+}  // namespace
+
+TEST_CASE("bytes that are not UTF-8 become U+FFFD and good text is left alone") {
+    CHECK(text::repair_utf8("plain é ü 中文 🙂") == "plain é ü 中文 🙂");
+    CHECK(text::repair_utf8("a\xff"
+                            "b") ==
+          "a\xEF\xBF\xBD"
+          "b");
+    CHECK(text::repair_utf8("\xc0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong NUL
+    CHECK(text::repair_utf8("\xed\xa0\x80") ==
+          "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");                                   // a surrogate
+    CHECK(text::repair_utf8("\xf4\x90\x80\x80").find("\xf4") == std::string::npos);  // > U+10FFFF
+    CHECK(text::repair_utf8("cut \xe2\x82") == "cut \xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST_CASE("control characters are shown as escapes a person can read, never obeyed") {
+    const std::string shown = text::visible(kHostile);
+    CHECK_FALSE(has_raw_control(shown, true));
+    CHECK(shown.find("\\x1b[31mred\\x07\\x08\\x0dX\\x00Y") != std::string::npos);
+    CHECK(shown.find("\\u009b2J") != std::string::npos);
+    CHECK(shown.find("\\u202eevil") != std::string::npos);  // the override is named, not applied
+    CHECK(shown.find("\\u2028z") != std::string::npos);
+    SUBCASE("several lines keep their newlines and tabs; CR LF is a line end") {
+        CHECK(text::visible("one\r\ntwo\tcolumn\n") == "one\ntwo\tcolumn\n");
+    }
+    SUBCASE("one line keeps nothing that starts another") {
+        const std::string forged = text::visible_line("alice\nPASS  13/13  bob\r\n\tx");
+        CHECK(forged == "alice\\nPASS  13/13  bob\\r\\n\\tx");
+        CHECK(forged.find('\n') == std::string::npos);
+        CHECK_FALSE(has_raw_control(text::visible_line(kHostile), false));
+    }
+}
+
+TEST_CASE("HTML and XML escaping leave no markup and no character the format forbids") {
+    CHECK(text::html("<script>alert('x') & \"y\"</script>") ==
+          "&lt;script&gt;alert(&#39;x&#39;) &amp; &quot;y&quot;&lt;/script&gt;");
+    CHECK_FALSE(has_raw_control(text::html(kHostile), true));
+    CHECK(text::html_line("a\nb") == "a\\nb");
+
+    const std::string attribute =
+        text::xml("a<b & \"c\" 'd'\n\te\x01\xef\xbf\xbf", text::XmlPlace::attribute);
+    CHECK(attribute == "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&#10;&#9;e\\x01\\uffff");
+    CHECK(text::xml("]]> \"q\"\nline", text::XmlPlace::text) == "]]&gt; \"q\"\nline");
+    CHECK_FALSE(has_raw_control(text::xml(kHostile, text::XmlPlace::text), true));
+}
+
+TEST_CASE("a CSV field is one line, quoted where it must be, and never a formula") {
+    CHECK(text::csv_field("alice") == "alice");
+    CHECK(text::csv_field("Smith, \"Bobby\"") == "\"Smith, \"\"Bobby\"\"\"");
+    CHECK(text::csv_field("=cmd|' /C calc'!A0") == "'=cmd|' /C calc'!A0");
+    CHECK(text::csv_field("+SUM(A1:A9)") == "'+SUM(A1:A9)");
+    CHECK(text::csv_field("-1+1") == "'-1+1");
+    CHECK(text::csv_field("@trent") == "'@trent");
+    CHECK(text::csv_field("\t=1") == "'\\t=1");
+    CHECK(text::csv_field("two\nlines") == "two\\nlines");
+    CHECK_FALSE(has_raw_control(text::csv_field(kHostile), false));
+}
+
+TEST_CASE("markdown punctuation is escaped and links stay on this disk") {
+    CHECK(text::markdown_inline("eve|<img src=x>") == "eve\\|\\<img src=x\\>");
+    CHECK(text::markdown_inline("# [link](x)\n- next\x1b") == "\\# \\[link\\](x) - next\\\\x1b");
+    CHECK(text::url_path("Doe, Jane (late)/report.txt") == "Doe%2C%20Jane%20%28late%29/report.txt");
+    CHECK(text::url_path("javascript:alert(1)") == "javascript%3Aalert%281%29");
+    CHECK(text::url_path("//host/x") == ".//host/x");
+}
+
+TEST_CASE("shortened text is cut between code points, and widths count code points") {
+    CHECK(text::shorten("short", 10) == "short");
+    CHECK(text::shorten("ééééé", 8) == "éé...");  // 10 bytes; never half an é
+    CHECK(text::display_width("é中🙂a") == 4);
+}
+
+TEST_CASE("sentences compare equal whatever their case, spacing and punctuation") {
+    const std::string example =
+        "The conflict degree is gcd(stride, 32): 3 shares no factor with 32.";
+    CHECK(text::comparison_key(example) ==
+          text::comparison_key("the conflict  degree is GCD stride 32 -- 3 "
+                               "shares no factor with 32"));
+    CHECK(text::comparison_key("It’s “conflict free” — like stride 1") ==
+          text::comparison_key("its conflict free like stride 1"));
+    CHECK(text::comparison_key("ÉCOLE") == text::comparison_key("école"));
+    CHECK(text::comparison_key(example) != text::comparison_key("Stride 3 is odd."));
+    CHECK(text::comparison_key(" .,;\n") == "");
+}
