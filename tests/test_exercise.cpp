@@ -546,6 +546,15 @@ TEST_CASE("the starter kit's example and the platforms' policy are optional sett
          at = base.find("../../../../", at)) {
         base.replace(at, 12, kSourceDir.string() + "/");
     }
+    // Without its own settings, so that each subcase gives them or leaves them out.
+    for (const std::string setting :
+         {"starter_example: " + (kSourceDir / "student/example").string() + "\n",
+          std::string("platforms:\n  prairielearn:\n    compile_error_gradable: true\n"
+                      "    missing_file_gradable: true\n")}) {
+        const std::size_t at = base.find(setting);
+        REQUIRE(at != std::string::npos);
+        base.erase(at, setting.size());
+    }
     const TemporaryFolder folder("optional_settings");
     const auto load_with = [&](const std::string& extra) {
         std::ofstream(folder.path / "exercise.yaml") << base << "\n" << extra;
@@ -560,9 +569,10 @@ TEST_CASE("the starter kit's example and the platforms' policy are optional sett
     }
     SUBCASE("given: the example's sentence and id, and the policy as written") {
         const grader::Exercise exercise =
-            load_with("starter_example: " + (kSourceDir / "student").string() +
+            load_with("starter_example: " + (kSourceDir / "student/example").string() +
                       "\nplatforms:\n  prairielearn:\n    compile_error_gradable: false\n");
-        const grader::Submission example = grader::load_submission(kSourceDir / "student", day15());
+        const grader::Submission example =
+            grader::load_submission(kSourceDir / "student/example", day15());
         CHECK(exercise.example_sentence == example.sentence);
         CHECK(exercise.example_student_id == example.student_id);
         CHECK_FALSE(exercise.prairielearn.compile_error_gradable);
