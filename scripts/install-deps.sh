@@ -54,8 +54,10 @@ if [ "$with_tests" = 1 ]; then
   fi
 fi
 
+# Outputs are compared whole, not piped to `grep -q`: under pipefail, grep's early exit would
+# fail the pipeline through the writer's SIGPIPE.
 is_installed() {
-  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+  [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]
 }
 missing=()
 for package in "${packages[@]}" "${optional[@]}"; do
@@ -100,7 +102,7 @@ apt update || fail "apt-get update"
 to_install=()
 for package in "${missing[@]}"; do
   if [ "$package" = chromium ] &&
-     ! LC_ALL=C apt-cache policy chromium 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+     ! [[ "$(LC_ALL=C apt-cache policy chromium 2>/dev/null || true)" =~ Candidate:\ [0-9] ]]; then
     say "Chromium is not installable from apt here: the browser test will be reported as skipped"
     continue
   fi

@@ -3,12 +3,20 @@
 # ':') or a relative one is searched from the current folder, so a grader run from a folder
 # holding a libm.so.6 would load that file. Then libnvrtc must resolve through the RUNPATH alone,
 # without the loader's cache (where ld.so.conf would add CUDA's folder on a configured machine).
-# Usage: test_runpath.sh PATH/TO/grader...
+# After `--`, a program that compiles with NVRTC is run the same way, without the loader's cache:
+# libnvrtc loads its builtins itself, with dlopen, which only an executable's DT_RPATH reaches
+# (a DT_RUNPATH does not: NVRTC_ERROR_BUILTIN_OPERATION_FAILURE on a machine whose ld.so.conf
+# lacks CUDA's folder).
+# Usage: test_runpath.sh PATH/TO/grader... [-- PROGRAM ARGS...]
 set -euo pipefail
-[ "$#" -gt 0 ] || { echo "usage: $0 PATH/TO/grader..." >&2; exit 2; }
+[ "$#" -gt 0 ] || { echo "usage: $0 PATH/TO/grader... [-- PROGRAM ARGS...]" >&2; exit 2; }
+binaries=()
+while [ "$#" -gt 0 ] && [ "$1" != -- ]; do binaries+=("$1"); shift; done
+[ "$#" -eq 0 ] || shift
+program=("$@")
 command -v readelf >/dev/null || { echo "FAIL: readelf (binutils) is needed" >&2; exit 1; }
 failures=0
-for binary in "$@"; do
+for binary in "${binaries[@]}"; do
   dynamic=$(readelf -d "$binary")
   paths=$(sed -n 's/.*(\(RUNPATH\|RPATH\)).*\[\(.*\)\]$/\2/p' <<<"$dynamic")
   echo "$binary: RUNPATH [${paths}]"
@@ -36,5 +44,15 @@ for binary in "$@"; do
     *) echo "FAIL: $binary does not find libnvrtc through its RUNPATH"; failures=$((failures + 1)) ;;
   esac
 done
+if [ "${#program[@]}" -gt 0 ]; then
+  loader=$(readelf -l "${program[0]}" | sed -n 's/.*interpreter: \(.*\)\]$/\1/p')
+  echo "without the loader's cache: ${program[*]}"
+  if ! "$loader" --inhibit-cache "${program[@]}" >"${TMPDIR:-/tmp}/runpath-program.$$" 2>&1; then
+    cat "${TMPDIR:-/tmp}/runpath-program.$$"
+    echo "FAIL: ${program[0]} does not compile with NVRTC without the loader's cache"
+    failures=$((failures + 1))
+  fi
+  rm -f "${TMPDIR:-/tmp}/runpath-program.$$"
+fi
 [ "$failures" -eq 0 ] && echo "every RUNPATH entry is absolute, and libnvrtc resolves through it"
 exit $((failures > 0))
