@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything that needs a GPU, in one call: the sweep, a grade of student/, the end-to-end test
+# Everything that needs a GPU, in one call: the sweep, a grade of student/example/, the end-to-end test
 # of every fixture, and the speed benchmark. Run on a GPU machine from the repository root with a
 # build made on the development machine (build-gpu/, built with scripts/build.sh and
 # GRADER_BUILD_DIR=build-gpu): that machine has the CUDA toolkit and driver but none of the
@@ -27,15 +27,15 @@ section "grader sweep"
 "$grader" sweep --seed 1
 
 section "grader grade student/"
-/usr/bin/time -f "wall %e s" "$grader" grade student/ --seed 7
+/usr/bin/time -f "wall %e s" "$grader" grade student/example/ --seed 7
 echo "exit status: $?"
-"$grader" grade student/ --seed 7 --format json --output "$out/student-report.json" --quiet
+"$grader" grade student/example/ --seed 7 --format json --output "$out/student-report.json" --quiet
 
 section "every fixture through grader grade (tests/test_gpu_fixtures)"
 "$root/$build/tests/test_gpu_fixtures" 2>&1 | tail -120
 
 if [ "$quick" != "--quick" ]; then
-  section "benchmark: 20 grades of student/ and the nvcc alternative"
+  section "benchmark: 20 grades of student/example/ and the nvcc alternative"
   python3 "$root/scripts/bench/grade_bench.py" "$grader" --runs 20 --out "$out"
 fi
 

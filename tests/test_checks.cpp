@@ -99,7 +99,9 @@ Submission correct_answers() {
     return s;
 }
 
-const CheckResult& check(const Report& report, const std::string& id) {
+// `id` is a plain string: with a std::string parameter, GCC 13 and 14 take the returned
+// reference for one to that temporary (-Wdangling-reference).
+const CheckResult& check(const Report& report, const char* id) {
     const auto found = std::find_if(report.checks.begin(), report.checks.end(),
                                     [&](const CheckResult& c) { return c.id == id; });
     REQUIRE(found != report.checks.end());

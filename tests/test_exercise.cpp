@@ -547,7 +547,7 @@ TEST_CASE("the starter kit's example and the platforms' policy are optional sett
         base.replace(at, 12, kSourceDir.string() + "/");
     }
     // Without its own settings, so that each subcase gives them or leaves them out.
-    for (const std::string setting :
+    for (const std::string& setting :
          {"starter_example: " + (kSourceDir / "student/example").string() + "\n",
           std::string("platforms:\n  prairielearn:\n    compile_error_gradable: true\n"
                       "    missing_file_gradable: true\n")}) {

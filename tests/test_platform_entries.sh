@@ -62,7 +62,7 @@ EOF
 chmod 755 "$truncated_bin/grader"
 
 gpu_present=0
-if "$grader_path" grade "$repo/student" --format json --output "$scratch/probe-gpu.json" -q \
+if "$grader_path" grade "$repo/student/example" --format json --output "$scratch/probe-gpu.json" -q \
   >/dev/null 2>&1; then
   gpu_present=1
 elif [ "$?" -ne 3 ]; then
@@ -144,7 +144,7 @@ for t in data["tests"]:
 '
 
 # 1. The example submission, graded by the real grader.
-run_gradescope example "$real_bin" "$repo/student"
+run_gradescope example "$real_bin" "$repo/student/example"
 check "gradescope: the example's results.json has the documented fields" "$gradescope_fields
 names = [t[\"name\"] for t in data[\"tests\"]]
 assert \"Accumulator check\" in names and \"Compile and ABI\" in names, names
@@ -156,7 +156,7 @@ else:
     assert \"not a grade\" in data[\"output\"], data[\"output\"][:300]
     assert \"GPU\" in data[\"output\"], \"the output says a GPU is needed\""
 
-run_prairielearn example "$real_bin" "$repo/student"
+run_prairielearn example "$real_bin" "$repo/student/example"
 check "prairielearn: the example's results.json has the documented fields" "$prairielearn_fields
 names = [t[\"name\"] for t in data[\"tests\"]]
 assert \"Accumulator check\" in names and \"Compile and ABI\" in names, names
@@ -176,7 +176,7 @@ assert \"__syncthread\" in compile[\"output\"], compile[\"output\"]"
 
 # 3. The files zipped inside a folder: graded from one level down.
 mkdir -p "$scratch/zipped/my-submission"
-cp "$repo/student/probe.cu" "$repo/student/submission.yaml" "$scratch/zipped/my-submission/"
+cp "$repo/student/example/probe.cu" "$repo/student/example/submission.yaml" "$scratch/zipped/my-submission/"
 run_gradescope nested "$real_bin" "$scratch/zipped"
 check "gradescope: files one folder down are graded" "$gradescope_fields
 answers = [t for t in data[\"tests\"] if t[\"name\"] == \"Answers file\"][0]
@@ -190,32 +190,32 @@ run_prairielearn empty "$real_bin"
 check "prairielearn: an empty submission still gets a valid results.json" "$prairielearn_fields"
 
 # 5. The grader crashes (exit 4, nothing written): the fallback file.
-run_gradescope crash "$crash_bin" "$repo/student"
+run_gradescope crash "$crash_bin" "$repo/student/example"
 check "gradescope: a crashed grader leaves a valid fallback results.json" "$gradescope_fields
 assert data[\"score\"] == 0
 assert \"harness failed\" in data[\"output\"] and \"status 4\" in data[\"output\"], data[\"output\"]
 assert \"simulated crash\" in data[\"output\"], \"the grader's last words are kept\""
-run_prairielearn crash "$crash_bin" "$repo/student"
+run_prairielearn crash "$crash_bin" "$repo/student/example"
 check "prairielearn: a crashed grader leaves gradable false with the reason" "$prairielearn_fields
 assert data[\"gradable\"] is False
 assert \"status 4\" in data[\"format_errors\"][0] and \"simulated crash\" in data[\"output\"], data"
 
 # 6. The grader exits 1 but its file is cut short: the fallback file, not the broken one.
-run_gradescope truncated "$truncated_bin" "$repo/student"
+run_gradescope truncated "$truncated_bin" "$repo/student/example"
 check "gradescope: a truncated results file is replaced by the fallback" "$gradescope_fields
 assert \"no valid results file\" in data[\"output\"], data[\"output\"]"
-run_prairielearn truncated "$truncated_bin" "$repo/student"
+run_prairielearn truncated "$truncated_bin" "$repo/student/example"
 check "prairielearn: a truncated results file is replaced by the fallback" "$prairielearn_fields
 assert data[\"gradable\"] is False and \"no valid results file\" in data[\"output\"], data"
 
 # 7. No grader on PATH at all (a broken image).
-run_gradescope no-grader "$scratch/nowhere" "$repo/student"
+run_gradescope no-grader "$scratch/nowhere" "$repo/student/example"
 check "gradescope: a missing grader leaves a valid fallback results.json" "$gradescope_fields
 assert \"could not be started\" in data[\"output\"], data[\"output\"]"
 
 # 8. As root, the grade runs as an unprivileged user (nobody stands in for the image's grader).
 if [ "$(id -u)" -eq 0 ] && id -u nobody >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
-  run_prairielearn as-nobody "$real_bin" "$repo/student" GRADER_RUN_AS=nobody
+  run_prairielearn as-nobody "$real_bin" "$repo/student/example" GRADER_RUN_AS=nobody
   check "prairielearn: graded as an unprivileged user, same outcome" "$prairielearn_fields
 assert data[\"gradable\"] is gpu"
   if ! grep -Eq "grade ${TMPDIR:-/tmp}/prairielearn-[A-Za-z0-9]{6}/student" \
@@ -237,7 +237,7 @@ run_without_python() {  # run_without_python CASE BIN
   local case_root="$scratch/prairielearn-$1"
   results_file="$case_root/results/results.json"
   mkdir -p "$case_root/student"
-  cp -R "$repo/student/." "$case_root/student/"
+  cp -R "$repo/student/example/." "$case_root/student/"
   PATH="$2:$tools" GRADE_ROOT="$case_root" GRADER_WALL_LIMIT=300 GRADER_RUN_AS='' \
     "$tools/bash" "$repo/docker/prairielearn/entrypoint.sh" >"$case_root.log" 2>&1 ||
     { echo "FAIL: prairielearn $1: entrypoint.sh exited non-zero" >&2; cat "$case_root.log" >&2;
@@ -254,7 +254,7 @@ assert data[\"gradable\"] is False and \"no valid results file\" in data[\"outpu
 #     would print a secret in its compile log, a hard link to an answers file with a secret id.
 #     Neither is read, by the script as root or by the grader; the log lists both as skipped.
 printf '#error HOST-SECRET-KERNEL\n' >"$scratch/host-kernel.cu"
-sed 's/example-student/HOST-SECRET-ID/' "$repo/student/submission.yaml" \
+sed 's/example-student/HOST-SECRET-ID/' "$repo/student/example/submission.yaml" \
   >"$scratch/host-answers.yaml"
 for platform in gradescope prairielearn; do
   case_root="$scratch/$platform-links"
@@ -290,7 +290,7 @@ assert \"probe.cu\" in compile[\"message\"] + compile[\"output\"], compile"
 # 11. The grader's limit sits inside the platform's: with Gradescope's timeout at 40 s, a grader
 #     that never ends is stopped in time for the fallback results to be written.
 started=$(date +%s)
-run_gradescope hang "$hang_bin" "$repo/student" GRADER_PLATFORM_TIMEOUT=40
+run_gradescope hang "$hang_bin" "$repo/student/example" GRADER_PLATFORM_TIMEOUT=40
 elapsed=$(($(date +%s) - started))
 check "gradescope: a hung grader is stopped inside the platform's timeout" "$gradescope_fields
 assert \"did not finish within 6 s\" in data[\"output\"], data[\"output\"]"
@@ -298,8 +298,8 @@ if [ "$elapsed" -ge 40 ]; then
   echo "FAIL: gradescope hang: the script took ${elapsed} s, past the platform's 40 s" >&2
   failures=$((failures + 1))
 fi
-run_gradescope default-limit "$crash_bin" "$repo/student" GRADER_PLATFORM_TIMEOUT=600
-run_gradescope too-long "$crash_bin" "$repo/student" GRADER_WALL_LIMIT=900
+run_gradescope default-limit "$crash_bin" "$repo/student/example" GRADER_PLATFORM_TIMEOUT=600
+run_gradescope too-long "$crash_bin" "$repo/student/example" GRADER_WALL_LIMIT=900
 if ! grep -q "(limit 510 s of the platform's 600 s)" "$scratch/gradescope-default-limit.log"; then
   echo "FAIL: gradescope: the default limit is not 510 s of 600" >&2
   failures=$((failures + 1))

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image: it installs the grader
-# the same way the grader's own image does (scripts/install-deps.sh, scripts/build.sh with tests
-# off, cmake --install), plus the CUDA toolkit, which Gradescope's base image lacks.
+# the same way the grader's own image and a new user do (scripts/install-deps.sh, then
+# scripts/build.sh grader, the steps of scripts/grade-example.sh; then cmake --install), plus the
+# CUDA toolkit, which Gradescope's base image lacks.
 # Works from the autograder zip (this file at the root beside CMakeLists.txt, harness/, ...) and
-# from the repository (docker/gradescope/setup.sh). Needs Ubuntu 24.04 or newer: the build needs
-# CMake 3.24, and Ubuntu 22.04 has 3.22.
+# from the repository (docker/gradescope/setup.sh), on Gradescope's Ubuntu 22.04 and 24.04 bases.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -35,29 +35,23 @@ if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   arch="$(uname -m)"
   [ "$arch" = aarch64 ] && arch=sbsa
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends ca-certificates curl
+  apt-get install -y -qq --no-install-recommends ca-certificates curl >/dev/null
   keyring="$(mktemp --suffix=.deb)"
   repository="https://developer.download.nvidia.com/compute/cuda/repos/${distro}/${arch}"
   curl -fsSL -o "$keyring" "$repository/cuda-keyring_1.1-1_all.deb"
   dpkg -i "$keyring"
   rm -f "$keyring"
   apt-get update -qq
+  echo "setup.sh: installing NVIDIA's cuda-minimal-build-${cuda_series} and cuda-nvrtc-dev-${cuda_series}"
   apt-get install -y -qq --no-install-recommends \
-    "cuda-minimal-build-${cuda_series}" "cuda-nvrtc-dev-${cuda_series}"
+    "cuda-minimal-build-${cuda_series}" "cuda-nvrtc-dev-${cuda_series}" >/dev/null
 fi
 export PATH="/usr/local/cuda/bin:$PATH"
 
+export GRADER_BUILD_DIR="${GRADER_BUILD_DIR:-/tmp/grader-build}"  # apt's log goes there too
+build_dir="$GRADER_BUILD_DIR"
 "$source_dir/scripts/install-deps.sh"
-
-cmake_version="$(cmake --version | head -n 1 | awk '{print $3}')"
-if [ "$(printf '%s\n3.24\n' "$cmake_version" | sort -V | head -n 1)" != 3.24 ]; then
-  echo "setup.sh: CMake $cmake_version is older than 3.24, which the grader needs:" \
-    "use Gradescope's Ubuntu 24.04 base image" >&2
-  exit 1
-fi
-
-build_dir="${GRADER_BUILD_DIR:-/tmp/grader-build}"
-(cd "$source_dir" && GRADER_BUILD_TESTS=OFF GRADER_BUILD_DIR="$build_dir" scripts/build.sh)
+"$source_dir/scripts/build.sh" grader
 cmake --install "$build_dir" --prefix /usr/local
 rm -rf "$build_dir"
 
@@ -66,5 +60,4 @@ if ! id -u grader >/dev/null 2>&1; then
   useradd --create-home --shell /bin/bash grader
 fi
 grader --version
-echo "setup.sh: grader installed in /usr/local/bin; every grade here is 'ungradable' unless the" \
-  "autograder machine has an NVIDIA GPU and driver"
+echo "setup.sh: grader installed in /usr/local/bin"

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 
 namespace grader::cuda {
@@ -11,28 +12,38 @@ namespace {
 #define GRADER_STRINGIFY_EXPANDED(name) GRADER_STRINGIFY(name)
 #define GRADER_STRINGIFY(name) #name
 
+// Resolves the first of `symbols` that the library has: the name cuda.h maps the function to,
+// then older names with the same ABI.
 template <typename Fn>
-void resolve(void* library, Fn& slot, const char* symbol) {
-    slot = reinterpret_cast<Fn>(dlsym(library, symbol));
-    if (slot == nullptr) {
-        throw DriverUnavailable(std::string("the NVIDIA driver library lacks ") + symbol +
-                                "; it is older than this grader needs");
+void resolve(void* library, Fn& slot, std::initializer_list<const char*> symbols) {
+    for (const char* symbol : symbols) {
+        slot = reinterpret_cast<Fn>(dlsym(library, symbol));
+        if (slot != nullptr) {
+            return;
+        }
     }
+    throw DriverUnavailable(std::string("the NVIDIA driver library lacks ") + *symbols.begin() +
+                            "; it is older than this grader needs (CUDA 12.0)");
 }
 
-// The macro argument is expanded first, so cuCtxCreate resolves "cuCtxCreate_v4" and so on:
-// the symbol whose ABI matches the declaration in cuda.h.
-#define GRADER_RESOLVE(name) resolve(library, api.name, GRADER_STRINGIFY_EXPANDED(name))
+// The macro argument is expanded first, so cuMemAlloc resolves "cuMemAlloc_v2" and so on: the
+// symbol whose ABI matches the declaration in cuda.h.
+#define GRADER_RESOLVE(name) resolve(library, api.name, {GRADER_STRINGIFY_EXPANDED(name)})
 
 DriverApi load() {
     // GRADER_LIBCUDA names another driver library: the tests point it at the toolkit's stub, so
     // that every symbol the grader resolves is checked on a machine without a driver.
     const char* override_path = std::getenv("GRADER_LIBCUDA");
-    void* library = dlopen(override_path && *override_path ? override_path : "libcuda.so.1",
-                           RTLD_NOW | RTLD_LOCAL);
+    return load_driver(override_path && *override_path ? override_path : "libcuda.so.1");
+}
+
+}  // namespace
+
+DriverApi load_driver(const std::string& path) {
+    void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
         const char* why = dlerror();
-        throw DriverUnavailable(std::string("no NVIDIA driver: libcuda.so.1 could not be loaded (") +
+        throw DriverUnavailable("no NVIDIA driver: " + path + " could not be loaded (" +
                                 (why ? why : "unknown reason") + ")");
     }
     DriverApi api;
@@ -53,7 +64,8 @@ DriverApi load() {
     GRADER_RESOLVE(cuModuleGetFunction);
     GRADER_RESOLVE(cuFuncGetAttribute);
     GRADER_RESOLVE(cuFuncSetAttribute);
-    GRADER_RESOLVE(cuFuncGetParamInfo);
+    api.cuFuncGetParamInfo =
+        reinterpret_cast<DriverApi::FuncGetParamInfo>(dlsym(library, "cuFuncGetParamInfo"));
     GRADER_RESOLVE(cuOccupancyMaxActiveBlocksPerMultiprocessor);
     GRADER_RESOLVE(cuMemAlloc);
     GRADER_RESOLVE(cuMemFree);
@@ -67,12 +79,34 @@ DriverApi load() {
     GRADER_RESOLVE(cuEventDestroy);
     GRADER_RESOLVE(cuEventRecord);
     GRADER_RESOLVE(cuEventSynchronize);
-    GRADER_RESOLVE(cuEventElapsedTime);
+    resolve(library, api.cuEventElapsedTime,
+            {GRADER_STRINGIFY_EXPANDED(cuEventElapsedTime), "cuEventElapsedTime"});
     GRADER_RESOLVE(cuLaunchKernel);
     return api;
 }
 
-}  // namespace
+std::optional<std::vector<std::size_t>> kernel_param_sizes(CUfunction function,
+                                                           const DriverApi& api) {
+    if (api.cuFuncGetParamInfo == nullptr) {
+        return std::nullopt;
+    }
+    std::vector<std::size_t> sizes;
+    // Parameters take at most 32764 bytes, so there are at most that many of them.
+    for (std::size_t index = 0; index < 32764; ++index) {
+        std::size_t offset = 0;
+        std::size_t size = 0;
+        const CUresult status = api.cuFuncGetParamInfo(function, index, &offset, &size);
+        if (status == CUDA_ERROR_INVALID_VALUE) {
+            break;  // past the last parameter
+        }
+        if (status != CUDA_SUCCESS) {
+            throw DriverError(status, "cuFuncGetParamInfo(function, " + std::to_string(index) + ")",
+                              __FILE__, __LINE__);
+        }
+        sizes.push_back(size);
+    }
+    return sizes;
+}
 
 DriverError::DriverError(CUresult status, const std::string& call, const char* file, int line)
     : std::runtime_error(describe(status) + " from " + call + " at " + file + ":" +

@@ -5,8 +5,11 @@
 
 #include <cuda.h>
 
+#include <cstddef>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace grader::cuda {
 
@@ -28,7 +31,8 @@ public:
 };
 
 // Function pointers with the exact ABI that cuda.h declares (cuda.h maps names such as
-// cuCtxCreate to versioned symbols; the loader resolves the same versioned names).
+// cuCtxCreate to versioned symbols; the loader resolves the same versioned names). Every entry is
+// in the CUDA 12.0 driver (the oldest a CUDA 12 toolkit runs on) except where a comment says.
 struct DriverApi {
     decltype(&::cuInit) cuInit = nullptr;
     decltype(&::cuDriverGetVersion) cuDriverGetVersion = nullptr;
@@ -47,7 +51,12 @@ struct DriverApi {
     decltype(&::cuModuleGetFunction) cuModuleGetFunction = nullptr;
     decltype(&::cuFuncGetAttribute) cuFuncGetAttribute = nullptr;
     decltype(&::cuFuncSetAttribute) cuFuncSetAttribute = nullptr;
-    decltype(&::cuFuncGetParamInfo) cuFuncGetParamInfo = nullptr;
+    // Optional: a CUDA 12.4 driver or newer has it; null on an older one (kernel_param_sizes
+    // says so). Declared here rather than with decltype so that CUDA 12.0-12.3 headers, which
+    // lack it, still build the grader.
+    using FuncGetParamInfo = CUresult(CUDAAPI*)(CUfunction function, std::size_t index,
+                                                std::size_t* offset, std::size_t* size);
+    FuncGetParamInfo cuFuncGetParamInfo = nullptr;
     decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor)
         cuOccupancyMaxActiveBlocksPerMultiprocessor = nullptr;
     decltype(&::cuMemAlloc) cuMemAlloc = nullptr;
@@ -62,12 +71,27 @@ struct DriverApi {
     decltype(&::cuEventDestroy) cuEventDestroy = nullptr;
     decltype(&::cuEventRecord) cuEventRecord = nullptr;
     decltype(&::cuEventSynchronize) cuEventSynchronize = nullptr;
+    // cuda.h 12.8 and later name cuEventElapsedTime_v2, which an older driver lacks; the
+    // original symbol, with the same ABI and the same result once both events have completed,
+    // stands in for it there.
     decltype(&::cuEventElapsedTime) cuEventElapsedTime = nullptr;
     decltype(&::cuLaunchKernel) cuLaunchKernel = nullptr;
 };
 
-// Loads libcuda.so.1 once per process. Throws DriverUnavailable with the reason if it cannot.
+// Loads libcuda.so.1 (or $GRADER_LIBCUDA) once per process. Throws DriverUnavailable with the
+// reason if it cannot.
 const DriverApi& driver();
+
+// Loads the driver library at `path` afresh, without the once-per-process cache of driver():
+// the tests load stand-ins for drivers of other versions with it. Throws DriverUnavailable.
+DriverApi load_driver(const std::string& path);
+
+// The size in bytes of each of a loaded kernel's parameters, as the driver reports them
+// (cuFuncGetParamInfo); nullopt where the driver is older than CUDA 12.4 and lacks that entry
+// point, so the caller keeps the parameter list it read from the PTX. Throws DriverError if the
+// driver has the entry point and it fails.
+std::optional<std::vector<std::size_t>> kernel_param_sizes(CUfunction function,
+                                                           const DriverApi& api = driver());
 
 // "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)".
 std::string describe(CUresult status);

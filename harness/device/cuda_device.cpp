@@ -26,20 +26,6 @@ int function_attribute(CUfunction function, CUfunction_attribute attribute) {
     return value;
 }
 
-// The parameter sizes the driver reports for a loaded kernel.
-std::vector<std::size_t> driver_param_sizes(CUfunction function) {
-    std::vector<std::size_t> sizes;
-    for (std::size_t index = 0; index < 256; ++index) {
-        std::size_t offset = 0;
-        std::size_t size = 0;
-        if (cuda::driver().cuFuncGetParamInfo(function, index, &offset, &size) != CUDA_SUCCESS) {
-            break;  // CUDA_ERROR_INVALID_VALUE past the last parameter
-        }
-        sizes.push_back(size);
-    }
-    return sizes;
-}
-
 // What a driver error during a launch means for the launch: a fault of the kernel (it poisons the
 // context), or a launch the device refused.
 DeviceLaunch failed_launch(const cuda::DriverError& error) {
@@ -88,6 +74,12 @@ void CudaDevice::describe(Environment& environment) const {
     environment.blocks_per_sm = blocks_per_sm_;
     environment.grid_blocks = static_cast<std::uint32_t>(geometry_.grid.count());
     environment.block_size = static_cast<std::uint32_t>(geometry_.block.count());
+    if (param_info_missing_) {
+        environment.notes.push_back(
+            "cuFuncGetParamInfo needs a CUDA 12.4 driver and this one supports CUDA " +
+            version_text(info_.driver_version) +
+            ": the kernel's parameters were checked against the PTX's parameter list instead");
+    }
 }
 
 LoadResult CudaDevice::load(const KernelSpec& spec, const CompiledKernel& compiled) {
@@ -97,8 +89,12 @@ LoadResult CudaDevice::load(const KernelSpec& spec, const CompiledKernel& compil
         kernel->id = spec.id;
         kernel->module = cuda::Module(compiled.cubin);
         kernel->function = kernel->module.function(compiled.outcome.lowered_name);
-        kernel->param_sizes = driver_param_sizes(kernel->function);
-        kernel->param_source = "driver";
+        if (const auto sizes = cuda::kernel_param_sizes(kernel->function)) {
+            kernel->param_sizes = *sizes;
+            kernel->param_source = "driver";
+        } else {
+            param_info_missing_ = true;  // the PTX's parameter list stands
+        }
         kernel->static_shared_bytes =
             function_attribute(kernel->function, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
         kernel->registers = function_attribute(kernel->function, CU_FUNC_ATTRIBUTE_NUM_REGS);

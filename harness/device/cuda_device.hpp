@@ -54,6 +54,7 @@ private:
     std::optional<cuda::Module> poison_module_;
     CUfunction poison_function_ = nullptr;
     int blocks_per_sm_ = 0;
+    bool param_info_missing_ = false;  // the driver predates cuFuncGetParamInfo
     LaunchGeometry geometry_;
 };
 

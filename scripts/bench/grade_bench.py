@@ -21,7 +21,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("grader")
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--submission", default="student")
+    parser.add_argument("--submission", default="student/example")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
