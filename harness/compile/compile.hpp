@@ -201,6 +201,11 @@ std::string sanitize_log(std::string_view log, std::string_view source_name,
 // with the .loc lines): `.file 1 "/home/x/probe.cu"` becomes `.file 1 "probe.cu"`.
 std::string ptx_without_host_paths(std::string_view ptx);
 
+// Where the PTX reads the GPU's clocks (%clock, %clock64, %globaltimer and its halves) or sleeps
+// (nanosleep), once per kind and source line: "%clock64 at probe.cu line 20". A kernel that reads
+// a clock can pace its own timings; the report flags it.
+std::vector<std::string> ptx_clock_reads(std::string_view ptx);
+
 struct PtxParam {
     std::string ptx_type;  // ".u64", ".u32", ".f32", ".align 8 .b8 ...[16]"
     std::size_t size = 0;

@@ -2,8 +2,10 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <regex>
 #include <string>
@@ -142,6 +144,51 @@ PtxEntry ptx_entry(std::string_view ptx, std::string_view entry_name) {
         }
         return entry;
     }
+}
+
+std::vector<std::string> ptx_clock_reads(std::string_view ptx) {
+    static const std::regex file_directive(R"re(^\s*\.file\s+(\d+)\s+"([^"]*)")re");
+    static const std::regex loc_directive(R"(^\s*\.loc\s+(\d+)\s+(\d+))");
+    static const std::regex clock_register(
+        R"(%(globaltimer_lo|globaltimer_hi|globaltimer|clock64|clock)\b)");
+    static const std::regex sleep_instruction(R"(^\s*(@!?%\w+\s+)?nanosleep\b)");
+    std::map<std::string, std::string> files;
+    std::string where = "an unknown line";
+    std::vector<std::string> reads;
+    std::size_t start = 0;
+    while (start < ptx.size()) {
+        std::size_t end = ptx.find('\n', start);
+        if (end == std::string_view::npos) {
+            end = ptx.size();
+        }
+        const std::string line(ptx.substr(start, end - start));
+        start = end + 1;
+        std::smatch match;
+        if (std::regex_search(line, match, file_directive)) {
+            const std::string path = match[2].str();
+            files[match[1].str()] = path.substr(path.find_last_of('/') + 1);
+            continue;
+        }
+        if (std::regex_search(line, match, loc_directive)) {
+            const auto file = files.find(match[1].str());
+            where = (file == files.end() ? std::string("the kernel") : file->second) + " line " +
+                    match[2].str();
+            continue;
+        }
+        std::string what;
+        if (std::regex_search(line, match, clock_register)) {
+            what = "%" + match[1].str();
+        } else if (std::regex_search(line, match, sleep_instruction)) {
+            what = "nanosleep";
+        }
+        if (!what.empty()) {
+            const std::string read = what + " at " + where;
+            if (std::find(reads.begin(), reads.end(), read) == reads.end()) {
+                reads.push_back(read);
+            }
+        }
+    }
+    return reads;
 }
 
 std::string ptx_without_host_paths(std::string_view ptx) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "counters/counters.hpp"
 #include "cuda/driver_api.hpp"
 #include "measure/interleaved_timing.hpp"
 #include "measure/outputs.hpp"
@@ -12,6 +13,8 @@ namespace {
 
 class CudaKernel final : public LoadedKernel {
 public:
+    std::string image;          // the cubin, to load again with fresh globals
+    std::string lowered_name;
     cuda::Module module;
     CUfunction function = nullptr;
 };
@@ -87,6 +90,8 @@ LoadResult CudaDevice::load(const KernelSpec& spec, const CompiledKernel& compil
     try {
         auto kernel = std::make_unique<CudaKernel>();
         kernel->id = spec.id;
+        kernel->image = compiled.cubin;
+        kernel->lowered_name = compiled.outcome.lowered_name;
         kernel->module = cuda::Module(compiled.cubin);
         kernel->function = kernel->module.function(compiled.outcome.lowered_name);
         if (const auto sizes = cuda::kernel_param_sizes(kernel->function)) {
@@ -198,9 +203,17 @@ TimingSamples CudaDevice::time(const std::vector<TimedCase>& launches, const Inp
                                const LaunchGeometry& geometry) {
     const std::uint64_t elements = output_elements(exercise_, geometry);
     const CUdeviceptr in = input_buffer(input, input_words).get();
-    const CUdeviceptr out = output_buffer(elements).get();
+    // Each launch writes a buffer of its own, so that what the timed launches computed can be
+    // checked afterwards: a kernel cannot be right when checked and wrong when timed.
+    std::vector<cuda::DeviceBuffer> outputs;
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+        outputs.emplace_back(elements * sizeof(float));
+        outputs.back().fill_words(kOutputPoison, stream_->get());
+    }
     std::vector<TimedLaunch> timed;
-    for (const TimedCase& c : launches) {
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+        const TimedCase c = launches[i];
+        const CUdeviceptr out = outputs[i].get();
         timed.push_back({c.kernel->id + " stride " + std::to_string(c.stride),
                          [this, c, in, out, elements, &geometry](CUstream stream) {
                              enqueue(*c.kernel, in, out, elements, c.stride, geometry, stream);
@@ -208,13 +221,63 @@ TimingSamples CudaDevice::time(const std::vector<TimedCase>& launches, const Inp
     }
     const InterleavedTiming timing = time_interleaved(timed, exercise_.timing, seed_, *stream_);
     TimingSamples samples;
-    for (const RowSamples& row : timing.rows) {
-        samples.per_round_ms.push_back(row.per_launch_ms);
-        samples.launches_per_sample.push_back(row.launches_per_sample);
+    for (std::size_t i = 0; i < timing.rows.size(); ++i) {
+        samples.per_round_ms.push_back(timing.rows[i].per_launch_ms);
+        samples.launches_per_sample.push_back(timing.rows[i].launches_per_sample);
+        std::vector<float> last(elements);
+        outputs[i].download(last.data(), elements * sizeof(float));
+        samples.final_outputs.push_back(std::move(last));
     }
     samples.rounds = timing.rounds;
     samples.seconds = timing.seconds;
     return samples;
+}
+
+void CudaDevice::reload(const std::vector<LoadedKernel*>& kernels) {
+    for (LoadedKernel* loaded : kernels) {
+        auto& kernel = static_cast<CudaKernel&>(*loaded);
+        kernel.module = cuda::Module(kernel.image);
+        kernel.function = kernel.module.function(kernel.lowered_name);
+    }
+}
+
+HardwareCounts CudaDevice::count(const std::vector<TimedCase>& launches, const InputSpec& input,
+                                 const std::vector<float>& input_words,
+                                 const LaunchGeometry& geometry) {
+    HardwareCounts result;
+    // Opened after timing and gone before anything is timed again: CUPTI's profiler slows
+    // launches while it is attached (an H200's stride-1 probe took 9% longer).
+    counters::SharedMemoryCounter counter = counters::SharedMemoryCounter::open(
+        context_->get(), info_.ordinal, counters::InstructionCounter::hardware);
+    if (!counter.available()) {
+        result.reason = counter.reason();
+        return result;
+    }
+    const std::uint64_t elements = output_elements(exercise_, geometry);
+    const CUdeviceptr in = input_buffer(input, input_words).get();
+    const CUdeviceptr out = output_buffer(elements).get();
+    std::vector<counters::SharedMemoryCounter::Launch> counted;
+    for (const TimedCase& c : launches) {
+        counted.push_back([this, c, in, out, elements, &geometry] {
+            enqueue(*c.kernel, in, out, elements, c.stride, geometry, stream_->get());
+        });
+    }
+    const auto counts = counter.count_each(counted);
+    if (!counts.counted()) {
+        result.reason = counts.reason;
+        return result;
+    }
+    result.counted = true;
+    result.description = counter.description();
+    for (const auto& hardware : counts.value) {
+        SharedAccessCounts shared;
+        shared.load_requests = hardware.load_instructions;
+        shared.load_wavefronts = hardware.load_wavefronts;
+        shared.store_requests = hardware.store_instructions;
+        shared.store_wavefronts = hardware.store_wavefronts;
+        result.counts.push_back(shared);
+    }
+    return result;
 }
 
 }  // namespace grader

@@ -33,6 +33,10 @@ public:
     TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
                        const std::vector<float>& input_words,
                        const LaunchGeometry& geometry) override;
+    void reload(const std::vector<LoadedKernel*>& kernels) override;
+    HardwareCounts count(const std::vector<TimedCase>& launches, const InputSpec& input,
+                         const std::vector<float>& input_words,
+                         const LaunchGeometry& geometry) override;
 
 private:
     const cuda::DeviceBuffer& input_buffer(const InputSpec& input,

@@ -71,6 +71,17 @@ struct TimingSamples {
     int rounds = 0;
     double seconds = 0.0;
     bool modeled = false;  // the simulator's modeled cost, not a time
+    // What each timed launch left in its own output buffer, where the device keeps it (the GPU):
+    // the timed launches are checked as the correctness runs are.
+    std::vector<std::vector<float>> final_outputs;
+};
+
+// The hardware's count of each launch's shared-memory traffic, or why there is none.
+struct HardwareCounts {
+    bool counted = false;
+    std::string reason;       // why not, for the environment section
+    std::string description;  // what counted, e.g. "CUPTI ... (chip GH100, 1 replay pass)"
+    std::vector<SharedAccessCounts> counts;  // one per launch, when counted
 };
 
 class Device {
@@ -100,6 +111,22 @@ public:
     virtual TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
                                const std::vector<float>& input_words,
                                const LaunchGeometry& geometry) = 0;
+
+    // Fresh module state (device globals) for every loaded kernel, so that a kernel that counts
+    // its own launches cannot tell the phases apart: correctness runs, timing, counting.
+    virtual void reload(const std::vector<LoadedKernel*>& kernels) { (void)kernels; }
+
+    // The hardware's own count of each launch's shared-memory traffic, after timing (counting
+    // replays the launches with a profiler attached). The simulator counts as it runs: none here.
+    virtual HardwareCounts count(const std::vector<TimedCase>& launches, const InputSpec& input,
+                                 const std::vector<float>& input_words,
+                                 const LaunchGeometry& geometry) {
+        (void)launches;
+        (void)input;
+        (void)input_words;
+        (void)geometry;
+        return {false, "the simulator counts as it runs", "", {}};
+    }
 };
 
 // The kernel's parameters in the exercise's order, assembled from their roles: 8 bytes each, the

@@ -12,6 +12,7 @@
 #include "checks/checks.hpp"
 #include "common/version.hpp"
 #include "compile/compile.hpp"
+#include "counters/counters.hpp"
 #include "cuda/driver_api.hpp"
 #include "cuda/resources.hpp"
 #include "device/cuda_device.hpp"
@@ -58,6 +59,15 @@ std::vector<int> strides_of(const Exercise& exercise, const std::string& kernel,
                                     : reference_strides_to_run(exercise, unnamed);
 }
 
+counters::SharedMemoryCounts as_counter_counts(const SharedAccessCounts& counts) {
+    counters::SharedMemoryCounts converted;
+    converted.load_instructions = counts.load_requests;
+    converted.load_wavefronts = counts.load_wavefronts;
+    converted.store_instructions = counts.store_requests;
+    converted.store_wavefronts = counts.store_wavefronts;
+    return converted;
+}
+
 class Grade {
 public:
     Grade(const Exercise& exercise, const WorkerOptions& options, ProgressSink& sink)
@@ -93,7 +103,17 @@ public:
         if (!run_cases()) {
             return finish();
         }
+        if (cuda_) {
+            // CPU work while the GPU is timed: the simulator's count of the student's kernel,
+            // and the counters' libraries (most of what opening a counter costs).
+            simulator_counts_ = std::async(std::launch::async, [this, strides = student_strides()] {
+                return simulator_counts(strides);
+            });
+            counter_libraries_ =
+                std::async(std::launch::async, [] { counters::load_counter_libraries(); });
+        }
         time_cases();
+        count_cases();
         finish();
     }
 
@@ -175,6 +195,7 @@ private:
             } else {
                 compiled = std::move(results.student);
                 environment_.confinement = compiled.confinement;
+                compiled.outcome.clock_reads = ptx_clock_reads(compiled.ptx);
                 if (compiled.outcome.ok) {
                     compiled.outcome.abi_problem =
                         abi_problem(compiled.outcome.param_sizes, exercise_.parameters);
@@ -262,12 +283,11 @@ private:
     // Each kernel at each stride with each input: the exercise's kernels first, so that the
     // oracle's outputs are there when the student's arrive.
     bool run_cases() {
-        std::map<std::pair<std::string, int>, std::vector<float>> oracle_outputs;
         std::vector<std::vector<float>> inputs;
         for (const InputSpec& input : exercise_.inputs) {
             inputs.push_back(make_input(input, exercise_.buffers.input_words, options_.seed));
         }
-        const OutputPlacement placement{exercise_.buffers.output, geometry_.block.count()};
+        const OutputPlacement placement = output_placement();
         const std::string oracle = exercise_.oracle()->id;
         std::vector<const KernelSpec*> order;
         for (const KernelSpec& spec : exercise_.kernels) {
@@ -309,10 +329,10 @@ private:
                     }
                     run.notes.insert(run.notes.end(), launch.notes.begin(), launch.notes.end());
                     if (spec->id == oracle) {
-                        oracle_outputs[{input.id, stride}] = std::move(launch.outputs);
+                        oracle_outputs_[{input.id, stride}] = std::move(launch.outputs);
                     } else if (spec->is_student()) {
                         run.outputs.push_back(compare_outputs(
-                            input.id, launch.outputs, oracle_outputs[{input.id, stride}],
+                            input.id, launch.outputs, oracle_outputs_[{input.id, stride}],
                             placement));
                     }
                 }
@@ -337,6 +357,18 @@ private:
         return std::nullopt;
     }
 
+    OutputPlacement output_placement() const {
+        return OutputPlacement{exercise_.buffers.output, geometry_.block.count()};
+    }
+
+    std::vector<LoadedKernel*> loaded_kernels() const {
+        std::vector<LoadedKernel*> kernels;
+        for (const auto& [id, kernel] : loaded_) {
+            kernels.push_back(kernel.get());
+        }
+        return kernels;
+    }
+
     void time_cases() {
         if (!device().times() || runs_.empty()) {
             return;
@@ -352,6 +384,7 @@ private:
         }
         TimingSamples samples;
         try {
+            device().reload(loaded_kernels());
             samples = device().time(cases, exercise_.inputs.front(), inputs_.front(), geometry_);
         } catch (const cuda::DriverError& error) {
             stop(stage, cuda::is_kernel_fault(error.status()) ? Ending::kernel_fault
@@ -378,11 +411,119 @@ private:
                 runs_[i].ratio_max = ratio->max;
             }
         }
+        // The timed launches are checked as the correctness runs were.
+        const InputSpec& input = exercise_.inputs.front();
+        for (std::size_t i = 0; i < samples.final_outputs.size() && i < runs_.size(); ++i) {
+            if (runs_[i].kernel != kStudentKernel) {
+                continue;
+            }
+            OutputComparison timed =
+                compare_outputs(input.id, samples.final_outputs[i],
+                                oracle_outputs_[{input.id, runs_[i].stride}], output_placement());
+            timed.timed = true;
+            runs_[i].outputs.push_back(timed);
+        }
         for (const KernelRun& run : runs_) {
             sink_.run(run);
         }
         figures_.timing_rounds = samples.rounds;
         figures_.timing_seconds = samples.seconds;
+    }
+
+    // The student's kernel counted on the simulator from its PTX, on one block per stride: what
+    // stands in where the GPU's counters cannot count, and what the GPU's count is compared with.
+    std::map<int, SharedAccessCounts> simulator_counts(const std::vector<int>& strides) const {
+        std::map<int, SharedAccessCounts> counts;
+        const auto compiled = compiled_.find(std::string(kStudentKernel));
+        if (compiled == compiled_.end() || !compiled->second.outcome.ok) {
+            return counts;
+        }
+        SimDevice simulator(exercise_, options_.seed);
+        const KernelSpec& spec = exercise_.kernel(std::string(kStudentKernel));
+        const LoadResult loaded = simulator.load(spec, compiled->second);
+        if (!loaded.kernel) {
+            return counts;
+        }
+        InputSpec input = exercise_.inputs.front();
+        input.simulated_blocks = 1;
+        const LaunchGeometry geometry = simulator.geometry(*loaded.kernel);
+        for (const int stride : strides) {
+            const DeviceLaunch launch =
+                simulator.run(*loaded.kernel, input, inputs_.front(), stride, geometry);
+            if (launch.end == DeviceLaunch::End::completed && launch.counts) {
+                counts[stride] = *launch.counts;
+            }
+        }
+        return counts;
+    }
+
+    std::vector<int> student_strides() const {
+        std::vector<int> strides;
+        for (const KernelRun& run : runs_) {
+            if (run.kernel == kStudentKernel) {
+                strides.push_back(run.stride);
+            }
+        }
+        return strides;
+    }
+
+    // On a GPU, after timing: the hardware's own count of the student's shared-memory traffic,
+    // or, where its counters are not permitted, the simulator's count of the same source.
+    void count_cases() {
+        if (!cuda_ || runs_.empty()) {
+            return;
+        }
+        const Stage stage{Stage::Kind::count, std::string(kStudentKernel)};
+        sink_.stage(stage, run_limit_);
+        std::vector<TimedCase> cases;
+        std::vector<KernelRun*> counted;
+        for (KernelRun& run : runs_) {
+            if (run.kernel == kStudentKernel) {
+                cases.push_back({loaded_.at(run.kernel).get(), run.stride});
+                counted.push_back(&run);
+            }
+        }
+        if (cases.empty()) {
+            return;
+        }
+        const std::map<int, SharedAccessCounts> simulated =
+            simulator_counts_.valid() ? simulator_counts_.get() : simulator_counts(student_strides());
+        HardwareCounts hardware;
+        try {
+            device().reload(loaded_kernels());
+            hardware = device().count(cases, exercise_.inputs.front(), inputs_.front(), geometry_);
+        } catch (const cuda::DriverError& error) {
+            stop(stage, cuda::is_kernel_fault(error.status()) ? Ending::kernel_fault
+                                                              : Ending::launch_refused,
+                 "a kernel failed while its shared accesses were counted: " +
+                     cuda::describe(error.status()));
+            return;
+        }
+        if (!hardware.counted) {
+            environment_.notes.push_back(
+                "The GPU's own counters could not count here (" + hardware.reason +
+                "): the counted degrees are the simulator's, of the same source (PTX-level).");
+        } else {
+            environment_.notes.push_back("Counted degrees are the GPU's own (" +
+                                         hardware.description + ").");
+        }
+        for (std::size_t i = 0; i < counted.size(); ++i) {
+            KernelRun& run = *counted[i];
+            const auto sim = simulated.find(run.stride);
+            if (hardware.counted) {
+                run.counts = hardware.counts[i];
+                run.count_source = "hardware";
+                if (sim != simulated.end()) {
+                    run.count_note = counters::difference_note(as_counter_counts(hardware.counts[i]),
+                                                               as_counter_counts(sim->second));
+                }
+            } else if (sim != simulated.end()) {
+                run.counts = sim->second;
+                run.count_source = "simulator";
+            }
+            sink_.run(run);
+        }
+        sink_.environment(environment_);
     }
 
     void stop(const Stage& stage, Ending ending, const std::string& message) {
@@ -409,6 +550,9 @@ private:
     LaunchGeometry geometry_;
     std::vector<KernelRun> runs_;
     std::vector<std::vector<float>> inputs_;
+    std::map<std::pair<std::string, int>, std::vector<float>> oracle_outputs_;
+    std::future<std::map<int, SharedAccessCounts>> simulator_counts_;
+    std::future<void> counter_libraries_;
 };
 
 }  // namespace

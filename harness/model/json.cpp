@@ -174,7 +174,8 @@ void to_json(json& j, const CompileOutcome& v) {
              {"static_shared_bytes", v.static_shared_bytes},
              {"registers", v.registers},
              {"abi_problem", v.abi_problem},
-             {"log_cut_bytes", v.log_cut_bytes}};
+             {"log_cut_bytes", v.log_cut_bytes},
+             {"clock_reads", v.clock_reads}};
 }
 void from_json(const json& j, CompileOutcome& v) {
     read(j, "attempted", v.attempted);
@@ -192,10 +193,12 @@ void from_json(const json& j, CompileOutcome& v) {
     read(j, "registers", v.registers);
     read(j, "abi_problem", v.abi_problem);
     read(j, "log_cut_bytes", v.log_cut_bytes);
+    read(j, "clock_reads", v.clock_reads);
 }
 
 void to_json(json& j, const OutputComparison& v) {
     j = json{{"input", v.input},
+             {"timed", v.timed},
              {"ran", v.ran},
              {"ok", v.ok},
              {"layout", v.matrix ? "matrix" : "per_thread"},
@@ -212,6 +215,7 @@ void to_json(json& j, const OutputComparison& v) {
 }
 void from_json(const json& j, OutputComparison& v) {
     read(j, "input", v.input);
+    read(j, "timed", v.timed);
     read(j, "ran", v.ran);
     read(j, "ok", v.ok);
     v.matrix = j.value("layout", "per_thread") == "matrix";
@@ -268,6 +272,7 @@ void to_json(json& j, const KernelRun& v) {
              {"ratio_max", optional_number(v.ratio_max)},
              {"counts", v.counts ? json(*v.counts) : json(nullptr)},
              {"count_source", v.count_source},
+             {"count_note", v.count_note},
              {"notes", v.notes},
              {"races", v.races}};
 }
@@ -281,6 +286,7 @@ void from_json(const json& j, KernelRun& v) {
     read_optional(j, "ratio_max", v.ratio_max);
     read_optional(j, "counts", v.counts);
     read(j, "count_source", v.count_source);
+    read(j, "count_note", v.count_note);
     read(j, "notes", v.notes);
     read(j, "races", v.races);
 }

@@ -37,6 +37,9 @@ struct CompileOutcome {
     // Bytes of NVRTC's log left out of `log`, which is bounded (64 KiB) and then ends with a line
     // saying so; 0 when nothing was cut. Added for issue 7 (a warning flood made a 1.6 MB log).
     std::size_t log_cut_bytes = 0;
+    // Reads of the GPU's clocks (%clock, %clock64, %globaltimer) and nanosleep in the kernel's
+    // PTX, each with where: a kernel that reads them can pace its own timings.
+    std::vector<std::string> clock_reads;
 };
 
 // One kernel's outputs with one input, compared element by element with the oracle's (the
@@ -44,6 +47,7 @@ struct CompileOutcome {
 // element at fault, and how many were.
 struct OutputComparison {
     std::string input;                 // the input's id, e.g. "ones"
+    bool timed = false;                // what a timed launch left, checked after the timing
     bool ran = false;
     bool ok = false;
     bool matrix = false;               // elements are placed by row and column, not by thread
@@ -92,6 +96,8 @@ struct KernelRun {
     std::optional<double> ratio_max;
     std::optional<SharedAccessCounts> counts;  // what was counted, where something counted it
     std::string count_source;          // "simulator" (PTX-level) or "hardware" (SASS-level)
+    // Where both counted and their totals differ, why, in one line (ptxas merged loads).
+    std::string count_note;
     // What the checks add to a failing output check's details: on the simulator, the first
     // shared-memory word read before it was written, and races it saw (line, word, lanes).
     std::vector<std::string> notes;
