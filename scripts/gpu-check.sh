@@ -1,69 +1,200 @@
 #!/usr/bin/env bash
-# Everything that needs a GPU, in one call: the sweep, a grade of student/example/, the end-to-end test
-# of every fixture, and the speed benchmark. Run on a GPU machine from the repository root with a
-# build made on the development machine (build-gpu/, built with scripts/build.sh and
-# GRADER_BUILD_DIR=build-gpu): that machine has the CUDA toolkit and driver but none of the
-# build's libraries, which the grader carries statically.
-# Usage: scripts/gpu-check.sh [OUT_DIR] [--quick]
+# Everything that needs a GPU, in one call. Run on a GPU machine from the repository root with a
+# build made on the development machine and carried there (the GPU machine has the CUDA toolkit
+# and driver but none of the build's libraries, which the grader carries statically).
+#
+# Usage: scripts/gpu-check.sh OUT_DIR [SECTION...]      (no section: every one, in this order)
+#   machine   the GPU, driver, profiling permission, the grader's version
+#   probe     Part 1: grader sweep, a grade of student/example/ (text and JSON)
+#   padding   Part 2: grader sweep and a grade of student/padding/example/ (the lesson's table)
+#   fixtures  every fixture of both exercises through grader grade (tests/test_gpu_fixtures)
+#   hostile   every hostile submission (tests/fixtures/hostile) through grader grade on the GPU
+#   counters  CUPTI: tests/test_counters as this user, then as the user nobody (the fallback)
+#   bench     20 grades of each exercise's example; the probe also without counters and, when
+#             .carry/before/grader exists, with the grader from before the confined compile
+#   class     the class of 100 through grader batch; SIGKILL midway and --resume
+#   share     two batches sharing one GPU at once; --devices 0,0
+#   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh)
+# Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on).
 set -uo pipefail
 root=$(pwd)
-out=${1:-${OUT:-/tmp/gpu-check}}
-quick=${2:-}
+out=${1:?usage: scripts/gpu-check.sh OUT_DIR [SECTION...]}
+shift
+sections=("$@")
+[ "${#sections[@]}" -gt 0 ] || sections=(machine probe padding fixtures hostile counters bench class share ncu)
 mkdir -p "$out"
-build="${GRADER_BUILD_DIR:-build-gpu}"
+build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
+padding=(--exercise exercises/day15-padding)
 # The tests were configured with the development machine's absolute paths (/work/main).
 if [ ! -e /work/main ]; then
   mkdir -p /work && ln -s "$root" /work/main
 fi
 
-section() { printf '\n==== %s ====\n' "$*"; }
+section() { printf '\n==== %s (%s) ====\n' "$*" "$(date -u +%H:%M:%SZ)"; }
 
-section "machine $(date -u +%Y-%m-%dT%H:%MZ)"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
-"$grader" --version
+# Runs the rest of the line as the user nobody, with a home of its own in /tmp.
+as_nobody() {
+  mkdir -p /tmp/nobody-home && chown nobody /tmp/nobody-home
+  setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=/tmp/nobody-home "$@"
+}
 
-section "grader sweep"
-"$grader" sweep --seed 1
+run_machine() {
+  section "machine $(date -u +%Y-%m-%dT%H:%MZ)"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+  grep -i profiling /proc/driver/nvidia/params 2>/dev/null
+  echo "user: $(id)"
+  "$grader" --version
+}
 
-section "grader grade student/"
-/usr/bin/time -f "wall %e s" "$grader" grade student/example/ --seed 7
-echo "exit status: $?"
-"$grader" grade student/example/ --seed 7 --format json --output "$out/student-report.json" --quiet
+run_probe() {
+  section "Part 1: grader sweep"
+  "$grader" sweep --seed 1
+  section "Part 1: grader grade student/example/"
+  /usr/bin/time -f "wall %e s" "$grader" grade student/example/ --seed 7
+  echo "exit status: $?"
+  "$grader" grade student/example/ --seed 7 --format json --output "$out/probe-report.json" --quiet
+}
 
-section "every fixture through grader grade (tests/test_gpu_fixtures)"
-"$root/$build/tests/test_gpu_fixtures" 2>&1 | tail -120
+run_padding() {
+  section "Part 2: grader sweep --exercise exercises/day15-padding"
+  "$grader" sweep "${padding[@]}" --seed 1
+  "$grader" sweep "${padding[@]}" --seed 1 --format json > "$out/padding-sweep.json"
+  section "Part 2: grader grade student/padding/example/"
+  /usr/bin/time -f "wall %e s" "$grader" grade student/padding/example/ "${padding[@]}" --seed 7
+  echo "exit status: $?"
+  "$grader" grade student/padding/example/ "${padding[@]}" --seed 7 --format json \
+    --output "$out/padding-report.json" --quiet
+}
 
-if [ "$quick" != "--quick" ]; then
-  section "benchmark: 20 grades of student/example/ and the nvcc alternative"
-  python3 "$root/scripts/bench/grade_bench.py" "$grader" --runs 20 --out "$out"
-fi
+run_fixtures() {
+  section "every fixture through grader grade (tests/test_gpu_fixtures)"
+  "$root/$build/tests/test_gpu_fixtures" 2>&1 | tail -150
+}
 
-if [ "$quick" != "--quick" ]; then
+run_hostile() {
+  section "hostile submissions through grader grade on the GPU"
+  local scratch=/tmp/gpu-check-hostile
+  rm -rf "$scratch" && mkdir -p "$scratch"
+  for folder in tests/fixtures/hostile/*/; do
+    local name exercise=()
+    name=$(basename "$folder")
+    [ -f "$folder/probe.cu" ] || [ -f "$folder/transpose.cu" ] || continue
+    [ -f "$folder/transpose.cu" ] && exercise=("${padding[@]}")
+    timeout 300 "$grader" grade "$folder" "${exercise[@]}" --seed 7 --format json \
+      --output "$scratch/$name.json" --quiet >/dev/null 2>&1
+    local code=$?
+    python3 - "$scratch/$name.json" "$name" "$code" <<'EOF'
+import json, sys
+path, name, code = sys.argv[1:]
+try:
+    r = json.load(open(path))
+except Exception as e:
+    print(f"{name:45s} exit {code:>3}  no report ({e})")
+    sys.exit()
+failed = [c["id"] for c in r.get("checks", []) if c.get("status") == "failed"]
+stop = r.get("interruption") or {}
+print(f"{name:45s} exit {code:>3}  {r['verdict']:10s} {r.get('score')}/{r.get('max_score')}"
+      f"  failed: {','.join(failed) or '-'}  {stop.get('stage', '')} {stop.get('message', '')[:90]}")
+EOF
+  done
+}
+
+run_counters() {
+  section "CUPTI counters (tests/test_counters) as $(id -un)"
+  "$root/$build/tests/test_counters" 2>&1 | tail -80
+  section "CUPTI counters and a grade as the user nobody"
+  chmod -R a+rX "$root" 2>/dev/null
+  as_nobody "$root/$build/tests/test_counters" 2>&1 | tail -40
+  as_nobody "$grader" grade student/example/ --seed 7 --format json --output /tmp/nobody-report.json --quiet
+  echo "exit status: $?"
+  cp /tmp/nobody-report.json "$out/nobody-probe-report.json" 2>/dev/null
+  python3 - /tmp/nobody-report.json <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("verdict:", r["verdict"], r["score"], "/", r["max_score"])
+for note in r["environment"]["notes"]:
+    print("note:", note)
+print("count sources:", sorted({row["count_source"] for row in r["rows"] if row["count_source"]}))
+EOF
+}
+
+run_bench() {
+  local variants=(--variant "no counters=$grader,GRADER_LIBCUPTI=/nonexistent/libcupti.so")
+  if [ -x "$root/.carry/before/grader" ]; then
+    variants+=(--variant "before confinement=$root/.carry/before/grader,GRADER_LIBCUPTI=/nonexistent/libcupti.so")
+  fi
+  section "benchmark: 20 grades of student/example/ (interleaved variants) and the nvcc alternative"
+  python3 "$root/scripts/bench/grade_bench.py" "$grader" --runs 20 --out "$out" "${variants[@]}"
+  section "benchmark: 20 grades of student/padding/example/"
+  python3 "$root/scripts/bench/grade_bench.py" "$grader" --runs 20 --no-nvcc \
+    --submission student/padding/example "${padding[@]}"
+}
+
+run_class() {
   section "batch: a generated class of 100 (scripts/bench/make_class.py, batch_bench.py)"
   rm -rf /tmp/class /tmp/class-out
   python3 "$root/scripts/bench/make_class.py" /tmp/class --size 100 --seed 1
   python3 "$root/scripts/bench/batch_bench.py" "$grader" /tmp/class /tmp/class-out --timeout 5
-  cp /tmp/class-out/gradebook.csv "$out/" 2>/dev/null
-  cp /tmp/class-out/class-report.html "$out/" 2>/dev/null
+  cp /tmp/class-out/gradebook.csv /tmp/class-out/class-report.html "$out/" 2>/dev/null
 
   section "batch killed with SIGKILL midway, then resumed"
   rm -rf /tmp/class-kill
   "$grader" batch /tmp/class --output /tmp/class-kill --timeout 5 --quiet &
-  batch_pid=$!
+  local batch_pid=$!
   sleep 8
   kill -KILL "$batch_pid"
   wait "$batch_pid" 2>/dev/null
   echo "reports before the kill: $(ls /tmp/class-kill/*/report.json 2>/dev/null | wc -l)"
   "$grader" batch /tmp/class --output /tmp/class-kill --timeout 5 --resume --quiet
   echo "resume exit status: $?"
+  local submissions rows unique
   submissions=$(find /tmp/class -mindepth 1 -maxdepth 1 -type d ! -name '.*' | wc -l)
   rows=$(python3 -c 'import csv,sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1]))))' /tmp/class-kill/gradebook.csv)
   unique=$(python3 -c 'import csv,sys; print(len({r["folder"] for r in csv.DictReader(open(sys.argv[1]))}))' /tmp/class-kill/gradebook.csv)
   echo "submissions: $submissions, gradebook rows: $rows, distinct folders: $unique"
-fi
+}
 
-if [ "$quick" != "--quick" ] && [ -z "${GPU_CHECK_SKIP_NCU:-}" ] && [ -x "$root/scripts/ncu-compare.sh" ] && command -v ncu >/dev/null; then
-  section "simulator against Nsight Compute (scripts/ncu-compare.sh)"
+run_share() {
+  section "two batches sharing GPU 0 at once (halves of the class), then --devices 0,0"
+  [ -d /tmp/class ] || python3 "$root/scripts/bench/make_class.py" /tmp/class --size 100 --seed 1
+  rm -rf /tmp/half-a /tmp/half-b /tmp/share-a /tmp/share-b /tmp/share-00
+  mkdir -p /tmp/half-a /tmp/half-b
+  local i=0
+  for d in /tmp/class/*/; do
+    [ -f "$d/probe.cu" ] || continue
+    if [ $((i % 2)) -eq 0 ]; then cp -r "$d" /tmp/half-a/; else cp -r "$d" /tmp/half-b/; fi
+    i=$((i + 1))
+    [ "$i" -lt 40 ] || break
+  done
+  local began=$SECONDS
+  "$grader" batch /tmp/half-a --output /tmp/share-a --timeout 5 --quiet &
+  local a=$!
+  "$grader" batch /tmp/half-b --output /tmp/share-b --timeout 5 --quiet &
+  local b=$!
+  wait "$a"; echo "batch A exit status: $?"
+  wait "$b"; echo "batch B exit status: $?"
+  echo "both batches: $((SECONDS - began)) s"
+  python3 "$root/scripts/bench/timing_overlap.py" /tmp/share-a /tmp/share-b
+  section "grader batch --devices 0,0"
+  began=$SECONDS
+  "$grader" batch /tmp/half-a --output /tmp/share-00 --timeout 5 --devices 0,0 --quiet
+  echo "exit status: $?, $((SECONDS - began)) s"
+  python3 "$root/scripts/bench/timing_overlap.py" /tmp/share-00
+}
+
+run_ncu() {
+  if ! command -v ncu >/dev/null; then
+    section "ncu: not on this machine, skipped"
+    return
+  fi
+  section "simulator and the grader's counters against Nsight Compute (scripts/ncu-compare.sh)"
   "$root/scripts/ncu-compare.sh" "$grader" "$out/ncu-compare.txt"
-fi
+}
+
+for s in "${sections[@]}"; do
+  case "$s" in
+    machine|probe|padding|fixtures|hostile|counters|bench|class|share|ncu) "run_$s" ;;
+    *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
+  esac
+done

@@ -194,10 +194,6 @@ Report grade_one(PoolState& state, const BatchSubmission& submission, int device
     grade.run_seconds_override = state.run_seconds_override;
     grade.backend = state.backend;
     grade.worker_executable = state.worker_executable;
-    // Absolute: the worker runs in a scratch folder of its own, where a relative path would
-    // name a different lock for every worker.
-    grade.device_lock = std::filesystem::absolute(state.output_dir) / kLocksFolder /
-                        ("device-" + std::to_string(device) + ".lock");
     try {
         return grade_submission(state.exercise, grade);
     } catch (const std::exception& error) {

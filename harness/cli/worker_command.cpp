@@ -20,7 +20,6 @@ void add_worker_command(CLI::App& app, Runner& run) {
     command->add_option("--seed", options->seed);
     command->add_option("--backend", options->backend);
     command->add_option("--run-timeout", options->run_seconds_override);
-    command->add_option("--device-lock", options->device_lock);
     command->add_flag("--reference-only", *reference_only);
     command->add_flag("--explain", *explain);
     command->add_option("--explain-strides", options->explain_strides)->delimiter(',');

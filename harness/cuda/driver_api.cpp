@@ -54,6 +54,7 @@ DriverApi load_driver(const std::string& path) {
     GRADER_RESOLVE(cuDeviceGetCount);
     GRADER_RESOLVE(cuDeviceGet);
     GRADER_RESOLVE(cuDeviceGetName);
+    GRADER_RESOLVE(cuDeviceGetPCIBusId);
     GRADER_RESOLVE(cuDeviceGetAttribute);
     GRADER_RESOLVE(cuDevicePrimaryCtxRetain);
     GRADER_RESOLVE(cuDevicePrimaryCtxRelease);

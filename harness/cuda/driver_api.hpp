@@ -41,6 +41,7 @@ struct DriverApi {
     decltype(&::cuDeviceGetCount) cuDeviceGetCount = nullptr;
     decltype(&::cuDeviceGet) cuDeviceGet = nullptr;
     decltype(&::cuDeviceGetName) cuDeviceGetName = nullptr;
+    decltype(&::cuDeviceGetPCIBusId) cuDeviceGetPCIBusId = nullptr;
     decltype(&::cuDeviceGetAttribute) cuDeviceGetAttribute = nullptr;
     decltype(&::cuDevicePrimaryCtxRetain) cuDevicePrimaryCtxRetain = nullptr;
     decltype(&::cuDevicePrimaryCtxRelease) cuDevicePrimaryCtxRelease = nullptr;

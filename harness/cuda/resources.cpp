@@ -24,6 +24,9 @@ DeviceInfo query_device(int ordinal) {
     char name[256] = {};
     GRADER_DRIVER_CALL(cuDeviceGetName(name, sizeof name, device));
     info.name = name;
+    char bus_id[64] = {};
+    GRADER_DRIVER_CALL(cuDeviceGetPCIBusId(bus_id, sizeof bus_id, device));
+    info.pci_bus_id = bus_id;
     GRADER_DRIVER_CALL(
         cuDeviceGetAttribute(&info.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device));
     GRADER_DRIVER_CALL(

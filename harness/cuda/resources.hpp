@@ -15,6 +15,7 @@ namespace grader::cuda {
 struct DeviceInfo {
     int ordinal = 0;
     std::string name;
+    std::string pci_bus_id;          // "0000:18:00.0": the same GPU whatever CUDA_VISIBLE_DEVICES says
     int major = 0;
     int minor = 0;
     int sm_count = 0;

@@ -21,6 +21,7 @@ public:
     // The kernel that fills shared memory with NaN before an input that asks for it.
     void set_shared_poison(const CompiledKernel& poison);
     double context_seconds() const { return context_seconds_; }
+    const std::string& pci_bus_id() const { return info_.pci_bus_id; }
 
     std::string arch() const override { return info_.arch(); }
     void describe(Environment& environment) const override;

@@ -116,9 +116,6 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
         argv.insert(argv.end(),
                     {"--submission", std::filesystem::absolute(options.submission_dir).string()});
     }
-    if (!options.device_lock.empty()) {
-        argv.insert(argv.end(), {"--device-lock", options.device_lock.string()});
-    }
     argv.insert(argv.end(), extra.begin(), extra.end());
 
     ChildLimits limits;

@@ -25,7 +25,6 @@ struct GradeOptions {
     std::string backend = "auto";          // "auto", "cuda" or "sim"
     double run_seconds_override = 0.0;     // > 0 replaces the exercise's run limit
     std::filesystem::path worker_executable;  // the grader itself, started as "grader __worker"
-    std::filesystem::path device_lock;     // see WorkerOptions::device_lock
     std::function<void(const std::string& stage)> on_stage;  // progress, for --verbose
 };
 

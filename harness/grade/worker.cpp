@@ -29,6 +29,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double unix_seconds() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
 double seconds_since(Clock::time_point began) {
     return std::chrono::duration<double>(Clock::now() - began).count();
 }
@@ -224,9 +229,13 @@ private:
     Device& device() { return cuda_ ? static_cast<Device&>(*cuda_) : *sim_; }
 
     bool load() {
-        if (cuda_ && !options_.device_lock.empty()) {
+        if (cuda_) {
+            // Compiles overlap freely; the GPU itself is used by one grade at a time, machine-wide.
             sink_.stage({Stage::Kind::wait_for_device}, 7 * 24 * 3600.0);
-            device_lock_ = DeviceLock(options_.device_lock);
+            device_lock_ = DeviceLock(gpu_lock_path(cuda_->pci_bus_id()));
+            environment_.gpu_bus_id = cuda_->pci_bus_id();
+            environment_.gpu_held_from = unix_seconds();
+            sink_.environment(environment_);
         }
         const Stage stage{Stage::Kind::load};
         sink_.stage(stage, run_limit_);
@@ -531,6 +540,13 @@ private:
     }
 
     void finish() {
+        if (device_lock_.held()) {
+            loaded_.clear();  // the modules, then the context, go before the lock does
+            cuda_.reset();
+            device_lock_ = DeviceLock();
+            environment_.gpu_held_until = unix_seconds();
+            sink_.environment(environment_);
+        }
         figures_.wall_seconds = seconds_since(began_);
         sink_.measured(figures_);
     }

@@ -27,9 +27,6 @@ struct WorkerOptions {
     std::uint64_t seed = 0;
     std::string backend = "auto";          // "auto" (cuda with a GPU, else sim), "cuda", "sim"
     double run_seconds_override = 0.0;     // > 0 replaces the exercise's run limit
-    // A file to flock() before the GPU work, so batch workers that share a GPU compile side by
-    // side but time one at a time. The lock goes with the process, however it ends.
-    std::filesystem::path device_lock;
     std::vector<int> explain_strides;      // explain: the strides to run
     bool explain_reference = false;        // explain the exercise's oracle instead
 };

@@ -304,6 +304,9 @@ void to_json(json& j, const Environment& v) {
              {"block_size", v.block_size},
              {"blocks_per_sm", v.blocks_per_sm},
              {"confinement", v.confinement},
+             {"gpu_bus_id", v.gpu_bus_id},
+             {"gpu_held_from", v.gpu_held_from},
+             {"gpu_held_until", v.gpu_held_until},
              {"notes", v.notes}};
 }
 void from_json(const json& j, Environment& v) {
@@ -319,6 +322,9 @@ void from_json(const json& j, Environment& v) {
     read(j, "block_size", v.block_size);
     read(j, "blocks_per_sm", v.blocks_per_sm);
     read(j, "confinement", v.confinement);
+    read(j, "gpu_bus_id", v.gpu_bus_id);
+    read(j, "gpu_held_from", v.gpu_held_from);
+    read(j, "gpu_held_until", v.gpu_held_until);
     read(j, "notes", v.notes);
 }
 

@@ -124,6 +124,12 @@ struct Environment {
     // How the student's compile was confined by the kernel, e.g. "Landlock ABI 7: the compiler
     // could open no file"; says so where the kernel offers no confinement.
     std::string confinement;
+    // The GPU the grade held, by PCI bus id, and when (Unix seconds): from taking the machine-wide
+    // lock of that GPU before the first load to letting it go after the last count; 0 where no GPU
+    // was held. Two grades' windows on one GPU never overlap.
+    std::string gpu_bus_id;
+    double gpu_held_from = 0.0;
+    double gpu_held_until = 0.0;
     // What the environment section must say once: a fallback taken, a permission missing.
     std::vector<std::string> notes;
 };
