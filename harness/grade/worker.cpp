@@ -64,12 +64,14 @@ std::vector<int> strides_of(const Exercise& exercise, const std::string& kernel,
                                     : reference_strides_to_run(exercise, unnamed);
 }
 
-counters::SharedMemoryCounts as_counter_counts(const SharedAccessCounts& counts) {
+// `blocks` copies of the counts: the simulator counts one block, the GPU the whole grid.
+counters::SharedMemoryCounts as_counter_counts(const SharedAccessCounts& counts,
+                                               std::uint64_t blocks = 1) {
     counters::SharedMemoryCounts converted;
-    converted.load_instructions = counts.load_requests;
-    converted.load_wavefronts = counts.load_wavefronts;
-    converted.store_instructions = counts.store_requests;
-    converted.store_wavefronts = counts.store_wavefronts;
+    converted.load_instructions = counts.load_requests * blocks;
+    converted.load_wavefronts = counts.load_wavefronts * blocks;
+    converted.store_instructions = counts.store_requests * blocks;
+    converted.store_wavefronts = counts.store_wavefronts * blocks;
     return converted;
 }
 
@@ -523,8 +525,11 @@ private:
                 run.counts = hardware.counts[i];
                 run.count_source = "hardware";
                 if (sim != simulated.end()) {
-                    run.count_note = counters::difference_note(as_counter_counts(hardware.counts[i]),
-                                                               as_counter_counts(sim->second));
+                    // The simulator counted one block (the blocks of a grade's kernels are
+                    // alike); the GPU, every block of the grid.
+                    run.count_note = counters::difference_note(
+                        as_counter_counts(hardware.counts[i]),
+                        as_counter_counts(sim->second, geometry_.grid.count()));
                 }
             } else if (sim != simulated.end()) {
                 run.counts = sim->second;

@@ -118,6 +118,18 @@ std::vector<std::string> inputs_of(const Report& report) {
     return inputs;
 }
 
+// The counted degree with who counted it: "hw" the GPU's own counters (SASS), "sim" the
+// simulator (PTX-level).
+Cell counted_cell(const ReportRow& row) {
+    if (!row.counted_degree) {
+        return {kMissing, Tone::muted};
+    }
+    const std::string source = row.count_source == "hardware"    ? " hw"
+                               : row.count_source == "simulator" ? " sim"
+                                                                 : "";
+    return {fixed(*row.counted_degree, 2) + source};
+}
+
 void add_timing_columns(const Report& report, bool verbose, std::vector<TableColumn>& columns) {
     if (is_simulated(report)) {
         columns.push_back({"modeled", "cost"});
@@ -149,7 +161,7 @@ void add_timing_cells(const Report& report, const ReportRow& row, bool verbose,
         cells.push_back({row.timing ? std::to_string(row.timing->samples) : kMissing});
     }
     if (verbose || any_counted_degree(report)) {
-        cells.push_back({row.counted_degree ? fixed(*row.counted_degree, 2) : kMissing});
+        cells.push_back(counted_cell(row));
     }
     for (const auto& input : inputs_of(report)) {
         cells.push_back(row.kernel == "student" ? output_cell(row.output(input))
@@ -265,7 +277,7 @@ Table kernels_table(const Report& report, bool verbose) {
             }
             cells.push_back({percent_or_ratio(report, row->ratio)});
             cells.push_back({degree_text(row->degree)});
-            cells.push_back({row->counted_degree ? fixed(*row->counted_degree, 2) : kMissing});
+            cells.push_back(counted_cell(*row));
             cells.push_back(prediction_cell(*row));
             cells.push_back({percent_or_ratio(report, row->claimed_ratio),
                              row->claimed_ratio ? Tone::plain : Tone::muted});
@@ -301,11 +313,16 @@ std::vector<Table> tables(const Report& report, bool verbose) {
                 }
             }
         }
-        return out;
+    } else {
+        out.push_back(student_sweep_table(report, verbose));
+        for (const std::string& kernel : harness_kernels(report)) {
+            out.push_back(harness_sweep_table(report, kernel, verbose));
+        }
     }
-    out.push_back(student_sweep_table(report, verbose));
-    for (const std::string& kernel : harness_kernels(report)) {
-        out.push_back(harness_sweep_table(report, kernel, verbose));
+    if (!out.empty() && any_counted_degree(report)) {
+        out.front().notes.push_back(
+            "counted degree: shared wavefronts per shared load; hw: the GPU's own counters, "
+            "sim: the simulator, in the PTX");
     }
     return out;
 }
