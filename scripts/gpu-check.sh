@@ -11,7 +11,7 @@
 #   hostile   every hostile submission (tests/fixtures/hostile) through grader grade on the GPU
 #   counters  CUPTI: tests/test_counters as this user, then as the user nobody (the fallback)
 #   bench     20 grades of each exercise's example; the probe also without counters and, when
-#             .carry/before/grader exists, with the grader from before the confined compile
+#             .carry/before/ holds one, with the grader from before the confined compile
 #   class     the class of 100 through grader batch; SIGKILL midway and --resume
 #   share     two batches sharing one GPU at once; --devices 0,0
 #   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh)
@@ -121,8 +121,11 @@ EOF
 
 run_bench() {
   local variants=(--variant "no counters=$grader,GRADER_LIBCUPTI=/nonexistent/libcupti.so")
-  if [ -x "$root/.carry/before/grader" ]; then
-    variants+=(--variant "before confinement=$root/.carry/before/grader,GRADER_LIBCUPTI=/nonexistent/libcupti.so")
+  # .carry/before: the grader built at the commit before the confined compile (a7920e8) with its
+  # exercises/ and reference/, which it reads from /work/before, its source folder.
+  if [ -x "$root/.carry/before/build/harness/cli/grader" ]; then
+    [ -e /work/before ] || ln -s "$root/.carry/before" /work/before
+    variants+=(--variant "before confinement=/work/before/build/harness/cli/grader,GRADER_LIBCUPTI=/nonexistent/libcupti.so")
   fi
   section "benchmark: 20 grades of student/example/ (interleaved variants) and the nvcc alternative"
   python3 "$root/scripts/bench/grade_bench.py" "$grader" --runs 20 --out "$out" "${variants[@]}"
