@@ -460,7 +460,7 @@ private:
             ++counted;
             source = run.count_source;
             worst = std::max(worst.value_or(0.0), degree);
-            if (std::abs(degree - *model) > 0.01) {
+            if (std::abs(degree - *model) > std::max(0.01, spec.tolerance * *model)) {
                 all_match = false;
                 const bool store_worse = store && store.value_or(0.0) > load.value_or(0.0);
                 check.details.push_back(

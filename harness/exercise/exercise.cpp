@@ -1302,7 +1302,7 @@ std::vector<std::string> check_parameter_keys(CheckKind kind) {
         case CheckKind::ordering: return {"kernel", "rules"};
         case CheckKind::consistency: return {"kernel", "against", "tolerance"};
         case CheckKind::measured: return {"band", "rules"};
-        case CheckKind::counted_degree: return {"kernel", "rules", "diagnoses"};
+        case CheckKind::counted_degree: return {"kernel", "rules", "diagnoses", "tolerance"};
         case CheckKind::answers_file:
         case CheckKind::compile_abi:
         case CheckKind::predicted:
@@ -1379,6 +1379,9 @@ void read_check_parameters(const ExerciseReader& reader, const YAML::Node& node,
             break;
         }
         case CheckKind::counted_degree:
+            if (const YAML::Node tolerance = find_value(node, "tolerance"); tolerance.IsDefined()) {
+                spec.tolerance = reader.number(tolerance, field + ".tolerance", true);
+            }
             if (const YAML::Node rules = find_value(node, "rules"); rules.IsDefined()) {
                 spec.rules =
                     read_rules(reader, rules, field + ".rules", exercise, spec.kernel, true);

@@ -201,7 +201,8 @@ struct CheckSpec {
     std::string input;                  // output: the input whose runs are compared
     std::string kernel{kStudentKernel}; // consistency and counted_degree: the kernel judged
     std::string against;                // consistency: the kernel compared with
-    double tolerance = 0.0;             // consistency: |ratio / against's ratio - 1| at most
+    double tolerance = 0.0;             // consistency: |ratio / against's ratio - 1| at most;
+                                        // counted_degree: |counted / model - 1| at most
     std::vector<OrderingRule> rules;    // ordering and measured; counted_degree: timing rules
                                         // that must hold too where the machine can time
     // measured: each measured ratio lies within [low * degree, high * degree], widened by
