@@ -13,6 +13,7 @@
 
 #include "sim/banks.hpp"
 #include "sim/program.hpp"
+#include "sim/races.hpp"
 #include "sim/sim.hpp"
 
 namespace grader::sim {
@@ -303,15 +304,23 @@ private:
     std::uint64_t reduction_arrived_ = 0;
     std::vector<std::byte> shared_;
     std::vector<std::uint8_t> shared_written_;  // one flag per 32-bit word
+    RaceTracker races_;
+    bool access_raced_ = false;  // the warp-wide access being executed found a race
+    // The (line, earlier line, kind) of each race reported, to report each once.
+    std::vector<std::array<std::uint32_t, 3>> reported_races_;
 
     // ---- threads and locations ----
 
     ThreadId thread_of(const Warp& w, unsigned lane) const {
+        return thread_of_index(w.index, lane);
+    }
+
+    ThreadId thread_of_index(std::uint32_t warp, unsigned lane) const {
         ThreadId id;
         id.block = block_;
-        id.warp = w.index;
+        id.warp = warp;
         id.lane = lane;
-        const std::uint32_t t = w.index * 32 + lane;
+        const std::uint32_t t = warp * 32 + lane;
         id.thread.x = t % block_dim_.x;
         id.thread.y = (t / block_dim_.x) % block_dim_.y;
         id.thread.z = t / (block_dim_.x * block_dim_.y);
@@ -350,10 +359,11 @@ private:
 
     void run_block(Dim3 b) {
         block_ = b;
-        shared_.resize(shared_bytes_);
+        shared_.resize((shared_bytes_ + 3) / 4 * 4);  // whole words, for the race tracker
         for (std::size_t k = 0; k + 4 <= shared_bytes_; k += 4)
             std::memcpy(&shared_[k], &kSharedPoison, 4);
         shared_written_.assign((shared_bytes_ + 3) / 4, 0);
+        races_.start_block((shared_bytes_ + 3) / 4);
         reduction_true_ = 0;
         reduction_arrived_ = 0;
         for (Warp& w : warps_)
@@ -390,6 +400,7 @@ private:
             }
             reduction_true_ = 0;
             reduction_arrived_ = 0;
+            races_.barrier();
             for (Warp& w : warps_) {
                 w.blocked = 0;
                 w.mask = 0;
@@ -1540,6 +1551,8 @@ private:
         const bool sign_extend = !store && is_signed(in.type) && element < 8;
         std::array<std::uint64_t, 32> shared_offsets{};
         std::uint32_t shared_lanes = 0;
+        if (store)
+            races_.start_store();
         for_lanes(exec, [&](unsigned lane) {
             const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
             std::byte* bytes = nullptr;
@@ -1562,11 +1575,18 @@ private:
                 if (store) {
                     for (std::size_t word = first_word; word <= last_word; ++word)
                         shared_written_[word] = 1;
-                } else if (!result_.uninitialized_shared_read) {
+                } else {
                     for (std::size_t word = first_word; word <= last_word; ++word) {
-                        if (!shared_written_[word]) {
-                            record_uninitialized(w, lane, word * 4);
-                            break;
+                        const RaceHit hit = races_.read(word, w.index, lane, w.pc);
+                        if (hit.kind != RaceKind::none)
+                            record_race(w, lane, hit, word * 4);
+                    }
+                    if (!result_.uninitialized_shared_read) {
+                        for (std::size_t word = first_word; word <= last_word; ++word) {
+                            if (!shared_written_[word]) {
+                                record_uninitialized(w, lane, word * 4);
+                                break;
+                            }
                         }
                     }
                 }
@@ -1574,6 +1594,10 @@ private:
             for (unsigned e = 0; e < in.vector; ++e) {
                 std::uint64_t* value = reg(w, in.dst[e]);
                 if (store) {
+                    if ((shared_lanes >> lane) & 1) {
+                        track_store(w, lane, shared_offsets[lane] + e * element, value[lane],
+                                    element);
+                    }
                     store_bytes(bytes + e * element, value[lane], element);  // the low bytes
                 } else {
                     std::uint64_t v = load_bytes(bytes + e * element, element);
@@ -1591,8 +1615,35 @@ private:
                 }
             }
         });
+        if (access_raced_) {
+            ++result_.race_count;
+            access_raced_ = false;
+        }
         if (shared_lanes != 0)
             record_shared(w, in, shared_lanes, shared_offsets, static_cast<std::uint32_t>(total));
+    }
+
+    // One lane's store of `size` bytes at shared `offset`, before it lands: races with other
+    // warps, and with other lanes of this store that wrote different bytes there.
+    void track_store(const Warp& w, unsigned lane, std::uint64_t offset, std::uint64_t value,
+                     std::size_t size) {
+        std::byte bytes[8];
+        std::memcpy(bytes, &value, 8);  // little-endian: the low `size` bytes are stored
+        for (std::uint64_t at = offset; at < offset + size;) {
+            const std::size_t word = at / 4;
+            const unsigned first = static_cast<unsigned>(at % 4);
+            const unsigned n = static_cast<unsigned>(std::min<std::uint64_t>(4 - first,
+                                                                             offset + size - at));
+            std::byte* current = shared_.data() + word * 4;
+            std::byte next[4];
+            std::memcpy(next, current, 4);
+            std::memcpy(next + first, bytes + (at - offset), n);
+            const auto mask = static_cast<std::uint8_t>(((1u << n) - 1) << first);
+            const RaceHit hit = races_.write(word, w.index, lane, w.pc, mask, current, next);
+            if (hit.kind != RaceKind::none)
+                record_race(w, lane, hit, at);
+            at += n;
+        }
     }
 
     void atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
@@ -1610,6 +1661,7 @@ private:
                     for (std::size_t word = r.shared_offset / 4;
                          word <= (r.shared_offset + sizeof(T) - 1) / 4; ++word) {
                         shared_written_[word] = 1;
+                        races_.atomic_write(word, w.index, lane, w.pc);
                     }
                 }
                 T old;
@@ -1686,16 +1738,110 @@ private:
         u.thread = thread_of(w, lane);
         u.byte_offset = byte_offset;
         u.word = byte_offset / 4;
+        locate_variable(byte_offset, u.variable, u.word_in_variable);
+        result_.uninitialized_shared_read = std::move(u);
+    }
+
+    // The .shared variable holding byte_offset, and the word's index in it.
+    void locate_variable(std::uint64_t byte_offset, std::string& name,
+                         std::uint64_t& word_in_variable) const {
         for (const auto s : shared_variables_) {
             const Symbol& sym = program_.symbols[static_cast<std::size_t>(s)];
             const std::size_t size = sym.dynamic_shared ? options_.dynamic_shared_bytes : sym.size;
             if (byte_offset >= sym.offset && byte_offset < sym.offset + size) {
-                u.variable = sym.name;
-                u.word_in_variable = (byte_offset - sym.offset) / 4;
-                break;
+                name = sym.name;
+                word_in_variable = (byte_offset - sym.offset) / 4;
+                return;
             }
         }
-        result_.uninitialized_shared_read = std::move(u);
+    }
+
+    static std::string short_at(const SourceLocation& where) {
+        if (where.line > 0)
+            return (where.file.empty() ? std::string("line ") : where.file + ":") +
+                   std::to_string(where.line);
+        return "PTX line " + std::to_string(where.ptx_line);
+    }
+
+    static std::string lane_text(const ThreadId& t) {
+        return "thread " + dim_text(t.thread) + " (warp " + std::to_string(t.warp) + ", lane " +
+               std::to_string(t.lane) + ")";
+    }
+
+    // Counts the race for this warp-wide access and reports it once per pair of instructions.
+    void record_race(const Warp& w, unsigned lane, const RaceHit& hit, std::uint64_t byte_offset) {
+        access_raced_ = true;
+        if (result_.races.size() >= LaunchResult::kMaxReportedRaces)
+            return;
+        // One report per pair of source lines: unrolled copies of a loop's access share one.
+        const auto line_key = [&](std::uint32_t pc) {
+            const SourceLocation& at = entry_.locations[pc];
+            return at.line > 0 ? static_cast<std::uint32_t>(at.line)
+                               : 0x8000'0000u | static_cast<std::uint32_t>(at.ptx_line);
+        };
+        const std::array<std::uint32_t, 3> key = {line_key(w.pc), line_key(hit.pc),
+                                                   static_cast<std::uint32_t>(hit.kind)};
+        if (std::find(reported_races_.begin(), reported_races_.end(), key) !=
+            reported_races_.end()) {
+            return;
+        }
+        reported_races_.push_back(key);
+        SharedRace race;
+        race.where = entry_.locations[w.pc];
+        race.earlier = entry_.locations[hit.pc];
+        race.thread = thread_of(w, lane);
+        race.byte_offset = byte_offset;
+        race.word = byte_offset / 4;
+        locate_variable(byte_offset, race.variable, race.word_in_variable);
+        const bool any_reader = hit.warp == RaceTracker::kManyWarps;
+        if (any_reader) {
+            race.other.block = block_;
+            race.other.warp = SharedRace::kAnyOtherWarp;
+        } else {
+            race.other = thread_of_index(hit.warp, hit.lane);
+        }
+        std::string word = "shared word " + std::to_string(race.word);
+        if (!race.variable.empty()) {
+            word += " (word " + std::to_string(race.word_in_variable) + " of " +
+                    shared_variable_name(race.variable) + ")";
+        }
+        const std::string block = " of block " + dim_text(block_);
+        const std::string unsynchronized = " with no __syncthreads() between them";
+        switch (hit.kind) {
+            case RaceKind::read_after_write:
+                race.kind = SharedRace::Kind::read_after_write;
+                race.message = lane_text(race.thread) + block + " read " + word + " at " +
+                               short_at(race.where) + ", which " + lane_text(race.other) +
+                               " wrote at " + short_at(race.earlier) + unsynchronized;
+                break;
+            case RaceKind::write_after_read:
+                race.kind = SharedRace::Kind::write_after_read;
+                race.message = lane_text(race.thread) + block + " wrote " + word + " at " +
+                               short_at(race.where) + ", which " +
+                               (any_reader ? std::string("other warps")
+                                           : lane_text(race.other) + " had") +
+                               " read" + (any_reader ? "" : " at " + short_at(race.earlier)) +
+                               unsynchronized;
+                break;
+            case RaceKind::write_after_write:
+                race.kind = SharedRace::Kind::write_after_write;
+                race.message = lane_text(race.thread) + block + " wrote " + word + " at " +
+                               short_at(race.where) + ", which " + lane_text(race.other) +
+                               " also wrote at " + short_at(race.earlier) + unsynchronized;
+                break;
+            case RaceKind::one_store_two_values:
+            case RaceKind::none:
+                race.kind = SharedRace::Kind::one_store_two_values;
+                race.message = "lanes " + std::to_string(race.other.lane) + " and " +
+                               std::to_string(race.thread.lane) + " of warp " +
+                               std::to_string(w.index) + block + " (threads " +
+                               dim_text(race.other.thread) + " and " +
+                               dim_text(race.thread.thread) + ") wrote different values to " +
+                               word + " in one store at " + short_at(race.where) +
+                               ": which one lands is undefined";
+                break;
+        }
+        result_.races.push_back(std::move(race));
     }
 
     // ---- bank accounting (the rule itself is in banks.cpp) ----

@@ -34,6 +34,16 @@ bool mangled_name_is(std::string_view mangled, std::string_view name) {
 
 }  // namespace
 
+std::string shared_variable_name(const std::string& mangled) {
+    const auto end = mangled.rfind('E');
+    if (mangled.rfind("_ZZ", 0) != 0 || end == std::string::npos)
+        return mangled;
+    std::size_t at = end + 1;
+    while (at < mangled.size() && mangled[at] >= '0' && mangled[at] <= '9')
+        ++at;
+    return at < mangled.size() ? mangled.substr(at) : mangled;
+}
+
 std::vector<EntryInfo> Module::entries() const {
     std::vector<EntryInfo> result;
     if (!program_)

@@ -175,6 +175,38 @@ struct UninitializedSharedRead {
     std::uint64_t word_in_variable = 0;
 };
 
+// A shared-memory race: two warps touched a word, at least one writing, with no barrier of the
+// block completed between them; or lanes of one store wrote different values to one word. A GPU
+// gives such a kernel whatever order its warps happen to run in, so the output may come out right
+// on one run and wrong on the next: the harness fails it either way.
+struct SharedRace {
+    enum class Kind {
+        read_after_write,      // read a word another warp had written
+        write_after_read,      // wrote a word another warp had read
+        write_after_write,     // wrote a word another warp had written
+        one_store_two_values,  // lanes of one store, different values, one word
+    };
+    Kind kind = Kind::read_after_write;
+    // One sentence naming the lines, the word (variable[index] where known) and the lanes.
+    std::string message;
+    SourceLocation where;    // the later access, the one that found the race
+    SourceLocation earlier;  // the other warp's access (for one_store_two_values, the same store)
+    ThreadId thread;         // the later access's lane
+    // The other warp's lane, or the store's other lane. Where several warps had read the word and
+    // none is known by name, warp is kAnyOtherWarp.
+    ThreadId other;
+    std::uint64_t byte_offset = 0;  // in the block's shared memory
+    std::uint64_t word = 0;         // byte_offset / 4
+    std::string variable;           // the .shared variable that holds the word, if known
+    std::uint64_t word_in_variable = 0;
+
+    static constexpr std::uint32_t kAnyOtherWarp = 0xffff;
+};
+
+// "tile" from "_ZZ17probeSharedStridePKfPfmiE4tile": a function-local __shared__ array's name as
+// the student wrote it; any other name unchanged.
+std::string shared_variable_name(const std::string& mangled);
+
 // One lane of one warp-wide shared-memory access.
 struct LaneAccess {
     bool active = false;
@@ -267,6 +299,11 @@ struct LaunchResult {
     std::optional<Fault> fault;
     std::optional<UnsupportedInstruction> unsupported;
     std::optional<UninitializedSharedRead> uninitialized_shared_read;  // the first one
+    // The first race of each pair of source lines, at most kMaxReportedRaces; race_count
+    // counts every warp-wide access that raced, reported or not.
+    std::vector<SharedRace> races;
+    std::uint64_t race_count = 0;
+    static constexpr std::size_t kMaxReportedRaces = 8;
     std::optional<SourceLocation> last_location;  // budget_exceeded: where the warp was
     LaunchCounts counts;                          // up to where the launch ended
 };
