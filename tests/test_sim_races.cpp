@@ -3,89 +3,24 @@
 // exercises' own kernels, which must never race.
 
 #include <doctest/doctest.h>
-#include <nvrtc.h>
 
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "grader_run.hpp"
+#include "sim_kernels.hpp"
 #include "sim/sim.hpp"
 
 namespace sim = grader::sim;
 namespace fs = std::filesystem;
+using namespace grader::testing;
 
 namespace {
 
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-// NVRTC for compute_90 (PTX only: no GPU needed), with the exercises' headers.
-std::string compile_to_ptx(const fs::path& path, const std::string& name) {
-    const std::string source = read_text(path);
-    const fs::path root(GRADER_SOURCE_DIR);
-    const std::string probe = read_text(root / "exercises/day15-bank-conflicts/day15_probe.h");
-    const std::string transpose = read_text(root / "exercises/day15-padding/day15_transpose.h");
-    const char* header_sources[] = {probe.c_str(), transpose.c_str()};
-    const char* header_names[] = {"day15_probe.h", "day15_transpose.h"};
-    nvrtcProgram program = nullptr;
-    REQUIRE(nvrtcCreateProgram(&program, source.c_str(), name.c_str(), 2, header_sources,
-                               header_names) == NVRTC_SUCCESS);
-    const char* options[] = {"-arch=compute_90", "-std=c++17", "-lineinfo"};
-    const nvrtcResult compiled = nvrtcCompileProgram(program, 3, options);
-    std::size_t log_size = 0;
-    nvrtcGetProgramLogSize(program, &log_size);
-    std::string log(log_size, '\0');
-    nvrtcGetProgramLog(program, log.data());
-    std::size_t ptx_size = 0;
-    nvrtcGetPTXSize(program, &ptx_size);
-    std::string ptx(ptx_size, '\0');
-    nvrtcGetPTX(program, ptx.data());
-    nvrtcDestroyProgram(&program);
-    REQUIRE_MESSAGE(compiled == NVRTC_SUCCESS, log);
-    ptx.resize(std::strlen(ptx.c_str()));
-    return ptx;
-}
-
-fs::path fixture(const std::string& name) {
-    return fs::path(GRADER_FIXTURES_DIR) / "sim" / name;
-}
-
 fs::path reference(const std::string& name) {
     return fs::path(GRADER_SOURCE_DIR) / "reference" / name;
-}
-
-int line_of(const fs::path& path, const std::string& needle) {
-    std::istringstream text(read_text(path));
-    std::string line;
-    for (int number = 1; std::getline(text, line); ++number) {
-        if (line.find(needle) != std::string::npos)
-            return number;
-    }
-    FAIL("no line containing " << needle << " in " << path);
-    return 0;
-}
-
-std::uint64_t upload(sim::GlobalMemory& memory, const std::vector<float>& values) {
-    const std::uint64_t address = memory.allocate(values.size() * sizeof(float));
-    memory.write(address, values.data(), values.size() * sizeof(float));
-    return address;
-}
-
-std::vector<float> read_floats(const sim::GlobalMemory& memory, std::uint64_t address,
-                               std::size_t count) {
-    std::vector<float> values(count);
-    memory.read(address, values.data(), count * sizeof(float));
-    return values;
 }
 
 constexpr int kMatrix = 64;
@@ -126,7 +61,7 @@ bool contains(const std::string& text, const std::string& part) {
 }  // namespace
 
 TEST_CASE("the Part 2 transpose without its __syncthreads() races, named by line, word and lanes") {
-    const fs::path path = fixture("transpose_without_barrier.cu");
+    const fs::path path = sim_fixture("transpose_without_barrier.cu");
     const Transposed t = transpose(path);
     REQUIRE_MESSAGE(t.result.status == sim::LaunchStatus::completed, t.result.message);
     REQUIRE_FALSE(t.result.races.empty());
@@ -156,7 +91,7 @@ TEST_CASE("the Part 2 transpose without its __syncthreads() races, named by line
 }
 
 TEST_CASE("a race is reported even where the simulator's warp order gives the right output") {
-    const fs::path path = fixture("transpose_last_warp_overwrites.cu");
+    const fs::path path = sim_fixture("transpose_last_warp_overwrites.cu");
     const Transposed t = transpose(path);
     REQUIRE_MESSAGE(t.result.status == sim::LaunchStatus::completed, t.result.message);
     CHECK(t.exact);
@@ -246,7 +181,7 @@ TEST_CASE("lanes of one store writing different values to one word race; the sam
         CHECK(result.race_count == 32);
     }
     SUBCASE("the same index storing the same element: a broadcast write") {
-        const auto result = run(fixture("same_value_store.cu"), "sameValueStore");
+        const auto result = run(sim_fixture("same_value_store.cu"), "sameValueStore");
         REQUIRE(result.status == sim::LaunchStatus::completed);
         CHECK(result.races.empty());
         CHECK(result.race_count == 0);
@@ -271,7 +206,7 @@ TEST_CASE("a racing Part 2 submission fails its output check on the simulator; t
             report, grader::testing::kNoGpu);
     };
     SUBCASE("without __syncthreads()") {
-        const auto run = grade("without_barrier", fixture("transpose_without_barrier.cu"));
+        const auto run = grade("without_barrier", sim_fixture("transpose_without_barrier.cu"));
         CAPTURE(run.output);
         REQUIRE(run.report.is_object());
         const auto* check = grader::testing::find_check(run.report, "correct");
@@ -286,7 +221,7 @@ TEST_CASE("a racing Part 2 submission fails its output check on the simulator; t
         CHECK(run.exit_code == 1);
     }
     SUBCASE("the right output with a race in it") {
-        const auto run = grade("last_warp_overwrites", fixture("transpose_last_warp_overwrites.cu"));
+        const auto run = grade("last_warp_overwrites", sim_fixture("transpose_last_warp_overwrites.cu"));
         CAPTURE(run.output);
         REQUIRE(run.report.is_object());
         const auto* check = grader::testing::find_check(run.report, "correct");
@@ -297,7 +232,7 @@ TEST_CASE("a racing Part 2 submission fails its output check on the simulator; t
         CHECK(contains(text, "a shared-memory race: "));
         CHECK(contains(text, "every value came out right in the order the warps ran here"));
         CHECK(contains(text, "transpose.cu:" +
-                                 std::to_string(line_of(fixture("transpose_last_warp_overwrites.cu"),
+                                 std::to_string(line_of(sim_fixture("transpose_last_warp_overwrites.cu"),
                                                         "first_row[tx] = 0.0f"))));
     }
     SUBCASE("the padded example") {

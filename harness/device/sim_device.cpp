@@ -116,7 +116,7 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::string& entry, const LaunchGeometry& geometry,
                            const std::vector<float>& input_words, int stride,
                            const std::vector<sim::Dim3>& blocks, std::uint64_t budget,
-                           std::vector<float>* outputs) {
+                           std::vector<float>* outputs, std::uint64_t clock_seed) {
     sim::GlobalMemory memory;
     const std::uint64_t elements = output_elements(exercise, geometry);
     const std::uint64_t input = memory.allocate(input_words.size() * sizeof(float));
@@ -129,6 +129,7 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     sim::LaunchOptions options;
     options.instruction_budget = budget;
     options.blocks = blocks;
+    options.clock_seed = clock_seed;
     const auto arguments = kernel_arguments(exercise, input, output, elements, stride);
     sim::LaunchResult result =
         sim::launch(module, entry, sim::Dim3{geometry.grid.x, geometry.grid.y, geometry.grid.z},
@@ -223,7 +224,7 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
     DeviceLaunch launch;
     const sim::LaunchResult result =
         simulate(exercise_, loaded.module, loaded.entry, geometry, input_words, stride,
-                 blocks_for(input, geometry), budget, &launch.outputs);
+                 blocks_for(input, geometry), budget, &launch.outputs, seed_);
     launch.end = end_of(result);
     launch.counts = shared_counts(result.counts);
     if (launch.end != DeviceLaunch::End::completed) {

@@ -30,6 +30,9 @@ constexpr std::uint64_t kWindowSize = 1ull << 32;
 // What the GPU path poisons shared memory with before the hidden-input run.
 constexpr std::uint32_t kSharedPoison = 0x7fc00badu;
 constexpr std::size_t kMaxSharedBytes = 227 * 1024;  // sm_90's per-block limit
+// The modeled clock's costs, CostModel's default units taken as cycles (see ModeledClock).
+constexpr std::uint64_t kIssueCycles = 1;
+constexpr std::uint64_t kWavefrontCycles = 20;
 
 std::string hex(std::uint64_t value) {
     char text[32];
@@ -208,6 +211,7 @@ struct Warp {
     std::uint32_t reduction_lanes = 0;
     std::int32_t reduction_slot = kNoSlot;
     AtomOp reduction_op = AtomOp::add;
+    std::uint64_t cycles = 0;  // modeled, since the launch's clock start (see ModeledClock)
 };
 
 class Executor {
@@ -254,6 +258,15 @@ public:
                         value);
         }
         shared_stat_index_.assign(entry.code.size(), -1);
+        // Instructions that read a clock: the clock's slots are brought up to date before them.
+        reads_clock_.assign(entry.code.size(), 0);
+        for (std::size_t pc = 0; pc < entry.code.size(); ++pc) {
+            for (const std::int32_t slot : entry.code[pc].src) {
+                reads_clock_[pc] |= static_cast<std::uint8_t>(is_clock_slot(slot));
+            }
+        }
+        clock_start_ = ModeledClock::start_cycles(options.clock_seed);
+        timer_start_ = ModeledClock::start_nanoseconds(options.clock_seed);
         // Names of shared variables, for the uninitialised-read report.
         for (const auto s : entry.shared_symbols)
             shared_variables_.push_back(s);
@@ -296,6 +309,10 @@ private:
     std::vector<std::uint64_t> symbol_address_;
     std::vector<std::uint64_t> register_image_;
     std::vector<std::int32_t> shared_stat_index_;
+    std::vector<std::uint8_t> reads_clock_;  // per instruction
+    std::uint64_t clock_start_ = 0;          // cycles
+    std::uint64_t timer_start_ = 0;          // nanoseconds
+    std::uint64_t block_start_cycles_ = 0;   // where the next block's warps start
     std::vector<std::int32_t> shared_variables_;
 
     Dim3 block_{};
@@ -364,6 +381,8 @@ private:
             std::memcpy(&shared_[k], &kSharedPoison, 4);
         shared_written_.assign((shared_bytes_ + 3) / 4, 0);
         races_.start_block((shared_bytes_ + 3) / 4);
+        for (const Warp& w : warps_)
+            block_start_cycles_ = std::max(block_start_cycles_, w.cycles);
         reduction_true_ = 0;
         reduction_arrived_ = 0;
         for (Warp& w : warps_)
@@ -401,12 +420,44 @@ private:
             reduction_true_ = 0;
             reduction_arrived_ = 0;
             races_.barrier();
+            // The warps waited for the last one to arrive.
+            std::uint64_t arrived = 0;
+            for (const Warp& w : warps_)
+                arrived = std::max(arrived, w.cycles);
             for (Warp& w : warps_) {
+                w.cycles = arrived;
                 w.blocked = 0;
                 w.mask = 0;
                 reschedule(w);
             }
         }
+    }
+
+    bool is_clock_slot(std::int32_t slot) const {
+        const std::int32_t s = slot - entry_.special_base;
+        return s == static_cast<std::int32_t>(Special::clock) ||
+               s == static_cast<std::int32_t>(Special::clock64) ||
+               s == static_cast<std::int32_t>(Special::globaltimer) ||
+               s == static_cast<std::int32_t>(Special::globaltimer_lo) ||
+               s == static_cast<std::int32_t>(Special::globaltimer_hi);
+    }
+
+    void update_clocks(Warp& w) {
+        const std::uint64_t clock = clock_start_ + w.cycles;
+        const std::uint64_t timer =
+            timer_start_ + static_cast<std::uint64_t>(static_cast<double>(w.cycles) /
+                                                      ModeledClock::kGigahertz);
+        const auto set = [&](Special s, std::uint64_t value) {
+            std::fill_n(&w.regs[static_cast<std::size_t>(entry_.special_base +
+                                                         static_cast<int>(s)) *
+                                32],
+                        32, value);
+        };
+        set(Special::clock, clock & 0xffffffffull);
+        set(Special::clock64, clock);
+        set(Special::globaltimer, timer);
+        set(Special::globaltimer_lo, timer & 0xffffffffull);
+        set(Special::globaltimer_hi, timer >> 32);
     }
 
     void init_warp(Warp& w) {
@@ -420,6 +471,7 @@ private:
         w.waiting = 0;
         w.lane_pc.fill(0);
         w.reduction_lanes = 0;
+        w.cycles = block_start_cycles_;
         std::fill(w.local.begin(), w.local.end(), std::byte{0});
         const std::uint64_t specials[] = {
             0,        0,        0,        block_dim_.x, block_dim_.y, block_dim_.z,
@@ -516,6 +568,7 @@ private:
             }
             const std::uint32_t exec = in.guard >= 0 ? guard_mask(w, in) : w.mask;
             counts_.thread_instructions += popcount(exec);
+            w.cycles += kIssueCycles;
             switch (in.op) {
                 case Op::bra: {
                     if (exec == w.mask) {
@@ -591,8 +644,11 @@ private:
                     break;
                 }
                 default:
-                    if (exec != 0)
+                    if (exec != 0) {
+                        if (reads_clock_[w.pc])
+                            update_clocks(w);
                         execute(w, in, exec);
+                    }
                     advance(w);
                     break;
             }
@@ -616,6 +672,16 @@ private:
             case Op::printf_call:
                 counts_.printf_calls += popcount(exec);
                 return;
+            case Op::nanosleep: {
+                // The warp sleeps as long as its longest-sleeping lane asks (nanoseconds).
+                std::uint64_t longest = 0;
+                for_lanes(exec, [&](unsigned l) {
+                    longest = std::max<std::uint64_t>(longest, static_cast<std::uint32_t>(a[l]));
+                });
+                w.cycles += static_cast<std::uint64_t>(static_cast<double>(longest) *
+                                                       ModeledClock::kGigahertz);
+                return;
+            }
             case Op::mov:
                 if (in.type == Type::pred) {
                     for_lanes(exec, [&](unsigned l) { d[l] = a[l] != 0; });
@@ -1846,7 +1912,7 @@ private:
 
     // ---- bank accounting (the rule itself is in banks.cpp) ----
 
-    void record_shared(const Warp& w, const Instruction& in, std::uint32_t lanes,
+    void record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
                        const std::array<std::uint64_t, 32>& offsets, std::uint32_t bytes_per_lane) {
         std::int32_t& index = shared_stat_index_[w.pc];
         if (index < 0) {
@@ -1863,6 +1929,7 @@ private:
         const std::uint32_t fronts = cost.wavefronts;
         const std::uint32_t ideal = cost.ideal;
         const std::uint32_t degree = cost.degree;
+        w.cycles += fronts * kWavefrontCycles;
         ++stats.requests;
         stats.wavefronts += fronts;
         stats.ideal_wavefronts += ideal;

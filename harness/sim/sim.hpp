@@ -119,6 +119,22 @@ struct LaunchOptions {
     std::uint32_t dynamic_shared_bytes = 0;
     // Instructions a warp runs before the next warp of its block gets a turn.
     std::uint32_t warp_slice = 2048;
+    // Where %clock64 and %globaltimer start (see ModeledClock): the grade's seed, so that a kernel
+    // cannot count on a value, and the same seed gives the same values.
+    std::uint64_t clock_seed = 0;
+};
+
+// What the clocks read on the simulator. Each warp keeps a cycle count: a start drawn from
+// LaunchOptions::clock_seed (large and nonzero, like an SM that has been up for a while), plus
+// the modeled cost of what the warp issued (CostModel's units taken as cycles: 1 per warp
+// instruction, 20 per shared-memory wavefront), plus nanosleep's argument in cycles. A barrier
+// brings the block's warps to the latest of their counts; a block starts where the last one
+// ended. %clock is the count's low 32 bits; %globaltimer counts nanoseconds at 1.5 GHz from a
+// seeded start, so it never stands still either.
+struct ModeledClock {
+    static constexpr double kGigahertz = 1.5;
+    static std::uint64_t start_cycles(std::uint64_t seed);
+    static std::uint64_t start_nanoseconds(std::uint64_t seed);
 };
 
 // The first `count` blocks of `grid` in launch order (x fastest).
