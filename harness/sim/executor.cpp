@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -30,6 +31,16 @@ constexpr std::uint64_t kWindowSize = 1ull << 32;
 // What the GPU path poisons shared memory with before the hidden-input run.
 constexpr std::uint32_t kSharedPoison = 0x7fc00badu;
 constexpr std::size_t kMaxSharedBytes = 227 * 1024;  // sm_90's per-block limit
+// What a GPU refuses to launch without an opt-in the harness never makes: more static shared
+// memory per block than 48 KiB (ptxas and the driver refuse it), more local memory per thread than
+// 512 KiB (sm_70 and later; cuLaunchKernel says CUDA_ERROR_INVALID_VALUE or "too many resources
+// requested for launch").
+constexpr std::size_t kMaxStaticSharedBytes = 48 * 1024;
+constexpr std::size_t kMaxLocalBytesPerThread = 512 * 1024;
+// Local memory is simulated in pages made on first touch, at most this much per launch (the
+// worker's own memory): past it the simulator gives up, which is not the kernel's fault.
+constexpr std::size_t kLocalPage = 4096;
+constexpr std::size_t kMaxLocalTouched = 256ull << 20;
 // The modeled clock's costs, CostModel's default units taken as cycles (see ModeledClock).
 constexpr std::uint64_t kIssueCycles = 1;
 constexpr std::uint64_t kWavefrontCycles = 20;
@@ -199,7 +210,9 @@ struct Stop {
 struct Warp {
     std::uint32_t index = 0;
     std::vector<std::uint64_t> regs;  // slot * 32 + lane
-    std::vector<std::byte> local;     // lane * local_bytes
+    // Local memory in pages, made on first touch: a kernel that declares a large local array and
+    // touches little of it costs little. Index lane * pages per lane + page.
+    std::vector<std::unique_ptr<std::byte[]>> local_pages;
     std::uint32_t pc = 0;
     std::uint32_t mask = 0;     // lanes executing at pc
     std::uint32_t live = 0;     // lanes that have not exited
@@ -265,6 +278,7 @@ public:
                 reads_clock_[pc] |= static_cast<std::uint8_t>(is_clock_slot(slot));
             }
         }
+        local_pages_per_lane_ = (entry.local_bytes + kLocalPage - 1) / kLocalPage;
         clock_start_ = ModeledClock::start_cycles(options.clock_seed);
         timer_start_ = ModeledClock::start_nanoseconds(options.clock_seed);
         // Names of shared variables, for the uninitialised-read report.
@@ -280,7 +294,7 @@ public:
         warps_.resize(warps_per_block_);
         for (std::uint32_t w = 0; w < warps_per_block_; ++w) {
             warps_[w].index = w;
-            warps_[w].local.assign(entry_.local_bytes * 32, std::byte{0});
+            warps_[w].local_pages.resize(local_pages_per_lane_ * 32);
         }
         for (const Dim3& b : blocks) {
             if (b.x >= grid_.x || b.y >= grid_.y || b.z >= grid_.z) {
@@ -313,6 +327,8 @@ private:
     std::uint64_t clock_start_ = 0;          // cycles
     std::uint64_t timer_start_ = 0;          // nanoseconds
     std::uint64_t block_start_cycles_ = 0;   // where the next block's warps start
+    std::size_t local_pages_per_lane_ = 0;
+    std::size_t local_touched_ = 0;          // bytes of local pages made, over the launch
     std::vector<std::int32_t> shared_variables_;
 
     Dim3 block_{};
@@ -460,6 +476,28 @@ private:
         set(Special::globaltimer_hi, timer >> 32);
     }
 
+    // Aligned accesses of at most 16 bytes never cross a page.
+    std::byte* local_bytes_at(Warp& w, unsigned lane, std::uint32_t pc, std::uint64_t address) {
+        auto& page = w.local_pages[lane * local_pages_per_lane_ + address / kLocalPage];
+        if (!page) {
+            local_touched_ += kLocalPage;
+            if (local_touched_ > kMaxLocalTouched) {
+                UnsupportedInstruction u;
+                u.opcode = "more than " + std::to_string(kMaxLocalTouched >> 20) +
+                           " MiB of local memory in one block";
+                u.where = entry_.locations[pc];
+                result_.message = "the simulator holds at most " +
+                                  std::to_string(kMaxLocalTouched >> 20) +
+                                  " MiB of local memory per block; the kernel touched more at " +
+                                  at_text(u.where);
+                result_.unsupported = std::move(u);
+                throw Stop{LaunchStatus::unsupported};
+            }
+            page = std::make_unique<std::byte[]>(kLocalPage);  // zero-filled
+        }
+        return page.get() + address % kLocalPage;
+    }
+
     void init_warp(Warp& w) {
         w.regs = register_image_;
         const std::uint32_t first = w.index * 32;
@@ -472,7 +510,10 @@ private:
         w.lane_pc.fill(0);
         w.reduction_lanes = 0;
         w.cycles = block_start_cycles_;
-        std::fill(w.local.begin(), w.local.end(), std::byte{0});
+        for (auto& page : w.local_pages) {
+            if (page)
+                std::memset(page.get(), 0, kLocalPage);  // each block's threads start from zeros
+        }
         const std::uint64_t specials[] = {
             0,        0,        0,        block_dim_.x, block_dim_.y, block_dim_.z,
             block_.x, block_.y, block_.z, grid_.x,      grid_.y,      grid_.z};
@@ -1538,7 +1579,7 @@ private:
                               " bytes of local memory",
                           address);
                 }
-                r.bytes = w.local.data() + lane * entry_.local_bytes + address;
+                r.bytes = local_bytes_at(w, lane, pc, address);
                 return r;
             case Space::param:
                 if (store || address >= param_buffer_.size() ||
@@ -2019,17 +2060,31 @@ LaunchResult launch(const Module& module, std::string_view entry_name, Dim3 grid
                                     ", block " + dim_text(block));
     }
     LaunchResult result;
-    const std::size_t shared = entry->dynamic_shared_offset + options.dynamic_shared_bytes;
-    if (shared > kMaxSharedBytes || entry->static_shared_bytes > kMaxSharedBytes) {
+    // Refused before anything is allocated for the launch, as the GPU refuses it.
+    const auto refuse = [&](const std::string& why) {
         Fault f;
         f.kind = "launch";
-        f.message =
-            info->name + " needs " + std::to_string(std::max(shared, entry->static_shared_bytes)) +
-            " bytes of shared memory per block; the limit is " + std::to_string(kMaxSharedBytes);
+        f.message = "too many resources requested for launch: " + why;
         result.status = LaunchStatus::fault;
         result.message = f.message;
         result.fault = std::move(f);
         return result;
+    };
+    const std::size_t shared = entry->dynamic_shared_offset + options.dynamic_shared_bytes;
+    if (entry->static_shared_bytes > kMaxStaticSharedBytes) {
+        return refuse("the kernel declares " + std::to_string(entry->static_shared_bytes) +
+                      " bytes of static __shared__ memory per block; a GPU allows " +
+                      std::to_string(kMaxStaticSharedBytes) + " (48 KiB)");
+    }
+    if (shared > kMaxSharedBytes) {
+        return refuse("the kernel needs " + std::to_string(shared) +
+                      " bytes of shared memory per block; the limit is " +
+                      std::to_string(kMaxSharedBytes));
+    }
+    if (entry->local_bytes > kMaxLocalBytesPerThread) {
+        return refuse("the kernel declares " + std::to_string(entry->local_bytes) +
+                      " bytes of local memory per thread; a GPU allows " +
+                      std::to_string(kMaxLocalBytesPerThread) + " (512 KiB)");
     }
     try {
         Executor executor(*program, *entry, grid, block, params, memory, options, result);
