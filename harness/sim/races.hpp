@@ -42,6 +42,7 @@ public:
     void start_block(std::size_t words) {
         if (words_.size() != words) {
             words_.assign(words, WordState{});
+            where_.assign(words, WordSource{});
         }
         next_epoch();
     }
@@ -50,7 +51,7 @@ public:
     // A store instruction is about to write, lane by lane.
     void start_store() {
         if (++store_stamp_ == 0) {
-            for (WordState& s : words_)
+            for (WordSource& s : where_)
                 s.store_stamp = 0;
             store_stamp_ = 1;
         }
@@ -60,15 +61,16 @@ public:
         WordState& s = words_[word];
         RaceHit hit;
         if (s.write_epoch == epoch_ && s.writer != warp) {
-            hit = RaceHit{RaceKind::read_after_write, s.write_pc, s.writer, s.writer_lane};
+            hit = RaceHit{RaceKind::read_after_write, where_[word].write_pc, s.writer,
+                          s.writer_lane};
         }
         if (s.read_epoch != epoch_) {
             s.read_epoch = epoch_;
             s.reader = static_cast<std::uint16_t>(warp);
             s.reader_lane = static_cast<std::uint8_t>(lane);
-            s.read_pc = pc;
             s.many_readers = false;
-        } else if (s.reader != warp) {
+            where_[word].read_pc = pc;
+        } else if (s.reader != warp && !s.many_readers) {
             // Keep the first reader: it is the one a later write by another warp names.
             s.many_readers = true;
         }
@@ -80,68 +82,77 @@ public:
     RaceHit write(std::size_t word, std::uint32_t warp, unsigned lane, std::uint32_t pc,
                   std::uint8_t byte_mask, const std::byte* current, const std::byte* value) {
         WordState& s = words_[word];
+        WordSource& source = where_[word];
         RaceHit hit;
-        if (s.store_stamp == store_stamp_ && (s.store_bytes & byte_mask) != 0) {
+        if (source.store_stamp == store_stamp_ && (s.store_bytes & byte_mask) != 0) {
             const std::uint8_t overlap = s.store_bytes & byte_mask;
             for (unsigned b = 0; b < 4; ++b) {
                 if (((overlap >> b) & 1) && current[b] != value[b]) {
                     hit = RaceHit{RaceKind::one_store_two_values, pc,
-                                  static_cast<std::uint16_t>(warp), s.store_lane};
+                                  static_cast<std::uint16_t>(warp), source.store_lane};
                     break;
                 }
             }
         }
-        if (s.store_stamp != store_stamp_) {
-            s.store_stamp = store_stamp_;
+        if (source.store_stamp != store_stamp_) {
+            source.store_stamp = store_stamp_;
             s.store_bytes = 0;
-            s.store_lane = static_cast<std::uint8_t>(lane);
+            source.store_lane = static_cast<std::uint8_t>(lane);
         }
         s.store_bytes |= byte_mask;
         if (hit.kind == RaceKind::none)
-            hit = check_write(s, warp);
-        note_write(s, warp, lane, pc);
+            hit = check_write(word, warp);
+        note_write(word, warp, lane, pc);
         return hit;
     }
 
     // An atomic's write: atomics do not race with each other, but a plain access by another warp
     // in the same epoch races with them.
     void atomic_write(std::size_t word, std::uint32_t warp, unsigned lane, std::uint32_t pc) {
-        note_write(words_[word], warp, lane, pc);
+        note_write(word, warp, lane, pc);
     }
 
 private:
+    // What every access looks at, 16 bytes a word; where the accesses were is apart (WordSource)
+    // and looked at only when reporting, so the loads' pass stays in cache.
     struct WordState {
         std::uint32_t write_epoch = 0;  // 0: not in any epoch
         std::uint32_t read_epoch = 0;
-        std::uint32_t write_pc = 0;
-        std::uint32_t read_pc = 0;
-        std::uint32_t store_stamp = 0;
         std::uint16_t writer = 0;
         std::uint16_t reader = 0;
         std::uint8_t writer_lane = 0;
         std::uint8_t reader_lane = 0;
+        std::uint8_t store_bytes = 0;  // the bytes the current store stamp wrote
+        bool many_readers = false;     // more than one warp read it in read_epoch
+    };
+    struct WordSource {
+        std::uint32_t write_pc = 0;
+        std::uint32_t read_pc = 0;
+        std::uint32_t store_stamp = 0;
         std::uint8_t store_lane = 0;
-        std::uint8_t store_bytes = 0;
-        bool many_readers = false;  // more than one warp read it in read_epoch
     };
 
-    RaceHit check_write(const WordState& s, std::uint32_t warp) const {
-        if (s.write_epoch == epoch_ && s.writer != warp)
-            return RaceHit{RaceKind::write_after_write, s.write_pc, s.writer, s.writer_lane};
+    RaceHit check_write(std::size_t word, std::uint32_t warp) const {
+        const WordState& s = words_[word];
+        if (s.write_epoch == epoch_ && s.writer != warp) {
+            return RaceHit{RaceKind::write_after_write, where_[word].write_pc, s.writer,
+                           s.writer_lane};
+        }
         if (s.read_epoch == epoch_ && (s.reader != warp || s.many_readers)) {
             // Several warps read it: name the first reader where it is another warp, else
             // kManyWarps ("another warp"), whose lane and pc are not kept.
-            return RaceHit{RaceKind::write_after_read, s.read_pc,
+            return RaceHit{RaceKind::write_after_read, where_[word].read_pc,
                            s.reader != warp ? s.reader : kManyWarps, s.reader_lane};
         }
         return {};
     }
 
-    void note_write(WordState& s, std::uint32_t warp, unsigned lane, std::uint32_t pc) {
+    void note_write(std::size_t word, std::uint32_t warp, unsigned lane, std::uint32_t pc) {
+        WordState& s = words_[word];
         s.write_epoch = epoch_;
         s.writer = static_cast<std::uint16_t>(warp);
         s.writer_lane = static_cast<std::uint8_t>(lane);
-        s.write_pc = pc;
+        where_[word].write_pc = pc;
     }
 
     void next_epoch() {
@@ -155,6 +166,7 @@ private:
     }
 
     std::vector<WordState> words_;
+    std::vector<WordSource> where_;
     std::uint32_t epoch_ = 0;
     std::uint32_t store_stamp_ = 0;
 };
