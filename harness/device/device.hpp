@@ -54,7 +54,10 @@ struct DeviceLaunch {
     std::string message;                       // why it did not complete, naming where
     std::vector<float> outputs;                // the output buffer after the launch
     std::optional<SharedAccessCounts> counts;  // where the device counts as it runs
-    std::vector<std::string> notes;            // what the device saw: races, unwritten reads
+    std::vector<std::string> notes;            // what the device saw: unwritten reads
+    // Shared-memory races the device saw, one sentence each (line, word, lanes), bounded: they
+    // fail the output check even where the values came out right.
+    std::vector<std::string> races;
 };
 
 // One launch to time: a kernel at a stride, with the timing input.

@@ -27,30 +27,31 @@ std::string location_text(const sim::SourceLocation& where) {
     return "PTX line " + std::to_string(where.ptx_line);
 }
 
-// "tile" from "_ZZ17probeSharedStridePKfPfmiE4tile": a function-local __shared__ array's name.
-std::string variable_name(const std::string& mangled) {
-    const auto end = mangled.rfind('E');
-    if (mangled.rfind("_ZZ", 0) != 0 || end == std::string::npos) {
-        return mangled;
-    }
-    std::size_t at = end + 1;
-    while (at < mangled.size() && mangled[at] >= '0' && mangled[at] <= '9') {
-        ++at;
-    }
-    return at < mangled.size() ? mangled.substr(at) : mangled;
-}
-
 std::string uninitialized_read_note(int stride, const sim::UninitializedSharedRead& read) {
     std::string note = (stride > 0 ? "stride " + std::to_string(stride) + ": " : std::string()) +
                        "thread " + std::to_string(read.thread.thread.x) + " of block " +
                        std::to_string(read.thread.block.x) + " read shared word " +
                        std::to_string(read.word);
     if (!read.variable.empty()) {
-        note += " (" + variable_name(read.variable) + "[" + std::to_string(read.word_in_variable) +
+        note += " (" + sim::shared_variable_name(read.variable) + "[" + std::to_string(read.word_in_variable) +
                 "])";
     }
     return note + " at " + location_text(read.where) +
            " before any thread of its block wrote it (the simulator's shared memory starts as NaN)";
+}
+
+// The first races the launch saw, and how many accesses raced in all where that is more.
+std::vector<std::string> race_lines(const sim::LaunchResult& result) {
+    constexpr std::size_t kShown = 3;
+    std::vector<std::string> lines;
+    for (std::size_t k = 0; k < result.races.size() && k < kShown; ++k) {
+        lines.push_back(result.races[k].message);
+    }
+    if (result.race_count > lines.size()) {
+        lines.push_back(std::to_string(result.race_count) +
+                        " warp-wide shared-memory accesses raced in all");
+    }
+    return lines;
 }
 
 std::string compute_capability_of(const std::string& arch) {
@@ -115,7 +116,7 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::string& entry, const LaunchGeometry& geometry,
                            const std::vector<float>& input_words, int stride,
                            const std::vector<sim::Dim3>& blocks, std::uint64_t budget,
-                           std::vector<float>* outputs) {
+                           std::vector<float>* outputs, std::uint64_t clock_seed) {
     sim::GlobalMemory memory;
     const std::uint64_t elements = output_elements(exercise, geometry);
     const std::uint64_t input = memory.allocate(input_words.size() * sizeof(float));
@@ -128,6 +129,7 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     sim::LaunchOptions options;
     options.instruction_budget = budget;
     options.blocks = blocks;
+    options.clock_seed = clock_seed;
     const auto arguments = kernel_arguments(exercise, input, output, elements, stride);
     sim::LaunchResult result =
         sim::launch(module, entry, sim::Dim3{geometry.grid.x, geometry.grid.y, geometry.grid.z},
@@ -222,7 +224,7 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
     DeviceLaunch launch;
     const sim::LaunchResult result =
         simulate(exercise_, loaded.module, loaded.entry, geometry, input_words, stride,
-                 blocks_for(input, geometry), budget, &launch.outputs);
+                 blocks_for(input, geometry), budget, &launch.outputs, seed_);
     launch.end = end_of(result);
     launch.counts = shared_counts(result.counts);
     if (launch.end != DeviceLaunch::End::completed) {
@@ -237,6 +239,7 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
     if (result.uninitialized_shared_read) {
         launch.notes.push_back(uninitialized_read_note(stride, *result.uninitialized_shared_read));
     }
+    launch.races = race_lines(result);
     return launch;
 }
 

@@ -4,6 +4,7 @@
 
 #include "grade/worker.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <map>
@@ -339,6 +340,12 @@ private:
                         run.count_source = "simulator";
                     }
                     run.notes.insert(run.notes.end(), launch.notes.begin(), launch.notes.end());
+                    for (const std::string& race : launch.races) {
+                        if (std::find(run.races.begin(), run.races.end(), race) ==
+                            run.races.end()) {
+                            run.races.push_back(race);
+                        }
+                    }
                     if (spec->id == oracle) {
                         oracle_outputs_[{input.id, stride}] = std::move(launch.outputs);
                     } else if (spec->is_student()) {

@@ -6,12 +6,15 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "sim/banks.hpp"
 #include "sim/program.hpp"
+#include "sim/races.hpp"
 #include "sim/sim.hpp"
 
 namespace grader::sim {
@@ -28,6 +31,19 @@ constexpr std::uint64_t kWindowSize = 1ull << 32;
 // What the GPU path poisons shared memory with before the hidden-input run.
 constexpr std::uint32_t kSharedPoison = 0x7fc00badu;
 constexpr std::size_t kMaxSharedBytes = 227 * 1024;  // sm_90's per-block limit
+// What a GPU refuses to launch without an opt-in the harness never makes: more static shared
+// memory per block than 48 KiB (ptxas and the driver refuse it), more local memory per thread than
+// 512 KiB (sm_70 and later; cuLaunchKernel says CUDA_ERROR_INVALID_VALUE or "too many resources
+// requested for launch").
+constexpr std::size_t kMaxStaticSharedBytes = 48 * 1024;
+constexpr std::size_t kMaxLocalBytesPerThread = 512 * 1024;
+// Local memory is simulated in pages made on first touch, at most this much per launch (the
+// worker's own memory): past it the simulator gives up, which is not the kernel's fault.
+constexpr std::size_t kLocalPage = 4096;
+constexpr std::size_t kMaxLocalTouched = 256ull << 20;
+// The modeled clock's costs, CostModel's default units taken as cycles (see ModeledClock).
+constexpr std::uint64_t kIssueCycles = 1;
+constexpr std::uint64_t kWavefrontCycles = 20;
 
 std::string hex(std::uint64_t value) {
     char text[32];
@@ -194,7 +210,9 @@ struct Stop {
 struct Warp {
     std::uint32_t index = 0;
     std::vector<std::uint64_t> regs;  // slot * 32 + lane
-    std::vector<std::byte> local;     // lane * local_bytes
+    // Local memory in pages, made on first touch: a kernel that declares a large local array and
+    // touches little of it costs little. Index lane * pages per lane + page.
+    std::vector<std::unique_ptr<std::byte[]>> local_pages;
     std::uint32_t pc = 0;
     std::uint32_t mask = 0;     // lanes executing at pc
     std::uint32_t live = 0;     // lanes that have not exited
@@ -206,6 +224,7 @@ struct Warp {
     std::uint32_t reduction_lanes = 0;
     std::int32_t reduction_slot = kNoSlot;
     AtomOp reduction_op = AtomOp::add;
+    std::uint64_t cycles = 0;  // modeled, since the launch's clock start (see ModeledClock)
 };
 
 class Executor {
@@ -252,6 +271,16 @@ public:
                         value);
         }
         shared_stat_index_.assign(entry.code.size(), -1);
+        // Instructions that read a clock: the clock's slots are brought up to date before them.
+        reads_clock_.assign(entry.code.size(), 0);
+        for (std::size_t pc = 0; pc < entry.code.size(); ++pc) {
+            for (const std::int32_t slot : entry.code[pc].src) {
+                reads_clock_[pc] |= static_cast<std::uint8_t>(is_clock_slot(slot));
+            }
+        }
+        local_pages_per_lane_ = (entry.local_bytes + kLocalPage - 1) / kLocalPage;
+        clock_start_ = ModeledClock::start_cycles(options.clock_seed);
+        timer_start_ = ModeledClock::start_nanoseconds(options.clock_seed);
         // Names of shared variables, for the uninitialised-read report.
         for (const auto s : entry.shared_symbols)
             shared_variables_.push_back(s);
@@ -265,7 +294,7 @@ public:
         warps_.resize(warps_per_block_);
         for (std::uint32_t w = 0; w < warps_per_block_; ++w) {
             warps_[w].index = w;
-            warps_[w].local.assign(entry_.local_bytes * 32, std::byte{0});
+            warps_[w].local_pages.resize(local_pages_per_lane_ * 32);
         }
         for (const Dim3& b : blocks) {
             if (b.x >= grid_.x || b.y >= grid_.y || b.z >= grid_.z) {
@@ -294,6 +323,12 @@ private:
     std::vector<std::uint64_t> symbol_address_;
     std::vector<std::uint64_t> register_image_;
     std::vector<std::int32_t> shared_stat_index_;
+    std::vector<std::uint8_t> reads_clock_;  // per instruction
+    std::uint64_t clock_start_ = 0;          // cycles
+    std::uint64_t timer_start_ = 0;          // nanoseconds
+    std::uint64_t block_start_cycles_ = 0;   // where the next block's warps start
+    std::size_t local_pages_per_lane_ = 0;
+    std::size_t local_touched_ = 0;          // bytes of local pages made, over the launch
     std::vector<std::int32_t> shared_variables_;
 
     Dim3 block_{};
@@ -302,15 +337,23 @@ private:
     std::uint64_t reduction_arrived_ = 0;
     std::vector<std::byte> shared_;
     std::vector<std::uint8_t> shared_written_;  // one flag per 32-bit word
+    RaceTracker races_;
+    bool access_raced_ = false;  // the warp-wide access being executed found a race
+    // The (line, earlier line, kind) of each race reported, to report each once.
+    std::vector<std::array<std::uint32_t, 3>> reported_races_;
 
     // ---- threads and locations ----
 
     ThreadId thread_of(const Warp& w, unsigned lane) const {
+        return thread_of_index(w.index, lane);
+    }
+
+    ThreadId thread_of_index(std::uint32_t warp, unsigned lane) const {
         ThreadId id;
         id.block = block_;
-        id.warp = w.index;
+        id.warp = warp;
         id.lane = lane;
-        const std::uint32_t t = w.index * 32 + lane;
+        const std::uint32_t t = warp * 32 + lane;
         id.thread.x = t % block_dim_.x;
         id.thread.y = (t / block_dim_.x) % block_dim_.y;
         id.thread.z = t / (block_dim_.x * block_dim_.y);
@@ -349,10 +392,13 @@ private:
 
     void run_block(Dim3 b) {
         block_ = b;
-        shared_.resize(shared_bytes_);
+        shared_.resize((shared_bytes_ + 3) / 4 * 4);  // whole words, for the race tracker
         for (std::size_t k = 0; k + 4 <= shared_bytes_; k += 4)
             std::memcpy(&shared_[k], &kSharedPoison, 4);
         shared_written_.assign((shared_bytes_ + 3) / 4, 0);
+        races_.start_block((shared_bytes_ + 3) / 4);
+        for (const Warp& w : warps_)
+            block_start_cycles_ = std::max(block_start_cycles_, w.cycles);
         reduction_true_ = 0;
         reduction_arrived_ = 0;
         for (Warp& w : warps_)
@@ -389,12 +435,67 @@ private:
             }
             reduction_true_ = 0;
             reduction_arrived_ = 0;
+            races_.barrier();
+            // The warps waited for the last one to arrive.
+            std::uint64_t arrived = 0;
+            for (const Warp& w : warps_)
+                arrived = std::max(arrived, w.cycles);
             for (Warp& w : warps_) {
+                w.cycles = arrived;
                 w.blocked = 0;
                 w.mask = 0;
                 reschedule(w);
             }
         }
+    }
+
+    bool is_clock_slot(std::int32_t slot) const {
+        const std::int32_t s = slot - entry_.special_base;
+        return s == static_cast<std::int32_t>(Special::clock) ||
+               s == static_cast<std::int32_t>(Special::clock64) ||
+               s == static_cast<std::int32_t>(Special::globaltimer) ||
+               s == static_cast<std::int32_t>(Special::globaltimer_lo) ||
+               s == static_cast<std::int32_t>(Special::globaltimer_hi);
+    }
+
+    void update_clocks(Warp& w) {
+        const std::uint64_t clock = clock_start_ + w.cycles;
+        const std::uint64_t timer =
+            timer_start_ + static_cast<std::uint64_t>(static_cast<double>(w.cycles) /
+                                                      ModeledClock::kGigahertz);
+        const auto set = [&](Special s, std::uint64_t value) {
+            std::fill_n(&w.regs[static_cast<std::size_t>(entry_.special_base +
+                                                         static_cast<int>(s)) *
+                                32],
+                        32, value);
+        };
+        set(Special::clock, clock & 0xffffffffull);
+        set(Special::clock64, clock);
+        set(Special::globaltimer, timer);
+        set(Special::globaltimer_lo, timer & 0xffffffffull);
+        set(Special::globaltimer_hi, timer >> 32);
+    }
+
+    // Aligned accesses of at most 16 bytes never cross a page.
+    std::byte* local_bytes_at(Warp& w, unsigned lane, std::uint32_t pc, std::uint64_t address) {
+        auto& page = w.local_pages[lane * local_pages_per_lane_ + address / kLocalPage];
+        if (!page) {
+            local_touched_ += kLocalPage;
+            if (local_touched_ > kMaxLocalTouched) {
+                UnsupportedInstruction u;
+                u.opcode = "more than " + std::to_string(kMaxLocalTouched >> 20) +
+                           " MiB of local memory in one block";
+                u.where = entry_.locations[pc];
+                result_.message = "the simulator holds at most " +
+                                  std::to_string(kMaxLocalTouched >> 20) +
+                                  " MiB of local memory per block; the kernel touched more at " +
+                                  at_text(u.where);
+                result_.unsupported = std::move(u);
+                throw Stop{LaunchStatus::unsupported};
+            }
+            page = std::make_unique<std::byte[]>(kLocalPage);  // zero-filled
+        }
+        return page.get() + address % kLocalPage;
     }
 
     void init_warp(Warp& w) {
@@ -408,7 +509,11 @@ private:
         w.waiting = 0;
         w.lane_pc.fill(0);
         w.reduction_lanes = 0;
-        std::fill(w.local.begin(), w.local.end(), std::byte{0});
+        w.cycles = block_start_cycles_;
+        for (auto& page : w.local_pages) {
+            if (page)
+                std::memset(page.get(), 0, kLocalPage);  // each block's threads start from zeros
+        }
         const std::uint64_t specials[] = {
             0,        0,        0,        block_dim_.x, block_dim_.y, block_dim_.z,
             block_.x, block_.y, block_.z, grid_.x,      grid_.y,      grid_.z};
@@ -504,6 +609,7 @@ private:
             }
             const std::uint32_t exec = in.guard >= 0 ? guard_mask(w, in) : w.mask;
             counts_.thread_instructions += popcount(exec);
+            w.cycles += kIssueCycles;
             switch (in.op) {
                 case Op::bra: {
                     if (exec == w.mask) {
@@ -579,8 +685,11 @@ private:
                     break;
                 }
                 default:
-                    if (exec != 0)
+                    if (exec != 0) {
+                        if (reads_clock_[w.pc])
+                            update_clocks(w);
                         execute(w, in, exec);
+                    }
                     advance(w);
                     break;
             }
@@ -604,6 +713,16 @@ private:
             case Op::printf_call:
                 counts_.printf_calls += popcount(exec);
                 return;
+            case Op::nanosleep: {
+                // The warp sleeps as long as its longest-sleeping lane asks (nanoseconds).
+                std::uint64_t longest = 0;
+                for_lanes(exec, [&](unsigned l) {
+                    longest = std::max<std::uint64_t>(longest, static_cast<std::uint32_t>(a[l]));
+                });
+                w.cycles += static_cast<std::uint64_t>(static_cast<double>(longest) *
+                                                       ModeledClock::kGigahertz);
+                return;
+            }
             case Op::mov:
                 if (in.type == Type::pred) {
                     for_lanes(exec, [&](unsigned l) { d[l] = a[l] != 0; });
@@ -1460,7 +1579,7 @@ private:
                               " bytes of local memory",
                           address);
                 }
-                r.bytes = w.local.data() + lane * entry_.local_bytes + address;
+                r.bytes = local_bytes_at(w, lane, pc, address);
                 return r;
             case Space::param:
                 if (store || address >= param_buffer_.size() ||
@@ -1539,6 +1658,8 @@ private:
         const bool sign_extend = !store && is_signed(in.type) && element < 8;
         std::array<std::uint64_t, 32> shared_offsets{};
         std::uint32_t shared_lanes = 0;
+        if (store)
+            races_.start_store();
         for_lanes(exec, [&](unsigned lane) {
             const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
             std::byte* bytes = nullptr;
@@ -1561,11 +1682,18 @@ private:
                 if (store) {
                     for (std::size_t word = first_word; word <= last_word; ++word)
                         shared_written_[word] = 1;
-                } else if (!result_.uninitialized_shared_read) {
+                } else {
                     for (std::size_t word = first_word; word <= last_word; ++word) {
-                        if (!shared_written_[word]) {
-                            record_uninitialized(w, lane, word * 4);
-                            break;
+                        const RaceHit hit = races_.read(word, w.index, lane, w.pc);
+                        if (hit.kind != RaceKind::none)
+                            record_race(w, lane, hit, word * 4);
+                    }
+                    if (!result_.uninitialized_shared_read) {
+                        for (std::size_t word = first_word; word <= last_word; ++word) {
+                            if (!shared_written_[word]) {
+                                record_uninitialized(w, lane, word * 4);
+                                break;
+                            }
                         }
                     }
                 }
@@ -1573,6 +1701,10 @@ private:
             for (unsigned e = 0; e < in.vector; ++e) {
                 std::uint64_t* value = reg(w, in.dst[e]);
                 if (store) {
+                    if ((shared_lanes >> lane) & 1) {
+                        track_store(w, lane, shared_offsets[lane] + e * element, value[lane],
+                                    element);
+                    }
                     store_bytes(bytes + e * element, value[lane], element);  // the low bytes
                 } else {
                     std::uint64_t v = load_bytes(bytes + e * element, element);
@@ -1590,8 +1722,35 @@ private:
                 }
             }
         });
+        if (access_raced_) {
+            ++result_.race_count;
+            access_raced_ = false;
+        }
         if (shared_lanes != 0)
             record_shared(w, in, shared_lanes, shared_offsets, static_cast<std::uint32_t>(total));
+    }
+
+    // One lane's store of `size` bytes at shared `offset`, before it lands: races with other
+    // warps, and with other lanes of this store that wrote different bytes there.
+    void track_store(const Warp& w, unsigned lane, std::uint64_t offset, std::uint64_t value,
+                     std::size_t size) {
+        std::byte bytes[8];
+        std::memcpy(bytes, &value, 8);  // little-endian: the low `size` bytes are stored
+        for (std::uint64_t at = offset; at < offset + size;) {
+            const std::size_t word = at / 4;
+            const unsigned first = static_cast<unsigned>(at % 4);
+            const unsigned n = static_cast<unsigned>(std::min<std::uint64_t>(4 - first,
+                                                                             offset + size - at));
+            std::byte* current = shared_.data() + word * 4;
+            std::byte next[4];
+            std::memcpy(next, current, 4);
+            std::memcpy(next + first, bytes + (at - offset), n);
+            const auto mask = static_cast<std::uint8_t>(((1u << n) - 1) << first);
+            const RaceHit hit = races_.write(word, w.index, lane, w.pc, mask, current, next);
+            if (hit.kind != RaceKind::none)
+                record_race(w, lane, hit, at);
+            at += n;
+        }
     }
 
     void atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
@@ -1609,6 +1768,7 @@ private:
                     for (std::size_t word = r.shared_offset / 4;
                          word <= (r.shared_offset + sizeof(T) - 1) / 4; ++word) {
                         shared_written_[word] = 1;
+                        races_.atomic_write(word, w.index, lane, w.pc);
                     }
                 }
                 T old;
@@ -1685,106 +1845,115 @@ private:
         u.thread = thread_of(w, lane);
         u.byte_offset = byte_offset;
         u.word = byte_offset / 4;
+        locate_variable(byte_offset, u.variable, u.word_in_variable);
+        result_.uninitialized_shared_read = std::move(u);
+    }
+
+    // The .shared variable holding byte_offset, and the word's index in it.
+    void locate_variable(std::uint64_t byte_offset, std::string& name,
+                         std::uint64_t& word_in_variable) const {
         for (const auto s : shared_variables_) {
             const Symbol& sym = program_.symbols[static_cast<std::size_t>(s)];
             const std::size_t size = sym.dynamic_shared ? options_.dynamic_shared_bytes : sym.size;
             if (byte_offset >= sym.offset && byte_offset < sym.offset + size) {
-                u.variable = sym.name;
-                u.word_in_variable = (byte_offset - sym.offset) / 4;
-                break;
+                name = sym.name;
+                word_in_variable = (byte_offset - sym.offset) / 4;
+                return;
             }
         }
-        result_.uninitialized_shared_read = std::move(u);
     }
 
-    // ---- bank accounting ----
+    static std::string short_at(const SourceLocation& where) {
+        if (where.line > 0)
+            return (where.file.empty() ? std::string("line ") : where.file + ":") +
+                   std::to_string(where.line);
+        return "PTX line " + std::to_string(where.ptx_line);
+    }
 
-    // Wavefronts of one warp-wide shared access under the rule documented at SharedAccessStats:
-    // the larger of the bank bound (most distinct words any bank is asked for) and the data bound
-    // (what the access returns, 128 bytes per wavefront, halved when lane pairs share addresses).
-    static std::uint32_t wavefronts(std::uint32_t lanes,
-                                    const std::array<std::uint64_t, 32>& offsets,
-                                    std::uint32_t bytes_per_lane, std::uint32_t& degree,
-                                    std::uint32_t& ideal, WarpAccessTable* table) {
-        const unsigned words_per_lane = std::max<std::uint32_t>(1, bytes_per_lane / 4);
-        // The words asked for; a clash of banks is rare, so check for one first.
-        std::uint64_t words[128];
-        unsigned n = 0;
-        std::uint32_t banks_seen = 0;
-        bool clash = false;
-        for (std::uint32_t m = lanes; m != 0; m &= m - 1) {
-            const std::uint64_t first = offsets[ctz(m)] / 4;
-            for (unsigned k = 0; k < words_per_lane; ++k) {
-                const std::uint64_t word = first + k;
-                const std::uint32_t bit = 1u << (word & 31);
-                clash = clash || (banks_seen & bit) != 0;
-                banks_seen |= bit;
-                words[n++] = word;
-            }
+    static std::string lane_text(const ThreadId& t) {
+        return "thread " + dim_text(t.thread) + " (warp " + std::to_string(t.warp) + ", lane " +
+               std::to_string(t.lane) + ")";
+    }
+
+    // Counts the race for this warp-wide access and reports it once per pair of instructions.
+    void record_race(const Warp& w, unsigned lane, const RaceHit& hit, std::uint64_t byte_offset) {
+        access_raced_ = true;
+        if (result_.races.size() >= LaunchResult::kMaxReportedRaces)
+            return;
+        // One report per pair of source lines: unrolled copies of a loop's access share one.
+        const auto line_key = [&](std::uint32_t pc) {
+            const SourceLocation& at = entry_.locations[pc];
+            return at.line > 0 ? static_cast<std::uint32_t>(at.line)
+                               : 0x8000'0000u | static_cast<std::uint32_t>(at.ptx_line);
+        };
+        const std::array<std::uint32_t, 3> key = {line_key(w.pc), line_key(hit.pc),
+                                                   static_cast<std::uint32_t>(hit.kind)};
+        if (std::find(reported_races_.begin(), reported_races_.end(), key) !=
+            reported_races_.end()) {
+            return;
         }
-        std::uint8_t count[32] = {};
-        if (!clash) {
-            for (unsigned k = 0; k < n; ++k)
-                count[words[k] & 31] = 1;
+        reported_races_.push_back(key);
+        SharedRace race;
+        race.where = entry_.locations[w.pc];
+        race.earlier = entry_.locations[hit.pc];
+        race.thread = thread_of(w, lane);
+        race.byte_offset = byte_offset;
+        race.word = byte_offset / 4;
+        locate_variable(byte_offset, race.variable, race.word_in_variable);
+        const bool any_reader = hit.warp == RaceTracker::kManyWarps;
+        if (any_reader) {
+            race.other.block = block_;
+            race.other.warp = SharedRace::kAnyOtherWarp;
         } else {
-            // Distinct words per bank: sort (lanes usually ask in order), skip repeats.
-            for (unsigned k = 1; k < n; ++k) {
-                const std::uint64_t word = words[k];
-                unsigned j = k;
-                while (j > 0 && words[j - 1] > word) {
-                    words[j] = words[j - 1];
-                    --j;
-                }
-                words[j] = word;
-            }
-            for (unsigned k = 0; k < n; ++k) {
-                if (k == 0 || words[k] != words[k - 1])
-                    ++count[words[k] & 31];
-            }
+            race.other = thread_of_index(hit.warp, hit.lane);
         }
-        std::uint32_t bank_bound = 0;
-        for (unsigned bank = 0; bank < 32; ++bank)
-            bank_bound = std::max<std::uint32_t>(bank_bound, count[bank]);
-
-        const std::uint32_t returned = popcount(lanes) * std::max<std::uint32_t>(bytes_per_lane, 4);
-        std::uint32_t data_bound = std::max<std::uint32_t>(1, (returned + 127) / 128);
-        if (bytes_per_lane > 4 && data_bound > 1) {
-            auto paired = [&](unsigned distance) {
-                for (std::uint32_t m = lanes; m != 0; m &= m - 1) {
-                    const unsigned lane = ctz(m);
-                    const unsigned partner = lane ^ distance;
-                    if (((lanes >> partner) & 1) && offsets[partner] != offsets[lane])
-                        return false;
-                }
-                return true;
-            };
-            if (paired(1) || paired(2))
-                data_bound = std::max<std::uint32_t>(1, data_bound / 2);
+        std::string word = "shared word " + std::to_string(race.word);
+        if (!race.variable.empty()) {
+            word += " (word " + std::to_string(race.word_in_variable) + " of " +
+                    shared_variable_name(race.variable) + ")";
         }
-        degree = bank_bound;
-        ideal = data_bound;
-        if (table != nullptr) {
-            for (std::uint32_t m = lanes; m != 0; m &= m - 1) {
-                const unsigned lane = ctz(m);
-                LaneAccess& access = table->lanes[lane];
-                access.active = true;
-                access.byte_offset = offsets[lane];
-                access.word = offsets[lane] / 4;
-                access.bank = static_cast<std::uint32_t>(access.word & 31);
-                access.distinct_words_in_bank = count[access.bank];
-            }
-            for (std::uint32_t m = lanes; m != 0; m &= m - 1) {
-                LaneAccess& access = table->lanes[ctz(m)];
-                for (std::uint32_t other = lanes; other != 0; other &= other - 1) {
-                    if (table->lanes[ctz(other)].bank == access.bank)
-                        access.bank_mates |= 1u << ctz(other);
-                }
-            }
+        const std::string block = " of block " + dim_text(block_);
+        const std::string unsynchronized = " with no __syncthreads() between them";
+        switch (hit.kind) {
+            case RaceKind::read_after_write:
+                race.kind = SharedRace::Kind::read_after_write;
+                race.message = lane_text(race.thread) + block + " read " + word + " at " +
+                               short_at(race.where) + ", which " + lane_text(race.other) +
+                               " wrote at " + short_at(race.earlier) + unsynchronized;
+                break;
+            case RaceKind::write_after_read:
+                race.kind = SharedRace::Kind::write_after_read;
+                race.message = lane_text(race.thread) + block + " wrote " + word + " at " +
+                               short_at(race.where) + ", which " +
+                               (any_reader ? std::string("other warps")
+                                           : lane_text(race.other) + " had") +
+                               " read" + (any_reader ? "" : " at " + short_at(race.earlier)) +
+                               unsynchronized;
+                break;
+            case RaceKind::write_after_write:
+                race.kind = SharedRace::Kind::write_after_write;
+                race.message = lane_text(race.thread) + block + " wrote " + word + " at " +
+                               short_at(race.where) + ", which " + lane_text(race.other) +
+                               " also wrote at " + short_at(race.earlier) + unsynchronized;
+                break;
+            case RaceKind::one_store_two_values:
+            case RaceKind::none:
+                race.kind = SharedRace::Kind::one_store_two_values;
+                race.message = "lanes " + std::to_string(race.other.lane) + " and " +
+                               std::to_string(race.thread.lane) + " of warp " +
+                               std::to_string(w.index) + block + " (threads " +
+                               dim_text(race.other.thread) + " and " +
+                               dim_text(race.thread.thread) + ") wrote different values to " +
+                               word + " in one store at " + short_at(race.where) +
+                               ": which one lands is undefined";
+                break;
         }
-        return std::max(bank_bound, data_bound);
+        result_.races.push_back(std::move(race));
     }
 
-    void record_shared(const Warp& w, const Instruction& in, std::uint32_t lanes,
+    // ---- bank accounting (the rule itself is in banks.cpp) ----
+
+    void record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
                        const std::array<std::uint64_t, 32>& offsets, std::uint32_t bytes_per_lane) {
         std::int32_t& index = shared_stat_index_[w.pc];
         if (index < 0) {
@@ -1797,9 +1966,11 @@ private:
             counts_.shared_accesses.push_back(std::move(stats));
         }
         SharedAccessStats& stats = counts_.shared_accesses[static_cast<std::size_t>(index)];
-        std::uint32_t degree = 0, ideal = 0;
-        const std::uint32_t fronts =
-            wavefronts(lanes, offsets, bytes_per_lane, degree, ideal, nullptr);
+        const BankCost cost = bank_cost(lanes, offsets, bytes_per_lane);
+        const std::uint32_t fronts = cost.wavefronts;
+        const std::uint32_t ideal = cost.ideal;
+        const std::uint32_t degree = cost.degree;
+        w.cycles += fronts * kWavefrontCycles;
         ++stats.requests;
         stats.wavefronts += fronts;
         stats.ideal_wavefronts += ideal;
@@ -1817,7 +1988,7 @@ private:
             WarpAccessTable table;
             table.block = block_;
             table.warp = w.index;
-            wavefronts(lanes, offsets, bytes_per_lane, table.degree, ideal, &table);
+            table.degree = bank_cost(lanes, offsets, bytes_per_lane, &table).degree;
             table.wavefronts = fronts;
             stats.representative = table;
         }
@@ -1889,17 +2060,31 @@ LaunchResult launch(const Module& module, std::string_view entry_name, Dim3 grid
                                     ", block " + dim_text(block));
     }
     LaunchResult result;
-    const std::size_t shared = entry->dynamic_shared_offset + options.dynamic_shared_bytes;
-    if (shared > kMaxSharedBytes || entry->static_shared_bytes > kMaxSharedBytes) {
+    // Refused before anything is allocated for the launch, as the GPU refuses it.
+    const auto refuse = [&](const std::string& why) {
         Fault f;
         f.kind = "launch";
-        f.message =
-            info->name + " needs " + std::to_string(std::max(shared, entry->static_shared_bytes)) +
-            " bytes of shared memory per block; the limit is " + std::to_string(kMaxSharedBytes);
+        f.message = "too many resources requested for launch: " + why;
         result.status = LaunchStatus::fault;
         result.message = f.message;
         result.fault = std::move(f);
         return result;
+    };
+    const std::size_t shared = entry->dynamic_shared_offset + options.dynamic_shared_bytes;
+    if (entry->static_shared_bytes > kMaxStaticSharedBytes) {
+        return refuse("the kernel declares " + std::to_string(entry->static_shared_bytes) +
+                      " bytes of static __shared__ memory per block; a GPU allows " +
+                      std::to_string(kMaxStaticSharedBytes) + " (48 KiB)");
+    }
+    if (shared > kMaxSharedBytes) {
+        return refuse("the kernel needs " + std::to_string(shared) +
+                      " bytes of shared memory per block; the limit is " +
+                      std::to_string(kMaxSharedBytes));
+    }
+    if (entry->local_bytes > kMaxLocalBytesPerThread) {
+        return refuse("the kernel declares " + std::to_string(entry->local_bytes) +
+                      " bytes of local memory per thread; a GPU allows " +
+                      std::to_string(kMaxLocalBytesPerThread) + " (512 KiB)");
     }
     try {
         Executor executor(*program, *entry, grid, block, params, memory, options, result);

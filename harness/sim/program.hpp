@@ -132,6 +132,7 @@ enum class Op : std::uint8_t {
     bar_red,
     trap,
     printf_call,
+    nanosleep,
 };
 
 enum class Space : std::uint8_t { generic, global, shared, local, param, constant };
@@ -226,6 +227,8 @@ enum class Special : std::uint8_t {
     globaltimer,
     dynamic_smem_size,
     total_smem_size,
+    globaltimer_lo,
+    globaltimer_hi,
     count
 };
 

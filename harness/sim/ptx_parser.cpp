@@ -844,6 +844,8 @@ private:
             {"%clock", Special::clock},
             {"%clock64", Special::clock64},
             {"%globaltimer", Special::globaltimer},
+            {"%globaltimer_lo", Special::globaltimer_lo},
+            {"%globaltimer_hi", Special::globaltimer_hi},
             {"%dynamic_smem_size", Special::dynamic_smem_size},
             {"%total_smem_size", Special::total_smem_size},
         };
@@ -1743,7 +1745,14 @@ private:
             ins.op = Op::bar;
             return;
         }
-        if (base == "membar" || base == "fence" || base == "nanosleep" || base == "prefetch" ||
+        if (base == "nanosleep") {
+            need(ops, 1, line, opcode);
+            ins.op = Op::nanosleep;
+            ins.type = Type::u32;
+            ins.src[0] = value_slot(ops[0], Type::u32, line);
+            return;
+        }
+        if (base == "membar" || base == "fence" || base == "prefetch" ||
             base == "prefetchu" || base == "discard" || base == "pmevent") {
             ins.op = Op::nop;
             return;

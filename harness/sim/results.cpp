@@ -34,6 +34,16 @@ bool mangled_name_is(std::string_view mangled, std::string_view name) {
 
 }  // namespace
 
+std::string shared_variable_name(const std::string& mangled) {
+    const auto end = mangled.rfind('E');
+    if (mangled.rfind("_ZZ", 0) != 0 || end == std::string::npos)
+        return mangled;
+    std::size_t at = end + 1;
+    while (at < mangled.size() && mangled[at] >= '0' && mangled[at] <= '9')
+        ++at;
+    return at < mangled.size() ? mangled.substr(at) : mangled;
+}
+
 std::vector<EntryInfo> Module::entries() const {
     std::vector<EntryInfo> result;
     if (!program_)
@@ -133,6 +143,31 @@ std::string describe_banks(const WarpAccessTable& table) {
     }
     return lanes_text + " over " + std::to_string(words_by_bank.size()) + " banks, at most " +
            std::to_string(table.degree) + " distinct words in one bank: " + degree;
+}
+
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::uint64_t ModeledClock::start_cycles(std::uint64_t seed) {
+    // Between about 45 seconds and 3.4 hours of uptime at 1.5 GHz; %clock (the low 32 bits) is
+    // nonzero at the start.
+    const std::uint64_t cycles = (1ull << 36) + mix(seed) % (1ull << 44);
+    return (cycles & 0xffffffffull) == 0 ? cycles + 1 : cycles;
+}
+
+std::uint64_t ModeledClock::start_nanoseconds(std::uint64_t seed) {
+    // A Unix time in 2024 or 2025, in nanoseconds, as a GPU's globaltimer reads.
+    constexpr std::uint64_t kJanuary2024 = 1'704'067'200'000'000'000ull;
+    constexpr std::uint64_t kYear = 31'536'000'000'000'000ull;
+    return kJanuary2024 + mix(seed ^ 0x6c6f6261'6c74696dull) % kYear;
 }
 
 double modeled_cost(const LaunchCounts& counts, const CostModel& model) {

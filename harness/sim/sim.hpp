@@ -119,6 +119,22 @@ struct LaunchOptions {
     std::uint32_t dynamic_shared_bytes = 0;
     // Instructions a warp runs before the next warp of its block gets a turn.
     std::uint32_t warp_slice = 2048;
+    // Where %clock64 and %globaltimer start (see ModeledClock): the grade's seed, so that a kernel
+    // cannot count on a value, and the same seed gives the same values.
+    std::uint64_t clock_seed = 0;
+};
+
+// What the clocks read on the simulator. Each warp keeps a cycle count: a start drawn from
+// LaunchOptions::clock_seed (large and nonzero, like an SM that has been up for a while), plus
+// the modeled cost of what the warp issued (CostModel's units taken as cycles: 1 per warp
+// instruction, 20 per shared-memory wavefront), plus nanosleep's argument in cycles. A barrier
+// brings the block's warps to the latest of their counts; a block starts where the last one
+// ended. %clock is the count's low 32 bits; %globaltimer counts nanoseconds at 1.5 GHz from a
+// seeded start, so it never stands still either.
+struct ModeledClock {
+    static constexpr double kGigahertz = 1.5;
+    static std::uint64_t start_cycles(std::uint64_t seed);
+    static std::uint64_t start_nanoseconds(std::uint64_t seed);
 };
 
 // The first `count` blocks of `grid` in launch order (x fastest).
@@ -174,6 +190,38 @@ struct UninitializedSharedRead {
     std::string variable;           // the .shared variable that holds the word, if known
     std::uint64_t word_in_variable = 0;
 };
+
+// A shared-memory race: two warps touched a word, at least one writing, with no barrier of the
+// block completed between them; or lanes of one store wrote different values to one word. A GPU
+// gives such a kernel whatever order its warps happen to run in, so the output may come out right
+// on one run and wrong on the next: the harness fails it either way.
+struct SharedRace {
+    enum class Kind {
+        read_after_write,      // read a word another warp had written
+        write_after_read,      // wrote a word another warp had read
+        write_after_write,     // wrote a word another warp had written
+        one_store_two_values,  // lanes of one store, different values, one word
+    };
+    Kind kind = Kind::read_after_write;
+    // One sentence naming the lines, the word (variable[index] where known) and the lanes.
+    std::string message;
+    SourceLocation where;    // the later access, the one that found the race
+    SourceLocation earlier;  // the other warp's access (for one_store_two_values, the same store)
+    ThreadId thread;         // the later access's lane
+    // The other warp's lane, or the store's other lane. Where several warps had read the word and
+    // none is known by name, warp is kAnyOtherWarp.
+    ThreadId other;
+    std::uint64_t byte_offset = 0;  // in the block's shared memory
+    std::uint64_t word = 0;         // byte_offset / 4
+    std::string variable;           // the .shared variable that holds the word, if known
+    std::uint64_t word_in_variable = 0;
+
+    static constexpr std::uint32_t kAnyOtherWarp = 0xffff;
+};
+
+// "tile" from "_ZZ17probeSharedStridePKfPfmiE4tile": a function-local __shared__ array's name as
+// the student wrote it; any other name unchanged.
+std::string shared_variable_name(const std::string& mangled);
 
 // One lane of one warp-wide shared-memory access.
 struct LaneAccess {
@@ -267,6 +315,11 @@ struct LaunchResult {
     std::optional<Fault> fault;
     std::optional<UnsupportedInstruction> unsupported;
     std::optional<UninitializedSharedRead> uninitialized_shared_read;  // the first one
+    // The first race of each pair of source lines, at most kMaxReportedRaces; race_count
+    // counts every warp-wide access that raced, reported or not.
+    std::vector<SharedRace> races;
+    std::uint64_t race_count = 0;
+    static constexpr std::size_t kMaxReportedRaces = 8;
     std::optional<SourceLocation> last_location;  // budget_exceeded: where the warp was
     LaunchCounts counts;                          // up to where the launch ended
 };

@@ -1,0 +1,96 @@
+// The simulator's clocks: %clock, %clock64 and %globaltimer start large and nonzero, from the
+// grade's seed, advance with what the warp issues, and nanosleep moves them on by its argument.
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "sim_kernels.hpp"
+
+namespace sim = grader::sim;
+using namespace grader::testing;
+
+namespace {
+
+constexpr std::uint32_t kThreads = 64;  // two warps
+constexpr std::uint32_t kBlocks = 2;
+constexpr std::uint32_t kSleepNs = 2000;
+
+std::vector<std::uint64_t> read_clocks(std::uint64_t seed) {
+    const sim::Module module =
+        sim::parse_ptx(compile_to_ptx(sim_fixture("reads_clocks.cu"), "clocks.cu"));
+    sim::GlobalMemory memory;
+    const std::size_t count = kThreads * kBlocks * 8;
+    const std::uint64_t clocks = memory.allocate(count * sizeof(std::uint64_t));
+    sim::LaunchOptions options;
+    options.clock_seed = seed;
+    const auto result =
+        sim::launch(module, "readsClocks", {kBlocks, 1, 1}, {kThreads, 1, 1},
+                    {sim::param_bytes(clocks), sim::param_bytes(kSleepNs)}, memory, options);
+    REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+    std::vector<std::uint64_t> values(count);
+    memory.read(clocks, values.data(), count * sizeof(std::uint64_t));
+    return values;
+}
+
+}  // namespace
+
+TEST_CASE("clock64 and globaltimer are large, nonzero, and never stand still") {
+    const auto values = read_clocks(42);
+    for (std::uint32_t t = 0; t < kThreads * kBlocks; ++t) {
+        CAPTURE(t);
+        const std::uint64_t* c = &values[t * 8];
+        const std::uint64_t first = c[0], second = c[1], after_sleep = c[2];
+        const std::uint64_t timer = c[3], timer_after = c[4];
+        CHECK(first > (1ull << 32));  // a GPU that has been up for a while
+        CHECK(second > first);
+        // nanosleep(2000) at 1.5 GHz is 3000 cycles.
+        CHECK(after_sleep - second >= 3000);
+        CHECK(after_sleep - second < 3100);
+        CHECK(timer > 1'700'000'000'000'000'000ull);  // nanoseconds since 1970, as a GPU's
+        CHECK(timer_after - timer >= kSleepNs);
+        CHECK(timer_after - timer < kSleepNs + 100);
+        // %clock is clock64's low half, read a little later.
+        CHECK(c[5] <= 0xffffffffull);
+        CHECK(c[5] != 0);
+        CHECK(static_cast<std::uint32_t>(c[5] - static_cast<std::uint32_t>(after_sleep)) > 0);
+        CHECK(static_cast<std::uint32_t>(c[5] - static_cast<std::uint32_t>(after_sleep)) < 1000);
+        // globaltimer_lo and _hi are the two halves of a later globaltimer.
+        const std::uint64_t halves = (c[7] << 32) | c[6];
+        CHECK(halves >= timer_after);
+        CHECK(halves - timer_after < 1000);
+    }
+    // The second block starts where the first ended: the SM's clock does not go back.
+    CHECK(values[kThreads * 8] > values[(kThreads - 1) * 8 + 2]);
+}
+
+TEST_CASE("the clocks' start comes from the grade's seed") {
+    const auto one = read_clocks(1);
+    const auto again = read_clocks(1);
+    const auto other = read_clocks(2);
+    CHECK(one == again);
+    CHECK(one[0] != other[0]);
+    CHECK(one[3] != other[3]);
+}
+
+TEST_CASE("a kernel that skips its work when the clock reads 0 or stands still does the work") {
+    const sim::Module module = sim::parse_ptx(
+        compile_to_ptx(sim_fixture("copies_unless_clock_stands_still.cu"), "gate.cu"));
+    constexpr unsigned n = 256;
+    std::vector<float> input(n);
+    for (unsigned k = 0; k < n; ++k)
+        input[k] = static_cast<float>(k);
+    sim::GlobalMemory memory;
+    const std::uint64_t in = upload(memory, input);
+    const std::uint64_t out = upload(memory, std::vector<float>(n, -1.0f));
+    const auto result = sim::launch(
+        module, "copiesUnlessClockStandsStill", {2, 1, 1}, {128, 1, 1},
+        {sim::param_bytes(in), sim::param_bytes(out), sim::param_bytes(n)}, memory, {});
+    REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+    const auto values = read_floats(memory, out, n);
+    for (unsigned k = 0; k < n; ++k) {
+        if (values[k] != 2.0f * input[k])
+            FAIL("out[" << k << "] is " << values[k]);
+    }
+}
