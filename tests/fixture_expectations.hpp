@@ -114,7 +114,8 @@ inline void check_grade(const GraderRun& run, const YAML::Node& expected, const 
                       "'" << text << "' not in: " << failing_text);
     }
     for (const auto& text : strings(field(expected, overrides, "must_not_contain"))) {
-        CHECK_MESSAGE(run.report_text.find(text) == std::string::npos, "'" << text << "' in report");
+        CHECK_MESSAGE(run.report_text.find(text) == std::string::npos,
+                      "'" << text << "' in report");
         CHECK_MESSAGE(run.output.find(text) == std::string::npos, "'" << text << "' in output");
     }
     if (const YAML::Node stop = field(expected, overrides, "interruption")) {

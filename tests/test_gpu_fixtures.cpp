@@ -43,18 +43,17 @@ TEST_CASE("every fixture submission gets the verdict and messages its expected.y
             const Exercise exercise = load_exercise(exercise_dir(expected));
             const auto report_file = scratch / (folder.filename().string() + ".json");
             const std::uint64_t seed = seed_for(exercise, expected);
-            const GraderRun run = run_grader(
-                {"grade", folder.string(), "--exercise", exercise_dir(expected).string(),
-                 "--format", "json", "--output", report_file.string(), "--seed",
-                 std::to_string(seed), "--timeout", "5", "--quiet"},
-                report_file);
+            const GraderRun run =
+                run_grader({"grade", folder.string(), "--exercise", exercise_dir(expected).string(),
+                            "--format", "json", "--output", report_file.string(), "--seed",
+                            std::to_string(seed), "--timeout", "5", "--quiet"},
+                           report_file);
             CAPTURE(run.output);
             ++graded;
             // What each fixture got, printed so the GPU transcript shows it.
             std::cout << name << ": " << run.report.value("verdict", "?") << " "
-                      << run.report.value("score", 0.0) << "/"
-                      << run.report.value("max_score", 0.0) << " in "
-                      << run.report.value("wall_seconds", 0.0)
+                      << run.report.value("score", 0.0) << "/" << run.report.value("max_score", 0.0)
+                      << " in " << run.report.value("wall_seconds", 0.0)
                       << " s: " << run.report.value("summary", "") << std::endl;
             check_grade(run, expected, nullptr);
         }

@@ -205,7 +205,7 @@ std::string first_word(const std::string& text, std::size_t from = 0) {
     if (start == std::string::npos) {
         return "";
     }
-    const std::size_t end = text.find_first_of(" \n", start);
+    const std::size_t end = text.find_first_of(" :\n", start);
     return text.substr(start, end - start);
 }
 
@@ -297,11 +297,11 @@ void grade_hostile(const std::string& backend, const std::string& waiting_for) {
                 if (backend == "cuda") {
                     environment.insert(environment.end(), kNoGpu.begin(), kNoGpu.end());
                 }
-                each.run = run_grader({"grade", folder.string(), "--exercise", exercise.string(),
-                                       "--backend", backend, "--format", each.format, "--output",
-                                       output.string(), "--seed", "20261202", "--timeout", "20",
-                                       "--quiet"},
-                                      each.format == "json" ? output : fs::path(), environment);
+                each.run = run_grader(
+                    {"grade", folder.string(), "--exercise", exercise.string(), "--backend",
+                     backend, "--format", each.format, "--output", output.string(), "--seed",
+                     "20261202", "--timeout", "20", "--quiet"},
+                    each.format == "json" ? output : fs::path(), environment);
                 each.report = read_text(output);
             });
         }
@@ -325,8 +325,8 @@ void grade_hostile(const std::string& backend, const std::string& waiting_for) {
             }
             const std::string text = readable(each.format, each.report);
             for (const auto& part : strings(field(expected, overrides, "message_contains"))) {
-                CHECK_MESSAGE(contains(text, part), "'" << part << "' not in the " << each.format
-                                                        << " report");
+                CHECK_MESSAGE(contains(text, part),
+                              "'" << part << "' not in the " << each.format << " report");
             }
             // Nothing of the host file, and no raw escape, in what the grader printed or wrote.
             for (const std::string& seen : {each.run.output, each.report, text}) {
@@ -432,9 +432,9 @@ TEST_CASE(
     }
     // The evil student's folder also holds a kernel that fails, so its verdict differs from the
     // one its name claims.
-    write_text(class_dir / evil / "probe.cu", read_text(fs::path(GRADER_FIXTURES_DIR) /
-                                                         "submissions" / "compile_error" /
-                                                         "probe.cu"));
+    write_text(
+        class_dir / evil / "probe.cu",
+        read_text(fs::path(GRADER_FIXTURES_DIR) / "submissions" / "compile_error" / "probe.cu"));
     const fs::path output = root / "out";
     const GraderRun run = run_grader({"batch", class_dir.string(), "--output", output.string(),
                                       "--jobs", "1", "--backend", "sim"});

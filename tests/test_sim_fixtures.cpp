@@ -29,9 +29,8 @@ TEST_CASE(
             const auto report_file = scratch / (folder.filename().string() + ".json");
             const GraderRun run = run_grader(
                 {"grade", folder.string(), "--exercise", exercise_dir(expected).string(),
-                 "--backend", "sim", "--format", "json", "--output", report_file.string(),
-                 "--seed", std::to_string(seed_for(exercise, expected)), "--timeout", "20",
-                 "--quiet"},
+                 "--backend", "sim", "--format", "json", "--output", report_file.string(), "--seed",
+                 std::to_string(seed_for(exercise, expected)), "--timeout", "20", "--quiet"},
                 report_file);
             CAPTURE(run.output);
             ++graded;
