@@ -1,15 +1,19 @@
 #pragma once
 
-// What the fixture tests share: reading expected.yaml, and the seed a fixture needs.
+// What the fixture tests share: finding the fixture folders, reading expected.yaml, the exercise
+// and the seed a fixture needs, and asserting a grade against its expectations.
 
+#include <doctest/doctest.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "checks/checks.hpp"
+#include "grader_run.hpp"
 
 namespace grader::testing {
 
@@ -21,6 +25,32 @@ inline std::vector<std::string> strings(const YAML::Node& node) {
         }
     }
     return out;
+}
+
+// The folders under tests/fixtures/<group> that hold an expected.yaml, sorted.
+inline std::vector<std::filesystem::path> fixture_folders(const std::string& group) {
+    std::vector<std::filesystem::path> folders;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::filesystem::path(GRADER_FIXTURES_DIR) / group)) {
+        if (std::filesystem::exists(entry.path() / "expected.yaml")) {
+            folders.push_back(entry.path());
+        }
+    }
+    std::sort(folders.begin(), folders.end());
+    return folders;
+}
+
+// The exercise folder that grades a fixture: exercises/<its `exercise:` key>, Day 15 Part 1 by
+// default.
+inline std::filesystem::path exercise_dir(const YAML::Node& expected) {
+    const std::string id =
+        expected["exercise"] ? expected["exercise"].as<std::string>() : "day15-bank-conflicts";
+    return std::filesystem::path(GRADER_SOURCE_DIR) / "exercises" / id;
+}
+
+// What the fixture waits for before its expectations can hold (the `awaits:` key), or "".
+inline std::string awaits(const YAML::Node& expected) {
+    return expected["awaits"] ? expected["awaits"].as<std::string>() : std::string();
 }
 
 // A fixed seed, or the first one whose unnamed strides include one the fixture asks for
@@ -41,6 +71,68 @@ inline std::uint64_t seed_for(const Exercise& exercise, const YAML::Node& expect
             })) {
             return seed;
         }
+    }
+}
+
+// A field of expected.yaml, from the mapping named `overrides` (`sim`, `no_gpu`) where that
+// mapping has it.
+inline YAML::Node field(const YAML::Node& expected, const char* overrides, const char* key) {
+    const YAML::Node special = overrides ? expected[overrides] : YAML::Node();
+    if (special && special.IsMap() && special[key]) {
+        return special[key];
+    }
+    return expected[key];
+}
+
+// Asserts a JSON grade against expected.yaml: verdict, exit status, the checks that must pass
+// and fail, what the failing checks say, what nothing may say, the interruption and the kernel
+// output's size. `overrides` names the mapping whose fields replace the GPU's (nullptr: none).
+inline void check_grade(const GraderRun& run, const YAML::Node& expected, const char* overrides) {
+    REQUIRE_MESSAGE(run.report.is_object(), "no report was written: " << run.output);
+    const std::string verdict = field(expected, overrides, "verdict").as<std::string>();
+    if (verdict == "any") {
+        CHECK((run.exit_code == 0 || run.exit_code == 1));
+    } else {
+        CHECK(run.report.value("verdict", "") == verdict);
+        CHECK(run.exit_code == field(expected, overrides, "exit_code").as<int>());
+    }
+    std::string failing_text;
+    for (const auto& id : strings(field(expected, overrides, "failed_checks"))) {
+        const auto* check = find_check(run.report, id);
+        REQUIRE_MESSAGE(check != nullptr, id);
+        CHECK_MESSAGE(!(*check)["passed"].get<bool>(),
+                      id << " should fail: " << check_text(*check));
+        failing_text += check_text(*check) + "\n";
+    }
+    for (const auto& id : strings(field(expected, overrides, "passed_checks"))) {
+        const auto* check = find_check(run.report, id);
+        REQUIRE_MESSAGE(check != nullptr, id);
+        CHECK_MESSAGE((*check)["passed"].get<bool>(), id << " should pass: " << check_text(*check));
+    }
+    for (const auto& text : strings(field(expected, overrides, "message_contains"))) {
+        CHECK_MESSAGE(failing_text.find(text) != std::string::npos,
+                      "'" << text << "' not in: " << failing_text);
+    }
+    for (const auto& text : strings(field(expected, overrides, "must_not_contain"))) {
+        CHECK_MESSAGE(run.report_text.find(text) == std::string::npos,
+                      "'" << text << "' in report");
+        CHECK_MESSAGE(run.output.find(text) == std::string::npos, "'" << text << "' in output");
+    }
+    if (const YAML::Node stop = field(expected, overrides, "interruption")) {
+        const nlohmann::json& interruption = run.report["interruption"];
+        REQUIRE_MESSAGE(interruption.is_object(), "the grade was not interrupted");
+        if (stop["kind"]) {
+            CHECK(interruption.value("kind", "") == stop["kind"].as<std::string>());
+        }
+        if (stop["stage"]) {  // a prefix: "run student" for any stride
+            CHECK(interruption.value("stage", "").rfind(stop["stage"].as<std::string>(), 0) == 0);
+        }
+        if (stop["students_fault"]) {
+            CHECK(interruption.value("students_fault", false) == stop["students_fault"].as<bool>());
+        }
+    }
+    if (const auto limit = field(expected, overrides, "kernel_output_max_bytes")) {
+        CHECK(run.report.value("kernel_output", "").size() <= limit.as<std::size_t>() + 64);
     }
 }
 
