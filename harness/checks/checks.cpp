@@ -206,9 +206,15 @@ private:
                 }
                 start = end + 1;
             }
-            check.details.push_back("NVRTC could not compile " + exercise_.submission_source +
-                                    (errors.empty() ? std::string(" (the log is below)")
-                                                    : ": " + errors.front()));
+            // Without an error line the compile's own sentence leads the log ("probeSharedStride
+            // is overloaded in probe.cu ..."): that is the reason, not NVRTC.
+            const std::string first_line = c.log.substr(0, c.log.find('\n'));
+            check.details.push_back(
+                !errors.empty()
+                    ? "NVRTC could not compile " + exercise_.submission_source + ": " + errors.front()
+                : first_line.empty()
+                    ? "NVRTC could not compile " + exercise_.submission_source + " (the log is below)"
+                    : first_line);
             for (std::size_t i = 1; i < errors.size(); ++i) {
                 check.details.push_back(errors[i]);
             }
@@ -291,6 +297,11 @@ private:
         finish(check, spec, all_ok,
                {{"expected", format_number(expected.value_or(0.0), 4)},
                 {"kernel", exercise_.kernel_name}});
+        if (!expected && stopped_by_kernel) {
+            // Nothing was compared, so the exercise's message (which names the expected value)
+            // has nothing true to say.
+            check.message = "Your kernel stopped before any of its outputs could be compared.";
+        }
     }
 
     void predicted(const CheckSpec& spec, CheckResult& check) const {

@@ -298,6 +298,8 @@ struct SharedMemoryCounter::Impl {
     std::vector<const char*> metrics;
     std::vector<std::uint8_t> config_image;
     std::size_t passes = 0;
+    std::string chip;
+    bool sass_looked_up = false;  // a grade counts no line: the lookup waits for count_by_line
     std::vector<std::uint64_t> sass_ids;  // empty where the SASS metrics API is unusable
     CounterAvailability sass_availability = CounterAvailability::failed;
     std::string sass_reason;
@@ -361,15 +363,7 @@ SharedMemoryCounter SharedMemoryCounter::open(CUcontext context, int device_ordi
         impl->description = "CUPTI " + library.path + " (chip " + chip + ", " +
                             std::to_string(impl->passes) + " replay pass" +
                             (impl->passes == 1 ? "" : "es") + " per count)";
-        try {
-            check_device_support(api, device_ordinal, CUPTI_PROFILER_SASS_METRICS,
-                                 "SASS metrics API");
-            impl->sass_ids = sass_metric_ids(api, chip);
-            impl->sass_availability = CounterAvailability::available;
-        } catch (const CuptiFailure& failure) {
-            impl->sass_availability = availability_of(failure.status());
-            impl->sass_reason = failure.what();
-        }
+        impl->chip = chip;  // the SASS metrics are looked up at the first count_by_line
     } catch (const CuptiFailure& failure) {
         impl->fail(failure);
         // A counter that cannot count leaves no CUPTI state (nor driver hooks) behind.
@@ -588,6 +582,18 @@ CountResult<SourceLineCounts> SharedMemoryCounter::count_by_line(std::string_vie
     result.reason = impl_->reason;
     if (!available()) {
         return result;
+    }
+    if (!impl_->sass_looked_up) {
+        impl_->sass_looked_up = true;
+        try {
+            check_device_support(*impl_->api, impl_->device, CUPTI_PROFILER_SASS_METRICS,
+                                 "SASS metrics API");
+            impl_->sass_ids = sass_metric_ids(*impl_->api, impl_->chip);
+            impl_->sass_availability = CounterAvailability::available;
+        } catch (const CuptiFailure& failure) {
+            impl_->sass_availability = availability_of(failure.status());
+            impl_->sass_reason = failure.what();
+        }
     }
     if (impl_->sass_ids.size() != shared_memory_sass_metrics().size()) {
         result.availability = impl_->sass_availability == CounterAvailability::available

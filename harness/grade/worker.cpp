@@ -129,7 +129,14 @@ private:
     // Compiles every kernel beside the device's start (each takes a good part of a second).
     // False where grading cannot go on.
     bool compile_and_open_device(bool with_student) {
-        sink_.stage({Stage::Kind::compile}, exercise_.limits.compile_seconds);
+        // The confined compile has a limit of its own for each kernel it compiles (the
+        // exercise's, the shared-memory poison, the student's last): the stage's deadline must
+        // not fire first, or a student's compile that runs past its limit (a macro bomb) would
+        // read as the machine's timeout instead of the student's failed compile.
+        const double compile_limit =
+            exercise_.limits.compile_seconds * static_cast<double>(exercise_.kernels.size() + 1) +
+            5.0;
+        sink_.stage({Stage::Kind::compile}, compile_limit);
         std::optional<cuda::DeviceInfo> gpu;
         std::string no_gpu_reason;
         if (environment_.backend == "cuda") {
