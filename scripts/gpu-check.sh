@@ -125,7 +125,8 @@ run_bench() {
   # exercises/ and reference/, which it reads from /work/before, its source folder.
   if [ -x "$root/.carry/before/build/harness/cli/grader" ]; then
     [ -e /work/before ] || ln -s "$root/.carry/before" /work/before
-    variants+=(--variant "before confinement=/work/before/build/harness/cli/grader,GRADER_LIBCUPTI=/nonexistent/libcupti.so")
+    # That grader predates loading NVRTC's builtins by absolute path: the loader is told where.
+    variants+=(--variant "before confinement=/work/before/build/harness/cli/grader,LD_LIBRARY_PATH=/usr/local/cuda/lib64")
   fi
   section "benchmark: 20 grades of student/example/ (interleaved variants) and the nvcc alternative"
   python3 "$root/scripts/bench/grade_bench.py" "$grader" --runs 20 --out "$out" "${variants[@]}"

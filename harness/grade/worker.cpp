@@ -150,8 +150,7 @@ private:
         const KernelSources sources = load_kernel_sources(
             exercise_, with_student ? options_.submission_dir : std::filesystem::path{}, arch);
 
-        // Every kernel compiles in one confined child (the student's last, after the exercise's
-        // own are back), beside the device's start: each takes a good part of a second.
+        // Every kernel compiles beside the device's start: each takes a good part of a second.
         std::vector<std::string> trusted_ids;
         std::vector<CompileRequest> trusted;
         for (const auto& [id, request] : sources.requests) {
@@ -168,15 +167,29 @@ private:
         compile_options.grader_executable = current_executable();
         compile_options.seconds = exercise_.limits.compile_seconds;
         compile_options.memory_bytes = exercise_.limits.memory_bytes;
+        // The exercise's own kernels compile here, each on a thread of its own, while the
+        // student's compiles in a confined child: side by side, so the confinement costs a
+        // grade the child's start, not a queue of compiles behind one another.
         std::future<ConfinedCompiles> compiles = std::async(std::launch::async, [&] {
-            if (student == sources.requests.end()) {
-                ConfinedCompiles in_process;  // nothing untrusted: the exercise's own kernels
-                for (const CompileRequest& request : trusted) {
-                    in_process.trusted.push_back(compile_kernel(request));
-                }
-                return in_process;
+            std::future<ConfinedCompiles> confined;
+            if (student != sources.requests.end()) {
+                confined = std::async(std::launch::async, [&] {
+                    return compile_confined({}, student->second, compile_options);
+                });
             }
-            return compile_confined(trusted, student->second, compile_options);
+            std::vector<std::future<CompiledKernel>> own;
+            for (const CompileRequest& request : trusted) {
+                own.push_back(std::async(std::launch::async,
+                                         [&request] { return compile_kernel(request); }));
+            }
+            ConfinedCompiles results;
+            for (auto& kernel : own) {
+                results.trusted.push_back(kernel.get());
+            }
+            if (confined.valid()) {
+                results.student = confined.get().student;
+            }
+            return results;
         });
         if (gpu) {
             cuda_ = std::make_unique<CudaDevice>(exercise_, options_.device, options_.seed);

@@ -62,12 +62,14 @@ def main():
     work = tempfile.mkdtemp(prefix="grade-bench-")
     walls = {v["label"]: [] for v in variants}
     verdicts, ratios = [], {}
+    variant_verdicts = {v["label"]: set() for v in variants}
     for i in range(args.runs):
         line = f"run {i + 1:2d}:"
         for n, variant in enumerate(variants):
             report = os.path.join(work, f"report-{n}-{i}.json")
             wall, data, code = grade(variant, args, report)
             walls[variant["label"]].append(wall)
+            variant_verdicts[variant["label"]].add(data["verdict"])
             line += f"  {variant['label']} {wall:.3f} s {data['verdict']} exit {code}"
             if n > 0:
                 continue
@@ -86,6 +88,10 @@ def main():
         med = statistics.median(w)
         versus = "" if variant is variants[0] else \
             f", {med - base:+.3f} s ({100 * (med - base) / med:+.1f}% of this variant's grade)"
+        if variant is not variants[0] and variant_verdicts[variant["label"]] != \
+                variant_verdicts["grader"]:
+            versus += (f"; NOT COMPARABLE: its verdicts {sorted(variant_verdicts[variant['label']])}"
+                       f" are not the grader's {sorted(variant_verdicts['grader'])}")
         print(f"{variant['label']}: grades {len(w)}, median wall time of one grade: {med:.3f} s "
               f"(min {min(w):.3f}, max {max(w):.3f}){versus}")
     flips = sum(1 for v in verdicts if v != verdicts[0])
