@@ -215,7 +215,14 @@ assert \"could not be started\" in data[\"output\"], data[\"output\"]"
 
 # 8. As root, the grade runs as an unprivileged user (nobody stands in for the image's grader).
 if [ "$(id -u)" -eq 0 ] && id -u nobody >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
-  run_prairielearn as-nobody "$real_bin" "$repo/student/example" GRADER_RUN_AS=nobody
+  # Installed as an image installs it (bin/ and share/grader/), readable by every user: the
+  # checkout itself may sit where nobody cannot look (/root on a fresh machine).
+  installed="$scratch/installed"
+  mkdir -p "$installed/bin" "$installed/share/grader"
+  cp "$(readlink -f "$grader_path")" "$installed/bin/grader"
+  cp -R "$repo/exercises" "$repo/reference" "$repo/student" "$installed/share/grader/"
+  chmod -R a+rX "$installed"
+  run_prairielearn as-nobody "$installed/bin" "$repo/student/example" GRADER_RUN_AS=nobody
   check "prairielearn: graded as an unprivileged user, same outcome" "$prairielearn_fields
 assert data[\"gradable\"] is gpu"
   if ! grep -Eq "grade ${TMPDIR:-/tmp}/prairielearn-[A-Za-z0-9]{6}/student" \
