@@ -337,7 +337,14 @@ TEST_CASE("a compile is unconfined where its confinement says so, not where it s
     CHECK_FALSE(grader::compile_unconfined(environment));
     environment.confinement = "Landlock ABI 7: the compiler could open no file";
     CHECK_FALSE(grader::compile_unconfined(environment));
-    environment.confinement = "none: this kernel offers no Landlock";
+    // An empty mount namespace alone still keeps every host file from the compile.
+    environment.confinement =
+        "an empty mount namespace: the student's compile could see no file of the host (no "
+        "Landlock: this kernel offers no Landlock (Linux 5.13 or later has it))";
+    CHECK_FALSE(grader::compile_unconfined(environment));
+    environment.confinement =
+        "no confinement: this kernel offers neither Landlock nor user namespaces, so the "
+        "student's compile relied on the include vetting alone (Landlock: ...)";
     CHECK(grader::compile_unconfined(environment));
 }
 

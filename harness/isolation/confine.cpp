@@ -61,6 +61,20 @@ int probe_landlock_abi() {
     return abi > 0 ? static_cast<int>(abi) : 0;
 }
 
+// Why Landlock is missing, as far as the probe's errno tells: a seccomp filter (an older
+// Docker's default profile) answers EPERM, a kernel without it ENOSYS or EOPNOTSUPP.
+std::string why_no_landlock_abi(int error_number) {
+    if (error_number == EPERM) {
+        return "the landlock system calls were refused (EPERM): a seccomp filter, such as the "
+               "default profile of Docker before 20.10.18, blocks them; allow landlock_* in it";
+    }
+    if (error_number == EOPNOTSUPP) {
+        return "this kernel has Landlock but it is disabled: add landlock to the lsm= boot "
+               "option";
+    }
+    return "this kernel offers no Landlock (Linux 5.13 or later has it)";
+}
+
 std::string errno_text(int error_number) {
     return std::system_category().message(error_number);
 }
@@ -158,7 +172,7 @@ bool probe_user_namespaces() {
 int restrict_with_landlock(std::string& why) {
     const int abi = probe_landlock_abi();
     if (abi == 0) {
-        why = "this kernel offers no Landlock";
+        why = why_no_landlock_abi(errno);
         return 0;
     }
     const LandlockRulesetAttr attr = everything_of(abi);
