@@ -14,45 +14,13 @@
 #include <vector>
 
 #include "sim/sim.hpp"
+#include "sim_kernels.hpp"
 
+using grader::testing::compile_to_ptx;
+using grader::testing::read_text;
 namespace sim = grader::sim;
 
 namespace {
-
-std::string read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-// NVRTC with the exercise's options, for compute_90 (PTX only: no GPU needed). The probe's header
-// is the only include a kernel may use, as in grading.
-std::string compile_to_ptx(const std::string& path, const std::string& name) {
-    const std::string source = read_text(path);
-    const std::string header =
-        read_text(std::string(GRADER_SOURCE_DIR) + "/exercises/day15-bank-conflicts/day15_probe.h");
-    const char* header_sources[] = {header.c_str()};
-    const char* header_names[] = {"day15_probe.h"};
-    nvrtcProgram program = nullptr;
-    REQUIRE(nvrtcCreateProgram(&program, source.c_str(), name.c_str(), 1, header_sources,
-                               header_names) == NVRTC_SUCCESS);
-    const char* options[] = {"-arch=compute_90", "-std=c++17", "-lineinfo"};
-    const nvrtcResult compiled = nvrtcCompileProgram(program, 3, options);
-    std::size_t log_size = 0;
-    nvrtcGetProgramLogSize(program, &log_size);
-    std::string log(log_size, '\0');
-    nvrtcGetProgramLog(program, log.data());
-    std::size_t ptx_size = 0;
-    nvrtcGetPTXSize(program, &ptx_size);
-    std::string ptx(ptx_size, '\0');
-    nvrtcGetPTX(program, ptx.data());
-    nvrtcDestroyProgram(&program);
-    REQUIRE_MESSAGE(compiled == NVRTC_SUCCESS, log);
-    ptx.resize(std::strlen(ptx.c_str()));
-    return ptx;
-}
 
 std::string fixture(const std::string& name) {
     return std::string(GRADER_FIXTURES_DIR) + "/kernels/" + name;
