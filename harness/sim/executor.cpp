@@ -1656,6 +1656,10 @@ private:
         const std::size_t element = in.bytes;
         const std::size_t total = element * in.vector;
         const bool sign_extend = !store && is_signed(in.type) && element < 8;
+        if (!store && !sign_extend && in.space == Space::shared && in.vector == 1 &&
+            element == 4 && exec != 0 && load_shared_words(w, in, exec, base))
+            return;
+        const std::uint64_t misaligned_bits = total - 1;  // element and vector are powers of 2
         std::array<std::uint64_t, 32> shared_offsets{};
         std::uint32_t shared_lanes = 0;
         if (store)
@@ -1664,7 +1668,7 @@ private:
             const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
             std::byte* bytes = nullptr;
             if (in.space == Space::shared && address < shared_bytes_ &&
-                total <= shared_bytes_ - address && address % total == 0) {
+                total <= shared_bytes_ - address && (address & misaligned_bits) == 0) {
                 bytes = shared_.data() + address;  // the common case, checked inline
                 shared_lanes |= 1u << lane;
                 shared_offsets[lane] = address;
@@ -1728,6 +1732,41 @@ private:
         }
         if (shared_lanes != 0)
             record_shared(w, in, shared_lanes, shared_offsets, static_cast<std::uint32_t>(total));
+    }
+
+    // The common case of memory_access, on its own: a 32-bit load from .shared whose every lane
+    // is inside the block's shared memory and aligned. False, having done nothing, otherwise.
+    bool load_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
+                           const std::uint64_t* base) {
+        std::uint32_t outside = 0;
+        for_lanes(exec, [&](unsigned lane) {
+            const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
+            outside |= static_cast<std::uint32_t>(address >= shared_bytes_ ||
+                                                  4 > shared_bytes_ - address || (address & 3));
+        });
+        if (outside != 0)
+            return false;
+        std::array<std::uint64_t, 32> offsets{};
+        std::uint64_t* value = reg(w, in.dst[0]);
+        for_lanes(exec, [&](unsigned lane) {
+            const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
+            const std::size_t word = address / 4;
+            offsets[lane] = address;
+            const RaceHit hit = races_.read(word, w.index, lane, w.pc);
+            if (hit.kind != RaceKind::none)
+                record_race(w, lane, hit, word * 4);
+            if (!shared_written_[word] && !result_.uninitialized_shared_read)
+                record_uninitialized(w, lane, word * 4);
+            std::uint32_t v;
+            std::memcpy(&v, shared_.data() + address, 4);
+            value[lane] = v;
+        });
+        if (access_raced_) {
+            ++result_.race_count;
+            access_raced_ = false;
+        }
+        record_shared(w, in, exec, offsets, 4);
+        return true;
     }
 
     // One lane's store of `size` bytes at shared `offset`, before it lands: races with other
