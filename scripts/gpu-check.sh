@@ -11,7 +11,8 @@
 #   hostile   every hostile submission (tests/fixtures/hostile) through grader grade on the GPU
 #   counters  CUPTI: tests/test_counters as this user, then as the user nobody (the fallback)
 #   bench     20 grades of each exercise's example; the probe also without counters and, when
-#             .carry/before/ holds one, with the grader from before the confined compile
+#             .carry/before/ holds one, with the grader from before the confined compile; 12
+#             simulator grades of the probe (beside that grader too)
 #   class     the class of 100 through grader batch; SIGKILL midway and --resume
 #   share     two batches sharing one GPU at once; --devices 0,0
 #   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh)
@@ -133,6 +134,13 @@ run_bench() {
   section "benchmark: 20 grades of student/padding/example/"
   python3 "$root/scripts/bench/grade_bench.py" "$grader" --runs 20 --no-nvcc \
     --submission student/padding/example "${padding[@]}"
+  # The simulator on this machine's idle CPU (the development machine's 2 cores are shared).
+  local sim_variants=()
+  [ -e /work/before/build/harness/cli/grader ] && sim_variants+=(
+    --variant "before confinement=/work/before/build/harness/cli/grader,LD_LIBRARY_PATH=/usr/local/cuda/lib64")
+  section "benchmark: 12 grades of student/example/ on the simulator (--backend sim)"
+  python3 "$root/scripts/bench/grade_bench.py" "$grader" --runs 12 --no-nvcc --backend sim \
+    "${sim_variants[@]}"
 }
 
 run_class() {
