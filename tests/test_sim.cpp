@@ -17,6 +17,7 @@
 #include "sim_kernels.hpp"
 
 using grader::testing::compile_to_ptx;
+using grader::testing::line_of;
 using grader::testing::read_text;
 namespace sim = grader::sim;
 
@@ -26,17 +27,6 @@ std::string fixture(const std::string& name) {
     return std::string(GRADER_FIXTURES_DIR) + "/kernels/" + name;
 }
 
-// The source line of the first statement in `path` containing `needle` (1-based).
-int line_of(const std::string& path, const std::string& needle) {
-    std::istringstream text(read_text(path));
-    std::string line;
-    for (int number = 1; std::getline(text, line); ++number) {
-        if (line.find(needle) != std::string::npos)
-            return number;
-    }
-    FAIL("no line containing " << needle << " in " << path);
-    return 0;
-}
 
 std::vector<float> read_floats(const sim::GlobalMemory& memory, std::uint64_t address,
                                std::size_t count) {
