@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "grader_run.hpp"
 #include "sim/sim.hpp"
 
 namespace grader::testing {
@@ -25,17 +26,10 @@ inline fs::path sim_fixture(const std::string& name) {
     return fs::path(GRADER_FIXTURES_DIR) / "sim" / name;
 }
 
-inline std::string read_text(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 // NVRTC for compute_90 with -lineinfo (PTX only: no GPU needed), with the exercises' headers.
 inline std::string compile_to_ptx(const fs::path& path, const std::string& name) {
     const std::string source = read_text(path);
+    REQUIRE_MESSAGE(!source.empty(), "cannot read " << path);
     const fs::path root(GRADER_SOURCE_DIR);
     const std::string probe = read_text(root / "exercises/day15-bank-conflicts/day15_probe.h");
     const std::string transpose = read_text(root / "exercises/day15-padding/day15_transpose.h");

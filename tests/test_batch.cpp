@@ -30,19 +30,8 @@ namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(GRADER_FIXTURES_DIR);
 
-// The folder of this test program's scratch folders, its own (other builds of the grader on the
-// same machine run these tests too, and must not remove or grade into each other's folders),
-// removed when the program ends.
 const fs::path& scratch_root() {
-    static const struct Root {
-        fs::path path =
-            fs::temp_directory_path() / ("grader-test-batch-" + std::to_string(::getpid()));
-        ~Root() {
-            std::error_code ignored;
-            fs::remove_all(path, ignored);
-        }
-    } root;
-    return root.path;
+    return grader::testing::scratch_root("batch");
 }
 
 // A fresh folder for one test.
@@ -51,18 +40,6 @@ fs::path scratch(const std::string& name) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     return dir;
-}
-
-std::string read_text(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream content;
-    content << in.rdbuf();
-    return content.str();
-}
-
-void write_text(const fs::path& file, const std::string& content) {
-    std::ofstream out(file, std::ios::binary);
-    out << content;
 }
 
 void copy_fixture(const std::string& fixture, const fs::path& target) {

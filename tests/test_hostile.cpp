@@ -30,28 +30,8 @@ namespace fs = std::filesystem;
 
 const char* const kFormats[] = {"json", "text", "markdown", "gradescope", "prairielearn", "junit"};
 
-// This program's scratch folder, removed when it ends.
 const fs::path& scratch_root() {
-    static const struct Root {
-        fs::path path =
-            fs::temp_directory_path() / ("grader-test-hostile-" + std::to_string(::getpid()));
-        ~Root() {
-            std::error_code ignored;
-            fs::remove_all(path, ignored);
-        }
-    } root;
-    return root.path;
-}
-
-std::string read_text(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream content;
-    content << in.rdbuf();
-    return content.str();
-}
-
-void write_text(const fs::path& file, const std::string& content) {
-    std::ofstream(file, std::ios::binary) << content;
+    return grader::testing::scratch_root("hostile");
 }
 
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
