@@ -277,17 +277,32 @@ TEST_CASE(
     fs::create_directories(dir / "alice");
     fs::create_directories(dir / ".git");
     write_text(dir / "roster.csv", "alice,bob\n");
+    // Links, whatever they name: nothing of the target (even whether it exists) may show.
+    const auto outside = scratch("find-outside");
+    fs::create_directories(outside);
     fs::create_symlink(dir / "nowhere", dir / "dangling");
+    fs::create_symlink(outside, dir / "link_to_folder");
+    fs::create_symlink(dir / "roster.csv", dir / "link_to_file");
+    fs::create_directory_symlink(dir / "alice", dir / "link_to_alice");
     const auto found = grader::find_submissions(dir);
     REQUIRE(found.submissions.size() == 2);
     CHECK(found.submissions[0].student == "alice");
     CHECK(found.submissions[1].student == "bob");
-    REQUIRE(found.skipped.size() == 3);
+    REQUIRE(found.skipped.size() == 6);
     CHECK(found.skipped[0].name == ".git");
     CHECK(found.skipped[0].reason.find("hidden") != std::string::npos);
+    const std::string link_reason =
+        "a symbolic link, not followed: a submission is a folder of its own";
     CHECK(found.skipped[1].name == "dangling");
-    CHECK(found.skipped[2].name == "roster.csv");
-    CHECK(found.skipped[2].reason == "a file, not a submission folder");
+    CHECK(found.skipped[1].reason == link_reason);
+    CHECK(found.skipped[2].name == "link_to_alice");
+    CHECK(found.skipped[2].reason == link_reason);
+    CHECK(found.skipped[3].name == "link_to_file");
+    CHECK(found.skipped[3].reason == link_reason);
+    CHECK(found.skipped[4].name == "link_to_folder");
+    CHECK(found.skipped[4].reason == link_reason);
+    CHECK(found.skipped[5].name == "roster.csv");
+    CHECK(found.skipped[5].reason == "a file, not a submission folder");
     CHECK_THROWS_AS(grader::find_submissions(dir / "no-such-class"), grader::BatchError);
 }
 
@@ -428,6 +443,12 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
     fs::create_directories(dir / ".hidden");
     copy_fixture("correct", dir / ".hidden" / "x");
     write_text(dir / "roster.csv", "name\n");
+    // A link to a folder outside the class whose files carry a token: not graded, never read.
+    const auto elsewhere = root / "elsewhere";
+    copy_fixture("correct", elsewhere);
+    const std::string token = "LINKED-FOLDER-TOKEN-5b1e";
+    write_text(elsewhere / "probe.cu", "// " + token + "\n" + read_text(elsewhere / "probe.cu"));
+    fs::create_directory_symlink(elsewhere, dir / "linked");
 
     const std::set<std::string> expected = {
         "correct",     "compile_error",  "forbidden_include", "missing_probe",    "malformed_yaml",
@@ -514,8 +535,18 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
     // What was not graded is listed, with why: in the log and in the summary.
     CHECK(run.output.find("skipped '.hidden' in the class folder: hidden") != std::string::npos);
     CHECK(run.output.find("skipped 'roster.csv' in the class folder: a file") != std::string::npos);
-    REQUIRE(summary["skipped"].size() == 2);
+    CHECK(run.output.find("skipped 'linked' in the class folder: a symbolic link, not followed") !=
+          std::string::npos);
+    REQUIRE(summary["skipped"].size() == 3);
     CHECK(summary["skipped"][0]["name"] == ".hidden");
+    CHECK(summary["skipped"][1]["name"] == "linked");
+    CHECK(run.output.find(token) == std::string::npos);
+    for (const auto& entry : fs::recursive_directory_iterator(output)) {
+        if (entry.is_regular_file()) {
+            CAPTURE(entry.path());
+            CHECK(read_text(entry.path()).find(token) == std::string::npos);
+        }
+    }
 
     // The copies of one submission share a sentence and an id: the gradebook names the others,
     // and each copy's own report, written again once the class was in, says how many.
@@ -586,8 +617,7 @@ TEST_CASE("an output folder that is, or lies inside, the class folder is refused
     fs::create_directories(root / "elsewhere");
     fs::create_directory_symlink(root / "elsewhere", dir / "carol");
 
-    for (const auto& output :
-         {dir, dir / "reports", dir / "alice", dir / "bob" / "out", root / "elsewhere" / "out"}) {
+    for (const auto& output : {dir, dir / "reports", dir / "alice", dir / "bob" / "out"}) {
         CAPTURE(output);
         const GraderRun run =
             run_grader({"batch", dir.string(), "--output", output.string(), "--resume"});
@@ -598,6 +628,15 @@ TEST_CASE("an output folder that is, or lies inside, the class folder is refused
     CHECK(!fs::exists(dir / "gradebook.csv"));
     CHECK(!fs::exists(dir / "reports"));
     CHECK(read_text(dir / "alice" / "report.json").find("13") != std::string::npos);
+
+    // carol is a link, not a submission (it is skipped, never followed): the folder it names is
+    // outside the class like any other, and may hold the outputs.
+    const auto outside = root / "elsewhere" / "out";
+    const GraderRun run = run_grader({"batch", dir.string(), "--output", outside.string()});
+    CHECK(run.exit_code == 0);
+    CHECK(run.output.find("skipped 'carol' in the class folder: a symbolic link") !=
+          std::string::npos);
+    CHECK(gradebook_folders(outside).size() == 2);
 }
 
 TEST_CASE("a class folder inside the output folder keeps its name free of student reports") {

@@ -548,11 +548,19 @@ ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
             found.skipped.push_back({name, "hidden (the name starts with '.')"});
             continue;
         }
-        if (!entry.is_directory(error)) {
-            const bool file = entry.is_regular_file(error);
+        // The entry itself, never what a link names: a student's folder that is a link would
+        // hand the grader any folder of the machine (and whether it exists) as a submission.
+        const std::filesystem::file_status status = entry.symlink_status(error);
+        if (std::filesystem::is_symlink(status)) {
             found.skipped.push_back(
-                {name, file ? "a file, not a submission folder"
-                            : "neither a folder nor a file (a broken link, a device or a socket)"});
+                {name, "a symbolic link, not followed: a submission is a folder of its own"});
+            continue;
+        }
+        if (!std::filesystem::is_directory(status)) {
+            found.skipped.push_back(
+                {name, std::filesystem::is_regular_file(status)
+                           ? "a file, not a submission folder"
+                           : "neither a folder nor a file (a device, a FIFO or a socket)"});
             continue;
         }
         found.submissions.push_back({name, student_folder_name(name), entry.path()});
