@@ -3,7 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdint>
+#include <set>
 #include <vector>
 
 #include "sim_kernels.hpp"
@@ -16,6 +18,7 @@ namespace {
 constexpr std::uint32_t kThreads = 64;  // two warps
 constexpr std::uint32_t kBlocks = 2;
 constexpr std::uint32_t kSleepNs = 2000;
+constexpr std::uint64_t kEpoch = 1'780'000'000'000'000'000ull;  // a Unix time in 2026, in ns
 
 std::vector<std::uint64_t> read_clocks(std::uint64_t seed) {
     const sim::Module module =
@@ -25,6 +28,7 @@ std::vector<std::uint64_t> read_clocks(std::uint64_t seed) {
     const std::uint64_t clocks = memory.allocate(count * sizeof(std::uint64_t));
     sim::LaunchOptions options;
     options.clock_seed = seed;
+    options.timer_epoch_ns = kEpoch;
     const auto result =
         sim::launch(module, "readsClocks", {kBlocks, 1, 1}, {kThreads, 1, 1},
                     {sim::param_bytes(clocks), sim::param_bytes(kSleepNs)}, memory, options);
@@ -48,7 +52,9 @@ TEST_CASE("clock64 and globaltimer are large, nonzero, and never stand still") {
         // nanosleep(2000) at 1.5 GHz is 3000 cycles.
         CHECK(after_sleep - second >= 3000);
         CHECK(after_sleep - second < 3100);
-        CHECK(timer > 1'700'000'000'000'000'000ull);  // nanoseconds since 1970, as a GPU's
+        // Nanoseconds since 1970, as a GPU's: within a millisecond before the launch's epoch.
+        CHECK(timer <= kEpoch);
+        CHECK(kEpoch - timer < 1'000'000);
         CHECK(timer_after - timer >= kSleepNs);
         CHECK(timer_after - timer < kSleepNs + 100);
         // %clock is clock64's low half, read a little later.
@@ -93,4 +99,62 @@ TEST_CASE("a kernel that skips its work when the clock reads 0 or stands still d
         if (values[k] != 2.0f * input[k])
             FAIL("out[" << k << "] is " << values[k]);
     }
+}
+
+TEST_CASE("without an epoch given, globaltimer reads this machine's clock, as a GPU's does") {
+    const sim::Module module =
+        sim::parse_ptx(compile_to_ptx(sim_fixture("reads_clocks.cu"), "clocks.cu"));
+    sim::GlobalMemory memory;
+    const std::uint64_t clocks = memory.allocate(32 * 8 * sizeof(std::uint64_t));
+    const auto now = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::system_clock::now().time_since_epoch())
+            .count());
+    const auto result = sim::launch(module, "readsClocks", {1, 1, 1}, {32, 1, 1},
+                                    {sim::param_bytes(clocks), sim::param_bytes(kSleepNs)},
+                                    memory, {});
+    REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+    std::uint64_t timer = 0;
+    memory.read(clocks + 3 * sizeof(std::uint64_t), &timer, sizeof timer);
+    CHECK(timer + 10'000'000 > now);  // within 10 ms of the host's clock
+    CHECK(timer < now + 10'000'000'000ull);
+}
+
+TEST_CASE("the SM count, the block's SM, the grid id and the buffers' addresses come from the seed") {
+    const sim::Module module = sim::parse_ptx(
+        compile_to_ptx(sim_fixture("reads_device_identity.cu"), "identity.cu"));
+    const std::set<std::uint64_t> real_sm_counts = {40, 68, 80, 82, 108, 128, 132};
+    std::set<std::uint64_t> sm_counts, grids, addresses;
+    for (std::uint64_t seed = 1; seed <= 24; ++seed) {
+        CAPTURE(seed);
+        sim::GlobalMemory memory(seed);
+        constexpr std::uint32_t kThreads = 32, kBlocksRun = 4;
+        const std::uint64_t identity = memory.allocate(kThreads * kBlocksRun * 4 * 8);
+        sim::LaunchOptions options;
+        options.clock_seed = seed;
+        const auto result = sim::launch(module, "readsDeviceIdentity", {kBlocksRun, 1, 1},
+                                        {kThreads, 1, 1}, {sim::param_bytes(identity)}, memory,
+                                        options);
+        REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+        std::vector<std::uint64_t> values(kThreads * kBlocksRun * 4);
+        memory.read(identity, values.data(), values.size() * 8);
+        std::set<std::uint64_t> sms;
+        for (std::uint32_t t = 0; t < kThreads * kBlocksRun; ++t) {
+            const std::uint64_t* v = &values[t * 4];
+            CHECK(real_sm_counts.count(v[0]) == 1);
+            CHECK(v[1] < v[0]);
+            CHECK(v[2] >= 1);
+            CHECK(v[3] == identity);
+            sms.insert(v[1]);
+        }
+        CHECK((identity >> 40) == 0x7fu);  // where CUDA's allocations lie on Linux
+        CHECK((identity % (2u << 20)) == 0u);
+        sm_counts.insert(values[0]);
+        grids.insert(values[2]);
+        addresses.insert(identity);
+        CHECK(sms.size() > 1);  // blocks of one launch land on several SMs
+    }
+    CHECK(sm_counts.size() > 3);
+    CHECK(grids.size() > 20);
+    CHECK(addresses.size() > 20);
 }

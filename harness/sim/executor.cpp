@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -44,6 +45,12 @@ constexpr std::size_t kMaxLocalTouched = 256ull << 20;
 // The modeled clock's costs, CostModel's default units taken as cycles (see ModeledClock).
 constexpr std::uint64_t kIssueCycles = 1;
 constexpr std::uint64_t kWavefrontCycles = 20;
+
+std::uint64_t unix_ns() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+}
 
 std::string hex(std::uint64_t value) {
     char text[32];
@@ -280,7 +287,10 @@ public:
         }
         local_pages_per_lane_ = (entry.local_bytes + kLocalPage - 1) / kLocalPage;
         clock_start_ = ModeledClock::start_cycles(options.clock_seed);
-        timer_start_ = ModeledClock::start_nanoseconds(options.clock_seed);
+        timer_start_ = ModeledClock::start_nanoseconds(
+            options.clock_seed, options.timer_epoch_ns != 0 ? options.timer_epoch_ns : unix_ns());
+        sm_count_ = ModeledDevice::sm_count(options.clock_seed);
+        grid_id_ = ModeledDevice::grid_id(options.clock_seed);
         // Names of shared variables, for the uninitialised-read report.
         for (const auto s : entry.shared_symbols)
             shared_variables_.push_back(s);
@@ -326,6 +336,9 @@ private:
     std::vector<std::uint8_t> reads_clock_;  // per instruction
     std::uint64_t clock_start_ = 0;          // cycles
     std::uint64_t timer_start_ = 0;          // nanoseconds
+    std::uint32_t sm_count_ = 0;             // %nsmid
+    std::uint32_t sm_of_block_ = 0;          // %smid of the block being run
+    std::uint64_t grid_id_ = 0;              // %gridid
     std::uint64_t block_start_cycles_ = 0;   // where the next block's warps start
     std::size_t local_pages_per_lane_ = 0;
     std::size_t local_touched_ = 0;          // bytes of local pages made, over the launch
@@ -392,6 +405,9 @@ private:
 
     void run_block(Dim3 b) {
         block_ = b;
+        sm_of_block_ = ModeledDevice::sm_of_block(
+            options_.clock_seed,
+            b.x + static_cast<std::uint64_t>(grid_.x) * (b.y + static_cast<std::uint64_t>(grid_.y) * b.z));
         shared_.resize((shared_bytes_ + 3) / 4 * 4);  // whole words, for the race tracker
         for (std::size_t k = 0; k + 4 <= shared_bytes_; k += 4)
             std::memcpy(&shared_[k], &kSharedPoison, 4);
@@ -531,9 +547,9 @@ private:
             set(Special::laneid, lane);
             set(Special::warpid, w.index);
             set(Special::nwarpid, warps_per_block_);
-            set(Special::smid, 0);
-            set(Special::nsmid, 1);
-            set(Special::gridid, 1);
+            set(Special::smid, sm_of_block_);
+            set(Special::nsmid, sm_count_);
+            set(Special::gridid, grid_id_);
             set(Special::lanemask_eq, 1u << lane);
             set(Special::lanemask_lt, (1u << lane) - 1);
             set(Special::lanemask_le, lane == 31 ? 0xffffffffu : (2u << lane) - 1);

@@ -28,6 +28,8 @@ struct GlobalMemory::Allocation {
 };
 
 GlobalMemory::GlobalMemory() : next_address_(kFirstGlobalAddress) {}
+GlobalMemory::GlobalMemory(std::uint64_t seed)
+    : next_address_(ModeledDevice::first_global_address(seed)) {}
 GlobalMemory::~GlobalMemory() = default;
 GlobalMemory::GlobalMemory(GlobalMemory&&) noexcept = default;
 GlobalMemory& GlobalMemory::operator=(GlobalMemory&&) noexcept = default;

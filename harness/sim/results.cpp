@@ -163,11 +163,33 @@ std::uint64_t ModeledClock::start_cycles(std::uint64_t seed) {
     return (cycles & 0xffffffffull) == 0 ? cycles + 1 : cycles;
 }
 
-std::uint64_t ModeledClock::start_nanoseconds(std::uint64_t seed) {
-    // A Unix time in 2024 or 2025, in nanoseconds, as a GPU's globaltimer reads.
-    constexpr std::uint64_t kJanuary2024 = 1'704'067'200'000'000'000ull;
-    constexpr std::uint64_t kYear = 31'536'000'000'000'000ull;
-    return kJanuary2024 + mix(seed ^ 0x6c6f6261'6c74696dull) % kYear;
+std::uint64_t ModeledClock::start_nanoseconds(std::uint64_t seed, std::uint64_t epoch_ns) {
+    // A Unix time in nanoseconds, as a GPU's globaltimer reads: the host's, less a little.
+    constexpr std::uint64_t kMillisecond = 1'000'000;
+    return epoch_ns - mix(seed ^ 0x6c6f6261'6c74696dull) % kMillisecond;
+}
+
+std::uint32_t ModeledDevice::sm_count(std::uint64_t seed) {
+    // T4, RTX 2080 Ti, RTX 3080, V100, RTX 3090, A100, RTX 4090, H100 SXM / H200.
+    constexpr std::uint32_t kCounts[] = {40, 68, 68, 80, 82, 108, 128, 132};
+    return kCounts[mix(seed ^ 0x6e736d6964ull) % (sizeof kCounts / sizeof kCounts[0])];
+}
+
+std::uint32_t ModeledDevice::sm_of_block(std::uint64_t seed, std::uint64_t linear_block) {
+    return static_cast<std::uint32_t>(mix(seed ^ mix(linear_block + 1)) % sm_count(seed));
+}
+
+std::uint64_t ModeledDevice::grid_id(std::uint64_t seed) {
+    return 1 + mix(seed ^ 0x67726964ull) % 100'000;
+}
+
+std::uint64_t ModeledDevice::first_global_address(std::uint64_t seed) {
+    // 0x7f00'0000'0000 to 0x7ffe'ffe0'0000, 2 MiB aligned: far above the simulator's shared and
+    // local windows (0x7000'... and 0x7100'...), like cuMemAlloc's addresses on Linux.
+    constexpr std::uint64_t kTwoMiB = 2ull << 20;
+    constexpr std::uint64_t kBase = 0x7f00'0000'0000ull;
+    constexpr std::uint64_t kSpan = 0xff'0000'0000ull;  // leaves room to allocate above
+    return kBase + (mix(seed ^ 0x676c6f62ull) % (kSpan / kTwoMiB)) * kTwoMiB;
 }
 
 double modeled_cost(const LaunchCounts& counts, const CostModel& model) {

@@ -86,6 +86,8 @@ Module parse_ptx(std::string_view ptx);
 class GlobalMemory {
 public:
     GlobalMemory();
+    // Allocations from ModeledDevice::first_global_address(seed) on.
+    explicit GlobalMemory(std::uint64_t seed);
     ~GlobalMemory();
     GlobalMemory(GlobalMemory&&) noexcept;
     GlobalMemory& operator=(GlobalMemory&&) noexcept;
@@ -119,9 +121,13 @@ struct LaunchOptions {
     std::uint32_t dynamic_shared_bytes = 0;
     // Instructions a warp runs before the next warp of its block gets a turn.
     std::uint32_t warp_slice = 2048;
-    // Where %clock64 and %globaltimer start (see ModeledClock): the grade's seed, so that a kernel
-    // cannot count on a value, and the same seed gives the same values.
+    // Where %clock64 and %globaltimer start (see ModeledClock), and what %nsmid, %smid and
+    // %gridid read (see ModeledDevice): the grade's seed, so that a kernel cannot count on a
+    // value, and the same seed gives the same values.
     std::uint64_t clock_seed = 0;
+    // The Unix time in nanoseconds that %globaltimer reads near the launch's start, as a GPU's
+    // does (its timer follows the host's clock); 0: this machine's clock when the launch starts.
+    std::uint64_t timer_epoch_ns = 0;
 };
 
 // What the clocks read on the simulator. Each warp keeps a cycle count: a start drawn from
@@ -134,7 +140,19 @@ struct LaunchOptions {
 struct ModeledClock {
     static constexpr double kGigahertz = 1.5;
     static std::uint64_t start_cycles(std::uint64_t seed);
-    static std::uint64_t start_nanoseconds(std::uint64_t seed);
+    // Within a millisecond before epoch_ns, by the seed.
+    static std::uint64_t start_nanoseconds(std::uint64_t seed, std::uint64_t epoch_ns);
+};
+
+// What the simulator says of the GPU it stands in for, drawn from the grade's seed among what
+// real GPUs say, so that no constant gives it away: %nsmid is one of real GPUs' SM counts, each
+// block's %smid lies below it, %gridid is a launch number, and global buffers lie where CUDA's
+// allocations do on Linux (0x7fXX'XXXX'XXXX, 2 MiB aligned) rather than at one fixed address.
+struct ModeledDevice {
+    static std::uint32_t sm_count(std::uint64_t seed);
+    static std::uint32_t sm_of_block(std::uint64_t seed, std::uint64_t linear_block);
+    static std::uint64_t grid_id(std::uint64_t seed);
+    static std::uint64_t first_global_address(std::uint64_t seed);
 };
 
 // The first `count` blocks of `grid` in launch order (x fastest).
