@@ -406,7 +406,8 @@ TEST_CASE("an instruction the simulator lacks, after a check already failed, rep
                  m.runs.end());
     m.run("student", 1)->outputs[0].ok = false;
     m.run("student", 1)->outputs[0].bad_elements = 512;
-    m.interruption = Interruption{StopKind::unsupported, "run student stride 3",
+    // The exercise's own kernel stopped on an instruction the simulator lacks: the machine's.
+    m.interruption = Interruption{StopKind::unsupported, "run reference stride 3",
                                   "the simulator does not support shfl.sync.idx.b32", false};
     const Report report = evaluate(day15(), correct_answers(), m, "r");
     CHECK(report.verdict == Verdict::fail);

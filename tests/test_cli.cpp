@@ -225,7 +225,7 @@ TEST_CASE("__launch --sim prints the simulator's shared counts under Nsight Comp
           std::string::npos);
 }
 
-TEST_CASE("on the simulator a kernel it cannot execute is ungradable, exit 3, naming the call") {
+TEST_CASE("on the simulator a student's kernel it cannot execute fails, exit 1, naming the call") {
     const auto folder = scratch("calls-noinline");
     std::filesystem::create_directories(folder);
     std::filesystem::copy_file(kFixtures / "kernels/probe_calls_noinline_function.cu",
@@ -237,13 +237,18 @@ TEST_CASE("on the simulator a kernel it cannot execute is ungradable, exit 3, na
     const GraderRun run = run_grader({"grade", folder.string(), "--backend", "sim", "--format",
                                       "json", "--output", report.string(), "--quiet"},
                                      report);
-    CHECK(run.exit_code == 3);
+    // Where there is no GPU the simulator is the grade: what it cannot run is the student's to
+    // change, or any wrong kernel could end "ungradable" by reaching such an instruction first.
+    CHECK(run.exit_code == 1);
     REQUIRE(run.report.is_object());
-    CHECK(run.report["verdict"] == "ungradable");
+    CHECK(run.report["verdict"] == "fail");
+    CHECK(run.report["interruption"]["students_fault"] == true);
+    CHECK(run.report["interruption"]["kind"] == "unsupported");
     const std::string summary = run.report["summary"].get<std::string>();
     CHECK(summary.find("the simulator does not support call") != std::string::npos);
     CHECK(summary.find("probe.cu line 23") != std::string::npos);
-    CHECK(summary.find("grade on a GPU") != std::string::npos);
+    CHECK(summary.find("write the kernel without it, or ask for a grade on a GPU") !=
+          std::string::npos);
 }
 
 TEST_CASE("the untouched starter kit fails kindly: its answers check names every blank") {

@@ -5,6 +5,8 @@ namespace grader {
 bool Stage::runs_student_code() const {
     switch (kind) {
         case Kind::load:
+            // The whole load stage is the student's where it names no kernel of the exercise's.
+            return kernel.empty() || kernel == kStudentKernel;
         case Kind::explain:
             return true;
         case Kind::compile:
@@ -65,8 +67,15 @@ Interruption blame(const Stage& stage, Ending ending, std::string message) {
             interruption.students_fault = students_code;
             break;
         case Ending::unsupported:
+            // Where there is no GPU the simulator is the grade: a kernel of the student's that
+            // it cannot run is theirs to change (else any wrong kernel could end "ungradable"
+            // by reaching such an instruction first); one of the exercise's is the machine's.
             interruption.kind = StopKind::unsupported;
-            interruption.students_fault = false;
+            interruption.students_fault = students_code;
+            interruption.message +=
+                students_code ? "; the simulator grades here (no GPU): write the kernel without it, "
+                                "or ask for a grade on a GPU, which runs it"
+                              : "; grade on a GPU";
             break;
         case Ending::harness_error:
             interruption.kind = StopKind::crash;

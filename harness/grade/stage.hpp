@@ -27,7 +27,8 @@ struct Stage {
         : kind(stage_kind), kernel(std::move(stage_kernel)), stride(stage_stride) {}
 
     Kind kind = Kind::answers;
-    std::string kernel;  // run: the kernel; time and count: "student" where it is among them
+    std::string kernel;  // run: the kernel; time and count: "student" where it is among them;
+                         // load: the exercise's kernel that failed to load, else empty
     int stride = 0;      // run: the stride (0 without a sweep)
 
     // Whether code the student wrote runs in this stage, so that what stops it is theirs.
@@ -50,8 +51,9 @@ enum class Ending {
 };
 
 // The one table that decides whose fault a stop is: the student's wherever their code ran and
-// did this (a fault, a hang, memory, a crash, a launch it asked for), the machine's otherwise;
-// an instruction the simulator lacks and a missing GPU are never the student's.
+// did this (a fault, a hang, memory, a crash, a launch it asked for, an instruction the simulator
+// cannot run where the simulator is the grade), the machine's otherwise; a missing GPU is never
+// the student's.
 Interruption blame(const Stage& stage, Ending ending, std::string message);
 
 }  // namespace grader
