@@ -28,13 +28,23 @@ std::string location_text(const sim::SourceLocation& where) {
 }
 
 std::string uninitialized_read_note(int stride, const sim::UninitializedSharedRead& read) {
+    // Threads and blocks as (x, y, z) where either has more than one dimension; a variable's word
+    // by its index in the variable's words (tile[32][33] has no tile[33]).
+    const auto dims = [](const sim::Dim3& d) {
+        return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " +
+               std::to_string(d.z) + ")";
+    };
+    const bool flat = read.thread.thread.y == 0 && read.thread.thread.z == 0 &&
+                      read.thread.block.y == 0 && read.thread.block.z == 0;
     std::string note = (stride > 0 ? "stride " + std::to_string(stride) + ": " : std::string()) +
-                       "thread " + std::to_string(read.thread.thread.x) + " of block " +
-                       std::to_string(read.thread.block.x) + " read shared word " +
-                       std::to_string(read.word);
+                       "thread " +
+                       (flat ? std::to_string(read.thread.thread.x) : dims(read.thread.thread)) +
+                       " of block " +
+                       (flat ? std::to_string(read.thread.block.x) : dims(read.thread.block)) +
+                       " read shared word " + std::to_string(read.word);
     if (!read.variable.empty()) {
-        note += " (" + sim::shared_variable_name(read.variable) + "[" + std::to_string(read.word_in_variable) +
-                "])";
+        note += " (word " + std::to_string(read.word_in_variable) + " of " +
+                sim::shared_variable_name(read.variable) + ")";
     }
     return note + " at " + location_text(read.where) +
            " before any thread of its block wrote it (the simulator's shared memory starts as NaN)";
@@ -94,7 +104,7 @@ std::string stop_message(const sim::LaunchResult& result, std::uint64_t budget) 
             const auto& u = *result.unsupported;
             return "the simulator does not support " + u.opcode + " (" +
                    (u.where.file.empty() ? std::string("the kernel") : u.where.file) +
-                   " line " + std::to_string(u.where.line) + "); grade on a GPU";
+                   " line " + std::to_string(u.where.line) + ")";
         }
         case sim::LaunchStatus::fault:
         case sim::LaunchStatus::completed:
@@ -117,7 +127,7 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::vector<float>& input_words, int stride,
                            const std::vector<sim::Dim3>& blocks, std::uint64_t budget,
                            std::vector<float>* outputs, std::uint64_t clock_seed) {
-    sim::GlobalMemory memory;
+    sim::GlobalMemory memory(clock_seed);
     const std::uint64_t elements = output_elements(exercise, geometry);
     const std::uint64_t input = memory.allocate(input_words.size() * sizeof(float));
     memory.write(input, input_words.data(), input_words.size() * sizeof(float));

@@ -114,8 +114,8 @@ public:
         if (cuda_) {
             // CPU work while the GPU is timed: the simulator's count of the student's kernel,
             // and the counters' libraries (most of what opening a counter costs).
-            simulator_counts_ = std::async(std::launch::async, [this, strides = student_strides()] {
-                return simulator_counts(strides);
+            simulator_ = std::async(std::launch::async, [this, strides = student_strides()] {
+                return simulate_student(strides);
             });
             counter_libraries_ =
                 std::async(std::launch::async, [] { counters::load_counter_libraries(); });
@@ -276,7 +276,7 @@ private:
                 LoadResult result = device().load(spec, compiled);
                 if (result.unsupported) {
                     stop(stage, Ending::unsupported,
-                         result.problem + " in " + who(exercise_, spec.id) + "; grade on a GPU");
+                         result.problem + " in " + who(exercise_, spec.id));
                     return false;
                 }
                 if (!result.kernel) {
@@ -299,7 +299,8 @@ private:
             }
             LoadResult result = device().load(spec, compiled);
             if (!result.kernel) {
-                stop(stage, result.unsupported ? Ending::unsupported : Ending::harness_error,
+                stop(Stage{Stage::Kind::load, spec.id},
+                     result.unsupported ? Ending::unsupported : Ending::harness_error,
                      "the exercise's kernel " + who(exercise_, spec.id) +
                          " could not be loaded: " + result.problem);
                 return false;
@@ -468,19 +469,27 @@ private:
         figures_.timing_seconds = samples.seconds;
     }
 
-    // The student's kernel counted on the simulator from its PTX, on one block per stride: what
-    // stands in where the GPU's counters cannot count, and what the GPU's count is compared with.
-    std::map<int, SharedAccessCounts> simulator_counts(const std::vector<int>& strides) const {
+    // What the simulator sees of the student's kernel, from its PTX, on one block per stride,
+    // where the grade itself runs on a GPU.
+    struct SimulatorWitness {
+        // The count that stands in where the GPU's counters cannot count, and that the GPU's
+        // count is compared with.
         std::map<int, SharedAccessCounts> counts;
+        // Shared-memory races: a GPU's output may come out right by the warps' timing (a
+        // missing barrier), which no output check on a GPU can tell.
+        std::map<int, std::vector<std::string>> races;
+    };
+    SimulatorWitness simulate_student(const std::vector<int>& strides) const {
+        SimulatorWitness witness;
         const auto compiled = compiled_.find(std::string(kStudentKernel));
         if (compiled == compiled_.end() || !compiled->second.outcome.ok) {
-            return counts;
+            return witness;
         }
         SimDevice simulator(exercise_, options_.seed);
         const KernelSpec& spec = exercise_.kernel(std::string(kStudentKernel));
         const LoadResult loaded = simulator.load(spec, compiled->second);
         if (!loaded.kernel) {
-            return counts;
+            return witness;
         }
         InputSpec input = exercise_.inputs.front();
         input.simulated_blocks = 1;
@@ -488,11 +497,17 @@ private:
         for (const int stride : strides) {
             const DeviceLaunch launch =
                 simulator.run(*loaded.kernel, input, inputs_.front(), stride, geometry);
-            if (launch.end == DeviceLaunch::End::completed && launch.counts) {
-                counts[stride] = *launch.counts;
+            if (launch.end != DeviceLaunch::End::completed) {
+                continue;
+            }
+            if (launch.counts) {
+                witness.counts[stride] = *launch.counts;
+            }
+            if (!launch.races.empty()) {
+                witness.races[stride] = launch.races;
             }
         }
-        return counts;
+        return witness;
     }
 
     std::vector<int> student_strides() const {
@@ -524,8 +539,19 @@ private:
         if (cases.empty()) {
             return;
         }
-        const std::map<int, SharedAccessCounts> simulated =
-            simulator_counts_.valid() ? simulator_counts_.get() : simulator_counts(student_strides());
+        const SimulatorWitness witness =
+            simulator_.valid() ? simulator_.get() : simulate_student(student_strides());
+        const std::map<int, SharedAccessCounts>& simulated = witness.counts;
+        for (KernelRun* run : counted) {
+            const auto races = witness.races.find(run->stride);
+            if (races == witness.races.end()) {
+                continue;
+            }
+            for (const std::string& race : races->second) {
+                run->races.push_back("the simulator, running this source: " + race);
+            }
+            sink_.run(*run);
+        }
         HardwareCounts hardware;
         try {
             device().reload(loaded_kernels());
@@ -599,7 +625,7 @@ private:
     std::vector<KernelRun> runs_;
     std::vector<std::vector<float>> inputs_;
     std::map<std::pair<std::string, int>, std::vector<float>> oracle_outputs_;
-    std::future<std::map<int, SharedAccessCounts>> simulator_counts_;
+    std::future<SimulatorWitness> simulator_;
     std::future<void> counter_libraries_;
 };
 
