@@ -179,6 +179,17 @@ TEST_CASE("the gradebook is keyed by submission folder, one line per row, the ty
         CHECK((*frank)[column("consistency")] == "not run");
         CHECK(frank->back() == "Failed: Compile and ABI.");
     }
+    SUBCASE("a compile failure on a machine without a GPU reads as the compile, not as no_gpu") {
+        std::vector<ClassEntry> no_gpu = {entries[5]};
+        REQUIRE(no_gpu[0].student_folder == "frank");
+        no_gpu[0].report.interruption =
+            Interruption{StopKind::no_gpu, "load", "no GPU answered (CUDA_ERROR_NO_DEVICE)", false};
+        const auto no_gpu_rows = parse_csv(write_gradebook_csv(no_gpu));
+        REQUIRE(no_gpu_rows.has_value());
+        const auto* row = row_for_folder(*no_gpu_rows, "frank");
+        REQUIRE(row != nullptr);
+        CHECK(row->back() == "Failed: Compile and ABI.");
+    }
     SUBCASE("an ungradable row has no score and no points a sum could add back") {
         const auto* grace = row_for_folder(*rows, "grace");
         REQUIRE(grace != nullptr);
@@ -547,4 +558,68 @@ TEST_CASE("an empty class still gives a header, a summary and a page whose plots
     CHECK(element_with_id(html, "score-histogram", "svg").find("No data") != std::string::npos);
     CHECK(element_with_id(html, "ratio-chart", "svg").find("No data") != std::string::npos);
     CHECK(html.find("nan") == std::string::npos);
+}
+
+TEST_CASE("an exercise without a sweep (Part 2) plots each kernel against its base, no strides") {
+    // Two students of the padded transpose, graded on a GPU: rows per kernel, stride 0.
+    const auto part2 = [](const std::string& folder, double mine, int grade) {
+        ClassEntry entry;
+        entry.student_folder = folder;
+        Report& report = entry.report;
+        report.exercise_id = "day15-padding";
+        report.verdict = Verdict::pass;
+        report.environment.backend = "cuda";
+        report.environment.gpu_available = true;
+        report.environment.device_name = "NVIDIA H200";
+        report.ratio_base = "copy, no transpose";
+        const double wobble = 1.0 + 0.01 * grade;
+        const struct {
+            const char* kernel;
+            const char* label;
+            unsigned degree;
+            double ratio;
+        } rows[] = {{"student", "your kernel", 1, mine},
+                    {"copy", "copy, no transpose", 0, 1.0},
+                    {"unpadded", "transpose tile[32][32]", 32, 2.47 * wobble},
+                    {"padded", "transpose tile[32][33]", 1, 1.10 * wobble}};
+        for (const auto& r : rows) {
+            ReportRow row;
+            row.kernel = r.kernel;
+            row.label = r.label;
+            row.degree = r.degree;
+            row.ratio = r.ratio;
+            report.rows.push_back(row);
+        }
+        return entry;
+    };
+    const std::vector<ClassEntry> entries = {part2("ana", 1.09, 0), part2("ben", 2.5, 1)};
+    const ClassSummary summary = summarize_class(entries);
+    CHECK_FALSE(summary.sweep);
+    CHECK(summary.ratio_base == "copy, no transpose");
+    REQUIRE(summary.strides.size() == 4);
+    CHECK(summary.strides[0].label == "your kernel");
+    CHECK(summary.strides[0].student_count == 2);
+    REQUIRE(summary.strides[0].student_ratio);
+    CHECK(summary.strides[0].student_ratio->max == doctest::Approx(2.5));
+    CHECK(summary.strides[2].label == "transpose tile[32][32]");
+    CHECK(summary.strides[2].degree == 32);
+    REQUIRE(summary.strides[2].reference_ratio);
+    CHECK(*summary.strides[2].reference_ratio == doctest::Approx(2.47 * 1.005));
+
+    const std::string html = write_class_report_html(entries, ClassReportOptions{});
+    const std::string chart = element_with_id(html, "ratio-chart", "svg");
+    CHECK(html.find("Measured ratio per kernel, against the copy, no transpose") !=
+          std::string::npos);
+    CHECK(chart.find("time / time of the copy, no transpose") != std::string::npos);
+    CHECK(chart.find("transpose tile[32][33]") != std::string::npos);
+    CHECK(chart.find("degree 32") != std::string::npos);
+    // Nothing of the probe's sweep: no stride axis, no gcd model.
+    CHECK(chart.find("gcd") == std::string::npos);
+    CHECK(chart.find("stride") == std::string::npos);
+    CHECK(chart.find("model-point") == std::string::npos);
+    CHECK(element_with_id(html, "stride-table", "table").find("<th>kernel</th>") !=
+          std::string::npos);
+    const auto json_summary =
+        nlohmann::json::parse(write_class_summary_json(entries, nlohmann::json::object()));
+    CHECK(json_summary["strides"][0]["kernel"] == "your kernel");
 }

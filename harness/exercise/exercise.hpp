@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/kernel_ids.hpp"
+
 namespace grader {
 
 // A place in a text file; line and column are 1-based, 0 where unknown.
@@ -56,9 +58,6 @@ struct KernelParameter {
     ParameterRole role = ParameterRole::input;
     std::int64_t value = 0;  // ParameterRole::constant: what is passed
 };
-
-// The id of the student's kernel among the grade's kernels.
-inline constexpr std::string_view kStudentKernel = "student";
 
 // A kernel the grade builds and runs: the student's, or one of the exercise's own, all built
 // with the same compiler and options.

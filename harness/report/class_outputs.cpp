@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
 #include "text/text_safety.hpp"
@@ -250,8 +251,12 @@ std::string numbers_source(const Report& report) {
     return "not measured: grading stopped first";
 }
 
+// Why a row reads as it does: a stop where it decided the grade (the student's kernel stopped, or
+// the grade could not count), else the report's own summary, which leads with the first failure.
+// A failed compile on a machine without a GPU is a failed compile, not "no_gpu".
 std::string class_reason(const Report& report) {
-    if (report.interruption) {
+    if (report.interruption &&
+        (report.verdict == Verdict::ungradable || report.interruption->students_fault)) {
         const Interruption& stop = *report.interruption;
         std::string reason(to_string(stop.kind));
         if (!stop.stage.empty()) {
@@ -272,8 +277,12 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
     summary.checks = check_columns(sorted);
 
     std::map<std::string, FailureReason> reasons;
-    std::map<int, std::vector<double>> student_ratios;
-    std::map<int, std::vector<double>> reference_ratios;
+    // Columns: (stride, "") in a sweep; (0, label) per kernel where the exercise has none.
+    using Column = std::pair<int, std::string>;
+    std::map<Column, std::vector<double>> student_ratios;
+    std::map<Column, std::vector<double>> reference_ratios;
+    std::map<Column, unsigned> kernel_degrees;
+    std::vector<Column> kernel_order;  // first seen, for an exercise without a sweep
     std::set<std::string> devices;
 
     for (const ClassEntry* entry : sorted) {
@@ -326,6 +335,28 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
             reason.folders.push_back(entry->student_folder);  // entries arrive sorted
         }
 
+        if (summary.ratio_base.empty() && !report.ratio_base.empty()) {
+            summary.ratio_base = report.ratio_base;
+        }
+        const bool sweep = std::any_of(report.rows.begin(), report.rows.end(),
+                                       [](const ReportRow& row) { return row.stride > 0; });
+        if (!sweep && !report.rows.empty()) {
+            // Each kernel is a column of its own: the student's, and each of the exercise's at
+            // its median over the grades.
+            summary.sweep = false;
+            for (const ReportRow& row : report.rows) {
+                const Column column{0, row.label.empty() ? row.kernel : row.label};
+                if (kernel_degrees.emplace(column, row.degree).second) {
+                    kernel_order.push_back(column);
+                }
+                if (!row.ratio || !plottable(*row.ratio)) {
+                    continue;
+                }
+                (row.kernel == kStudentKernel ? student_ratios : reference_ratios)[column]
+                    .push_back(*row.ratio);
+            }
+            continue;
+        }
         // The reference kernel is timed in every grade; where a grade has no reference row at a
         // stride, the student row carries the reference's ratio it was compared with.
         std::map<int, double> reference_here;
@@ -335,18 +366,18 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
             }
         }
         for (const ReportRow& row : report.rows) {
-            if (row.kernel != "student") {
+            if (row.kernel != kStudentKernel) {
                 continue;
             }
             if (row.ratio && plottable(*row.ratio)) {
-                student_ratios[row.stride].push_back(*row.ratio);
+                student_ratios[{row.stride, ""}].push_back(*row.ratio);
             }
             if (row.reference_ratio && plottable(*row.reference_ratio)) {
                 reference_here.emplace(row.stride, *row.reference_ratio);
             }
         }
         for (const auto& [stride, ratio] : reference_here) {
-            reference_ratios[stride].push_back(ratio);
+            reference_ratios[{stride, ""}].push_back(ratio);
         }
     }
 
@@ -370,18 +401,25 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
                          return a.reason < b.reason;
                      });
 
-    std::set<int> strides;
-    for (const auto& [stride, ratios] : student_ratios) {
-        strides.insert(stride);
+    std::vector<Column> columns;
+    if (summary.sweep) {
+        std::set<Column> strides;
+        for (const auto& [column, ratios] : student_ratios) {
+            strides.insert(column);
+        }
+        for (const auto& [column, ratios] : reference_ratios) {
+            strides.insert(column);
+        }
+        columns.assign(strides.begin(), strides.end());
+    } else {
+        columns = kernel_order;
     }
-    for (const auto& [stride, ratios] : reference_ratios) {
-        strides.insert(stride);
-    }
-    for (int stride : strides) {
+    for (const Column& column : columns) {
         StrideSummary row;
-        row.stride = stride;
-        row.degree = conflict_degree(stride);
-        const auto students = student_ratios.find(stride);
+        row.stride = column.first;
+        row.label = column.second;
+        row.degree = summary.sweep ? conflict_degree(column.first) : kernel_degrees[column];
+        const auto students = student_ratios.find(column);
         if (students != student_ratios.end()) {
             const std::vector<double>& ratios = students->second;
             row.student_count = ratios.size();
@@ -389,7 +427,7 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
                 RatioSpread{*std::min_element(ratios.begin(), ratios.end()), median_of(ratios),
                             *std::max_element(ratios.begin(), ratios.end())};
         }
-        const auto reference = reference_ratios.find(stride);
+        const auto reference = reference_ratios.find(column);
         if (reference != reference_ratios.end()) {
             row.reference_ratio = median_of(reference->second);
         }
@@ -515,6 +553,7 @@ std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
                      {"max", stride.student_ratio->max}};
         }
         strides.push_back({{"stride", stride.stride},
+                           {"kernel", stride.label.empty() ? json(nullptr) : json(stride.label)},
                            {"degree", stride.degree},
                            {"students", stride.student_count},
                            {"student_ratio", ratio},
@@ -763,20 +802,39 @@ void write_score_histogram(std::ostringstream& html, const ClassSummary& summary
 void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
                        const std::vector<const ClassEntry*>& sorted) {
     const Numbers numbers = numbers_of(summary);
+    const bool sweep = summary.sweep;
     std::vector<int> strides;
     for (const StrideSummary& row : summary.strides) {
         strides.push_back(row.stride);
     }
-    const char* title = numbers == Numbers::timed     ? "Measured ratio per stride"
-                        : numbers == Numbers::modeled ? "Modeled cost ratio per stride"
-                        : numbers == Numbers::mixed   ? "Ratio per stride, timed and modeled"
-                                                      : "Ratio per stride";
-    const char* axis = numbers == Numbers::timed     ? "time / time at stride 1 (log scale)"
-                       : numbers == Numbers::modeled ? "modeled cost / modeled cost at stride 1 "
-                                                       "(log scale)"
-                                                     : "ratio to stride 1 (log scale)";
+    // The column a student's row falls in: its stride, or its kernel's label.
+    const auto column_of = [&](const ReportRow& row) {
+        for (std::size_t i = 0; i < summary.strides.size(); ++i) {
+            const StrideSummary& column = summary.strides[i];
+            if (sweep ? column.stride == row.stride
+                      : column.label == (row.label.empty() ? row.kernel : row.label)) {
+                return i;
+            }
+        }
+        return summary.strides.size();
+    };
+    const std::string base =
+        sweep ? std::string("stride 1")
+              : (summary.ratio_base.empty() ? std::string("the base kernel") : summary.ratio_base);
+    const std::string per = sweep ? " per stride" : " per kernel, against the " + base;
+    const std::string title = numbers == Numbers::timed     ? "Measured ratio" + per
+                              : numbers == Numbers::modeled ? "Modeled cost ratio" + per
+                              : numbers == Numbers::mixed   ? "Ratio" + per + ", timed and modeled"
+                                                            : "Ratio" + per;
+    const std::string axis =
+        numbers == Numbers::timed ? "time / time " + std::string(sweep ? "at " : "of the ") + base +
+                                        " (log scale)"
+        : numbers == Numbers::modeled
+            ? "modeled cost / modeled cost " + std::string(sweep ? "at " : "of the ") + base +
+                  " (log scale)"
+            : "ratio to " + std::string(sweep ? "" : "the ") + base + " (log scale)";
     html << "<section class=\"card\" aria-labelledby=\"ratio-chart-title\">\n"
-         << "<h2 id=\"ratio-chart-title\">" << title << "</h2>\n";
+         << "<h2 id=\"ratio-chart-title\">" << escape_html(title) << "</h2>\n";
 
     // The y axis is log2 from a power of two under every value to one above, bounded so that
     // one absurd ratio cannot flatten the class; values past the bounds sit on the edge.
@@ -809,7 +867,7 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
 
     html << "<svg id=\"ratio-chart\" viewBox=\"0 0 " << view_width << ' ' << view_height
          << "\" width=\"" << view_width << "\" height=\"" << view_height
-         << "\" role=\"img\" aria-label=\"" << title
+         << "\" role=\"img\" aria-label=\"" << escape_html(title)
          << ": each student, the reference kernel and the model\" data-numbers=\""
          << (numbers == Numbers::timed     ? "timed"
              : numbers == Numbers::modeled ? "modeled"
@@ -825,11 +883,17 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
              << "</text>\n";
     }
     for (std::size_t i = 0; i < strides.size(); ++i) {
+        const StrideSummary& column = summary.strides[i];
         html << "<text x=\"" << svg_number(x_of(i)) << "\" y=\"" << top_margin + plot_height + 18
-             << "\" text-anchor=\"middle\">" << strides[i] << "</text>"
-             << "<text x=\"" << svg_number(x_of(i)) << "\" y=\"" << top_margin + plot_height + 34
-             << "\" text-anchor=\"middle\" style=\"fill:#8e24aa;font-size:11px\">"
-             << "gcd " << conflict_degree(strides[i]) << "</text>\n";
+             << "\" text-anchor=\"middle\">"
+             << (sweep ? std::to_string(column.stride) : escape_html(column.label)) << "</text>";
+        if (sweep || column.degree > 0) {
+            html << "<text x=\"" << svg_number(x_of(i)) << "\" y=\""
+                 << top_margin + plot_height + 34
+                 << "\" text-anchor=\"middle\" style=\"fill:#8e24aa;font-size:11px\">"
+                 << (sweep ? "gcd " : "degree ") << column.degree << "</text>";
+        }
+        html << "\n";
     }
     html << "<line class=\"axis\" x1=\"" << left << "\" x2=\"" << left + plot_width << "\" y1=\""
          << top_margin + plot_height << "\" y2=\"" << top_margin + plot_height << "\"/>"
@@ -837,8 +901,10 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
          << "\" y2=\"" << top_margin + plot_height << "\"/>\n"
          << "<text class=\"axis-title\" x=\"" << left + plot_width / 2 << "\" y=\""
          << view_height - 10
-         << "\" text-anchor=\"middle\">stride (words); under it the model's "
-            "conflict degree gcd(stride, 32)</text>\n"
+         << "\" text-anchor=\"middle\">"
+         << (sweep ? "stride (words); under it the model's conflict degree gcd(stride, 32)"
+                   : "kernel; under it the conflict degree the exercise gives its tile")
+         << "</text>\n"
          << "<text class=\"axis-title\" id=\"ratio-axis\" transform=\"translate(18 "
          << top_margin + plot_height / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << axis
          << "</text>\n";
@@ -849,8 +915,9 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     }
 
     // The model: the conflict degree on the same axis, which is the ratio a kernel whose time
-    // were all bank requests would show. Strides are categories, so nothing joins the marks.
-    for (std::size_t i = 0; i < strides.size(); ++i) {
+    // were all bank requests would show. Strides are categories, so nothing joins the marks. A
+    // kernel's degree is no model of its time against another kernel: not drawn there.
+    for (std::size_t i = 0; sweep && i < strides.size(); ++i) {
         const double y = y_of(conflict_degree(strides[i]));
         html << "<rect class=\"model-point\" x=\"" << svg_number(x_of(i) - 5) << "\" y=\""
              << svg_number(y - 5)
@@ -862,11 +929,13 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     for (const ClassEntry* entry : sorted) {
         const bool is_modeled = modeled(entry->report);
         for (const ReportRow& row : entry->report.rows) {
-            if (row.kernel != "student" || !row.ratio || !plottable(*row.ratio)) {
+            if (row.kernel != kStudentKernel || !row.ratio || !plottable(*row.ratio)) {
                 continue;
             }
-            const auto index = static_cast<std::size_t>(
-                std::find(strides.begin(), strides.end(), row.stride) - strides.begin());
+            const std::size_t index = column_of(row);
+            if (index >= strides.size()) {
+                continue;
+            }
             const double x = x_of(index) + jitter(entry->student_folder, row.stride) * band * 0.5;
             const char* color = verdict_color(entry->report.verdict);
             // Where a class mixes both, a modeled dot is hollow.
@@ -877,7 +946,9 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
                  << svg_number(y_of(*row.ratio)) << "\" r=\"3.5\" fill=\""
                  << (hollow ? "none" : color) << "\" stroke=\"" << color
                  << "\" fill-opacity=\"0.7\"><title>" << escape_html(entry->student_folder)
-                 << ": stride " << row.stride << ", " << (is_modeled ? "modeled " : "timed ")
+                 << ": "
+                 << (sweep ? "stride " + std::to_string(row.stride) : escape_html(row.label))
+                 << ", " << (is_modeled ? "modeled " : "timed ")
                  << "ratio " << format_number(*row.ratio, 3) << "</title></circle>\n";
         }
     }
@@ -889,7 +960,10 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
             html << "<line class=\"reference-point\" x1=\"" << svg_number(x_of(i) - band * 0.38)
                  << "\" x2=\"" << svg_number(x_of(i) + band * 0.38) << "\" y1=\"" << svg_number(y)
                  << "\" y2=\"" << svg_number(y) << "\" stroke=\"#1565c0\" stroke-width=\"2.5\">"
-                 << "<title>reference: stride " << strides[i] << ", ratio "
+                 << "<title>"
+                 << (sweep ? "reference: stride " + std::to_string(strides[i])
+                           : escape_html(summary.strides[i].label) + ", median of the grades")
+                 << ", ratio "
                  << format_number(*summary.strides[i].reference_ratio, 3) << "</title></line>\n";
         }
     }
@@ -912,41 +986,64 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     html << "<line x1=\"" << svg_number(legend_x) << "\" x2=\"" << svg_number(legend_x + 16)
          << "\" y1=\"" << legend_y << "\" y2=\"" << legend_y
          << "\" stroke=\"#1565c0\" stroke-width=\"2.5\"/>";
-    legend_text("reference kernel (median of the grades)", 265);
-    html << "<rect x=\"" << svg_number(legend_x + 3) << "\" y=\"" << legend_y - 5
-         << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" stroke-width=\"1.5\"/>";
-    legend_text("model: degree gcd(stride, 32)", 0);
+    legend_text(sweep ? "reference kernel (median of the grades)"
+                      : "the exercise's kernel (median of the grades)",
+                265);
+    if (sweep) {
+        html << "<rect x=\"" << svg_number(legend_x + 3) << "\" y=\"" << legend_y - 5
+             << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" "
+                "stroke-width=\"1.5\"/>";
+        legend_text("model: degree gcd(stride, 32)", 0);
+    }
     html << "</g>\n</svg>\n";
 
     html << "<p class=\"note\" id=\"ratio-note\">";
-    switch (numbers) {
-        case Numbers::timed:
-            html << "Each dot is one student's kernel at one stride, timed on a GPU in that "
-                    "student's grade: its time over its own time at stride 1";
-            break;
-        case Numbers::modeled:
-            html << "No GPU timed these numbers: the class was graded on the PTX simulator. Each "
-                    "dot is one student's kernel at one stride, as the simulator modeled it in "
-                    "that student's grade: its modeled cost (instructions plus 20 per "
-                    "shared-memory wavefront) over its own modeled cost at stride 1";
-            break;
-        case Numbers::mixed:
-            html << "This class mixes grades timed on a GPU (filled dots) and grades modeled on "
-                    "the PTX simulator (hollow dots: modeled costs, not times); each student's "
-                    "kind is in the table below. Each dot is one student's kernel at one stride, "
-                    "over its own value at stride 1";
-            break;
-        case Numbers::none:
-            html << "Each dot would be one student's kernel at one stride, over its own value at "
-                    "stride 1";
-            break;
+    if (!sweep) {
+        html << (numbers == Numbers::modeled
+                     ? "No GPU timed these numbers: the class was graded on the PTX simulator, and "
+                       "each dot is one student's kernel as the simulator modeled it"
+                     : numbers == Numbers::mixed
+                           ? "This class mixes grades timed on a GPU (filled dots) and grades "
+                             "modeled on the PTX simulator (hollow dots); each dot is one "
+                             "student's kernel"
+                           : "Each dot is one student's kernel, timed on a GPU in that student's "
+                             "grade")
+             << ", over the " << escape_html(base)
+             << " in the same grade (dots are spread sideways so they do not hide each other). "
+                "The blue bars are the exercise's own kernels in the same grades (median over "
+                "the grades). Under each kernel, the conflict degree of its tile's column read; "
+                "a kernel's time is not that degree times another's, since global memory costs "
+                "too.</p>\n";
+    } else {
+        switch (numbers) {
+            case Numbers::timed:
+                html << "Each dot is one student's kernel at one stride, timed on a GPU in that "
+                        "student's grade: its time over its own time at stride 1";
+                break;
+            case Numbers::modeled:
+                html << "No GPU timed these numbers: the class was graded on the PTX simulator. Each "
+                        "dot is one student's kernel at one stride, as the simulator modeled it in "
+                        "that student's grade: its modeled cost (instructions plus 20 per "
+                        "shared-memory wavefront) over its own modeled cost at stride 1";
+                break;
+            case Numbers::mixed:
+                html << "This class mixes grades timed on a GPU (filled dots) and grades modeled on "
+                        "the PTX simulator (hollow dots: modeled costs, not times); each student's "
+                        "kind is in the table below. Each dot is one student's kernel at one stride, "
+                        "over its own value at stride 1";
+                break;
+            case Numbers::none:
+                html << "Each dot would be one student's kernel at one stride, over its own value at "
+                        "stride 1";
+                break;
+        }
+        html << " (dots are spread sideways so they do not hide each other). The blue bar is the "
+                "reference kernel in the same grades (median over the grades). The square is the "
+                "model's conflict degree gcd(stride, 32) on the same axis: the ratio a kernel would "
+                "show if its cost were all bank requests. Ratios can sit below it where stride 1 has "
+                "costs of its own; the grade compares each student with the reference, not with the "
+                "degree.</p>\n";
     }
-    html << " (dots are spread sideways so they do not hide each other). The blue bar is the "
-            "reference kernel in the same grades (median over the grades). The square is the "
-            "model's conflict degree gcd(stride, 32) on the same axis: the ratio a kernel would "
-            "show if its cost were all bank requests. Ratios can sit below it where stride 1 has "
-            "costs of its own; the grade compares each student with the reference, not with the "
-            "degree.</p>\n";
 
     // Strides across, so the table stays short however many strides the class drew.
     bool header_row = true;
@@ -963,10 +1060,16 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
         return row.student_ratio ? format_number((*row.student_ratio).*field, 2) : "–";
     };
     html << "<div class=\"scroll\"><table id=\"stride-table\" class=\"compact\">\n<thead>\n";
-    cells("stride", [](const StrideSummary& row) { return std::to_string(row.stride); });
+    if (sweep) {
+        cells("stride", [](const StrideSummary& row) { return std::to_string(row.stride); });
+    } else {
+        cells("kernel", [](const StrideSummary& row) { return escape_html(row.label); });
+    }
     html << "</thead>\n<tbody>\n";
-    cells("degree", [](const StrideSummary& row) { return std::to_string(row.degree); });
-    cells("reference", [](const StrideSummary& row) {
+    cells("degree", [](const StrideSummary& row) {
+        return row.degree > 0 ? std::to_string(row.degree) : std::string("–");
+    });
+    cells(sweep ? "reference" : "exercise's kernel", [](const StrideSummary& row) {
         return row.reference_ratio ? format_number(*row.reference_ratio, 2) : "–";
     });
     cells("students", [](const StrideSummary& row) { return std::to_string(row.student_count); });

@@ -51,9 +51,12 @@ struct RatioSpread {
     double max = 0.0;
 };
 
+// One column of the class's ratios: a stride of a sweep, or, for an exercise without one (Part 2),
+// one kernel by its label ("your kernel", "copy, no transpose", ...).
 struct StrideSummary {
     int stride = 0;
-    unsigned degree = 1;            // gcd(stride, 32): the model
+    std::string label;              // the kernel's label where the exercise has no sweep
+    unsigned degree = 1;            // the model's degree: gcd(stride, 32), or the kernel's (0: none)
     std::size_t student_count = 0;  // students with a ratio at this stride
     std::optional<RatioSpread> student_ratio;
     std::optional<double> reference_ratio;  // median over the grades of the reference kernel
@@ -129,7 +132,9 @@ struct ClassSummary {
     std::vector<CheckSummary> checks;            // in the order of the first report that has checks
     std::vector<FailureReason> failure_reasons;  // by root cause, most frequent first
     std::vector<NotGraded> not_graded;           // the ungradable submissions, by folder
-    std::vector<StrideSummary> strides;          // ascending
+    std::vector<StrideSummary> strides;          // ascending, or the kernels in report order
+    bool sweep = true;                           // false: the columns are kernels, not strides
+    std::string ratio_base;                      // what the ratios divide by, e.g. "stride 1"
     std::vector<std::string> timed_on;           // distinct GPUs the class was timed on
     std::size_t timed = 0;                       // reports timed on a GPU
     std::size_t modeled = 0;                     // reports graded on the PTX simulator

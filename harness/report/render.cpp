@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cctype>
 
+#include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/describe.hpp"
 #include "text/text_safety.hpp"
@@ -80,7 +81,7 @@ std::vector<const ReportRow*> rows_of(const Report& report, const std::string& k
 std::vector<std::string> harness_kernels(const Report& report) {
     std::vector<std::string> kernels;
     for (const auto& row : report.rows) {
-        if (row.kernel != "student" &&
+        if (row.kernel != kStudentKernel &&
             std::find(kernels.begin(), kernels.end(), row.kernel) == kernels.end()) {
             kernels.push_back(row.kernel);
         }
@@ -164,7 +165,7 @@ void add_timing_cells(const Report& report, const ReportRow& row, bool verbose,
         cells.push_back(counted_cell(row));
     }
     for (const auto& input : inputs_of(report)) {
-        cells.push_back(row.kernel == "student" ? output_cell(row.output(input))
+        cells.push_back(row.kernel == kStudentKernel ? output_cell(row.output(input))
                                                 : Cell{kMissing, Tone::muted});
     }
 }
@@ -268,7 +269,7 @@ Table kernels_table(const Report& report, bool verbose) {
     for (const std::string& kernel : order) {
         for (const ReportRow* row : rows_of(report, kernel)) {
             std::vector<Cell> cells;
-            cells.push_back({kernel == "student" ? "your kernel" : row->label});
+            cells.push_back({kernel == kStudentKernel ? "your kernel" : row->label});
             cells.push_back({row->timing ? significant(row->timing->median_ms, 4) : kMissing,
                              row->timing ? Tone::plain : Tone::muted});
             if (bandwidth) {
@@ -282,7 +283,7 @@ Table kernels_table(const Report& report, bool verbose) {
             cells.push_back({percent_or_ratio(report, row->claimed_ratio),
                              row->claimed_ratio ? Tone::plain : Tone::muted});
             for (const auto& input : inputs_of(report)) {
-                cells.push_back(kernel == "student" ? output_cell(row->output(input))
+                cells.push_back(kernel == kStudentKernel ? output_cell(row->output(input))
                                                     : Cell{kMissing, Tone::muted});
             }
             table.rows.push_back(std::move(cells));
@@ -303,7 +304,7 @@ std::vector<Table> tables(const Report& report, bool verbose) {
             const auto student = rows_of(report, "student");
             if (!student.empty() && student.front()->timing) {
                 for (const ReportRow& row : report.rows) {
-                    if (row.kernel != "student" && row.degree > 0 && row.timing &&
+                    if (row.kernel != kStudentKernel && row.degree > 0 && row.timing &&
                         row.timing->median_ms > 0) {
                         out.back().notes.push_back(
                             "your kernel takes " +
