@@ -182,6 +182,25 @@ check "gradescope: files one folder down are graded" "$gradescope_fields
 answers = [t for t in data[\"tests\"] if t[\"name\"] == \"Answers file\"][0]
 assert answers[\"status\"] == \"passed\", answers"
 
+# 3b. Part 2 (transpose.cu), zipped inside a folder too, and as PrairieLearn gives it.
+mkdir -p "$scratch/zipped-padding/part2"
+cp "$repo/student/padding/example/transpose.cu" "$repo/student/padding/example/submission.yaml" \
+  "$scratch/zipped-padding/part2/"
+run_gradescope padding-nested "$real_bin" "$scratch/zipped-padding" \
+  GRADER_WALL_LIMIT=300 GRADER_EXERCISE="$repo/exercises/day15-padding"
+check "gradescope: Part 2's files one folder down are graded" "$gradescope_fields
+names = [t[\"name\"] for t in data[\"tests\"]]
+assert \"Exact transpose\" in names, names
+answers = [t for t in data[\"tests\"] if t[\"name\"] == \"Answers file\"][0]
+assert answers[\"status\"] == \"passed\", answers
+compile = [t for t in data[\"tests\"] if t[\"name\"] == \"Compile and ABI\"][0]
+assert compile[\"status\"] == \"passed\", compile"
+run_prairielearn padding "$real_bin" "$repo/student/padding/example" \
+  GRADER_EXERCISE="$repo/exercises/day15-padding"
+check "prairielearn: a Part 2 submission has the documented fields" "$prairielearn_fields
+names = [t[\"name\"] for t in data[\"tests\"]]
+assert \"Exact transpose\" in names and \"Compile and ABI\" in names, names"
+
 # 4. An empty submission: graded as a failure by the grader, still a valid file.
 run_gradescope empty "$real_bin"
 check "gradescope: an empty submission still gets a valid results.json" "$gradescope_fields

@@ -68,8 +68,8 @@ json_string() {
 
 write_fallback() {
   local why="$1"
-  local message="The grading harness failed, so this submission was not graded. Submit again, and \
-tell your instructor if it happens again."
+  local message="The grading harness failed, so this submission was not graded, and there is \
+nothing in your work to change. Tell your instructor, who must fix the grader."
   cat >"$results_dir/.results.json.tmp" <<EOF
 {
   "gradable": false,

@@ -80,7 +80,8 @@ std::string write_gradescope(const Report& report) {
         output =
             "UNGRADABLE: this submission could not be graded, so it shows 0 points here. "
             "Gradescope has no \"ungradable\" result; this 0 is not a grade for your work. "
-            "Submit again or tell your instructor.\nWhy: " +
+            "There is nothing in your work to change: tell your instructor, who must fix the "
+            "grading machine.\nWhy: " +
             ungradable_reason(report) + "\n\n";
     }
     output += render_text(report, TextOptions{false, false}, false);

@@ -182,7 +182,8 @@ void render_interruption(const Interruption& stop, const Painter& painter, std::
     if (!stop.students_fault) {
         out += std::string(kIndent) +
                "The machine or the grader is at fault, not the submission: this grade does not "
-               "count. Submit again or tell your instructor.\n";
+               "count, and there is nothing in your work to change. Tell your instructor, who "
+               "must fix the grading machine (the reason is above).\n";
     }
 }
 
