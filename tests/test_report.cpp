@@ -676,6 +676,33 @@ TEST_CASE("bytes that are not UTF-8 do not stop any writer, and every JSON stays
     CHECK_FALSE(grader::first_invalid_utf8(grader::write_markdown(report)).has_value());
 }
 
+TEST_CASE("no JSON format writes a bidi, C1 or separator character raw, and each reads back exact") {
+    // The red team's id: an override and an isolate (they reorder what a terminal shows), NEL (a
+    // C1 control) and LINE SEPARATOR (which ends a line in JavaScript).
+    const std::string hostile = "\x1b[31mPASS 15/15\x1b[0m\xe2\x80\xae\xe2\x81\xa6x\nFORGED\r"
+                                "\xc2\x85\xe2\x80\xa8\xe2\x80\xa9\x7f Jos\xc3\xa9";
+    Report report = failing_accumulator_report();
+    report.student_id = hostile;
+    report.sentence = hostile;
+    report.compile_log = hostile;
+    report.kernel_output = hostile;
+    for (const auto& text : {grader::write_json(report), grader::write_gradescope(report),
+                             grader::write_prairielearn(report)}) {
+        for (const char* raw : {"\xe2\x80\xae", "\xe2\x81\xa6", "\xc2\x85", "\xe2\x80\xa8",
+                                "\xe2\x80\xa9", "\x7f", "\x1b", "\r"}) {
+            CHECK(text.find(raw) == std::string::npos);
+        }
+        CHECK(text.find("Jos\xc3\xa9") != std::string::npos);  // other letters stay readable
+    }
+    const std::string written = grader::write_json(report);
+    CHECK(written.find("\\u202e\\u2066x\\nFORGED\\r\\u0085\\u2028\\u2029\\u007f") !=
+          std::string::npos);
+    const json parsed = json::parse(written);
+    CHECK(parsed["student_id"] == hostile);
+    CHECK(parsed["kernel_output"] == hostile);
+    CHECK(json(parsed.get<Report>()) == json(report));
+}
+
 TEST_CASE("a JSON report written by an earlier grader still reads and shows the failing thread") {
     std::ifstream in(std::string(GRADER_FIXTURES_DIR) + "/reports/failing_accumulator.json");
     REQUIRE(in.good());
