@@ -22,6 +22,7 @@
 #include "model/describe.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
+#include "text/text_safety.hpp"
 
 using grader::OutputComparison;
 using grader::CheckResult;
@@ -505,7 +506,7 @@ TEST_CASE("what a kernel prints cannot drive the terminal or fake a verdict") {
     CHECK(text.find("  \\x1b[2J\\x1b[1;32mPASS 13/13\n  thread 7 says hi\\x0dX") !=
           std::string::npos);
     CHECK(text.find("What the kernel printed") != std::string::npos);
-    CHECK_FALSE(grader::first_invalid_utf8(text).has_value());
+    CHECK(grader::text::first_invalid_utf8(text) == std::string::npos);
 }
 
 TEST_CASE("an ungradable report says so and why, and blames no one") {
@@ -670,10 +671,10 @@ TEST_CASE("bytes that are not UTF-8 do not stop any writer, and every JSON stays
                              grader::write_prairielearn(report)}) {
         const json parsed = json::parse(text);  // throws on invalid JSON
         CHECK(parsed.is_object());
-        CHECK_FALSE(grader::first_invalid_utf8(text).has_value());
+        CHECK(grader::text::first_invalid_utf8(text) == std::string::npos);
     }
-    CHECK_FALSE(grader::first_invalid_utf8(text_of(report)).has_value());
-    CHECK_FALSE(grader::first_invalid_utf8(grader::write_markdown(report)).has_value());
+    CHECK(grader::text::first_invalid_utf8(text_of(report)) == std::string::npos);
+    CHECK(grader::text::first_invalid_utf8(grader::write_markdown(report)) == std::string::npos);
 }
 
 TEST_CASE("no JSON format writes a bidi, C1 or separator character raw, and each reads back exact") {

@@ -53,6 +53,15 @@ TEST_CASE("bytes that are not UTF-8 become U+FFFD and good text is left alone") 
     CHECK(text::repair_utf8("cut \xe2\x82") == "cut \xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
+TEST_CASE("the first byte that is not UTF-8 is found where repair would replace it") {
+    CHECK(text::first_invalid_utf8("plain ascii\nand é ü 中文 🙂") == std::string_view::npos);
+    CHECK(text::first_invalid_utf8("line one\nab\xff") == 11);
+    CHECK(text::first_invalid_utf8("é\xc0\x80") == 2);   // overlong
+    CHECK(text::first_invalid_utf8("\xed\xa0\x80") == 0);  // a surrogate
+    CHECK(text::first_invalid_utf8("ok \xe2\x82") == 3);   // cut short
+    CHECK(text::first_invalid_utf8("\xf4\x90\x80\x80") == 0);  // past U+10FFFF
+}
+
 TEST_CASE("control characters are shown as escapes a person can read, never obeyed") {
     const std::string shown = text::visible(kHostile);
     CHECK_FALSE(has_raw_control(shown, true));

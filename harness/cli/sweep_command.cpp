@@ -48,7 +48,7 @@ int run_sweep(const SweepCommandOptions& options, const GlobalOptions& global) {
         }
     }
     if (sweep.interruption) {
-        spdlog::error("{}", sweep.interruption->message);
+        spdlog::error("{}", text::visible(sweep.interruption->message));
     }
     return sweep.calibrated() ? kExitPass : kExitUngradable;
 }

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdint>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "compile/compile.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
@@ -51,60 +51,9 @@ bool names_a_refused_directive(std::string_view name) {
            name == "pragma" || name == "embed";
 }
 
-// The offset of the first byte that is not part of well-formed UTF-8, or npos.
-std::size_t first_invalid_utf8_byte(std::string_view text) {
-    std::size_t i = 0;
-    while (i < text.size()) {
-        const auto byte = static_cast<unsigned char>(text[i]);
-        std::size_t length = 0;
-        std::uint32_t smallest = 0;
-        if (byte < 0x80) {
-            ++i;
-            continue;
-        }
-        if ((byte & 0xE0) == 0xC0) {
-            length = 2;
-            smallest = 0x80;
-        } else if ((byte & 0xF0) == 0xE0) {
-            length = 3;
-            smallest = 0x800;
-        } else if ((byte & 0xF8) == 0xF0) {
-            length = 4;
-            smallest = 0x10000;
-        } else {
-            return i;
-        }
-        if (i + length > text.size()) {
-            return i;
-        }
-        std::uint32_t code_point = byte & (0x7Fu >> length);
-        for (std::size_t k = 1; k < length; ++k) {
-            const auto next = static_cast<unsigned char>(text[i + k]);
-            if ((next & 0xC0) != 0x80) {
-                return i;
-            }
-            code_point = (code_point << 6) | (next & 0x3Fu);
-        }
-        if (code_point < smallest || code_point > 0x10FFFF ||
-            (code_point >= 0xD800 && code_point <= 0xDFFF)) {
-            return i;
-        }
-        i += length;
-    }
-    return std::string_view::npos;
-}
-
-// What the student wrote, shortened and with control characters shown, for a message.
+// What the student wrote, on one line, shortened and with control characters shown, for a message.
 std::string echo(std::string_view text) {
-    std::string shown;
-    for (const char c : text) {
-        if (shown.size() >= kMaxEchoedChars) {
-            shown += "...";
-            break;
-        }
-        shown += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-    }
-    return shown;
+    return text::shorten(text::visible_line(text), kMaxEchoedChars + 3);
 }
 
 std::string allowed_list(const std::vector<std::string>& allowed_headers) {
@@ -224,7 +173,7 @@ public:
 private:
     // Phase 1 and 2 hazards, on the physical text.
     void check_characters() {
-        if (const std::size_t bad = first_invalid_utf8_byte(source_);
+        if (const std::size_t bad = text::first_invalid_utf8(source_);
             bad != std::string_view::npos) {
             char byte[8];
             std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(source_[bad]));

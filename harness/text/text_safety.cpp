@@ -206,6 +206,18 @@ std::string repair_utf8(std::string_view bytes) {
     return out;
 }
 
+std::size_t first_invalid_utf8(std::string_view bytes) {
+    std::size_t at = 0;
+    while (at < bytes.size()) {
+        const auto decoded = decode(bytes, at);
+        if (!decoded) {
+            return at;
+        }
+        at += decoded->length;
+    }
+    return std::string_view::npos;
+}
+
 bool is_hidden_control(char32_t c) {
     return c < 0x20 || c == 0x7F || (c >= 0x80 && c <= 0x9F) || c == 0x061C || c == 0x200E ||
            c == 0x200F || (c >= 0x2028 && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069) ||

@@ -21,6 +21,9 @@ namespace grader::text {
 // U+FFFD.
 std::string repair_utf8(std::string_view bytes);
 
+// The offset of the first byte repair_utf8() would replace, or npos where the text is all UTF-8.
+std::size_t first_invalid_utf8(std::string_view bytes);
+
 // Whether a code point must never leave the grader raw: C0 controls, DEL, C1 controls, the
 // bidirectional marks, embeddings, overrides and isolates (they reorder what a reader sees), the
 // line and paragraph separators, and the noncharacters U+FFFE and U+FFFF (XML cannot carry them).
