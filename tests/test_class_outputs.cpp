@@ -432,6 +432,30 @@ TEST_CASE("a student id that is not UTF-8 does not stop the class summary") {
     CHECK_NOTHROW(parsed = nlohmann::json::parse(json));
 }
 
+TEST_CASE("the class summary JSON writes no bidi, C1 or separator character raw, and keeps them") {
+    const std::string hostile = "bob\xe2\x80\xae\xe2\x81\xa6\xc2\x85\xe2\x80\xa8\x7f Jos\xc3\xa9";
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    entries[1].student_folder = hostile;
+    entries[1].report.student_id = hostile;
+    entries[1].report.verdict = Verdict::fail;
+    entries[1].report.checks[0].status = CheckStatus::failed;
+    const nlohmann::json run_info = {{"class_dir", "/classes/" + hostile}};
+    const std::string written = write_class_summary_json(entries, run_info);
+    for (const char* raw : {"\xe2\x80\xae", "\xe2\x81\xa6", "\xc2\x85", "\xe2\x80\xa8", "\x7f"}) {
+        CHECK(written.find(raw) == std::string::npos);
+    }
+    CHECK(written.find("Jos\xc3\xa9") != std::string::npos);
+    const auto summary = nlohmann::json::parse(written);
+    CHECK(summary["run"] == run_info);
+    bool folder_kept = false;
+    for (const auto& reason : summary["failure_reasons"]) {
+        for (const auto& folder : reason["folders"]) {
+            folder_kept = folder_kept || folder == hostile;
+        }
+    }
+    CHECK(folder_kept);
+}
+
 TEST_CASE("the class report is one page with no external resource and every string escaped") {
     const std::vector<ClassEntry> entries = fixtures::synthetic_class();
     ClassReportOptions options = with_example();

@@ -17,17 +17,6 @@ TEST_CASE("templates fill the names they know and leave the rest for a reader to
     CHECK(fill_template("an open { brace", {{"x", "y"}}) == "an open { brace");
 }
 
-TEST_CASE("the first byte that is not UTF-8 is found by line and column") {
-    CHECK_FALSE(first_invalid_utf8("plain ascii\nand é ü 中文 🙂").has_value());
-    const auto bad = first_invalid_utf8("line one\nab\xff");
-    REQUIRE(bad);
-    CHECK(bad->line == 2);
-    CHECK(bad->column == 3);
-    CHECK(first_invalid_utf8("\xc0\x80").has_value());      // overlong
-    CHECK(first_invalid_utf8("\xed\xa0\x80").has_value());  // a surrogate
-    CHECK(first_invalid_utf8("\xe2\x82").has_value());      // cut short
-}
-
 TEST_CASE("reading a file is bounded and says why it failed") {
     const auto dir = std::filesystem::temp_directory_path() / "grader-test-common";
     std::filesystem::create_directories(dir);

@@ -203,6 +203,17 @@ bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
 
+// The line of the first refusal by the second line of defence (a hidden line that reads as a
+// refused directive), or 0.
+int hidden_directive_line(std::string_view source) {
+    for (const SourceProblem& problem : grader::vet_includes(source, kAllowed)) {
+        if (contains(problem.message, "is inside a comment, string or continued line")) {
+            return problem.line;
+        }
+    }
+    return 0;
+}
+
 }  // namespace
 
 TEST_CASE("vetting accepts the provided header and the directives a kernel needs") {
@@ -288,6 +299,31 @@ TEST_CASE("vetting refuses every way of naming a host file, with its line") {
         CHECK(first_problem_line("#define X \\\n#include \"/etc/passwd\"\n") == 2);
         CHECK(first_problem_line("/*\n#include </etc/passwd>\n*/\n") == 2);
         CHECK(first_problem_line("// a comment \\\n#include \"/etc/passwd\"\n") == 2);
+    }
+    SUBCASE("a hidden line read as the preprocessor would: a splice inside the directive") {
+        const std::string spliced = "int a;\n/*\n#\\\ninclude \"/etc/passwd\"\n*/\n";
+        CHECK(first_problem_line(spliced) == 3);
+        CHECK(hidden_directive_line(spliced) == 3);
+        CHECK(contains(first_problem_message(spliced), "\"#include \"/etc/passwd\"\" is inside"));
+        CHECK(hidden_directive_line("/*\n  %: \\\n  include \\\n</etc/passwd>\n*/\n") == 2);
+        CHECK(hidden_directive_line("/*\r\n#\\\r\ninclude \"/etc/passwd\"\r\n*/\r\n") == 2);
+        CHECK(hidden_directive_line("/*\n#\\\npragma GCC dependency \"/etc/passwd\"\n*/\n") == 2);
+        // Still accepted: the allowed header, spliced the same way.
+        CHECK(first_problem_line("/*\n#\\\ninclude \"day15_probe.h\"\n*/\n") == 0);
+    }
+    SUBCASE("a hidden line read as the preprocessor would: a comment before the #") {
+        const std::string continued = "int a; // see \\\n/**/#include \"/etc/passwd\"\n";
+        CHECK(first_problem_line(continued) == 2);
+        CHECK(hidden_directive_line(continued) == 2);
+        CHECK(hidden_directive_line("auto s = R\"(\n/* a */ %:include \"/etc/passwd\"\n)\";\n") == 2);
+        CHECK(hidden_directive_line("auto s = R\"(\n/* a\n b */ # /* c */ include </etc/passwd>\n)\";\n") ==
+              3);
+        CHECK(hidden_directive_line("auto s = R\"(\n/**/#include/**/\"/etc/passwd\"\n)\";\n") == 2);
+        // In a /* */ comment the */ of /**/ ends it: the directive is code, refused by the scan.
+        CHECK(first_problem_line("/*\n/**/#include \"/etc/passwd\"\n*/\n") == 2);
+        // Still accepted: what reads as an allowed directive.
+        CHECK(first_problem_line("auto s = R\"(\n/**/#include \"day15_probe.h\"\n)\";\n") == 0);
+        CHECK(first_problem_line("int a; // \\\n/* x */ #pragma unroll\n") == 0);
     }
     SUBCASE("malformed text a compiler might read differently") {
         CHECK(first_problem_line("int a; /* never closed\n#include \"/etc/passwd\"\n") == 1);

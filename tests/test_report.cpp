@@ -22,6 +22,7 @@
 #include "model/describe.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
+#include "text/text_safety.hpp"
 
 using grader::OutputComparison;
 using grader::CheckResult;
@@ -505,7 +506,7 @@ TEST_CASE("what a kernel prints cannot drive the terminal or fake a verdict") {
     CHECK(text.find("  \\x1b[2J\\x1b[1;32mPASS 13/13\n  thread 7 says hi\\x0dX") !=
           std::string::npos);
     CHECK(text.find("What the kernel printed") != std::string::npos);
-    CHECK_FALSE(grader::first_invalid_utf8(text).has_value());
+    CHECK(grader::text::first_invalid_utf8(text) == std::string::npos);
 }
 
 TEST_CASE("an ungradable report says so and why, and blames no one") {
@@ -670,10 +671,37 @@ TEST_CASE("bytes that are not UTF-8 do not stop any writer, and every JSON stays
                              grader::write_prairielearn(report)}) {
         const json parsed = json::parse(text);  // throws on invalid JSON
         CHECK(parsed.is_object());
-        CHECK_FALSE(grader::first_invalid_utf8(text).has_value());
+        CHECK(grader::text::first_invalid_utf8(text) == std::string::npos);
     }
-    CHECK_FALSE(grader::first_invalid_utf8(text_of(report)).has_value());
-    CHECK_FALSE(grader::first_invalid_utf8(grader::write_markdown(report)).has_value());
+    CHECK(grader::text::first_invalid_utf8(text_of(report)) == std::string::npos);
+    CHECK(grader::text::first_invalid_utf8(grader::write_markdown(report)) == std::string::npos);
+}
+
+TEST_CASE("no JSON format writes a bidi, C1 or separator character raw, and each reads back exact") {
+    // The red team's id: an override and an isolate (they reorder what a terminal shows), NEL (a
+    // C1 control) and LINE SEPARATOR (which ends a line in JavaScript).
+    const std::string hostile = "\x1b[31mPASS 15/15\x1b[0m\xe2\x80\xae\xe2\x81\xa6x\nFORGED\r"
+                                "\xc2\x85\xe2\x80\xa8\xe2\x80\xa9\x7f Jos\xc3\xa9";
+    Report report = failing_accumulator_report();
+    report.student_id = hostile;
+    report.sentence = hostile;
+    report.compile_log = hostile;
+    report.kernel_output = hostile;
+    for (const auto& text : {grader::write_json(report), grader::write_gradescope(report),
+                             grader::write_prairielearn(report)}) {
+        for (const char* raw : {"\xe2\x80\xae", "\xe2\x81\xa6", "\xc2\x85", "\xe2\x80\xa8",
+                                "\xe2\x80\xa9", "\x7f", "\x1b", "\r"}) {
+            CHECK(text.find(raw) == std::string::npos);
+        }
+        CHECK(text.find("Jos\xc3\xa9") != std::string::npos);  // other letters stay readable
+    }
+    const std::string written = grader::write_json(report);
+    CHECK(written.find("\\u202e\\u2066x\\nFORGED\\r\\u0085\\u2028\\u2029\\u007f") !=
+          std::string::npos);
+    const json parsed = json::parse(written);
+    CHECK(parsed["student_id"] == hostile);
+    CHECK(parsed["kernel_output"] == hostile);
+    CHECK(json(parsed.get<Report>()) == json(report));
 }
 
 TEST_CASE("a JSON report written by an earlier grader still reads and shows the failing thread") {

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "text/text_safety.hpp"
@@ -52,6 +53,15 @@ TEST_CASE("bytes that are not UTF-8 become U+FFFD and good text is left alone") 
     CHECK(text::repair_utf8("cut \xe2\x82") == "cut \xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
+TEST_CASE("the first byte that is not UTF-8 is found where repair would replace it") {
+    CHECK(text::first_invalid_utf8("plain ascii\nand é ü 中文 🙂") == std::string_view::npos);
+    CHECK(text::first_invalid_utf8("line one\nab\xff") == 11);
+    CHECK(text::first_invalid_utf8("é\xc0\x80") == 2);   // overlong
+    CHECK(text::first_invalid_utf8("\xed\xa0\x80") == 0);  // a surrogate
+    CHECK(text::first_invalid_utf8("ok \xe2\x82") == 3);   // cut short
+    CHECK(text::first_invalid_utf8("\xf4\x90\x80\x80") == 0);  // past U+10FFFF
+}
+
 TEST_CASE("control characters are shown as escapes a person can read, never obeyed") {
     const std::string shown = text::visible(kHostile);
     CHECK_FALSE(has_raw_control(shown, true));
@@ -101,6 +111,47 @@ TEST_CASE("markdown punctuation is escaped and links stay on this disk") {
     CHECK(text::url_path("Doe, Jane (late)/report.txt") == "Doe%2C%20Jane%20%28late%29/report.txt");
     CHECK(text::url_path("javascript:alert(1)") == "javascript%3Aalert%281%29");
     CHECK(text::url_path("//host/x") == ".//host/x");
+}
+
+TEST_CASE("JSON text escapes every hidden control, keeps other letters readable and the value exact") {
+    // The finding's id: a forged coloured verdict, an override, an isolate, NEL and LS.
+    const std::string id = "\x1b[31mPASS 15/15\x1b[0m\xe2\x80\xae\xe2\x81\xa6x\nFORGED\r\xc2\x85"
+                           "\xe2\x80\xa8";
+    const std::string others = "Jos\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x99\x82";  // José 中文 🙂
+    const std::string all_hidden = std::string("\0\x7f\xc2\x80\xc2\x9f\xd8\x9c\xe2\x80\x8e\xe2\x80\x8f"
+                                               "\xe2\x80\xa9\xe2\x81\xa9\xef\xbf\xbe\xef\xbf\xbf",
+                                               26);
+    const nlohmann::json document = {{"student_id", id},
+                                     {"others", others},
+                                     {"all", all_hidden},
+                                     {"after \\ a backslash", "\\\xe2\x80\xae\\u202e"},
+                                     {"key \xe2\x80\xae", {1, "\xe2\x80\xa9"}}};
+    for (const int indent : {-1, 2}) {
+        CAPTURE(indent);
+        const std::string written = text::json_text(document, indent);
+        CHECK(nlohmann::json::parse(written) == document);
+        for (const char* raw : {"\xe2\x80\xae", "\xe2\x81\xa6", "\xc2\x85", "\xe2\x80\xa8", "\x7f"}) {
+            CHECK(written.find(raw) == std::string::npos);
+        }
+        CHECK(text::visible(written) == written);  // no hidden control, newlines aside
+        CHECK(written.find("\\u202e\\u2066x\\nFORGED\\r\\u0085\\u2028") != std::string::npos);
+        CHECK(written.find(others) != std::string::npos);
+    }
+    CHECK(text::json_text(document, -1).find('\n') == std::string::npos);
+
+    const nlohmann::ordered_json ordered = {{"z", "\xe2\x80\xae"}, {"a", 1}};
+    CHECK(text::json_text(ordered, -1) == "{\"z\":\"\\u202e\",\"a\":1}");
+}
+
+TEST_CASE("JSON text replaces bytes that are not UTF-8 instead of failing") {
+    const nlohmann::json document = {{"log", "ok \xff\xfe \xed\xa0\x80 \xc2\x85 end"}};
+    const std::string written = text::json_text(document, -1);
+    const auto parsed = nlohmann::json::parse(written);
+    const std::string log = parsed["log"];
+    CHECK(log.rfind("ok \xef\xbf\xbd\xef\xbf\xbd ", 0) == 0);
+    CHECK(log.find("\xc2\x85 end") != std::string::npos);
+    CHECK(text::repair_utf8(log) == log);
+    CHECK(written.find("\\u0085") != std::string::npos);
 }
 
 TEST_CASE("shortened text is cut between code points, and widths count code points") {

@@ -12,6 +12,7 @@
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
 #include "report/writers.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader::cli {
 namespace {
@@ -45,7 +46,8 @@ int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
     grade.run_seconds_override = options.timeout;
     grade.worker_executable = current_executable();
     grade.on_stage = [](const std::string& stage) { spdlog::debug("stage: {}", stage); };
-    spdlog::debug("grading {} against {}", options.submission.string(), exercise.file.string());
+    spdlog::debug("grading {} against {}", text::visible_line(options.submission.string()),
+                  text::visible_line(exercise.file.string()));
 
     const Report report = grade_submission(exercise, grade);
 
@@ -59,7 +61,7 @@ int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
         if (!global.quiet) {
             written.text.color = use_color(STDOUT_FILENO);
             std::cout << write_report(report, Format::text, written) << std::flush;
-            spdlog::info("report written to {}", options.output.string());
+            spdlog::info("report written to {}", text::visible_line(options.output.string()));
         }
     } else if (!global.quiet) {
         written.text.color = *format == Format::text && use_color(STDOUT_FILENO);

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "common/version.hpp"
 #include "exercise/exercise.hpp"
+#include "text/text_safety.hpp"
 
 int main(int argc, char** argv) {
     using namespace grader::cli;
@@ -55,10 +56,10 @@ int main(int argc, char** argv) {
     try {
         return run();
     } catch (const grader::ExerciseError& e) {
-        spdlog::error("{}", e.what());
+        spdlog::error("{}", grader::text::visible(e.what()));  // it may quote a student's file
         return kExitUsage;
     } catch (const std::exception& e) {
-        spdlog::error("internal error: {}", e.what());
+        spdlog::error("internal error: {}", grader::text::visible(e.what()));
         return kExitInternal;
     }
 }

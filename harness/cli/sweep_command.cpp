@@ -15,6 +15,7 @@
 #include "grade/grade.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader::cli {
 namespace {
@@ -41,13 +42,13 @@ int run_sweep(const SweepCommandOptions& options, const GlobalOptions& global) {
     const Sweep sweep = summarize_sweep(exercise, worker.observations.measurements);
     if (!global.quiet) {
         if (options.format == "json") {
-            std::cout << nlohmann::json(sweep).dump(2) << "\n";
+            std::cout << text::json_text(nlohmann::json(sweep), 2) << "\n";
         } else {
             std::cout << write_sweep_text(sweep);
         }
     }
     if (sweep.interruption) {
-        spdlog::error("{}", sweep.interruption->message);
+        spdlog::error("{}", text::visible(sweep.interruption->message));
     }
     return sweep.calibrated() ? kExitPass : kExitUngradable;
 }

@@ -30,53 +30,6 @@ std::string fill_template(std::string_view text, const std::map<std::string, std
     return out;
 }
 
-std::optional<TextPosition> first_invalid_utf8(std::string_view text) {
-    TextPosition position;
-    std::size_t i = 0;
-    while (i < text.size()) {
-        const auto byte = static_cast<unsigned char>(text[i]);
-        std::size_t length = 0;
-        std::uint32_t min_code_point = 0;
-        if (byte < 0x80) {
-            length = 1;
-        } else if ((byte & 0xE0) == 0xC0) {
-            length = 2;
-            min_code_point = 0x80;
-        } else if ((byte & 0xF0) == 0xE0) {
-            length = 3;
-            min_code_point = 0x800;
-        } else if ((byte & 0xF8) == 0xF0) {
-            length = 4;
-            min_code_point = 0x10000;
-        } else {
-            return position;
-        }
-        if (i + length > text.size()) {
-            return position;
-        }
-        std::uint32_t code_point = length == 1 ? byte : byte & (0x7F >> length);
-        for (std::size_t k = 1; k < length; ++k) {
-            const auto next = static_cast<unsigned char>(text[i + k]);
-            if ((next & 0xC0) != 0x80) {
-                return position;
-            }
-            code_point = (code_point << 6) | (next & 0x3F);
-        }
-        if (code_point < min_code_point || code_point > 0x10FFFF ||
-            (code_point >= 0xD800 && code_point <= 0xDFFF)) {
-            return position;
-        }
-        if (byte == '\n') {
-            ++position.line;
-            position.column = 1;
-        } else {
-            ++position.column;
-        }
-        i += length;
-    }
-    return std::nullopt;
-}
-
 std::optional<std::string> read_file_bounded(const std::filesystem::path& path,
                                              std::size_t max_bytes, std::string& why) {
     std::error_code error;

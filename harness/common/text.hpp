@@ -12,12 +12,11 @@ namespace grader {
 // Replaces each "{name}" in text by values.at(name); unknown names stay as they are.
 std::string fill_template(std::string_view text, const std::map<std::string, std::string>& values);
 
-// The 1-based line and column of the first byte that is not valid UTF-8, if any.
+// A 1-based line and column in a text file.
 struct TextPosition {
     int line = 1;
     int column = 1;
 };
-std::optional<TextPosition> first_invalid_utf8(std::string_view text);
 
 // Reads a whole file of at most max_bytes. Returns nullopt and sets why when the file is
 // missing, unreadable or larger than max_bytes.

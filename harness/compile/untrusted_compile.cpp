@@ -24,6 +24,7 @@
 #include "isolation/child.hpp"
 #include "isolation/confine.hpp"
 #include "model/json.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
@@ -233,7 +234,7 @@ void write_all(int fd, std::string_view text) {
 // One message: a JSON object on one line. Text from the student's source that is not UTF-8 (a
 // vetting message echoes it) is replaced, not refused.
 void send_message(int fd, const json& message) {
-    write_all(fd, message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+    write_all(fd, text::json_text(message, -1) + "\n");
 }
 
 std::optional<std::string> read_request(int fd, std::string& why) {

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdint>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "compile/compile.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
@@ -51,60 +51,9 @@ bool names_a_refused_directive(std::string_view name) {
            name == "pragma" || name == "embed";
 }
 
-// The offset of the first byte that is not part of well-formed UTF-8, or npos.
-std::size_t first_invalid_utf8_byte(std::string_view text) {
-    std::size_t i = 0;
-    while (i < text.size()) {
-        const auto byte = static_cast<unsigned char>(text[i]);
-        std::size_t length = 0;
-        std::uint32_t smallest = 0;
-        if (byte < 0x80) {
-            ++i;
-            continue;
-        }
-        if ((byte & 0xE0) == 0xC0) {
-            length = 2;
-            smallest = 0x80;
-        } else if ((byte & 0xF0) == 0xE0) {
-            length = 3;
-            smallest = 0x800;
-        } else if ((byte & 0xF8) == 0xF0) {
-            length = 4;
-            smallest = 0x10000;
-        } else {
-            return i;
-        }
-        if (i + length > text.size()) {
-            return i;
-        }
-        std::uint32_t code_point = byte & (0x7Fu >> length);
-        for (std::size_t k = 1; k < length; ++k) {
-            const auto next = static_cast<unsigned char>(text[i + k]);
-            if ((next & 0xC0) != 0x80) {
-                return i;
-            }
-            code_point = (code_point << 6) | (next & 0x3Fu);
-        }
-        if (code_point < smallest || code_point > 0x10FFFF ||
-            (code_point >= 0xD800 && code_point <= 0xDFFF)) {
-            return i;
-        }
-        i += length;
-    }
-    return std::string_view::npos;
-}
-
-// What the student wrote, shortened and with control characters shown, for a message.
+// What the student wrote, on one line, shortened and with control characters shown, for a message.
 std::string echo(std::string_view text) {
-    std::string shown;
-    for (const char c : text) {
-        if (shown.size() >= kMaxEchoedChars) {
-            shown += "...";
-            break;
-        }
-        shown += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-    }
-    return shown;
+    return text::shorten(text::visible_line(text), kMaxEchoedChars + 3);
 }
 
 std::string allowed_list(const std::vector<std::string>& allowed_headers) {
@@ -224,7 +173,7 @@ public:
 private:
     // Phase 1 and 2 hazards, on the physical text.
     void check_characters() {
-        if (const std::size_t bad = first_invalid_utf8_byte(source_);
+        if (const std::size_t bad = text::first_invalid_utf8(source_);
             bad != std::string_view::npos) {
             char byte[8];
             std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(source_[bad]));
@@ -546,7 +495,7 @@ private:
     // A directive at its # or %:; returns the offset of the newline that ends it.
     std::size_t directive(std::size_t hash) {
         const std::string& t = logical_.text;
-        directive_lines_.insert(line_of(logical_.physical[hash]));
+        vetted_hashes_.insert(hash);
         if (is_hash(after_hash(hash))) {
             return end_of_line(refuse_paste(hash));
         }
@@ -637,47 +586,101 @@ private:
         return after;
     }
 
-    // Second line of defence: a physical line that reads as a refused directive but that the
-    // scan above took for part of a comment, a literal or a continued line.
+    // Second line of defence: a line that the scan above took for part of a comment, a literal
+    // or a continued line, read from its start the way the preprocessor would read it were it
+    // code (splices undone, comments as spaces, a comment spanning lines before the # as NVRTC
+    // reads it): where that reads as a refused directive, it is refused at its #. So "#\" then
+    // "include ..." on the next line, or "/**/#include ..." in a comment, cannot hide one.
     void check_hidden_directive_lines() {
-        for (std::size_t line = 0; line < line_starts_.size(); ++line) {
-            if (directive_lines_.count(static_cast<int>(line) + 1) != 0) {
+        const std::string& t = logical_.text;
+        next_comment_end_.assign(t.size() + 1, t.size());
+        for (std::size_t i = t.size(); i-- > 1;) {
+            next_comment_end_[i - 1] =
+                t[i - 1] == '*' && t[i] == '/' ? i + 1 : next_comment_end_[i];
+        }
+        space_end_.assign(t.size() + 1, std::string::npos);
+        std::set<std::size_t> read_hashes;
+        for (const std::size_t start : line_starts_) {
+            // Splicing is context-free, so the logical text from a line's start is what the
+            // preprocessor reads from there.
+            const std::size_t line = static_cast<std::size_t>(
+                std::lower_bound(logical_.physical.begin(), logical_.physical.end(), start) -
+                logical_.physical.begin());
+            const std::size_t hash = skip_hidden_space(line);
+            if (!is_hash(hash) || vetted_hashes_.count(hash) != 0 ||
+                !read_hashes.insert(hash).second) {
                 continue;
             }
-            const std::size_t start = line_starts_[line];
-            const std::size_t stop =
-                line + 1 < line_starts_.size() ? line_starts_[line + 1] : source_.size();
-            std::string_view text = source_.substr(start, stop - start);
-            std::size_t i = 0;
-            while (i < text.size() && is_blank(text[i])) {
+            const std::size_t name = skip_hidden_space(after_hash(hash));
+            std::size_t name_end = name;
+            while (name_end < t.size() && is_identifier_char(t[name_end])) {
+                ++name_end;
+            }
+            if (!hidden_line_is_refused(std::string_view(t).substr(name, name_end - name),
+                                        hidden_rest_of_line(name_end))) {
+                continue;
+            }
+            const std::size_t shown_end = std::min(t.find('\n', hash), hash + 4 * kMaxEchoedChars);
+            add_logical(hash, "\"" + echo(std::string_view(t).substr(hash, shown_end - hash)) +
+                                  "\" is inside a comment, string or continued line, but reads as "
+                                  "a directive that is not allowed; delete the line");
+        }
+    }
+
+    // Blanks and /* */ comments from i on, a comment spanning lines included; where they end.
+    // Each comment's end is remembered, so reading every line of a long run of comments costs
+    // one pass.
+    std::size_t skip_hidden_space(std::size_t i) {
+        const std::string& t = logical_.text;
+        std::vector<std::size_t> comments;
+        while (true) {
+            while (i < t.size() && (is_blank(t[i]) || t[i] == '\r')) {
                 ++i;
             }
-            std::size_t after_hash = 0;
-            if (i < text.size() && text[i] == '#') {
-                after_hash = i + 1;
-            } else if (i + 1 < text.size() && text[i] == '%' && text[i + 1] == ':') {
-                after_hash = i + 2;
-            } else {
-                continue;
+            if (at(i) != '/' || at(i + 1) != '*') {
+                break;
             }
-            std::size_t n = after_hash;
-            while (n < text.size() && is_blank(text[n])) {
-                ++n;
+            if (space_end_[i] != std::string::npos) {
+                i = space_end_[i];
+                break;
             }
-            std::size_t n_end = n;
-            while (n_end < text.size() && is_identifier_char(text[n_end])) {
-                ++n_end;
-            }
-            const std::string_view name = text.substr(n, n_end - n);
-            if (!hidden_line_is_refused(name, text.substr(n_end))) {
-                continue;
-            }
-            const std::string_view shown = text.substr(i, text.find_first_of("\r\n", i) - i);
-            add_physical(start + i, "\"" + echo(shown) +
-                                        "\" is inside a comment, string or continued line, "
-                                        "but reads as a directive that is not allowed; delete "
-                                        "the line");
+            comments.push_back(i);
+            i = next_comment_end_[i + 2];  // the end of the text where it is never closed
         }
+        for (const std::size_t comment : comments) {
+            space_end_[comment] = i;
+        }
+        return i;
+    }
+
+    // The rest of a hidden directive's line as the preprocessor would read it: comments as
+    // spaces, a quoted name as written; no more than a refusal needs to read.
+    std::string hidden_rest_of_line(std::size_t i) {
+        constexpr std::size_t kMaxRead = 256;
+        const std::string& t = logical_.text;
+        std::string rest;
+        while (i < t.size() && t[i] != '\n' && rest.size() < kMaxRead) {
+            if (t[i] == '/' && at(i + 1) == '*') {
+                rest += ' ';
+                i = skip_hidden_space(i);
+            } else if (t[i] == '/' && at(i + 1) == '/') {
+                break;
+            } else if (t[i] == '"' ||
+                       (t[i] == '<' && rest.find_first_not_of(" \t\f\v\r") == std::string::npos)) {
+                // A header name (or a string): a /* in it starts no comment.
+                const char close = t[i] == '"' ? '"' : '>';
+                std::size_t end = i + 1;
+                while (end < t.size() && t[end] != close && t[end] != '\n') {
+                    ++end;
+                }
+                end += at(end) == close ? 1 : 0;
+                rest.append(t, i, end - i);
+                i = end;
+            } else {
+                rest += t[i++];
+            }
+        }
+        return rest;
     }
 
     bool hidden_line_is_refused(std::string_view name, std::string_view rest) const {
@@ -738,7 +741,9 @@ private:
     const std::vector<std::string>& allowed_;
     std::vector<std::size_t> line_starts_;
     LogicalText logical_;
-    std::set<int> directive_lines_;
+    std::set<std::size_t> vetted_hashes_;        // each # the scan read as a directive
+    std::vector<std::size_t> next_comment_end_;  // after the first */ at or after each offset
+    std::vector<std::size_t> space_end_;         // skip_hidden_space() from each comment seen
     std::vector<std::string> macro_parameters_;  // of the #define being read
     std::vector<SourceProblem> problems_;
 };

@@ -15,6 +15,7 @@
 
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 
@@ -49,24 +50,18 @@ std::string index_field(const std::string& parent, std::size_t index) {
     return parent + "[" + std::to_string(index) + "]";
 }
 
-// A value as a message quotes it: control bytes escaped, long text cut.
+// A value as a message quotes it: on one line, control characters shown, long text cut.
 std::string quote(const std::string& text) {
     constexpr std::size_t kMaxShown = 40;
-    std::string shown;
-    for (const char c : text.substr(0, kMaxShown)) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte < 0x20 || byte == 0x7F) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\x%02X", byte);
-            shown += escaped;
-        } else {
-            shown += c;
-        }
-    }
-    if (text.size() > kMaxShown) {
-        shown += "...";
-    }
-    return "'" + shown + "'";
+    return "'" + text::shorten(text::visible_line(text), kMaxShown + 3) + "'";
+}
+
+// The line and column (in characters, as an editor counts them) of a byte offset.
+TextPosition position_of(std::string_view text, std::size_t offset) {
+    const std::string_view before = text.substr(0, offset);
+    const std::size_t line_start = before.rfind('\n') + 1;  // 0 where there is none
+    return TextPosition{static_cast<int>(std::count(before.begin(), before.end(), '\n')) + 1,
+                        static_cast<int>(text::display_width(before.substr(line_start))) + 1};
 }
 
 std::string describe(const YAML::Node& node) {
@@ -406,8 +401,10 @@ ParsedFile parse_yaml_file(const fs::path& path, const std::string& shown_path,
         parsed.failure = "cannot read the " + what_it_is + ": " + why;
         return parsed;
     }
-    if (const auto bad = first_invalid_utf8(*content)) {
-        parsed.failure_location = SourceLocation{shown_path, bad->line, bad->column};
+    if (const std::size_t bad = text::first_invalid_utf8(*content);
+        bad != std::string_view::npos) {
+        const TextPosition position = position_of(*content, bad);
+        parsed.failure_location = SourceLocation{shown_path, position.line, position.column};
         parsed.failure = "the " + what_it_is + " is not UTF-8 text (first bad byte here)";
         return parsed;
     }

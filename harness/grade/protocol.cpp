@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "model/json.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 
@@ -139,8 +140,7 @@ GradeFigures figures_from_json(const nlohmann::json& j) {
 
 void FdProgressSink::write_line(const nlohmann::json& message) {
     // Invalid UTF-8 from a student's file is replaced, never allowed to break the channel.
-    const std::string line =
-        message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    const std::string line = text::json_text(message, -1) + "\n";
     std::size_t written = 0;
     while (written < line.size()) {
         const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);

@@ -597,7 +597,7 @@ std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
         {"run", run_info},
     };
     // Student strings may hold bytes that are not UTF-8; they must not stop the class's summary.
-    return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+    return text::json_text(out, 2) + "\n";
 }
 
 // ---------------------------------------------------------------------------------------------

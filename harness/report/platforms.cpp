@@ -24,10 +24,10 @@ double finite_or_zero(double value) {
 }
 
 // Bytes that are not UTF-8 (a kernel's printf can print anything) become U+FFFD instead of
-// making dump() throw.
+// making dump() throw; hidden controls are escaped.
 template <typename Json>
 std::string dump(const Json& document) {
-    return document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+    return text::json_text(document, 2) + "\n";
 }
 
 std::string check_output(const CheckResult& check) {

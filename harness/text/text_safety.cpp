@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 namespace grader::text {
@@ -172,6 +173,30 @@ bool is_unicode_punctuation_or_space(char32_t c) {
            (c >= 0xFF3B && c <= 0xFF40) || (c >= 0xFF5B && c <= 0xFF65);
 }
 
+// nlohmann's dump() (replacing bytes that are not UTF-8) escapes C0 controls and writes every
+// other character raw. Each character still hidden lies inside a string, since JSON's structure
+// is ASCII, and each is in the Basic Multilingual Plane, so one \uXXXX escape is the same value.
+std::string escape_hidden_in_json(const std::string& dumped) {
+    std::string out;
+    out.reserve(dumped.size());
+    for_each_code_point(dumped, [&](char32_t code_point, std::string_view bytes) {
+        if (code_point >= 0x7F && is_hidden_control(code_point)) {
+            char escaped[16];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(code_point));
+            out += escaped;
+        } else {
+            out.append(bytes);
+        }
+    });
+    return out;
+}
+
+template <typename Json>
+std::string dump_json(const Json& document, int indent) {
+    return escape_hidden_in_json(
+        document.dump(indent, ' ', false, Json::error_handler_t::replace));
+}
+
 }  // namespace
 
 std::string repair_utf8(std::string_view bytes) {
@@ -179,6 +204,18 @@ std::string repair_utf8(std::string_view bytes) {
     out.reserve(bytes.size());
     for_each_code_point(bytes, [&](char32_t, std::string_view piece) { out.append(piece); });
     return out;
+}
+
+std::size_t first_invalid_utf8(std::string_view bytes) {
+    std::size_t at = 0;
+    while (at < bytes.size()) {
+        const auto decoded = decode(bytes, at);
+        if (!decoded) {
+            return at;
+        }
+        at += decoded->length;
+    }
+    return std::string_view::npos;
 }
 
 bool is_hidden_control(char32_t c) {
@@ -283,6 +320,14 @@ std::string markdown_inline(std::string_view text) {
         }
     }
     return out;
+}
+
+std::string json_text(const nlohmann::json& document, int indent) {
+    return dump_json(document, indent);
+}
+
+std::string json_text(const nlohmann::ordered_json& document, int indent) {
+    return dump_json(document, indent);
 }
 
 std::string url_path(std::string_view path) {

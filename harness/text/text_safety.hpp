@@ -10,6 +10,7 @@
 // ("\x1b", "\u0085", "\u202e"): it is shown, never obeyed, and never silently dropped.
 
 #include <cstddef>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,9 @@ namespace grader::text {
 // continuation byte, a sequence cut short, an overlong form, a surrogate, past U+10FFFF) becomes
 // U+FFFD.
 std::string repair_utf8(std::string_view bytes);
+
+// The offset of the first byte repair_utf8() would replace, or npos where the text is all UTF-8.
+std::size_t first_invalid_utf8(std::string_view bytes);
 
 // Whether a code point must never leave the grader raw: C0 controls, DEL, C1 controls, the
 // bidirectional marks, embeddings, overrides and isolates (they reorder what a reader sees), the
@@ -54,6 +58,13 @@ std::string csv_field(std::string_view text);
 // a list or a heading) and the punctuation markdown gives meaning to escaped by a backslash, so a
 // sentence cannot become a link, a heading or a table column.
 std::string markdown_inline(std::string_view text);
+
+// A JSON document as text (indent as nlohmann's dump() takes it: -1 for one line). Bytes that are
+// not UTF-8 become U+FFFD; every hidden control, C0 to the separators, is a \uXXXX escape, so a
+// terminal or a script showing the file never obeys one, and a JSON reader gets the value back
+// exactly. Other characters ("José", "中文") stay as they are, readable.
+std::string json_text(const nlohmann::json& document, int indent);
+std::string json_text(const nlohmann::ordered_json& document, int indent);
 
 // A relative link target: every byte but unreserved ones and '/' percent-encoded (so
 // "javascript:" loses its colon), and a leading '/' preceded by '.' (so "//host" cannot name
