@@ -1,0 +1,288 @@
+#pragma once
+
+// The simulator's executor, private to it. One Executor runs one launch; its parts live in three
+// files along the seams of the work: executor.cpp schedules (the launch, blocks, warps, barriers,
+// clocks), executor_arithmetic.cpp executes what registers alone decide (integer and float
+// operations, cvt, setp), executor_memory.cpp executes what touches memory (loads, stores,
+// atomics) and records what it finds there (races, uninitialised reads, bank costs).
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "sim/program.hpp"
+#include "sim/races.hpp"
+#include "sim/sim.hpp"
+
+namespace grader::sim::detail {
+
+// Generic addresses of the shared and local windows (what cvta.shared/cvta.local produce). Global
+// allocations start at 0x10'0000'0000 and stay far below them.
+constexpr std::uint64_t kSharedWindow = 0x0000'7000'0000'0000ull;
+constexpr std::uint64_t kLocalWindow = 0x0000'7100'0000'0000ull;
+constexpr std::uint64_t kWindowSize = 1ull << 32;
+// Local memory is simulated in pages of this size, made on first touch (see Warp::local_pages).
+constexpr std::size_t kLocalPage = 4096;
+
+inline std::string dim_text(Dim3 d) {
+    return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) +
+           ")";
+}
+
+inline unsigned ctz(std::uint32_t m) {
+    return static_cast<unsigned>(__builtin_ctz(m));
+}
+inline unsigned popcount(std::uint32_t m) {
+    return static_cast<unsigned>(__builtin_popcount(m));
+}
+
+template <class F>
+inline void for_lanes(std::uint32_t mask, F&& f) {
+    if (mask == 0xffffffffu) {
+        for (unsigned lane = 0; lane < 32; ++lane)
+            f(lane);
+    } else {
+        for (std::uint32_t m = mask; m != 0; m &= m - 1)
+            f(ctz(m));
+    }
+}
+
+// Register slots hold raw bits, zero-extended from the width last written.
+template <class T>
+inline T as(std::uint64_t bits) {
+    if constexpr (std::is_same_v<T, float>) {
+        const auto b = static_cast<std::uint32_t>(bits);
+        float f;
+        std::memcpy(&f, &b, 4);
+        return f;
+    } else if constexpr (std::is_same_v<T, double>) {
+        double d;
+        std::memcpy(&d, &bits, 8);
+        return d;
+    } else {
+        return static_cast<T>(static_cast<std::make_unsigned_t<T>>(bits));
+    }
+}
+
+template <class T>
+inline std::uint64_t bits_of(T value) {
+    if constexpr (std::is_same_v<T, float>) {
+        std::uint32_t b;
+        std::memcpy(&b, &value, 4);
+        return b;
+    } else if constexpr (std::is_same_v<T, double>) {
+        std::uint64_t b;
+        std::memcpy(&b, &value, 8);
+        return b;
+    } else if constexpr (std::is_same_v<T, bool>) {
+        return value ? 1 : 0;
+    } else {
+        return static_cast<std::make_unsigned_t<T>>(value);
+    }
+}
+
+template <class F>
+void dispatch_int(Type t, F&& f) {
+    switch (t) {
+        case Type::b8:
+        case Type::u8:
+            f(std::uint8_t{});
+            break;
+        case Type::s8:
+            f(std::int8_t{});
+            break;
+        case Type::b16:
+        case Type::u16:
+            f(std::uint16_t{});
+            break;
+        case Type::s16:
+            f(std::int16_t{});
+            break;
+        case Type::b32:
+        case Type::u32:
+            f(std::uint32_t{});
+            break;
+        case Type::s32:
+            f(std::int32_t{});
+            break;
+        case Type::b64:
+        case Type::u64:
+        case Type::pred:
+            f(std::uint64_t{});
+            break;
+        case Type::s64:
+            f(std::int64_t{});
+            break;
+        default:
+            throw std::logic_error("integer type expected");
+    }
+}
+
+template <class F>
+void dispatch_any(Type t, F&& f) {
+    if (t == Type::f32) {
+        f(float{});
+    } else if (t == Type::f64) {
+        f(double{});
+    } else {
+        dispatch_int(t, f);
+    }
+}
+
+template <class T>
+using Unsigned = std::make_unsigned_t<T>;
+
+// What ends a launch early.
+struct Stop {
+    LaunchStatus status;
+};
+
+struct Warp {
+    std::uint32_t index = 0;
+    std::vector<std::uint64_t> regs;  // slot * 32 + lane
+    // Local memory in pages, made on first touch: a kernel that declares a large local array and
+    // touches little of it costs little. Index lane * pages per lane + page.
+    std::vector<std::unique_ptr<std::byte[]>> local_pages;
+    std::uint32_t pc = 0;
+    std::uint32_t mask = 0;     // lanes executing at pc
+    std::uint32_t live = 0;     // lanes that have not exited
+    std::uint32_t blocked = 0;  // lanes waiting at a barrier
+    std::uint32_t waiting = 0;  // live, unblocked lanes at another pc
+    std::uint32_t min_waiting_pc = 0;
+    std::array<std::uint32_t, 32> lane_pc{};
+    // bar.red: the lanes waiting for the block-wide result, and where it goes.
+    std::uint32_t reduction_lanes = 0;
+    std::int32_t reduction_slot = kNoSlot;
+    AtomOp reduction_op = AtomOp::add;
+    std::uint64_t cycles = 0;  // modeled, since the launch's clock start (see ModeledClock)
+};
+
+class Executor {
+public:
+    Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 block,
+             const std::vector<std::vector<std::byte>>& params, GlobalMemory& memory,
+             const LaunchOptions& options, LaunchResult& result);
+    void run();
+
+private:
+    const Program& program_;
+    const Entry& entry_;
+    Dim3 grid_;
+    Dim3 block_dim_;
+    GlobalMemory& memory_;
+    const LaunchOptions& options_;
+    LaunchResult& result_;
+    LaunchCounts& counts_;
+
+    std::uint32_t threads_per_block_ = 0;
+    std::uint32_t warps_per_block_ = 0;
+    std::size_t shared_bytes_ = 0;
+    std::vector<std::byte> param_buffer_;
+    std::vector<std::uint64_t> symbol_address_;
+    std::vector<std::uint64_t> register_image_;
+    std::vector<std::int32_t> shared_stat_index_;
+    std::vector<std::uint8_t> reads_clock_;  // per instruction
+    std::uint64_t clock_start_ = 0;          // cycles
+    std::uint64_t timer_start_ = 0;          // nanoseconds
+    std::uint32_t sm_count_ = 0;             // %nsmid
+    std::uint32_t sm_of_block_ = 0;          // %smid of the block being run
+    std::uint64_t grid_id_ = 0;              // %gridid
+    std::uint64_t block_start_cycles_ = 0;   // where the next block's warps start
+    std::size_t local_pages_per_lane_ = 0;
+    std::size_t local_touched_ = 0;  // bytes of local pages made, over the launch
+    std::vector<std::int32_t> shared_variables_;
+
+    Dim3 block_{};
+    std::vector<Warp> warps_;
+    std::uint64_t reduction_true_ = 0;  // bar.red: threads whose predicate was true
+    std::uint64_t reduction_arrived_ = 0;
+    std::vector<std::byte> shared_;
+    std::vector<std::uint8_t> shared_written_;  // one flag per 32-bit word
+    RaceTracker races_;
+    bool access_raced_ = false;  // the warp-wide access being executed found a race
+    // The (line, earlier line, kind) of each race reported, to report each once.
+    std::vector<std::array<std::uint32_t, 3>> reported_races_;
+
+    // ---- threads and locations ----
+
+    ThreadId thread_of(const Warp& w, unsigned lane) const {
+        return thread_of_index(w.index, lane);
+    }
+
+    ThreadId thread_of_index(std::uint32_t warp, unsigned lane) const {
+        ThreadId id;
+        id.block = block_;
+        id.warp = warp;
+        id.lane = lane;
+        const std::uint32_t t = warp * 32 + lane;
+        id.thread.x = t % block_dim_.x;
+        id.thread.y = (t / block_dim_.x) % block_dim_.y;
+        id.thread.z = t / (block_dim_.x * block_dim_.y);
+        return id;
+    }
+
+    static std::string thread_text(const ThreadId& t);
+    std::string at_text(const SourceLocation& where) const;
+    [[noreturn]] void fault(const Warp& w, unsigned lane, std::uint32_t pc, const std::string& kind,
+                            const std::string& what, std::uint64_t address);
+
+    // ---- blocks and warps ----
+
+    void run_block(Dim3 b);
+    bool is_clock_slot(std::int32_t slot) const;
+    void update_clocks(Warp& w);
+    void init_warp(Warp& w);
+    static void reschedule(Warp& w);
+    static void advance(Warp& w);
+    std::uint32_t guard_mask(const Warp& w, const Instruction& in) const;
+    void run_warp(Warp& w);
+
+    // ---- arithmetic ----
+
+    std::uint64_t* reg(Warp& w, std::int32_t slot) {
+        return &w.regs[static_cast<std::size_t>(slot) * 32];
+    }
+
+    void execute(Warp& w, const Instruction& in, std::uint32_t exec);
+    void setp(Warp& w, const Instruction& in, std::uint32_t exec);
+    void cvt(const Instruction& in, std::uint32_t exec, std::uint64_t* d, const std::uint64_t* a);
+
+    // ---- memory ----
+
+    // Aligned accesses of at most 16 bytes never cross a page.
+    std::byte* local_bytes_at(Warp& w, unsigned lane, std::uint32_t pc, std::uint64_t address);
+
+    struct Resolved {
+        std::byte* bytes = nullptr;
+        Space space = Space::global;
+        std::uint64_t shared_offset = 0;
+    };
+    Resolved resolve(Warp& w, unsigned lane, std::uint32_t pc, Space space, std::uint64_t address,
+                     std::size_t size, bool store);
+    static std::uint64_t load_bytes(const std::byte* bytes, std::size_t size);
+    static void store_bytes(std::byte* bytes, std::uint64_t v, std::size_t size);
+    void memory_access(Warp& w, const Instruction& in, std::uint32_t exec);
+    bool load_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
+                           const std::uint64_t* base);
+    void track_store(const Warp& w, unsigned lane, std::uint64_t offset, std::uint64_t value,
+                     std::size_t size);
+    void atomic(Warp& w, const Instruction& in, std::uint32_t exec);
+    void record_uninitialized(const Warp& w, unsigned lane, std::uint64_t byte_offset);
+    void locate_variable(std::uint64_t byte_offset, std::string& name,
+                         std::uint64_t& word_in_variable) const;
+    static std::string short_at(const SourceLocation& where);
+    static std::string lane_text(const ThreadId& t);
+    void record_race(const Warp& w, unsigned lane, const RaceHit& hit, std::uint64_t byte_offset);
+
+    // ---- bank accounting (the rule itself is in banks.cpp) ----
+
+    void record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
+                       const std::array<std::uint64_t, 32>& offsets, std::uint32_t bytes_per_lane);
+};
+
+}  // namespace grader::sim::detail

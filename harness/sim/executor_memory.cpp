@@ -1,0 +1,541 @@
+// The executor's memory: loads, stores and atomics, and what they record (races, uninitialised
+// shared reads, bank costs). See executor.hpp.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "sim/banks.hpp"
+#include "sim/executor.hpp"
+
+namespace grader::sim::detail {
+
+namespace {
+
+// Local memory pages are made on first touch, at most this much per launch (the worker's own
+// memory): past it the simulator gives up, which is not the kernel's fault.
+constexpr std::size_t kMaxLocalTouched = 256ull << 20;
+// The modeled clock's costs, CostModel's default units taken as cycles (see ModeledClock).
+constexpr std::uint64_t kWavefrontCycles = 20;
+
+std::string hex(std::uint64_t value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+    return text;
+}
+
+}  // namespace
+
+std::byte* Executor::local_bytes_at(Warp& w, unsigned lane, std::uint32_t pc,
+                                    std::uint64_t address) {
+    auto& page = w.local_pages[lane * local_pages_per_lane_ + address / kLocalPage];
+    if (!page) {
+        local_touched_ += kLocalPage;
+        if (local_touched_ > kMaxLocalTouched) {
+            UnsupportedInstruction u;
+            u.opcode = "more than " + std::to_string(kMaxLocalTouched >> 20) +
+                       " MiB of local memory in one block";
+            u.where = entry_.locations[pc];
+            result_.message =
+                "the simulator holds at most " + std::to_string(kMaxLocalTouched >> 20) +
+                " MiB of local memory per block; the kernel touched more at " + at_text(u.where);
+            result_.unsupported = std::move(u);
+            throw Stop{LaunchStatus::unsupported};
+        }
+        page = std::make_unique<std::byte[]>(kLocalPage);  // zero-filled
+    }
+    return page.get() + address % kLocalPage;
+}
+
+Executor::Resolved Executor::resolve(Warp& w, unsigned lane, std::uint32_t pc, Space space,
+                                     std::uint64_t address, std::size_t size, bool store) {
+    Resolved r;
+    r.space = space;
+    if (space == Space::generic) {
+        if (address - kSharedWindow < kWindowSize) {
+            r.space = Space::shared;
+            address -= kSharedWindow;
+        } else if (address - kLocalWindow < kWindowSize) {
+            r.space = Space::local;
+            address -= kLocalWindow;
+        } else {
+            r.space = Space::global;
+        }
+    }
+    if (size > 1 && address % size != 0) {
+        fault(w, lane, pc, "misaligned",
+              "misaligned " + std::to_string(size) + "-byte access to address " + hex(address),
+              address);
+    }
+    switch (r.space) {
+        case Space::shared:
+            if (address >= shared_bytes_ || size > shared_bytes_ - address) {
+                fault(w, lane, pc, "out_of_bounds",
+                      "shared memory access at offset " + hex(address) +
+                          " is outside the block's " + std::to_string(shared_bytes_) +
+                          " bytes of shared memory",
+                      address);
+            }
+            r.shared_offset = address;
+            r.bytes = shared_.data() + address;
+            return r;
+        case Space::local:
+            if (address >= entry_.local_bytes || size > entry_.local_bytes - address) {
+                fault(w, lane, pc, "out_of_bounds",
+                      "local memory access at offset " + hex(address) +
+                          " is outside the thread's " + std::to_string(entry_.local_bytes) +
+                          " bytes of local memory",
+                      address);
+            }
+            r.bytes = local_bytes_at(w, lane, pc, address);
+            return r;
+        case Space::param:
+            if (store || address >= param_buffer_.size() || size > param_buffer_.size() - address) {
+                fault(w, lane, pc, "out_of_bounds",
+                      "parameter access at offset " + hex(address) + " is invalid", address);
+            }
+            r.bytes = param_buffer_.data() + address;
+            return r;
+        default:
+            r.bytes = memory_.find(address, size);
+            if (r.bytes == nullptr) {
+                fault(w, lane, pc, "out_of_bounds",
+                      std::string(store ? "write" : "read") + " of " + std::to_string(size) +
+                          " bytes at global address " + hex(address) + " outside every allocation",
+                      address);
+            }
+            return r;
+    }
+}
+
+std::uint64_t Executor::load_bytes(const std::byte* bytes, std::size_t size) {
+    switch (size) {
+        case 1: {
+            std::uint8_t v;
+            std::memcpy(&v, bytes, 1);
+            return v;
+        }
+        case 2: {
+            std::uint16_t v;
+            std::memcpy(&v, bytes, 2);
+            return v;
+        }
+        case 4: {
+            std::uint32_t v;
+            std::memcpy(&v, bytes, 4);
+            return v;
+        }
+        default: {
+            std::uint64_t v;
+            std::memcpy(&v, bytes, 8);
+            return v;
+        }
+    }
+}
+
+void Executor::store_bytes(std::byte* bytes, std::uint64_t v, std::size_t size) {
+    switch (size) {
+        case 1: {
+            const auto x = static_cast<std::uint8_t>(v);
+            std::memcpy(bytes, &x, 1);
+            return;
+        }
+        case 2: {
+            const auto x = static_cast<std::uint16_t>(v);
+            std::memcpy(bytes, &x, 2);
+            return;
+        }
+        case 4: {
+            const auto x = static_cast<std::uint32_t>(v);
+            std::memcpy(bytes, &x, 4);
+            return;
+        }
+        default:
+            std::memcpy(bytes, &v, 8);
+            return;
+    }
+}
+
+void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec) {
+    const bool store = in.op == Op::st;
+    const std::uint64_t* base = reg(w, in.src[0]);
+    const std::size_t element = in.bytes;
+    const std::size_t total = element * in.vector;
+    const bool sign_extend = !store && is_signed(in.type) && element < 8;
+    if (!store && !sign_extend && in.space == Space::shared && in.vector == 1 && element == 4 &&
+        exec != 0 && load_shared_words(w, in, exec, base))
+        return;
+    const std::uint64_t misaligned_bits = total - 1;  // element and vector are powers of 2
+    std::array<std::uint64_t, 32> shared_offsets{};
+    std::uint32_t shared_lanes = 0;
+    if (store)
+        races_.start_store();
+    for_lanes(exec, [&](unsigned lane) {
+        const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
+        std::byte* bytes = nullptr;
+        if (in.space == Space::shared && address < shared_bytes_ &&
+            total <= shared_bytes_ - address && (address & misaligned_bits) == 0) {
+            bytes = shared_.data() + address;  // the common case, checked inline
+            shared_lanes |= 1u << lane;
+            shared_offsets[lane] = address;
+        } else {
+            const Resolved r = resolve(w, lane, w.pc, in.space, address, total, store);
+            bytes = r.bytes;
+            if (r.space == Space::shared) {
+                shared_lanes |= 1u << lane;
+                shared_offsets[lane] = r.shared_offset;
+            }
+        }
+        if ((shared_lanes >> lane) & 1) {
+            const std::size_t first_word = shared_offsets[lane] / 4;
+            const std::size_t last_word = (shared_offsets[lane] + total - 1) / 4;
+            if (store) {
+                for (std::size_t word = first_word; word <= last_word; ++word)
+                    shared_written_[word] = 1;
+            } else {
+                for (std::size_t word = first_word; word <= last_word; ++word) {
+                    const RaceHit hit = races_.read(word, w.index, lane, w.pc);
+                    if (hit.kind != RaceKind::none)
+                        record_race(w, lane, hit, word * 4);
+                }
+                if (!result_.uninitialized_shared_read) {
+                    for (std::size_t word = first_word; word <= last_word; ++word) {
+                        if (!shared_written_[word]) {
+                            record_uninitialized(w, lane, word * 4);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        for (unsigned e = 0; e < in.vector; ++e) {
+            std::uint64_t* value = reg(w, in.dst[e]);
+            if (store) {
+                if ((shared_lanes >> lane) & 1) {
+                    track_store(w, lane, shared_offsets[lane] + e * element, value[lane], element);
+                }
+                store_bytes(bytes + e * element, value[lane], element);  // the low bytes
+            } else {
+                std::uint64_t v = load_bytes(bytes + e * element, element);
+                if (sign_extend) {
+                    // To the destination register's width, as PTX defines for ld.s8 etc.
+                    const unsigned shift = 64 - 8 * static_cast<unsigned>(element);
+                    v = static_cast<std::uint64_t>(static_cast<std::int64_t>(v << shift) >> shift);
+                    const unsigned width = entry_.slot_bits[static_cast<std::size_t>(in.dst[e])];
+                    if (width < 64)
+                        v &= (1ull << width) - 1;
+                }
+                value[lane] = v;
+            }
+        }
+    });
+    if (access_raced_) {
+        ++result_.race_count;
+        access_raced_ = false;
+    }
+    if (shared_lanes != 0)
+        record_shared(w, in, shared_lanes, shared_offsets, static_cast<std::uint32_t>(total));
+}
+
+// The common case of memory_access, on its own: a 32-bit load from .shared whose every lane
+// is inside the block's shared memory and aligned. False, having done nothing, otherwise.
+bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
+                                 const std::uint64_t* base) {
+    std::uint32_t outside = 0;
+    for_lanes(exec, [&](unsigned lane) {
+        const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
+        outside |= static_cast<std::uint32_t>(address >= shared_bytes_ ||
+                                              4 > shared_bytes_ - address || (address & 3));
+    });
+    if (outside != 0)
+        return false;
+    std::array<std::uint64_t, 32> offsets{};
+    std::uint64_t* value = reg(w, in.dst[0]);
+    for_lanes(exec, [&](unsigned lane) {
+        const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
+        const std::size_t word = address / 4;
+        offsets[lane] = address;
+        const RaceHit hit = races_.read(word, w.index, lane, w.pc);
+        if (hit.kind != RaceKind::none)
+            record_race(w, lane, hit, word * 4);
+        if (!shared_written_[word] && !result_.uninitialized_shared_read)
+            record_uninitialized(w, lane, word * 4);
+        std::uint32_t v;
+        std::memcpy(&v, shared_.data() + address, 4);
+        value[lane] = v;
+    });
+    if (access_raced_) {
+        ++result_.race_count;
+        access_raced_ = false;
+    }
+    record_shared(w, in, exec, offsets, 4);
+    return true;
+}
+
+// One lane's store of `size` bytes at shared `offset`, before it lands: races with other
+// warps, and with other lanes of this store that wrote different bytes there.
+void Executor::track_store(const Warp& w, unsigned lane, std::uint64_t offset, std::uint64_t value,
+                           std::size_t size) {
+    std::byte bytes[8];
+    std::memcpy(bytes, &value, 8);  // little-endian: the low `size` bytes are stored
+    for (std::uint64_t at = offset; at < offset + size;) {
+        const std::size_t word = at / 4;
+        const unsigned first = static_cast<unsigned>(at % 4);
+        const unsigned n =
+            static_cast<unsigned>(std::min<std::uint64_t>(4 - first, offset + size - at));
+        std::byte* current = shared_.data() + word * 4;
+        std::byte next[4];
+        std::memcpy(next, current, 4);
+        std::memcpy(next + first, bytes + (at - offset), n);
+        const auto mask = static_cast<std::uint8_t>(((1u << n) - 1) << first);
+        const RaceHit hit = races_.write(word, w.index, lane, w.pc, mask, current, next);
+        if (hit.kind != RaceKind::none)
+            record_race(w, lane, hit, at);
+        at += n;
+    }
+}
+
+void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
+    const std::uint64_t* base = reg(w, in.src[0]);
+    const std::uint64_t* b = reg(w, in.src[1]);
+    const std::uint64_t* c = in.src[2] >= 0 ? reg(w, in.src[2]) : nullptr;
+    std::uint64_t* d = reg(w, in.dst[0]);
+    // Lane order, one lane at a time: a valid serialisation of the warp's atomics.
+    dispatch_any(in.type, [&](auto zero) {
+        using T = decltype(zero);
+        for_lanes(exec, [&](unsigned lane) {
+            const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
+            const Resolved r = resolve(w, lane, w.pc, in.space, address, sizeof(T), true);
+            if (r.space == Space::shared) {
+                for (std::size_t word = r.shared_offset / 4;
+                     word <= (r.shared_offset + sizeof(T) - 1) / 4; ++word) {
+                    shared_written_[word] = 1;
+                    races_.atomic_write(word, w.index, lane, w.pc);
+                }
+            }
+            T old;
+            std::memcpy(&old, r.bytes, sizeof(T));
+            const T v = as<T>(b[lane]);
+            T nv = old;
+            if constexpr (std::is_floating_point_v<T>) {
+                switch (in.atom_op) {
+                    case AtomOp::add:
+                        nv = old + v;
+                        break;
+                    case AtomOp::min:
+                        nv = std::fmin(old, v);
+                        break;
+                    case AtomOp::max:
+                        nv = std::fmax(old, v);
+                        break;
+                    case AtomOp::exch:
+                        nv = v;
+                        break;
+                    default:
+                        break;
+                }
+            } else {
+                using U = Unsigned<T>;
+                switch (in.atom_op) {
+                    case AtomOp::add:
+                        nv =
+                            static_cast<T>(static_cast<U>(static_cast<U>(old) + static_cast<U>(v)));
+                        break;
+                    case AtomOp::min:
+                        nv = std::min(old, v);
+                        break;
+                    case AtomOp::max:
+                        nv = std::max(old, v);
+                        break;
+                    case AtomOp::inc:
+                        nv = static_cast<T>(static_cast<U>(old) >= static_cast<U>(v)
+                                                ? U(0)
+                                                : static_cast<U>(old) + 1);
+                        break;
+                    case AtomOp::dec:
+                        nv = static_cast<T>((old == T(0) || static_cast<U>(old) > static_cast<U>(v))
+                                                ? static_cast<U>(v)
+                                                : static_cast<U>(old) - 1);
+                        break;
+                    case AtomOp::exch:
+                        nv = v;
+                        break;
+                    case AtomOp::cas:
+                        nv = old == v ? as<T>(c[lane]) : old;
+                        break;
+                    case AtomOp::and_:
+                        nv = static_cast<T>(old & v);
+                        break;
+                    case AtomOp::or_:
+                        nv = static_cast<T>(old | v);
+                        break;
+                    case AtomOp::xor_:
+                        nv = static_cast<T>(old ^ v);
+                        break;
+                }
+            }
+            std::memcpy(r.bytes, &nv, sizeof(T));
+            d[lane] = bits_of<T>(old);
+        });
+    });
+}
+
+void Executor::record_uninitialized(const Warp& w, unsigned lane, std::uint64_t byte_offset) {
+    UninitializedSharedRead u;
+    u.where = entry_.locations[w.pc];
+    u.thread = thread_of(w, lane);
+    u.byte_offset = byte_offset;
+    u.word = byte_offset / 4;
+    locate_variable(byte_offset, u.variable, u.word_in_variable);
+    result_.uninitialized_shared_read = std::move(u);
+}
+
+// The .shared variable holding byte_offset, and the word's index in it.
+void Executor::locate_variable(std::uint64_t byte_offset, std::string& name,
+                               std::uint64_t& word_in_variable) const {
+    for (const auto s : shared_variables_) {
+        const Symbol& sym = program_.symbols[static_cast<std::size_t>(s)];
+        const std::size_t size = sym.dynamic_shared ? options_.dynamic_shared_bytes : sym.size;
+        if (byte_offset >= sym.offset && byte_offset < sym.offset + size) {
+            name = sym.name;
+            word_in_variable = (byte_offset - sym.offset) / 4;
+            return;
+        }
+    }
+}
+
+std::string Executor::short_at(const SourceLocation& where) {
+    if (where.line > 0)
+        return (where.file.empty() ? std::string("line ") : where.file + ":") +
+               std::to_string(where.line);
+    return "PTX line " + std::to_string(where.ptx_line);
+}
+
+std::string Executor::lane_text(const ThreadId& t) {
+    return "thread " + dim_text(t.thread) + " (warp " + std::to_string(t.warp) + ", lane " +
+           std::to_string(t.lane) + ")";
+}
+
+// Counts the race for this warp-wide access and reports it once per pair of instructions.
+void Executor::record_race(const Warp& w, unsigned lane, const RaceHit& hit,
+                           std::uint64_t byte_offset) {
+    access_raced_ = true;
+    if (result_.races.size() >= LaunchResult::kMaxReportedRaces)
+        return;
+    // One report per pair of source lines: unrolled copies of a loop's access share one.
+    const auto line_key = [&](std::uint32_t pc) {
+        const SourceLocation& at = entry_.locations[pc];
+        return at.line > 0 ? static_cast<std::uint32_t>(at.line)
+                           : 0x8000'0000u | static_cast<std::uint32_t>(at.ptx_line);
+    };
+    const std::array<std::uint32_t, 3> key = {line_key(w.pc), line_key(hit.pc),
+                                              static_cast<std::uint32_t>(hit.kind)};
+    if (std::find(reported_races_.begin(), reported_races_.end(), key) != reported_races_.end()) {
+        return;
+    }
+    reported_races_.push_back(key);
+    SharedRace race;
+    race.where = entry_.locations[w.pc];
+    race.earlier = entry_.locations[hit.pc];
+    race.thread = thread_of(w, lane);
+    race.byte_offset = byte_offset;
+    race.word = byte_offset / 4;
+    locate_variable(byte_offset, race.variable, race.word_in_variable);
+    const bool any_reader = hit.warp == RaceTracker::kManyWarps;
+    if (any_reader) {
+        race.other.block = block_;
+        race.other.warp = SharedRace::kAnyOtherWarp;
+    } else {
+        race.other = thread_of_index(hit.warp, hit.lane);
+    }
+    std::string word = "shared word " + std::to_string(race.word);
+    if (!race.variable.empty()) {
+        word += " (word " + std::to_string(race.word_in_variable) + " of " +
+                shared_variable_name(race.variable) + ")";
+    }
+    const std::string block = " of block " + dim_text(block_);
+    const std::string unsynchronized = " with no __syncthreads() between them";
+    switch (hit.kind) {
+        case RaceKind::read_after_write:
+            race.kind = SharedRace::Kind::read_after_write;
+            race.message = lane_text(race.thread) + block + " read " + word + " at " +
+                           short_at(race.where) + ", which " + lane_text(race.other) +
+                           " wrote at " + short_at(race.earlier) + unsynchronized;
+            break;
+        case RaceKind::write_after_read:
+            race.kind = SharedRace::Kind::write_after_read;
+            race.message =
+                lane_text(race.thread) + block + " wrote " + word + " at " + short_at(race.where) +
+                ", which " +
+                (any_reader ? std::string("other warps") : lane_text(race.other) + " had") +
+                " read" + (any_reader ? "" : " at " + short_at(race.earlier)) + unsynchronized;
+            break;
+        case RaceKind::write_after_write:
+            race.kind = SharedRace::Kind::write_after_write;
+            race.message = lane_text(race.thread) + block + " wrote " + word + " at " +
+                           short_at(race.where) + ", which " + lane_text(race.other) +
+                           " also wrote at " + short_at(race.earlier) + unsynchronized;
+            break;
+        case RaceKind::one_store_two_values:
+        case RaceKind::none:
+            race.kind = SharedRace::Kind::one_store_two_values;
+            race.message = "lanes " + std::to_string(race.other.lane) + " and " +
+                           std::to_string(race.thread.lane) + " of warp " +
+                           std::to_string(w.index) + block + " (threads " +
+                           dim_text(race.other.thread) + " and " + dim_text(race.thread.thread) +
+                           ") wrote different values to " + word + " in one store at " +
+                           short_at(race.where) + ": which one lands is undefined";
+            break;
+    }
+    result_.races.push_back(std::move(race));
+}
+
+void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
+                             const std::array<std::uint64_t, 32>& offsets,
+                             std::uint32_t bytes_per_lane) {
+    std::int32_t& index = shared_stat_index_[w.pc];
+    if (index < 0) {
+        index = static_cast<std::int32_t>(counts_.shared_accesses.size());
+        SharedAccessStats stats;
+        stats.instruction_index = w.pc;
+        stats.where = entry_.locations[w.pc];
+        stats.store = in.op == Op::st;
+        stats.bytes_per_lane = bytes_per_lane;
+        counts_.shared_accesses.push_back(std::move(stats));
+    }
+    SharedAccessStats& stats = counts_.shared_accesses[static_cast<std::size_t>(index)];
+    const BankCost cost = bank_cost(lanes, offsets, bytes_per_lane);
+    const std::uint32_t fronts = cost.wavefronts;
+    const std::uint32_t ideal = cost.ideal;
+    const std::uint32_t degree = cost.degree;
+    w.cycles += fronts * kWavefrontCycles;
+    ++stats.requests;
+    stats.wavefronts += fronts;
+    stats.ideal_wavefronts += ideal;
+    if (stats.store) {
+        ++counts_.shared_store_requests;
+        counts_.shared_store_wavefronts += fronts;
+        counts_.shared_store_ideal_wavefronts += ideal;
+    } else {
+        ++counts_.shared_load_requests;
+        counts_.shared_load_wavefronts += fronts;
+        counts_.shared_load_ideal_wavefronts += ideal;
+    }
+    if (degree > stats.max_degree) {
+        stats.max_degree = degree;
+        WarpAccessTable table;
+        table.block = block_;
+        table.warp = w.index;
+        table.degree = bank_cost(lanes, offsets, bytes_per_lane, &table).degree;
+        table.wavefronts = fronts;
+        stats.representative = table;
+    }
+}
+
+}  // namespace grader::sim::detail
