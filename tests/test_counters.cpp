@@ -871,10 +871,15 @@ TEST_CASE("once the last counter is gone, the probe times as it did before CUPTI
     figure("after the last counter closed", after_close);
     const ProbeTiming& before = *gpu->before_cupti;
     const std::vector<const ProbeTiming*> unchanged = {&*gpu->after_libraries, &after_close};
+    // These phases are timed one after another, not interleaved as a grade times its kernels,
+    // so the machine's own drift shows: on the H200 (runs 9 and 10, 2026-12-03) stride 1's 85 us
+    // moved by up to 10% between phases in both directions, before CUPTI was ever loaded too,
+    // while stride 32's 2.1 ms held within 0.5%. A lasting cost of CUPTI would show in both; the
+    // long kernel is the sharp test, the short one and the ratio get the drift's margin.
     for (const ProbeTiming* timing : unchanged) {
-        CHECK(timing->ratio() == doctest::Approx(before.ratio()).epsilon(0.05));
-        CHECK(timing->stride1_ms == doctest::Approx(before.stride1_ms).epsilon(0.1));
-        CHECK(timing->stride32_ms == doctest::Approx(before.stride32_ms).epsilon(0.1));
+        CHECK(timing->stride32_ms == doctest::Approx(before.stride32_ms).epsilon(0.02));
+        CHECK(timing->stride1_ms == doctest::Approx(before.stride1_ms).epsilon(0.15));
+        CHECK(timing->ratio() == doctest::Approx(before.ratio()).epsilon(0.15));
     }
 
     // A counter opened again after the profiler was shut down counts as before.
