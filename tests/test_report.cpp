@@ -638,6 +638,18 @@ TEST_CASE("on the simulator the text speaks of modeled costs and never of times"
     CHECK(markdown.find("median ms") == std::string::npos);
 }
 
+TEST_CASE("on the simulator a grade whose rows have no modeled cost does not claim modeled costs") {
+    // Part 2 on the simulator: its timing needs a GPU, so no row carries a ratio.
+    Report report = simulated_report();
+    for (auto& row : report.rows) {
+        row.ratio.reset();
+    }
+    const auto lines = lines_of(text_of(report));
+    CHECK(lines[0].find("on the PTX simulator (sm_90, sim): nothing is timed (this exercise's "
+                        "timing needs a GPU)") != std::string::npos);
+    CHECK(lines[0].find("costs are modeled") == std::string::npos);
+}
+
 // -------------------------------------------------------------------------------------------------
 TEST_CASE("the JSON report is the schema, indented by two, and reads back to the same report") {
     Report report = failing_accumulator_report();

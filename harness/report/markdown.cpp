@@ -78,7 +78,7 @@ std::string write_markdown(const Report& report) {
         "\n\n";
     out += "**Student:** " + inline_text(student_name(report)) + " · **Exercise:** " +
            inline_text(report.exercise_id) + " · **Graded** " +
-           inline_text(device_phrase(report.environment)) + "\n";
+           inline_text(device_phrase(report)) + "\n";
     if (!report.summary.empty()) {
         out += "\n> " + inline_text(report.summary) + "\n";
     }

@@ -368,11 +368,17 @@ bool is_simulated(const Report& report) {
     return report.environment.backend == "sim";
 }
 
-std::string device_phrase(const Environment& environment) {
+std::string device_phrase(const Report& report) {
+    const Environment& environment = report.environment;
     const std::string arch = arch_name(environment.compute_capability);
     const std::string arch_part = arch.empty() ? "" : arch + ", ";
     if (environment.backend == "sim") {
-        return "on the PTX simulator (" + arch_part + "sim): costs are modeled";
+        const bool costs = std::any_of(report.rows.begin(), report.rows.end(),
+                                       [](const ReportRow& row) { return row.ratio.has_value(); });
+        return "on the PTX simulator (" + arch_part + "sim): " +
+               (costs || report.rows.empty() ? "costs are modeled"
+                                             : "nothing is timed (this exercise's timing needs "
+                                               "a GPU)");
     }
     if (environment.backend == "cuda") {
         if (!environment.gpu_available) {

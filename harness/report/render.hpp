@@ -52,9 +52,10 @@ bool named_in_details(const WrongValue& wrong, const std::vector<CheckResult>& c
 // "sm_90" from "9.0"; empty where the capability is unknown.
 std::string arch_name(const std::string& compute_capability);
 // Where the grade's numbers came from, naming the backend actually used: "on NVIDIA H200
-// (sm_90, cuda)", "on the PTX simulator (sm_75, sim): costs are modeled, not timed", "on the cuda
+// (sm_90, cuda)", "on the PTX simulator (sm_75, sim): costs are modeled" (or, where no row has a
+// modeled cost, as for an exercise whose timing needs a GPU, "nothing is timed"), "on the cuda
 // backend, with no GPU found", or that grading stopped before a backend was chosen.
-std::string device_phrase(const Environment& environment);
+std::string device_phrase(const Report& report);
 bool is_simulated(const Report& report);
 
 std::string verdict_word(Verdict verdict);           // "PASS", "FAIL", "UNGRADABLE"

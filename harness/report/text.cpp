@@ -194,7 +194,7 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
     std::string out;
     out += painter.verdict(report.verdict) + "  " + painter.bold(score_text(report)) + "  " +
            student_name(report) + "  " + text::visible_line(report.exercise_id) + "  " +
-           device_phrase(report.environment) + "\n";
+           device_phrase(report) + "\n";
     if (!report.summary.empty()) {
         out += text::visible_line(report.summary) + "\n";
     }
