@@ -114,6 +114,13 @@ private:
     void file_directive();
     void variable(std::size_t start, std::size_t end, int entry_index);
     void initializer(Symbol& symbol, Type element, std::size_t element_size);
+    struct ParamDeclarator {
+        std::size_t align = 1;  // as Symbol's, where no .align is given
+        Type element = Type::none;
+        std::size_t count = 1;
+        std::string name;
+    };
+    ParamDeclarator param_declarator(std::size_t start, std::size_t end, bool strict) const;
     void param(std::size_t start, std::size_t end);
     void call_parameter();
     void reg_declaration();

@@ -173,25 +173,24 @@ std::int32_t Parser::new_slot(unsigned bits) {
     return entry_->slot_count++;
 }
 
-void Parser::param(std::size_t start, std::size_t end) {
-    Symbol symbol;
-    symbol.space = Space::param;
-    symbol.entry = entry_index_;
-    Type element = Type::none;
-    std::size_t count = 1;
+// The tokens [start, end) of a .param declarator: its alignment, element type, element count
+// and name. A bad array bound is a ParseError where `strict`, else counts as 0 elements.
+Parser::ParamDeclarator Parser::param_declarator(std::size_t start, std::size_t end,
+                                                 bool strict) const {
+    ParamDeclarator d;
     for (std::size_t k = start; k < end; ++k) {
         const Token& t = tokens_[k];
-        if (t.text == ".align") {
+        if (t.text == ".align" && k + 1 < end) {
             std::uint64_t a = 0;
             parse_integer(tokens_[k + 1].text, a);
-            symbol.align = static_cast<std::size_t>(a);
+            d.align = static_cast<std::size_t>(a);
             ++k;
-        } else if (t.text == "[") {
-            std::uint64_t d = 0;
-            if (!parse_integer(tokens_[k + 1].text, d)) {
+        } else if (t.text == "[" && k + 1 < end) {
+            std::uint64_t n = 0;
+            if (!parse_integer(tokens_[k + 1].text, n) && strict) {
                 throw ParseError(t.line, "malformed parameter array");
             }
-            count *= static_cast<std::size_t>(d);
+            d.count *= static_cast<std::size_t>(n);
             k += 2;
         } else if (t.kind == TokenKind::word && t.text[0] == '.') {
             bool is_type = false;
@@ -203,16 +202,26 @@ void Parser::param(std::size_t start, std::size_t end) {
                 ty = Type::b16;
             }
             if (is_type)
-                element = ty;
+                d.element = ty;
         } else if (t.kind == TokenKind::word) {
-            symbol.name = std::string(t.text);
+            d.name = std::string(t.text);
         }
     }
-    if (element == Type::none || symbol.name.empty()) {
+    return d;
+}
+
+void Parser::param(std::size_t start, std::size_t end) {
+    const ParamDeclarator d = param_declarator(start, end, true);
+    Symbol symbol;
+    symbol.space = Space::param;
+    symbol.entry = entry_index_;
+    symbol.align = d.align;
+    symbol.name = d.name;
+    if (d.element == Type::none || symbol.name.empty()) {
         throw ParseError(tokens_[start].line, "malformed parameter");
     }
-    symbol.size = type_size_bytes(element) * count;
-    symbol.align = std::max(symbol.align, type_size_bytes(element));
+    symbol.size = type_size_bytes(d.element) * d.count;
+    symbol.align = std::max(symbol.align, type_size_bytes(d.element));
     program_.symbols.push_back(std::move(symbol));
     entry_->params.push_back(static_cast<std::int32_t>(program_.symbols.size() - 1));
 }
@@ -227,44 +236,18 @@ void Parser::call_parameter() {
             throw ParseError(tokens_[start].line, "unterminated .param");
         next();
     }
+    const ParamDeclarator d = param_declarator(start + 1, pos_, false);
     Symbol symbol;
     symbol.space = Space::local;
     symbol.entry = entry_index_;
-    Type element = Type::none;
-    std::size_t count = 1;
-    for (std::size_t k = start + 1; k < pos_; ++k) {
-        const Token& t = tokens_[k];
-        if (t.text == ".align" && k + 1 < pos_) {
-            std::uint64_t a = 0;
-            parse_integer(tokens_[k + 1].text, a);
-            symbol.align = static_cast<std::size_t>(a);
-            ++k;
-        } else if (t.text == "[" && k + 1 < pos_) {
-            std::uint64_t d = 0;
-            parse_integer(tokens_[k + 1].text, d);
-            count *= static_cast<std::size_t>(d);
-            k += 2;
-        } else if (t.kind == TokenKind::word && t.text[0] == '.') {
-            bool is_type = false;
-            Type ty = Type::none;
-            try {
-                ty = type_from(t.text.substr(1), is_type);
-            } catch (const Unsupported&) {
-                is_type = true;
-                ty = Type::b16;
-            }
-            if (is_type)
-                element = ty;
-        } else if (t.kind == TokenKind::word) {
-            symbol.name = std::string(t.text);
-        }
-    }
+    symbol.align = d.align;
+    symbol.name = d.name;
     expect(";");
-    if (element == Type::none || symbol.name.empty()) {
+    if (d.element == Type::none || symbol.name.empty()) {
         throw ParseError(tokens_[start].line, "malformed .param declaration");
     }
-    symbol.size = type_size_bytes(element) * count;
-    symbol.align = std::max({symbol.align, type_size_bytes(element), std::size_t{1}});
+    symbol.size = type_size_bytes(d.element) * d.count;
+    symbol.align = std::max({symbol.align, type_size_bytes(d.element), std::size_t{1}});
     for (const auto existing : entry_->local_symbols) {
         Symbol& other = program_.symbols[static_cast<std::size_t>(existing)];
         if (other.name == symbol.name) {
