@@ -30,17 +30,13 @@ std::string location_text(const sim::SourceLocation& where) {
 std::string uninitialized_read_note(int stride, const sim::UninitializedSharedRead& read) {
     // Threads and blocks as (x, y, z) where either has more than one dimension; a variable's word
     // by its index in the variable's words (tile[32][33] has no tile[33]).
-    const auto dims = [](const sim::Dim3& d) {
-        return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " +
-               std::to_string(d.z) + ")";
-    };
     const bool flat = read.thread.thread.y == 0 && read.thread.thread.z == 0 &&
                       read.thread.block.y == 0 && read.thread.block.z == 0;
     std::string note = (stride > 0 ? "stride " + std::to_string(stride) + ": " : std::string()) +
                        "thread " +
-                       (flat ? std::to_string(read.thread.thread.x) : dims(read.thread.thread)) +
+                       (flat ? std::to_string(read.thread.thread.x) : sim::dim_text(read.thread.thread)) +
                        " of block " +
-                       (flat ? std::to_string(read.thread.block.x) : dims(read.thread.block)) +
+                       (flat ? std::to_string(read.thread.block.x) : sim::dim_text(read.thread.block)) +
                        " read shared word " + std::to_string(read.word);
     if (!read.variable.empty()) {
         note += " (word " + std::to_string(read.word_in_variable) + " of " +

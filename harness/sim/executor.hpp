@@ -29,11 +29,6 @@ constexpr std::uint64_t kWindowSize = 1ull << 32;
 // Local memory is simulated in pages of this size, made on first touch (see Warp::local_pages).
 constexpr std::size_t kLocalPage = 4096;
 
-inline std::string dim_text(Dim3 d) {
-    return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) +
-           ")";
-}
-
 inline unsigned ctz(std::uint32_t m) {
     return static_cast<unsigned>(__builtin_ctz(m));
 }

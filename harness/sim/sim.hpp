@@ -48,6 +48,12 @@ struct Dim3 {
     std::uint32_t z = 1;
 };
 
+// "(x, y, z)", as the simulator's messages name threads and blocks.
+inline std::string dim_text(Dim3 d) {
+    return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) +
+           ")";
+}
+
 namespace detail {
 struct Program;
 }
