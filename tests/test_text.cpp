@@ -157,6 +157,9 @@ TEST_CASE("JSON text replaces bytes that are not UTF-8 instead of failing") {
 TEST_CASE("shortened text is cut between code points, and widths count code points") {
     CHECK(text::shorten("short", 10) == "short");
     CHECK(text::shorten("ééééé", 8) == "éé...");  // 10 bytes; never half an é
+    CHECK(text::utf8_boundary("aé", 2) == 1);     // inside the é: back to its start
+    CHECK(text::utf8_boundary("aé", 3) == 3);     // the end
+    CHECK(text::utf8_boundary("aé", 9) == 3);     // past the end: the end
     CHECK(text::display_width("é中🙂a") == 4);
 }
 

@@ -10,6 +10,7 @@
 #include "compile/compile.hpp"
 #include "compile/nvrtc_call.hpp"
 #include "compile/nvrtc_library.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 
@@ -114,10 +115,7 @@ std::string bound_text(std::string text, std::size_t max_bytes, std::size_t alre
         if (line_end != std::string::npos && line_end + 1 >= keep / 2) {
             keep = line_end + 1;
         } else {
-            // One huge line: cut it, but not inside a UTF-8 sequence.
-            while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) {
-                --keep;
-            }
+            keep = text::utf8_boundary(text, keep);  // one huge line: cut it, not a character
         }
     }
     const std::size_t cut = text.size() - keep + already_cut;

@@ -1,5 +1,6 @@
 #include "text/text_safety.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -353,11 +354,16 @@ std::string shorten(std::string_view text, std::size_t max_bytes) {
     if (text.size() <= max_bytes) {
         return std::string(text);
     }
-    std::size_t cut = max_bytes > 3 ? max_bytes - 3 : 0;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
-        --cut;  // not inside a UTF-8 sequence
-    }
+    const std::size_t cut = utf8_boundary(text, max_bytes > 3 ? max_bytes - 3 : 0);
     return std::string(text.substr(0, cut)) + "...";
+}
+
+std::size_t utf8_boundary(std::string_view text, std::size_t at) {
+    at = std::min(at, text.size());
+    while (at > 0 && at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) {
+        --at;
+    }
+    return at;
 }
 
 std::size_t display_width(std::string_view text) {

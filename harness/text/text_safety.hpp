@@ -71,6 +71,10 @@ std::string json_text(const nlohmann::ordered_json& document, int indent);
 // another machine).
 std::string url_path(std::string_view path);
 
+// The largest offset at most `at` that does not fall inside a UTF-8 sequence of text: where text
+// may be cut.
+std::size_t utf8_boundary(std::string_view text, std::size_t at);
+
 // At most max_bytes bytes of text, cut on a code point's boundary, ending in "..." where cut.
 std::string shorten(std::string_view text, std::size_t max_bytes);
 
