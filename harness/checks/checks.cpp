@@ -459,6 +459,7 @@ private:
 
     void counted_degree(const CheckSpec& spec, CheckResult& check) const {
         int counted = 0;
+        int counted_without_shared = 0;  // runs whose counts hold no shared load or store
         bool all_match = true;
         std::optional<double> worst;
         std::string source;
@@ -469,6 +470,7 @@ private:
             const auto load = run.counts->load_degree();
             const auto store = run.counts->store_degree();
             if (!load && !store) {
+                ++counted_without_shared;
                 continue;
             }
             const double degree = std::max(load.value_or(0.0), store.value_or(0.0));
@@ -492,6 +494,23 @@ private:
                                         : std::string()) +
                     std::to_string(*model));
             }
+        }
+        if (counted == 0 && counted_without_shared > 0) {
+            // The device counted, and the kernel touched no shared memory: the student's kernel
+            // decides that (Part 2's naive transpose), so it fails; "not run" is the machine's.
+            finish(check, spec, false, {});
+            check.message = "Your kernel has no shared tile: " + exercise_.kernel_name +
+                            " made no shared-memory load or store in " +
+                            std::to_string(counted_without_shared) +
+                            (counted_without_shared == 1 ? " counted run" : " counted runs") +
+                            ", so it has no bank conflicts to remove. " +
+                            fill_template(spec.hint, {});
+            check.details.push_back(
+                "counted by " +
+                (source_of_counts(spec) == "hardware" ? std::string("the GPU's own counters")
+                                                      : std::string("the simulator (PTX-level)")) +
+                ": 0 shared load requests, 0 shared store requests");
+            return;
         }
         if (counted == 0) {
             not_run(check, m_.runs.empty() ? why_student_not_run(m_)
@@ -543,6 +562,15 @@ private:
                 }
             }
         }
+    }
+
+    std::string source_of_counts(const CheckSpec& spec) const {
+        for (const auto& run : m_.runs) {
+            if (run.kernel == spec.kernel && run.counts) {
+                return run.count_source;
+            }
+        }
+        return {};
     }
 
     void sentence(const CheckSpec& spec, CheckResult& check) const {
