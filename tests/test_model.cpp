@@ -85,6 +85,7 @@ TEST_CASE("a report's verdict reads back, and an unknown verdict is refused") {
 TEST_CASE("an infinity or a NaN the kernel wrote survives the worker's JSON; never-written stays") {
     for (const double value : {HUGE_VAL, -HUGE_VAL}) {
         OutputComparison written;
+        written.ran = true;
         written.first_bad = 3;
         written.first_bad_value = value;
         const auto back = nlohmann::json(written).get<OutputComparison>();
@@ -95,6 +96,7 @@ TEST_CASE("an infinity or a NaN the kernel wrote survives the worker's JSON; nev
         CHECK(describe_wrong_output(0, back).find("never written") == std::string::npos);
     }
     OutputComparison nan_written;
+    nan_written.ran = true;
     nan_written.first_bad = 3;
     nan_written.first_bad_value = std::nan("");
     nan_written.first_bad_wrote_nan = true;
