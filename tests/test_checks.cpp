@@ -434,3 +434,98 @@ TEST_CASE("the starter kit's example sentence is flagged for review, an empty on
     CHECK(check(report, "sentence").status == CheckStatus::failed);
     CHECK(report.verdict == Verdict::pass);  // a review item, not a required check
 }
+
+TEST_CASE("a kernel with no shared access fails the counted degree: it has no shared tile") {
+    Measurements m = measured(h200_like_ratio);
+    for (auto& run : m.runs) {
+        if (run.kernel == "student") {
+            run.counts = SharedAccessCounts{};  // counted, and not one shared load or store
+        }
+    }
+    const Report report = evaluate(day15(), correct_answers(), m, "no-tile");
+    const CheckResult& c = check(report, "counted_degrees");
+    CHECK(c.status == CheckStatus::failed);
+    CHECK(c.message.find("Your kernel has no shared tile") != std::string::npos);
+    CHECK(report.verdict == Verdict::fail);
+    SUBCASE("while counts that the machine never made stay 'not run'") {
+        for (auto& run : m.runs) {
+            run.counts.reset();
+        }
+        const Report unrun = evaluate(day15(), correct_answers(), m, "no-counts");
+        CHECK(check(unrun, "counted_degrees").not_run());
+        CHECK(unrun.verdict == Verdict::ungradable);
+    }
+}
+
+TEST_CASE("one diagnosis, once: a race at every stride is one line with its count and its fix") {
+    Measurements m = measured(h200_like_ratio);
+    std::size_t strides = 0;
+    for (auto& run : m.runs) {
+        if (run.kernel != "student") {
+            continue;
+        }
+        ++strides;
+        for (int warp = 1; warp <= 3; ++warp) {
+            run.races.push_back("thread (" + std::to_string(32 * warp + 3) + ", 0, 0) (warp " +
+                                std::to_string(warp) +
+                                ", lane 3) of block (0, 0, 0) read shared word 35 (word 35 of "
+                                "tile) at probe.cu:34, which thread (3, 0, 0) (warp 0, lane 3) "
+                                "wrote at probe.cu:25 with no __syncthreads() between them");
+        }
+        run.races.push_back("84 warp-wide shared-memory accesses raced in all");
+    }
+    REQUIRE(strides > 3);
+    const Report report = evaluate(day15(), correct_answers(), m, "race");
+    const CheckResult& c = check(report, "accumulator");
+    CHECK_FALSE(c.passed());
+    INFO(c.details.size());
+    CHECK(c.details.size() <= 4);
+    std::size_t fixes = 0;
+    for (const auto& detail : c.details) {
+        if (detail.find("put __syncthreads() between probe.cu:25 and probe.cu:34") !=
+            std::string::npos) {
+            ++fixes;
+            CHECK(detail.find("(the same " + std::to_string(3 * strides) + " times, at strides") !=
+                  std::string::npos);
+        }
+    }
+    CHECK(fixes == 1);
+    CHECK(any_detail_contains(c, std::to_string(84 * strides) +
+                                     " warp-wide shared-memory accesses raced in all"));
+
+    SUBCASE("a race with one place only still names where the barrier goes") {
+        CheckResult one;
+        one.details = {"stride 3: a shared-memory race: thread (3, 0, 0) wrote shared word 7 at "
+                       "probe.cu:30, which other warps read with no __syncthreads() between them"};
+        collapse_details(one);
+        REQUIRE(one.details.size() == 1);
+        CHECK(one.details[0].find("; put __syncthreads() before probe.cu:30") != std::string::npos);
+    }
+}
+
+TEST_CASE("a check keeps at most a dozen details of bounded length, saying what was cut") {
+    CheckResult c;
+    for (int i = 0; i < 5000; ++i) {
+        c.details.push_back("stride " + std::to_string(i % 40) + ": detail number " +
+                            std::to_string(i) + std::string(4000, 'x'));
+    }
+    c.message = std::string(100000, 'm');
+    collapse_details(c);
+    REQUIRE(c.details.size() == kMaxDetailsPerCheck + 1);
+    for (const auto& detail : c.details) {
+        CHECK(detail.size() <= kMaxDetailBytes);
+    }
+    CHECK(c.details.back() == "and 4988 more details (cut: a check lists at most 12)");
+    CHECK(c.message.size() <= 2 * kMaxDetailBytes);
+    SUBCASE("the same detail at several strides is one line naming them") {
+        CheckResult same;
+        for (const int stride : {3, 5, 8, 9}) {
+            same.details.push_back("stride " + std::to_string(stride) +
+                                   ": every value came out right in the order the warps ran here");
+        }
+        collapse_details(same);
+        REQUIRE(same.details.size() == 1);
+        CHECK(same.details[0] == "stride 3: every value came out right in the order the warps ran "
+                                 "here (the same 4 times, at strides 3, 5, 8 and 9)");
+    }
+}

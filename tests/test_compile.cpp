@@ -21,6 +21,7 @@
 #include "compile/compile.hpp"
 #include "compile/nvrtc_library.hpp"
 #include "isolation/confine.hpp"
+#include "model/json.hpp"
 
 using grader::SourceProblem;
 
@@ -1172,4 +1173,98 @@ TEST_CASE("the confined compile costs little more than the compile itself") {
     // Generous: the measured figures are in the report; this catches a confinement that costs
     // a second of CPU (a probe of the kernel per compile, a fork of a big process, ...).
     CHECK(median(confined.cpu) - median(in_process.cpu) < 0.3);
+}
+
+TEST_CASE("student text is scanned without regex: half a megabyte of blanks on one line is read") {
+    const std::string blanks(512 * 1024, ' ');
+    const std::string ptx = ".file 1 \"/home/someone/probe.cu\"\n.loc 1 20 3\n" + blanks +
+                            "\n\tmov.u64 %rd1, %clock64;" + blanks + "\n";
+    CHECK(grader::ptx_clock_reads(ptx) ==
+          std::vector<std::string>{"%clock64 at probe.cu line 20"});
+    const std::string shortened = grader::ptx_without_host_paths(ptx);
+    CHECK(contains(shortened, ".file 1 \"probe.cu\""));
+    CHECK_FALSE(contains(shortened, "/home/someone"));
+    CHECK(shortened.size() == ptx.size() - std::string("/home/someone/").size());
+    SUBCASE("a guarded nanosleep and a register that only starts like a clock") {
+        CHECK(grader::ptx_clock_reads("@!%p1 nanosleep.u32 100;\nmov.u32 %r1, %clockwork;\n") ==
+              std::vector<std::string>{"nanosleep at an unknown line"});
+    }
+    SUBCASE("a log line of blanks, and one long path, through the log cleaner") {
+        const std::string log = "/probe.cu(3): warning: " + blanks + "\n" +
+                                std::string(300000, 'a') + "/passwd(1): error: x\n";
+        const std::string clean = grader::sanitize_log(log, "probe.cu");
+        CHECK(contains(clean, "probe.cu(3): warning: "));
+        CHECK_FALSE(contains(clean, "passwd"));
+    }
+}
+
+TEST_CASE("a forged list of clock reads is cut in the PTX scan, saying how many were left out") {
+    std::string ptx;
+    for (int line = 1; line <= 5000; ++line) {
+        ptx += ".file " + std::to_string(line) + " \"/x/" + std::string(500, 'f') + "\"\n.loc " +
+               std::to_string(line) + " " + std::to_string(line) + " 1\nmov.u64 %rd1, %clock64;\n";
+    }
+    const std::vector<std::string> reads = grader::ptx_clock_reads(ptx);
+    REQUIRE(reads.size() == grader::kMaxClockReads + 1);
+    CHECK(reads.back() == "and 4984 more (the list was cut)");
+    for (const std::string& read : reads) {
+        CHECK(read.size() <= 200);
+    }
+}
+
+TEST_CASE("every student string the compile child sends is bounded before it is sent") {
+    grader::CompileOutcome outcome;
+    outcome.attempted = outcome.ok = true;
+    outcome.signature = "probeSharedStride(float const*, float*, unsigned long, " +
+                        std::string(16 << 20, 'P') + ")";
+    outcome.lowered_name = "_Z17probeSharedStridePKfPfm" + std::string(200, 'S');
+    for (int i = 0; i < 10000; ++i) {
+        outcome.vetting_problems.push_back({i + 1, 1, std::string(5000, 'v')});
+        outcome.clock_reads.push_back("%clock at " + std::string(5000, 'c'));
+    }
+    outcome.log = std::string(4 << 20, 'l');
+    CHECK(grader::bound_student_outcome(outcome).empty());
+    CHECK(outcome.signature.size() <= grader::kMaxSignatureBytes + 40);
+    CHECK(contains(outcome.signature, std::to_string(16 << 20) + " bytes, cut]"));
+    CHECK(outcome.vetting_problems.size() == grader::kMaxVettingProblems + 1);
+    CHECK(outcome.vetting_problems.back().message == "and 9980 more problems like these");
+    CHECK(outcome.clock_reads.size() == grader::kMaxClockReads + 1);
+    CHECK(outcome.log.size() <= grader::kMaxCompileLogBytes);
+    CHECK(nlohmann::json(outcome).dump().size() < 200 * 1024);
+    SUBCASE("a mangled name too long to load by is the student's failed compile, with the reason") {
+        grader::CompileOutcome long_name;
+        long_name.lowered_name = std::string(grader::kMaxLoweredNameBytes + 1, 'Z');
+        CHECK(contains(grader::bound_student_outcome(long_name), "the kernel's mangled name is"));
+    }
+}
+
+TEST_CASE("hostile sources reach the compile outcome bounded: a 16 MB type, an asm of blanks") {
+    const grader::UntrustedCompileOptions grader_child = real_grader();
+    SUBCASE("a parameter whose demangled type is about 16 MB") {
+        const grader::CompiledKernel compiled = grader::compile_untrusted(
+            request_for_source(hostile_fixture("huge_demangled_parameter")), grader_child);
+        INFO(compiled.outcome.log.substr(0, 2000));
+        CHECK(compiled.outcome.ok);
+        CHECK(compiled.outcome.param_sizes == std::vector<std::size_t>{8, 8, 8, 4});
+        CHECK(compiled.outcome.signature.size() <= grader::kMaxSignatureBytes + 40);
+        CHECK(contains(compiled.outcome.signature, "bytes, cut]"));
+    }
+    SUBCASE("an asm statement of half a megabyte of blanks") {
+        const grader::CompiledKernel compiled = grader::compile_untrusted(
+            request_for_source(hostile_fixture("asm_blank_string")), grader_child);
+        INFO(compiled.outcome.log.substr(0, 2000));
+        CHECK(compiled.outcome.ok);
+        CHECK(compiled.outcome.clock_reads.empty());
+    }
+    SUBCASE("thousands of refused includes") {
+        std::string source;
+        for (int i = 0; i < 5000; ++i) {
+            source += "#include \"/etc/passwd" + std::to_string(i) + "\"\n";
+        }
+        const grader::CompiledKernel compiled =
+            grader::compile_untrusted(request_for_source(source), grader_child);
+        CHECK_FALSE(compiled.outcome.ok);
+        CHECK(compiled.outcome.vetting_problems.size() == grader::kMaxVettingProblems + 1);
+        CHECK(compiled.outcome.log.size() <= grader::kMaxCompileLogBytes);
+    }
 }

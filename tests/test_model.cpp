@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "model/bank_model.hpp"
+#include "model/describe.hpp"
 #include "model/json.hpp"
 
 using namespace grader;
@@ -79,4 +80,31 @@ TEST_CASE("a report's verdict reads back, and an unknown verdict is refused") {
     nlohmann::json broken = nlohmann::json(report);
     broken["verdict"] = "maybe";
     CHECK_THROWS(broken.get<Report>());
+}
+
+TEST_CASE("an infinity or a NaN the kernel wrote survives the worker's JSON; never-written stays") {
+    for (const double value : {HUGE_VAL, -HUGE_VAL}) {
+        OutputComparison written;
+        written.ran = true;
+        written.first_bad = 3;
+        written.first_bad_value = value;
+        const auto back = nlohmann::json(written).get<OutputComparison>();
+        CHECK(back.first_bad_value == value);
+        CHECK(describe_wrong_output(0, back).find(value > 0 ? "holds +infinity"
+                                                            : "holds -infinity") !=
+              std::string::npos);
+        CHECK(describe_wrong_output(0, back).find("never written") == std::string::npos);
+    }
+    OutputComparison nan_written;
+    nan_written.ran = true;
+    nan_written.first_bad = 3;
+    nan_written.first_bad_value = std::nan("");
+    nan_written.first_bad_wrote_nan = true;
+    const auto nan_back = nlohmann::json(nan_written).get<OutputComparison>();
+    CHECK(nan_back.first_bad_wrote_nan);
+    CHECK(describe_wrong_output(0, nan_back).find("a NaN the kernel wrote") != std::string::npos);
+    OutputComparison unwritten = nan_written;
+    unwritten.first_bad_wrote_nan = false;
+    const auto unwritten_back = nlohmann::json(unwritten).get<OutputComparison>();
+    CHECK(describe_wrong_output(0, unwritten_back).find("never written") != std::string::npos);
 }

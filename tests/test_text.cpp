@@ -175,3 +175,22 @@ TEST_CASE("sentences compare equal whatever their case, spacing and punctuation"
     CHECK(text::comparison_key(example) != text::comparison_key("Stride 3 is odd."));
     CHECK(text::comparison_key(" .,;\n") == "");
 }
+
+TEST_CASE("student ids that differ only by invisible or look-alike characters share one key") {
+    const std::string key = grader::text::id_key("ann.lee");
+    CHECK(key == "ann.lee");
+    CHECK(grader::text::id_key("  ANN.LEE ") == key);                       // case, spaces
+    CHECK(grader::text::id_key("ann\xE2\x80\x8B.lee") == key);              // U+200B zero width
+    CHECK(grader::text::id_key("a\xC2\xADnn.l\xE2\x80\x8D" "ee") == key);   // soft hyphen, ZWJ
+    CHECK(grader::text::id_key("\xD0\xB0nn.lee") == key);                   // Cyrillic a
+    CHECK(grader::text::id_key("\xEF\xBD\x81nn.lee") == key);               // fullwidth a
+    CHECK(grader::text::id_key("ann.1ee") == grader::text::id_key("ann.lee"));  // 1 and l
+    CHECK(grader::text::id_key("Ian") == grader::text::id_key("lan"));      // capital I and l
+    CHECK(grader::text::id_key("s0") == grader::text::id_key("so"));        // 0 and o
+    CHECK(grader::text::id_key("\xE2\x80\xAE" "eel.nna") == "eel.nna");     // a bidi override
+    SUBCASE("ids that differ by a letter a reader sees stay apart") {
+        CHECK(grader::text::id_key("ann.lee") != grader::text::id_key("ann.lea"));
+        CHECK(grader::text::id_key("jose") != grader::text::id_key("jos\xC3\xA9"));
+        CHECK(grader::text::id_key("\xE4\xB8\xAD\xE6\x96\x87") == "\xE4\xB8\xAD\xE6\x96\x87");
+    }
+}

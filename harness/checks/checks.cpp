@@ -4,8 +4,10 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <set>
+#include <string_view>
 
 #include "common/text.hpp"
 #include "text/text_safety.hpp"
@@ -459,6 +461,7 @@ private:
 
     void counted_degree(const CheckSpec& spec, CheckResult& check) const {
         int counted = 0;
+        int counted_without_shared = 0;  // runs whose counts hold no shared load or store
         bool all_match = true;
         std::optional<double> worst;
         std::string source;
@@ -469,6 +472,7 @@ private:
             const auto load = run.counts->load_degree();
             const auto store = run.counts->store_degree();
             if (!load && !store) {
+                ++counted_without_shared;
                 continue;
             }
             const double degree = std::max(load.value_or(0.0), store.value_or(0.0));
@@ -492,6 +496,23 @@ private:
                                         : std::string()) +
                     std::to_string(*model));
             }
+        }
+        if (counted == 0 && counted_without_shared > 0) {
+            // The device counted, and the kernel touched no shared memory: the student's kernel
+            // decides that (Part 2's naive transpose), so it fails; "not run" is the machine's.
+            finish(check, spec, false, {});
+            check.message = "Your kernel has no shared tile: " + exercise_.kernel_name +
+                            " made no shared-memory load or store in " +
+                            std::to_string(counted_without_shared) +
+                            (counted_without_shared == 1 ? " counted run" : " counted runs") +
+                            ", so it has no bank conflicts to remove. " +
+                            fill_template(spec.hint, {});
+            check.details.push_back(
+                "counted by " +
+                (source_of_counts(spec) == "hardware" ? std::string("the GPU's own counters")
+                                                      : std::string("the simulator (PTX-level)")) +
+                ": 0 shared load requests, 0 shared store requests");
+            return;
         }
         if (counted == 0) {
             not_run(check, m_.runs.empty() ? why_student_not_run(m_)
@@ -543,6 +564,15 @@ private:
                 }
             }
         }
+    }
+
+    std::string source_of_counts(const CheckSpec& spec) const {
+        for (const auto& run : m_.runs) {
+            if (run.kernel == spec.kernel && run.counts) {
+                return run.count_source;
+            }
+        }
+        return {};
     }
 
     void sentence(const CheckSpec& spec, CheckResult& check) const {
@@ -609,7 +639,133 @@ std::optional<std::string> ungradable_reason(const Measurements& m) {
     return std::nullopt;
 }
 
+// "stride 8: " at the start of a detail: its length and the stride; 0 where there is none.
+std::size_t stride_prefix(const std::string& detail, std::string& stride) {
+    constexpr std::string_view kStride = "stride ";
+    if (detail.compare(0, kStride.size(), kStride) != 0) {
+        return 0;
+    }
+    std::size_t end = kStride.size();
+    while (end < detail.size() && std::isdigit(static_cast<unsigned char>(detail[end])) != 0) {
+        ++end;
+    }
+    if (end == kStride.size() || detail.compare(end, 2, ": ") != 0) {
+        return 0;
+    }
+    stride = detail.substr(kStride.size(), end - kStride.size());
+    return end + 2;
+}
+
+// The fix a race line names: "put __syncthreads() between probe.cu:25 and probe.cu:34" from
+// "... read ... at probe.cu:34, which ... wrote at probe.cu:25 with no __syncthreads() between
+// them"; empty where the line is no such race.
+std::string race_fix(std::string_view race) {
+    if (race.find("no __syncthreads() between them") == std::string_view::npos) {
+        return {};
+    }
+    std::vector<std::string_view> places;
+    for (std::size_t at = race.find(" at "); at != std::string_view::npos;
+         at = race.find(" at ", at + 4)) {
+        const std::size_t start = at + 4;
+        const std::size_t end = race.find_first_of(", ", start);
+        places.push_back(race.substr(start, end == std::string_view::npos ? race.npos
+                                                                          : end - start));
+    }
+    if (places.size() >= 2) {
+        return "put __syncthreads() between " + std::string(places[1]) + " and " +
+               std::string(places[0]);
+    }
+    if (places.size() == 1) {
+        return "put __syncthreads() before " + std::string(places[0]);
+    }
+    return {};
+}
+
+// "3, 5, 8 and 9", the first few of many.
+std::string strides_text(const std::vector<std::string>& strides) {
+    constexpr std::size_t kNamed = 8;
+    std::string text;
+    for (std::size_t i = 0; i < strides.size() && i < kNamed; ++i) {
+        text += (i == 0 ? "" : i + 1 == strides.size() ? " and " : ", ") + strides[i];
+    }
+    if (strides.size() > kNamed) {
+        text += " and " + std::to_string(strides.size() - kNamed) + " more";
+    }
+    return text;
+}
+
 }  // namespace
+
+void collapse_details(CheckResult& check, std::size_t max_details, std::size_t max_bytes) {
+    constexpr std::string_view kRace = "a shared-memory race: ";
+    constexpr std::string_view kRacedInAll = " warp-wide shared-memory accesses raced in all";
+    struct Group {
+        std::string first;             // the first line, as it was
+        std::string fix;               // a race's fix
+        std::vector<std::string> strides;
+        std::size_t times = 0;
+        unsigned long long raced = 0;  // "N ... raced in all", summed
+    };
+    std::vector<Group> groups;
+    std::map<std::string, std::size_t> group_of;
+    for (std::string& detail : check.details) {
+        std::string stride;
+        const std::size_t prefix = stride_prefix(detail, stride);
+        std::string rest = detail.substr(prefix);
+        std::string key = rest;
+        std::string fix;
+        unsigned long long raced = 0;
+        if (rest.compare(0, kRace.size(), kRace) == 0) {
+            const std::string_view race = std::string_view(rest).substr(kRace.size());
+            fix = race_fix(race);
+            const std::size_t digits = race.find_first_not_of("0123456789");
+            if (digits > 0 && digits != std::string_view::npos && race.substr(digits) == kRacedInAll &&
+                digits < 19) {
+                raced = std::stoull(std::string(race.substr(0, digits)));
+                key = "raced in all";
+            } else if (!fix.empty()) {
+                key = "race: " + fix;  // one fix, one line, whichever lanes and words raced
+            }
+        }
+        const auto [found, added] = group_of.emplace(key, groups.size());
+        if (added) {
+            groups.push_back({std::move(detail), fix, {}, 0, 0});
+        }
+        Group& group = groups[found->second];
+        ++group.times;
+        group.raced += raced;
+        if (!stride.empty() &&
+            std::find(group.strides.begin(), group.strides.end(), stride) == group.strides.end()) {
+            group.strides.push_back(stride);
+        }
+    }
+    std::vector<std::string> details;
+    for (const Group& group : groups) {
+        std::string line = group.first;
+        if (group.raced > 0 && group.times > 1) {
+            line = std::string(kRace) + std::to_string(group.raced) + std::string(kRacedInAll) +
+                   ", at strides " + strides_text(group.strides);
+        } else if (group.times > 1) {
+            line += " (the same " + std::to_string(group.times) + " times" +
+                    (group.strides.size() > 1 ? ", at strides " + strides_text(group.strides)
+                                              : std::string()) +
+                    ")";
+        }
+        if (!group.fix.empty()) {
+            line += "; " + group.fix;
+        }
+        details.push_back(text::shorten(line, max_bytes));
+    }
+    if (details.size() > max_details) {
+        const std::size_t cut = details.size() - max_details;
+        details.resize(max_details);
+        details.push_back("and " + std::to_string(cut) + " more " +
+                          (cut == 1 ? "detail" : "details") + " (cut: a check lists at most " +
+                          std::to_string(max_details) + ")");
+    }
+    check.details = std::move(details);
+    check.message = text::shorten(check.message, 2 * max_bytes);
+}
 
 RatioLookup measured_ratios(const Exercise& exercise, const Measurements& m) {
     return [&exercise, &m](const Case& c) -> std::optional<double> {
@@ -772,6 +928,7 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     const Grading grading(exercise, submission, m);
     for (const CheckSpec& spec : exercise.checks) {
         report.checks.push_back(grading.check(spec));
+        collapse_details(report.checks.back());
     }
 
     const CheckSpec* consistency = nullptr;

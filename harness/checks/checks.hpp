@@ -54,6 +54,19 @@ std::vector<std::string> calibration_failures(const Exercise& exercise, const Me
 // The exercise's own kernels as `grader sweep` shows them, with the calibration rules' outcomes.
 Sweep summarize_sweep(const Exercise& exercise, const Measurements& measurements);
 
+// One diagnosis, once: a check's details as a person reads them, and bounded whatever the
+// student's kernel did. Details that say the same thing at several strides ("stride 8: ...",
+// "stride 16: ...") become the first one with "(the same 11 times, at strides 3, 5, 8 ...)"; a
+// shared-memory race is one line per fix whichever lanes and words raced, ending with the fix
+// ("put __syncthreads() between probe.cu:25 and probe.cu:34"), and the "N accesses raced in
+// all" counts are summed. At most max_details lines are kept, then one saying how many were cut;
+// each line and the message are cut to max_bytes (twice that for the message). Every report
+// format writes these details, so each stays small whatever the source. evaluate() applies it.
+inline constexpr std::size_t kMaxDetailsPerCheck = 12;
+inline constexpr std::size_t kMaxDetailBytes = 1000;
+void collapse_details(CheckResult& check, std::size_t max_details = kMaxDetailsPerCheck,
+                      std::size_t max_bytes = kMaxDetailBytes);
+
 Report evaluate(const Exercise& exercise, const Submission& submission,
                 const Measurements& measurements, const std::string& submission_label);
 

@@ -119,7 +119,7 @@ struct CompiledKernel {
 // source as "/<source_name>", so that no host directory reaches the PTX, the cubin's line table
 // or the log. A source refused by vetting never reaches NVRTC: attempted is true, ok false,
 // options empty, and the log lists the problems. Callable from several threads at once.
-// The log is bounded to kMaxCompileLogBytes. A kernel name that is overloaded, missing or not a
+// The log is bounded to kMaxCompileLogBytes; clock_reads are the PTX's (ptx_clock_reads). A kernel name that is overloaded, missing or not a
 // __global__ function is said in one plain sentence. A leading UTF-8 byte-order mark is dropped.
 // Throws NvrtcError only for NVRTC failures that are not the program's fault, and
 // std::invalid_argument for an empty arch or kernel name.
@@ -143,6 +143,20 @@ struct UntrustedCompileOptions {
 // before it reached the student's source.
 CompiledKernel compile_untrusted(const CompileRequest& request,
                                  const UntrustedCompileOptions& options);
+
+// What the compile child sends of a student's compile is bounded, whatever the source: the
+// demangled signature (kMaxSignatureBytes, then "[N bytes, cut]"), the vetting problems
+// (kMaxVettingProblems, then one "and N more" entry), the clock reads (kMaxClockReads and one
+// "and N more"), each listed text (kMaxListedTextBytes) and the log (kMaxCompileLogBytes). A
+// mangled name longer than kMaxLoweredNameBytes cannot be shortened (the kernel is loaded by
+// it): the compile is the student's failure, and the returned sentence says why (empty where
+// the outcome stands). So no student's text can make a message of the child or of the worker
+// exceed its limit.
+inline constexpr std::size_t kMaxSignatureBytes = 1024;
+inline constexpr std::size_t kMaxLoweredNameBytes = 4096;
+inline constexpr std::size_t kMaxVettingProblems = 20;
+inline constexpr std::size_t kMaxListedTextBytes = 300;
+std::string bound_student_outcome(CompileOutcome& outcome);
 
 // The harness's own kernels and the student's in one confined child, so that NVRTC starts (and
 // costs its first-compile setup) once per grade rather than in the grader and again in the
@@ -203,8 +217,12 @@ std::string ptx_without_host_paths(std::string_view ptx);
 
 // Where the PTX reads the GPU's clocks (%clock, %clock64, %globaltimer and its halves) or sleeps
 // (nanosleep), once per kind and source line: "%clock64 at probe.cu line 20". A kernel that reads
-// a clock can pace its own timings; the report flags it.
-std::vector<std::string> ptx_clock_reads(std::string_view ptx);
+// a clock can pace its own timings; the report flags it. At most max_reads, then one last entry
+// "and 4093 more (the list was cut)": the PTX is the student's text (`.file` and `.loc` lines
+// can be forged inside an asm comment). Scans each line once, without recursion.
+inline constexpr std::size_t kMaxClockReads = 16;
+std::vector<std::string> ptx_clock_reads(std::string_view ptx,
+                                         std::size_t max_reads = kMaxClockReads);
 
 struct PtxParam {
     std::string ptx_type;  // ".u64", ".u32", ".f32", ".align 8 .b8 ...[16]"

@@ -7,12 +7,13 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <regex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "compile/compile.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
@@ -146,54 +147,201 @@ PtxEntry ptx_entry(std::string_view ptx, std::string_view entry_name) {
     }
 }
 
-std::vector<std::string> ptx_clock_reads(std::string_view ptx) {
-    static const std::regex file_directive(R"re(^\s*\.file\s+(\d+)\s+"([^"]*)")re");
-    static const std::regex loc_directive(R"(^\s*\.loc\s+(\d+)\s+(\d+))");
-    static const std::regex clock_register(
-        R"(%(globaltimer_lo|globaltimer_hi|globaltimer|clock64|clock)\b)");
-    static const std::regex sleep_instruction(R"(^\s*(@!?%\w+\s+)?nanosleep\b)");
-    std::map<std::string, std::string> files;
+namespace {
+
+// Linear scanning of PTX lines, never a regex: std::regex recurses once per character it
+// repeats, so a line of half a megabyte (an asm string of blanks) overflows the stack.
+
+bool is_blank(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n';
+}
+
+bool is_word_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
+
+void skip_blanks(std::string_view text, std::size_t& i) {
+    while (i < text.size() && is_blank(text[i])) {
+        ++i;
+    }
+}
+
+// At least one blank, skipped; false where there is none.
+bool skip_some_blanks(std::string_view text, std::size_t& i) {
+    const std::size_t start = i;
+    skip_blanks(text, i);
+    return i > start;
+}
+
+// At least one digit, returned; empty where there is none.
+std::string_view digits_at(std::string_view text, std::size_t& i) {
+    const std::size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) != 0) {
+        ++i;
+    }
+    return text.substr(start, i - start);
+}
+
+bool keyword_at(std::string_view text, std::size_t i, std::string_view keyword) {
+    return text.substr(i, keyword.size()) == keyword;
+}
+
+// `.file N "path"` at the start of a line (after blanks): N and the path.
+bool file_directive(std::string_view line, std::string_view& number, std::string_view& path) {
+    std::size_t i = 0;
+    skip_blanks(line, i);
+    if (!keyword_at(line, i, ".file")) {
+        return false;
+    }
+    i += 5;
+    if (!skip_some_blanks(line, i) || (number = digits_at(line, i)).empty() ||
+        !skip_some_blanks(line, i) || i >= line.size() || line[i] != '"') {
+        return false;
+    }
+    const std::size_t close = line.find('"', i + 1);
+    if (close == std::string_view::npos) {
+        return false;
+    }
+    path = line.substr(i + 1, close - i - 1);
+    return true;
+}
+
+// `.loc FILE LINE` at the start of a line.
+bool loc_directive(std::string_view line, std::string_view& file, std::string_view& number) {
+    std::size_t i = 0;
+    skip_blanks(line, i);
+    if (!keyword_at(line, i, ".loc")) {
+        return false;
+    }
+    i += 4;
+    return skip_some_blanks(line, i) && !(file = digits_at(line, i)).empty() &&
+           skip_some_blanks(line, i) && !(number = digits_at(line, i)).empty();
+}
+
+// The first clock register the line names ("%clock64"), as a whole word; empty where none.
+std::string_view clock_register(std::string_view line) {
+    static constexpr std::string_view kRegisters[] = {"globaltimer_lo", "globaltimer_hi",
+                                                      "globaltimer", "clock64", "clock"};
+    for (std::size_t at = line.find('%'); at != std::string_view::npos;
+         at = line.find('%', at + 1)) {
+        for (const std::string_view name : kRegisters) {
+            const std::size_t end = at + 1 + name.size();
+            if (keyword_at(line, at + 1, name) && (end >= line.size() || !is_word_char(line[end]))) {
+                return line.substr(at, name.size() + 1);
+            }
+        }
+    }
+    return {};
+}
+
+// `nanosleep` as the line's instruction, with or without a guard predicate (`@%p1`, `@!%p1`).
+bool sleep_instruction(std::string_view line) {
+    std::size_t i = 0;
+    skip_blanks(line, i);
+    if (i < line.size() && line[i] == '@') {
+        std::size_t guard = i + 1;
+        if (guard < line.size() && line[guard] == '!') {
+            ++guard;
+        }
+        if (guard < line.size() && line[guard] == '%') {
+            std::size_t name = guard + 1;
+            while (name < line.size() && is_word_char(line[name])) {
+                ++name;
+            }
+            std::size_t after = name;
+            if (name > guard + 1 && skip_some_blanks(line, after)) {
+                i = after;
+            }
+        }
+    }
+    const std::size_t end = i + 9;
+    return keyword_at(line, i, "nanosleep") && (end >= line.size() || !is_word_char(line[end]));
+}
+
+}  // namespace
+
+std::vector<std::string> ptx_clock_reads(std::string_view ptx, std::size_t max_reads) {
+    // A .file name is whatever a line of the PTX says (an asm comment can forge one): bounded.
+    constexpr std::size_t kMaxFileName = 120;
+    std::map<std::string, std::string, std::less<>> files;
     std::string where = "an unknown line";
     std::vector<std::string> reads;
+    std::set<std::string, std::less<>> seen;
+    std::size_t left_out = 0;
     std::size_t start = 0;
     while (start < ptx.size()) {
         std::size_t end = ptx.find('\n', start);
         if (end == std::string_view::npos) {
             end = ptx.size();
         }
-        const std::string line(ptx.substr(start, end - start));
+        const std::string_view line = ptx.substr(start, end - start);
         start = end + 1;
-        std::smatch match;
-        if (std::regex_search(line, match, file_directive)) {
-            const std::string path = match[2].str();
-            files[match[1].str()] = path.substr(path.find_last_of('/') + 1);
+        std::string_view first;
+        std::string_view second;
+        if (file_directive(line, first, second)) {
+            if (files.size() < 4096 || files.count(first) != 0) {
+                const std::string_view base = second.substr(second.find_last_of('/') + 1);
+                files[std::string(first.substr(0, 20))] = text::shorten(base, kMaxFileName);
+            }
             continue;
         }
-        if (std::regex_search(line, match, loc_directive)) {
-            const auto file = files.find(match[1].str());
+        if (loc_directive(line, first, second)) {
+            const auto file = files.find(first.substr(0, 20));
             where = (file == files.end() ? std::string("the kernel") : file->second) + " line " +
-                    match[2].str();
+                    std::string(second.substr(0, 20));
             continue;
         }
-        std::string what;
-        if (std::regex_search(line, match, clock_register)) {
-            what = "%" + match[1].str();
-        } else if (std::regex_search(line, match, sleep_instruction)) {
+        std::string what(clock_register(line));
+        if (what.empty() && sleep_instruction(line)) {
             what = "nanosleep";
         }
         if (!what.empty()) {
-            const std::string read = what + " at " + where;
-            if (std::find(reads.begin(), reads.end(), read) == reads.end()) {
-                reads.push_back(read);
+            std::string read = what + " at " + where;
+            if (seen.count(read) == 0) {
+                if (reads.size() < max_reads) {
+                    seen.insert(read);
+                    reads.push_back(std::move(read));
+                } else if (seen.size() < 65536) {
+                    seen.insert(std::move(read));
+                    ++left_out;
+                } else {
+                    ++left_out;  // counted without remembering: may count a repeat twice
+                }
             }
         }
+    }
+    if (left_out > 0) {
+        reads.push_back("and " + std::to_string(left_out) + " more (the list was cut)");
     }
     return reads;
 }
 
 std::string ptx_without_host_paths(std::string_view ptx) {
-    static const std::regex file_directive(R"((\.file\s+\d+\s+")([^"]*/)([^"/]*"))");
-    return std::regex_replace(std::string(ptx), file_directive, "$1$3");
+    // `.file N "/dir/name"` becomes `.file N "name"`, wherever it stands.
+    std::string out;
+    out.reserve(ptx.size());
+    std::size_t copied = 0;
+    for (std::size_t at = ptx.find(".file"); at != std::string_view::npos;
+         at = ptx.find(".file", at + 1)) {
+        std::size_t i = at + 5;
+        if (!skip_some_blanks(ptx, i) || digits_at(ptx, i).empty() ||
+            !skip_some_blanks(ptx, i) || i >= ptx.size() || ptx[i] != '"') {
+            continue;
+        }
+        const std::size_t close = ptx.find('"', i + 1);
+        if (close == std::string_view::npos) {
+            break;
+        }
+        const std::size_t slash = ptx.substr(i + 1, close - i - 1).find_last_of('/');
+        if (slash == std::string_view::npos) {
+            continue;
+        }
+        out.append(ptx.substr(copied, i + 1 - copied));
+        copied = i + 1 + slash + 1;
+        at = close;
+    }
+    out.append(ptx.substr(copied));
+    return out;
 }
 
 std::string abi_problem(const std::vector<std::size_t>& sizes,

@@ -2,10 +2,10 @@
 // cut down to diagnostics about the student's own file and the provided headers.
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -53,10 +53,40 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 }
 
 // An absolute path where a compiler message would put one: after a blank, a quote, a
-// parenthesis, or at the start of the line.
-const std::regex& absolute_path_pattern() {
-    static const std::regex pattern(R"((^|[\s"'(<=,])(/[^\s"'()<>,:;]+))");
-    return pattern;
+// parenthesis, or at the start of the line; it runs to a blank, a quote, a bracket or : , ;.
+// Found by one pass over the line (no regex: the log quotes the student's lines, and std::regex
+// recurses per character).
+struct PathInLine {
+    std::size_t at = 0;
+    std::size_t size = 0;
+};
+
+bool is_log_blank(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+std::vector<PathInLine> absolute_paths(std::string_view line) {
+    std::vector<PathInLine> paths;
+    std::size_t i = 0;
+    while (i < line.size()) {
+        const bool starts = line[i] == '/' &&
+                            (i == 0 || is_log_blank(line[i - 1]) ||
+                             std::string_view("\"'(<=,").find(line[i - 1]) != std::string_view::npos);
+        if (!starts) {
+            ++i;
+            continue;
+        }
+        std::size_t end = i + 1;
+        while (end < line.size() && !is_log_blank(line[end]) &&
+               std::string_view("\"'()<>,:;").find(line[end]) == std::string_view::npos) {
+            ++end;
+        }
+        if (end > i + 1) {
+            paths.push_back({i, end - i});
+        }
+        i = end;
+    }
+    return paths;
 }
 
 class LogSanitizer {
@@ -121,16 +151,14 @@ public:
             replace_all(line, cwd_ + "/", "");
         }
         std::string result;
-        auto begin = std::sregex_iterator(line.begin(), line.end(), absolute_path_pattern());
         std::size_t copied = 0;
-        for (auto it = begin; it != std::sregex_iterator(); ++it) {
-            const std::smatch& match = *it;
-            const std::string path = match[2].str();
+        for (const PathInLine& found : absolute_paths(line)) {
+            const std::string path = line.substr(found.at, found.size);
             const bool several_parts = path.find('/', 1) != std::string::npos;
             if (quoted && !several_parts && !is_allowed_path(path)) {
                 continue;
             }
-            const std::size_t at = static_cast<std::size_t>(match.position(2));
+            const std::size_t at = found.at;
             result += line.substr(copied, at - copied);
             result += base_name(path);
             copied = at + path.size();
@@ -141,9 +169,8 @@ public:
 
     // True where the line names, by absolute path, a file the student may not see.
     bool names_other_file(const std::string& line) const {
-        auto begin = std::sregex_iterator(line.begin(), line.end(), absolute_path_pattern());
-        for (auto it = begin; it != std::sregex_iterator(); ++it) {
-            if (!is_allowed_file((*it)[2].str())) {
+        for (const PathInLine& found : absolute_paths(line)) {
+            if (!is_allowed_file(line.substr(found.at, found.size))) {
                 return true;
             }
         }
@@ -164,10 +191,24 @@ bool is_caret_line(const std::string& line) {
            line.find_first_not_of(" \t", caret + 1) == std::string::npos;
 }
 
-// "file(12): error: ..." / "file(3): warning #177-D: ..." / "file(1): catastrophic error: ...".
-const std::regex& diagnostic_pattern() {
-    static const std::regex pattern(R"(^([^\s(][^(]*)\((\d+)\): )");
-    return pattern;
+// "file(12): error: ..." / "file(3): warning #177-D: ..." / "file(1): catastrophic error: ...":
+// the file (its first character neither a blank nor "(") and the line number, found at the
+// line's first "(".
+bool diagnostic_location(const std::string& line, std::string& file, std::string& number) {
+    const std::size_t open = line.find('(');
+    if (open == std::string::npos || open == 0 || is_log_blank(line[0])) {
+        return false;
+    }
+    std::size_t end = open + 1;
+    while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end])) != 0) {
+        ++end;
+    }
+    if (end == open + 1 || line.compare(end, 3, "): ") != 0) {
+        return false;
+    }
+    file = line.substr(0, open);
+    number = line.substr(open + 1, end - open - 1);
+    return true;
 }
 
 bool is_indented_or_blank(const std::string& line) {
@@ -196,14 +237,14 @@ std::string sanitize_log(std::string_view log, const std::vector<LoggedFile>& fi
     std::optional<std::string_view> quoted_source;
     bool caret_may_follow = false;
     for (const std::string& line : lines) {
-        std::smatch match;
-        if (std::regex_search(line, match, diagnostic_pattern())) {
-            const bool allowed = sanitizer.is_allowed_file(match[1].str());
+        std::string file;
+        std::string line_number;
+        if (diagnostic_location(line, file, line_number)) {
+            const bool allowed = sanitizer.is_allowed_file(file);
             in_dropped_block = !allowed;
             in_kept_block = allowed;
-            const std::string line_number = match[2].str();
             quoted_source = allowed && line_number.size() < 9
-                                ? sanitizer.line_of(match[1].str(), std::stoi(line_number))
+                                ? sanitizer.line_of(file, std::stoi(line_number))
                                 : std::nullopt;
             caret_may_follow = false;
             if (allowed) {

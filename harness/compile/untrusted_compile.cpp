@@ -400,6 +400,12 @@ bool compile_and_send(const CompileRequest& request, bool student, int reply_fd)
                                      "the compiler ran out of memory on " + request.source_name}});
         return false;
     }
+    if (student) {
+        const std::string too_large = bound_student_outcome(kernel.outcome);
+        if (!too_large.empty()) {
+            kernel = students_failed_compile(request, too_large, kernel.outcome.seconds);
+        }
+    }
     if (student && kernel.ptx.size() + kernel.cubin.size() > kMaxKernelBytes) {
         const double seconds = kernel.outcome.seconds;
         kernel = students_failed_compile(
@@ -413,6 +419,37 @@ bool compile_and_send(const CompileRequest& request, bool student, int reply_fd)
 }
 
 }  // namespace
+
+std::string bound_student_outcome(CompileOutcome& outcome) {
+    if (outcome.lowered_name.size() > kMaxLoweredNameBytes) {
+        return "the kernel's mangled name is " + size_text(outcome.lowered_name.size()) +
+               "; the grader accepts at most " + size_text(kMaxLoweredNameBytes) +
+               ": its parameters must have the ABI's plain types, not nested templates";
+    }
+    if (outcome.signature.size() > kMaxSignatureBytes) {
+        const std::size_t full = outcome.signature.size();
+        outcome.signature = text::shorten(outcome.signature, kMaxSignatureBytes) + " [" +
+                            std::to_string(full) + " bytes, cut]";
+    }
+    if (outcome.vetting_problems.size() > kMaxVettingProblems) {
+        const std::size_t more = outcome.vetting_problems.size() - kMaxVettingProblems;
+        outcome.vetting_problems.resize(kMaxVettingProblems);
+        outcome.vetting_problems.push_back(
+            SourceProblem{outcome.vetting_problems.back().line, 0,
+                          "and " + std::to_string(more) + " more problems like these"});
+    }
+    for (SourceProblem& problem : outcome.vetting_problems) {
+        problem.message = text::shorten(problem.message, kMaxListedTextBytes);
+    }
+    if (outcome.clock_reads.size() > kMaxClockReads + 1) {
+        outcome.clock_reads.resize(kMaxClockReads + 1);
+    }
+    for (std::string& read : outcome.clock_reads) {
+        read = text::shorten(read, kMaxListedTextBytes);
+    }
+    outcome.log = bounded_log(std::move(outcome.log), kMaxCompileLogBytes, outcome.log_cut_bytes);
+    return {};
+}
 
 int serve_compile_request(int input_fd, int reply_fd, const CompileServiceOptions& options) {
     std::string why;

@@ -80,7 +80,7 @@ std::optional<Interruption> interruption_from(const ChildResult& child,
                              std::to_string(child.peak_memory_bytes >> 20) + " MiB) " + where +
                              "; it was stopped");
         case ChildResult::End::message_overflow:
-            return blame(where_stage, Ending::harness_error,
+            return blame(where_stage, Ending::message_limit,
                          "the grader's worker sent more than its message limit " + where);
         case ChildResult::End::spawn_failed:
             throw std::runtime_error("could not start the grader's worker: " + child.error);

@@ -66,6 +66,12 @@ Interruption blame(const Stage& stage, Ending ending, std::string message) {
             interruption.kind = StopKind::crash;
             interruption.students_fault = students_code;
             break;
+        case Ending::message_limit:
+            // Every student string is bounded before the worker sends it, so only a stage that
+            // runs the student's code (a kernel's output, a printf flood) can fill the channel.
+            interruption.kind = StopKind::crash;
+            interruption.students_fault = students_code;
+            break;
         case Ending::unsupported:
             // Where there is no GPU the simulator is the grade: a kernel of the student's that
             // it cannot run is theirs to change (else any wrong kernel could end "ungradable"

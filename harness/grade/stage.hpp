@@ -46,6 +46,7 @@ enum class Ending {
     time_limit,         // the stage's time limit, or the simulator's instruction budget
     memory_limit,       // the worker went over its memory limit
     worker_crashed,     // the worker died of a signal, or exited without a report
+    message_limit,      // the worker sent more than its message limit
     harness_error,      // the harness's own failure (a driver call outside any kernel)
     no_gpu,             // a GPU was asked for and none answered
 };

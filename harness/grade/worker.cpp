@@ -223,7 +223,6 @@ private:
             } else {
                 compiled = std::move(results.student);
                 environment_.confinement = compiled.confinement;
-                compiled.outcome.clock_reads = ptx_clock_reads(compiled.ptx);
                 if (compiled.outcome.ok) {
                     compiled.outcome.abi_problem =
                         abi_problem(compiled.outcome.param_sizes, exercise_.parameters);

@@ -79,6 +79,7 @@ OutputComparison compare_outputs(const std::string& input, const std::vector<flo
                     static_cast<std::uint32_t>(e % placement.threads_per_block);
             }
             result.first_bad_value = value;
+            result.first_bad_wrote_nan = value_written && std::isnan(value);
             result.first_bad_expected = wanted_written ? static_cast<double>(wanted) : std::nan("");
         }
         ++result.bad_elements;

@@ -42,7 +42,9 @@ std::string describe_wrong_output(int stride, const OutputComparison& result) {
                 std::to_string(result.first_bad_block) + ", thread " +
                 std::to_string(result.first_bad_thread_in_block) + ")";
     }
-    line += " holds " + describe_value(result.first_bad_value);
+    line += " holds " + (result.first_bad_wrote_nan && std::isnan(result.first_bad_value)
+                             ? std::string("NaN (a NaN the kernel wrote)")
+                             : describe_value(result.first_bad_value));
     line += std::isnan(result.first_bad_expected)
                 ? ", where the exercise's own kernel writes nothing from the same blocks"
                 : ", expected " + describe_value(result.first_bad_expected);

@@ -16,6 +16,18 @@ double number_from(const json& j) {
     return j.is_null() ? std::nan("") : j.get<double>();
 }
 
+// What a kernel wrote: a number, or where JSON has none "+infinity", "-infinity" or "NaN" (a NaN
+// the kernel wrote); null stays "never written" (the poison left as it was).
+json written_value(double value, bool wrote_nan) {
+    if (std::isinf(value)) {
+        return value > 0 ? "+infinity" : "-infinity";
+    }
+    if (std::isnan(value)) {
+        return wrote_nan ? json("NaN") : json(nullptr);
+    }
+    return value;
+}
+
 template <typename T>
 json optional_to(const std::optional<T>& value) {
     return value ? json(*value) : json(nullptr);
@@ -210,7 +222,8 @@ void to_json(json& j, const OutputComparison& v) {
              {"first_bad_thread_in_block", v.first_bad_thread_in_block},
              {"first_bad_row", v.first_bad_row},
              {"first_bad_column", v.first_bad_column},
-             {"value", v.first_bad ? number(v.first_bad_value) : json(nullptr)},
+             {"value", v.first_bad ? written_value(v.first_bad_value, v.first_bad_wrote_nan)
+                                   : json(nullptr)},
              {"value_expected", v.first_bad ? number(v.first_bad_expected) : json(nullptr)}};
 }
 void from_json(const json& j, OutputComparison& v) {
@@ -228,7 +241,16 @@ void from_json(const json& j, OutputComparison& v) {
     read(j, "first_bad_row", v.first_bad_row);
     read(j, "first_bad_column", v.first_bad_column);
     if (v.first_bad) {
-        read_number(j, "value", v.first_bad_value);
+        const auto value = j.find("value");
+        if (value != j.end() && value->is_string()) {
+            const std::string text = value->get<std::string>();
+            v.first_bad_wrote_nan = text == "NaN";
+            v.first_bad_value = text == "+infinity"   ? HUGE_VAL
+                                : text == "-infinity" ? -HUGE_VAL
+                                                      : std::nan("");
+        } else {
+            read_number(j, "value", v.first_bad_value);
+        }
         read_number(j, "value_expected", v.first_bad_expected);
     }
 }

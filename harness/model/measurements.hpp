@@ -59,7 +59,8 @@ struct OutputComparison {
     std::uint32_t first_bad_thread_in_block = 0;
     std::uint64_t first_bad_row = 0;         // matrix layout
     std::uint64_t first_bad_column = 0;
-    double first_bad_value = 0.0;      // may be NaN (poison never overwritten)
+    double first_bad_value = 0.0;      // may be NaN (poison never overwritten) or infinite
+    bool first_bad_wrote_nan = false;  // the NaN in first_bad_value is one the kernel wrote
     double first_bad_expected = 0.0;   // may be NaN: the oracle did not write it there
 };
 

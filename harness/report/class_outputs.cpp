@@ -116,22 +116,9 @@ std::optional<RootCause> root_cause(const Report& report) {
     return std::nullopt;
 }
 
-std::string trim_spaces(const std::string& text) {
-    const auto first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) {
-        return {};
-    }
-    return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
-
-// Ids compare as people mean them: the same letters, whatever the case or surrounding spaces.
-std::string id_key(const std::string& id) {
-    std::string key = trim_spaces(id);
-    std::transform(key.begin(), key.end(), key.begin(), [](char c) {
-        return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-    });
-    return key;
-}
+// Ids compare as people mean them: the same letters, whatever the case, the surrounding spaces,
+// invisible characters or look-alike letters (text::id_key, UTS #39).
+std::string id_key(const std::string& id) { return text::id_key(id); }
 
 const CheckResult* find_check(const Report& report, const std::string& id) {
     const auto found = std::find_if(report.checks.begin(), report.checks.end(),

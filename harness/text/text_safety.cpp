@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -399,6 +400,54 @@ std::string comparison_key(std::string_view text) {
         key.append(bytes);
     });
     return key;
+}
+
+namespace {
+
+struct IdFold {
+    char32_t code_point;
+    const char* folded;  // UTF-8
+};
+
+// Generated from Unicode's confusables.txt by scripts/generate-id-folding.py; it also defines
+// GRADER_ID_IGNORABLE_RANGES.
+constexpr IdFold kIdFolds[] = {
+#include "text/id_folding_table.inc"
+};
+
+struct CodePointRange {
+    char32_t first;
+    char32_t last;
+};
+constexpr CodePointRange kIgnorable[] = {GRADER_ID_IGNORABLE_RANGES};
+
+bool is_default_ignorable(char32_t c) {
+    return std::any_of(std::begin(kIgnorable), std::end(kIgnorable),
+                       [c](const CodePointRange& r) { return c >= r.first && c <= r.last; });
+}
+
+}  // namespace
+
+std::string id_key(std::string_view id) {
+    std::string key;
+    for_each_code_point(id, [&](char32_t c, std::string_view bytes) {
+        if (is_default_ignorable(c) || is_hidden_control(c)) {
+            return;
+        }
+        const auto found = std::lower_bound(
+            std::begin(kIdFolds), std::end(kIdFolds), c,
+            [](const IdFold& fold, char32_t wanted) { return fold.code_point < wanted; });
+        if (found != std::end(kIdFolds) && found->code_point == c) {
+            key += found->folded;
+        } else {
+            key.append(bytes);
+        }
+    });
+    const std::size_t first = key.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) {
+        return {};
+    }
+    return key.substr(first, key.find_last_not_of(" \t\r\n") - first + 1);
 }
 
 }  // namespace grader::text

@@ -86,4 +86,13 @@ std::size_t display_width(std::string_view text);
 // copies of one sentence apart. Other letters (accented, other scripts) are kept as they are.
 std::string comparison_key(std::string_view text);
 
+// A student id as ids are compared (UTS #39, Unicode's security mechanisms): normalised (NFKD),
+// folded to its confusables skeleton and case-folded, with default-ignorable code points
+// (zero-width spaces and joiners, soft hyphens, bidirectional marks, variation selectors) and
+// controls dropped, and surrounding blanks trimmed. "Ann", "ANN", "Ａｎｎ", "A\u200Bnn" and "Аnn"
+// (a Cyrillic A) all give one key; so do "I" and "l", and "0" and "o". The fold is a generated
+// table (scripts/generate-id-folding.py, from Unicode's confusables.txt); Hangul syllables are
+// kept composed.
+std::string id_key(std::string_view id);
+
 }  // namespace grader::text
