@@ -206,6 +206,7 @@ grader="$(cd "$(dirname "$grader")" && pwd)/$(basename "$grader")"
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/test-images-XXXXXX")"
 chmod 755 "$scratch"
 failures=0
+docker rm -f grader-test-stop grader-test-gs >/dev/null 2>&1  # left by a run that was killed
 ok() { echo "ok: $*"; }
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
@@ -259,7 +260,6 @@ PY
 
 # 1. Outside Docker, for the verdicts to compare with.
 outside="$scratch/outside"
-begun=$(date +%s.%N)
 "$grader" batch "$class" --output "$outside" >"$scratch/outside.log" 2>&1
 status_outside=$?
 verdicts "$outside" >"$scratch/verdicts-outside"
