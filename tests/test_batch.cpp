@@ -639,6 +639,29 @@ TEST_CASE("an output folder that is, or lies inside, the class folder is refused
     CHECK(gradebook_folders(outside).size() == 2);
 }
 
+TEST_CASE("an output folder that cannot be written is a usage error (exit 2), before any grade") {
+    const auto root = scratch("unwritable-output");
+    const auto dir = root / "class";
+    fs::create_directories(dir);
+    copy_fixture("correct", dir / "alice");
+    write_text(root / "a-file", "not a folder\n");
+    std::vector<fs::path> outputs = {root / "a-file" / "reports",          // under a file
+                                     root / std::string(300, 'r') / "out"};  // a name too long
+    if (::geteuid() != 0) {  // root may write into a folder of mode 0555
+        fs::create_directories(root / "read-only");
+        fs::permissions(root / "read-only", fs::perms::owner_read | fs::perms::owner_exec);
+        outputs.push_back(root / "read-only");
+    }
+    for (const auto& output : outputs) {
+        CAPTURE(output);
+        const GraderRun run = run_grader({"batch", dir.string(), "--output", output.string()});
+        CHECK(run.exit_code == 2);
+        CHECK(run.output.find("cannot be written by this user") != std::string::npos);
+        CHECK(run.output.find("internal error") == std::string::npos);
+        CHECK(run.output.find("graded") == std::string::npos);
+    }
+}
+
 TEST_CASE("a class folder inside the output folder keeps its name free of student reports") {
     const auto root = scratch("class-inside-output");
     fs::create_directories(root / "class" / "class");  // a student named like the class folder

@@ -420,6 +420,31 @@ TEST_CASE("sentences and ids are flagged for the class, and a student learns onl
     }
 }
 
+TEST_CASE("a grade the harness could not finish is not flagged 'no student id'") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    // The harness failed before the answers file was read: no id, through no fault of the
+    // student's (the batch's harness_failure_report); and a machine that stopped answering, whose
+    // ungradable grade is graded again before its id means anything.
+    Report crashed = fixtures::ungradable_timeout_report("");
+    crashed.interruption = Interruption{StopKind::crash, "", "the worker could not start", false};
+    entries.push_back({"quentin", "quentin/report.html", crashed});
+    entries.push_back({"rupert", "rupert/report.html", fixtures::ungradable_timeout_report("")});
+    // The student's own kernel crashed after the answers were read without an id: still flagged.
+    Report own_crash = fixtures::ungradable_timeout_report("");
+    own_crash.interruption = Interruption{StopKind::crash, "run student stride 8", "trap", true};
+    entries.push_back({"sybil", "sybil/report.html", own_crash});
+
+    const auto flags = flag_submissions(entries, with_example());
+    const auto no_id = [&](const std::string& folder) {
+        const auto found = flags.find(folder);
+        return found != flags.end() && found->second.no_id;
+    };
+    CHECK_FALSE(no_id("quentin"));
+    CHECK_FALSE(no_id("rupert"));
+    CHECK(no_id("sybil"));
+    CHECK(no_id("nina"));  // left the id blank: the student's to fix
+}
+
 TEST_CASE("a student id that is not UTF-8 does not stop the class summary") {
     std::vector<ClassEntry> entries = fixtures::synthetic_class();
     entries[1].report.student_id = "s\xff\xfe";

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <iterator>
 
 #include "grader_run.hpp"
 
@@ -43,6 +44,29 @@ TEST_CASE("a usage error exits 2 and says what was wrong") {
         run_grader({"grade", (kSource / "student" / "example").string(), "--format", "pdf"});
     CHECK(bad_format.exit_code == 2);
     CHECK(bad_format.output.find("pdf") != std::string::npos);
+}
+
+TEST_CASE("no writable temporary folder is the machine's fault: exit 3, saying what to do") {
+    // A read-only root without --tmpfs /tmp in Docker; here, TMPDIR naming a file or nothing.
+    const auto not_a_folder = scratch("tmpdir-is-a-file");
+    { std::ofstream(not_a_folder) << "a file\n"; }
+    for (const std::string& tmpdir : {not_a_folder.string(), std::string("/no/such/tmpdir")}) {
+        CAPTURE(tmpdir);
+        const auto report = scratch("no-tmpdir.json");
+        const GraderRun run =
+            run_grader({"grade", (kSource / "student" / "example").string(), "--format", "json",
+                        "--output", report.string()},
+                       {}, {"TMPDIR=" + tmpdir});
+        CHECK(run.exit_code == 3);
+        CHECK(run.output.find("internal error") == std::string::npos);
+        REQUIRE(std::filesystem::exists(report));
+        std::ifstream in(report);
+        const std::string text((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
+        CHECK(text.find("cannot make its work folder") != std::string::npos);
+        CHECK(text.find("--tmpfs /tmp") != std::string::npos);
+        CHECK(text.find("\"students_fault\": false") != std::string::npos);
+    }
 }
 
 TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, line and field") {

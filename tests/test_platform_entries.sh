@@ -244,9 +244,30 @@ if [ "$(id -u)" -eq 0 ] && id -u nobody >/dev/null 2>&1 && command -v setpriv >/
   run_prairielearn as-nobody "$installed/bin" "$repo/student/example" GRADER_RUN_AS=nobody
   check "prairielearn: graded as an unprivileged user, same outcome" "$prairielearn_fields
 assert data[\"gradable\"] is gpu"
-  if ! grep -Eq "grade ${TMPDIR:-/tmp}/prairielearn-[A-Za-z0-9]{6}/student" \
-    "$scratch/prairielearn-as-nobody.log"; then
-    echo "FAIL: prairielearn as-nobody: the grade did not run from a copy" >&2
+  if ! grep -q "grade student --format prairielearn" "$scratch/prairielearn-as-nobody.log"; then
+    echo "FAIL: prairielearn as-nobody: the grade did not run from the copy" >&2
+    failures=$((failures + 1))
+  fi
+  # PrairieLearn's /grade is root's with mode 0700: the question's own exercise in /grade/tests
+  # is copied by root, so the unprivileged grade still reads it (it used to say "Directory does
+  # not exist: /grade/tests").
+  case_root="$scratch/prairielearn-tests-0700"
+  mkdir -p "$case_root/student" "$case_root/tests"
+  cp -R "$repo/student/example/." "$case_root/student/"
+  cp -R "$repo/exercises/day15-bank-conflicts/." "$repo/reference" "$case_root/tests/"
+  cp -R "$repo/student/example" "$case_root/tests/starter_example"
+  sed -e 's|\.\./\.\./reference/|reference/|' -e 's|\.\./\.\./student/example|starter_example|' \
+    "$repo/exercises/day15-bank-conflicts/exercise.yaml" >"$case_root/tests/exercise.yaml"
+  chmod 0700 "$case_root"
+  results_file="$case_root/results/results.json"
+  env PATH="$installed/bin:$PATH" GRADE_ROOT="$case_root" GRADER_WALL_LIMIT=300 \
+    GRADER_RUN_AS=nobody "$repo/docker/prairielearn/entrypoint.sh" >"$case_root.log" 2>&1
+  check "prairielearn: the question's tests/exercise.yaml is read under a root-only /grade" \
+    "$prairielearn_fields
+assert data[\"gradable\"] is gpu or data[\"gradable\"] is True, data
+assert \"Accumulator check\" in [t[\"name\"] for t in data[\"tests\"]], data"
+  if grep -q 'Directory does not exist' "$case_root.log"; then
+    echo "FAIL: prairielearn tests-0700: $(grep 'Directory does not exist' "$case_root.log")" >&2
     failures=$((failures + 1))
   fi
 fi
@@ -300,7 +321,7 @@ for platform in gradescope prairielearn; do
   if grep -q HOST-SECRET "$results_file" "$case_root.log"; then
     echo "FAIL: $platform links: a linked host file was read" >&2
     failures=$((failures + 1))
-  elif ! grep -q "skipped probe.cu: a symbolic link, not followed" "$case_root.log" ||
+  elif ! grep -q "skipped probe.cu: a symbolic link" "$case_root.log" ||
     ! grep -q "skipped submission.yaml: a hard link" "$case_root.log"; then
     echo "FAIL: $platform links: the log does not list what was skipped" >&2
     cat "$case_root.log" >&2
@@ -309,9 +330,61 @@ for platform in gradescope prairielearn; do
     echo "ok: $platform: links to host files are neither copied nor followed, and are listed"
   fi
 done
-check "prairielearn: a submission of links is graded without those files" "$prairielearn_fields
+check "prairielearn: a linked probe.cu is said to be a link, not missing" "$prairielearn_fields
 compile = [t for t in data[\"tests\"] if t[\"name\"] == \"Compile and ABI\"][0]
-assert \"probe.cu\" in compile[\"message\"] + compile[\"output\"], compile"
+said = compile[\"message\"] + compile[\"output\"]
+assert \"symbolic link\" in said and \"not found\" not in said, said"
+results_file="$scratch/gradescope-links/results/results.json"
+check "gradescope: a linked probe.cu and a hard-linked answers file are said to be links" \
+  "$gradescope_fields
+text = json.dumps(data)
+assert \"symbolic link\" in text and \"hard link\" in text, text[:2000]"
+for platform in gradescope prairielearn; do
+  if grep -q 'prairielearn-[A-Za-z0-9]\{6\}\|autograder-[A-Za-z0-9]\{6\}' \
+    "$scratch/$platform-links/results/results.json"; then
+    echo "FAIL: $platform: a temporary folder's path reaches the student's results" >&2
+    failures=$((failures + 1))
+  fi
+done
+
+# 10b. A submission of 60,000 files (it took 230 s to copy one by one, before the grade's limit
+#      started): the copy is bounded, and the results come well within the platform's limit.
+for platform in gradescope prairielearn; do
+  case_root="$scratch/$platform-many"
+  if [ "$platform" = gradescope ]; then folder="$case_root/submission"; else
+    folder="$case_root/student"; fi
+  mkdir -p "$folder"
+  (cd "$folder" && seq -f 'f%06g' 60000 | xargs touch)
+  cp "$repo/student/example/probe.cu" "$repo/student/example/submission.yaml" "$folder/"
+  started=$(date +%s)
+  if [ "$platform" = gradescope ]; then
+    env PATH="$real_bin:$PATH" AUTOGRADER_ROOT="$case_root" GRADER_PLATFORM_TIMEOUT=120 \
+      "$repo/docker/gradescope/run_autograder" >"$case_root.log" 2>&1
+  else
+    env PATH="$real_bin:$PATH" GRADE_ROOT="$case_root" GRADER_PLATFORM_TIMEOUT=120 \
+      "$repo/docker/prairielearn/entrypoint.sh" >"$case_root.log" 2>&1
+  fi
+  elapsed=$(($(date +%s) - started))
+  results_file="$case_root/results/results.json"
+  if [ "$platform" = gradescope ]; then
+    check "gradescope: 60,000 files: graded from the two that matter" "$gradescope_fields
+answers = [t for t in data[\"tests\"] if t[\"name\"] == \"Answers file\"][0]
+assert answers[\"status\"] == \"passed\", answers"
+  else
+    check "prairielearn: 60,000 files: graded from the two that matter" "$prairielearn_fields
+assert \"Accumulator check\" in [t[\"name\"] for t in data[\"tests\"]], data"
+  fi
+  if [ "$elapsed" -ge 60 ]; then
+    echo "FAIL: $platform many files: took $elapsed s of the platform's 120" >&2
+    failures=$((failures + 1))
+  elif ! grep -q "more entries, not looked at" "$case_root.log"; then
+    echo "FAIL: $platform many files: the log does not say what was not looked at" >&2
+    failures=$((failures + 1))
+  else
+    echo "ok: $platform: 60,000 files: results in $elapsed s, and the log says what was left"
+  fi
+  rm -rf "$case_root"
+done
 
 # 11. The grader's limit sits inside the platform's: with Gradescope's timeout at 40 s, a grader
 #     that never ends is stopped in time for the fallback results to be written.

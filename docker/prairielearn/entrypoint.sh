@@ -111,20 +111,40 @@ PY
   fi
 }
 
-# The submission's regular files are copied into a folder of the grade's own, and nothing else:
-# a symbolic link is neither copied as a link nor followed, and a file with a second name (a hard
-# link, which may be a file of this machine's) or anything that is not a regular file is left
-# behind. So no file of the machine is read as the student's, by this script (root) or by the
-# grader. What was left behind is listed in the log.
+# The submission's files are copied into a folder of the grade's own, before the grade starts and
+# within bounds, as this script may run as root on whatever the student handed in:
+# - a regular file is copied (at most 16 MiB of it, 64 MiB in all);
+# - a symbolic link is copied as a link, never followed, and a file with a second name (a hard
+#   link, which may be a file of this machine's) becomes an empty file with a second name in the
+#   copy, never read: the grade then tells the student which it was, rather than "not found";
+# - a folder or anything else is left behind;
+# - at most 100 entries are looked at (the sources and answers files first: a submission is a few
+#   files), and the copy stops after 30 s. The grade's own limit counts from this script's start,
+#   so the results are still written within the platform's limit.
+# So no file of the machine is read as the student's, by this script or by the grader. What was
+# left behind or changed is listed in the log.
+max_entries=100
 max_copy_bytes=$((16 * 1024 * 1024))
+max_total_bytes=$((64 * 1024 * 1024))
+copy_seconds=30
 skipped=()
-copy_regular_files() {  # copy_regular_files FROM TO
-  local from="$1" to="$2" record kind links size name
+copy_submission() {  # copy_submission FROM TO
+  local from="$1" to="$2" record kind links size name total=0 entries looked=0
+  local listing="$work/.listing" deadline=$((SECONDS + copy_seconds))
+  local sources='^[^/]*/[^/]*/[^/]*/[^/]*\.(cu|cuh|h|yaml|yml)$'
   mkdir -p "$to"
   if [ -L "$from" ] || [ ! -d "$from" ]; then
     return 0
   fi
+  timeout "$copy_seconds" find "$from" -mindepth 1 -maxdepth 1 -printf '%y/%n/%s/%f\0' \
+    >"$listing" 2>/dev/null
+  entries=$(tr -cd '\0' <"$listing" | wc -c)
   while IFS= read -r -d '' record; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      skipped+=("the rest of the submission: copying it took more than ${copy_seconds} s")
+      break
+    fi
+    looked=$((looked + 1))
     kind="${record%%/*}"
     record="${record#*/}"
     links="${record%%/*}"
@@ -132,54 +152,92 @@ copy_regular_files() {  # copy_regular_files FROM TO
     size="${record%%/*}"
     name="${record#*/}"
     case "$kind" in
-      l) skipped+=("$name: a symbolic link, not followed") ;;
+      l)
+        skipped+=("$name: a symbolic link, copied as a link and not followed")
+        cp -P -- "$from/$name" "$to/$name" 2>/dev/null
+        ;;
       d) skipped+=("$name: a folder (only the files at the top of the submission are graded)") ;;
       f)
         if [ "$links" -ne 1 ]; then
-          skipped+=("$name: a hard link (a second name of another file)")
+          skipped+=("$name: a hard link (a second name of another file), not read")
+          : >"$to/$name" && ln -- "$to/$name" "$to/.second-name-of-$name" 2>/dev/null
         elif [ "$size" -gt "$max_copy_bytes" ]; then
           skipped+=("$name: larger than 16 MiB")
+        elif [ $((total + size)) -gt "$max_total_bytes" ]; then
+          skipped+=("$name: past 64 MiB in all")
         elif ! cp -P -- "$from/$name" "$to/$name" 2>/dev/null; then
           skipped+=("$name: could not be copied")
+        else
+          total=$((total + size))
         fi
         ;;
       *) skipped+=("$name: not a regular file") ;;
     esac
-  done < <(find "$from" -mindepth 1 -maxdepth 1 -printf '%y/%n/%s/%f\0' 2>/dev/null)
-  # A file swapped for a link while it was being copied is not graded either.
-  find "$to" -mindepth 1 -maxdepth 1 ! -type f -exec rm -rf {} + 2>/dev/null
+  done < <({ grep -z -E "$sources" "$listing"; grep -z -v -E "$sources" "$listing"; } |
+    head -z -n "$max_entries")
+  if [ "$entries" -gt "$looked" ] && [ "$looked" -eq "$max_entries" ]; then
+    skipped+=("$((entries - looked)) more entries, not looked at: a submission is a few files")
+  fi
+  rm -f "$listing"
+  # A file swapped for a folder or a device while it was being copied is not graded either.
+  find "$to" -mindepth 1 -maxdepth 1 ! -type f ! -type l -exec rm -rf {} + 2>/dev/null
   return 0
 }
 
 folder="$student"
 
-copy_regular_files "$folder" "$work/student"
-folder="$work/student"
+copy_submission "$folder" "$work/student"
+# Graded by its relative name from the grade's folder, so that no temporary path reaches the
+# student's report.
+folder="student"
 for entry in "${skipped[@]}"; do
   echo "entrypoint: skipped $(printf '%s' "$entry" | LC_ALL=C tr -c '[:print:]' '?')"
 done
+
+# The question's own exercise (/grade/tests), copied by root like the submission: PrairieLearn
+# makes /grade root's with mode 0700, so the unprivileged user could not read it where it is.
+# The instructor's files, so copied whole, links as links; bounded in time all the same.
+tests_copy_failed=""
+if [ -z "${GRADER_EXERCISE:-}" ] && [ -f "$root/tests/exercise.yaml" ]; then
+  if ! timeout "$copy_seconds" cp -R -P -- "$root/tests" "$work/tests" 2>"$work/tests-copy.err"; then
+    tests_copy_failed="the question's tests folder ($root/tests) could not be copied within \
+${copy_seconds} s: $(head -c 300 "$work/tests-copy.err")"
+  fi
+fi
 
 # As root, grade as an unprivileged user, who can read the copy.
 launcher=()
 output_file="$work/results.json"
 if [ "$(id -u)" -eq 0 ] && [ -n "$run_as" ] && id -u "$run_as" >/dev/null 2>&1 &&
   command -v setpriv >/dev/null 2>&1; then
-  chown -R "$(id -u "$run_as"):$(id -g "$run_as")" "$work"
+  chown -R -h "$(id -u "$run_as"):$(id -g "$run_as")" "$work"
   launcher=(setpriv --reuid="$(id -u "$run_as")" --regid="$(id -g "$run_as")" --clear-groups)
 fi
 
 exercise_args=()
 if [ -n "${GRADER_EXERCISE:-}" ]; then
   exercise_args=(--exercise "$GRADER_EXERCISE")
-elif [ -f "$root/tests/exercise.yaml" ]; then
-  exercise_args=(--exercise "$root/tests")
+elif [ -f "$work/tests/exercise.yaml" ]; then
+  exercise_args=(--exercise "$work/tests")
 fi
 
+# The wall limit counts from this script's start: the copy's time comes out of it.
+grade_limit=$((wall_limit - SECONDS))
 echo "entrypoint: $grader_cmd grade $folder --format prairielearn" \
   "(limit ${wall_limit} s of the platform's ${platform_timeout} s)"
-timeout --kill-after="$kill_grace" "$wall_limit" "${launcher[@]}" "$grader_cmd" grade "$folder" \
-  "${exercise_args[@]}" --format prairielearn --output "$output_file" 2>"$work/stderr"
-status=$?
+: >"$work/stderr"
+if [ -n "$tests_copy_failed" ]; then
+  status=2
+  echo "entrypoint: $tests_copy_failed" >"$work/stderr"
+elif [ "$grade_limit" -lt 5 ]; then
+  status=124
+else
+  # The log is not a terminal, even where the platform gives the container one: no colour codes.
+  (cd "$work" && NO_COLOR=1 TERM=dumb timeout --kill-after="$kill_grace" "$grade_limit" \
+    "${launcher[@]}" "$grader_cmd" grade "$folder" "${exercise_args[@]}" --format prairielearn \
+    --output "$output_file" 2>"$work/stderr" </dev/null)
+  status=$?
+fi
 cat "$work/stderr" >&2
 echo "entrypoint: grader exited with status $status"
 

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <memory>
@@ -380,6 +382,17 @@ void check_output_folder(const std::filesystem::path& submissions_dir,
                          submissions_dir.string() +
                          ": choose a folder outside it, so that no student's folder holds the "
                          "reports");
+    }
+    // A folder this user cannot write is the caller's to fix (a usage error), said before any
+    // grade and in words, not as an internal error on the first report.
+    std::filesystem::create_directories(output, error);
+    if (error || ::access(output.c_str(), W_OK | X_OK) != 0) {
+        const std::string why = error ? error.message() : std::strerror(errno);
+        throw BatchError("--output " + output_dir.string() +
+                         " cannot be written by this user (uid " + std::to_string(::getuid()) +
+                         "): " + why +
+                         ": choose a folder it may write to, or give it the folder (in Docker: "
+                         "--user with the folder owner's uid:gid)");
     }
     for (const auto& submission : submissions) {
         const auto target = std::filesystem::canonical(submission.directory, error);

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <system_error>
@@ -179,8 +180,19 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
         }
     };
 
-    ScratchDirectory scratch;
-    const ChildResult child = run_child(argv, limits, on_message, scratch.path().string());
+    std::optional<ScratchDirectory> scratch;
+    try {
+        scratch.emplace();
+    } catch (const std::system_error& error) {
+        // The machine's to fix (a read-only root without a writable /tmp, a TMPDIR that is not a
+        // folder): an ungradable grade that says what to do, not an internal error.
+        seen.measurements.interruption = blame(
+            Stage{}, Ending::harness_error,
+            std::string("the grader cannot make its work folder: ") + error.what() +
+                ". Give it a writable temporary folder (TMPDIR; in Docker, --tmpfs /tmp)");
+        return result;
+    }
+    const ChildResult child = run_child(argv, limits, on_message, scratch->path().string());
     close_stage();
     (void)run_limit;
 

@@ -171,8 +171,11 @@ std::map<std::string, SubmissionFlags> flag_submissions(const std::vector<ClassE
         const Report& report = entry->report;
         SubmissionFlags& mine = flags[entry->student_folder];
         const std::string id = id_key(report.student_id);
+        // A grade the harness could not finish never read the answers file: its missing id is
+        // the harness's failure, said in its report, not the student's.
+        const bool harness_failed = report.interruption && !report.interruption->students_fault;
         if (id.empty()) {
-            mine.no_id = true;
+            mine.no_id = !harness_failed;
         } else {
             mine.example_id = !example_id.empty() && id == example_id;
             by_id[id].push_back(entry->student_folder);
