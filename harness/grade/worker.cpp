@@ -106,6 +106,10 @@ public:
         if (!compile_and_open_device(with_student)) {
             return finish();
         }
+        // The inputs are the CPU's work: made before the device is taken.
+        for (const InputSpec& input : exercise_.inputs) {
+            inputs_.push_back(make_input(input, exercise_.buffers.input_words, options_.seed));
+        }
         if (!load()) {
             return finish();
         }
@@ -320,10 +324,7 @@ private:
     // Each kernel at each stride with each input: the exercise's kernels first, so that the
     // oracle's outputs are there when the student's arrive.
     bool run_cases() {
-        std::vector<std::vector<float>> inputs;
-        for (const InputSpec& input : exercise_.inputs) {
-            inputs.push_back(make_input(input, exercise_.buffers.input_words, options_.seed));
-        }
+        const std::vector<std::vector<float>>& inputs = inputs_;
         const OutputPlacement placement = output_placement();
         const std::string oracle = exercise_.oracle()->id;
         std::vector<const KernelSpec*> order;
@@ -378,7 +379,6 @@ private:
                 sink_.run(run);
             }
         }
-        inputs_ = std::move(inputs);
         return true;
     }
 
@@ -634,12 +634,12 @@ private:
     const Exercise& exercise_;
     const WorkerOptions& options_;
     ProgressSink& sink_;
+    const DeviceChoice& choice_;
+    const PipelineHooks& hooks_;
     const Clock::time_point began_;
     const double run_limit_;
     GradeFigures figures_;
     Environment environment_;
-    const DeviceChoice& choice_;
-    const PipelineHooks& hooks_;
     std::map<std::string, CompiledKernel> compiled_;
     std::unique_ptr<Device> device_;
     std::map<std::string, std::unique_ptr<LoadedKernel>> loaded_;
