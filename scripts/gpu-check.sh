@@ -10,9 +10,11 @@
 #   fixtures  every fixture of both exercises through grader grade (tests/test_gpu_fixtures)
 #   hostile   every hostile submission (tests/fixtures/hostile) through grader grade on the GPU
 #   counters  CUPTI: tests/test_counters as this user, then as the user nobody (the fallback)
-#   bench     20 grades of each exercise's example; the probe also without counters and, when
-#             .carry/before/ holds one, with the grader from before the confined compile; 12
-#             simulator grades of the probe (beside that grader too)
+#   bench     issue 19's table (scripts/bench/table_bench.py): 20 grades of each exercise's
+#             example (the probe also without counters) and the class of 100 through grader
+#             batch, beside the grader from before (.carry/before/bin/grader, made by
+#             scripts/bench/build-before.sh): walls, stages, ratio spreads, verdict flips
+#   isolation a faulting, a hanging and a trapping kernel between two correct ones in one batch
 #   class     the class of 100 through grader batch; SIGKILL midway and --resume
 #   share     two batches sharing one GPU at once; --devices 0,0
 #   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh)
@@ -22,7 +24,8 @@ root=$(pwd)
 out=${1:?usage: scripts/gpu-check.sh OUT_DIR [SECTION...]}
 shift
 sections=("$@")
-[ "${#sections[@]}" -gt 0 ] || sections=(machine probe padding fixtures hostile counters bench class share ncu)
+[ "${#sections[@]}" -gt 0 ] ||
+  sections=(machine probe padding fixtures hostile counters bench isolation class share ncu)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -121,26 +124,23 @@ EOF
 }
 
 run_bench() {
-  local variants=(--variant "no counters=$grader,GRADER_LIBCUPTI=/nonexistent/libcupti.so")
-  # .carry/before: the grader built at the commit before the confined compile (a7920e8) with its
-  # exercises/ and reference/, which it reads from /work/before, its source folder.
-  if [ -x "$root/.carry/before/build/harness/cli/grader" ]; then
-    [ -e /work/before ] || ln -s "$root/.carry/before" /work/before
-    # That grader predates loading NVRTC's builtins by absolute path: the loader is told where.
-    variants+=(--variant "before confinement=/work/before/build/harness/cli/grader,LD_LIBRARY_PATH=/usr/local/cuda/lib64")
+  # The "before" column: the grader of main at 5e5b133, from before issue 19's pipeline change,
+  # installed by scripts/bench/build-before.sh into .carry/before/ (it reads its own exercises
+  # from .carry/before/share/grader/).
+  local before=()
+  if [ -x "$root/.carry/before/bin/grader" ]; then
+    before=(--before "$root/.carry/before/bin/grader")
+  else
+    echo "bench: no .carry/before/bin/grader (scripts/bench/build-before.sh): no 'before' column"
   fi
-  section "benchmark: 20 grades of student/example/ (interleaved variants) and the nvcc alternative"
-  python3 "$root/scripts/bench/grade_bench.py" "$grader" --runs 20 --out "$out" "${variants[@]}"
-  section "benchmark: 20 grades of student/padding/example/"
-  python3 "$root/scripts/bench/grade_bench.py" "$grader" --runs 20 --no-nvcc \
-    --submission student/padding/example "${padding[@]}"
-  # The simulator on this machine's idle CPU (the development machine's 2 cores are shared).
-  local sim_variants=()
-  [ -e /work/before/build/harness/cli/grader ] && sim_variants+=(
-    --variant "before confinement=/work/before/build/harness/cli/grader,LD_LIBRARY_PATH=/usr/local/cuda/lib64")
-  section "benchmark: 12 grades of student/example/ on the simulator (--backend sim)"
-  python3 "$root/scripts/bench/grade_bench.py" "$grader" --runs 12 --no-nvcc --backend sim \
-    "${sim_variants[@]}"
+  section "benchmark: issue 19's table, this grader beside the one before (table_bench.py)"
+  python3 "$root/scripts/bench/table_bench.py" "$grader" "${before[@]}" --rows gpu --runs 20 \
+    --class-size 100 --timeout 5
+}
+
+run_isolation() {
+  section "isolation: faulting, hanging, trapping kernels between correct ones (test_gpu_isolation)"
+  "$root/$build/tests/test_gpu_isolation" 2>&1 | tail -40
 }
 
 run_class() {
@@ -206,7 +206,7 @@ run_ncu() {
 
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|class|share|ncu) "run_$s" ;;
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu) "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac
 done

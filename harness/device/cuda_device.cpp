@@ -54,7 +54,38 @@ CudaDevice::CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 }
 
-CudaDevice::~CudaDevice() = default;
+CudaDevice::~CudaDevice() {
+    if (counter_libraries_.valid()) {
+        counter_libraries_.wait();
+    }
+    if (lock_.held()) {
+        release();
+    }
+}
+
+std::string CudaDevice::acquire() {
+    lock_ = DeviceLock(gpu_lock_path(info_.pci_bus_id));
+    return info_.pci_bus_id;
+}
+
+void CudaDevice::release() {
+    // What lives in the context goes before the context, and the context before the lock: the
+    // next grade must find the GPU as this one found it.
+    poison_module_.reset();
+    poison_function_ = nullptr;
+    inputs_.clear();
+    output_ = cuda::DeviceBuffer();
+    stream_.reset();
+    context_.reset();
+    lock_ = DeviceLock();
+}
+
+void CudaDevice::prepare_count() {
+    if (!counter_libraries_.valid()) {
+        counter_libraries_ =
+            std::async(std::launch::async, [] { counters::load_counter_libraries(); });
+    }
+}
 
 void CudaDevice::set_shared_poison(const CompiledKernel& poison) {
     if (!poison.outcome.ok) {
@@ -202,6 +233,21 @@ DeviceLaunch CudaDevice::run(const LoadedKernel& kernel, const InputSpec& input,
 TimingSamples CudaDevice::time(const std::vector<TimedCase>& launches, const InputSpec& input,
                                const std::vector<float>& input_words,
                                const LaunchGeometry& geometry) {
+    try {
+        return time_rounds(launches, input, input_words, geometry);
+    } catch (const cuda::DriverError& error) {
+        const DeviceLaunch failed = failed_launch(error);
+        TimingSamples samples;
+        samples.end = failed.end;
+        samples.message = failed.message;
+        return samples;
+    }
+}
+
+TimingSamples CudaDevice::time_rounds(const std::vector<TimedCase>& launches,
+                                      const InputSpec& input,
+                                      const std::vector<float>& input_words,
+                                      const LaunchGeometry& geometry) {
     const std::uint64_t elements = output_elements(exercise_, geometry);
     const CUdeviceptr in = input_buffer(input, input_words).get();
     // Each launch writes a buffer of its own, so that what the timed launches computed can be
@@ -245,6 +291,25 @@ void CudaDevice::reload(const std::vector<LoadedKernel*>& kernels) {
 HardwareCounts CudaDevice::count(const std::vector<TimedCase>& launches, const InputSpec& input,
                                  const std::vector<float>& input_words,
                                  const LaunchGeometry& geometry) {
+    if (counter_libraries_.valid()) {
+        counter_libraries_.get();
+    }
+    try {
+        return count_launches(launches, input, input_words, geometry);
+    } catch (const cuda::DriverError& error) {
+        const DeviceLaunch failed = failed_launch(error);
+        HardwareCounts counts;
+        counts.reason = failed.message;
+        counts.end = failed.end;
+        counts.message = failed.message;
+        return counts;
+    }
+}
+
+HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches,
+                                          const InputSpec& input,
+                                          const std::vector<float>& input_words,
+                                          const LaunchGeometry& geometry) {
     HardwareCounts result;
     // Opened after timing and gone before anything is timed again: CUPTI's profiler slows
     // launches while it is attached (an H200's stride-1 probe took 9% longer).

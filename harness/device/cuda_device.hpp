@@ -3,12 +3,14 @@
 // The GPU: kernels loaded through the driver API on the device's primary context, launched on a
 // stream of the grader's own, timed in interleaved rounds.
 
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
 
 #include "cuda/resources.hpp"
 #include "device/device.hpp"
+#include "device/device_lock.hpp"
 
 namespace grader {
 
@@ -19,9 +21,17 @@ public:
     ~CudaDevice() override;
 
     // The kernel that fills shared memory with NaN before an input that asks for it.
-    void set_shared_poison(const CompiledKernel& poison);
-    double context_seconds() const { return context_seconds_; }
+    void set_shared_poison(const CompiledKernel& poison) override;
+    bool locks() const override { return true; }
+    double open_seconds() const override { return context_seconds_; }
     const std::string& pci_bus_id() const { return info_.pci_bus_id; }
+
+    // The machine-wide lock of this GPU (device_lock.hpp); release() ends the context first.
+    std::string acquire() override;
+    void release() override;
+    bool held() const override { return lock_.held(); }
+    // Loads the profiler's libraries on a thread of their own while the GPU is timed.
+    void prepare_count() override;
 
     std::string arch() const override { return info_.arch(); }
     void describe(Environment& environment) const override;
@@ -40,6 +50,12 @@ public:
                          const LaunchGeometry& geometry) override;
 
 private:
+    TimingSamples time_rounds(const std::vector<TimedCase>& launches, const InputSpec& input,
+                              const std::vector<float>& input_words,
+                              const LaunchGeometry& geometry);
+    HardwareCounts count_launches(const std::vector<TimedCase>& launches, const InputSpec& input,
+                                  const std::vector<float>& input_words,
+                                  const LaunchGeometry& geometry);
     const cuda::DeviceBuffer& input_buffer(const InputSpec& input,
                                            const std::vector<float>& words);
     cuda::DeviceBuffer& output_buffer(std::uint64_t elements);
@@ -61,6 +77,8 @@ private:
     int blocks_per_sm_ = 0;
     bool param_info_missing_ = false;  // the driver predates cuFuncGetParamInfo
     LaunchGeometry geometry_;
+    DeviceLock lock_;
+    std::future<void> counter_libraries_;
 };
 
 }  // namespace grader

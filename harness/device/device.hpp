@@ -3,9 +3,10 @@
 // What a grade needs from the thing that runs kernels: load a compiled kernel, run it once with an
 // input, time a set of launches against each other, count shared-memory traffic. The GPU and the
 // PTX simulator are the two implementations; the grading algorithm (grade/pipeline.hpp) is
-// written once over this interface.
+// written once over this interface, and choose_device() is the one place that picks one.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,10 @@ struct TimingSamples {
     // What each timed launch left in its own output buffer, where the device keeps it (the GPU):
     // the timed launches are checked as the correctness runs are.
     std::vector<std::vector<float>> final_outputs;
+    // How the rounds ended, as run() reports a launch: a kernel that faulted or a launch the
+    // device refused stops them, with the message naming why.
+    DeviceLaunch::End end = DeviceLaunch::End::completed;
+    std::string message;
 };
 
 // The hardware's count of each launch's shared-memory traffic, or why there is none.
@@ -85,6 +90,9 @@ struct HardwareCounts {
     std::string reason;       // why not, for the environment section
     std::string description;  // what counted, e.g. "CUPTI ... (chip GH100, 1 replay pass)"
     std::vector<SharedAccessCounts> counts;  // one per launch, when counted
+    // How the counted launches ended, as run() reports a launch (a fault stops the counting).
+    DeviceLaunch::End end = DeviceLaunch::End::completed;
+    std::string message;
 };
 
 class Device {
@@ -110,7 +118,8 @@ public:
     // Whether time() measures (a GPU) or models (the simulator: only where the exercise lets its
     // model stand in for time).
     virtual bool times() const = 0;
-    // Times the launches against each other with the timing input.
+    // Times the launches against each other with the timing input. Never throws for what a
+    // kernel did: a fault or a refused launch is the samples' `end`.
     virtual TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
                                const std::vector<float>& input_words,
                                const LaunchGeometry& geometry) = 0;
@@ -121,6 +130,7 @@ public:
 
     // The hardware's own count of each launch's shared-memory traffic, after timing (counting
     // replays the launches with a profiler attached). The simulator counts as it runs: none here.
+    // Never throws for what a kernel did: a fault is the counts' `end`.
     virtual HardwareCounts count(const std::vector<TimedCase>& launches, const InputSpec& input,
                                  const std::vector<float>& input_words,
                                  const LaunchGeometry& geometry) {
@@ -128,9 +138,50 @@ public:
         (void)input;
         (void)input_words;
         (void)geometry;
-        return {false, "the simulator counts as it runs", "", {}};
+        HardwareCounts none;
+        none.reason = "the simulator counts as it runs";
+        return none;
     }
+
+    // The machine-wide exclusive use of the hardware (the GPU's lock, shared by every grade on
+    // the machine): acquire() before the first load, release() after the last launch, which
+    // unloads what is left on the device first. The simulator shares nothing: no lock.
+    // `bus_id` names what was locked, for the environment section ("" where nothing was).
+    virtual bool locks() const { return false; }
+    virtual std::string acquire() { return {}; }
+    virtual void release() {}
+    virtual bool held() const { return false; }
+
+    // The kernel that fills shared memory with NaN before an input that asks for it, compiled
+    // beside the exercise's kernels where the choice asked for it (DeviceChoice::shared_poison).
+    virtual void set_shared_poison(const CompiledKernel& poison) { (void)poison; }
+
+    // Whether run() counts shared-memory traffic itself (the simulator): then count() has nothing
+    // to add and no simulator witness is needed beside it.
+    virtual bool counts_as_it_runs() const { return false; }
+
+    // Called once the correctness runs are done: CPU-side preparation for count() (loading the
+    // profiler's libraries) that can overlap the timing rounds.
+    virtual void prepare_count() {}
+
+    // Where the grade's stage timings name the device's start ("context creation ...").
+    virtual double open_seconds() const { return 0.0; }
 };
+
+// The backend a grade runs on, chosen in one place: "cuda" where a GPU answers (or was asked
+// for), "sim" otherwise; and how to open it.
+struct DeviceChoice {
+    std::string backend;        // "cuda" or "sim"
+    std::string arch;           // what to compile for: the GPU's, or the exercise's default
+    std::string no_gpu_reason;  // "cuda" asked for and no GPU answered: why (open is then empty)
+    bool shared_poison = false; // the device wants the shared-memory poison kernel compiled
+    // Opens the device (a GPU's context takes a while: called beside the compile).
+    std::function<std::unique_ptr<Device>()> open;
+};
+
+// `requested` is "auto", "cuda" or "sim".
+DeviceChoice choose_device(const Exercise& exercise, const std::string& requested, int ordinal,
+                           std::uint64_t seed);
 
 // The kernel's parameters in the exercise's order, assembled from their roles: 8 bytes each, the
 // low `size_bytes` of them meaningful (little-endian).

@@ -28,6 +28,7 @@ public:
                      const std::vector<float>& input_words, int stride,
                      const LaunchGeometry& geometry) override;
     bool times() const override { return exercise_.simulator.modeled_timing; }
+    bool counts_as_it_runs() const override { return true; }
     TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
                        const std::vector<float>& input_words,
                        const LaunchGeometry& geometry) override;

@@ -13,14 +13,12 @@
 #include "checks/checks.hpp"
 #include "common/version.hpp"
 #include "compile/compile.hpp"
+#include "compile/compile_cache.hpp"
 #include "counters/counters.hpp"
-#include "cuda/driver_api.hpp"
-#include "cuda/resources.hpp"
-#include "device/cuda_device.hpp"
-#include "device/device_lock.hpp"
 #include "device/sim_device.hpp"
 #include "grade/explain.hpp"
 #include "grade/grade.hpp"
+#include "grade/pipeline.hpp"
 #include "grade/sources.hpp"
 #include "measure/outputs.hpp"
 #include "measure/statistics.hpp"
@@ -78,10 +76,13 @@ counters::SharedMemoryCounts as_counter_counts(const SharedAccessCounts& counts,
 
 class Grade {
 public:
-    Grade(const Exercise& exercise, const WorkerOptions& options, ProgressSink& sink)
+    Grade(const Exercise& exercise, const WorkerOptions& options, ProgressSink& sink,
+          const DeviceChoice& choice, const PipelineHooks& hooks)
         : exercise_(exercise),
           options_(options),
           sink_(sink),
+          choice_(choice),
+          hooks_(hooks),
           began_(Clock::now()),
           run_limit_(options.run_seconds_override > 0 ? options.run_seconds_override
                                                       : exercise.limits.run_seconds) {}
@@ -93,7 +94,7 @@ public:
             with_student ? draw_unnamed_strides(exercise_, options_.seed) : std::vector<int>{};
         sink_.measured(figures_);
 
-        environment_.backend = resolve_backend(options_.backend, options_.device);
+        environment_.backend = choice_.backend;
         environment_.grader_version = kGraderVersion;
         environment_.nvrtc_version = nvrtc_version();
         sink_.environment(environment_);
@@ -105,23 +106,33 @@ public:
         if (!compile_and_open_device(with_student)) {
             return finish();
         }
+        // The inputs are the CPU's work: made before the device is taken.
+        for (const InputSpec& input : exercise_.inputs) {
+            inputs_.push_back(make_input(input, exercise_.buffers.input_words, options_.seed));
+        }
         if (!load()) {
             return finish();
         }
         if (!run_cases()) {
             return finish();
         }
-        if (cuda_) {
+        if (!device().counts_as_it_runs()) {
             // CPU work while the GPU is timed: the simulator's count of the student's kernel,
             // and the counters' libraries (most of what opening a counter costs).
             simulator_ = std::async(std::launch::async, [this, strides = student_strides()] {
                 return simulate_student(strides);
             });
-            counter_libraries_ =
-                std::async(std::launch::async, [] { counters::load_counter_libraries(); });
+            device().prepare_count();
         }
-        time_cases();
-        count_cases();
+        if (!time_cases()) {
+            return finish();
+        }
+        const std::optional<HardwareCounts> hardware = count_on_device();
+        // The GPU's work is done: it goes to the next grade before the witness is waited for.
+        release_device();
+        if (hardware) {
+            merge_counts(*hardware);
+        }
         finish();
     }
 
@@ -137,16 +148,8 @@ private:
             exercise_.limits.compile_seconds * static_cast<double>(exercise_.kernels.size() + 1) +
             5.0;
         sink_.stage({Stage::Kind::compile}, compile_limit);
-        std::optional<cuda::DeviceInfo> gpu;
-        std::string no_gpu_reason;
-        if (environment_.backend == "cuda") {
-            try {
-                gpu = cuda::query_device(options_.device);
-            } catch (const cuda::DriverUnavailable& error) {
-                no_gpu_reason = error.what();
-            }
-        }
-        const std::string arch = gpu ? gpu->arch() : exercise_.default_arch;
+        const std::string& arch = choice_.arch;
+        const bool opens = static_cast<bool>(choice_.open);
         const KernelSources sources = load_kernel_sources(
             exercise_, with_student ? options_.submission_dir : std::filesystem::path{}, arch);
 
@@ -159,12 +162,15 @@ private:
                 trusted.push_back(request);
             }
         }
-        if (gpu && sources.shared_poison) {
+        const bool poison = opens && choice_.shared_poison && sources.shared_poison;
+        if (poison) {
             trusted.push_back(*sources.shared_poison);
         }
         const auto student = sources.requests.find(std::string(kStudentKernel));
         UntrustedCompileOptions compile_options;
-        compile_options.grader_executable = current_executable();
+        compile_options.grader_executable = hooks_.grader_executable.empty()
+                                                ? current_executable()
+                                                : hooks_.grader_executable;
         compile_options.seconds = exercise_.limits.compile_seconds;
         compile_options.memory_bytes = exercise_.limits.memory_bytes;
         // The exercise's own kernels compile here, each on a thread of its own, while the
@@ -177,10 +183,14 @@ private:
                     return compile_confined({}, student->second, compile_options);
                 });
             }
+            // The exercise's own kernels come from the machine's compile cache after the first
+            // grade (compile_cache.hpp); the student's source is never cached.
+            const auto cache = default_compile_cache_dir();
             std::vector<std::future<CompiledKernel>> own;
             for (const CompileRequest& request : trusted) {
-                own.push_back(std::async(std::launch::async,
-                                         [&request] { return compile_kernel(request); }));
+                own.push_back(std::async(std::launch::async, [&request, &cache] {
+                    return compile_kernel_cached(request, cache);
+                }));
             }
             ConfinedCompiles results;
             for (auto& kernel : own) {
@@ -191,11 +201,9 @@ private:
             }
             return results;
         });
-        if (gpu) {
-            cuda_ = std::make_unique<CudaDevice>(exercise_, options_.device, options_.seed);
-            figures_.context_seconds = cuda_->context_seconds();
-        } else if (environment_.backend == "sim") {
-            sim_ = std::make_unique<SimDevice>(exercise_, options_.seed);
+        if (opens) {
+            device_ = choice_.open();
+            figures_.context_seconds = device_->open_seconds();
         }
         ConfinedCompiles results;
         try {
@@ -231,15 +239,15 @@ private:
             sink_.compiled(std::string(kStudentKernel), compiled.outcome);
             sink_.environment(environment_);
         }
-        if (gpu && sources.shared_poison) {
-            cuda_->set_shared_poison(results.trusted.back());
+        if (poison) {
+            device_->set_shared_poison(results.trusted.back());
         }
 
-        if (environment_.backend == "cuda" && !gpu) {
+        if (!device_) {
             environment_.gpu_available = false;
             sink_.environment(environment_);
             stop(Stage{Stage::Kind::compile}, Ending::no_gpu,
-                 "no GPU: " + no_gpu_reason +
+                 "no GPU: " + choice_.no_gpu_reason +
                      ". A GPU is needed for timing; the answers file, the include vetting, the "
                      "compile for " + arch + " and the signature check ran without one.");
             return false;
@@ -248,14 +256,14 @@ private:
         return harness_compiled;
     }
 
-    Device& device() { return cuda_ ? static_cast<Device&>(*cuda_) : *sim_; }
+    Device& device() { return *device_; }
 
     bool load() {
-        if (cuda_) {
-            // Compiles overlap freely; the GPU itself is used by one grade at a time, machine-wide.
+        // Compiles overlap freely; a GPU itself is used by one grade at a time, machine-wide.
+        if (device().locks()) {
             sink_.stage({Stage::Kind::wait_for_device}, 7 * 24 * 3600.0);
-            device_lock_ = DeviceLock(gpu_lock_path(cuda_->pci_bus_id()));
-            environment_.gpu_bus_id = cuda_->pci_bus_id();
+            const std::string held = device().acquire();
+            environment_.gpu_bus_id = held;
             environment_.gpu_held_from = unix_seconds();
             sink_.environment(environment_);
         }
@@ -315,10 +323,7 @@ private:
     // Each kernel at each stride with each input: the exercise's kernels first, so that the
     // oracle's outputs are there when the student's arrive.
     bool run_cases() {
-        std::vector<std::vector<float>> inputs;
-        for (const InputSpec& input : exercise_.inputs) {
-            inputs.push_back(make_input(input, exercise_.buffers.input_words, options_.seed));
-        }
+        const std::vector<std::vector<float>>& inputs = inputs_;
         const OutputPlacement placement = output_placement();
         const std::string oracle = exercise_.oracle()->id;
         std::vector<const KernelSpec*> order;
@@ -340,13 +345,8 @@ private:
                 run.stride = stride;
                 for (std::size_t i = 0; i < exercise_.inputs.size(); ++i) {
                     const InputSpec& input = exercise_.inputs[i];
-                    DeviceLaunch launch;
-                    try {
-                        launch = device().run(kernel, input, inputs[i], stride, geometry_);
-                    } catch (const cuda::DriverError& error) {
-                        launch.end = DeviceLaunch::End::fault;
-                        launch.message = cuda::describe(error.status());
-                    }
+                    DeviceLaunch launch =
+                        device().run(kernel, input, inputs[i], stride, geometry_);
                     if (launch.end != DeviceLaunch::End::completed) {
                         sink_.run(run);
                         stop(stage, ending_of(launch.end),
@@ -378,7 +378,6 @@ private:
                 sink_.run(run);
             }
         }
-        inputs_ = std::move(inputs);
         return true;
     }
 
@@ -407,9 +406,10 @@ private:
         return kernels;
     }
 
-    void time_cases() {
+    // False where a kernel failed in the timing rounds.
+    bool time_cases() {
         if (!device().times() || runs_.empty()) {
-            return;
+            return true;
         }
         const bool student_timed = std::any_of(runs_.begin(), runs_.end(), [](const KernelRun& r) {
             return r.kernel == kStudentKernel;
@@ -420,15 +420,13 @@ private:
         for (const KernelRun& run : runs_) {
             cases.push_back({loaded_.at(run.kernel).get(), run.stride});
         }
-        TimingSamples samples;
-        try {
-            device().reload(loaded_kernels());
-            samples = device().time(cases, exercise_.inputs.front(), inputs_.front(), geometry_);
-        } catch (const cuda::DriverError& error) {
-            stop(stage, cuda::is_kernel_fault(error.status()) ? Ending::kernel_fault
-                                                              : Ending::launch_refused,
-                 "a kernel failed during the timing rounds: " + cuda::describe(error.status()));
-            return;
+        device().reload(loaded_kernels());
+        const TimingSamples samples =
+            device().time(cases, exercise_.inputs.front(), inputs_.front(), geometry_);
+        if (samples.end != DeviceLaunch::End::completed) {
+            stop(stage, ending_of(samples.end),
+                 "a kernel failed during the timing rounds: " + samples.message);
+            return false;
         }
         for (std::size_t i = 0; i < runs_.size(); ++i) {
             if (samples.per_round_ms[i].empty()) {
@@ -466,6 +464,7 @@ private:
         }
         figures_.timing_rounds = samples.rounds;
         figures_.timing_seconds = samples.seconds;
+        return true;
     }
 
     // What the simulator sees of the student's kernel, from its PTX, on one block per stride,
@@ -519,25 +518,52 @@ private:
         return strides;
     }
 
-    // On a GPU, after timing: the hardware's own count of the student's shared-memory traffic,
-    // or, where its counters are not permitted, the simulator's count of the same source.
-    void count_cases() {
-        if (!cuda_ || runs_.empty()) {
-            return;
+    std::vector<KernelRun*> counted_runs() {
+        std::vector<KernelRun*> counted;
+        for (KernelRun& run : runs_) {
+            if (run.kernel == kStudentKernel) {
+                counted.push_back(&run);
+            }
+        }
+        return counted;
+    }
+
+    // On a GPU, after timing: the hardware's own count of the student's shared-memory traffic.
+    // Nothing where the device counts as it runs, or where a kernel failed while counted.
+    std::optional<HardwareCounts> count_on_device() {
+        if (device().counts_as_it_runs() || runs_.empty()) {
+            return std::nullopt;
         }
         const Stage stage{Stage::Kind::count, std::string(kStudentKernel)};
         sink_.stage(stage, run_limit_);
         std::vector<TimedCase> cases;
-        std::vector<KernelRun*> counted;
-        for (KernelRun& run : runs_) {
-            if (run.kernel == kStudentKernel) {
-                cases.push_back({loaded_.at(run.kernel).get(), run.stride});
-                counted.push_back(&run);
-            }
+        for (const KernelRun* run : counted_runs()) {
+            cases.push_back({loaded_.at(run->kernel).get(), run->stride});
         }
         if (cases.empty()) {
-            return;
+            return std::nullopt;
         }
+        device().reload(loaded_kernels());
+        HardwareCounts hardware =
+            device().count(cases, exercise_.inputs.front(), inputs_.front(), geometry_);
+        if (hardware.end != DeviceLaunch::End::completed) {
+            stop(stage, ending_of(hardware.end),
+                 "a kernel failed while its shared accesses were counted: " + hardware.message);
+            return std::nullopt;
+        }
+        if (hardware.counted && hardware.counts.size() != cases.size()) {
+            hardware.counted = false;
+            hardware.reason = "the counters answered for " +
+                              std::to_string(hardware.counts.size()) + " of " +
+                              std::to_string(cases.size()) + " launches";
+        }
+        return hardware;
+    }
+
+    // Outside the device's lock: the hardware's counts beside the simulator's witness of the same
+    // source (its races, and its count where the counters could not count).
+    void merge_counts(const HardwareCounts& hardware) {
+        const std::vector<KernelRun*> counted = counted_runs();
         const SimulatorWitness witness =
             simulator_.valid() ? simulator_.get() : simulate_student(student_strides());
         const std::map<int, SharedAccessCounts>& simulated = witness.counts;
@@ -550,17 +576,6 @@ private:
                 run->races.push_back("the simulator, running this source: " + race);
             }
             sink_.run(*run);
-        }
-        HardwareCounts hardware;
-        try {
-            device().reload(loaded_kernels());
-            hardware = device().count(cases, exercise_.inputs.front(), inputs_.front(), geometry_);
-        } catch (const cuda::DriverError& error) {
-            stop(stage, cuda::is_kernel_fault(error.status()) ? Ending::kernel_fault
-                                                              : Ending::launch_refused,
-                 "a kernel failed while its shared accesses were counted: " +
-                     cuda::describe(error.status()));
-            return;
         }
         if (!hardware.counted) {
             environment_.notes.push_back(
@@ -596,13 +611,20 @@ private:
         sink_.interruption(blame(stage, ending, message));
     }
 
-    void finish() {
-        if (device_lock_.held()) {
-            loaded_.clear();  // the modules, then the context, go before the lock does
-            cuda_.reset();
-            device_lock_ = DeviceLock();
+    // The modules, then the device's context, go before its lock does.
+    void release_device() {
+        loaded_.clear();
+        if (device_ && device_->held()) {
+            device_->release();
             environment_.gpu_held_until = unix_seconds();
             sink_.environment(environment_);
+        }
+    }
+
+    void finish() {
+        release_device();
+        if (simulator_.valid()) {
+            simulator_.wait();  // it reads this grade's members
         }
         figures_.wall_seconds = seconds_since(began_);
         sink_.measured(figures_);
@@ -611,35 +633,27 @@ private:
     const Exercise& exercise_;
     const WorkerOptions& options_;
     ProgressSink& sink_;
+    const DeviceChoice& choice_;
+    const PipelineHooks& hooks_;
     const Clock::time_point began_;
     const double run_limit_;
     GradeFigures figures_;
     Environment environment_;
     std::map<std::string, CompiledKernel> compiled_;
-    std::unique_ptr<CudaDevice> cuda_;
-    std::unique_ptr<SimDevice> sim_;
-    DeviceLock device_lock_;
+    std::unique_ptr<Device> device_;
     std::map<std::string, std::unique_ptr<LoadedKernel>> loaded_;
     LaunchGeometry geometry_;
     std::vector<KernelRun> runs_;
     std::vector<std::vector<float>> inputs_;
     std::map<std::pair<std::string, int>, std::vector<float>> oracle_outputs_;
     std::future<SimulatorWitness> simulator_;
-    std::future<void> counter_libraries_;
 };
 
 }  // namespace
 
-std::string resolve_backend(const std::string& requested, int device) {
-    if (requested != "auto") {
-        return requested;
-    }
-    try {
-        cuda::query_device(device);
-        return "cuda";
-    } catch (const cuda::DriverUnavailable&) {
-        return "sim";
-    }
+void run_pipeline(const Exercise& exercise, const WorkerOptions& options, ProgressSink& sink,
+                  const DeviceChoice& choice, const PipelineHooks& hooks) {
+    Grade(exercise, options, sink, choice, hooks).run();
 }
 
 void run_worker(const Exercise& exercise, const WorkerOptions& options, ProgressSink& sink) {
@@ -647,7 +661,8 @@ void run_worker(const Exercise& exercise, const WorkerOptions& options, Progress
         explain_kernel(exercise, options, sink);
         return;
     }
-    Grade(exercise, options, sink).run();
+    run_pipeline(exercise, options, sink,
+                 choose_device(exercise, options.backend, options.device, options.seed));
 }
 
 }  // namespace grader

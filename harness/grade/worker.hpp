@@ -35,7 +35,4 @@ struct WorkerOptions {
 // (an unreadable exercise kernel, a driver call that fails outside any kernel).
 void run_worker(const Exercise& exercise, const WorkerOptions& options, ProgressSink& sink);
 
-// "cuda" or "sim" for a requested backend: "auto" is cuda where a GPU driver and device answer.
-std::string resolve_backend(const std::string& requested, int device);
-
 }  // namespace grader

@@ -1,0 +1,40 @@
+// The one place that picks the device a grade runs on.
+
+#include "cuda/driver_api.hpp"
+#include "cuda/resources.hpp"
+#include "device/cuda_device.hpp"
+#include "device/device.hpp"
+#include "device/sim_device.hpp"
+
+namespace grader {
+
+DeviceChoice choose_device(const Exercise& exercise, const std::string& requested, int ordinal,
+                           std::uint64_t seed) {
+    DeviceChoice choice;
+    choice.arch = exercise.default_arch;
+    if (requested != "sim") {
+        try {
+            const cuda::DeviceInfo gpu = cuda::query_device(ordinal);
+            choice.backend = "cuda";
+            choice.arch = gpu.arch();
+            choice.shared_poison = true;
+            choice.open = [&exercise, ordinal, seed]() -> std::unique_ptr<Device> {
+                return std::make_unique<CudaDevice>(exercise, ordinal, seed);
+            };
+            return choice;
+        } catch (const cuda::DriverUnavailable& error) {
+            if (requested == "cuda") {
+                choice.backend = "cuda";
+                choice.no_gpu_reason = error.what();
+                return choice;
+            }
+        }
+    }
+    choice.backend = "sim";
+    choice.open = [&exercise, seed]() -> std::unique_ptr<Device> {
+        return std::make_unique<SimDevice>(exercise, seed);
+    };
+    return choice;
+}
+
+}  // namespace grader

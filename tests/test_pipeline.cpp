@@ -1,0 +1,378 @@
+// The grading pipeline over a scripted fake device (no GPU, no simulator in the device's place),
+// and the blame table that decides whose fault a stop is.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "device/device.hpp"
+#include "grade/pipeline.hpp"
+#include "grade/protocol.hpp"
+#include "grade/stage.hpp"
+
+using namespace grader;
+
+namespace {
+
+const Exercise& day15() {
+    static const Exercise exercise =
+        load_exercise(std::filesystem::path(GRADER_SOURCE_DIR) / "exercises/day15-bank-conflicts");
+    return exercise;
+}
+
+class FakeKernel final : public LoadedKernel {};
+
+// A device that does what its script says and writes down what it was asked, in order.
+class FakeDevice final : public Device {
+public:
+    struct Script {
+        std::map<std::pair<std::string, int>, DeviceLaunch::End> run_ends;  // default completed
+        std::string refuse_load;  // a kernel id whose load the device refuses
+        DeviceLaunch::End time_end = DeviceLaunch::End::completed;
+        DeviceLaunch::End count_end = DeviceLaunch::End::completed;
+        bool counters = true;  // false: count() cannot count, with the reason below
+    };
+    FakeDevice(const Exercise& exercise, Script script, std::vector<std::string>& events)
+        : exercise_(exercise), script_(std::move(script)), events_(events) {}
+
+    std::string arch() const override { return "sm_90"; }
+    void describe(Environment& environment) const override {
+        environment.device_name = "scripted fake device";
+    }
+    LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override {
+        events_.push_back("load " + spec.id);
+        LoadResult result;
+        if (spec.id == script_.refuse_load) {
+            result.problem = "the fake device refuses " + spec.id;
+            return result;
+        }
+        auto kernel = std::make_unique<FakeKernel>();
+        kernel->id = spec.id;
+        kernel->param_sizes = compiled.outcome.param_sizes;
+        kernel->param_source = "ptx";
+        result.kernel = std::move(kernel);
+        return result;
+    }
+    LaunchGeometry geometry(const LoadedKernel&) override {
+        return {Dim3Spec{4, 1, 1}, exercise_.launch.block};
+    }
+    DeviceLaunch run(const LoadedKernel& kernel, const InputSpec& input, const std::vector<float>&,
+                     int stride, const LaunchGeometry& geometry) override {
+        events_.push_back("run " + kernel.id + " " + std::to_string(stride));
+        DeviceLaunch launch;
+        const auto scripted = script_.run_ends.find({kernel.id, stride});
+        if (scripted != script_.run_ends.end()) {
+            launch.end = scripted->second;
+            launch.message = "scripted end";
+            return launch;
+        }
+        launch.outputs = outputs(input.id, geometry);
+        return launch;
+    }
+    bool times() const override { return true; }
+    TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
+                       const std::vector<float>&, const LaunchGeometry& geometry) override {
+        events_.push_back("time");
+        TimingSamples samples;
+        if (script_.time_end != DeviceLaunch::End::completed) {
+            samples.end = script_.time_end;
+            samples.message = "scripted timing fault";
+            return samples;
+        }
+        samples.rounds = 5;
+        for (const TimedCase& c : launches) {
+            // Time in proportion to the bank-conflict degree, the same in every round.
+            const double ms = 0.01 * std::gcd(c.stride, 32);
+            samples.per_round_ms.push_back(std::vector<double>(5, ms));
+            samples.launches_per_sample.push_back(1);
+            samples.final_outputs.push_back(outputs(input.id, geometry));
+        }
+        return samples;
+    }
+    HardwareCounts count(const std::vector<TimedCase>& launches, const InputSpec&,
+                         const std::vector<float>&, const LaunchGeometry&) override {
+        events_.push_back("count");
+        HardwareCounts counts;
+        if (script_.count_end != DeviceLaunch::End::completed) {
+            counts.end = script_.count_end;
+            counts.message = "scripted counting fault";
+            return counts;
+        }
+        if (!script_.counters) {
+            counts.reason = "the fake's counters are off";
+            return counts;
+        }
+        counts.counted = true;
+        counts.description = "the fake's counters";
+        for (const TimedCase& c : launches) {
+            SharedAccessCounts shared;
+            shared.load_requests = 100;
+            shared.load_wavefronts = 100 * static_cast<std::uint64_t>(std::gcd(c.stride, 32));
+            shared.store_requests = 100;
+            shared.store_wavefronts = shared.load_wavefronts;
+            counts.counts.push_back(shared);
+        }
+        return counts;
+    }
+    bool locks() const override { return true; }
+    std::string acquire() override {
+        events_.push_back("acquire");
+        held_ = true;
+        return "fake-bus";
+    }
+    void release() override {
+        events_.push_back("release");
+        held_ = false;
+    }
+    bool held() const override { return held_; }
+
+private:
+    // The same outputs from every kernel: the student's agree with the oracle's.
+    std::vector<float> outputs(const std::string& input, const LaunchGeometry& geometry) const {
+        std::vector<float> words(output_elements(exercise_, geometry));
+        for (std::size_t i = 0; i < words.size(); ++i) {
+            words[i] = static_cast<float>(i % 97) + static_cast<float>(input.size());
+        }
+        return words;
+    }
+
+    const Exercise& exercise_;
+    Script script_;
+    std::vector<std::string>& events_;
+    bool held_ = false;
+};
+
+struct Graded {
+    Observations seen;
+    std::vector<std::string> events;
+};
+
+Graded grade_with(const FakeDevice::Script& script,
+                  const std::string& submission = "student/example") {
+    // The exercise's kernels compile through a cache of the test's own.
+    static const std::filesystem::path cache =
+        std::filesystem::temp_directory_path() / ("grader-test-pipeline-cache-" +
+                                                  std::to_string(::getpid()));
+    ::setenv("GRADER_CACHE_DIR", cache.c_str(), 1);
+    Graded graded;
+    WorkerOptions options;
+    options.exercise_dir = day15().directory;
+    options.submission_dir = std::filesystem::path(GRADER_SOURCE_DIR) / submission;
+    options.seed = 7;
+    options.backend = "cuda";
+    DeviceChoice choice;
+    choice.backend = "cuda";
+    choice.arch = "sm_90";
+    std::vector<std::string>& events = graded.events;
+    choice.open = [&script, &events]() -> std::unique_ptr<Device> {
+        return std::make_unique<FakeDevice>(day15(), script, events);
+    };
+    PipelineHooks hooks;
+    hooks.grader_executable = GRADER_BINARY;
+    run_pipeline(day15(), options, graded.seen, choice, hooks);
+    return graded;
+}
+
+std::ptrdiff_t position(const std::vector<std::string>& events, const std::string& event) {
+    const auto found = std::find(events.begin(), events.end(), event);
+    return found == events.end() ? -1 : found - events.begin();
+}
+
+// Every event that uses the device lies between acquire and release.
+void check_lock_brackets(const std::vector<std::string>& events) {
+    const auto acquire = position(events, "acquire");
+    const auto release = position(events, "release");
+    REQUIRE(acquire >= 0);
+    REQUIRE(release > acquire);
+    CHECK(std::count(events.begin(), events.end(), "acquire") == 1);
+    CHECK(std::count(events.begin(), events.end(), "release") == 1);
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        if (events[i] != "acquire" && events[i] != "release") {
+            INFO(events[i]);
+            CHECK(static_cast<std::ptrdiff_t>(i) > acquire);
+            CHECK(static_cast<std::ptrdiff_t>(i) < release);
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("a correct grade: every case runs, is timed and counted while the device is held") {
+    const Graded graded = grade_with({});
+    const Measurements& m = graded.seen.measurements;
+    REQUIRE_FALSE(m.interruption);
+    check_lock_brackets(graded.events);
+    // The oracle runs before the student's kernel at every stride.
+    CHECK(position(graded.events, "run reference 8") < position(graded.events, "run student 8"));
+    CHECK(position(graded.events, "time") < position(graded.events, "count"));
+    const KernelRun* student8 = m.run("student", 8);
+    REQUIRE(student8 != nullptr);
+    REQUIRE(student8->ratio);
+    CHECK(*student8->ratio == doctest::Approx(8.0));
+    CHECK(student8->count_source == "hardware");
+    REQUIRE(student8->counts);
+    CHECK(student8->counts->load_wavefronts == 800);
+    REQUIRE_FALSE(student8->outputs.empty());
+    CHECK(std::all_of(student8->outputs.begin(), student8->outputs.end(),
+                      [](const OutputComparison& o) { return o.ok; }));
+    CHECK(m.environment.gpu_bus_id == "fake-bus");
+    CHECK(m.environment.gpu_held_until >= m.environment.gpu_held_from);
+}
+
+TEST_CASE("a student's kernel that faults at one stride stops the grade there, as theirs") {
+    FakeDevice::Script script;
+    script.run_ends[{"student", 16}] = DeviceLaunch::End::fault;
+    const Graded graded = grade_with(script);
+    const Measurements& m = graded.seen.measurements;
+    REQUIRE(m.interruption);
+    CHECK(m.interruption->stage == "run student stride 16");
+    CHECK(m.interruption->kind == StopKind::fault);
+    CHECK(m.interruption->students_fault);
+    CHECK(m.interruption->message.find("stride 16") != std::string::npos);
+    CHECK(position(graded.events, "time") == -1);
+    check_lock_brackets(graded.events);
+}
+
+TEST_CASE("the same end in the exercise's own kernel is the machine's") {
+    FakeDevice::Script oracle;
+    oracle.run_ends[{"reference", 16}] = DeviceLaunch::End::fault;
+    const Graded machine = grade_with(oracle);
+    REQUIRE(machine.seen.measurements.interruption);
+    CHECK(machine.seen.measurements.interruption->stage == "run reference stride 16");
+    CHECK_FALSE(machine.seen.measurements.interruption->students_fault);
+    check_lock_brackets(machine.events);
+}
+
+TEST_CASE("a fault in the timing rounds is an outcome of time(), blamed on the student") {
+    FakeDevice::Script script;
+    script.time_end = DeviceLaunch::End::fault;
+    const Graded graded = grade_with(script);
+    const Measurements& m = graded.seen.measurements;
+    REQUIRE(m.interruption);
+    CHECK(m.interruption->stage == "time");
+    CHECK(m.interruption->kind == StopKind::fault);
+    CHECK(m.interruption->students_fault);
+    CHECK(m.interruption->message.find("scripted timing fault") != std::string::npos);
+    CHECK(position(graded.events, "count") == -1);
+    check_lock_brackets(graded.events);
+}
+
+TEST_CASE("a refused launch while counting is the count stage's, and the device goes back") {
+    FakeDevice::Script counting;
+    counting.count_end = DeviceLaunch::End::refused;
+    const Graded refused = grade_with(counting);
+    REQUIRE(refused.seen.measurements.interruption);
+    CHECK(refused.seen.measurements.interruption->stage == "count");
+    CHECK(refused.seen.measurements.interruption->kind == StopKind::launch);
+    CHECK(refused.seen.measurements.interruption->students_fault);
+    check_lock_brackets(refused.events);
+}
+
+TEST_CASE("counters that cannot count: the simulator's witness of the same source stands in") {
+    FakeDevice::Script script;
+    script.counters = false;
+    const Graded graded = grade_with(script);
+    const Measurements& m = graded.seen.measurements;
+    REQUIRE_FALSE(m.interruption);
+    const KernelRun* student8 = m.run("student", 8);
+    REQUIRE(student8 != nullptr);
+    CHECK(student8->count_source == "simulator");
+    REQUIRE(student8->counts);
+    // The example's probe at stride 8 conflicts 8 ways: the simulator, not the fake, said so.
+    CHECK(student8->counts->load_wavefronts == 8 * student8->counts->load_requests);
+    const auto& notes = m.environment.notes;
+    CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& note) {
+        return note.find("the fake's counters are off") != std::string::npos;
+    }));
+}
+
+TEST_CASE("an exercise kernel the device will not load makes the grade ungradable") {
+    FakeDevice::Script script;
+    script.refuse_load = "reference";
+    const Graded graded = grade_with(script);
+    const Measurements& m = graded.seen.measurements;
+    REQUIRE(m.interruption);
+    CHECK(m.interruption->stage == "load");
+    CHECK_FALSE(m.interruption->students_fault);
+    CHECK(m.interruption->message.find("the fake device refuses reference") != std::string::npos);
+    check_lock_brackets(graded.events);
+}
+
+TEST_CASE("no GPU where one was asked for: nothing is opened, and it is never the student's") {
+    Observations seen;
+    WorkerOptions options;
+    options.exercise_dir = day15().directory;
+    options.submission_dir = std::filesystem::path(GRADER_SOURCE_DIR) / "student/example";
+    options.seed = 7;
+    DeviceChoice choice;
+    choice.backend = "cuda";
+    choice.arch = day15().default_arch;
+    choice.no_gpu_reason = "no driver in this test";
+    PipelineHooks hooks;
+    hooks.grader_executable = GRADER_BINARY;
+    run_pipeline(day15(), options, seen, choice, hooks);
+    REQUIRE(seen.measurements.interruption);
+    CHECK(seen.measurements.interruption->kind == StopKind::no_gpu);
+    CHECK_FALSE(seen.measurements.interruption->students_fault);
+    CHECK(seen.measurements.interruption->message.find("no driver in this test") !=
+          std::string::npos);
+    // The student's compile still ran (and was reported) without a device.
+    CHECK(seen.measurements.student.attempted);
+}
+
+TEST_CASE("the blame table: the student's wherever their code ran, the machine's otherwise") {
+    const Stage student_run{Stage::Kind::run, "student", 8};
+    const Stage reference_run{Stage::Kind::run, "reference", 8};
+    const Stage student_time{Stage::Kind::time, "student"};
+    const Stage reference_time{Stage::Kind::time, ""};
+    const Stage compile{Stage::Kind::compile};
+    const Stage waiting{Stage::Kind::wait_for_device};
+    const Stage load_all{Stage::Kind::load};
+    const Stage load_oracle{Stage::Kind::load, "reference"};
+
+    struct Row {
+        Ending ending;
+        StopKind kind;
+    };
+    const std::vector<Row> kernel_endings = {
+        {Ending::kernel_fault, StopKind::fault},     {Ending::launch_refused, StopKind::launch},
+        {Ending::time_limit, StopKind::timeout},     {Ending::memory_limit, StopKind::memory},
+        {Ending::worker_crashed, StopKind::crash},   {Ending::unsupported, StopKind::unsupported},
+    };
+    for (const Row& row : kernel_endings) {
+        INFO("ending " << static_cast<int>(row.ending));
+        for (const Stage& stage : {student_run, student_time, load_all}) {
+            const Interruption i = blame(stage, row.ending, "m");
+            CHECK(i.kind == row.kind);
+            CHECK(i.students_fault);
+            CHECK(i.stage == to_string(stage));
+        }
+        for (const Stage& stage : {reference_run, reference_time, compile, waiting, load_oracle}) {
+            const Interruption i = blame(stage, row.ending, "m");
+            CHECK(i.kind == row.kind);
+            CHECK_FALSE(i.students_fault);
+        }
+    }
+    // The machine's own failures are never the student's, wherever they happen.
+    for (const Stage& stage : {student_run, student_time, reference_run, compile, load_all}) {
+        CHECK_FALSE(blame(stage, Ending::harness_error, "m").students_fault);
+        CHECK(blame(stage, Ending::harness_error, "m").kind == StopKind::crash);
+        CHECK_FALSE(blame(stage, Ending::no_gpu, "m").students_fault);
+        CHECK(blame(stage, Ending::no_gpu, "m").kind == StopKind::no_gpu);
+    }
+    // The simulator's unsupported instruction says what to do, to whom it concerns.
+    const std::string students = blame(student_run, Ending::unsupported, "x").message;
+    CHECK(students.find("write the kernel without it") != std::string::npos);
+    CHECK(blame(reference_run, Ending::unsupported, "x").message.find("grade on a GPU") !=
+          std::string::npos);
+    CHECK(to_string(student_run) == "run student stride 8");
+    CHECK(to_string(Stage{Stage::Kind::run, "copy", 0}) == "run copy");
+}
