@@ -15,6 +15,7 @@
 
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "model/bank_model.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
@@ -1745,7 +1746,7 @@ const KernelSpec* Exercise::oracle() const {
 
 std::optional<unsigned> Exercise::model_degree(const Case& c) const {
     if (c.stride > 0) {
-        return std::gcd(static_cast<unsigned>(c.stride), banks);
+        return conflict_degree(c.stride, banks);
     }
     for (const auto& spec : kernels) {
         if (spec.id == c.kernel) {
