@@ -15,7 +15,7 @@ const std::filesystem::path kFixtures = std::filesystem::path(GRADER_FIXTURES_DI
 const std::filesystem::path kSource = std::filesystem::path(GRADER_SOURCE_DIR);
 
 std::filesystem::path scratch(const std::string& name) {
-    const auto dir = std::filesystem::temp_directory_path() / "grader-test-cli";
+    const auto dir = scratch_root("cli");
     std::filesystem::create_directories(dir);
     return dir / name;
 }

@@ -23,7 +23,6 @@ public:
     double context_seconds() const { return context_seconds_; }
     const std::string& pci_bus_id() const { return info_.pci_bus_id; }
 
-    std::string arch() const override { return info_.arch(); }
     void describe(Environment& environment) const override;
     LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override;
     LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override;

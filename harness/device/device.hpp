@@ -2,7 +2,7 @@
 
 // What a grade needs from the thing that runs kernels: load a compiled kernel, run it once with an
 // input, time a set of launches against each other, count shared-memory traffic. The GPU and the
-// PTX simulator are the two implementations; the grading algorithm (grade/pipeline.hpp) is
+// PTX simulator are the two implementations; the grading algorithm (grade/worker.cpp) is
 // written once over this interface.
 
 #include <cstdint>
@@ -91,8 +91,6 @@ class Device {
 public:
     virtual ~Device() = default;
 
-    // "sm_90" for a GPU; the exercise's default where nothing tells the architecture.
-    virtual std::string arch() const = 0;
     // The environment section: the device, its driver, the launch it chose.
     virtual void describe(Environment& environment) const = 0;
 

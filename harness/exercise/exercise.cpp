@@ -1700,13 +1700,6 @@ bool operator<(const Case& a, const Case& b) {
     return std::tie(a.kernel, a.stride) < std::tie(b.kernel, b.stride);
 }
 
-std::string describe_case(const Case& c, std::string_view label) {
-    if (c.stride > 0) {
-        return "stride " + std::to_string(c.stride);
-    }
-    return label.empty() ? c.kernel : std::string(label);
-}
-
 std::string_view to_string(CheckKind kind) {
     for (const auto& [name, value] : check_kind_names()) {
         if (value == kind) {
