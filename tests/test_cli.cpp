@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "exercise_mutations.hpp"
 #include "grader_run.hpp"
 
 using namespace grader::testing;
@@ -46,22 +47,15 @@ TEST_CASE("a usage error exits 2 and says what was wrong") {
 }
 
 TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, line and field") {
-    const auto exercises = kFixtures / "exercises";
-    REQUIRE(std::filesystem::exists(exercises));
-    bool tried = false;
-    for (const auto& entry : std::filesystem::directory_iterator(exercises)) {
-        if (!std::filesystem::exists(entry.path() / "exercise.yaml") ||
-            entry.path().filename() == "valid_copy") {
-            continue;
-        }
-        tried = true;
-        CAPTURE(entry.path().string());
+    for (const ExerciseMutation& mutation : exercise_mutations()) {
+        CAPTURE(mutation.name);
+        const std::filesystem::path exercise =
+            write_mutated_exercise(mutation, scratch("broken-exercises"));
         const GraderRun run = run_grader(
-            {"grade", (kSource / "student" / "example").string(), "--exercise", entry.path().string()});
+            {"grade", (kSource / "student" / "example").string(), "--exercise", exercise.string()});
         CHECK(run.exit_code == 2);
         CHECK(run.output.find("exercise.yaml:") != std::string::npos);
     }
-    CHECK(tried);
 }
 
 TEST_CASE("with --backend cuda and no GPU the example is ungradable, exit 3, and the report says why") {
