@@ -45,8 +45,9 @@ packages=(cmake ninja-build g++ pkg-config
 optional=()
 if [ "$with_tests" = 1 ]; then
   # xmllint checks the JUnit report against its schema; python3 reads the Gradescope and
-  # PrairieLearn entry scripts' JSON; Chromium renders the class report.
-  packages+=(doctest-dev python3 libxml2-utils)
+  # PrairieLearn entry scripts' JSON; clang-format checks the sources' formatting (the `format`
+  # test); Chromium renders the class report.
+  packages+=(doctest-dev python3 libxml2-utils clang-format)
   if [ "$no_browser" = 1 ]; then
     say "Chromium left out (--no-browser): the browser test will be reported as skipped"
   else

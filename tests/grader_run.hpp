@@ -16,21 +16,6 @@
 
 namespace grader::testing {
 
-// A test program's own scratch folder, named for the program and its process (other builds of the
-// grader on the same machine run these tests too, and must not remove or grade into each other's
-// folders), removed when the program ends. The first call's name holds for the program.
-inline const std::filesystem::path& scratch_root(const std::string& program) {
-    static const struct Root {
-        std::filesystem::path path;
-        ~Root() {
-            std::error_code ignored;
-            std::filesystem::remove_all(path, ignored);
-        }
-    } root{std::filesystem::temp_directory_path() /
-           ("grader-test-" + program + "-" + std::to_string(::getpid()))};
-    return root.path;
-}
-
 // A whole file as bytes; empty where it cannot be read.
 inline std::string read_text(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);

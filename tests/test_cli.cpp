@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "exercise_mutations.hpp"
 #include "grader_run.hpp"
 
 using namespace grader::testing;
@@ -16,7 +17,7 @@ const std::filesystem::path kFixtures = std::filesystem::path(GRADER_FIXTURES_DI
 const std::filesystem::path kSource = std::filesystem::path(GRADER_SOURCE_DIR);
 
 std::filesystem::path scratch(const std::string& name) {
-    const auto dir = std::filesystem::temp_directory_path() / "grader-test-cli";
+    const auto dir = scratch_root("cli");
     std::filesystem::create_directories(dir);
     return dir / name;
 }
@@ -70,22 +71,15 @@ TEST_CASE("no writable temporary folder is the machine's fault: exit 3, saying w
 }
 
 TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, line and field") {
-    const auto exercises = kFixtures / "exercises";
-    REQUIRE(std::filesystem::exists(exercises));
-    bool tried = false;
-    for (const auto& entry : std::filesystem::directory_iterator(exercises)) {
-        if (!std::filesystem::exists(entry.path() / "exercise.yaml") ||
-            entry.path().filename() == "valid_copy") {
-            continue;
-        }
-        tried = true;
-        CAPTURE(entry.path().string());
+    for (const ExerciseMutation& mutation : exercise_mutations()) {
+        CAPTURE(mutation.name);
+        const std::filesystem::path exercise =
+            write_mutated_exercise(mutation, scratch("broken-exercises"));
         const GraderRun run = run_grader(
-            {"grade", (kSource / "student" / "example").string(), "--exercise", entry.path().string()});
+            {"grade", (kSource / "student" / "example").string(), "--exercise", exercise.string()});
         CHECK(run.exit_code == 2);
         CHECK(run.output.find("exercise.yaml:") != std::string::npos);
     }
-    CHECK(tried);
 }
 
 TEST_CASE("with --backend cuda and no GPU the example is ungradable, exit 3, and the report says why") {

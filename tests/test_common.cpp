@@ -18,7 +18,7 @@ TEST_CASE("templates fill the names they know and leave the rest for a reader to
 }
 
 TEST_CASE("reading a file is bounded and says why it failed") {
-    const auto dir = std::filesystem::temp_directory_path() / "grader-test-common";
+    const auto dir = grader::testing::scratch_root("common") / "read";
     std::filesystem::create_directories(dir);
     const auto path = dir / "f.txt";
     std::ofstream(path) << "0123456789";
@@ -41,7 +41,7 @@ TEST_CASE("numbers are written the way the lesson writes them") {
 }
 
 TEST_CASE("an atomic write replaces the whole file and leaves no temporary behind") {
-    const auto dir = std::filesystem::temp_directory_path() / "grader-test-atomic";
+    const auto dir = grader::testing::scratch_root("common") / "atomic";
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     const auto path = dir / "report.json";

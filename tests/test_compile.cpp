@@ -721,11 +721,9 @@ TEST_CASE("a confined compile gives the same kernel as an in-process one") {
     }
 }
 
-TEST_CASE("a host file included by an unvetted source comes back in-process, never confined") {
-    if (!confinement_offered()) {
-        MESSAGE("SKIPPED: this kernel offers neither Landlock nor user namespaces");
-        return;
-    }
+// Skipped (and reported so) where this kernel offers neither Landlock nor user namespaces.
+TEST_CASE("a host file included by an unvetted source comes back in-process, never confined" *
+          doctest::test_suite("confinement") * doctest::skip(!confinement_offered())) {
     SUBCASE("its text, through a stringizing macro, in a message about probe.cu") {
         const TokenFile file("@TOKEN@\n");
         grader::CompileRequest request = request_for_source(
@@ -852,11 +850,9 @@ TEST_CASE("a compile child that stops before the student's source is the harness
                          doctest::Contains("could not be started"), std::runtime_error);
 }
 
-TEST_CASE("NVRTC failing for want of its builtins is the machine's fault, in NVRTC's words") {
-    if (!confinement_offered()) {
-        MESSAGE("SKIPPED: without confinement the builtins cannot be kept from NVRTC");
-        return;
-    }
+// Skipped (and reported so) without confinement: the builtins cannot be kept from NVRTC.
+TEST_CASE("NVRTC failing for want of its builtins is the machine's fault, in NVRTC's words" *
+          doctest::test_suite("confinement") * doctest::skip(!confinement_offered())) {
     try {
         grader::compile_untrusted(probe_request("correct_probe.cu"),
                                   test_child({"--builtins-after-confining"}));

@@ -13,12 +13,24 @@
 
 using namespace grader;
 
-TEST_CASE("every driver function the grader calls resolves, and a stub driver means no GPU") {
+namespace {
+
+bool stub_driver_here() {
+    return std::filesystem::exists(GRADER_CUDA_STUB);
+}
+
+bool real_driver_here() {
+    return std::filesystem::exists("/dev/nvidiactl");
+}
+
+}  // namespace
+
+// Skipped (and reported so) where the toolkit has no stub libcuda, or where a real driver is
+// installed: there the loader is exercised on the GPU instead.
+TEST_CASE("every driver function the grader calls resolves, and a stub driver means no GPU" *
+          doctest::test_suite("stub_driver") *
+          doctest::skip(!stub_driver_here() || real_driver_here())) {
     const std::filesystem::path stub = GRADER_CUDA_STUB;
-    if (!std::filesystem::exists(stub) || std::filesystem::exists("/dev/nvidiactl")) {
-        MESSAGE("no stub libcuda here, or a real driver: the loader is exercised on the GPU instead");
-        return;
-    }
     ::setenv("GRADER_LIBCUDA", stub.c_str(), 1);
     const cuda::DriverApi& api = cuda::driver();
     CHECK((api.cuLaunchKernel != nullptr));
@@ -31,7 +43,8 @@ TEST_CASE("every driver function the grader calls resolves, and a stub driver me
 }
 
 TEST_CASE("a CUDA 12.0 driver loads without the entry points added since, and says so") {
-    const cuda::DriverApi api = cuda::load_driver(GRADER_DRIVER_CUDA_12_0);
+    const cuda::DriverApi api =
+        cuda::load_driver(grader::testing::from_test_program(GRADER_DRIVER_CUDA_12_0));
     int version = 0;
     REQUIRE(api.cuDriverGetVersion(&version) == CUDA_SUCCESS);
     CHECK(version == 12000);
@@ -42,12 +55,9 @@ TEST_CASE("a CUDA 12.0 driver loads without the entry points added since, and sa
     CHECK_FALSE(cuda::kernel_param_sizes(nullptr, api).has_value());
 }
 
-TEST_CASE("a driver that has cuFuncGetParamInfo is asked, and its failure is the driver's") {
+TEST_CASE("a driver that has cuFuncGetParamInfo is asked, and its failure is the driver's" *
+          doctest::test_suite("stub_driver") * doctest::skip(!stub_driver_here())) {
     const std::filesystem::path stub = GRADER_CUDA_STUB;
-    if (!std::filesystem::exists(stub)) {
-        MESSAGE("no stub libcuda in this toolkit");
-        return;
-    }
     const cuda::DriverApi api = cuda::load_driver(stub.string());
     REQUIRE((api.cuFuncGetParamInfo != nullptr));
     try {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exercise/exercise.hpp"
+#include "exercise_mutations.hpp"
 
 namespace fs = std::filesystem;
 using grader::ExerciseError;
@@ -24,14 +25,18 @@ bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
 
-// The error load_exercise throws for a broken fixture; fails the test when none is thrown.
-ExerciseError exercise_error(const std::string& fixture) {
+const fs::path& scratch() {
+    return grader::testing::scratch_root("exercise");
+}
+
+// The error load_exercise throws for a broken exercise; fails the test when none is thrown.
+ExerciseError exercise_error(const fs::path& folder) {
     try {
-        grader::load_exercise(kFixtures / "exercises" / fixture);
+        grader::load_exercise(folder);
     } catch (const ExerciseError& error) {
         return error;
     }
-    FAIL("exercise fixture " << fixture << " loaded without an error");
+    FAIL("exercise " << folder.string() << " loaded without an error");
     return ExerciseError({}, "", "");
 }
 
@@ -40,23 +45,11 @@ const grader::Exercise& day15() {
     return exercise;
 }
 
-grader::Case stride(int value) { return grader::Case{"student", value}; }
-
-grader::Submission answers(const std::string& fixture) {
-    return grader::load_submission(kFixtures / "answers" / fixture, day15());
-}
-
-// A temporary folder removed at the end of the test.
+// A temporary folder of this test program's scratch folder.
 struct TemporaryFolder {
     fs::path path;
-    explicit TemporaryFolder(const std::string& name)
-        : path(fs::temp_directory_path() /
-               ("grader_test_exercise_" + name + "_" + std::to_string(::getpid()))) {
+    explicit TemporaryFolder(const std::string& name) : path(scratch() / name) {
         fs::create_directories(path);
-    }
-    ~TemporaryFolder() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
     }
 };
 
@@ -274,9 +267,11 @@ TEST_CASE("a copy of the exercise in another folder resolves its paths from that
 }
 
 TEST_CASE("an exercise error reads as file:line:column: field: message") {
-    const ExerciseError error = exercise_error("block_not_a_number");
-    const std::string file =
-        (kFixtures / "exercises" / "block_not_a_number" / "exercise.yaml").string();
+    const grader::testing::ExerciseMutation& block = grader::testing::exercise_mutations().front();
+    REQUIRE(block.name == "block_not_a_number");
+    const fs::path folder = grader::testing::write_mutated_exercise(block, scratch());
+    const ExerciseError error = exercise_error(folder);
+    const std::string file = (folder / "exercise.yaml").string();
     CHECK(std::string(error.what()) ==
           file + ":31:11: launch.block[0]: expected a positive integer, got 'abc'");
     CHECK(error.location().file == file);
@@ -298,244 +293,36 @@ TEST_CASE("a folder without an exercise file is an exercise error naming the fil
 }
 
 TEST_CASE("every broken exercise file is refused with the line, column and field of its mistake") {
-    struct Case {
-        const char* fixture;
-        int line;
-        int column;
-        const char* field;
-        const char* message_part;
-    };
-    const std::vector<Case> cases = {
-        {"block_not_a_number", 31, 11, "launch.block[0]", "got 'abc'"},
-        {"input_words_negative", 37, 16, "buffers.input_words", "got '-2048'"},
-        {"block_not_whole_warps", 31, 10, "launch.block", "multiple of 32"},
-        {"block_above_1024", 31, 10, "launch.block", "at most 1024"},
-        {"output_layout_unknown", 38, 11, "buffers.output", "got 'per_block'"},
-        {"typo_input_word", 37, 3, "buffers.input_word",
-         "unknown key 'input_word' (did you mean 'input_words'?)"},
-        {"unknown_rule_kind", 150, 51, "checks.ordering.rules[1].kind",
-         "unknown rule kind 'faster_than'"},
-        {"unknown_parameter_role", 16, 60, "kernel.parameters[2].role",
-         "unknown parameter role 'scratch'"},
-        {"ordering_stride_not_timed", 150, 82, "checks.ordering.rules[1].than",
-         "stride 7 is not in"},
-        {"calibration_stride_not_in_reference", 57, 81, "calibration.rules[2].than",
-         "stride 5 is not in strides.reference"},
-        {"key_not_for_rule_kind", 149, 82, "checks.ordering.rules[0].than",
-         "does not apply to a closer_to rule"},
-        // A missing key is reported at the map that should hold it.
-        {"missing_student_strides", 45, 3, "strides.student", "missing"},
-        {"output_check_unknown_input", 120, 12, "checks.hidden_input.input",
-         "there is no input 'hiddn'"},
-        {"check_kind_unknown", 119, 11, "checks.hidden_input.kind", "unknown check kind 'outputs'"},
-        {"reference_file_missing", 20, 28, "references[0].file", "no_such_kernel.cu' not found"},
-        {"header_file_missing", 28, 39, "compile.headers[0].file", "not found"},
-        {"duplicate_key", 6, 1, "banks", "appears twice (first on line 5)"},
-        {"points_not_a_number", 147, 13, "checks.ordering.points", "got 'many'"},
-        {"required_not_a_bool", 174, 15, "checks.sentence.required", "true or false"},
-        {"schema_version_1", 2, 17, "schema_version", "reads schema_version 2"},
-        {"no_oracle", 20, 3, "references", "exactly one kernel with 'oracle: true'"},
-        {"stride_parameter_without_strides", 2, 1, "strides", "the kernel takes a stride"},
-        {"not_utf8", 4, 48, "", "not UTF-8"},
-        {"top_level_list", 2, 1, "", "expected a map"},
-        {"deeply_nested", 4, 72, "", "nests more than 64 levels"},
-    };
-    for (const Case& expected : cases) {
-        CAPTURE(expected.fixture);
-        const ExerciseError error = exercise_error(expected.fixture);
+    // Each is one mutation of a good file (tests/exercise_mutations.hpp).
+    for (const grader::testing::ExerciseMutation& mutation : grader::testing::exercise_mutations()) {
+        CAPTURE(mutation.name);
+        const fs::path folder = grader::testing::write_mutated_exercise(mutation, scratch());
+        const ExerciseError error = exercise_error(folder);
         CAPTURE(error.what());
-        CHECK(error.location().file ==
-              (kFixtures / "exercises" / expected.fixture / "exercise.yaml").string());
-        CHECK(error.location().line == expected.line);
-        CHECK(error.location().column == expected.column);
-        CHECK(error.field() == expected.field);
-        CHECK(contains(error.what(), expected.message_part));
-    }
-}
-
-TEST_CASE("a YAML syntax error in the exercise file points at where the parser stopped") {
-    // The flow list opened on line 25 is never closed; the parser notices on the next key.
-    const ExerciseError error = exercise_error("yaml_syntax_error");
-    CHECK(error.location().line >= 25);
-    CHECK(error.location().line <= 26);
-    CHECK(error.location().column > 0);
-    CHECK(contains(error.what(), "YAML syntax error"));
-}
-
-TEST_CASE("the untouched starter kit's answers name every blank still to fill in, nothing else") {
-    const grader::Submission submission = grader::load_submission(kSourceDir / "student", day15());
-    std::vector<std::string> fields;
-    for (const auto& problem : submission.problems) {
-        CAPTURE(problem.message);
-        CHECK(contains(problem.message, "still blank: fill in"));
-        CHECK(problem.location.line > 0);
-        fields.push_back(problem.field);
-    }
-    CHECK(fields == std::vector<std::string>{"student_id", "gpu", "rows[0].predicted_degree",
-                                             "rows[0].measured_ratio", "rows[1].predicted_degree",
-                                             "rows[1].measured_ratio", "rows[2].predicted_degree",
-                                             "rows[2].measured_ratio", "sentence"});
-    CHECK(submission.problems[2].message ==
-          "still blank: fill in the conflict degree you predict for stride 3");
-    REQUIRE(submission.rows.size() == 3);
-    CHECK_FALSE(submission.rows[0].predicted_degree);
-    CHECK_FALSE(submission.rows[0].measured);
-}
-
-TEST_CASE("the filled-in example beside the starter kit loads with no problems") {
-    const grader::Submission submission =
-        grader::load_submission(kSourceDir / "student" / "example", day15());
-    for (const auto& problem : submission.problems) {
-        CAPTURE(problem.field);
-        CAPTURE(problem.message);
-        CHECK(false);
-    }
-    CHECK(submission.student_id == "example-student");
-    CHECK(submission.gpu_name == "Tesla T4");
-    REQUIRE(submission.rows.size() == 3);
-    const grader::SubmissionRow* stride8 = submission.row(stride(8));
-    REQUIRE(stride8 != nullptr);
-    CHECK(stride8->predicted_degree == 8);
-    CHECK(stride8->measured == doctest::Approx(7.83));
-    CHECK(stride8->location.line > 0);
-    CHECK(submission.row(stride(16))->predicted_degree == 16);
-    CHECK(submission.row(stride(16))->measured == doctest::Approx(15.6));
-    CHECK(submission.row(stride(3))->predicted_degree == 1);
-    CHECK(submission.row(stride(4)) == nullptr);
-    CHECK(contains(submission.sentence, "gcd(stride, 32)"));
-    CHECK(submission.sentence.back() != '\n');
-}
-
-TEST_CASE("every mistake in an answers file is a problem with its line and field") {
-    struct Expected {
-        int line;
-        const char* field;
-        const char* message_part;
-    };
-    struct Case {
-        const char* fixture;
-        std::vector<Expected> problems;
-        std::size_t rows_kept;
-    };
-    const std::vector<Case> cases = {
-        {"missing_student_id_and_sentence",
-         {{2, "student_id", "missing student_id"}, {2, "sentence", "missing sentence"}},
-         3},
-        {"missing_rows", {{2, "rows", "missing rows"}}, 0},
-        {"stride_16_missing", {{4, "rows", "no row for stride 16"}}, 2},
-        {"stride_listed_twice", {{6, "rows[2].stride", "stride 8 is listed twice"}}, 3},
-        {"stride_not_asked_for", {{5, "rows[1].stride", "stride 4 was not asked for"}}, 3},
-        {"bad_predicted_degrees",
-         {{4, "rows[0].predicted_degree", "missing predicted_degree"},
-          {7, "rows[1].predicted_degree", "got 'eight'"},
-          {10, "rows[2].predicted_degree", "got '-16'"}},
-         3},
-        {"bad_measured_ratios",
-         {{4, "rows[0].measured_ratio", "missing measured_ratio"},
-          {5, "rows[1].measured_ratio", "got 'fast'"},
-          {6, "rows[2].measured_ratio", "got '0'"}},
-         3},
-        {"degree_not_whole", {{5, "rows[1].predicted_degree", "got '8.5'"}}, 3},
-        {"empty_sentence", {{7, "sentence", "still blank"}}, 3},
-        {"misspelt_keys",
-         {{7, "sentense", "did you mean 'sentence'"},
-          {5, "rows[1].measured_ration", "did you mean 'measured_ratio'"},
-          {5, "rows[1].measured_ratio", "missing measured_ratio"},
-          {2, "sentence", "missing sentence"}},
-         3},
-        {"row_not_a_map", {{5, "rows[1]", "got a list"}, {4, "rows", "no row for stride 8"}}, 2},
-        {"not_utf8", {{7, "", "not UTF-8"}}, 0},
-        {"top_level_list", {{2, "", "expected a map"}}, 0},
-        {"empty_file", {{1, "", "is empty"}}, 0},
-        {"starts_with_comma", {{2, "", "no YAML value could be read"}}, 0},
-        {"two_documents", {{8, "", "more than one YAML document"}}, 0},
-        {"deeply_nested", {{3, "", "nests more than 64 levels"}}, 0},
-        {"deeply_nested_blocks", {{66, "", "nests more than 64 levels"}}, 0},
-    };
-    for (const Case& expected : cases) {
-        CAPTURE(expected.fixture);
-        grader::Submission submission;
-        CHECK_NOTHROW(submission = answers(expected.fixture));
-        REQUIRE(submission.problems.size() == expected.problems.size());
-        for (std::size_t i = 0; i < expected.problems.size(); ++i) {
-            const grader::SubmissionProblem& problem = submission.problems[i];
-            CAPTURE(problem.message);
-            CHECK(problem.location.file ==
-                  (kFixtures / "answers" / expected.fixture / "submission.yaml").string());
-            CHECK(problem.location.line == expected.problems[i].line);
-            CHECK(problem.location.column > 0);
-            CHECK(problem.field == expected.problems[i].field);
-            CHECK(contains(problem.message, expected.problems[i].message_part));
+        CHECK(error.location().file == (folder / "exercise.yaml").string());
+        if (mutation.column == 0) {  // where on the line, or on which of two, is the parser's
+            CHECK(error.location().line >= mutation.line - 1);
+            CHECK(error.location().line <= mutation.line);
+            CHECK(error.location().column > 0);
+        } else {
+            CHECK(error.location().line == mutation.line);
+            CHECK(error.location().column == mutation.column);
         }
-        CHECK(submission.rows.size() == expected.rows_kept);
+        CHECK(error.field() == mutation.field);
+        CHECK(contains(error.what(), mutation.message_part));
     }
 }
 
-TEST_CASE("the rows that parsed stay usable when others in the file are wrong") {
-    const grader::Submission degrees = answers("bad_predicted_degrees");
-    REQUIRE(degrees.row(stride(8)) != nullptr);
-    CHECK_FALSE(degrees.row(stride(8))->predicted_degree.has_value());
-    CHECK(degrees.row(stride(8))->measured == doctest::Approx(7.83));
-    CHECK(degrees.sentence == "3 shares no factor with 32.");
-
-    const grader::Submission twice = answers("stride_listed_twice");
-    CHECK(twice.row(stride(8))->predicted_degree == 8);  // the first row for a stride counts
-    CHECK(twice.row(stride(8))->location.line == 5);
-
-    const grader::Submission extra = answers("stride_not_asked_for");
-    CHECK(extra.row(stride(4)) == nullptr);
-    CHECK(extra.row(stride(16))->measured == doctest::Approx(15.6));
-}
-
-TEST_CASE("a YAML syntax error in the answers file is a problem, not an exception") {
-    const grader::Submission submission = answers("yaml_syntax_error");
-    REQUIRE(submission.problems.size() == 1);
-    CHECK(submission.problems[0].location.line >= 4);
-    CHECK(submission.problems[0].location.line <= 5);
-    CHECK(contains(submission.problems[0].message, "YAML syntax error"));
-    CHECK(submission.rows.empty());
-}
-
-TEST_CASE("a folder without an answers file yields one problem that says where to start") {
-    const grader::Submission submission = answers("no_such_folder");
-    REQUIRE(submission.problems.size() == 1);
-    CHECK(submission.problems[0].location.file ==
-          (kFixtures / "answers" / "no_such_folder" / "submission.yaml").string());
-    CHECK(submission.problems[0].location.line == 0);
-    CHECK(contains(submission.problems[0].message, "not found"));
-    CHECK(contains(submission.problems[0].message, "starter kit's submission.yaml"));
-}
-
-TEST_CASE("an answers file larger than 64 KiB is refused unread") {
-    const TemporaryFolder folder("large");
-    {
-        std::ofstream out(folder.path / "submission.yaml", std::ios::binary);
-        out << "student_id: \"s1\"\n";
-        out << "# " << std::string(70 * 1024, 'x') << "\n";
-    }
-    const grader::Submission submission = grader::load_submission(folder.path, day15());
-    REQUIRE(submission.problems.size() == 1);
-    CHECK(contains(submission.problems[0].message, "more than the limit of 65536"));
-    CHECK(submission.student_id.empty());
+TEST_CASE("the good file the mutations start from loads, and a mutation not in it is refused") {
+    CHECK_NOTHROW(grader::load_exercise(kFixtures / "exercises" / "valid_copy"));
+    const grader::testing::ExerciseMutation absent{"absent", "no such text", "", 1, 1, "", ""};
+    CHECK_THROWS_AS(grader::testing::write_mutated_exercise(absent, scratch()), std::logic_error);
 }
 
 TEST_CASE("a source location prints as file:line:column and leaves out what is unknown") {
     CHECK(grader::to_string({"a/submission.yaml", 3, 7}) == "a/submission.yaml:3:7");
     CHECK(grader::to_string({"a/submission.yaml", 3, 0}) == "a/submission.yaml:3");
     CHECK(grader::to_string({"a/submission.yaml", 0, 0}) == "a/submission.yaml");
-}
-
-TEST_CASE("quoted numbers, a numeric student id and a missing gpu are not mistakes") {
-    const grader::Submission submission = answers("quoted_numbers_no_gpu");
-    CHECK(submission.problems.empty());
-    CHECK(submission.student_id == "20417");
-    CHECK(submission.gpu_name.empty());
-    REQUIRE(submission.row(stride(3)) != nullptr);
-    CHECK(submission.row(stride(3))->predicted_degree == 1);
-    CHECK(submission.row(stride(3))->measured == doctest::Approx(1.02));
-    CHECK(submission.row(stride(16))->measured == doctest::Approx(15.6));
-    CHECK(submission.sentence ==
-          "Because 3 shares no factor with 32, the lanes spread over all 32 banks.");
 }
 
 TEST_CASE("the starter kit's example and the platforms' policy are optional settings of the file") {

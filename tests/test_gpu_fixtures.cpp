@@ -32,7 +32,7 @@ void skip_without_gpu() {
 
 TEST_CASE("every fixture submission gets the verdict and messages its expected.yaml names") {
     skip_without_gpu();
-    const auto scratch = std::filesystem::temp_directory_path() / "grader-gpu-fixtures";
+    const auto scratch = grader::testing::scratch_root("gpu_fixtures");
     std::filesystem::create_directories(scratch);
     int graded = 0;
     for (const char* group : {"submissions", "padding"}) {

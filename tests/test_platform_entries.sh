@@ -3,8 +3,9 @@
 # the layouts those platforms give them (/autograder and /grade), with the built grader on PATH.
 # Asserts what each platform needs to read: a results.json that exists, parses and has the
 # documented fields, also when the grader crashes and writes nothing.
-# Without a GPU the example is ungradable: Gradescope shows 0 with an explanation, PrairieLearn
-# "gradable": false. With a GPU it is graded, and the grader's own verdict is asserted instead.
+# The example is graded wherever this runs (on the GPU, else on the simulator) and passes. A grade
+# the machine cannot give is made so on every machine (the cuda backend told that no driver
+# exists): Gradescope shows 0 with an explanation, PrairieLearn "gradable": false.
 # Also: a submission's links to the machine's files are neither copied nor followed (and are
 # listed), and a hung grader is stopped inside the platform's timeout, in time for the fallback.
 # Usage: test_platform_entries.sh PATH/TO/grader
@@ -61,13 +62,15 @@ exit 1
 EOF
 chmod 755 "$truncated_bin/grader"
 
-gpu_present=0
-if "$grader_path" grade "$repo/student/example" --format json --output "$scratch/probe-gpu.json" -q \
-  >/dev/null 2>&1; then
-  gpu_present=1
-elif [ "$?" -ne 3 ]; then
-  gpu_present=1  # graded (fail) rather than ungradable: a GPU answered
-fi
+# A grader that cannot grade on this machine, whatever the machine: the cuda backend, with a
+# driver library that does not exist (exit 3, ungradable, a report written).
+nogpu_bin="$scratch/bin-nogpu"
+mkdir -p "$nogpu_bin"
+cat >"$nogpu_bin/grader" <<EOF
+#!/bin/sh
+GRADER_LIBCUDA=/nonexistent/libcuda.so.1 exec "$grader_path" "\$@" --backend cuda
+EOF
+chmod 755 "$nogpu_bin/grader"
 
 check() {  # check NAME PYTHON: run PYTHON with `data` bound to the last run's results.json
   local name="$1" file="$results_file" code="$2"
@@ -76,11 +79,10 @@ check() {  # check NAME PYTHON: run PYTHON with `data` bound to the last run's r
     failures=$((failures + 1))
     return
   fi
-  if python3 - "$file" "$gpu_present" <<PY
+  if python3 - "$file" <<PY
 import json, numbers, sys
 with open(sys.argv[1], encoding="utf-8") as f:
     data = json.load(f)
-gpu = sys.argv[2] == "1"
 def number(v):
     return isinstance(v, numbers.Number) and not isinstance(v, bool)
 $code
@@ -148,24 +150,26 @@ run_gradescope example "$real_bin" "$repo/student/example"
 check "gradescope: the example's results.json has the documented fields" "$gradescope_fields
 names = [t[\"name\"] for t in data[\"tests\"]]
 assert \"Accumulator check\" in names and \"Compile and ABI\" in names, names
-if gpu:
-    assert data[\"score\"] > 0, \"the example passes on a GPU\"
-else:
-    assert data[\"score\"] == 0, \"an ungradable grade shows 0\"
-    assert \"UNGRADABLE\" in data[\"output\"], data[\"output\"][:300]
-    assert \"not a grade\" in data[\"output\"], data[\"output\"][:300]
-    assert \"GPU\" in data[\"output\"], \"the output says a GPU is needed\""
+assert data[\"score\"] > 0, \"the example passes, on the GPU or on the simulator\""
+
+run_gradescope no-gpu "$nogpu_bin" "$repo/student/example"
+check "gradescope: an ungradable grade shows 0 and says it is not a grade" "$gradescope_fields
+assert data[\"score\"] == 0, \"an ungradable grade shows 0\"
+assert \"UNGRADABLE\" in data[\"output\"], data[\"output\"][:300]
+assert \"not a grade\" in data[\"output\"], data[\"output\"][:300]
+assert \"GPU\" in data[\"output\"], \"the output says a GPU is needed\""
 
 run_prairielearn example "$real_bin" "$repo/student/example"
 check "prairielearn: the example's results.json has the documented fields" "$prairielearn_fields
 names = [t[\"name\"] for t in data[\"tests\"]]
 assert \"Accumulator check\" in names and \"Compile and ABI\" in names, names
-if gpu:
-    assert data[\"gradable\"] is True and data[\"score\"] > 0.99, \"the example passes on a GPU\"
-else:
-    assert data[\"gradable\"] is False, \"no GPU: not gradable\"
-    errors = data[\"format_errors\"]
-    assert errors and \"GPU\" in errors[0], errors"
+assert data[\"gradable\"] is True and data[\"score\"] > 0.99, \"the example passes\""
+
+run_prairielearn no-gpu "$nogpu_bin" "$repo/student/example"
+check "prairielearn: an ungradable grade is not gradable and says why" "$prairielearn_fields
+assert data[\"gradable\"] is False, \"no GPU: not gradable\"
+errors = data[\"format_errors\"]
+assert errors and \"GPU\" in errors[0], errors"
 
 # 2. A compile error: reported in its test whatever the machine (the compile needs no GPU).
 run_gradescope compile-error "$real_bin" "$repo/tests/fixtures/submissions/compile_error"
@@ -243,7 +247,7 @@ if [ "$(id -u)" -eq 0 ] && id -u nobody >/dev/null 2>&1 && command -v setpriv >/
   chmod -R a+rX "$installed"
   run_prairielearn as-nobody "$installed/bin" "$repo/student/example" GRADER_RUN_AS=nobody
   check "prairielearn: graded as an unprivileged user, same outcome" "$prairielearn_fields
-assert data[\"gradable\"] is gpu"
+assert data[\"gradable\"] is True"
   if ! grep -q "grade student --format prairielearn" "$scratch/prairielearn-as-nobody.log"; then
     echo "FAIL: prairielearn as-nobody: the grade did not run from the copy" >&2
     failures=$((failures + 1))
@@ -264,7 +268,7 @@ assert data[\"gradable\"] is gpu"
     GRADER_RUN_AS=nobody "$repo/docker/prairielearn/entrypoint.sh" >"$case_root.log" 2>&1
   check "prairielearn: the question's tests/exercise.yaml is read under a root-only /grade" \
     "$prairielearn_fields
-assert data[\"gradable\"] is gpu or data[\"gradable\"] is True, data
+assert data[\"gradable\"] is True, data
 assert \"Accumulator check\" in [t[\"name\"] for t in data[\"tests\"]], data"
   if grep -q 'Directory does not exist' "$case_root.log"; then
     echo "FAIL: prairielearn tests-0700: $(grep 'Directory does not exist' "$case_root.log")" >&2
@@ -414,4 +418,4 @@ if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed" >&2
   exit 1
 fi
-echo "platform entries: every check passed (gpu: $gpu_present)"
+echo "platform entries: every check passed"

@@ -80,6 +80,15 @@ CheckResult check(const char* id, const char* title, bool passed, double points,
     c.points = points;
     c.max_points = max;
     c.message = message;
+    // Part 1's kinds, by its check ids.
+    const std::map<std::string, std::string> kinds = {
+        {"submission_file", "answers_file"}, {"compile_abi", "compile_abi"},
+        {"accumulator", "output"},           {"hidden_input", "output"},
+        {"predicted_degrees", "predicted"},  {"measured_ratios", "measured"},
+        {"ordering", "ordering"},            {"consistency", "consistency"},
+        {"counted_degrees", "counted_degree"}, {"sentence", "sentence"}};
+    const auto kind = kinds.find(id);
+    c.kind = kind == kinds.end() ? "" : kind->second;
     return c;
 }
 
@@ -594,6 +603,27 @@ TEST_CASE("a sentence flagged in the batch says so in every report the student r
     // Only how many: never who.
     CHECK(text_of(report).find("alice") == std::string::npos);
     CHECK(text_of(passing_report()).find("set apart") == std::string::npos);
+}
+
+TEST_CASE("a flagged sentence is found by its check's kind, whatever the exercise calls it") {
+    for (const char* id : {"sentence", "why_stride_3"}) {
+        CAPTURE(id);
+        Report report = passing_report();
+        report.sentence_review.same_as_example = true;
+        report.checks[7].id = id;
+        REQUIRE(report.checks[7].kind == "sentence");
+        const std::string flag = "the same as the starter kit's example";
+        CHECK(json::parse(grader::write_gradescope(report))["tests"][7]["output"]
+                  .get<std::string>()
+                  .find(flag) != std::string::npos);
+        CHECK(json::parse(grader::write_prairielearn(report))["tests"][7]["output"]
+                  .get<std::string>()
+                  .find(flag) != std::string::npos);
+        CHECK(grader::write_junit(report).find("The sentence was " + flag) != std::string::npos);
+        // A check of another kind under the sentence's id is not the sentence.
+        report.checks[7].kind = "output";
+        CHECK(grader::write_junit(report).find("The sentence was") == std::string::npos);
+    }
 }
 
 TEST_CASE("a compile failure shows the compile log") {

@@ -17,7 +17,7 @@ using namespace grader::testing;
 
 TEST_CASE(
     "every fixture submission gets its verdict and messages on the simulator, without a GPU") {
-    const auto scratch = std::filesystem::temp_directory_path() / "grader-sim-fixtures";
+    const auto scratch = grader::testing::scratch_root("sim_fixtures");
     std::filesystem::create_directories(scratch);
     int graded = 0;
     for (const char* group : {"submissions", "padding"}) {

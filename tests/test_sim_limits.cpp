@@ -90,7 +90,7 @@ TEST_CASE("a large local array within the GPU's limit runs, paying only for the 
 
 TEST_CASE("a probe the GPU would refuse to launch fails the grade as the student's, not ungradable") {
     const fs::path root(GRADER_SOURCE_DIR);
-    const fs::path scratch = fs::temp_directory_path() / "grader-sim-limits";
+    const fs::path scratch = grader::testing::scratch_root("sim_limits");
     const auto grade = [&](const std::string& name) {
         const fs::path folder = scratch / fs::path(name).stem();
         fs::remove_all(folder);

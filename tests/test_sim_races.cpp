@@ -190,7 +190,7 @@ TEST_CASE("lanes of one store writing different values to one word race; the sam
 
 TEST_CASE("a racing Part 2 submission fails its output check on the simulator; the example passes") {
     const fs::path root(GRADER_SOURCE_DIR);
-    const fs::path scratch = fs::temp_directory_path() / "grader-sim-races";
+    const fs::path scratch = grader::testing::scratch_root("sim_races");
     fs::create_directories(scratch);
     const auto grade = [&](const std::string& name, const fs::path& kernel) {
         const fs::path folder = scratch / name;

@@ -120,6 +120,7 @@ public:
         check.required = spec.required;
         check.review = spec.review;
         check.max_points = spec.points;
+        check.kind = std::string(to_string(spec.kind));
         if (timing_check(spec) && !timing_reason_.empty()) {
             not_run(check, timing_reason_);
             return check;
@@ -921,6 +922,7 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
                             ? "stride " + std::to_string(exercise.ratios.to_stride)
                             : exercise.kernel(exercise.ratios.to_kernel).label;
     report.ratio_as_percent = exercise.ratios.as_percent;
+    report.banks = exercise.banks;
     if (m.context_seconds > 0) {
         report.stage_seconds["context creation (beside the compile)"] = m.context_seconds;
     }
@@ -936,6 +938,11 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
         if (spec.kind == CheckKind::consistency) {
             consistency = &spec;
         }
+    }
+    if (consistency != nullptr) {
+        report.reference_kernel = consistency->against;
+    } else if (const KernelSpec* oracle = exercise.oracle()) {
+        report.reference_kernel = oracle->id;
     }
     for (const auto& run : m.runs) {
         ReportRow row;

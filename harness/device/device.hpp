@@ -99,8 +99,6 @@ class Device {
 public:
     virtual ~Device() = default;
 
-    // "sm_90" for a GPU; the exercise's default where nothing tells the architecture.
-    virtual std::string arch() const = 0;
     // The environment section: the device, its driver, the launch it chose.
     virtual void describe(Environment& environment) const = 0;
 

@@ -20,7 +20,6 @@ class SimDevice final : public Device {
 public:
     SimDevice(const Exercise& exercise, std::uint64_t seed);
 
-    std::string arch() const override { return exercise_.default_arch; }
     void describe(Environment& environment) const override;
     LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override;
     LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override;

@@ -140,8 +140,6 @@ struct Case {
 };
 bool operator==(const Case& a, const Case& b);
 bool operator<(const Case& a, const Case& b);
-// "stride 8", "the reference at stride 8", "copy, no transpose": as a message names it.
-std::string describe_case(const Case& c, std::string_view label = {});
 
 // An ordering rule over ratios. The same shape serves the student's ordering checks, the
 // calibration of the machine and the plausibility of the student's own measurements.

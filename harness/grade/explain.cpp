@@ -7,6 +7,7 @@
 #include "grade/grade.hpp"
 #include "grade/sources.hpp"
 #include "measure/outputs.hpp"
+#include "sim/sim.hpp"
 
 namespace grader {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 
 // Summaries of timing samples, and the rule that decides when to stop sampling. Pure functions:
-// the GPU loop in timing.hpp feeds them.
+// the GPU loop in interleaved_timing.hpp feeds them.
 
 #include <cstdint>
 #include <optional>

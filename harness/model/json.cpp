@@ -406,7 +406,8 @@ void to_json(json& j, const CheckResult& v) {
              {"points", v.points},
              {"max_points", v.max_points},
              {"message", v.message},
-             {"details", v.details}};
+             {"details", v.details},
+             {"kind", v.kind}};
 }
 void from_json(const json& j, CheckResult& v) {
     read(j, "id", v.id);
@@ -423,6 +424,14 @@ void from_json(const json& j, CheckResult& v) {
     read(j, "max_points", v.max_points);
     read(j, "message", v.message);
     read(j, "details", v.details);
+    read(j, "kind", v.kind);
+    if (v.kind.empty()) {
+        // A report written before checks carried their kind: the ids were Part 1's and Part 2's,
+        // whose three checks that writers single out were named for their kinds.
+        v.kind = v.id == "submission_file" ? "answers_file"
+                 : v.id == "compile_abi" || v.id == "sentence" ? v.id
+                                                               : "";
+    }
 }
 
 void to_json(json& j, const ReportRow& v) {
@@ -522,7 +531,9 @@ void to_json(json& j, const Report& v) {
               {{"same_as_example", v.sentence_review.same_as_example},
                {"same_as_others", v.sentence_review.same_as_others}}},
              {"missing_files", v.missing_files},
-             {"compile_error", v.compile_error}};
+             {"compile_error", v.compile_error},
+             {"banks", v.banks},
+             {"reference_kernel", v.reference_kernel}};
 }
 void from_json(const json& j, Report& v) {
     read(j, "schema_version", v.schema_version);
@@ -556,6 +567,8 @@ void from_json(const json& j, Report& v) {
     }
     read(j, "missing_files", v.missing_files);
     read(j, "compile_error", v.compile_error);
+    read(j, "banks", v.banks);
+    read(j, "reference_kernel", v.reference_kernel);
 }
 
 void to_json(json& j, const ExplainedLane& v) {

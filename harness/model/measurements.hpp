@@ -135,7 +135,7 @@ struct Environment {
     std::vector<std::string> notes;
 };
 
-// How grading stopped early. Whose fault it was is decided in one table (grade/blame.hpp).
+// How grading stopped early. Whose fault it was is decided in one table (blame(), grade/stage.hpp).
 enum class StopKind {
     fault,        // a kernel faulted (illegal address, trap)
     timeout,      // a stage ran past its time limit (or the simulator's instruction budget)

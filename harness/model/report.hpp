@@ -32,6 +32,9 @@ struct CheckResult {
     double max_points = 0.0;
     std::string message;                // one paragraph the student reads
     std::vector<std::string> details;   // one line each: a stride, a thread, a file position
+    // What the check is, whatever the exercise calls it: "answers_file", "compile_abi", "output",
+    // "predicted", "ordering", "consistency", "measured", "counted_degree" or "sentence".
+    std::string kind;
 
     bool passed() const { return status == CheckStatus::passed; }
     bool not_run() const { return status == CheckStatus::not_run; }
@@ -106,6 +109,10 @@ struct Report {
     // (an exercise may tell PrairieLearn such a submission is not gradable): set by evaluate().
     std::vector<std::string> missing_files;  // files the submission had to hold and did not
     bool compile_error = false;              // NVRTC could not compile the student's kernel
+    // The model the exercise grades against: shared memory's banks, and the kernel the student's
+    // ratios are compared with (a consistency check's, else the oracle; empty where none).
+    unsigned banks = 32;
+    std::string reference_kernel;
 };
 
 }  // namespace grader

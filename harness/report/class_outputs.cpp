@@ -72,7 +72,7 @@ std::vector<CheckSummary> check_columns(const std::vector<const ClassEntry*>& so
 // The stages that come before the student's kernel runs: a failure there is the root cause of
 // whatever follows, even where a later check still ran.
 bool before_the_kernel_runs(const CheckResult& check) {
-    return check.id == "submission_file" || check.id == "compile_abi";
+    return check.kind == "answers_file" || check.kind == "compile_abi";
 }
 
 struct RootCause {
@@ -123,6 +123,12 @@ std::string id_key(const std::string& id) { return text::id_key(id); }
 const CheckResult* find_check(const Report& report, const std::string& id) {
     const auto found = std::find_if(report.checks.begin(), report.checks.end(),
                                     [&](const CheckResult& check) { return check.id == id; });
+    return found == report.checks.end() ? nullptr : &*found;
+}
+
+const CheckResult* find_kind(const Report& report, std::string_view kind) {
+    const auto found = std::find_if(report.checks.begin(), report.checks.end(),
+                                    [&](const CheckResult& check) { return check.kind == kind; });
     return found == report.checks.end() ? nullptr : &*found;
 }
 
@@ -181,7 +187,7 @@ std::map<std::string, SubmissionFlags> flag_submissions(const std::vector<ClassE
             by_id[id].push_back(entry->student_folder);
         }
         const std::string sentence = text::comparison_key(report.sentence);
-        const CheckResult* review = find_check(report, "sentence");
+        const CheckResult* review = find_kind(report, "sentence");
         // An answers file that could not be read has no sentence either; its own check says so.
         mine.no_sentence =
             review != nullptr ? review->status == CheckStatus::failed : sentence.empty();
@@ -298,6 +304,7 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
         }
         if (summary.exercise_title.empty()) {
             summary.exercise_title = report.exercise_title;
+            summary.banks = report.banks;
         }
         if (timed_on_gpu(report)) {
             ++summary.timed;
@@ -351,7 +358,7 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
         // stride, the student row carries the reference's ratio it was compared with.
         std::map<int, double> reference_here;
         for (const ReportRow& row : report.rows) {
-            if (row.kernel == "reference" && row.ratio && plottable(*row.ratio)) {
+            if (row.kernel == report.reference_kernel && row.ratio && plottable(*row.ratio)) {
                 reference_here[row.stride] = *row.ratio;
             }
         }
@@ -408,7 +415,8 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
         StrideSummary row;
         row.stride = column.first;
         row.label = column.second;
-        row.degree = summary.sweep ? conflict_degree(column.first) : kernel_degrees[column];
+        row.degree =
+            summary.sweep ? conflict_degree(column.first, summary.banks) : kernel_degrees[column];
         const auto students = student_ratios.find(column);
         if (students != student_ratios.end()) {
             const std::vector<double>& ratios = students->second;
@@ -828,7 +836,7 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
 
     // The y axis is log2 from a power of two under every value to one above, bounded so that
     // one absurd ratio cannot flatten the class; values past the bounds sit on the edge.
-    double low = 1.0, high = 32.0;
+    double low = 1.0, high = static_cast<double>(summary.banks);
     for (const StrideSummary& row : summary.strides) {
         if (row.student_ratio) {
             low = std::min(low, row.student_ratio->min);
@@ -892,8 +900,10 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
          << "<text class=\"axis-title\" x=\"" << left + plot_width / 2 << "\" y=\""
          << view_height - 10
          << "\" text-anchor=\"middle\">"
-         << (sweep ? "stride (words); under it the model's conflict degree gcd(stride, 32)"
-                   : "kernel; under it the conflict degree the exercise gives its tile")
+         << (sweep ? "stride (words); under it the model's conflict degree gcd(stride, " +
+                         std::to_string(summary.banks) + ")"
+                   : std::string("kernel; under it the conflict degree the exercise gives its "
+                                 "tile"))
          << "</text>\n"
          << "<text class=\"axis-title\" id=\"ratio-axis\" transform=\"translate(18 "
          << top_margin + plot_height / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << axis
@@ -983,7 +993,7 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
         html << "<rect x=\"" << svg_number(legend_x + 3) << "\" y=\"" << legend_y - 5
              << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" "
                 "stroke-width=\"1.5\"/>";
-        legend_text("model: degree gcd(stride, 32)", 0);
+        legend_text("model: degree gcd(stride, " + std::to_string(summary.banks) + ")", 0);
     }
     html << "</g>\n</svg>\n";
 
@@ -1029,7 +1039,9 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
         }
         html << " (dots are spread sideways so they do not hide each other). The blue bar is the "
                 "reference kernel in the same grades (median over the grades). The square is the "
-                "model's conflict degree gcd(stride, 32) on the same axis: the ratio a kernel would "
+                "model's conflict degree gcd(stride, "
+             << summary.banks
+             << ") on the same axis: the ratio a kernel would "
                 "show if its cost were all bank requests. Ratios can sit below it where stride 1 has "
                 "costs of its own; the grade compares each student with the reference, not with the "
                 "degree.</p>\n";

@@ -56,7 +56,7 @@ struct RatioSpread {
 struct StrideSummary {
     int stride = 0;
     std::string label;              // the kernel's label where the exercise has no sweep
-    unsigned degree = 1;            // the model's degree: gcd(stride, 32), or the kernel's (0: none)
+    unsigned degree = 1;  // the model's degree: gcd(stride, banks), or the kernel's (0: none)
     std::size_t student_count = 0;  // students with a ratio at this stride
     std::optional<RatioSpread> student_ratio;
     std::optional<double> reference_ratio;  // median over the grades of the reference kernel
@@ -121,6 +121,7 @@ std::string numbers_source(const Report& report);
 struct ClassSummary {
     std::string exercise_id;
     std::string exercise_title;
+    unsigned banks = 32;                // shared memory's banks, from the reports
     std::size_t submissions = 0;
     std::size_t passed = 0;
     std::size_t failed = 0;

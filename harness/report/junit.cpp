@@ -57,7 +57,7 @@ std::string write_junit(const Report& report) {
         } else if (check.review && check.passed()) {
             ++skipped;
             std::string note = "for the instructor's review: " + check.message;
-            if (check.id == "sentence" && report.sentence_review.flagged()) {
+            if (check.kind == "sentence" && report.sentence_review.flagged()) {
                 note += " The sentence was " + sentence_flag_text(report.sentence_review) + ".";
             }
             cases += ">\n      <skipped" + attribute("message", note) + "/>\n    </testcase>\n";

@@ -44,7 +44,7 @@ std::string check_output(const CheckResult& check) {
 // The review item's output: the note, why the sentence was set apart (if it was), the check.
 std::string review_output(const Report& report, const CheckResult& check) {
     std::string output = "For your instructor's review: the machine does not score this.\n";
-    if (check.id == "sentence") {
+    if (check.kind == "sentence") {
         const std::string flag = sentence_flag_text(report.sentence_review);
         if (!flag.empty()) {
             output += "Your sentence was " + flag + ".\n";
@@ -177,7 +177,7 @@ std::string write_prairielearn(const Report& report, const PrairieLearnOptions& 
         for (const auto& detail : check.details) {
             details.push_back(text::visible(detail));
         }
-        if (check.review && check.id == "sentence") {
+        if (check.review && check.kind == "sentence") {
             const std::string flag = sentence_flag_text(report.sentence_review);
             if (!flag.empty()) {
                 details.push_back("Your sentence was " + flag + ".");

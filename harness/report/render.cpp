@@ -457,16 +457,6 @@ std::string sentence_flag_text(const SentenceReview& review) {
            " (case, spacing and punctuation aside)";
 }
 
-std::string thread_value(double value) {
-    if (std::isnan(value)) {
-        return "NaN (never written)";
-    }
-    if (std::isinf(value)) {
-        return value > 0 ? "+infinity" : "-infinity";
-    }
-    return format_number(value, 6);
-}
-
 std::vector<std::string> split_lines(std::string_view text, std::size_t max_lines) {
     std::vector<std::string> lines;
     std::size_t start = 0;

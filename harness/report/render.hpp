@@ -72,9 +72,6 @@ std::string student_name(const Report& report);
 // starter kit's example"); empty where it was not.
 std::string sentence_flag_text(const SentenceReview& review);
 
-// A value a thread held: "1024", "2047.5", or "NaN (never written)".
-std::string thread_value(double value);
-
 // The lines of text, at most max_lines of them unless max_lines is 0; the last line then says
 // how many were left out.
 std::vector<std::string> split_lines(std::string_view text, std::size_t max_lines = 0);

@@ -86,11 +86,4 @@ void GlobalMemory::read(std::uint64_t address, void* destination, std::size_t by
         std::memcpy(destination, source, bytes);
 }
 
-std::size_t GlobalMemory::allocated_bytes() const {
-    std::size_t total = 0;
-    for (const auto& a : allocations_)
-        total += a->bytes.size();
-    return total;
-}
-
 }  // namespace grader::sim

@@ -107,7 +107,6 @@ public:
 
     // The bytes at [address, address + bytes) when they lie inside one allocation, else nullptr.
     std::byte* find(std::uint64_t address, std::size_t bytes);
-    std::size_t allocated_bytes() const;
 
 private:
     struct Allocation;

@@ -1,0 +1,216 @@
+// The answers reader: a student's answers file, read against the exercise. Every mistake in it is
+// the student's, recorded as a problem with its file, line and field (the answers check grades
+// them); nothing a student writes there throws.
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "exercise/exercise.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSourceDir = GRADER_SOURCE_DIR;
+const fs::path kFixtures = GRADER_FIXTURES_DIR;
+
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+const grader::Exercise& day15() {
+    static const grader::Exercise exercise =
+        grader::load_exercise(kSourceDir / "exercises" / "day15-bank-conflicts");
+    return exercise;
+}
+
+grader::Case stride(int value) { return grader::Case{"student", value}; }
+
+grader::Submission answers(const std::string& fixture) {
+    return grader::load_submission(kFixtures / "answers" / fixture, day15());
+}
+
+// A temporary folder of this test program's scratch folder.
+struct TemporaryFolder {
+    fs::path path;
+    explicit TemporaryFolder(const std::string& name)
+        : path(grader::testing::scratch_root("answers") / name) {
+        fs::create_directories(path);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("the untouched starter kit's answers name every blank still to fill in, nothing else") {
+    const grader::Submission submission = grader::load_submission(kSourceDir / "student", day15());
+    std::vector<std::string> fields;
+    for (const auto& problem : submission.problems) {
+        CAPTURE(problem.message);
+        CHECK(contains(problem.message, "still blank: fill in"));
+        CHECK(problem.location.line > 0);
+        fields.push_back(problem.field);
+    }
+    CHECK(fields == std::vector<std::string>{"student_id", "gpu", "rows[0].predicted_degree",
+                                             "rows[0].measured_ratio", "rows[1].predicted_degree",
+                                             "rows[1].measured_ratio", "rows[2].predicted_degree",
+                                             "rows[2].measured_ratio", "sentence"});
+    CHECK(submission.problems[2].message ==
+          "still blank: fill in the conflict degree you predict for stride 3");
+    REQUIRE(submission.rows.size() == 3);
+    CHECK_FALSE(submission.rows[0].predicted_degree);
+    CHECK_FALSE(submission.rows[0].measured);
+}
+
+TEST_CASE("the filled-in example beside the starter kit loads with no problems") {
+    const grader::Submission submission =
+        grader::load_submission(kSourceDir / "student" / "example", day15());
+    for (const auto& problem : submission.problems) {
+        CAPTURE(problem.field);
+        CAPTURE(problem.message);
+        CHECK(false);
+    }
+    CHECK(submission.student_id == "example-student");
+    CHECK(submission.gpu_name == "Tesla T4");
+    REQUIRE(submission.rows.size() == 3);
+    const grader::SubmissionRow* stride8 = submission.row(stride(8));
+    REQUIRE(stride8 != nullptr);
+    CHECK(stride8->predicted_degree == 8);
+    CHECK(stride8->measured == doctest::Approx(7.83));
+    CHECK(stride8->location.line > 0);
+    CHECK(submission.row(stride(16))->predicted_degree == 16);
+    CHECK(submission.row(stride(16))->measured == doctest::Approx(15.6));
+    CHECK(submission.row(stride(3))->predicted_degree == 1);
+    CHECK(submission.row(stride(4)) == nullptr);
+    CHECK(contains(submission.sentence, "gcd(stride, 32)"));
+    CHECK(submission.sentence.back() != '\n');
+}
+
+TEST_CASE("every mistake in an answers file is a problem with its line and field") {
+    struct Expected {
+        int line;
+        const char* field;
+        const char* message_part;
+    };
+    struct Case {
+        const char* fixture;
+        std::vector<Expected> problems;
+        std::size_t rows_kept;
+    };
+    const std::vector<Case> cases = {
+        {"missing_student_id_and_sentence",
+         {{2, "student_id", "missing student_id"}, {2, "sentence", "missing sentence"}},
+         3},
+        {"missing_rows", {{2, "rows", "missing rows"}}, 0},
+        {"stride_16_missing", {{4, "rows", "no row for stride 16"}}, 2},
+        {"stride_listed_twice", {{6, "rows[2].stride", "stride 8 is listed twice"}}, 3},
+        {"stride_not_asked_for", {{5, "rows[1].stride", "stride 4 was not asked for"}}, 3},
+        {"bad_predicted_degrees",
+         {{4, "rows[0].predicted_degree", "missing predicted_degree"},
+          {7, "rows[1].predicted_degree", "got 'eight'"},
+          {10, "rows[2].predicted_degree", "got '-16'"}},
+         3},
+        {"bad_measured_ratios",
+         {{4, "rows[0].measured_ratio", "missing measured_ratio"},
+          {5, "rows[1].measured_ratio", "got 'fast'"},
+          {6, "rows[2].measured_ratio", "got '0'"}},
+         3},
+        {"degree_not_whole", {{5, "rows[1].predicted_degree", "got '8.5'"}}, 3},
+        {"empty_sentence", {{7, "sentence", "still blank"}}, 3},
+        {"misspelt_keys",
+         {{7, "sentense", "did you mean 'sentence'"},
+          {5, "rows[1].measured_ration", "did you mean 'measured_ratio'"},
+          {5, "rows[1].measured_ratio", "missing measured_ratio"},
+          {2, "sentence", "missing sentence"}},
+         3},
+        {"row_not_a_map", {{5, "rows[1]", "got a list"}, {4, "rows", "no row for stride 8"}}, 2},
+        {"not_utf8", {{7, "", "not UTF-8"}}, 0},
+        {"top_level_list", {{2, "", "expected a map"}}, 0},
+        {"empty_file", {{1, "", "is empty"}}, 0},
+        {"starts_with_comma", {{2, "", "no YAML value could be read"}}, 0},
+        {"two_documents", {{8, "", "more than one YAML document"}}, 0},
+        {"deeply_nested", {{3, "", "nests more than 64 levels"}}, 0},
+        {"deeply_nested_blocks", {{66, "", "nests more than 64 levels"}}, 0},
+    };
+    for (const Case& expected : cases) {
+        CAPTURE(expected.fixture);
+        grader::Submission submission;
+        CHECK_NOTHROW(submission = answers(expected.fixture));
+        REQUIRE(submission.problems.size() == expected.problems.size());
+        for (std::size_t i = 0; i < expected.problems.size(); ++i) {
+            const grader::SubmissionProblem& problem = submission.problems[i];
+            CAPTURE(problem.message);
+            CHECK(problem.location.file ==
+                  (kFixtures / "answers" / expected.fixture / "submission.yaml").string());
+            CHECK(problem.location.line == expected.problems[i].line);
+            CHECK(problem.location.column > 0);
+            CHECK(problem.field == expected.problems[i].field);
+            CHECK(contains(problem.message, expected.problems[i].message_part));
+        }
+        CHECK(submission.rows.size() == expected.rows_kept);
+    }
+}
+
+TEST_CASE("the rows that parsed stay usable when others in the file are wrong") {
+    const grader::Submission degrees = answers("bad_predicted_degrees");
+    REQUIRE(degrees.row(stride(8)) != nullptr);
+    CHECK_FALSE(degrees.row(stride(8))->predicted_degree.has_value());
+    CHECK(degrees.row(stride(8))->measured == doctest::Approx(7.83));
+    CHECK(degrees.sentence == "3 shares no factor with 32.");
+
+    const grader::Submission twice = answers("stride_listed_twice");
+    CHECK(twice.row(stride(8))->predicted_degree == 8);  // the first row for a stride counts
+    CHECK(twice.row(stride(8))->location.line == 5);
+
+    const grader::Submission extra = answers("stride_not_asked_for");
+    CHECK(extra.row(stride(4)) == nullptr);
+    CHECK(extra.row(stride(16))->measured == doctest::Approx(15.6));
+}
+
+TEST_CASE("a YAML syntax error in the answers file is a problem, not an exception") {
+    const grader::Submission submission = answers("yaml_syntax_error");
+    REQUIRE(submission.problems.size() == 1);
+    CHECK(submission.problems[0].location.line >= 4);
+    CHECK(submission.problems[0].location.line <= 5);
+    CHECK(contains(submission.problems[0].message, "YAML syntax error"));
+    CHECK(submission.rows.empty());
+}
+
+TEST_CASE("a folder without an answers file yields one problem that says where to start") {
+    const grader::Submission submission = answers("no_such_folder");
+    REQUIRE(submission.problems.size() == 1);
+    CHECK(submission.problems[0].location.file ==
+          (kFixtures / "answers" / "no_such_folder" / "submission.yaml").string());
+    CHECK(submission.problems[0].location.line == 0);
+    CHECK(contains(submission.problems[0].message, "not found"));
+    CHECK(contains(submission.problems[0].message, "starter kit's submission.yaml"));
+}
+
+TEST_CASE("an answers file larger than 64 KiB is refused unread") {
+    const TemporaryFolder folder("large");
+    {
+        std::ofstream out(folder.path / "submission.yaml", std::ios::binary);
+        out << "student_id: \"s1\"\n";
+        out << "# " << std::string(70 * 1024, 'x') << "\n";
+    }
+    const grader::Submission submission = grader::load_submission(folder.path, day15());
+    REQUIRE(submission.problems.size() == 1);
+    CHECK(contains(submission.problems[0].message, "more than the limit of 65536"));
+    CHECK(submission.student_id.empty());
+}
+
+TEST_CASE("quoted numbers, a numeric student id and a missing gpu are not mistakes") {
+    const grader::Submission submission = answers("quoted_numbers_no_gpu");
+    CHECK(submission.problems.empty());
+    CHECK(submission.student_id == "20417");
+    CHECK(submission.gpu_name.empty());
+    REQUIRE(submission.row(stride(3)) != nullptr);
+    CHECK(submission.row(stride(3))->predicted_degree == 1);
+    CHECK(submission.row(stride(3))->measured == doctest::Approx(1.02));
+    CHECK(submission.row(stride(16))->measured == doctest::Approx(15.6));
+    CHECK(submission.sentence ==
+          "Because 3 shares no factor with 32, the lanes spread over all 32 banks.");
+}
