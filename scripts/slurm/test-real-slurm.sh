@@ -30,6 +30,11 @@ pids=()
 failures=0
 stop_daemons() {
   local pid
+  # Jobs first, so that no slurmstepd outlives its slurmd.
+  if [ -n "${SLURM_CONF:-}" ] && [ "${#pids[@]}" -gt 1 ]; then
+    scancel --quiet --full --user=root 2>/dev/null
+    for _ in $(seq 40); do [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.5; done
+  fi
   for pid in "${pids[@]}"; do
     kill -TERM "$pid" 2>/dev/null
   done
