@@ -18,6 +18,8 @@
 #   class     the class of 100 through grader batch; SIGKILL midway and --resume
 #   share     two batches sharing one GPU at once; --devices 0,0
 #   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh)
+#   shards    the class of 100 as one task per GPU of this machine (batch --shard I/N with
+#             CUDA_VISIBLE_DEVICES=I, as Slurm runs them), merged, against one batch on every GPU
 # Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on).
 set -uo pipefail
 root=$(pwd)
@@ -25,7 +27,7 @@ out=${1:?usage: scripts/gpu-check.sh OUT_DIR [SECTION...]}
 shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
-  sections=(machine probe padding fixtures hostile counters bench isolation class share ncu)
+  sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -200,9 +202,46 @@ run_ncu() {
   "$root/scripts/ncu-compare.sh" "$grader" "$out/ncu-compare.txt"
 }
 
+# docs/slurm.md: a node's GPUs, one array task each, as Slurm would run them on one node.
+run_shards() {
+  local gpus
+  gpus=$(nvidia-smi -L | wc -l)
+  section "shards: the class of 100 as $gpus tasks, one per GPU, then grader merge"
+  [ -d /tmp/class ] || python3 "$root/scripts/bench/make_class.py" /tmp/class --size 100 --seed 1
+  rm -rf /tmp/shards-one /tmp/shards-run
+  local began=$SECONDS
+  "$grader" batch /tmp/class --output /tmp/shards-one --timeout 5 --backend cuda --quiet
+  echo "one batch on every GPU: exit $?, $((SECONDS - began)) s"
+  began=$SECONDS
+  local pids=() i
+  for ((i = 0; i < gpus; i++)); do
+    CUDA_VISIBLE_DEVICES=$i "$grader" batch /tmp/class --output "/tmp/shards-run/shards/$i" \
+      --shard "$i/$gpus" --backend cuda --timeout 5 --quiet &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}"; echo "task $i exit $?"; done
+  echo "$gpus tasks: $((SECONDS - began)) s"
+  local merge_began
+  merge_began=$(date +%s.%N)
+  "$grader" merge /tmp/shards-run/shards/* --output /tmp/shards-run/class
+  echo "merge exit $?, $(python3 -c "import time; print(round(time.time() - $merge_began, 2))") s"
+  python3 - /tmp/shards-run /tmp/shards-one <<'PY'
+import csv, glob, json, sys
+run, one = sys.argv[1], sys.argv[2]
+for path in sorted(glob.glob(f"{run}/shards/*/shard.json")):
+    m = json.load(open(path))
+    print("shard", m["shard"]["index"], "gpus", [(g["bus_id"], g["name"], g["uuid"]) for g in m["gpus"]],
+          "graded", sum(r["graded"] for r in m["runs"]))
+def grades(path):
+    return {r["folder"]: r["verdict"] for r in csv.DictReader(open(path, encoding="utf-8"))}
+a, b = grades(f"{run}/class/gradebook.csv"), grades(f"{one}/gradebook.csv")
+print("students", len(a), "verdicts equal to one batch:", sum(a[k] == b.get(k) for k in a))
+PY
+}
+
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu) "run_$s" ;;
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards) "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac
 done

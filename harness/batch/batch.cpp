@@ -1,4 +1,5 @@
 #include "batch/batch.hpp"
+#include "batch/merge.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -6,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -267,23 +269,6 @@ void pool_thread(const std::shared_ptr<PoolState>& state) {
     state->changed.notify_all();
 }
 
-std::vector<ClassEntry> collect_entries(const std::vector<BatchSubmission>& submissions,
-                                        const std::filesystem::path& output_dir) {
-    std::vector<ClassEntry> entries;
-    for (const auto& submission : submissions) {
-        auto report = read_report_json(report_json_path(output_dir, submission.student));
-        if (!report) {
-            continue;
-        }
-        ClassEntry entry;
-        entry.student_folder = submission.student;
-        entry.report_link = submission.student + "/" + report_file_name(Format::text, true);
-        entry.report = std::move(*report);
-        entries.push_back(std::move(entry));
-    }
-    return entries;
-}
-
 nlohmann::json run_info(const BatchResult& result, const BatchOptions& options) {
     const double minutes = result.wall_seconds / 60.0;
     nlohmann::json info = {
@@ -317,31 +302,33 @@ nlohmann::json run_info(const BatchResult& result, const BatchOptions& options) 
     return info;
 }
 
-std::vector<std::filesystem::path> write_class_outputs(const BatchResult& result,
-                                                       const BatchOptions& options,
+std::vector<std::filesystem::path> write_class_outputs(const std::vector<ClassEntry>& entries,
+                                                       const std::filesystem::path& output_dir,
+                                                       const nlohmann::json& run,
+                                                       const std::string& finished_at,
                                                        ClassReportOptions page_options) {
-    const auto gradebook = options.output_dir / kGradebookFile;
-    const auto summary = options.output_dir / kSummaryFile;
-    const auto page = options.output_dir / kClassReportFile;
-    write_file_atomically(gradebook, write_gradebook_csv(result.entries, page_options));
-    write_file_atomically(
-        summary, write_class_summary_json(result.entries, run_info(result, options), page_options));
+    const auto gradebook = output_dir / kGradebookFile;
+    const auto summary = output_dir / kSummaryFile;
+    const auto page = output_dir / kClassReportFile;
+    write_file_atomically(gradebook, write_gradebook_csv(entries, page_options));
+    write_file_atomically(summary, write_class_summary_json(entries, run, page_options));
     page_options.generated_at =
-        result.finished_at.empty()
+        finished_at.empty()
             ? std::string()
-            : result.finished_at.substr(0, 10) + " " + result.finished_at.substr(11, 5) + " UTC";
-    write_file_atomically(page, write_class_report_html(result.entries, page_options));
+            : finished_at.substr(0, 10) + " " + finished_at.substr(11, 5) + " UTC";
+    write_file_atomically(page, write_class_report_html(entries, page_options));
     return {gradebook, summary, page};
 }
 
 // Compares sentences and ids across the class now that every grade is in, and writes again
 // the reports whose sentence flag changed: only the writers run, from the report as it was read.
-void flag_and_rewrite(BatchResult& result, const ClassReportOptions& class_options,
+void flag_and_rewrite(std::vector<ClassEntry>& entries, ClassStageResult& stage,
+                      const ClassReportOptions& class_options,
                       const ReportOptions& report_options,
                       const std::filesystem::path& output_dir) {
-    const auto flags = flag_submissions(result.entries, class_options);
-    result.flagged = flags.size();
-    for (ClassEntry& entry : result.entries) {
+    const auto flags = flag_submissions(entries, class_options);
+    stage.flagged = flags.size();
+    for (ClassEntry& entry : entries) {
         const auto found = flags.find(entry.student_folder);
         const SentenceReview review =
             found == flags.end() ? SentenceReview{} : sentence_review_of(found->second);
@@ -353,7 +340,7 @@ void flag_and_rewrite(BatchResult& result, const ClassReportOptions& class_optio
         stored = review;
         write_submission_files(output_dir / entry.student_folder,
                                render_every_format(entry.report, report_options));
-        ++result.reports_rewritten;
+        ++stage.reports_rewritten;
     }
 }
 
@@ -534,9 +521,24 @@ std::string student_folder_name(const std::string& folder_name) {
     return safe.substr(0, 64) + "-" + hash_suffix(folder_name);
 }
 
+std::string submission_key(const std::string& folder_name) {
+    if (!folder_name.empty() && text::visible_line(folder_name) == folder_name) {
+        return folder_name;
+    }
+    static const char* digits = "0123456789abcdef";
+    std::string hex;
+    for (const char c : folder_name) {
+        const auto byte = static_cast<unsigned char>(c);
+        hex += digits[byte >> 4];
+        hex += digits[byte & 15];
+    }
+    return text::visible_line(folder_name) + " [" + hex + "]";
+}
+
 const std::set<std::string>& class_output_names() {
     static const std::set<std::string> names = {kGradebookFile, kSummaryFile, kClassReportFile,
-                                                kLocksFolder};
+                                                kLocksFolder, kShardManifestFile,
+                                                kPrairieLearnScoresFile};
     return names;
 }
 
@@ -593,12 +595,25 @@ ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
         }
     }
     // Two folders that end up with the same output name (a real folder named like another's
-    // sanitized form) must not share a report.
-    std::set<std::string> taken;
-    for (auto& submission : found.submissions) {
-        const std::string base = submission.student;
-        for (int n = 2; !taken.insert(submission.student).second; ++n) {
-            submission.student = base + "-" + std::to_string(n);
+    // renamed output) or the same gradebook key would file one student's grade under the other's
+    // name: refused, naming both.
+    std::map<std::string, const BatchSubmission*> by_output;
+    std::map<std::string, const BatchSubmission*> by_key;
+    for (const auto& submission : found.submissions) {
+        const auto output = by_output.emplace(submission.student, &submission);
+        const auto key = by_key.emplace(submission_key(submission.folder_name), &submission);
+        const BatchSubmission* other = !output.second ? output.first->second
+                                       : !key.second  ? key.first->second
+                                                      : nullptr;
+        if (other != nullptr) {
+            throw BatchError(
+                "the submission folders '" + submission_key(other->folder_name) + "' and '" +
+                submission_key(submission.folder_name) + "' would share " +
+                (!output.second ? "the output folder '" + text::visible_line(submission.student) +
+                                      "'"
+                                : std::string("a row of the gradebook")) +
+                ": one student's grade would be filed under the other's name; rename one of "
+                "them in " + text::visible_line(submissions_dir.string()));
         }
     }
     return found;
@@ -641,6 +656,66 @@ std::optional<Report> read_report_json(const std::filesystem::path& file) {
     }
 }
 
+std::vector<std::string> submission_file_names() {
+    std::vector<std::string> names;
+    for (const Format format : kFormatsBeforeJson) {
+        names.push_back(report_file_name(format, true));
+    }
+    names.push_back(report_file_name(Format::json, true));
+    return names;
+}
+
+ReportOptions batch_report_options(const Exercise& exercise) {
+    ReportOptions options;
+    options.text.color = false;
+    options.prairielearn.compile_error_gradable = exercise.prairielearn.compile_error_gradable;
+    options.prairielearn.missing_file_gradable = exercise.prairielearn.missing_file_gradable;
+    return options;
+}
+
+ClassReportOptions batch_class_options(const Exercise& exercise,
+                                       const std::vector<SkippedEntry>& skipped) {
+    ClassReportOptions options;
+    options.exercise_id = exercise.id;
+    options.exercise_title = exercise.title;
+    options.example_sentence = exercise.example_sentence;
+    options.example_student_id = exercise.example_student_id;
+    options.skipped = skipped;
+    return options;
+}
+
+std::vector<ClassEntry> collect_class_entries(const std::vector<BatchSubmission>& submissions,
+                                              const std::filesystem::path& output_dir) {
+    std::vector<ClassEntry> entries;
+    for (const auto& submission : submissions) {
+        const std::string& student = submission.student;
+        auto report = read_report_json(report_json_path(output_dir, student));
+        if (!report) {
+            continue;
+        }
+        ClassEntry entry;
+        entry.student_folder = student;
+        entry.submission_folder = submission_key(submission.folder_name);
+        entry.report_link = student + "/" + report_file_name(Format::text, true);
+        entry.report = std::move(*report);
+        entries.push_back(std::move(entry));
+    }
+    return entries;
+}
+
+ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEntry>& entries,
+                                   const std::vector<SkippedEntry>& skipped,
+                                   const std::filesystem::path& output_dir,
+                                   const std::function<nlohmann::json(const ClassStageResult&)>& run,
+                                   const std::string& finished_at) {
+    ClassStageResult stage;
+    const ClassReportOptions class_options = batch_class_options(exercise, skipped);
+    flag_and_rewrite(entries, stage, class_options, batch_report_options(exercise), output_dir);
+    stage.files =
+        write_class_outputs(entries, output_dir, run(stage), finished_at, class_options);
+    return stage;
+}
+
 BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
                       BatchProgress& progress) {
     const auto began_wall = std::chrono::system_clock::now();
@@ -650,11 +725,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     state->worker_executable = options.worker_executable;
     state->run_seconds_override = options.run_seconds_override;
     state->stop = options.stop;
-    state->report_options.text.color = false;
-    state->report_options.prairielearn.compile_error_gradable =
-        exercise.prairielearn.compile_error_gradable;
-    state->report_options.prairielearn.missing_file_gradable =
-        exercise.prairielearn.missing_file_gradable;
+    state->report_options = batch_report_options(exercise);
 
     BatchResult result;
     result.started_at = utc_time(began_wall, "%Y-%m-%dT%H:%M:%SZ");
@@ -677,6 +748,16 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     result.submissions = submissions.size();
     check_output_folder(options.submissions_dir, options.output_dir, submissions);
     const auto selected = selected_students(submissions, options.only, options.submissions_dir);
+    // The submissions this run is about: the whole class, or this shard's share of it.
+    std::vector<BatchSubmission> scope;
+    for (std::size_t i = 0; i < submissions.size(); ++i) {
+        if (!options.shard || in_shard(i, *options.shard)) {
+            scope.push_back(submissions[i]);
+        }
+    }
+    for (const auto& submission : scope) {
+        result.assigned.push_back(submission.student);
+    }
 
     std::filesystem::create_directories(options.output_dir / kLocksFolder);
     const OutputLock output_lock(options.output_dir / kLocksFolder / kBatchLockFile,
@@ -694,16 +775,21 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     }
     state->backend = status.backend;
 
-    for (const auto& submission : submissions) {
+    for (const auto& submission : scope) {
         if (!selected.empty()) {
             if (selected.count(submission.student) != 0) {
                 state->jobs.push_back({submission});
             }
             continue;
         }
-        if (options.resume) {
-            if (auto kept =
-                    read_report_json(report_json_path(options.output_dir, submission.student))) {
+        if (options.resume || options.shard) {
+            auto kept = read_report_json(report_json_path(options.output_dir, submission.student));
+            // A shard's task may start again on another node: what the machine could not grade
+            // is graded again there.
+            if (kept && options.shard && kept->verdict == Verdict::ungradable) {
+                kept.reset();
+            }
+            if (kept) {
                 ++status.kept;
                 ++status.done;
                 count_verdict(status, kept->verdict);
@@ -713,6 +799,36 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         state->jobs.push_back({submission});
     }
     status.total = status.kept + state->jobs.size();
+
+    ShardManifest manifest;
+    if (options.shard) {
+        std::optional<ShardManifest> earlier;
+        try {
+            earlier = read_manifest(options.output_dir);
+        } catch (const std::exception&) {
+            earlier.reset();  // rewritten below
+        }
+        if (earlier && earlier->shard.index == options.shard->index &&
+            earlier->shard.count == options.shard->count) {
+            manifest.runs = earlier->runs;
+        }
+        manifest.shard = *options.shard;
+        manifest.class_digest = class_digest(submissions);
+        for (const auto& submission : submissions) {
+            manifest.class_students.push_back(submission.student);
+            manifest.class_folders.push_back(submission.folder_name);
+        }
+        manifest.skipped = folder.skipped;
+        manifest.assigned = result.assigned;
+        manifest.exercise_id = exercise.id;
+        manifest.exercise_digest = exercise_digest(exercise);
+        manifest.grader_version = kGraderVersion;
+        manifest.backend = status.backend;
+        manifest.host = host_name();
+        manifest.scheduler = scheduler_environment();
+        manifest.runs.push_back({result.started_at, "", 0, status.kept, false});
+        write_manifest(options.output_dir, manifest);
+    }
     const int wanted_jobs =
         options.jobs > 0 ? options.jobs : std::max(2, static_cast<int>(status.devices.size()) + 1);
     const std::size_t thread_count =
@@ -763,7 +879,8 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     const auto finished_wall = std::chrono::system_clock::now();
     result.finished_at = utc_time(finished_wall, "%Y-%m-%dT%H:%M:%SZ");
     result.wall_seconds = std::chrono::duration<double>(finished_wall - began_wall).count();
-    result.entries = collect_entries(submissions, options.output_dir);
+    result.entries =
+        collect_class_entries(options.shard ? scope : submissions, options.output_dir);
     for (const ClassEntry& entry : result.entries) {
         if (compile_unconfined(entry.report.environment)) {
             result.unconfined_compile = entry.report.environment.confinement;
@@ -771,21 +888,43 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         }
     }
 
-    ClassReportOptions class_options;
-    class_options.exercise_id = exercise.id;
-    class_options.exercise_title = exercise.title;
-    class_options.example_sentence = exercise.example_sentence;
-    class_options.example_student_id = exercise.example_student_id;
-    class_options.skipped = result.skipped;
-
     std::exception_ptr fatal;
     {
         std::lock_guard lock(state->mutex);
         fatal = state->fatal;
     }
     try {
-        flag_and_rewrite(result, class_options, state->report_options, options.output_dir);
-        result.class_outputs = write_class_outputs(result, options, class_options);
+        if (options.shard) {
+            // The class outputs need the whole class: `grader merge` writes them. The manifest
+            // says what this task did, and on which GPUs.
+            std::set<std::string> bus_ids;
+            for (const ClassEntry& entry : result.entries) {
+                if (!entry.report.environment.gpu_bus_id.empty() &&
+                    bus_ids.insert(entry.report.environment.gpu_bus_id).second) {
+                    manifest.gpus.push_back(gpu_identity(entry.report.environment.gpu_bus_id));
+                }
+            }
+            ShardRun& run = manifest.runs.back();
+            run.finished_at = result.interrupted ? "" : result.finished_at;
+            run.graded = result.status.graded;
+            run.interrupted = result.interrupted;
+            manifest.complete = !result.interrupted && !fatal &&
+                                result.entries.size() == scope.size();
+            write_manifest(options.output_dir, manifest);
+            result.class_outputs = {options.output_dir / kShardManifestFile};
+        } else {
+            const ClassStageResult stage = write_class_stage(
+                exercise, result.entries, result.skipped, options.output_dir,
+                [&result, &options](const ClassStageResult& so_far) {
+                    result.flagged = so_far.flagged;
+                    result.reports_rewritten = so_far.reports_rewritten;
+                    return run_info(result, options);
+                },
+                result.finished_at);
+            result.flagged = stage.flagged;
+            result.reports_rewritten = stage.reports_rewritten;
+            result.class_outputs = stage.files;
+        }
     } catch (const std::exception&) {
         if (!fatal) {
             throw;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -18,7 +19,9 @@
 
 #include "exercise/exercise.hpp"
 #include "model/report.hpp"
+#include "batch/shard.hpp"
 #include "report/class_outputs.hpp"
+#include "report/writers.hpp"
 
 namespace grader {
 
@@ -51,6 +54,11 @@ struct BatchOptions {
     // threads are detached and write nothing more; their workers die with the process
     // (PR_SET_PDEATHSIG), so the caller is expected to exit soon after.
     const std::atomic<bool>* stop = nullptr;
+    // One task of a job array: grade only this shard's share of the class (see shard.hpp), keep
+    // every pass or fail report an earlier start of the same task wrote (an ungradable one is
+    // graded again: the machine may be another), write OUTPUT/shard.json, and leave the class
+    // outputs to `grader merge`.
+    std::optional<Shard> shard;
 };
 
 // One submission of the class.
@@ -125,6 +133,8 @@ struct BatchResult {
     // confinement text, once for the class (empty where every compile was confined or none
     // said).
     std::string unconfined_compile;
+    // Where options.shard was given: the names it was given, in class order.
+    std::vector<std::string> assigned;
 };
 
 // Whether an environment says the student's compile ran unconfined: its confinement text is
@@ -141,6 +151,11 @@ std::vector<int> visible_devices();
 // "-" plus a short hash of the raw bytes, so two odd names never meet.
 std::string student_folder_name(const std::string& folder_name);
 
+// The gradebook's key for a submission folder: the name itself where it is valid UTF-8 with no
+// control character, else the name shown with its invisible or invalid parts escaped and its raw
+// bytes in hex, "Jos\uFFFD [4a6f73e9]", so that two folders never show as one.
+std::string submission_key(const std::string& folder_name);
+
 // The class outputs' own names in the output folder; no student's output folder takes one.
 const std::set<std::string>& class_output_names();
 
@@ -152,9 +167,11 @@ struct ClassFolder {
     std::vector<SkippedEntry> skipped;
 };
 
-// Reads a class folder. Output names are unique, and never one of class_output_names() nor of
-// also_reserved (a folder name that must stay free in the output folder): such a name gets a
-// suffix from a hash of the folder name. Throws BatchError if the class folder cannot be read.
+// Reads a class folder. Output names are never one of class_output_names() nor of also_reserved
+// (a folder name that must stay free in the output folder): such a name gets a suffix from a hash
+// of the folder name. Throws BatchError if the class folder cannot be read, and where two
+// folders would share a gradebook key or an output folder (a folder named like another's renamed
+// output): one student's grade must never be filed under another's name.
 ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
                              const std::set<std::string>& also_reserved = {});
 
@@ -172,6 +189,37 @@ bool output_has_reports(const std::filesystem::path& output_dir);
 
 // OUTPUT/<student>/report.json, read back; nullopt where missing, unreadable or not a report.
 std::optional<Report> read_report_json(const std::filesystem::path& file);
+
+// The files a batch writes into OUTPUT/<student>/, report.json (the one that marks a submission
+// finished) last.
+std::vector<std::string> submission_file_names();
+
+// How a batch renders each student's reports for this exercise.
+ReportOptions batch_report_options(const Exercise& exercise);
+
+// What the class outputs know of the exercise and of the class folder besides the reports.
+ClassReportOptions batch_class_options(const Exercise& exercise,
+                                       const std::vector<SkippedEntry>& skipped);
+
+// The reports found in OUTPUT/<student>/report.json, one per submission that has one, in the
+// submissions' order.
+std::vector<ClassEntry> collect_class_entries(const std::vector<BatchSubmission>& submissions,
+                                              const std::filesystem::path& output_dir);
+
+// The class-wide stage of a batch over the reports in output_dir: ids and sentences compared
+// across the class, the reports whose sentence flag changed written again (into output_dir),
+// then gradebook.csv, summary.json (with run(the stage so far) as its "run") and class-report.html. One batch of
+// the whole class and `grader merge` of its shards both end here.
+struct ClassStageResult {
+    std::size_t flagged = 0;
+    std::size_t reports_rewritten = 0;
+    std::vector<std::filesystem::path> files;
+};
+ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEntry>& entries,
+                                   const std::vector<SkippedEntry>& skipped,
+                                   const std::filesystem::path& output_dir,
+                                   const std::function<nlohmann::json(const ClassStageResult&)>& run,
+                                   const std::string& finished_at);
 
 // Grades the class and writes every file. The output folder may not be the class folder nor lie
 // inside it (nor inside a submission a symbolic link points to), and is locked for the run's

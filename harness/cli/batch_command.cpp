@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "batch/batch.hpp"
@@ -35,6 +36,7 @@ struct BatchCommandOptions {
     bool resume = false;
     std::vector<std::string> only;
     std::string backend = "auto";
+    std::string shard;  // "I/N", empty: the whole class
 };
 
 // The first SIGINT or SIGTERM asks the batch to stop; a second one ends the process at once.
@@ -187,7 +189,36 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
         spdlog::error("{}", text::visible_line(error.what()));
         return kExitUsage;
     }
-    if (!options.resume && options.only.empty() && output_has_reports(options.output)) {
+    std::optional<Shard> shard;
+    if (!options.shard.empty()) {
+        std::string why;
+        shard = parse_shard(options.shard, why);
+        if (!shard) {
+            spdlog::error("{}", text::visible_line(why));
+            return kExitUsage;
+        }
+        // A cluster's task must never grade on the simulator because its GPU went missing.
+        if (options.backend == "auto") {
+            spdlog::error(
+                "--shard needs --backend cuda or --backend sim: a task of a job array says which "
+                "it grades on, so that a node without its GPU is never silently simulated");
+            return kExitUsage;
+        }
+        if (options.backend == "cuda" && visible_devices().empty()) {
+            const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+            spdlog::error(
+                "ungradable: this task sees no GPU ({}) and --backend cuda asked for one; "
+                "nothing was graded, and running the task again where the scheduler gives it a "
+                "GPU (sbatch --gres=gpu:1) grades its share. Not the students' fault",
+                visible != nullptr
+                    ? "CUDA_VISIBLE_DEVICES=" + text::visible_line(visible)
+                    : std::string("no /dev/nvidia* device"));
+            return kExitUngradable;
+        }
+    }
+    // A shard's task started again (a requeue) finishes what it began: it is always a resume.
+    if (!shard && !options.resume && options.only.empty() &&
+        output_has_reports(options.output)) {
         spdlog::error(
             "{} already holds reports from an earlier batch: add --resume to finish it "
             "(keeping the reports there), or choose another --output folder",
@@ -208,6 +239,7 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     batch.resume = options.resume;
     batch.only = options.only;
     batch.stop = &stop_requested;
+    batch.shard = shard;
 
     LogProgress log;
     TerminalProgress terminal;
@@ -285,6 +317,18 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
         // destructors under them, is what kills their workers (PR_SET_PDEATHSIG).
         std::_Exit(128 + stop_signal.load());
     }
+    // A scheduler acts on the exit status: 0 once every submission has a pass or fail, whatever
+    // they are; 3 where the machine or the harness kept one from being graded.
+    if (status.ungradable > 0) {
+        spdlog::error(
+            "{} of {} submissions are ungradable: this machine or the grader, not the student, "
+            "kept them from a grade (their reports say why); run the same command again where "
+            "that is fixed{}",
+            status.ungradable, status.total,
+            shard ? " (it keeps this shard's pass and fail reports and grades the rest)"
+                  : " (--only FOLDER grades one again)");
+        return kExitUngradable;
+    }
     return kExitPass;
 }
 
@@ -333,6 +377,9 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command->add_option("--only", options->only,
                         "Grade only these students (folder names), even when resuming; the "
                         "class outputs still cover every report in --output");
+    command->add_option("--shard", options->shard,
+                        "I/N: grade only this task's share of the class (task I of N, counted "
+                        "from 0), for a job array; write the manifest `grader merge` reads");
     command->callback([options, &global, &run] {
         run = [options, &global] { return run_batch_command(*options, global); };
     });

@@ -23,6 +23,7 @@ void add_worker_command(CLI::App& app, Runner& run);
 void add_explain_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_launch_command(CLI::App& app, Runner& run);
 void add_compile_command(CLI::App& app, Runner& run);
+void add_merge_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 
 // Exit statuses, documented in the README and docs/report-schema.md.
 inline constexpr int kExitPass = 0;
@@ -30,5 +31,8 @@ inline constexpr int kExitFail = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitUngradable = 3;
 inline constexpr int kExitInternal = 4;
+// `grader merge`: the shards do not make one class (a student missing or graded twice, shards of
+// different classes, exercises, versions or backends); nothing was written.
+inline constexpr int kExitMergeRefused = 5;
 
 }  // namespace grader::cli

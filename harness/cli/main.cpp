@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
     add_grade_command(app, global, run);
     add_sweep_command(app, global, run);
     add_batch_command(app, global, run);
+    add_merge_command(app, global, run);
     add_explain_command(app, global, run);
     add_worker_command(app, run);
     add_launch_command(app, run);

@@ -1,0 +1,314 @@
+#!/bin/bash
+# A class graded through a real Slurm on this machine, with the shipped scripts: starts munged,
+# slurmctld and one slurmd (two fake GPUs, character devices declared in gres.conf) as root, with
+# no systemd, submits a class of 40 on the simulator, and asserts what docs/slurm.md promises.
+# Stops every daemon it started, whatever happens.
+#
+#   GRADER_SLURM_TEST=1 scripts/slurm/test-real-slurm.sh build/harness/cli/grader
+#   GRADER_SLURM_TEST=1 ctest --test-dir build -L slurm --output-on-failure
+#
+# Needs Debian 12's slurmctld, slurmd, slurm-client and munge (apt-get install; not
+# slurm-wlm-emulator) and root. Without GRADER_SLURM_TEST=1, or without them, it exits 77
+# (CTest: skipped). GRADER_SLURM_KEEP=1 keeps its folder; GRADER_SLURM_FIGURES=FILE appends the
+# timings to FILE.
+set -uo pipefail
+grader=$(realpath "${1:?usage: test-real-slurm.sh GRADER}")
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+students=${GRADER_SLURM_STUDENTS:-40}
+shards=4
+
+skip() { echo "test-real-slurm: skipped: $*"; exit 77; }
+[ "${GRADER_SLURM_TEST:-0}" = 1 ] || skip "set GRADER_SLURM_TEST=1 to run it (a few minutes)"
+[ "$(id -u)" = 0 ] || skip "it starts Slurm's daemons, which needs root"
+for tool in slurmctld slurmd munged sbatch squeue scontrol scancel sinfo python3; do
+  command -v "$tool" >/dev/null || skip "$tool is not installed (apt-get install slurmctld slurmd slurm-client munge)"
+done
+
+work=$(mktemp -d /tmp/grader-slurm-test.XXXXXX)
+pids=()
+failures=0
+stop_daemons() {
+  local pid
+  # Jobs first, so that no slurmstepd outlives its slurmd.
+  if [ -n "${SLURM_CONF:-}" ] && [ "${#pids[@]}" -gt 1 ]; then
+    scancel --quiet --full --user=root 2>/dev/null
+    for _ in $(seq 40); do [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.5; done
+  fi
+  for pid in "${pids[@]}"; do
+    kill -TERM "$pid" 2>/dev/null
+  done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$pid" 2>/dev/null
+  done
+  if [ "${GRADER_SLURM_KEEP:-0}" = 1 ]; then
+    echo "test-real-slurm: kept $work"
+  else
+    rm -rf "$work"
+  fi
+}
+trap stop_daemons EXIT
+check() {  # check DESCRIPTION COMMAND...
+  local what=$1
+  shift
+  if "$@"; then
+    echo "ok: $what"
+  else
+    echo "FAILED: $what"
+    failures=$((failures + 1))
+  fi
+}
+now() { date +%s.%N; }
+
+# --- the cluster: one controller, one node with two fake GPUs --------------------------------
+host=$(hostname -s)
+mkdir -p "$work"/{etc,state,spool,log,munge,dev,run}
+mknod "$work/dev/gpu0" c 1 3 && mknod "$work/dev/gpu1" c 1 3  # /dev/null's numbers
+dd if=/dev/urandom of="$work/munge/munge.key" bs=1024 count=1 status=none
+chmod 400 "$work/munge/munge.key"
+munged --force --key-file="$work/munge/munge.key" --socket="$work/munge/munge.socket" \
+  --pid-file="$work/munge/munged.pid" --log-file="$work/log/munged.log" \
+  --seed-file="$work/munge/munged.seed" || { echo "munged did not start"; exit 1; }
+for _ in $(seq 50); do [ -s "$work/munge/munged.pid" ] && break; sleep 0.1; done
+pids+=("$(cat "$work/munge/munged.pid")")
+port=$((17000 + RANDOM % 2000))
+cat >"$work/etc/slurm.conf" <<EOF
+ClusterName=gradertest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$work/munge/munge.socket
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool
+SlurmctldPidFile=$work/run/slurmctld.pid
+SlurmdPidFile=$work/run/slurmd.pid
+SlurmctldLogFile=$work/log/slurmctld.log
+SlurmdLogFile=$work/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+SchedulerParameters=defer_batch_requeue_delay=0
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+ReturnToService=2
+SlurmdParameters=config_overrides
+KillWait=10
+MinJobAge=300
+GresTypes=gpu
+NodeName=$host NodeAddr=127.0.0.1 CPUs=8 RealMemory=2000 Gres=gpu:2 State=UNKNOWN
+PartitionName=grading Nodes=$host Default=YES MaxTime=INFINITE State=UP
+EOF
+cat >"$work/etc/gres.conf" <<EOF
+NodeName=$host Name=gpu File=$work/dev/gpu[0-1]
+EOF
+export SLURM_CONF="$work/etc/slurm.conf"
+slurmctld -D -i -f "$SLURM_CONF" >"$work/log/slurmctld.out" 2>&1 &
+pids+=($!)
+slurmd -D -f "$SLURM_CONF" >"$work/log/slurmd.out" 2>&1 &
+pids+=($!)
+ready=0
+for _ in $(seq 120); do
+  if sinfo -h -o '%t' 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then ready=1; break; fi
+  sleep 0.5
+done
+if [ $ready != 1 ]; then
+  echo "Slurm did not come up:"; tail -20 "$work/log/slurmctld.log" "$work/log/slurmd.log"
+  sinfo -N -l
+  exit 1
+fi
+echo "test-real-slurm: Slurm $(sinfo -V | cut -d' ' -f2) up: $(sinfo -h -N -o '%N %t %G')"
+
+# --- the class, and one batch of it for comparison ---------------------------------------------
+python3 "$repo/scripts/bench/make_class.py" "$work/class" --size "$students" --seed 20 \
+  --no-never-ends >/dev/null || { echo "make_class failed"; exit 1; }
+start=$(now)
+"$grader" batch "$work/class" --output "$work/one" --backend sim --jobs 2 -q
+one_status=$?
+one_seconds=$(python3 -c "print(round($(now) - $start, 1))")
+check "one batch of the class exits 0 (every submission has a verdict): $one_status" \
+  test "$one_status" = 0
+
+# --- through Slurm: the array and its merge, with one task cancelled and one requeued midway ----
+run="$work/run"
+export GRADER="$grader" GRADER_BACKEND=sim
+start=$(now)
+submitted=$("$here/submit.sh" "$work/class" "$run" "$shards" --jobs 1)
+echo "$submitted"
+array=$(echo "$submitted" | sed -n 's/^grading: job array //p')
+merge=$(echo "$submitted" | sed -n 's/^merge: job //p')
+[ -n "$array" ] && [ -n "$merge" ] || { echo "submit.sh did not submit"; exit 1; }
+
+reports_in() { find "$run/shards/$1" -mindepth 2 -maxdepth 2 -name report.json 2>/dev/null | wc -l; }
+stamps_of() { find "$run/shards/$1" -mindepth 2 -maxdepth 2 -name report.json \
+  -printf '%P %i %T@\n' 2>/dev/null | sort; }
+cancelled=0 requeued=0
+for _ in $(seq 600); do
+  if [ $cancelled = 0 ] && [ "$(reports_in 0)" -ge 2 ]; then
+    stamps_of 0 >"$work/stamps-0"
+    scancel "${array}_0" && cancelled=1
+    echo "cancelled ${array}_0 after $(wc -l <"$work/stamps-0") reports"
+  fi
+  if [ $requeued = 0 ] && [ "$(reports_in 1)" -ge 2 ]; then
+    stamps_of 1 >"$work/stamps-1"
+    scontrol requeue "${array}_1" && requeued=1
+    echo "requeued ${array}_1 after $(wc -l <"$work/stamps-1") reports"
+  fi
+  [ -z "$(squeue -h -o %i)" ] && break
+  sleep 0.5
+done
+first_seconds=$(python3 -c "print(round($(now) - $start, 1))")
+check "task 0 was cancelled midway" test $cancelled = 1
+check "task 1 was requeued midway" test $requeued = 1
+check "the merge ran after the array, and refused: shard 0 is missing students" \
+  grep -q "rerun array indexes: 0$" "$run/logs/merge.log"
+check "a refused merge wrote no class outputs" test ! -e "$run/class/gradebook.csv"
+
+# Run again what the merge named, and merge again after it.
+rerun=$(sed -n 's/^rerun array indexes: //p' "$run/logs/merge.log" | tail -1)
+start=$(now)
+again=$(sbatch --parsable --array="$rerun" --output="$run/logs/shard-%a.log" \
+  "$here/grade-class.sbatch" "$work/class" "$run" "$shards" --jobs 1)
+sbatch --parsable --dependency=afterany:"${again%%;*}" --output="$run/logs/merge.log" \
+  "$here/merge-class.sbatch" "$run" >/dev/null
+for _ in $(seq 600); do
+  [ -z "$(squeue -h -o %i)" ] && break
+  sleep 0.5
+done
+second_seconds=$(python3 -c "print(round($(now) - $start, 1))")
+check "the merge after the rerun succeeded" grep -q "^merged $students students from $shards shards" \
+  "$run/logs/merge.log"
+
+# Nothing graded twice: every report there when the task was stopped is the same file, untouched.
+for index in 0 1; do
+  check "task $index's reports from before it was stopped were not graded again" \
+    python3 - "$work/stamps-$index" "$run/shards/$index" <<'EOF'
+import os, sys
+for line in open(sys.argv[1]):
+    name, inode, mtime = line.split()
+    info = os.stat(os.path.join(sys.argv[2], name))
+    if str(info.st_ino) != inode or abs(info.st_mtime - float(mtime)) > 1e-6:
+        sys.exit(f"{name} was written again")
+EOF
+done
+
+# Merge alone, timed, into another folder; and refused without a shard, naming it.
+start=$(now)
+"$grader" merge "$run"/shards/* --output "$work/merged-again" -q
+merge_status=$?
+merge_seconds=$(python3 -c "print(round($(now) - $start, 2))")
+check "grader merge exits 0: $merge_status" test "$merge_status" = 0
+"$grader" merge "$run/shards/0" "$run/shards/1" "$run/shards/3" --output "$work/partial" \
+  >"$work/partial.out" 2>&1
+partial_status=$?
+check "merge without shard 2 exits 5: $partial_status" test "$partial_status" = 5
+check "merge without shard 2 names it" grep -q "shard 2 of 4 is missing" "$work/partial.out"
+check "merge without shard 2 says which index to run again" \
+  grep -q "^rerun array indexes: 2$" "$work/partial.out"
+
+# The merged class equals one batch of the same reports, and the same grades as a batch of its
+# own; every student graded exactly once; concurrent tasks never shared a GPU.
+cp -r "$work/one" "$work/one-copy"
+rm -rf "$work/rebuilt"
+mkdir -p "$work/rebuilt"
+for dir in "$run"/shards/*/*/; do cp -r "$dir" "$work/rebuilt/"; done
+"$grader" batch "$work/class" --output "$work/rebuilt" --backend sim --resume -q
+check "python checks of the merged class" python3 - "$work" "$students" "$shards" <<'EOF'
+import csv, glob, json, os, re, sys
+work, students, shards = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+run, merged, rebuilt, one = (os.path.join(work, p) for p in ("run", "run/class", "rebuilt", "one"))
+bad = []
+manifests = [json.load(open(p)) for p in sorted(glob.glob(f"{run}/shards/*/shard.json"))]
+assigned = [name for m in manifests for name in m["assigned"]]
+klass = manifests[0]["class"]["students"]
+if len(klass) != students or sorted(assigned) != sorted(klass) or len(set(assigned)) != len(assigned):
+    bad.append("the shards' assignments are not a partition of the class")
+for name in klass:
+    holders = glob.glob(f"{run}/shards/*/{glob.escape(name)}/report.json")
+    if len(holders) != 1:
+        bad.append(f"{name} has {len(holders)} reports across the shards")
+if not all(m["complete"] for m in manifests):
+    bad.append("a shard's manifest is not complete")
+for index in (0, 1):
+    runs = [m for m in manifests if m["shard"]["index"] == index][0]["runs"]
+    if len(runs) < 2:
+        bad.append(f"shard {index} ran {len(runs)} time(s), expected a restart")
+# GPUs: tasks whose runs overlap in time never hold the same one.
+spans = []
+for m in manifests:
+    gpus = m["scheduler"].get("SLURM_JOB_GPUS") or m["scheduler"].get("CUDA_VISIBLE_DEVICES")
+    for r in m["runs"]:
+        if r["finished_at"]:
+            spans.append((m["shard"]["index"], gpus, r["started_at"], r["finished_at"]))
+overlaps = 0
+for i, a in enumerate(spans):
+    for b in spans[i + 1:]:
+        if a[2] < b[3] and b[2] < a[3]:
+            overlaps += 1
+            if a[1] == b[1]:
+                bad.append(f"shards {a[0]} and {b[0]} ran at once on GPU {a[1]}")
+if any(not s[1] for s in spans):
+    bad.append("a task was given no GPU by Slurm")
+print(f"  {len(spans)} finished task runs, {overlaps} pairs ran at once")
+if overlaps == 0:
+    bad.append("no two tasks ran at once: the GPU check saw nothing")
+def read(path):
+    return open(path, "rb").read()
+def page(path):  # the page's generation time is the run's own
+    return re.sub(rb"\d{4}-\d\d-\d\d \d\d:\d\d UTC", b"TIME", read(path))
+if read(f"{merged}/gradebook.csv") != read(f"{rebuilt}/gradebook.csv"):
+    bad.append("gradebook.csv differs from one batch's over the same reports")
+if page(f"{merged}/class-report.html") != page(f"{rebuilt}/class-report.html"):
+    bad.append("class-report.html differs from one batch's over the same reports")
+a, b = json.load(open(f"{merged}/summary.json")), json.load(open(f"{rebuilt}/summary.json"))
+a.pop("run"), b.pop("run")
+if a != b:
+    bad.append("summary.json (but its run) differs from one batch's over the same reports")
+for name in klass:
+    for f in sorted(os.listdir(f"{rebuilt}/{name}")):
+        if read(f"{merged}/{name}/{f}") != read(f"{rebuilt}/{name}/{f}"):
+            bad.append(f"{name}/{f} differs")
+def grades(path):
+    rows = list(csv.reader(open(path, newline="", encoding="utf-8")))
+    head = rows[0]
+    return {r[0]: (r[head.index("verdict")], r[head.index("score")]) for r in rows[1:]}
+g_merged, g_one = grades(f"{merged}/gradebook.csv"), grades(f"{one}/gradebook.csv")
+if len(g_merged) != students:
+    bad.append(f"the merged gradebook has {len(g_merged)} rows")
+if g_merged != g_one:
+    diff = [k for k in g_one if g_merged.get(k) != g_one[k]]
+    bad.append(f"verdicts or scores differ from a batch of the whole class: {diff[:5]}")
+if not any(v == "fail" for v, _ in g_merged.values()):
+    bad.append("no failing student in the class: the merge's tolerance of failures is untested")
+pl = list(csv.reader(open(f"{merged}/prairielearn-scores.csv", newline="", encoding="utf-8")))
+if pl[0] != ["uid", "qid", "score_perc", "feedback"] or len(pl) != students + 1:
+    bad.append("prairielearn-scores.csv is not one row per student under uid,qid,score_perc,feedback")
+for line in bad:
+    print("  " + line)
+sys.exit(1 if bad else 0)
+EOF
+
+echo "figures: one batch ${one_seconds}s; through Slurm (4 tasks, 2 fake GPUs, 1 job each," \
+  "first pass with a cancel and a requeue) ${first_seconds}s, rerun of index $rerun and merge" \
+  "${second_seconds}s; grader merge alone ${merge_seconds}s"
+if [ -n "${GRADER_SLURM_FIGURES:-}" ]; then
+  {
+    echo "one_batch_seconds=$one_seconds"
+    echo "slurm_first_pass_seconds=$first_seconds"
+    echo "slurm_rerun_and_merge_seconds=$second_seconds"
+    echo "merge_seconds=$merge_seconds"
+    for log in "$run"/logs/*.log; do echo "--- $(basename "$log")"; cat "$log"; done
+  } >>"$GRADER_SLURM_FIGURES"
+fi
+if [ $failures -gt 0 ]; then
+  echo "test-real-slurm: $failures check(s) failed (GRADER_SLURM_KEEP=1 keeps $work)"
+  exit 1
+fi
+echo "test-real-slurm: every check passed"
