@@ -327,6 +327,30 @@ TEST_CASE("ordering rules read as the lesson says them") {
     CHECK_FALSE(evaluate_rule(day15(), missing, ratios(1.0)).evaluated);
 }
 
+TEST_CASE("a slower_than rule states the factor it observed beside the threshold") {
+    OrderingRule slower;
+    slower.kind = OrderingRule::Kind::slower_than;
+    slower.subject = {"student", 16};
+    slower.than = {"student", 8};
+    slower.factor = 1.25;
+    const auto ratios = [](double r16) {
+        return [r16](const Case& c) -> std::optional<double> {
+            if (c.stride == 8) return 6.3;
+            if (c.stride == 16) return r16;
+            return std::nullopt;
+        };
+    };
+    // 12.35 / 6.3 is 1.96: the line once said "1.25 times slower" here.
+    const RuleOutcome holds = evaluate_rule(day15(), slower, ratios(12.35));
+    CHECK(holds.passed);
+    CHECK(holds.detail ==
+          "stride 16 at 12.35x is 1.96 times stride 8 (6.3x); more than 1.25 times is required");
+    const RuleOutcome fails = evaluate_rule(day15(), slower, ratios(7.0));
+    CHECK_FALSE(fails.passed);
+    CHECK(fails.detail ==
+          "stride 16 at 7x is 1.11 times stride 8 (6.3x); it must be more than 1.25 times");
+}
+
 TEST_CASE("the student's own measured ratios must tell the lesson's story, row by row") {
     SUBCASE("a T4's or an H200's ratios are plausible") {
         for (const double scale : {1.0, 0.78}) {
@@ -358,6 +382,25 @@ TEST_CASE("the student's own measured ratios must tell the lesson's story, row b
         CHECK_FALSE(c.passed());
         CHECK(any_detail_contains(c, "your stride 16 is clearly slower than your stride 8"));
         CHECK(any_detail_contains(c, "stride 8 (7.8x)"));
+    }
+    SUBCASE("a missing stride-16 ratio never passes") {
+        Submission answers = correct_answers();
+        answers.rows[2].measured.reset();  // stride 16
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "m2");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK_FALSE(c.passed());
+        CHECK(any_detail_contains(c, "stride 16: submission.yaml gives no measured value"));
+        CHECK(any_detail_contains(c, "your stride 16 is clearly slower than your stride 8: "
+                                     "stride 16 is not in submission.yaml"));
+    }
+    SUBCASE("missing stride-3 and stride-8 ratios are both named") {
+        Submission answers = correct_answers();
+        answers.rows[0].measured.reset();  // stride 3
+        answers.rows[1].measured.reset();  // stride 8
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "m3");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK_FALSE(c.passed());
+        CHECK(any_detail_contains(c, "stride 3 and stride 8 are not in submission.yaml"));
     }
     SUBCASE("the report shows the student's ratio beside the grader's") {
         const Report report = evaluate(day15(), correct_answers(), measured(h200_like_ratio), "n");
