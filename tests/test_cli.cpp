@@ -45,6 +45,80 @@ TEST_CASE("a usage error exits 2 and says what was wrong") {
     CHECK(bad_format.output.find("pdf") != std::string::npos);
 }
 
+TEST_CASE("a typo'd subcommand or flag suggests the right one") {
+    const GraderRun subcommand = run_grader({"grdae", "student/example"});
+    CHECK(subcommand.exit_code == 2);
+    CHECK(subcommand.output.find("did you mean 'grade'?") != std::string::npos);
+    const GraderRun batch = run_grader({"bacth"});
+    CHECK(batch.output.find("did you mean 'batch'?") != std::string::npos);
+    const GraderRun flag = run_grader(
+        {"grade", (kSource / "student" / "example").string(), "--exercice", "day15-padding"});
+    CHECK(flag.exit_code == 2);
+    CHECK(flag.output.find("did you mean '--exercise'?") != std::string::npos);
+    // Nothing near: no suggestion rather than a wrong one.
+    const GraderRun far = run_grader({"frobnicate"});
+    CHECK(far.exit_code == 2);
+    CHECK(far.output.find("did you mean") == std::string::npos);
+}
+
+TEST_CASE("--format with an unknown name lists the formats there are") {
+    const GraderRun xml =
+        run_grader({"grade", (kSource / "student" / "example").string(), "--format", "xml"});
+    CHECK(xml.exit_code == 2);
+    for (const char* format : {"text", "json", "markdown", "gradescope", "prairielearn", "junit"}) {
+        CAPTURE(format);
+        CHECK(xml.output.find(format) != std::string::npos);
+    }
+}
+
+TEST_CASE("help says grader, not the binary's path, and shows defaults and an example") {
+    for (const char* command : {"grade", "batch", "sweep", "explain"}) {
+        CAPTURE(command);
+        const GraderRun help = run_grader({command, "--help"});
+        CHECK(help.exit_code == 0);
+        CHECK(help.output.find(std::string("grader ") + command) != std::string::npos);
+        CHECK(help.output.find("harness/cli") == std::string::npos);
+        CHECK(help.output.find("Example") != std::string::npos);
+        CHECK(help.output.find("default") != std::string::npos);
+    }
+    const GraderRun top = run_grader({"--help"});
+    CHECK(top.output.find("harness/cli") == std::string::npos);
+    CHECK(top.output.find("Usage: grader") != std::string::npos);
+}
+
+TEST_CASE("a bundled exercise is found by its id; an unknown id lists the ids there are") {
+    const GraderRun unknown = run_grader(
+        {"grade", (kSource / "student" / "example").string(), "--exercise", "day15-padd"});
+    CHECK(unknown.exit_code == 2);
+    CHECK(unknown.output.find("day15-padding") != std::string::npos);
+    CHECK(unknown.output.find("day15-bank-conflicts") != std::string::npos);
+    // The id resolves: the starter kit of Part 2 is graded as Part 2 (its answers check names
+    // Part 2's blanks), not refused as a missing folder.
+    const auto report = scratch("by-id.json");
+    const GraderRun by_id =
+        run_grader({"grade", (kSource / "student" / "padding").string(), "--exercise",
+                    "day15-padding", "--backend", "sim", "--format", "json", "-o", report.string()},
+                   report, kNoGpu);
+    CHECK(by_id.exit_code != 2);
+    REQUIRE(by_id.report.contains("exercise"));
+    CHECK(by_id.report["exercise"].value("id", "") == "day15-padding");
+}
+
+TEST_CASE("a Part 2 folder graded as Part 1 says so and gives the exact command") {
+    const auto folder = (kSource / "student" / "padding" / "example").string();
+    const GraderRun run = run_grader({"grade", folder, "--backend", "sim"}, {}, kNoGpu);
+    CHECK(run.exit_code == 1);
+    CHECK(run.output.find("has the files of exercise day15-padding") != std::string::npos);
+    CHECK(run.output.find("grader grade " + folder + " --exercise day15-padding") !=
+          std::string::npos);
+    // And the reverse: Part 1's folder under Part 2.
+    const auto probe = (kSource / "student" / "example").string();
+    const GraderRun reverse = run_grader(
+        {"grade", probe, "--exercise", "day15-padding", "--backend", "sim"}, {}, kNoGpu);
+    CHECK(reverse.output.find("grader grade " + probe + " --exercise day15-bank-conflicts") !=
+          std::string::npos);
+}
+
 TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, line and field") {
     const auto exercises = kFixtures / "exercises";
     REQUIRE(std::filesystem::exists(exercises));

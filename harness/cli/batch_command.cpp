@@ -297,8 +297,9 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->required();
     command
         ->add_option("--exercise", options->exercise,
-                     "Exercise folder holding exercise.yaml (default: the bundled Day 15)")
-        ->check(CLI::ExistingDirectory);
+                     "Exercise folder holding exercise.yaml, or a bundled exercise's id such as "
+                     "day15-padding (default: day15-bank-conflicts)")
+        ->transform(exercise_locator());
     command
         ->add_option("-j,--jobs", options->jobs,
                      "Submissions graded at once (default: number of GPUs + 1, at least 2)")
@@ -325,6 +326,9 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command->add_option("--only", options->only,
                         "Grade only these students (folder names), even when resuming; the "
                         "class outputs still cover every report in --output");
+    command->footer(
+        "Example:\n  grader batch submissions/ -o class-report --exercise day15-padding\n"
+        "writes class-report/<student>/report.*, and the class page and gradebook.");
     command->callback([options, &global, &run] {
         run = [options, &global] { return run_batch_command(*options, global); };
     });

@@ -59,8 +59,11 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     auto options = std::make_shared<SweepCommandOptions>();
     CLI::App* command = app.add_subcommand(
         "sweep", "Time the reference probe at every stride (the lesson's Part 1 table)");
-    command->add_option("--exercise", options->exercise, "Exercise folder")
-        ->check(CLI::ExistingDirectory);
+    command
+        ->add_option("--exercise", options->exercise,
+                     "Exercise folder or bundled id, e.g. day15-padding (default: "
+                     "day15-bank-conflicts)")
+        ->transform(exercise_locator());
     command->add_option("--device", options->device, "GPU index")->capture_default_str();
     command->add_option("--format", options->format, "text or json")
         ->check(CLI::IsMember({"text", "json"}))
@@ -70,6 +73,7 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
                         "auto (a GPU where there is one, else the PTX simulator), cuda or sim")
         ->check(CLI::IsMember({"auto", "cuda", "sim"}))
         ->capture_default_str();
+    command->footer("Example:\n  grader sweep --backend sim --format json");
     command->callback([options, &global, &run] {
         run = [options, &global] { return run_sweep(*options, global); };
     });
