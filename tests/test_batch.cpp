@@ -48,7 +48,9 @@ void copy_fixture(const std::string& fixture, const fs::path& target) {
 }
 
 // RFC 4180 rows (quoted fields may hold commas, quotes and line breaks).
-std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+std::vector<std::vector<std::string>> parse_csv(const std::string& file) {
+    const std::string bom = "\xEF\xBB\xBF";  // read as a spreadsheet reads it
+    const std::string text = file.rfind(bom, 0) == 0 ? file.substr(bom.size()) : file;
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> row;
     std::string field;

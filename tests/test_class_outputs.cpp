@@ -15,8 +15,11 @@ using namespace grader;
 namespace {
 
 // An RFC 4180 reader, written apart from the writer so the test does not share its mistakes.
-// Returns nullopt on a malformed file (a stray quote, a quote left open, a bare line end).
-std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string& text) {
+// Returns nullopt on a malformed file (a stray quote, a quote left open, a bare line end). A
+// leading UTF-8 byte-order mark is read as a spreadsheet reads it: not part of the first cell.
+std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string& file) {
+    const std::string bom = "\xEF\xBB\xBF";
+    const std::string text = file.rfind(bom, 0) == 0 ? file.substr(bom.size()) : file;
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> row;
     std::string field;
@@ -127,8 +130,8 @@ const std::vector<std::string> kHeader = {"folder",          "student_id",      
                                           "max_score",       "verdict",           "numbers",
                                           "submission_file", "compile_abi",       "accumulator",
                                           "hidden_input",    "predicted_degrees", "ordering",
-                                          "consistency",     "sentence",          "flags",
-                                          "reason"};
+                                          "consistency",     "sentence",          "sentence_text",
+                                          "sentence_cluster", "flags",            "reason"};
 
 std::size_t column(const std::string& name) {
     return static_cast<std::size_t>(std::find(kHeader.begin(), kHeader.end(), name) -
@@ -140,6 +143,8 @@ std::size_t column(const std::string& name) {
 TEST_CASE("the gradebook is keyed by submission folder, one line per row, the typed id beside") {
     const std::vector<ClassEntry> entries = fixtures::synthetic_class();
     const std::string csv = write_gradebook_csv(entries, with_example());
+    // Excel opens a CSV as UTF-8 only with a byte-order mark.
+    CHECK(csv.rfind("\xEF\xBB\xBF", 0) == 0);
     const auto rows = parse_csv(csv);
     REQUIRE(rows.has_value());
     REQUIRE(rows->size() == entries.size() + 1);
@@ -175,8 +180,9 @@ TEST_CASE("the gradebook is keyed by submission folder, one line per row, the ty
         CHECK((*frank)[column("score")] == "4");
         CHECK((*frank)[column("submission_file")] == "1");
         CHECK((*frank)[column("compile_abi")] == "0");
-        CHECK((*frank)[column("accumulator")] == "not run");
-        CHECK((*frank)[column("consistency")] == "not run");
+        // Numbers a spreadsheet sums: a check that did not run earned 0, never "not run".
+        CHECK((*frank)[column("accumulator")] == "0");
+        CHECK((*frank)[column("consistency")] == "0");
         CHECK(frank->back() == "Failed: Compile and ABI.");
     }
     SUBCASE("a compile failure on a machine without a GPU reads as the compile, not as no_gpu") {
@@ -195,7 +201,7 @@ TEST_CASE("the gradebook is keyed by submission folder, one line per row, the ty
         REQUIRE(grace != nullptr);
         CHECK((*grace)[column("score")] == "");
         CHECK((*grace)[column("verdict")] == "ungradable");
-        for (std::size_t c = column("submission_file"); c <= column("sentence"); ++c) {
+        for (std::size_t c = column("submission_file"); c <= column("sentence"); ++c) {  // points
             CHECK_MESSAGE((*grace)[c] == "", kHeader[c]);
         }
         CHECK(grace->back() ==
@@ -214,7 +220,10 @@ TEST_CASE("the gradebook is keyed by submission folder, one line per row, the ty
         REQUIRE(lee != nullptr);
         CHECK((*kim)[column("flags")] ==
               "the starter kit's student id; same student id as lee; sentence same as the "
-              "starter kit's example; sentence same as lee");
+              "starter kit's example; sentence same as lee (sentence cluster 1)");
+        CHECK((*kim)[column("sentence_cluster")] == "1");
+        CHECK((*lee)[column("sentence_cluster")] == "1");
+        CHECK((*kim)[column("sentence_text")] == (*lee)[column("sentence_text")]);
         CHECK((*lee)[column("flags")].find("same student id as kim") != std::string::npos);
     }
     SUBCASE("hostile student ids come back on one line, and a formula is neutralised") {
@@ -569,7 +578,8 @@ TEST_CASE("an empty class still gives a header, a summary and a page whose plots
     REQUIRE(rows.has_value());
     REQUIRE(rows->size() == 1);
     CHECK(rows->front() == std::vector<std::string>{"folder", "student_id", "score", "max_score",
-                                                    "verdict", "numbers", "flags", "reason"});
+                                                    "verdict", "numbers", "sentence_text",
+                                                    "sentence_cluster", "flags", "reason"});
     const auto summary = nlohmann::json::parse(write_class_summary_json(none, nullptr));
     CHECK(summary["submissions"] == 0);
     CHECK(summary["score"]["mean"].is_null());
@@ -646,4 +656,68 @@ TEST_CASE("an exercise without a sweep (Part 2) plots each kernel against its ba
     const auto json_summary =
         nlohmann::json::parse(write_class_summary_json(entries, nlohmann::json::object()));
     CHECK(json_summary["strides"][0]["kernel"] == "your kernel");
+}
+
+TEST_CASE("sentences are grouped into clusters: identical and near-identical, each listed once") {
+    const auto student = [](const std::string& folder, const std::string& sentence) {
+        ClassEntry entry;
+        entry.student_folder = folder;
+        entry.report.student_id = folder;
+        entry.report.verdict = Verdict::pass;
+        entry.report.sentence = sentence;
+        return entry;
+    };
+    const std::string copied = "Stride 3 is odd, so it shares no factor with 32 and every lane "
+                               "reads its own bank.";
+    std::vector<ClassEntry> entries;
+    for (int i = 0; i < 60; ++i) {
+        // Case and spacing aside, the same sentence.
+        entries.push_back(student("s" + std::to_string(100 + i), i % 2 ? copied : "  " + copied));
+    }
+    // Near-identical: one word changed.
+    entries.push_back(student("t1", "Stride 3 is odd, so it shares no factor with 32 and every "
+                                    "lane reads its own memory bank."));
+    entries.push_back(student("u1", "Padding the tile by one column shifts each row by a bank."));
+    entries.push_back(student("u2", "Stride 16 puts 16 lanes on two banks, a 16-way conflict."));
+
+    const std::vector<SentenceCluster> clusters = cluster_sentences(entries);
+    REQUIRE(clusters.size() == 1);
+    CHECK(clusters[0].number == 1);
+    CHECK(clusters[0].folders.size() == 61);
+    CHECK_FALSE(clusters[0].identical);
+    CHECK(std::find(clusters[0].folders.begin(), clusters[0].folders.end(), "t1") !=
+          clusters[0].folders.end());
+
+    // A flag line is short whatever the cluster's size: no 60 names on each of 60 rows.
+    const auto flags = flag_submissions(entries, ClassReportOptions{});
+    const std::vector<std::string> lines = flags.at("s100").lines();
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0] == "sentence nearly the same as 60 others' (sentence cluster 1)");
+    CHECK(flags.find("u1") == flags.end());
+
+    // The page lists the cluster once, and each student's own sentence.
+    const std::string html = write_class_report_html(entries, ClassReportOptions{});
+    const std::string table = element_with_id(html, "sentences", "table");
+    CHECK(count_of(table, "class=\"sentence-cluster\"") == 1);
+    CHECK(count_of(table, "class=\"sentence-own\"") == 2);
+    CHECK(table.find("Padding the tile by one column") != std::string::npos);
+    CHECK(count_of(table, "every lane reads its own bank") == 1);
+
+    // The summary carries the clusters with their members.
+    const auto summary = nlohmann::json::parse(write_class_summary_json(entries, nullptr));
+    REQUIRE(summary["sentence_clusters"].size() == 1);
+    CHECK(summary["sentence_clusters"][0]["folders"].size() == 61);
+}
+
+TEST_CASE("two different sentences on one subject are not clustered") {
+    ClassEntry a;
+    a.student_folder = "a";
+    a.report.sentence = "Stride 3 shares no factor with 32, so it is conflict free.";
+    ClassEntry b = a;
+    b.student_folder = "b";
+    b.report.sentence = "Stride 16 shares a factor of 16 with 32, a 16-way conflict.";
+    CHECK(cluster_sentences({a, b}).empty());
+    b.report.sentence = "stride 3 shares no factor with 32 so it is conflict free";
+    REQUIRE(cluster_sentences({a, b}).size() == 1);
+    CHECK(cluster_sentences({a, b})[0].identical);
 }

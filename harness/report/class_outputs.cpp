@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -163,20 +165,125 @@ std::vector<std::string> SubmissionFlags::lines() const {
         out.push_back("sentence same as the starter kit's example");
     }
     if (!same_sentence_as.empty()) {
-        std::string line = "sentence same as ";
-        for (std::size_t i = 0; i < same_sentence_as.size(); ++i) {
-            line += (i > 0 ? ", " : "") + same_sentence_as[i];
+        // A cluster of 60 is one short line, not 59 names on each of 60 rows.
+        const std::string kind = sentence_cluster_identical ? "same as" : "nearly the same as";
+        std::string line;
+        if (same_sentence_as.size() <= 3) {
+            line = "sentence " + kind + " ";
+            for (std::size_t i = 0; i < same_sentence_as.size(); ++i) {
+                line += (i > 0 ? ", " : "") + same_sentence_as[i];
+            }
+        } else {
+            line = "sentence " + kind + " " + std::to_string(same_sentence_as.size()) +
+                   " others'";
+        }
+        if (sentence_cluster > 0) {
+            line += " (sentence cluster " + std::to_string(sentence_cluster) + ")";
         }
         out.push_back(line);
     }
     return out;
 }
 
+namespace {
+
+// The distinct character trigrams of a comparison key, sorted.
+std::vector<std::string> trigrams(const std::string& key) {
+    std::vector<std::string> grams;
+    for (std::size_t i = 0; i + 3 <= key.size(); ++i) {
+        grams.push_back(key.substr(i, 3));
+    }
+    std::sort(grams.begin(), grams.end());
+    grams.erase(std::unique(grams.begin(), grams.end()), grams.end());
+    return grams;
+}
+
+double jaccard(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    if (a.empty() || b.empty()) {
+        return 0.0;
+    }
+    std::vector<std::string> common;
+    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(common));
+    return static_cast<double>(common.size()) /
+           static_cast<double>(a.size() + b.size() - common.size());
+}
+
+}  // namespace
+
+std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& entries) {
+    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
+    // Identical sentences first, by key; then near-identical keys joined (union-find).
+    std::vector<std::string> keys;
+    std::map<std::string, std::vector<const ClassEntry*>> by_key;
+    for (const ClassEntry* entry : sorted) {
+        const std::string key = text::comparison_key(entry->report.sentence);
+        if (key.empty()) {
+            continue;
+        }
+        if (by_key.find(key) == by_key.end()) {
+            keys.push_back(key);
+        }
+        by_key[key].push_back(entry);
+    }
+    std::vector<std::size_t> parent(keys.size());
+    for (std::size_t i = 0; i < parent.size(); ++i) {
+        parent[i] = i;
+    }
+    const auto root = [&](std::size_t i) {
+        while (parent[i] != i) {
+            i = parent[i] = parent[parent[i]];
+        }
+        return i;
+    };
+    std::vector<std::vector<std::string>> grams;
+    grams.reserve(keys.size());
+    for (const std::string& key : keys) {
+        grams.push_back(trigrams(key));
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        for (std::size_t j = i + 1; j < keys.size(); ++j) {
+            if (root(i) != root(j) && jaccard(grams[i], grams[j]) >= 0.85) {
+                parent[root(j)] = root(i);
+            }
+        }
+    }
+    std::map<std::size_t, SentenceCluster> by_root;
+    std::map<std::size_t, std::size_t> distinct_keys;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        SentenceCluster& cluster = by_root[root(i)];
+        ++distinct_keys[root(i)];
+        for (const ClassEntry* entry : by_key[keys[i]]) {
+            if (cluster.folders.empty()) {
+                cluster.sentence = entry->report.sentence;
+            }
+            cluster.folders.push_back(entry->student_folder);
+        }
+    }
+    std::vector<SentenceCluster> clusters;
+    for (auto& [r, cluster] : by_root) {
+        if (cluster.folders.size() > 1) {
+            cluster.identical = distinct_keys[r] == 1;
+            std::sort(cluster.folders.begin(), cluster.folders.end());
+            clusters.push_back(std::move(cluster));
+        }
+    }
+    std::stable_sort(clusters.begin(), clusters.end(),
+                     [](const SentenceCluster& a, const SentenceCluster& b) {
+                         if (a.folders.size() != b.folders.size()) {
+                             return a.folders.size() > b.folders.size();
+                         }
+                         return a.folders.front() < b.folders.front();
+                     });
+    for (std::size_t i = 0; i < clusters.size(); ++i) {
+        clusters[i].number = i + 1;
+    }
+    return clusters;
+}
+
 std::map<std::string, SubmissionFlags> flag_submissions(const std::vector<ClassEntry>& entries,
                                                         const ClassReportOptions& options) {
     const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
     std::map<std::string, std::vector<std::string>> by_id;
-    std::map<std::string, std::vector<std::string>> by_sentence;
     const std::string example_id = id_key(options.example_student_id);
     const std::string example_sentence = text::comparison_key(options.example_sentence);
     std::map<std::string, SubmissionFlags> flags;
@@ -198,7 +305,6 @@ std::map<std::string, SubmissionFlags> flag_submissions(const std::vector<ClassE
         if (!sentence.empty()) {
             mine.sentence_same_as_example =
                 !example_sentence.empty() && sentence == example_sentence;
-            by_sentence[sentence].push_back(entry->student_folder);
         }
     }
     const auto others = [](const std::vector<std::string>& group, const std::string& me) {
@@ -217,11 +323,12 @@ std::map<std::string, SubmissionFlags> flag_submissions(const std::vector<ClassE
             }
         }
     }
-    for (const auto& [sentence, group] : by_sentence) {
-        if (group.size() > 1) {
-            for (const auto& folder : group) {
-                flags[folder].same_sentence_as = others(group, folder);
-            }
+    for (const SentenceCluster& cluster : cluster_sentences(entries)) {
+        for (const auto& folder : cluster.folders) {
+            SubmissionFlags& mine = flags[folder];
+            mine.same_sentence_as = others(cluster.folders, folder);
+            mine.sentence_cluster = cluster.number;
+            mine.sentence_cluster_identical = cluster.identical;
         }
     }
     for (auto it = flags.begin(); it != flags.end();) {
@@ -468,12 +575,16 @@ std::string write_gradebook_csv(const std::vector<ClassEntry>& entries,
     const std::vector<CheckSummary> columns = check_columns(sorted);
     const auto flags = flag_submissions(entries, options);
 
-    std::string out;
+    // A byte-order mark: Excel reads a CSV without one in the machine's legacy code page, and a
+    // student's accented name comes out garbled.
+    std::string out = "\xEF\xBB\xBF";
     std::vector<std::string> header = {"folder",    "student_id", "score",
                                        "max_score", "verdict",    "numbers"};
     for (const CheckSummary& column : columns) {
         header.push_back(text::csv_field(column.id));
     }
+    header.push_back("sentence_text");
+    header.push_back("sentence_cluster");
     header.push_back("flags");
     header.push_back("reason");
     append_csv_row(out, header);
@@ -494,13 +605,17 @@ std::string write_gradebook_csv(const std::vector<ClassEntry>& entries,
             const CheckResult* check = find_check(report, column.id);
             if (!graded || check == nullptr) {
                 row.push_back("");
-            } else if (check->not_run()) {
-                row.push_back("not run");
             } else {
-                row.push_back(format_number(check->points, 2));
+                // A number in every point column, so a spreadsheet can sum it: a check that did
+                // not run earned nothing, and the reason column says what stopped it.
+                row.push_back(format_number(check->not_run() ? 0.0 : check->points, 2));
             }
         }
         const auto mine = flags.find(entry->student_folder);
+        row.push_back(text::csv_field(report.sentence));
+        row.push_back(mine == flags.end() || mine->second.sentence_cluster == 0
+                          ? ""
+                          : std::to_string(mine->second.sentence_cluster));
         row.push_back(mine == flags.end() ? ""
                                           : text::csv_field(joined(mine->second.lines(), "; ")));
         row.push_back(text::csv_field(class_reason(report)));
@@ -566,7 +681,15 @@ std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
                          {"same_id_as", mine.same_id_as},
                          {"no_sentence", mine.no_sentence},
                          {"sentence_same_as_example", mine.sentence_same_as_example},
-                         {"same_sentence_as", mine.same_sentence_as}};
+                         {"same_sentence_as", mine.same_sentence_as},
+                         {"sentence_cluster", mine.sentence_cluster}};
+    }
+    json clusters = json::array();
+    for (const SentenceCluster& cluster : cluster_sentences(entries)) {
+        clusters.push_back({{"cluster", cluster.number},
+                            {"sentence", text::visible_line(cluster.sentence)},
+                            {"identical", cluster.identical},
+                            {"folders", cluster.folders}});
     }
     json skipped = json::array();
     for (const SkippedEntry& entry : options.skipped) {
@@ -591,6 +714,7 @@ std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
         {"failure_reasons", reasons},
         {"not_graded", not_graded},
         {"flags", flags},
+        {"sentence_clusters", clusters},
         {"skipped", skipped},
         {"strides", strides},
         {"devices", summary.timed_on},
@@ -686,6 +810,8 @@ td.folder, td.folders, td.student, td.name { overflow-wrap: anywhere; white-spac
   font-size: 12.5px; font-weight: 600; }
 .badge.pass { background: #2e7d32; } .badge.fail { background: #c62828; }
 .badge.ungradable { background: #757575; }
+.badge.review { background: #8a4b00; }
+td.sentence { max-width: 640px; overflow-wrap: anywhere; }
 a { color: #0b57d0; }
 .scroll { overflow-x: auto; margin-top: 12px; }
 table.compact { font-size: 13px; }
@@ -1176,6 +1302,43 @@ void write_review(std::ostringstream& html, const std::vector<const ClassEntry*>
             "and the starter kit's example.</p>\n</section>\n";
 }
 
+// The sentences, the one answer left for a person to read: each cluster once, with its members
+// folded away (a class of 300 where 60 share a sentence stays one screen), then every sentence
+// that is its student's own.
+void write_sentences(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
+                     const std::vector<SentenceCluster>& clusters,
+                     const std::map<std::string, SubmissionFlags>& flags) {
+    html << "<section class=\"card\" aria-labelledby=\"sentences-title\">\n"
+         << "<h2 id=\"sentences-title\">Sentences</h2>\n<table id=\"sentences\">\n"
+         << "<thead><tr><th>sentence</th><th class=\"number\">students</th><th>who</th>"
+         << "</tr></thead>\n<tbody>\n";
+    for (const SentenceCluster& cluster : clusters) {
+        html << "<tr class=\"sentence-cluster\"><td class=\"sentence\">"
+             << "<span class=\"badge review\">cluster " << cluster.number
+             << (cluster.identical ? "" : ", near-identical") << "</span> "
+             << escape_html(cluster.sentence) << "</td><td class=\"number\">"
+             << cluster.folders.size() << "</td><td class=\"folder\"><details><summary>"
+             << cluster.folders.size() << " folders</summary>";
+        for (std::size_t i = 0; i < cluster.folders.size(); ++i) {
+            html << (i > 0 ? ", " : "") << escape_html(cluster.folders[i]);
+        }
+        html << "</details></td></tr>\n";
+    }
+    for (const ClassEntry* entry : sorted) {
+        const auto mine = flags.find(entry->student_folder);
+        const bool clustered = mine != flags.end() && mine->second.sentence_cluster > 0;
+        if (clustered || text::comparison_key(entry->report.sentence).empty()) {
+            continue;
+        }
+        html << "<tr class=\"sentence-own\"><td class=\"sentence\">"
+             << escape_html(entry->report.sentence) << "</td><td class=\"number\">1</td>"
+             << "<td class=\"folder\">" << escape_html(entry->student_folder) << "</td></tr>\n";
+    }
+    html << "</tbody>\n</table>\n<p class=\"note\">Sentences compare without case, spacing or "
+            "punctuation; near-identical ones (a word or a letter changed) share a cluster.</p>\n"
+            "</section>\n";
+}
+
 void write_skipped(std::ostringstream& html, const std::vector<SkippedEntry>& skipped) {
     html << "<section class=\"card\" aria-labelledby=\"skipped-title\">\n"
          << "<h2 id=\"skipped-title\">Skipped in the class folder</h2>\n"
@@ -1290,6 +1453,7 @@ std::string write_class_report_html(const std::vector<ClassEntry>& entries,
     write_checks(html, summary);
     write_not_graded(html, summary);
     write_review(html, sorted, flags);
+    write_sentences(html, sorted, cluster_sentences(entries), flags);
     write_skipped(html, options.skipped);
     write_students(html, sorted, flags);
     html << "</main>\n</body>\n</html>\n";

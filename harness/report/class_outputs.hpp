@@ -94,7 +94,9 @@ struct SubmissionFlags {
     std::vector<std::string> same_id_as;        // other folders whose id is the same
     bool no_sentence = false;                   // the sentence review item failed: none was given
     bool sentence_same_as_example = false;      // case, spacing and punctuation aside
-    std::vector<std::string> same_sentence_as;  // other folders with the same sentence
+    std::vector<std::string> same_sentence_as;  // other folders in the same sentence cluster
+    std::size_t sentence_cluster = 0;            // 1-based number of that cluster; 0: none
+    bool sentence_cluster_identical = true;      // false: near-identical, not word for word
 
     bool any() const {
         return no_id || example_id || !same_id_as.empty() || no_sentence ||
@@ -103,6 +105,19 @@ struct SubmissionFlags {
     // One line each, e.g. "same student id as bob", "sentence same as the starter kit's example".
     std::vector<std::string> lines() const;
 };
+
+// Sentences that are the same, or nearly (a word changed, a typo), grouped: an instructor reads
+// one sentence per cluster with its members, not every pair.
+struct SentenceCluster {
+    std::size_t number = 0;            // 1-based, largest cluster first
+    std::string sentence;              // the first member's sentence, as typed (raw)
+    std::vector<std::string> folders;  // its members, sorted
+    bool identical = true;             // every member's sentence compares equal
+};
+
+// The clusters of two members or more. Identical: equal text::comparison_key; near-identical:
+// character trigrams of that key overlapping by 85% or more (Jaccard), linked transitively.
+std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& entries);
 
 // The flags of every submission that has one, by folder. Student ids compare without case and
 // surrounding spaces; sentences compare by text::comparison_key.
