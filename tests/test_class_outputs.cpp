@@ -721,3 +721,34 @@ TEST_CASE("two different sentences on one subject are not clustered") {
     REQUIRE(cluster_sentences({a, b}).size() == 1);
     CHECK(cluster_sentences({a, b})[0].identical);
 }
+
+TEST_CASE("an interrupted batch never looks complete: page, gradebook and summary say so") {
+    const std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    ClassReportOptions options = with_example();
+    options.interrupted = true;
+    options.unfinished = {"zed", "yan"};
+    const std::string html = write_class_report_html(entries, options);
+    const std::string banner = element_with_id(html, "interrupted", "p");
+    CHECK(banner.find("This run was interrupted: 2 of " + std::to_string(entries.size() + 2)) !=
+          std::string::npos);
+    const std::string not_graded = element_with_id(html, "not-graded", "table");
+    CHECK(not_graded.find("zed") != std::string::npos);
+    CHECK(not_graded.find("yan") != std::string::npos);
+    CHECK(html.find("Every submission was graded") == std::string::npos);
+
+    const auto rows = parse_csv(write_gradebook_csv(entries, options));
+    REQUIRE(rows.has_value());
+    const auto* zed = row_for_folder(*rows, "zed");
+    REQUIRE(zed != nullptr);
+    CHECK((*zed)[column("verdict")] == "not graded");
+    CHECK((*zed)[column("score")] == "");
+    CHECK(zed->back().find("interrupted") != std::string::npos);
+
+    const auto summary = nlohmann::json::parse(write_class_summary_json(entries, nullptr, options));
+    CHECK(summary["interrupted"] == true);
+    CHECK(summary["unfinished"] == nlohmann::json({"zed", "yan"}));
+
+    // The same class, run to the end: no banner.
+    CHECK(write_class_report_html(entries, with_example()).find("id=\"interrupted\"") ==
+          std::string::npos);
+}

@@ -119,6 +119,38 @@ TEST_CASE("a Part 2 folder graded as Part 1 says so and gives the exact command"
           std::string::npos);
 }
 
+TEST_CASE("batching an empty class warns that the class outputs are empty") {
+    const auto empty = scratch("empty-class");
+    std::filesystem::remove_all(empty);
+    std::filesystem::create_directories(empty);
+    const auto output = scratch("empty-class-out");
+    std::filesystem::remove_all(output);
+    const GraderRun run =
+        run_grader({"batch", empty.string(), "-o", output.string(), "--backend", "sim"}, {}, kNoGpu);
+    CHECK(run.exit_code == 0);
+    CHECK(run.output.find("holds no submission folder") != std::string::npos);
+}
+
+TEST_CASE("reusing the output folder of another exercise's batch warns") {
+    const auto empty = scratch("empty-class-2");
+    std::filesystem::create_directories(empty);
+    const auto output = scratch("other-exercise-out");
+    std::filesystem::remove_all(output);
+    std::filesystem::create_directories(output);
+    write_text(output / "summary.json", R"({"exercise_id": "day15-padding"})");
+    const GraderRun run = run_grader(
+        {"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"}, {},
+        kNoGpu);
+    CHECK(run.output.find("holds the class outputs of exercise day15-padding") !=
+          std::string::npos);
+    // The same exercise: no warning.
+    write_text(output / "summary.json", R"({"exercise_id": "day15-bank-conflicts"})");
+    const GraderRun same = run_grader(
+        {"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"}, {},
+        kNoGpu);
+    CHECK(same.output.find("holds the class outputs of exercise") == std::string::npos);
+}
+
 TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, line and field") {
     const auto exercises = kFixtures / "exercises";
     REQUIRE(std::filesystem::exists(exercises));

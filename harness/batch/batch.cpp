@@ -764,6 +764,10 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     class_options.example_sentence = exercise.example_sentence;
     class_options.example_student_id = exercise.example_student_id;
     class_options.skipped = result.skipped;
+    class_options.interrupted = result.interrupted;
+    class_options.unfinished = result.abandoned;
+    class_options.unfinished.insert(class_options.unfinished.end(), result.not_started.begin(),
+                                    result.not_started.end());
 
     std::exception_ptr fatal;
     {

@@ -11,7 +11,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "batch/batch.hpp"
@@ -24,6 +26,20 @@
 
 namespace grader::cli {
 namespace {
+
+// The exercise an earlier batch wrote its class outputs for in this folder, if one did.
+std::optional<std::string> earlier_exercise(const std::filesystem::path& output) {
+    std::ifstream in(output / "summary.json");
+    if (!in) {
+        return std::nullopt;
+    }
+    const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+    if (!summary.is_object() || !summary.contains("exercise_id") ||
+        !summary["exercise_id"].is_string()) {
+        return std::nullopt;
+    }
+    return summary["exercise_id"].get<std::string>();
+}
 
 struct BatchCommandOptions {
     std::filesystem::path submissions;
@@ -196,6 +212,11 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     }
     const Exercise exercise =
         load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
+    if (const auto earlier = earlier_exercise(options.output); earlier && *earlier != exercise.id) {
+        spdlog::warn("{} holds the class outputs of exercise {}, and this batch grades {}: its "
+                     "reports and gradebook will be mixed with theirs; choose another --output",
+                     output_shown, text::visible_line(*earlier), exercise.id);
+    }
 
     BatchOptions batch;
     batch.submissions_dir = options.submissions;
@@ -240,6 +261,11 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     for (const auto& skipped : result.skipped) {
         spdlog::warn("skipped '{}' in the class folder: {}", text::visible_line(skipped.name),
                      skipped.reason);
+    }
+    if (result.entries.empty() && result.abandoned.empty() && result.not_started.empty()) {
+        spdlog::warn("{} holds no submission folder: the class outputs are empty (a class folder "
+                     "has one sub-folder per student, each with the exercise's files)",
+                     text::visible_line(options.submissions.string()));
     }
 
     const BatchStatus& status = result.status;

@@ -621,6 +621,14 @@ std::string write_gradebook_csv(const std::vector<ClassEntry>& entries,
         row.push_back(text::csv_field(class_reason(report)));
         append_csv_row(out, row);
     }
+    for (const std::string& folder : options.unfinished) {
+        std::vector<std::string> row(header.size());
+        row[0] = text::csv_field(folder);
+        row[4] = "not graded";
+        row.back() = "the batch was interrupted before this submission was graded: run the same "
+                     "command with --resume";
+        append_csv_row(out, row);
+    }
     return out;
 }
 
@@ -714,6 +722,8 @@ std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
         {"failure_reasons", reasons},
         {"not_graded", not_graded},
         {"flags", flags},
+        {"interrupted", options.interrupted},
+        {"unfinished", options.unfinished},
         {"sentence_clusters", clusters},
         {"skipped", skipped},
         {"strides", strides},
@@ -811,6 +821,8 @@ td.folder, td.folders, td.student, td.name { overflow-wrap: anywhere; white-spac
 .badge.pass { background: #2e7d32; } .badge.fail { background: #c62828; }
 .badge.ungradable { background: #757575; }
 .badge.review { background: #8a4b00; }
+.banner { background: #fff4e5; border: 1px solid #c77700; border-radius: 6px; padding: 10px 14px;
+  font-weight: 600; }
 td.sentence { max-width: 640px; overflow-wrap: anywhere; }
 a { color: #0b57d0; }
 .scroll { overflow-x: auto; margin-top: 12px; }
@@ -1256,7 +1268,8 @@ void write_checks(std::ostringstream& html, const ClassSummary& summary) {
             "kernel did not compile, or grading stopped before it.</p>\n</section>\n";
 }
 
-void write_not_graded(std::ostringstream& html, const ClassSummary& summary) {
+void write_not_graded(std::ostringstream& html, const ClassSummary& summary,
+                      const std::vector<std::string>& unfinished) {
     html << "<section class=\"card\" aria-labelledby=\"not-graded-title\">\n"
          << "<h2 id=\"not-graded-title\">Not graded</h2>\n"
          << "<table id=\"not-graded\">\n<thead><tr><th>folder</th><th>why</th></tr></thead>\n"
@@ -1265,7 +1278,12 @@ void write_not_graded(std::ostringstream& html, const ClassSummary& summary) {
         html << "<tr class=\"not-graded-row\"><td class=\"folder\">" << escape_html(entry.folder)
              << "</td><td class=\"reason\">" << escape_html(entry.reason) << "</td></tr>\n";
     }
-    if (summary.not_graded.empty()) {
+    for (const std::string& folder : unfinished) {
+        html << "<tr class=\"not-graded-row unfinished\"><td class=\"folder\">"
+             << escape_html(folder) << "</td><td class=\"reason\">the batch was interrupted "
+             << "before this submission was graded</td></tr>\n";
+    }
+    if (summary.not_graded.empty() && unfinished.empty()) {
         html << "<tr><td colspan=\"2\">Every submission was graded.</td></tr>\n";
     }
     html << "</tbody>\n</table>\n<p class=\"note\">The machine or the grader stopped these "
@@ -1445,13 +1463,20 @@ std::string write_class_report_html(const std::vector<ClassEntry>& entries,
         html << "No kernel was timed or modeled.";
     }
     html << "</p>\n";
+    if (options.interrupted || !options.unfinished.empty()) {
+        html << "<p class=\"banner\" id=\"interrupted\" role=\"alert\">This run was interrupted: "
+             << options.unfinished.size() << " of "
+             << summary.submissions + options.unfinished.size()
+             << " submissions have no report (listed under Not graded). Run the same command "
+                "with <code>--resume</code> to finish.</p>\n";
+    }
 
     write_verdict_counts(html, summary);
     write_score_histogram(html, summary);
     write_ratio_chart(html, summary, sorted);
     write_failure_reasons(html, summary);
     write_checks(html, summary);
-    write_not_graded(html, summary);
+    write_not_graded(html, summary, options.unfinished);
     write_review(html, sorted, flags);
     write_sentences(html, sorted, cluster_sentences(entries), flags);
     write_skipped(html, options.skipped);

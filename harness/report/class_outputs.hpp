@@ -42,6 +42,10 @@ struct ClassReportOptions {
     std::string example_sentence;
     std::string example_student_id;
     std::vector<SkippedEntry> skipped;  // listed on the page and in the summary
+    // The run stopped before every submission had a report (Ctrl-C, a signal): every output says
+    // so, and lists these folders, so a partial class never reads as complete.
+    bool interrupted = false;
+    std::vector<std::string> unfinished;  // folders with no report: in flight or not started
 };
 
 // Figures over the whole class, shared by the JSON summary and the HTML page.
