@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "checks/checks.hpp"
 #include "model/bank_model.hpp"
@@ -476,4 +477,58 @@ TEST_CASE("the starter kit's example sentence is flagged for review, an empty on
     report = evaluate(day15(), answers, measured(h200_like_ratio), "v");
     CHECK(check(report, "sentence").status == CheckStatus::failed);
     CHECK(report.verdict == Verdict::pass);  // a review item, not a required check
+}
+
+TEST_CASE("measurement slips are named with what to write instead") {
+    SUBCASE("an inverted ratio (stride 1's time over this one's)") {
+        Submission answers = correct_answers();
+        answers.rows[1].measured = 1.0 / 7.8;  // stride 8
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "inv");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK_FALSE(c.passed());
+        CHECK(any_detail_contains(c, "stride 8: you measured 0.13x"));
+        CHECK(any_detail_contains(c, "this looks inverted"));
+        CHECK(any_detail_contains(c, "stride 1's, 7.8x"));
+    }
+    SUBCASE("a percentage where a ratio is asked") {
+        Submission answers = correct_answers();
+        answers.rows[2].measured = 1560.0;  // stride 16, as 1560%
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "pct");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK(any_detail_contains(c, "this looks like a percentage: write the ratio, 15.6x"));
+    }
+    SUBCASE("a raw time in milliseconds") {
+        Submission answers = correct_answers();
+        answers.rows[2].measured = 0.042;  // stride 16, a time
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "ms");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK(any_detail_contains(c, "if this is a time in milliseconds, write instead this "
+                                     "stride's time divided by stride 1's"));
+    }
+}
+
+TEST_CASE("Part 2: the lesson's bandwidth as % of copy is named as the trap it is") {
+    static const Exercise padding =
+        load_exercise(std::filesystem::path(GRADER_SOURCE_DIR) / "exercises/day15-padding");
+    Submission answers;
+    answers.student_id = "bo";
+    for (const auto& [key, kernel, percent] :
+         std::vector<std::tuple<std::string, std::string, double>>{
+             {"32x32", "unpadded", 57.1}, {"yours", "student", 82.5}}) {
+        SubmissionRow row;
+        row.subject = Case{kernel, 0};
+        row.key = key;
+        row.predicted_degree = kernel == "student" ? 1 : 32;
+        row.measured = percent;
+        answers.rows.push_back(row);
+    }
+    const Report report = evaluate(padding, answers, Measurements{}, "bo");
+    const auto found = std::find_if(report.checks.begin(), report.checks.end(),
+                                    [](const CheckResult& c) { return c.id == "measured_percentages"; });
+    REQUIRE(found != report.checks.end());
+    CHECK_FALSE(found->passed());
+    CHECK(any_detail_contains(*found, "tile 32x32: you wrote 57%; 57.1 looks like the lesson's "
+                                      "bandwidth as a percentage of the copy's"));
+    CHECK(any_detail_contains(*found, "100 / 57.1 x 100 = 175%"));
+    CHECK(any_detail_contains(*found, "tile yours: you wrote 83%"));
 }

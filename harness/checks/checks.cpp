@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <set>
 
@@ -436,12 +437,28 @@ private:
                 const double high = spec.band_high * *degree + spec.band_slack;
                 if (*ratio < low || *ratio > high) {
                     all_plausible = false;
+                    const auto in_band = [&](double r) { return r >= low && r <= high; };
                     check.details.push_back(
                         answer_name(subject) + ": you measured " + ratio_text(exercise_, *ratio) +
                         "; for a " + std::to_string(*degree) + "-way " +
                         (*degree == 1 ? std::string("(conflict-free) access") : "conflict") +
                         " a ratio between " + ratio_text(exercise_, low) + " and " +
-                        ratio_text(exercise_, high) + " is plausible");
+                        ratio_text(exercise_, high) + " is plausible" +
+                        measurement_slip(*ratio, in_band));
+                }
+            }
+        }
+        if (spec.band_high <= 0.0 && exercise_.ratios.as_percent) {
+            // Without a band, a time well under the base's is the slip to name: no kernel here
+            // runs faster than the copy it is compared with.
+            for (const Case& subject : answer_cases()) {
+                const SubmissionRow* row = submission_.row(subject);
+                const auto ratio = row ? claimed_ratio(*row) : std::nullopt;
+                if (ratio && *ratio < 0.9) {
+                    all_plausible = false;
+                    check.details.push_back(
+                        answer_name(subject) + ": you wrote " + ratio_text(exercise_, *ratio) +
+                        measurement_slip(*ratio, [](double r) { return r >= 1.0; }));
                 }
             }
         }
@@ -583,6 +600,32 @@ private:
             }
         }
         return cases;
+    }
+
+    // What a number outside the plausible band most likely is, where one reading puts it back in
+    // the band: "; it looks like ..., write ... instead". Empty where none does.
+    std::string measurement_slip(double ratio, const std::function<bool(double)>& in_band) const {
+        const bool percent = exercise_.ratios.as_percent;
+        const auto shown = [&](double r) { return ratio_text(exercise_, r); };
+        if (percent && ratio < 1.0 && in_band(1.0 / ratio)) {
+            // The lesson's table gives bandwidth as "% of copy" (57.1); the file asks for time.
+            return "; " + format_number(ratio * 100.0, 1) + " looks like the lesson's bandwidth "
+                   "as a percentage of the copy's; the answers file asks for time as a "
+                   "percentage of the copy's time, which is 100 / " +
+                   format_number(ratio * 100.0, 1) + " x 100 = " + shown(1.0 / ratio);
+        }
+        if (!percent && ratio < 1.0 && in_band(1.0 / ratio)) {
+            return "; this looks inverted (stride 1's time divided by this one's): write this "
+                   "stride's time divided by stride 1's, " + shown(1.0 / ratio);
+        }
+        if (!percent && in_band(ratio / 100.0)) {
+            return "; this looks like a percentage: write the ratio, " + shown(ratio / 100.0);
+        }
+        if (percent && in_band(ratio * 100.0)) {
+            return "; this looks like a ratio, not a percentage: write " + shown(ratio * 100.0);
+        }
+        return "; if this is a time in milliseconds, write instead " +
+               exercise_.answers.measured_description;
     }
 
     // The cases a rule needs that the lookup lacks: "stride 16", "stride 8 and stride 16".
