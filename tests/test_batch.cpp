@@ -502,9 +502,9 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
         CHECK((*check)["passed"] == false);
         return check_text(*check);
     };
-    CHECK(compile_text("compile_error").find("probe.cu(14)") != std::string::npos);
+    CHECK(compile_text("compile_error").find("probe.cu:14:") != std::string::npos);
     const std::string forbidden = compile_text("forbidden_include");
-    CHECK(forbidden.find("line 1") != std::string::npos);
+    CHECK(forbidden.find("probe.cu:1:") != std::string::npos);
     CHECK(forbidden.find("not allowed") != std::string::npos);
     CHECK(read_text(output / "forbidden_include" / "report.json").find("root:x:") ==
           std::string::npos);
@@ -519,7 +519,7 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
         CHECK((*check)["passed"] == false);
         return check_text(*check);
     };
-    CHECK(answers_check("malformed_yaml").find("submission.yaml, line 5") != std::string::npos);
+    CHECK(answers_check("malformed_yaml").find("submission.yaml:5:") != std::string::npos);
     CHECK(answers_check("latin1_answers").find("UTF-8") != std::string::npos);
 
     const auto summary = read_json(output / "summary.json");

@@ -286,7 +286,7 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
     m.environment.gpu_available = true;
     m.student.attempted = true;
     m.student.ok = false;
-    m.student.log = "probe.cu(14): error: expected a \";\"";
+    m.student.log = "probe.cu:14:5: error: expected a \";\"";
     m.references["reference"].attempted = m.references["reference"].ok = true;
     for (const int s : reference_strides_to_run(day15(), {})) {
         m.runs.push_back(timed_run("reference", s, h200_like_ratio(s)));
@@ -301,7 +301,28 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
     CHECK(check(report, "counted_degrees").not_run());
     CHECK(report.summary.find("Compile and ABI") != std::string::npos);
     CHECK(check(report, "predicted_degrees").passed());
-    CHECK(report.compile_log.find("probe.cu(14)") != std::string::npos);
+    CHECK(report.compile_log.find("probe.cu:14:5") != std::string::npos);
+    // The check's first line names the failure, not the fixed ABI.
+    CHECK(check(report, "compile_abi").message ==
+          "probe.cu did not compile: probe.cu:14:5: error: expected a \";\"");
+}
+
+TEST_CASE("a wrong signature keeps the fixed ABI's sentence; a refused include says refused") {
+    Measurements m;
+    m.student.attempted = true;
+    m.student.ok = true;
+    m.student.abi_problem = "parameter 3 is int, expected size_t";
+    const Report abi = evaluate(day15(), correct_answers(), m, "abi");
+    CHECK(check(abi, "compile_abi").message.find("fixed ABI") != std::string::npos);
+    Measurements vetted;
+    vetted.student.vetting_problems.push_back({1, 10, "#include \"/etc/passwd\" is not allowed"});
+    const Report refused = evaluate(day15(), correct_answers(), vetted, "vet");
+    CHECK(check(refused, "compile_abi").message.rfind("probe.cu was refused before compiling", 0) ==
+          0);
+    CHECK(std::any_of(check(refused, "compile_abi").details.begin(),
+                      check(refused, "compile_abi").details.end(), [](const std::string& d) {
+                          return d.rfind("probe.cu:1:10: #include", 0) == 0;
+                      }));
 }
 
 TEST_CASE("ordering rules read as the lesson says them") {

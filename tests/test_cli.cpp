@@ -192,7 +192,7 @@ TEST_CASE("with --backend cuda and no GPU a compile error, a wrong signature and
         const char* fixture;
         const char* expected;
     };
-    for (const Case& c : {Case{"compile_error", "probe.cu(14)"},
+    for (const Case& c : {Case{"compile_error", "probe.cu:14:"},
                           Case{"wrong_signature", "parameter 3"},
                           Case{"forbidden_include", "not allowed"},
                           Case{"missing_probe", "probe.cu"}}) {
@@ -225,7 +225,7 @@ TEST_CASE("a malformed answers file is the student's, named by file and line") {
     const auto* check = find_check(run.report, "submission_file");
     REQUIRE(check);
     CHECK((*check)["passed"] == false);
-    CHECK(check_text(*check).find("submission.yaml, line 5") != std::string::npos);
+    CHECK(check_text(*check).find("submission.yaml:5:") != std::string::npos);
 }
 
 TEST_CASE("every report format is written, also when grading is ungradable") {

@@ -74,13 +74,14 @@ void not_run(CheckResult& check, const std::string& reason) {
     check.message = "Not run: " + reason + ".";
 }
 
-// "submission.yaml, line 5, column 60": the file's own name, never the grading machine's path.
+// "submission.yaml:5:60", FILE:LINE:COLUMN as compilers write it (editors and Colab link it):
+// the file's own name, never the grading machine's path.
 std::string where(const SourceLocation& location) {
     std::string text = std::filesystem::path(location.file).filename().string();
     if (location.line > 0) {
-        text += ", line " + std::to_string(location.line);
+        text += ":" + std::to_string(location.line);
         if (location.column > 0) {
-            text += ", column " + std::to_string(location.column);
+            text += ":" + std::to_string(location.column);
         }
     }
     return text;
@@ -190,8 +191,9 @@ private:
             return;
         }
         for (const auto& problem : c.vetting_problems) {
-            check.details.push_back(exercise_.submission_source + ", line " +
-                                    std::to_string(problem.line) + ": " + problem.message);
+            check.details.push_back(
+                where({exercise_.submission_source, problem.line, problem.column}) + ": " +
+                problem.message);
         }
         if (!c.attempted && c.vetting_problems.empty()) {
             check.details.push_back(c.log.empty() ? "the kernel was not compiled" : c.log);
@@ -232,6 +234,20 @@ private:
         if (!c.attempted && c.vetting_problems.empty() && !c.log.empty()) {
             // Nothing reached the compiler: say why first ("probe.cu was not found ...").
             check.message = c.log + ".";
+        } else if (!c.vetting_problems.empty()) {
+            check.message = exercise_.submission_source +
+                            " was refused before compiling: it uses what a submission may not "
+                            "(each use is below, by line).";
+        } else if (c.attempted && !c.ok) {
+            // The first line names the failure: a dropped ';' is a compile error, not an ABI
+            // mismatch, and the fixed ABI's sentence would send the student to the signature.
+            std::string first = check.details.empty() ? std::string("the log is below")
+                                                      : check.details.front();
+            const std::string nvrtc = "NVRTC could not compile " + exercise_.submission_source;
+            if (first.rfind(nvrtc + ": ", 0) == 0) {
+                first = first.substr(nvrtc.size() + 2);
+            }
+            check.message = exercise_.submission_source + " did not compile: " + first;
         }
     }
 
