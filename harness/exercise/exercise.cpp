@@ -1638,9 +1638,8 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
             });
             if (digits_only && is_blank(entry.second) && parse_integer(previous_value)) {
                 reader.problem(entry.first.Mark(), field + "." + previous_key,
-                               previous_key + ": " + previous_value + "," + name +
-                                   " has a decimal comma; write " + previous_value + "." + name +
-                                   ", with a decimal point");
+                               previous_value + "," + name + " has a decimal comma; write " +
+                                   previous_value + "." + name + ", with a decimal point");
                 row_keys.push_back(name);
             }
             previous_key = name;
