@@ -553,3 +553,20 @@ TEST_CASE("Part 2: the lesson's bandwidth as % of copy is named as the trap it i
     CHECK(any_detail_contains(*found, "100 / 57.1 x 100 = 175%"));
     CHECK(any_detail_contains(*found, "tile yours: you wrote 83%"));
 }
+
+TEST_CASE("the exercise's points policy: an incomplete answers file halves the kernel's points") {
+    Submission blanks = correct_answers();
+    blanks.problems.push_back({{"submission.yaml", 5, 30}, "rows[1].predicted_degree",
+                               "still blank: fill in the degree"});
+    const Report full = evaluate(day15(), correct_answers(), measured(h200_like_ratio), "full");
+    const Report kit = evaluate(day15(), blanks, measured(h200_like_ratio), "kit");
+    CHECK(full.score == doctest::Approx(full.max_score));
+    CHECK(check(kit, "accumulator").points == doctest::Approx(check(full, "accumulator").points / 2));
+    CHECK(check(kit, "predicted_degrees").points == check(full, "predicted_degrees").points);
+    CHECK(any_detail_contains(check(kit, "submission_file"), "earn 50% of their points"));
+    // At 1 the exercise leaves the kernel's points alone.
+    Exercise lenient = day15();
+    lenient.kernel_points_without_answers = 1.0;
+    const Report kept = evaluate(lenient, blanks, measured(h200_like_ratio), "kept");
+    CHECK(check(kept, "accumulator").points == check(full, "accumulator").points);
+}

@@ -373,6 +373,9 @@ TEST_CASE("the untouched starter kit fails kindly: its answers check names every
     CHECK(answers.find("sentence: still blank") != std::string::npos);
     // The kernel is the lesson's and still runs: nothing else fails for the blanks.
     CHECK((*find_check(run.report, "accumulator"))["passed"] == true);
+    // But it is not the student's work: no majority of the points (it took 10 of 15 before).
+    CHECK(run.report["score"].get<double>() < run.report["max_score"].get<double>() / 2);
+    CHECK(answers.find("the kernel's checks earn 50% of their points") != std::string::npos);
 }
 
 TEST_CASE("on the simulator a kernel that never ends stops at the instruction budget, exit 1") {

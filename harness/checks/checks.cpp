@@ -842,6 +842,49 @@ RuleOutcome evaluate_rule(const Exercise& exercise, const OrderingRule& rule,
     return outcome;
 }
 
+namespace {
+
+// The exercise's points policy: while the answers file is incomplete, the kernel's checks earn
+// only the exercise's share of their points, so the untouched starter kit (whose kernel is the
+// lesson's) takes neither a pass nor most of the points.
+void apply_points_policy(const Exercise& exercise, Report& report) {
+    const double share = exercise.kernel_points_without_answers;
+    if (share >= 1.0 || report.checks.size() != exercise.checks.size()) {
+        return;  // the report's checks are the exercise's, in its order
+    }
+    CheckResult* answers = nullptr;
+    for (std::size_t i = 0; i < report.checks.size(); ++i) {
+        if (exercise.checks[i].kind == CheckKind::answers_file) {
+            answers = &report.checks[i];
+        }
+    }
+    if (answers == nullptr || answers->status != CheckStatus::failed) {
+        return;
+    }
+    double before = 0.0;
+    double after = 0.0;
+    for (std::size_t i = 0; i < report.checks.size(); ++i) {
+        CheckResult& check = report.checks[i];
+        const CheckKind kind = exercise.checks[i].kind;
+        const bool kernel = kind == CheckKind::compile_abi || kind == CheckKind::output ||
+                            kind == CheckKind::ordering || kind == CheckKind::consistency ||
+                            kind == CheckKind::counted_degree;
+        if (kernel && check.points > 0.0) {
+            before += check.points;
+            check.points *= share;
+            after += check.points;
+        }
+    }
+    if (before > 0.0) {
+        answers->details.push_back(
+            "until " + exercise.submission_answers + " is complete, the kernel's checks earn " +
+            format_number(share * 100.0, 0) + "% of their points: " + format_number(after, 2) +
+            " of " + format_number(before, 2));
+    }
+}
+
+}  // namespace
+
 Report evaluate(const Exercise& exercise, const Submission& submission, const Measurements& m,
                 const std::string& submission_label) {
     Report report;
@@ -921,6 +964,7 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
                std::make_pair(b.kernel != kStudent, b.stride);
     });
 
+    apply_points_policy(exercise, report);
     for (const auto& check : report.checks) {
         report.score += check.points;
         report.max_score += check.max_points;
