@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -751,4 +752,45 @@ TEST_CASE("an interrupted batch never looks complete: page, gradebook and summar
     // The same class, run to the end: no banner.
     CHECK(write_class_report_html(entries, with_example()).find("id=\"interrupted\"") ==
           std::string::npos);
+}
+
+TEST_CASE("missing files are root causes of their own, not 'Compile and ABI' or 'Answers file'") {
+    const auto entry = [](const std::string& folder, bool source_missing, bool answers_missing) {
+        ClassEntry e;
+        e.student_folder = folder;
+        e.report.verdict = Verdict::fail;
+        CheckResult answers;
+        answers.id = "submission_file";
+        answers.title = "Answers file";
+        answers.status = answers_missing ? CheckStatus::failed : CheckStatus::passed;
+        if (answers_missing) {
+            answers.details.push_back("submission.yaml: answers file submission.yaml not found; "
+                                      "start from the starter kit's submission.yaml and fill in "
+                                      "every blank");
+        }
+        CheckResult compile;
+        compile.id = "compile_abi";
+        compile.title = "Compile and ABI";
+        compile.status = source_missing ? CheckStatus::failed : CheckStatus::passed;
+        if (source_missing) {
+            compile.message = "probe.cu was not found in the submission folder.";
+        }
+        e.report.checks = {answers, compile};
+        return e;
+    };
+    const std::vector<ClassEntry> entries = {entry("empty", true, true),
+                                             entry("no-kernel", true, false),
+                                             entry("no-answers", false, true)};
+    const ClassSummary summary = summarize_class(entries);
+    std::map<std::string, std::string> reason_of;
+    for (const FailureReason& reason : summary.failure_reasons) {
+        REQUIRE(reason.folders.size() == 1);
+        reason_of[reason.folders[0]] = reason.key + " | " + reason.reason;
+    }
+    CHECK(reason_of["empty"].rfind("missing:everything | Neither probe.cu nor the answers file", 0) ==
+          0);
+    CHECK(reason_of["empty"].find("one folder down") != std::string::npos);
+    CHECK(reason_of["no-kernel"] == "missing:source | probe.cu is missing from the folder");
+    CHECK(reason_of["no-answers"] ==
+          "missing:answers | The answers file is missing from the folder");
 }

@@ -91,11 +91,50 @@ std::string stop_reason(const Interruption& stop) {
            (stop.stage.empty() ? "" : " at " + stop.stage);
 }
 
+// A file the submission lacks is a cause of its own, with its own advice: not "Compile and ABI"
+// for a missing kernel file, nor "Answers file" for an empty folder. Read from what the checks
+// say: the kernel file's "... was not found in the submission folder", the answers file's
+// "... not found; start from the starter kit's ...".
+std::optional<RootCause> missing_files(const Report& report) {
+    std::string source;
+    bool answers_missing = false;
+    const std::string not_found = " was not found in the submission folder";
+    for (const CheckResult& check : report.checks) {
+        if (check.status != CheckStatus::failed) {
+            continue;
+        }
+        if (const std::size_t at = check.message.find(not_found);
+            at != std::string::npos && source.empty()) {
+            source = check.message.substr(0, at);
+        }
+        for (const std::string& detail : check.details) {
+            answers_missing = answers_missing ||
+                              (detail.find("not found") != std::string::npos &&
+                               detail.find("start from the starter kit's") != std::string::npos);
+        }
+    }
+    if (!source.empty() && answers_missing) {
+        return RootCause{"missing:everything",
+                         "Neither " + source + " nor the answers file in the folder: an empty "
+                         "folder, the files one folder down, or another exercise's work"};
+    }
+    if (!source.empty()) {
+        return RootCause{"missing:source", source + " is missing from the folder"};
+    }
+    if (answers_missing) {
+        return RootCause{"missing:answers", "The answers file is missing from the folder"};
+    }
+    return std::nullopt;
+}
+
 // The first stage that failed, or nullopt where nothing did (a pass with full marks) or the grade
 // does not count (ungradable: listed apart).
 std::optional<RootCause> root_cause(const Report& report) {
     if (report.verdict == Verdict::ungradable) {
         return std::nullopt;
+    }
+    if (auto missing = missing_files(report)) {
+        return missing;
     }
     const std::optional<Interruption>& stop = report.interruption;
     const bool kernel_stopped = stop && stop->students_fault;
