@@ -292,6 +292,15 @@ TEST_CASE("sweep --backend sim prints the reference's modeled table and passes c
     CHECK(run.output.find("[FAIL]") == std::string::npos);
 }
 
+TEST_CASE("sweep for Part 2 on the simulator behaves as grade does: exit 0, the counted degree") {
+    // Part 2's timing is not modeled; its calibration does not decide, so a grade on this
+    // machine succeeds: the sweep must not call the machine unfit (it exited 3).
+    const GraderRun run =
+        run_grader({"sweep", "--backend", "sim", "--exercise", "day15-padding"}, {}, kNoGpu);
+    CHECK(run.exit_code == 0);
+    CHECK(run.output.find("the counted degree decides") != std::string::npos);
+}
+
 TEST_CASE("explain shows stride 3 in 32 distinct banks and stride 16 as 16 lanes in 2 banks") {
     const GraderRun run =
         run_grader({"explain", (kSource / "student" / "example").string(), "--strides", "3,16"});
