@@ -794,3 +794,30 @@ TEST_CASE("missing files are root causes of their own, not 'Compile and ABI' or 
     CHECK(reason_of["no-answers"] ==
           "missing:answers | The answers file is missing from the folder");
 }
+
+TEST_CASE("the page without a GPU plots the counted degree, never an empty ratio chart") {
+    // Part 2 on the simulator: no cost is modeled, so no student has a ratio; the degree is counted.
+    std::vector<ClassEntry> entries;
+    for (const auto& [folder, counted] :
+         std::vector<std::pair<std::string, double>>{{"ann", 1.0}, {"ben", 32.0}, {"cat", 1.0}}) {
+        ClassEntry entry;
+        entry.student_folder = folder;
+        entry.report.verdict = counted == 1.0 ? Verdict::pass : Verdict::fail;
+        entry.report.environment.backend = "sim";
+        ReportRow row;
+        row.kernel = "student";
+        row.label = "your kernel";
+        row.degree = 1;
+        row.counted_degree = counted;
+        entry.report.rows.push_back(row);
+        entries.push_back(entry);
+    }
+    const std::string html = write_class_report_html(entries, ClassReportOptions{});
+    const std::string chart = element_with_id(html, "counted-chart", "svg");
+    REQUIRE_FALSE(chart.empty());
+    CHECK(count_of(chart, "class=\"counted-point\"") == 3);
+    CHECK(count_of(chart, "class=\"model-degree\"") == 1);
+    CHECK(chart.find("your kernel") != std::string::npos);
+    CHECK(html.find("id=\"ratio-chart\"") == std::string::npos);
+    CHECK(html.find("Nothing here was timed") != std::string::npos);
+}

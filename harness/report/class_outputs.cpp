@@ -976,6 +976,96 @@ void write_score_histogram(std::ostringstream& html, const ClassSummary& summary
          << "); ungradable ones (" << summary.ungradable << ") have no score.</p>\n</section>\n";
 }
 
+// Where no student has a ratio (Part 2 on the simulator: its costs are not modeled) but the
+// simulator or the GPU counted the degree, the page plots what was measured: each student's
+// counted degree per kernel (or stride) beside the model's, never an empty chart.
+bool any_student_ratio(const ClassSummary& summary) {
+    return std::any_of(summary.strides.begin(), summary.strides.end(),
+                       [](const StrideSummary& row) { return row.student_ratio.has_value(); });
+}
+
+void write_counted_chart(std::ostringstream& html, const ClassSummary& summary,
+                         const std::vector<const ClassEntry*>& sorted) {
+    struct Column {
+        std::string name;
+        unsigned model = 0;
+        std::vector<double> counted;
+    };
+    std::vector<Column> columns;
+    for (const ClassEntry* entry : sorted) {
+        if (entry->report.verdict == Verdict::ungradable) {
+            continue;
+        }
+        for (const ReportRow& row : entry->report.rows) {
+            if (row.kernel != "student" || !row.counted_degree || *row.counted_degree <= 0.0) {
+                continue;
+            }
+            const std::string name = summary.sweep ? "stride " + std::to_string(row.stride)
+                                                   : (row.label.empty() ? row.kernel : row.label);
+            auto column = std::find_if(columns.begin(), columns.end(),
+                                       [&](const Column& c) { return c.name == name; });
+            if (column == columns.end()) {
+                columns.push_back({name, row.degree, {}});
+                column = std::prev(columns.end());
+            }
+            column->counted.push_back(*row.counted_degree);
+        }
+    }
+    const double width = 960, height = 360, left = 64, top = 40, bottom = 60;
+    const double plot_height = height - top - bottom;
+    const double band = (width - left - 16) / std::max<std::size_t>(columns.size(), 1);
+    // log2 from degree 1 to 32 (the widest conflict a warp can have).
+    const auto y_of = [&](double degree) {
+        return top + plot_height - std::clamp(std::log2(degree), 0.0, 5.0) / 5.0 * plot_height;
+    };
+    html << "<section class=\"card\" aria-labelledby=\"counted-chart-title\">\n"
+         << "<h2 id=\"counted-chart-title\">Counted conflict degree per student</h2>\n"
+         << "<svg id=\"counted-chart\" viewBox=\"0 0 " << width << ' ' << height << "\" width=\""
+         << width << "\" height=\"" << height
+         << "\" role=\"img\" aria-label=\"each student's counted conflict degree and the "
+            "model's\">\n";
+    for (int power = 0; power <= 5; ++power) {
+        const double y = y_of(std::pow(2.0, power));
+        html << "<line x1=\"" << left << "\" x2=\"" << width - 16 << "\" y1=\"" << svg_number(y)
+             << "\" y2=\"" << svg_number(y) << "\" stroke=\"#d0d7de\"/><text x=\"" << left - 8
+             << "\" y=\"" << svg_number(y + 4) << "\" text-anchor=\"end\">" << (1 << power)
+             << "</text>\n";
+    }
+    std::size_t dots = 0;
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+        const Column& column = columns[i];
+        const double x = left + (i + 0.5) * band;
+        if (column.model > 0) {
+            html << "<line class=\"model-degree\" x1=\"" << svg_number(x - band / 3) << "\" x2=\""
+                 << svg_number(x + band / 3) << "\" y1=\"" << svg_number(y_of(column.model))
+                 << "\" y2=\"" << svg_number(y_of(column.model))
+                 << "\" stroke=\"#c62828\" stroke-width=\"2\"/>\n";
+        }
+        for (std::size_t k = 0; k < column.counted.size(); ++k) {
+            // Spread across the band so 300 equal degrees read as a crowd, not one dot.
+            const double spread = column.counted.size() > 1
+                                      ? (static_cast<double>(k) / (column.counted.size() - 1) - 0.5)
+                                      : 0.0;
+            html << "<circle class=\"counted-point\" cx=\"" << svg_number(x + spread * band * 0.5)
+                 << "\" cy=\"" << svg_number(y_of(column.counted[k])) << "\" r=\"3\" "
+                 << "fill=\"#0b57d0\" fill-opacity=\"0.5\"/>\n";
+            ++dots;
+        }
+        html << "<text x=\"" << svg_number(x) << "\" y=\"" << height - bottom + 20
+             << "\" text-anchor=\"middle\">" << escape_html(column.name) << "</text>\n";
+    }
+    if (dots == 0) {
+        html << "<text class=\"no-data\" x=\"" << width / 2 << "\" y=\"" << height / 2
+             << "\" text-anchor=\"middle\">No data: no submission's degree was counted</text>\n";
+    }
+    html << "</svg>\n<p class=\"note\">Nothing here was timed";
+    if (summary.modeled > 0) {
+        html << " (the simulator does not model this exercise's costs)";
+    }
+    html << ": each blue dot is one student's counted conflict degree (shared-memory wavefronts "
+            "per request) for that kernel; the red line is the model's degree.</p>\n</section>\n";
+}
+
 void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
                        const std::vector<const ClassEntry*>& sorted) {
     const Numbers numbers = numbers_of(summary);
@@ -1512,7 +1602,17 @@ std::string write_class_report_html(const std::vector<ClassEntry>& entries,
 
     write_verdict_counts(html, summary);
     write_score_histogram(html, summary);
-    write_ratio_chart(html, summary, sorted);
+    const bool counted_instead =
+        !any_student_ratio(summary) &&
+        std::any_of(sorted.begin(), sorted.end(), [](const ClassEntry* entry) {
+            return std::any_of(entry->report.rows.begin(), entry->report.rows.end(),
+                               [](const ReportRow& row) { return row.counted_degree.has_value(); });
+        });
+    if (counted_instead) {
+        write_counted_chart(html, summary, sorted);
+    } else {
+        write_ratio_chart(html, summary, sorted);
+    }
     write_failure_reasons(html, summary);
     write_checks(html, summary);
     write_not_graded(html, summary, options.unfinished);
