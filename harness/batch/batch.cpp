@@ -321,14 +321,16 @@ std::vector<std::filesystem::path> write_class_outputs(const BatchResult& result
     const auto gradebook = options.output_dir / kGradebookFile;
     const auto summary = options.output_dir / kSummaryFile;
     const auto page = options.output_dir / kClassReportFile;
-    write_file_atomically(gradebook, write_gradebook_csv(result.entries, page_options));
-    write_file_atomically(
-        summary, write_class_summary_json(result.entries, run_info(result, options), page_options));
     page_options.generated_at =
         result.finished_at.empty()
             ? std::string()
             : result.finished_at.substr(0, 10) + " " + result.finished_at.substr(11, 5) + " UTC";
-    write_file_atomically(page, write_class_report_html(result.entries, page_options));
+    // The class summary is computed once for the three outputs.
+    const ClassOutputTexts texts =
+        write_class_outputs_text(result.entries, run_info(result, options), page_options);
+    write_file_atomically(gradebook, texts.gradebook_csv);
+    write_file_atomically(summary, texts.summary_json);
+    write_file_atomically(page, texts.page_html);
     return {gradebook, summary, page};
 }
 

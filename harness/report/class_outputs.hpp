@@ -165,6 +165,34 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries);
 // else the report's summary). Raw text: each writer makes it safe for its format.
 std::string class_reason(const Report& report);
 
+// Everything the class outputs show, computed once from the reports; each writer reads it.
+struct ClassData {
+    std::vector<const ClassEntry*> sorted;  // by folder; points into the entries it was made from
+    ClassSummary summary;
+    std::map<std::string, SubmissionFlags> flags;
+    std::vector<SentenceCluster> clusters;
+};
+
+ClassData compute_class_data(const std::vector<ClassEntry>& entries,
+                             const ClassReportOptions& options);
+
+// The three class outputs, from one ClassData: what a batch (or a merge of shards) writes.
+struct ClassOutputTexts {
+    std::string gradebook_csv;
+    std::string summary_json;
+    std::string page_html;
+};
+
+ClassOutputTexts write_class_outputs_text(const std::vector<ClassEntry>& entries,
+                                          const nlohmann::json& run_info,
+                                          const ClassReportOptions& options);
+
+// Each writer, over a ClassData computed once; the forms below taking entries compute it.
+std::string write_gradebook_csv(const ClassData& data, const ClassReportOptions& options);
+std::string write_class_summary_json(const ClassData& data, const nlohmann::json& run_info,
+                                     const ClassReportOptions& options);
+std::string write_class_report_html(const ClassData& data, const ClassReportOptions& options);
+
 // RFC 4180 CSV with CRLF line ends, one row per entry sorted by folder: the folder (the key), the
 // id the student typed, score, max_score, verdict, where the numbers come from, points per check
 // ("not run" where a check did not run; nothing at all for an ungradable submission, so a sum

@@ -1,4 +1,4 @@
-#include "report/class_outputs.hpp"
+// The class page: one self-contained HTML file (inline CSS and SVG, no script).
 
 #include <algorithm>
 #include <cmath>
@@ -6,772 +6,20 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
+#include "report/class/class_detail.hpp"
+#include "report/class/markup.hpp"
+#include "report/class_outputs.hpp"
+#include "report/class_page_css.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
-namespace {
 
-// Folders decide the order everywhere, so two runs over the same class give the same files.
-std::vector<const ClassEntry*> sorted_by_folder(const std::vector<ClassEntry>& entries) {
-    std::vector<const ClassEntry*> sorted;
-    sorted.reserve(entries.size());
-    for (const ClassEntry& entry : entries) {
-        sorted.push_back(&entry);
-    }
-    std::stable_sort(sorted.begin(), sorted.end(), [](const ClassEntry* a, const ClassEntry* b) {
-        if (a->student_folder != b->student_folder) {
-            return a->student_folder < b->student_folder;
-        }
-        return a->report.student_id < b->report.student_id;
-    });
-    return sorted;
-}
-
-double median_of(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const std::size_t middle = values.size() / 2;
-    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
-}
-
-bool plottable(double ratio) {
-    return std::isfinite(ratio) && ratio > 0.0;
-}
-
-bool timed_on_gpu(const Report& report) {
-    return report.environment.backend == "cuda" && report.environment.gpu_available;
-}
-
-bool modeled(const Report& report) {
-    return report.environment.backend == "sim";
-}
-
-// The check columns: every check id in the order of the first report that has it.
-std::vector<CheckSummary> check_columns(const std::vector<const ClassEntry*>& sorted) {
-    std::vector<CheckSummary> columns;
-    for (const ClassEntry* entry : sorted) {
-        for (const CheckResult& check : entry->report.checks) {
-            const bool known =
-                std::any_of(columns.begin(), columns.end(),
-                            [&](const CheckSummary& column) { return column.id == check.id; });
-            if (!known) {
-                CheckSummary column;
-                column.id = check.id;
-                column.title = check.title;
-                column.max_points = check.max_points;
-                columns.push_back(column);
-            }
-        }
-    }
-    return columns;
-}
-
-// The stages that come before the student's kernel runs: a failure there is the root cause of
-// whatever follows, even where a later check still ran.
-bool before_the_kernel_runs(const CheckResult& check) {
-    return check.id == "submission_file" || check.id == "compile_abi";
-}
-
-struct RootCause {
-    std::string key;
-    std::string reason;
-};
-
-std::string check_reason(const CheckResult& check) {
-    return "Failed: " + (check.title.empty() ? check.id : check.title);
-}
-
-std::string stop_reason(const Interruption& stop) {
-    return "The kernel stopped: " + std::string(to_string(stop.kind)) +
-           (stop.stage.empty() ? "" : " at " + stop.stage);
-}
-
-// A file the submission lacks is a cause of its own, with its own advice: not "Compile and ABI"
-// for a missing kernel file, nor "Answers file" for an empty folder. Read from what the checks
-// say: the kernel file's "... was not found in the submission folder", the answers file's
-// "... not found; start from the starter kit's ...".
-std::optional<RootCause> missing_files(const Report& report) {
-    std::string source;
-    bool answers_missing = false;
-    const std::string not_found = " was not found in the submission folder";
-    for (const CheckResult& check : report.checks) {
-        if (check.status != CheckStatus::failed) {
-            continue;
-        }
-        if (const std::size_t at = check.message.find(not_found);
-            at != std::string::npos && source.empty()) {
-            source = check.message.substr(0, at);
-        }
-        for (const std::string& detail : check.details) {
-            answers_missing = answers_missing ||
-                              (detail.find("not found") != std::string::npos &&
-                               detail.find("start from the starter kit's") != std::string::npos);
-        }
-    }
-    if (!source.empty() && answers_missing) {
-        return RootCause{"missing:everything",
-                         "Neither " + source + " nor the answers file in the folder: an empty "
-                         "folder, the files one folder down, or another exercise's work"};
-    }
-    if (!source.empty()) {
-        return RootCause{"missing:source", source + " is missing from the folder"};
-    }
-    if (answers_missing) {
-        return RootCause{"missing:answers", "The answers file is missing from the folder"};
-    }
-    return std::nullopt;
-}
-
-// The first stage that failed, or nullopt where nothing did (a pass with full marks) or the grade
-// does not count (ungradable: listed apart).
-std::optional<RootCause> root_cause(const Report& report) {
-    if (report.verdict == Verdict::ungradable) {
-        return std::nullopt;
-    }
-    if (auto missing = missing_files(report)) {
-        return missing;
-    }
-    const std::optional<Interruption>& stop = report.interruption;
-    const bool kernel_stopped = stop && stop->students_fault;
-    for (const CheckResult& check : report.checks) {
-        if (check.review || check.status != CheckStatus::failed) {
-            continue;
-        }
-        if (kernel_stopped && !before_the_kernel_runs(check)) {
-            break;  // the stop explains the checks after it
-        }
-        return RootCause{"check:" + check.id, check_reason(check)};
-    }
-    if (kernel_stopped) {
-        return RootCause{"interruption:" + std::string(to_string(stop->kind)), stop_reason(*stop)};
-    }
-    if (report.verdict == Verdict::fail) {
-        return RootCause{"summary:" + report.summary,
-                         report.summary.empty() ? "No reason given" : report.summary};
-    }
-    return std::nullopt;
-}
-
-std::string trim_spaces(const std::string& text) {
-    const auto first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) {
-        return {};
-    }
-    return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
-
-// Ids compare as people mean them: the same letters, whatever the case or surrounding spaces.
-std::string id_key(const std::string& id) {
-    std::string key = trim_spaces(id);
-    std::transform(key.begin(), key.end(), key.begin(), [](char c) {
-        return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-    });
-    return key;
-}
-
-const CheckResult* find_check(const Report& report, const std::string& id) {
-    const auto found = std::find_if(report.checks.begin(), report.checks.end(),
-                                    [&](const CheckResult& check) { return check.id == id; });
-    return found == report.checks.end() ? nullptr : &*found;
-}
-
-}  // namespace
-
-std::vector<std::string> SubmissionFlags::lines() const {
-    std::vector<std::string> out;
-    if (no_id) {
-        out.push_back("no student id");
-    }
-    if (example_id) {
-        out.push_back("the starter kit's student id");
-    }
-    if (!same_id_as.empty()) {
-        std::string line = "same student id as ";
-        for (std::size_t i = 0; i < same_id_as.size(); ++i) {
-            line += (i > 0 ? ", " : "") + same_id_as[i];
-        }
-        out.push_back(line);
-    }
-    if (no_sentence) {
-        out.push_back("no sentence");
-    }
-    if (sentence_same_as_example) {
-        out.push_back("sentence same as the starter kit's example");
-    }
-    if (!same_sentence_as.empty()) {
-        // A cluster of 60 is one short line, not 59 names on each of 60 rows.
-        const std::string kind = sentence_cluster_identical ? "same as" : "nearly the same as";
-        std::string line;
-        if (same_sentence_as.size() <= 3) {
-            line = "sentence " + kind + " ";
-            for (std::size_t i = 0; i < same_sentence_as.size(); ++i) {
-                line += (i > 0 ? ", " : "") + same_sentence_as[i];
-            }
-        } else {
-            line = "sentence " + kind + " " + std::to_string(same_sentence_as.size()) +
-                   " others'";
-        }
-        if (sentence_cluster > 0) {
-            line += " (sentence cluster " + std::to_string(sentence_cluster) + ")";
-        }
-        out.push_back(line);
-    }
-    return out;
-}
-
-namespace {
-
-// The distinct character trigrams of a comparison key, sorted.
-std::vector<std::string> trigrams(const std::string& key) {
-    std::vector<std::string> grams;
-    for (std::size_t i = 0; i + 3 <= key.size(); ++i) {
-        grams.push_back(key.substr(i, 3));
-    }
-    std::sort(grams.begin(), grams.end());
-    grams.erase(std::unique(grams.begin(), grams.end()), grams.end());
-    return grams;
-}
-
-double jaccard(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-    if (a.empty() || b.empty()) {
-        return 0.0;
-    }
-    std::vector<std::string> common;
-    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(common));
-    return static_cast<double>(common.size()) /
-           static_cast<double>(a.size() + b.size() - common.size());
-}
-
-}  // namespace
-
-std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& entries) {
-    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
-    // Identical sentences first, by key; then near-identical keys joined (union-find).
-    std::vector<std::string> keys;
-    std::map<std::string, std::vector<const ClassEntry*>> by_key;
-    for (const ClassEntry* entry : sorted) {
-        const std::string key = text::comparison_key(entry->report.sentence);
-        if (key.empty()) {
-            continue;
-        }
-        if (by_key.find(key) == by_key.end()) {
-            keys.push_back(key);
-        }
-        by_key[key].push_back(entry);
-    }
-    std::vector<std::size_t> parent(keys.size());
-    for (std::size_t i = 0; i < parent.size(); ++i) {
-        parent[i] = i;
-    }
-    const auto root = [&](std::size_t i) {
-        while (parent[i] != i) {
-            i = parent[i] = parent[parent[i]];
-        }
-        return i;
-    };
-    std::vector<std::vector<std::string>> grams;
-    grams.reserve(keys.size());
-    for (const std::string& key : keys) {
-        grams.push_back(trigrams(key));
-    }
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        for (std::size_t j = i + 1; j < keys.size(); ++j) {
-            if (root(i) != root(j) && jaccard(grams[i], grams[j]) >= 0.85) {
-                parent[root(j)] = root(i);
-            }
-        }
-    }
-    std::map<std::size_t, SentenceCluster> by_root;
-    std::map<std::size_t, std::size_t> distinct_keys;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        SentenceCluster& cluster = by_root[root(i)];
-        ++distinct_keys[root(i)];
-        for (const ClassEntry* entry : by_key[keys[i]]) {
-            if (cluster.folders.empty()) {
-                cluster.sentence = entry->report.sentence;
-            }
-            cluster.folders.push_back(entry->student_folder);
-        }
-    }
-    std::vector<SentenceCluster> clusters;
-    for (auto& [r, cluster] : by_root) {
-        if (cluster.folders.size() > 1) {
-            cluster.identical = distinct_keys[r] == 1;
-            std::sort(cluster.folders.begin(), cluster.folders.end());
-            clusters.push_back(std::move(cluster));
-        }
-    }
-    std::stable_sort(clusters.begin(), clusters.end(),
-                     [](const SentenceCluster& a, const SentenceCluster& b) {
-                         if (a.folders.size() != b.folders.size()) {
-                             return a.folders.size() > b.folders.size();
-                         }
-                         return a.folders.front() < b.folders.front();
-                     });
-    for (std::size_t i = 0; i < clusters.size(); ++i) {
-        clusters[i].number = i + 1;
-    }
-    return clusters;
-}
-
-std::map<std::string, SubmissionFlags> flag_submissions(const std::vector<ClassEntry>& entries,
-                                                        const ClassReportOptions& options) {
-    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
-    std::map<std::string, std::vector<std::string>> by_id;
-    const std::string example_id = id_key(options.example_student_id);
-    const std::string example_sentence = text::comparison_key(options.example_sentence);
-    std::map<std::string, SubmissionFlags> flags;
-    for (const ClassEntry* entry : sorted) {
-        const Report& report = entry->report;
-        SubmissionFlags& mine = flags[entry->student_folder];
-        const std::string id = id_key(report.student_id);
-        if (id.empty()) {
-            mine.no_id = true;
-        } else {
-            mine.example_id = !example_id.empty() && id == example_id;
-            by_id[id].push_back(entry->student_folder);
-        }
-        const std::string sentence = text::comparison_key(report.sentence);
-        const CheckResult* review = find_check(report, "sentence");
-        // An answers file that could not be read has no sentence either; its own check says so.
-        mine.no_sentence =
-            review != nullptr ? review->status == CheckStatus::failed : sentence.empty();
-        if (!sentence.empty()) {
-            mine.sentence_same_as_example =
-                !example_sentence.empty() && sentence == example_sentence;
-        }
-    }
-    const auto others = [](const std::vector<std::string>& group, const std::string& me) {
-        std::vector<std::string> rest;
-        for (const auto& folder : group) {
-            if (folder != me) {
-                rest.push_back(folder);
-            }
-        }
-        return rest;
-    };
-    for (const auto& [id, group] : by_id) {
-        if (group.size() > 1) {
-            for (const auto& folder : group) {
-                flags[folder].same_id_as = others(group, folder);
-            }
-        }
-    }
-    for (const SentenceCluster& cluster : cluster_sentences(entries)) {
-        for (const auto& folder : cluster.folders) {
-            SubmissionFlags& mine = flags[folder];
-            mine.same_sentence_as = others(cluster.folders, folder);
-            mine.sentence_cluster = cluster.number;
-            mine.sentence_cluster_identical = cluster.identical;
-        }
-    }
-    for (auto it = flags.begin(); it != flags.end();) {
-        it = it->second.any() ? std::next(it) : flags.erase(it);
-    }
-    return flags;
-}
-
-SentenceReview sentence_review_of(const SubmissionFlags& flags) {
-    SentenceReview review;
-    review.same_as_example = flags.sentence_same_as_example;
-    review.same_as_others = flags.same_sentence_as.size();
-    return review;
-}
-
-std::string numbers_source(const Report& report) {
-    if (modeled(report)) {
-        return "modeled on the PTX simulator";
-    }
-    if (timed_on_gpu(report)) {
-        const std::string& device = report.environment.device_name;
-        return "timed on " + (device.empty() ? std::string("an unnamed GPU") : device);
-    }
-    if (report.environment.backend == "cuda") {
-        return "not measured: no GPU";
-    }
-    return "not measured: grading stopped first";
-}
-
-// Why a row reads as it does: a stop where it decided the grade (the student's kernel stopped, or
-// the grade could not count), else the report's own summary, which leads with the first failure.
-// A failed compile on a machine without a GPU is a failed compile, not "no_gpu".
-std::string class_reason(const Report& report) {
-    if (report.interruption &&
-        (report.verdict == Verdict::ungradable || report.interruption->students_fault)) {
-        const Interruption& stop = *report.interruption;
-        std::string reason(to_string(stop.kind));
-        if (!stop.stage.empty()) {
-            reason += " at " + stop.stage;
-        }
-        if (!stop.message.empty()) {
-            reason += ": " + stop.message;
-        }
-        return reason;
-    }
-    return report.summary;
-}
-
-ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
-    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
-    ClassSummary summary;
-    summary.submissions = sorted.size();
-    summary.checks = check_columns(sorted);
-
-    std::map<std::string, FailureReason> reasons;
-    // Columns: (stride, "") in a sweep; (0, label) per kernel where the exercise has none.
-    using Column = std::pair<int, std::string>;
-    std::map<Column, std::vector<double>> student_ratios;
-    std::map<Column, std::vector<double>> reference_ratios;
-    std::map<Column, unsigned> kernel_degrees;
-    std::vector<Column> kernel_order;  // first seen, for an exercise without a sweep
-    std::set<std::string> devices;
-
-    for (const ClassEntry* entry : sorted) {
-        const Report& report = entry->report;
-        switch (report.verdict) {
-            case Verdict::pass:
-                ++summary.passed;
-                break;
-            case Verdict::fail:
-                ++summary.failed;
-                break;
-            case Verdict::ungradable:
-                ++summary.ungradable;
-                summary.not_graded.push_back({entry->student_folder, class_reason(report)});
-                break;
-        }
-        summary.max_score = std::max(summary.max_score, report.max_score);
-        if (report.verdict != Verdict::ungradable) {
-            summary.graded_scores.push_back(report.score);
-        }
-        if (summary.exercise_id.empty()) {
-            summary.exercise_id = report.exercise_id;
-        }
-        if (summary.exercise_title.empty()) {
-            summary.exercise_title = report.exercise_title;
-        }
-        if (timed_on_gpu(report)) {
-            ++summary.timed;
-            if (!report.environment.device_name.empty()) {
-                devices.insert(report.environment.device_name);
-            }
-        } else if (modeled(report)) {
-            ++summary.modeled;
-        }
-
-        for (const CheckResult& check : report.checks) {
-            for (CheckSummary& column : summary.checks) {
-                if (column.id == check.id) {
-                    ++column.reported;
-                    column.passed += check.status == CheckStatus::passed ? 1 : 0;
-                    column.failed += check.status == CheckStatus::failed ? 1 : 0;
-                    column.not_run += check.status == CheckStatus::not_run ? 1 : 0;
-                }
-            }
-        }
-        if (const auto cause = root_cause(report)) {
-            FailureReason& reason = reasons[cause->key];
-            reason.key = cause->key;
-            reason.reason = cause->reason;
-            reason.folders.push_back(entry->student_folder);  // entries arrive sorted
-        }
-
-        if (summary.ratio_base.empty() && !report.ratio_base.empty()) {
-            summary.ratio_base = report.ratio_base;
-        }
-        const bool sweep = std::any_of(report.rows.begin(), report.rows.end(),
-                                       [](const ReportRow& row) { return row.stride > 0; });
-        if (!sweep && !report.rows.empty()) {
-            // Each kernel is a column of its own: the student's, and each of the exercise's at
-            // its median over the grades.
-            summary.sweep = false;
-            for (const ReportRow& row : report.rows) {
-                const Column column{0, row.label.empty() ? row.kernel : row.label};
-                if (kernel_degrees.emplace(column, row.degree).second) {
-                    kernel_order.push_back(column);
-                }
-                if (!row.ratio || !plottable(*row.ratio)) {
-                    continue;
-                }
-                (row.kernel == kStudentKernel ? student_ratios : reference_ratios)[column]
-                    .push_back(*row.ratio);
-            }
-            continue;
-        }
-        // The reference kernel is timed in every grade; where a grade has no reference row at a
-        // stride, the student row carries the reference's ratio it was compared with.
-        std::map<int, double> reference_here;
-        for (const ReportRow& row : report.rows) {
-            if (row.kernel == "reference" && row.ratio && plottable(*row.ratio)) {
-                reference_here[row.stride] = *row.ratio;
-            }
-        }
-        for (const ReportRow& row : report.rows) {
-            if (row.kernel != kStudentKernel) {
-                continue;
-            }
-            if (row.ratio && plottable(*row.ratio)) {
-                student_ratios[{row.stride, ""}].push_back(*row.ratio);
-            }
-            if (row.reference_ratio && plottable(*row.reference_ratio)) {
-                reference_here.emplace(row.stride, *row.reference_ratio);
-            }
-        }
-        for (const auto& [stride, ratio] : reference_here) {
-            reference_ratios[{stride, ""}].push_back(ratio);
-        }
-    }
-
-    if (!summary.graded_scores.empty()) {
-        double total = 0.0;
-        for (double score : summary.graded_scores) {
-            total += score;
-        }
-        summary.mean_score = total / static_cast<double>(summary.graded_scores.size());
-        summary.median_score = median_of(summary.graded_scores);
-    }
-
-    for (auto& [key, reason] : reasons) {
-        summary.failure_reasons.push_back(std::move(reason));
-    }
-    std::stable_sort(summary.failure_reasons.begin(), summary.failure_reasons.end(),
-                     [](const FailureReason& a, const FailureReason& b) {
-                         if (a.folders.size() != b.folders.size()) {
-                             return a.folders.size() > b.folders.size();
-                         }
-                         return a.reason < b.reason;
-                     });
-
-    std::vector<Column> columns;
-    if (summary.sweep) {
-        std::set<Column> strides;
-        for (const auto& [column, ratios] : student_ratios) {
-            strides.insert(column);
-        }
-        for (const auto& [column, ratios] : reference_ratios) {
-            strides.insert(column);
-        }
-        columns.assign(strides.begin(), strides.end());
-    } else {
-        columns = kernel_order;
-    }
-    for (const Column& column : columns) {
-        StrideSummary row;
-        row.stride = column.first;
-        row.label = column.second;
-        row.degree = summary.sweep ? conflict_degree(column.first) : kernel_degrees[column];
-        const auto students = student_ratios.find(column);
-        if (students != student_ratios.end()) {
-            const std::vector<double>& ratios = students->second;
-            row.student_count = ratios.size();
-            row.student_ratio =
-                RatioSpread{*std::min_element(ratios.begin(), ratios.end()), median_of(ratios),
-                            *std::max_element(ratios.begin(), ratios.end())};
-        }
-        const auto reference = reference_ratios.find(column);
-        if (reference != reference_ratios.end()) {
-            row.reference_ratio = median_of(reference->second);
-        }
-        summary.strides.push_back(row);
-    }
-    summary.timed_on.assign(devices.begin(), devices.end());
-    return summary;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Gradebook CSV
-
-namespace {
-
-void append_csv_row(std::string& out, const std::vector<std::string>& fields) {
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-        if (i > 0) {
-            out += ',';
-        }
-        out += fields[i];
-    }
-    out += "\r\n";  // RFC 4180 line end
-}
-
-std::string joined(const std::vector<std::string>& lines, const char* separator) {
-    std::string out;
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-        out += (i > 0 ? separator : "") + lines[i];
-    }
-    return out;
-}
-
-}  // namespace
-
-std::string write_gradebook_csv(const std::vector<ClassEntry>& entries,
-                                const ClassReportOptions& options) {
-    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
-    const std::vector<CheckSummary> columns = check_columns(sorted);
-    const auto flags = flag_submissions(entries, options);
-
-    // A byte-order mark: Excel reads a CSV without one in the machine's legacy code page, and a
-    // student's accented name comes out garbled.
-    std::string out = "\xEF\xBB\xBF";
-    std::vector<std::string> header = {"folder",    "student_id", "score",
-                                       "max_score", "verdict",    "numbers"};
-    for (const CheckSummary& column : columns) {
-        header.push_back(text::csv_field(column.id));
-    }
-    header.push_back("sentence_text");
-    header.push_back("sentence_cluster");
-    header.push_back("flags");
-    header.push_back("reason");
-    append_csv_row(out, header);
-
-    for (const ClassEntry* entry : sorted) {
-        const Report& report = entry->report;
-        // An ungradable submission has no score: a 0, or points per check, imported into a
-        // gradebook would read as the student's when the machine or the harness stopped the grade.
-        const bool graded = report.verdict != Verdict::ungradable;
-        std::vector<std::string> row;
-        row.push_back(text::csv_field(entry->student_folder));
-        row.push_back(text::csv_field(report.student_id));
-        row.push_back(graded ? format_number(report.score, 2) : "");
-        row.push_back(format_number(report.max_score, 2));
-        row.push_back(to_string(report.verdict));
-        row.push_back(text::csv_field(numbers_source(report)));
-        for (const CheckSummary& column : columns) {
-            const CheckResult* check = find_check(report, column.id);
-            if (!graded || check == nullptr) {
-                row.push_back("");
-            } else {
-                // A number in every point column, so a spreadsheet can sum it: a check that did
-                // not run earned nothing, and the reason column says what stopped it.
-                row.push_back(format_number(check->not_run() ? 0.0 : check->points, 2));
-            }
-        }
-        const auto mine = flags.find(entry->student_folder);
-        row.push_back(text::csv_field(report.sentence));
-        row.push_back(mine == flags.end() || mine->second.sentence_cluster == 0
-                          ? ""
-                          : std::to_string(mine->second.sentence_cluster));
-        row.push_back(mine == flags.end() ? ""
-                                          : text::csv_field(joined(mine->second.lines(), "; ")));
-        row.push_back(text::csv_field(class_reason(report)));
-        append_csv_row(out, row);
-    }
-    for (const std::string& folder : options.unfinished) {
-        std::vector<std::string> row(header.size());
-        row[0] = text::csv_field(folder);
-        row[4] = "not graded";
-        row.back() = "the batch was interrupted before this submission was graded: run the same "
-                     "command with --resume";
-        append_csv_row(out, row);
-    }
-    return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// JSON summary: its text for people (reasons, skipped names) is shown on one line as the
-// gradebook shows it, so a reader that prints the strings prints no control character either.
-
-std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
-                                     const nlohmann::json& run_info,
-                                     const ClassReportOptions& options) {
-    const ClassSummary summary = summarize_class(entries);
-    using nlohmann::json;
-    const auto optional_number = [](const std::optional<double>& value) {
-        return value ? json(*value) : json(nullptr);
-    };
-
-    json checks = json::array();
-    for (const CheckSummary& check : summary.checks) {
-        checks.push_back({{"id", check.id},
-                          {"title", check.title},
-                          {"max_points", check.max_points},
-                          {"reported", check.reported},
-                          {"passed", check.passed},
-                          {"failed", check.failed},
-                          {"not_run", check.not_run}});
-    }
-    json reasons = json::array();
-    for (const FailureReason& reason : summary.failure_reasons) {
-        reasons.push_back({{"key", text::visible_line(reason.key)},
-                           {"reason", text::visible_line(reason.reason)},
-                           {"count", reason.folders.size()},
-                           {"folders", reason.folders}});
-    }
-    json not_graded = json::array();
-    for (const NotGraded& entry : summary.not_graded) {
-        not_graded.push_back(
-            {{"folder", entry.folder}, {"reason", text::visible_line(entry.reason)}});
-    }
-    json strides = json::array();
-    for (const StrideSummary& stride : summary.strides) {
-        json ratio = nullptr;
-        if (stride.student_ratio) {
-            ratio = {{"min", stride.student_ratio->min},
-                     {"median", stride.student_ratio->median},
-                     {"max", stride.student_ratio->max}};
-        }
-        strides.push_back({{"stride", stride.stride},
-                           {"kernel", stride.label.empty() ? json(nullptr) : json(stride.label)},
-                           {"degree", stride.degree},
-                           {"students", stride.student_count},
-                           {"student_ratio", ratio},
-                           {"reference_ratio", optional_number(stride.reference_ratio)}});
-    }
-    json flags = json::object();
-    for (const auto& [folder, mine] : flag_submissions(entries, options)) {
-        flags[folder] = {{"no_id", mine.no_id},
-                         {"example_id", mine.example_id},
-                         {"same_id_as", mine.same_id_as},
-                         {"no_sentence", mine.no_sentence},
-                         {"sentence_same_as_example", mine.sentence_same_as_example},
-                         {"same_sentence_as", mine.same_sentence_as},
-                         {"sentence_cluster", mine.sentence_cluster}};
-    }
-    json clusters = json::array();
-    for (const SentenceCluster& cluster : cluster_sentences(entries)) {
-        clusters.push_back({{"cluster", cluster.number},
-                            {"sentence", text::visible_line(cluster.sentence)},
-                            {"identical", cluster.identical},
-                            {"folders", cluster.folders}});
-    }
-    json skipped = json::array();
-    for (const SkippedEntry& entry : options.skipped) {
-        skipped.push_back({{"name", text::visible_line(entry.name)}, {"reason", entry.reason}});
-    }
-
-    json out = {
-        {"schema_version", 1},
-        {"exercise_id", summary.exercise_id},
-        {"exercise_title", summary.exercise_title},
-        {"submissions", summary.submissions},
-        {"verdicts",
-         {{"pass", summary.passed}, {"fail", summary.failed}, {"ungradable", summary.ungradable}}},
-        {"score",
-         {{"graded", summary.graded_scores.size()},
-          {"mean", optional_number(summary.mean_score)},
-          {"median", optional_number(summary.median_score)},
-          {"max_score", summary.max_score}}},
-        {"numbers",
-         {{"timed", summary.timed}, {"modeled", summary.modeled}, {"timed_on", summary.timed_on}}},
-        {"checks", checks},
-        {"failure_reasons", reasons},
-        {"not_graded", not_graded},
-        {"flags", flags},
-        {"interrupted", options.interrupted},
-        {"unfinished", options.unfinished},
-        {"sentence_clusters", clusters},
-        {"skipped", skipped},
-        {"strides", strides},
-        {"devices", summary.timed_on},
-        {"run", run_info},
-    };
-    // Student strings may hold bytes that are not UTF-8; they must not stop the class's summary.
-    return text::json_text(out, 2) + "\n";
-}
+using namespace class_detail;
 
 // ---------------------------------------------------------------------------------------------
 // HTML class report
@@ -826,52 +74,6 @@ Numbers numbers_of(const ClassSummary& summary) {
     return summary.timed > 0 ? Numbers::timed : Numbers::none;
 }
 
-constexpr const char* kStyle = R"(
-:root { color-scheme: light; }
-body { margin: 0; background: #f5f6f8; color: #1f2328;
-  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
-main { max-width: 1040px; margin: 0 auto; padding: 24px 28px 48px; }
-h1 { font-size: 26px; margin: 0 0 4px; }
-h2 { font-size: 19px; margin: 0 0 10px; }
-.meta { color: #57606a; margin: 0 0 20px; }
-section.card { background: #fff; border: 1px solid #d0d7de; border-radius: 8px;
-  padding: 16px 20px; margin: 0 0 20px; }
-.counts { display: flex; flex-wrap: wrap; gap: 12px; margin: 0; padding: 0; list-style: none; }
-.counts li { flex: 1 1 140px; border-radius: 6px; padding: 10px 14px; background: #f6f8fa;
-  border-left: 5px solid #8c959f; }
-.counts .number { display: block; font-size: 28px; font-weight: 650; }
-.counts .pass { border-left-color: #2e7d32; } .counts .fail { border-left-color: #c62828; }
-.counts .ungradable { border-left-color: #757575; } .counts .total { border-left-color: #1565c0; }
-.note { color: #57606a; font-size: 13.5px; margin: 8px 0 0; }
-svg { display: block; max-width: 100%; height: auto; font-family: inherit; }
-svg text { fill: #1f2328; font-size: 12px; }
-svg .axis-title { font-size: 13px; fill: #57606a; }
-svg .grid { stroke: #e4e7eb; stroke-width: 1; }
-svg .axis { stroke: #57606a; stroke-width: 1; }
-table { border-collapse: collapse; width: 100%; font-size: 14px; }
-th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #e4e7eb;
-  vertical-align: top; }
-th { background: #f6f8fa; font-weight: 600; }
-td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
-td.reason { color: #57606a; max-width: 420px; overflow-wrap: anywhere; white-space: pre-wrap; }
-td.folder, td.folders, td.student, td.name { overflow-wrap: anywhere; white-space: pre-wrap; max-width: 200px; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; color: #fff;
-  font-size: 12.5px; font-weight: 600; }
-.badge.pass { background: #2e7d32; } .badge.fail { background: #c62828; }
-.badge.ungradable { background: #757575; }
-.badge.review { background: #8a4b00; }
-.banner { background: #fff4e5; border: 1px solid #c77700; border-radius: 6px; padding: 10px 14px;
-  font-weight: 600; }
-td.sentence { max-width: 640px; overflow-wrap: anywhere; }
-a { color: #0b57d0; }
-.scroll { overflow-x: auto; margin-top: 12px; }
-table.compact { font-size: 13px; }
-table.compact th, table.compact td { padding: 3px 7px; }
-table.compact tbody th { background: none; font-weight: 600; white-space: nowrap; }
-svg .no-data { font-size: 15px; fill: #57606a; }
-td.flags { color: #8a4b00; overflow-wrap: anywhere; max-width: 260px; }
-td.numbers { color: #57606a; white-space: nowrap; }
-)";
 
 void write_verdict_counts(std::ostringstream& html, const ClassSummary& summary) {
     html << "<section class=\"card\" aria-labelledby=\"verdict-counts-title\">\n"
@@ -1455,21 +657,46 @@ void write_review(std::ostringstream& html, const std::vector<const ClassEntry*>
 void write_sentences(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
                      const std::vector<SentenceCluster>& clusters,
                      const std::map<std::string, SubmissionFlags>& flags) {
-    html << "<section class=\"card\" aria-labelledby=\"sentences-title\">\n"
-         << "<h2 id=\"sentences-title\">Sentences</h2>\n<table id=\"sentences\">\n"
-         << "<thead><tr><th>sentence</th><th class=\"number\">students</th><th>who</th>"
-         << "</tr></thead>\n<tbody>\n";
+    Markup page(html);
+    page.open("section", {{"class", "card"}, {"aria-labelledby", "sentences-title"}})
+        .line()
+        .element("h2", "Sentences", {{"id", "sentences-title"}})
+        .line()
+        .open("table", {{"id", "sentences"}})
+        .line()
+        .open("thead")
+        .open("tr")
+        .element("th", "sentence")
+        .element("th", "students", {{"class", "number"}})
+        .element("th", "who")
+        .close("tr")
+        .close("thead")
+        .line()
+        .open("tbody")
+        .line();
     for (const SentenceCluster& cluster : clusters) {
-        html << "<tr class=\"sentence-cluster\"><td class=\"sentence\">"
-             << "<span class=\"badge review\">cluster " << cluster.number
-             << (cluster.identical ? "" : ", near-identical") << "</span> "
-             << escape_html(cluster.sentence) << "</td><td class=\"number\">"
-             << cluster.folders.size() << "</td><td class=\"folder\"><details><summary>"
-             << cluster.folders.size() << " folders</summary>";
+        const std::string size = std::to_string(cluster.folders.size());
+        std::string members;
         for (std::size_t i = 0; i < cluster.folders.size(); ++i) {
-            html << (i > 0 ? ", " : "") << escape_html(cluster.folders[i]);
+            members += (i > 0 ? ", " : "") + cluster.folders[i];
         }
-        html << "</details></td></tr>\n";
+        page.open("tr", {{"class", "sentence-cluster"}})
+            .open("td", {{"class", "sentence"}})
+            .element("span",
+                     "cluster " + std::to_string(cluster.number) +
+                         (cluster.identical ? "" : ", near-identical"),
+                     {{"class", "badge review"}})
+            .text(" " + cluster.sentence)
+            .close("td")
+            .element("td", size, {{"class", "number"}})
+            .open("td", {{"class", "folder"}})
+            .open("details")
+            .element("summary", size + " folders")
+            .text(members)
+            .close("details")
+            .close("td")
+            .close("tr")
+            .line();
     }
     for (const ClassEntry* entry : sorted) {
         const auto mine = flags.find(entry->student_folder);
@@ -1477,29 +704,58 @@ void write_sentences(std::ostringstream& html, const std::vector<const ClassEntr
         if (clustered || text::comparison_key(entry->report.sentence).empty()) {
             continue;
         }
-        html << "<tr class=\"sentence-own\"><td class=\"sentence\">"
-             << escape_html(entry->report.sentence) << "</td><td class=\"number\">1</td>"
-             << "<td class=\"folder\">" << escape_html(entry->student_folder) << "</td></tr>\n";
+        page.open("tr", {{"class", "sentence-own"}})
+            .element("td", entry->report.sentence, {{"class", "sentence"}})
+            .element("td", "1", {{"class", "number"}})
+            .element("td", entry->student_folder, {{"class", "folder"}})
+            .close("tr")
+            .line();
     }
-    html << "</tbody>\n</table>\n<p class=\"note\">Sentences compare without case, spacing or "
-            "punctuation; near-identical ones (a word or a letter changed) share a cluster.</p>\n"
-            "</section>\n";
+    page.close("tbody")
+        .line()
+        .close("table")
+        .line()
+        .element("p",
+                 "Sentences compare without case, spacing or punctuation; near-identical ones (a "
+                 "word or a letter changed) share a cluster.",
+                 {{"class", "note"}})
+        .line()
+        .close("section")
+        .line();
 }
 
 void write_skipped(std::ostringstream& html, const std::vector<SkippedEntry>& skipped) {
-    html << "<section class=\"card\" aria-labelledby=\"skipped-title\">\n"
-         << "<h2 id=\"skipped-title\">Skipped in the class folder</h2>\n"
-         << "<table id=\"skipped\">\n<thead><tr><th>name</th><th>why</th></tr></thead>\n"
-         << "<tbody>\n";
+    Markup page(html);
+    page.open("section", {{"class", "card"}, {"aria-labelledby", "skipped-title"}})
+        .line()
+        .element("h2", "Skipped in the class folder", {{"id", "skipped-title"}})
+        .line()
+        .open("table", {{"id", "skipped"}})
+        .line()
+        .open("thead")
+        .open("tr")
+        .element("th", "name")
+        .element("th", "why")
+        .close("tr")
+        .close("thead")
+        .line()
+        .open("tbody")
+        .line();
     for (const SkippedEntry& entry : skipped) {
-        html << "<tr class=\"skipped-row\"><td class=\"name\">" << escape_html(entry.name)
-             << "</td><td class=\"reason\">" << escape_html(entry.reason) << "</td></tr>\n";
+        page.open("tr", {{"class", "skipped-row"}})
+            .element("td", entry.name, {{"class", "name"}})
+            .element("td", entry.reason, {{"class", "reason"}})
+            .close("tr")
+            .line();
     }
     if (skipped.empty()) {
-        html << "<tr><td colspan=\"2\">Nothing: every entry of the class folder was graded."
-             << "</td></tr>\n";
+        page.open("tr")
+            .element("td", "Nothing: every entry of the class folder was graded.",
+                     {{"colspan", "2"}})
+            .close("tr")
+            .line();
     }
-    html << "</tbody>\n</table>\n</section>\n";
+    page.close("tbody").line().close("table").line().close("section").line();
 }
 
 void write_students(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
@@ -1542,9 +798,13 @@ void write_students(std::ostringstream& html, const std::vector<const ClassEntry
 
 std::string write_class_report_html(const std::vector<ClassEntry>& entries,
                                     const ClassReportOptions& options) {
-    const ClassSummary summary = summarize_class(entries);
-    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
-    const auto flags = flag_submissions(entries, options);
+    return write_class_report_html(compute_class_data(entries, options), options);
+}
+
+std::string write_class_report_html(const ClassData& data, const ClassReportOptions& options) {
+    const ClassSummary& summary = data.summary;
+    const std::vector<const ClassEntry*>& sorted = data.sorted;
+    const auto& flags = data.flags;
     const std::string exercise_id =
         options.exercise_id.empty() ? summary.exercise_id : options.exercise_id;
     const std::string exercise_title =
@@ -1562,7 +822,7 @@ std::string write_class_report_html(const std::vector<ClassEntry>& entries,
     if (!options.generated_at.empty()) {
         html << " (" << escape_html(options.generated_at) << ")";
     }
-    html << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<main>\n"
+    html << "</title>\n<style>" << kClassPageCss << "</style>\n</head>\n<body>\n<main>\n"
          << "<h1>Class report: " << escape_html(heading) << "</h1>\n<p class=\"meta\">";
     if (!exercise_id.empty()) {
         html << "Exercise <code>" << escape_html(exercise_id) << "</code>";
@@ -1617,7 +877,7 @@ std::string write_class_report_html(const std::vector<ClassEntry>& entries,
     write_checks(html, summary);
     write_not_graded(html, summary, options.unfinished);
     write_review(html, sorted, flags);
-    write_sentences(html, sorted, cluster_sentences(entries), flags);
+    write_sentences(html, sorted, data.clusters, flags);
     write_skipped(html, options.skipped);
     write_students(html, sorted, flags);
     html << "</main>\n</body>\n</html>\n";
