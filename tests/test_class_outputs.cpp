@@ -699,10 +699,12 @@ TEST_CASE("sentences are grouped into clusters: identical and near-identical, ea
     // The page lists the cluster once, and each student's own sentence.
     const std::string html = write_class_report_html(entries, ClassReportOptions{});
     const std::string table = element_with_id(html, "sentences", "table");
+    const std::string own = element_with_id(html, "own-sentences", "table");
     CHECK(count_of(table, "class=\"sentence-cluster\"") == 1);
-    CHECK(count_of(table, "class=\"sentence-own\"") == 2);
-    CHECK(table.find("Padding the tile by one column") != std::string::npos);
-    CHECK(count_of(table, "every lane reads its own bank") == 1);
+    CHECK(count_of(own, "class=\"sentence-own\"") == 2);
+    CHECK(own.find("Padding the tile by one column") != std::string::npos);
+    CHECK(count_of(html, "every lane reads its own bank") == 1);
+    CHECK(html.find("<details open><summary>2 sentences of their own") != std::string::npos);
 
     // The summary carries the clusters with their members.
     const auto summary = nlohmann::json::parse(write_class_summary_json(entries, nullptr));

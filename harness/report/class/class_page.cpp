@@ -698,22 +698,47 @@ void write_sentences(std::ostringstream& html, const std::vector<const ClassEntr
             .close("tr")
             .line();
     }
+    if (clusters.empty()) {
+        page.open("tr")
+            .element("td", "No two sentences are the same or nearly.", {{"colspan", "3"}})
+            .close("tr")
+            .line();
+    }
+    page.close("tbody").line().close("table").line();
+    std::vector<const ClassEntry*> own;
     for (const ClassEntry* entry : sorted) {
         const auto mine = flags.find(entry->student_folder);
         const bool clustered = mine != flags.end() && mine->second.sentence_cluster > 0;
-        if (clustered || text::comparison_key(entry->report.sentence).empty()) {
-            continue;
+        if (!clustered && !text::comparison_key(entry->report.sentence).empty()) {
+            own.push_back(entry);
         }
+    }
+    // Folded past a screenful, so 300 sentences do not bury the students' table below them.
+    if (own.size() > 30) {
+        html << "<details>";
+    } else {
+        html << "<details open>";
+    }
+    page.element("summary", std::to_string(own.size()) + " sentences of their own")
+        .open("table", {{"id", "own-sentences"}})
+        .open("thead")
+        .open("tr")
+        .element("th", "sentence")
+        .element("th", "folder")
+        .close("tr")
+        .close("thead")
+        .open("tbody")
+        .line();
+    for (const ClassEntry* entry : own) {
         page.open("tr", {{"class", "sentence-own"}})
             .element("td", entry->report.sentence, {{"class", "sentence"}})
-            .element("td", "1", {{"class", "number"}})
             .element("td", entry->student_folder, {{"class", "folder"}})
             .close("tr")
             .line();
     }
     page.close("tbody")
-        .line()
         .close("table")
+        .close("details")
         .line()
         .element("p",
                  "Sentences compare without case, spacing or punctuation; near-identical ones (a "
