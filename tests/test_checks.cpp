@@ -545,7 +545,9 @@ TEST_CASE("Part 2: the lesson's bandwidth as % of copy is named as the trap it i
     }
     const Report report = evaluate(padding, answers, Measurements{}, "bo");
     const auto found = std::find_if(report.checks.begin(), report.checks.end(),
-                                    [](const CheckResult& c) { return c.id == "measured_percentages"; });
+                                    [](const CheckResult& c) {
+                                        return c.id == "measured_percentages";
+                                    });
     REQUIRE(found != report.checks.end());
     CHECK_FALSE(found->passed());
     CHECK(any_detail_contains(*found, "tile 32x32: you wrote 57%; 57.1 looks like the lesson's "
@@ -561,7 +563,8 @@ TEST_CASE("the exercise's points policy: an incomplete answers file halves the k
     const Report full = evaluate(day15(), correct_answers(), measured(h200_like_ratio), "full");
     const Report kit = evaluate(day15(), blanks, measured(h200_like_ratio), "kit");
     CHECK(full.score == doctest::Approx(full.max_score));
-    CHECK(check(kit, "accumulator").points == doctest::Approx(check(full, "accumulator").points / 2));
+    CHECK(check(kit, "accumulator").points ==
+          doctest::Approx(check(full, "accumulator").points / 2));
     CHECK(check(kit, "predicted_degrees").points == check(full, "predicted_degrees").points);
     CHECK(any_detail_contains(check(kit, "submission_file"), "earn 50% of their points"));
     // At 1 the exercise leaves the kernel's points alone.

@@ -789,8 +789,8 @@ TEST_CASE("missing files are root causes of their own, not 'Compile and ABI' or 
         REQUIRE(reason.folders.size() == 1);
         reason_of[reason.folders[0]] = reason.key + " | " + reason.reason;
     }
-    CHECK(reason_of["empty"].rfind("missing:everything | Neither probe.cu nor the answers file", 0) ==
-          0);
+    CHECK(reason_of["empty"].rfind("missing:everything | Neither probe.cu nor the answers file",
+                                   0) == 0);
     CHECK(reason_of["empty"].find("one folder down") != std::string::npos);
     CHECK(reason_of["no-kernel"] == "missing:source | probe.cu is missing from the folder");
     CHECK(reason_of["no-answers"] ==
@@ -798,7 +798,8 @@ TEST_CASE("missing files are root causes of their own, not 'Compile and ABI' or 
 }
 
 TEST_CASE("the page without a GPU plots the counted degree, never an empty ratio chart") {
-    // Part 2 on the simulator: no cost is modeled, so no student has a ratio; the degree is counted.
+    // Part 2 on the simulator: no cost is modeled, so no student has a ratio; the degree is
+    // counted.
     std::vector<ClassEntry> entries;
     for (const auto& [folder, counted] :
          std::vector<std::pair<std::string, double>>{{"ann", 1.0}, {"ben", 32.0}, {"cat", 1.0}}) {

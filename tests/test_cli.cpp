@@ -126,7 +126,8 @@ TEST_CASE("batching an empty class warns that the class outputs are empty") {
     const auto output = scratch("empty-class-out");
     std::filesystem::remove_all(output);
     const GraderRun run =
-        run_grader({"batch", empty.string(), "-o", output.string(), "--backend", "sim"}, {}, kNoGpu);
+        run_grader({"batch", empty.string(), "-o", output.string(), "--backend", "sim"}, {},
+                   kNoGpu);
     CHECK(run.exit_code == 0);
     CHECK(run.output.find("holds no submission folder") != std::string::npos);
 }

@@ -39,8 +39,9 @@ int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
     if (const auto other = other_exercise_of(options.submission, exercise.submission_source)) {
         // The folder holds another exercise's kernel file: say which, with the command for it.
         const std::string folder = text::visible_line(options.submission.string());
-        const bool plain = folder.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
-                                                    "QRSTUVWXYZ0123456789/._-") == std::string::npos;
+        const bool plain =
+            folder.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789/._-") == std::string::npos;
         spdlog::warn("{} has no {} but has the files of exercise {}; grade it with:\n  grader "
                      "grade {} --exercise {}",
                      folder, exercise.submission_source, *other,

@@ -1633,9 +1633,9 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
         std::string previous_value;
         for (const auto& entry : row) {
             const std::string name = entry.first.IsScalar() ? entry.first.Scalar() : "";
-            const bool digits_only = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-                return c >= '0' && c <= '9';
-            });
+            const bool digits_only =
+                !name.empty() &&
+                std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
             if (digits_only && is_blank(entry.second) && parse_integer(previous_value)) {
                 reader.problem(entry.first.Mark(), field + "." + previous_key,
                                previous_value + "," + name + " has a decimal comma; write " +

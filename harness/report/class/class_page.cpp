@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
