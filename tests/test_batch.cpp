@@ -271,6 +271,39 @@ TEST_CASE("the GPUs are counted from CUDA_VISIBLE_DEVICES without touching CUDA"
     }
 }
 
+TEST_CASE("a submission zipped one folder down is graded from that folder, as on Gradescope") {
+    const auto dir = scratch("nested") / "class";
+    fs::remove_all(dir);
+    fs::create_directories(dir / "zipped" / "day15");
+    write_text(dir / "zipped" / "day15" / "probe.cu", "// the student's kernel\n");
+    write_text(dir / "zipped" / "day15" / "submission.yaml", "student_id: \"z\"\n");
+    fs::create_directories(dir / "flat");
+    write_text(dir / "flat" / "probe.cu", "// at the top\n");
+    fs::create_directories(dir / "flat" / "notes");
+    write_text(dir / "flat" / "notes" / "probe.cu", "// not this one\n");
+    // Two inner folders with files: which one is meant is not clear, so neither is taken.
+    fs::create_directories(dir / "two" / "a");
+    fs::create_directories(dir / "two" / "b");
+    write_text(dir / "two" / "a" / "probe.cu", "\n");
+    write_text(dir / "two" / "b" / "probe.cu", "\n");
+    // A link to a folder of files is not followed.
+    const auto outside = scratch("nested-outside");
+    fs::create_directories(outside);
+    write_text(outside / "probe.cu", "\n");
+    fs::create_directories(dir / "linked");
+    fs::create_directory_symlink(outside, dir / "linked" / "inner");
+    const auto found = grader::find_submissions(dir);
+    REQUIRE(found.submissions.size() == 4);
+    std::map<std::string, fs::path> graded;
+    for (const auto& submission : found.submissions) {
+        graded[submission.student] = submission.directory;
+    }
+    CHECK(graded["zipped"] == dir / "zipped" / "day15");
+    CHECK(graded["flat"] == dir / "flat");
+    CHECK(graded["two"] == dir / "two");
+    CHECK(graded["linked"] == dir / "linked");
+}
+
 TEST_CASE(
     "a class folder's submissions are its sub-folders; its files and hidden entries are listed "
     "as skipped, with why") {

@@ -535,6 +535,42 @@ bool compile_unconfined(const Environment& environment) {
     return environment.confinement.rfind("no confinement", 0) == 0;
 }
 
+namespace {
+
+// Whether a folder holds a submission's files itself: an answers file or a .cu source.
+bool holds_submission_files(const std::filesystem::path& folder) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+        const std::filesystem::file_status status = entry.symlink_status(error);
+        const auto name = entry.path().filename();
+        if (std::filesystem::is_regular_file(status) &&
+            (name == "submission.yaml" || name.extension() == ".cu")) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// A student who zipped the folder rather than its files has them one level down: grade that
+// folder where it is the only one and theirs hold none, as the Gradescope entry script does.
+// Links are never followed.
+std::filesystem::path folder_to_grade(const std::filesystem::path& folder) {
+    if (holds_submission_files(folder)) {
+        return folder;
+    }
+    std::error_code error;
+    std::vector<std::filesystem::path> inner;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+        if (std::filesystem::is_directory(entry.symlink_status(error)) &&
+            holds_submission_files(entry.path())) {
+            inner.push_back(entry.path());
+        }
+    }
+    return inner.size() == 1 ? inner.front() : folder;
+}
+
+}  // namespace
+
 ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
                              const std::set<std::string>& also_reserved) {
     std::error_code error;
@@ -565,7 +601,8 @@ ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
                            : "neither a folder nor a file (a device, a FIFO or a socket)"});
             continue;
         }
-        found.submissions.push_back({name, student_folder_name(name), entry.path()});
+        found.submissions.push_back(
+            {name, student_folder_name(name), folder_to_grade(entry.path())});
     }
     std::sort(found.submissions.begin(), found.submissions.end(),
               [](const BatchSubmission& a, const BatchSubmission& b) {

@@ -57,7 +57,8 @@ struct BatchOptions {
 struct BatchSubmission {
     std::string folder_name;          // as found in the class folder (any bytes)
     std::string student;              // the output folder's name and the key in the gradebook
-    std::filesystem::path directory;  // submissions_dir / folder_name
+    std::filesystem::path directory;  // submissions_dir / folder_name, or its one folder that
+                                      // holds the files (zipped one level down)
 };
 
 // Where the batch stands, as handed to every progress call.
