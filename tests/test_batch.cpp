@@ -48,7 +48,9 @@ void copy_fixture(const std::string& fixture, const fs::path& target) {
 }
 
 // RFC 4180 rows (quoted fields may hold commas, quotes and line breaks).
-std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+std::vector<std::vector<std::string>> parse_csv(const std::string& file) {
+    const std::string bom = "\xEF\xBB\xBF";  // read as a spreadsheet reads it
+    const std::string text = file.rfind(bom, 0) == 0 ? file.substr(bom.size()) : file;
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> row;
     std::string field;
@@ -274,6 +276,39 @@ TEST_CASE("the GPUs are counted from CUDA_VISIBLE_DEVICES without touching CUDA"
     } else {
         ::unsetenv("CUDA_VISIBLE_DEVICES");
     }
+}
+
+TEST_CASE("a submission zipped one folder down is graded from that folder, as on Gradescope") {
+    const auto dir = scratch("nested") / "class";
+    fs::remove_all(dir);
+    fs::create_directories(dir / "zipped" / "day15");
+    write_text(dir / "zipped" / "day15" / "probe.cu", "// the student's kernel\n");
+    write_text(dir / "zipped" / "day15" / "submission.yaml", "student_id: \"z\"\n");
+    fs::create_directories(dir / "flat");
+    write_text(dir / "flat" / "probe.cu", "// at the top\n");
+    fs::create_directories(dir / "flat" / "notes");
+    write_text(dir / "flat" / "notes" / "probe.cu", "// not this one\n");
+    // Two inner folders with files: which one is meant is not clear, so neither is taken.
+    fs::create_directories(dir / "two" / "a");
+    fs::create_directories(dir / "two" / "b");
+    write_text(dir / "two" / "a" / "probe.cu", "\n");
+    write_text(dir / "two" / "b" / "probe.cu", "\n");
+    // A link to a folder of files is not followed.
+    const auto outside = scratch("nested-outside");
+    fs::create_directories(outside);
+    write_text(outside / "probe.cu", "\n");
+    fs::create_directories(dir / "linked");
+    fs::create_directory_symlink(outside, dir / "linked" / "inner");
+    const auto found = grader::find_submissions(dir);
+    REQUIRE(found.submissions.size() == 4);
+    std::map<std::string, fs::path> graded;
+    for (const auto& submission : found.submissions) {
+        graded[submission.student] = submission.directory;
+    }
+    CHECK(graded["zipped"] == dir / "zipped" / "day15");
+    CHECK(graded["flat"] == dir / "flat");
+    CHECK(graded["two"] == dir / "two");
+    CHECK(graded["linked"] == dir / "linked");
 }
 
 TEST_CASE(
@@ -514,9 +549,9 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
         CHECK((*check)["passed"] == false);
         return check_text(*check);
     };
-    CHECK(compile_text("compile_error").find("probe.cu(14)") != std::string::npos);
+    CHECK(compile_text("compile_error").find("probe.cu:14:") != std::string::npos);
     const std::string forbidden = compile_text("forbidden_include");
-    CHECK(forbidden.find("line 1") != std::string::npos);
+    CHECK(forbidden.find("probe.cu:1:") != std::string::npos);
     CHECK(forbidden.find("not allowed") != std::string::npos);
     CHECK(read_text(output / "forbidden_include" / "report.json").find("root:x:") ==
           std::string::npos);
@@ -531,7 +566,7 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
         CHECK((*check)["passed"] == false);
         return check_text(*check);
     };
-    CHECK(answers_check("malformed_yaml").find("submission.yaml, line 5") != std::string::npos);
+    CHECK(answers_check("malformed_yaml").find("submission.yaml:5:") != std::string::npos);
     CHECK(answers_check("latin1_answers").find("UTF-8") != std::string::npos);
 
     const auto summary = read_json(output / "summary.json");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "checks/checks.hpp"
 #include "model/bank_model.hpp"
@@ -285,7 +286,7 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
     m.environment.gpu_available = true;
     m.student.attempted = true;
     m.student.ok = false;
-    m.student.log = "probe.cu(14): error: expected a \";\"";
+    m.student.log = "probe.cu:14:5: error: expected a \";\"";
     m.references["reference"].attempted = m.references["reference"].ok = true;
     for (const int s : reference_strides_to_run(day15(), {})) {
         m.runs.push_back(timed_run("reference", s, h200_like_ratio(s)));
@@ -300,7 +301,28 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
     CHECK(check(report, "counted_degrees").not_run());
     CHECK(report.summary.find("Compile and ABI") != std::string::npos);
     CHECK(check(report, "predicted_degrees").passed());
-    CHECK(report.compile_log.find("probe.cu(14)") != std::string::npos);
+    CHECK(report.compile_log.find("probe.cu:14:5") != std::string::npos);
+    // The check's first line names the failure, not the fixed ABI.
+    CHECK(check(report, "compile_abi").message ==
+          "probe.cu did not compile: probe.cu:14:5: error: expected a \";\"");
+}
+
+TEST_CASE("a wrong signature keeps the fixed ABI's sentence; a refused include says refused") {
+    Measurements m;
+    m.student.attempted = true;
+    m.student.ok = true;
+    m.student.abi_problem = "parameter 3 is int, expected size_t";
+    const Report abi = evaluate(day15(), correct_answers(), m, "abi");
+    CHECK(check(abi, "compile_abi").message.find("fixed ABI") != std::string::npos);
+    Measurements vetted;
+    vetted.student.vetting_problems.push_back({1, 10, "#include \"/etc/passwd\" is not allowed"});
+    const Report refused = evaluate(day15(), correct_answers(), vetted, "vet");
+    CHECK(check(refused, "compile_abi").message.rfind("probe.cu was refused before compiling", 0) ==
+          0);
+    CHECK(std::any_of(check(refused, "compile_abi").details.begin(),
+                      check(refused, "compile_abi").details.end(), [](const std::string& d) {
+                          return d.rfind("probe.cu:1:10: #include", 0) == 0;
+                      }));
 }
 
 TEST_CASE("ordering rules read as the lesson says them") {
@@ -325,6 +347,30 @@ TEST_CASE("ordering rules read as the lesson says them") {
     OrderingRule missing = closer;
     missing.far = {"student", 64};
     CHECK_FALSE(evaluate_rule(day15(), missing, ratios(1.0)).evaluated);
+}
+
+TEST_CASE("a slower_than rule states the factor it observed beside the threshold") {
+    OrderingRule slower;
+    slower.kind = OrderingRule::Kind::slower_than;
+    slower.subject = {"student", 16};
+    slower.than = {"student", 8};
+    slower.factor = 1.25;
+    const auto ratios = [](double r16) {
+        return [r16](const Case& c) -> std::optional<double> {
+            if (c.stride == 8) return 6.3;
+            if (c.stride == 16) return r16;
+            return std::nullopt;
+        };
+    };
+    // 12.35 / 6.3 is 1.96: the line once said "1.25 times slower" here.
+    const RuleOutcome holds = evaluate_rule(day15(), slower, ratios(12.35));
+    CHECK(holds.passed);
+    CHECK(holds.detail ==
+          "stride 16 at 12.35x is 1.96 times stride 8 (6.3x); more than 1.25 times is required");
+    const RuleOutcome fails = evaluate_rule(day15(), slower, ratios(7.0));
+    CHECK_FALSE(fails.passed);
+    CHECK(fails.detail ==
+          "stride 16 at 7x is 1.11 times stride 8 (6.3x); it must be more than 1.25 times");
 }
 
 TEST_CASE("the student's own measured ratios must tell the lesson's story, row by row") {
@@ -358,6 +404,25 @@ TEST_CASE("the student's own measured ratios must tell the lesson's story, row b
         CHECK_FALSE(c.passed());
         CHECK(any_detail_contains(c, "your stride 16 is clearly slower than your stride 8"));
         CHECK(any_detail_contains(c, "stride 8 (7.8x)"));
+    }
+    SUBCASE("a missing stride-16 ratio never passes") {
+        Submission answers = correct_answers();
+        answers.rows[2].measured.reset();  // stride 16
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "m2");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK_FALSE(c.passed());
+        CHECK(any_detail_contains(c, "stride 16: submission.yaml gives no measured value"));
+        CHECK(any_detail_contains(c, "your stride 16 is clearly slower than your stride 8: "
+                                     "stride 16 is not in submission.yaml"));
+    }
+    SUBCASE("missing stride-3 and stride-8 ratios are both named") {
+        Submission answers = correct_answers();
+        answers.rows[0].measured.reset();  // stride 3
+        answers.rows[1].measured.reset();  // stride 8
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "m3");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK_FALSE(c.passed());
+        CHECK(any_detail_contains(c, "stride 3 and stride 8 are not in submission.yaml"));
     }
     SUBCASE("the report shows the student's ratio beside the grader's") {
         const Report report = evaluate(day15(), correct_answers(), measured(h200_like_ratio), "n");
@@ -528,4 +593,76 @@ TEST_CASE("a check keeps at most a dozen details of bounded length, saying what 
         CHECK(same.details[0] == "stride 3: every value came out right in the order the warps ran "
                                  "here (the same 4 times, at strides 3, 5, 8 and 9)");
     }
+TEST_CASE("measurement slips are named with what to write instead") {
+    SUBCASE("an inverted ratio (stride 1's time over this one's)") {
+        Submission answers = correct_answers();
+        answers.rows[1].measured = 1.0 / 7.8;  // stride 8
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "inv");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK_FALSE(c.passed());
+        CHECK(any_detail_contains(c, "stride 8: you measured 0.13x"));
+        CHECK(any_detail_contains(c, "this looks inverted"));
+        CHECK(any_detail_contains(c, "stride 1's, 7.8x"));
+    }
+    SUBCASE("a percentage where a ratio is asked") {
+        Submission answers = correct_answers();
+        answers.rows[2].measured = 1560.0;  // stride 16, as 1560%
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "pct");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK(any_detail_contains(c, "this looks like a percentage: write the ratio, 15.6x"));
+    }
+    SUBCASE("a raw time in milliseconds") {
+        Submission answers = correct_answers();
+        answers.rows[2].measured = 0.042;  // stride 16, a time
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "ms");
+        const CheckResult& c = check(report, "measured_ratios");
+        CHECK(any_detail_contains(c, "if this is a time in milliseconds, write instead this "
+                                     "stride's time divided by stride 1's"));
+    }
+}
+
+TEST_CASE("Part 2: the lesson's bandwidth as % of copy is named as the trap it is") {
+    static const Exercise padding =
+        load_exercise(std::filesystem::path(GRADER_SOURCE_DIR) / "exercises/day15-padding");
+    Submission answers;
+    answers.student_id = "bo";
+    for (const auto& [key, kernel, percent] :
+         std::vector<std::tuple<std::string, std::string, double>>{
+             {"32x32", "unpadded", 57.1}, {"yours", "student", 82.5}}) {
+        SubmissionRow row;
+        row.subject = Case{kernel, 0};
+        row.key = key;
+        row.predicted_degree = kernel == "student" ? 1 : 32;
+        row.measured = percent;
+        answers.rows.push_back(row);
+    }
+    const Report report = evaluate(padding, answers, Measurements{}, "bo");
+    const auto found = std::find_if(report.checks.begin(), report.checks.end(),
+                                    [](const CheckResult& c) {
+                                        return c.id == "measured_percentages";
+                                    });
+    REQUIRE(found != report.checks.end());
+    CHECK_FALSE(found->passed());
+    CHECK(any_detail_contains(*found, "tile 32x32: you wrote 57%; 57.1 looks like the lesson's "
+                                      "bandwidth as a percentage of the copy's"));
+    CHECK(any_detail_contains(*found, "100 / 57.1 x 100 = 175%"));
+    CHECK(any_detail_contains(*found, "tile yours: you wrote 83%"));
+}
+
+TEST_CASE("the exercise's points policy: an incomplete answers file halves the kernel's points") {
+    Submission blanks = correct_answers();
+    blanks.problems.push_back({{"submission.yaml", 5, 30}, "rows[1].predicted_degree",
+                               "still blank: fill in the degree"});
+    const Report full = evaluate(day15(), correct_answers(), measured(h200_like_ratio), "full");
+    const Report kit = evaluate(day15(), blanks, measured(h200_like_ratio), "kit");
+    CHECK(full.score == doctest::Approx(full.max_score));
+    CHECK(check(kit, "accumulator").points ==
+          doctest::Approx(check(full, "accumulator").points / 2));
+    CHECK(check(kit, "predicted_degrees").points == check(full, "predicted_degrees").points);
+    CHECK(any_detail_contains(check(kit, "submission_file"), "earn 50% of their points"));
+    // At 1 the exercise leaves the kernel's points alone.
+    Exercise lenient = day15();
+    lenient.kernel_points_without_answers = 1.0;
+    const Report kept = evaluate(lenient, blanks, measured(h200_like_ratio), "kept");
+    CHECK(check(kept, "accumulator").points == check(full, "accumulator").points);
 }

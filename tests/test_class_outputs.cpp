@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -15,8 +16,11 @@ using namespace grader;
 namespace {
 
 // An RFC 4180 reader, written apart from the writer so the test does not share its mistakes.
-// Returns nullopt on a malformed file (a stray quote, a quote left open, a bare line end).
-std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string& text) {
+// Returns nullopt on a malformed file (a stray quote, a quote left open, a bare line end). A
+// leading UTF-8 byte-order mark is read as a spreadsheet reads it: not part of the first cell.
+std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string& file) {
+    const std::string bom = "\xEF\xBB\xBF";
+    const std::string text = file.rfind(bom, 0) == 0 ? file.substr(bom.size()) : file;
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> row;
     std::string field;
@@ -127,8 +131,8 @@ const std::vector<std::string> kHeader = {"folder",          "student_id",      
                                           "max_score",       "verdict",           "numbers",
                                           "submission_file", "compile_abi",       "accumulator",
                                           "hidden_input",    "predicted_degrees", "ordering",
-                                          "consistency",     "sentence",          "flags",
-                                          "reason"};
+                                          "consistency",     "sentence",          "sentence_text",
+                                          "sentence_cluster", "flags",            "reason"};
 
 std::size_t column(const std::string& name) {
     return static_cast<std::size_t>(std::find(kHeader.begin(), kHeader.end(), name) -
@@ -140,6 +144,8 @@ std::size_t column(const std::string& name) {
 TEST_CASE("the gradebook is keyed by submission folder, one line per row, the typed id beside") {
     const std::vector<ClassEntry> entries = fixtures::synthetic_class();
     const std::string csv = write_gradebook_csv(entries, with_example());
+    // Excel opens a CSV as UTF-8 only with a byte-order mark.
+    CHECK(csv.rfind("\xEF\xBB\xBF", 0) == 0);
     const auto rows = parse_csv(csv);
     REQUIRE(rows.has_value());
     REQUIRE(rows->size() == entries.size() + 1);
@@ -175,8 +181,9 @@ TEST_CASE("the gradebook is keyed by submission folder, one line per row, the ty
         CHECK((*frank)[column("score")] == "4");
         CHECK((*frank)[column("submission_file")] == "1");
         CHECK((*frank)[column("compile_abi")] == "0");
-        CHECK((*frank)[column("accumulator")] == "not run");
-        CHECK((*frank)[column("consistency")] == "not run");
+        // Numbers a spreadsheet sums: a check that did not run earned 0, never "not run".
+        CHECK((*frank)[column("accumulator")] == "0");
+        CHECK((*frank)[column("consistency")] == "0");
         CHECK(frank->back() == "Failed: Compile and ABI.");
     }
     SUBCASE("a compile failure on a machine without a GPU reads as the compile, not as no_gpu") {
@@ -195,7 +202,7 @@ TEST_CASE("the gradebook is keyed by submission folder, one line per row, the ty
         REQUIRE(grace != nullptr);
         CHECK((*grace)[column("score")] == "");
         CHECK((*grace)[column("verdict")] == "ungradable");
-        for (std::size_t c = column("submission_file"); c <= column("sentence"); ++c) {
+        for (std::size_t c = column("submission_file"); c <= column("sentence"); ++c) {  // points
             CHECK_MESSAGE((*grace)[c] == "", kHeader[c]);
         }
         CHECK(grace->back() ==
@@ -214,7 +221,10 @@ TEST_CASE("the gradebook is keyed by submission folder, one line per row, the ty
         REQUIRE(lee != nullptr);
         CHECK((*kim)[column("flags")] ==
               "the starter kit's student id; same student id as lee; sentence same as the "
-              "starter kit's example; sentence same as lee");
+              "starter kit's example; sentence same as lee (sentence cluster 1)");
+        CHECK((*kim)[column("sentence_cluster")] == "1");
+        CHECK((*lee)[column("sentence_cluster")] == "1");
+        CHECK((*kim)[column("sentence_text")] == (*lee)[column("sentence_text")]);
         CHECK((*lee)[column("flags")].find("same student id as kim") != std::string::npos);
     }
     SUBCASE("hostile student ids come back on one line, and a formula is neutralised") {
@@ -594,7 +604,8 @@ TEST_CASE("an empty class still gives a header, a summary and a page whose plots
     REQUIRE(rows.has_value());
     REQUIRE(rows->size() == 1);
     CHECK(rows->front() == std::vector<std::string>{"folder", "student_id", "score", "max_score",
-                                                    "verdict", "numbers", "flags", "reason"});
+                                                    "verdict", "numbers", "sentence_text",
+                                                    "sentence_cluster", "flags", "reason"});
     const auto summary = nlohmann::json::parse(write_class_summary_json(none, nullptr));
     CHECK(summary["submissions"] == 0);
     CHECK(summary["score"]["mean"].is_null());
@@ -671,4 +682,170 @@ TEST_CASE("an exercise without a sweep (Part 2) plots each kernel against its ba
     const auto json_summary =
         nlohmann::json::parse(write_class_summary_json(entries, nlohmann::json::object()));
     CHECK(json_summary["strides"][0]["kernel"] == "your kernel");
+}
+
+TEST_CASE("sentences are grouped into clusters: identical and near-identical, each listed once") {
+    const auto student = [](const std::string& folder, const std::string& sentence) {
+        ClassEntry entry;
+        entry.student_folder = folder;
+        entry.report.student_id = folder;
+        entry.report.verdict = Verdict::pass;
+        entry.report.sentence = sentence;
+        return entry;
+    };
+    const std::string copied = "Stride 3 is odd, so it shares no factor with 32 and every lane "
+                               "reads its own bank.";
+    std::vector<ClassEntry> entries;
+    for (int i = 0; i < 60; ++i) {
+        // Case and spacing aside, the same sentence.
+        entries.push_back(student("s" + std::to_string(100 + i), i % 2 ? copied : "  " + copied));
+    }
+    // Near-identical: one word changed.
+    entries.push_back(student("t1", "Stride 3 is odd, so it shares no factor with 32 and every "
+                                    "lane reads its own memory bank."));
+    entries.push_back(student("u1", "Padding the tile by one column shifts each row by a bank."));
+    entries.push_back(student("u2", "Stride 16 puts 16 lanes on two banks, a 16-way conflict."));
+
+    const std::vector<SentenceCluster> clusters = cluster_sentences(entries);
+    REQUIRE(clusters.size() == 1);
+    CHECK(clusters[0].number == 1);
+    CHECK(clusters[0].folders.size() == 61);
+    CHECK_FALSE(clusters[0].identical);
+    CHECK(std::find(clusters[0].folders.begin(), clusters[0].folders.end(), "t1") !=
+          clusters[0].folders.end());
+
+    // A flag line is short whatever the cluster's size: no 60 names on each of 60 rows.
+    const auto flags = flag_submissions(entries, ClassReportOptions{});
+    const std::vector<std::string> lines = flags.at("s100").lines();
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0] == "sentence nearly the same as 60 others' (sentence cluster 1)");
+    CHECK(flags.find("u1") == flags.end());
+
+    // The page lists the cluster once, and each student's own sentence.
+    const std::string html = write_class_report_html(entries, ClassReportOptions{});
+    const std::string table = element_with_id(html, "sentences", "table");
+    const std::string own = element_with_id(html, "own-sentences", "table");
+    CHECK(count_of(table, "class=\"sentence-cluster\"") == 1);
+    CHECK(count_of(own, "class=\"sentence-own\"") == 2);
+    CHECK(own.find("Padding the tile by one column") != std::string::npos);
+    CHECK(count_of(html, "every lane reads its own bank") == 1);
+    CHECK(html.find("<details open><summary>2 sentences of their own") != std::string::npos);
+
+    // The summary carries the clusters with their members.
+    const auto summary = nlohmann::json::parse(write_class_summary_json(entries, nullptr));
+    REQUIRE(summary["sentence_clusters"].size() == 1);
+    CHECK(summary["sentence_clusters"][0]["folders"].size() == 61);
+}
+
+TEST_CASE("two different sentences on one subject are not clustered") {
+    ClassEntry a;
+    a.student_folder = "a";
+    a.report.sentence = "Stride 3 shares no factor with 32, so it is conflict free.";
+    ClassEntry b = a;
+    b.student_folder = "b";
+    b.report.sentence = "Stride 16 shares a factor of 16 with 32, a 16-way conflict.";
+    CHECK(cluster_sentences({a, b}).empty());
+    b.report.sentence = "stride 3 shares no factor with 32 so it is conflict free";
+    REQUIRE(cluster_sentences({a, b}).size() == 1);
+    CHECK(cluster_sentences({a, b})[0].identical);
+}
+
+TEST_CASE("an interrupted batch never looks complete: page, gradebook and summary say so") {
+    const std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    ClassReportOptions options = with_example();
+    options.interrupted = true;
+    options.unfinished = {"zed", "yan"};
+    const std::string html = write_class_report_html(entries, options);
+    const std::string banner = element_with_id(html, "interrupted", "p");
+    CHECK(banner.find("This run was interrupted: 2 of " + std::to_string(entries.size() + 2)) !=
+          std::string::npos);
+    const std::string not_graded = element_with_id(html, "not-graded", "table");
+    CHECK(not_graded.find("zed") != std::string::npos);
+    CHECK(not_graded.find("yan") != std::string::npos);
+    CHECK(html.find("Every submission was graded") == std::string::npos);
+
+    const auto rows = parse_csv(write_gradebook_csv(entries, options));
+    REQUIRE(rows.has_value());
+    const auto* zed = row_for_folder(*rows, "zed");
+    REQUIRE(zed != nullptr);
+    CHECK((*zed)[column("verdict")] == "not graded");
+    CHECK((*zed)[column("score")] == "");
+    CHECK(zed->back().find("interrupted") != std::string::npos);
+
+    const auto summary = nlohmann::json::parse(write_class_summary_json(entries, nullptr, options));
+    CHECK(summary["interrupted"] == true);
+    CHECK(summary["unfinished"] == nlohmann::json({"zed", "yan"}));
+
+    // The same class, run to the end: no banner.
+    CHECK(write_class_report_html(entries, with_example()).find("id=\"interrupted\"") ==
+          std::string::npos);
+}
+
+TEST_CASE("missing files are root causes of their own, not 'Compile and ABI' or 'Answers file'") {
+    const auto entry = [](const std::string& folder, bool source_missing, bool answers_missing) {
+        ClassEntry e;
+        e.student_folder = folder;
+        e.report.verdict = Verdict::fail;
+        CheckResult answers;
+        answers.id = "submission_file";
+        answers.title = "Answers file";
+        answers.status = answers_missing ? CheckStatus::failed : CheckStatus::passed;
+        if (answers_missing) {
+            answers.details.push_back("submission.yaml: answers file submission.yaml not found; "
+                                      "start from the starter kit's submission.yaml and fill in "
+                                      "every blank");
+        }
+        CheckResult compile;
+        compile.id = "compile_abi";
+        compile.title = "Compile and ABI";
+        compile.status = source_missing ? CheckStatus::failed : CheckStatus::passed;
+        if (source_missing) {
+            compile.message = "probe.cu was not found in the submission folder.";
+        }
+        e.report.checks = {answers, compile};
+        return e;
+    };
+    const std::vector<ClassEntry> entries = {entry("empty", true, true),
+                                             entry("no-kernel", true, false),
+                                             entry("no-answers", false, true)};
+    const ClassSummary summary = summarize_class(entries);
+    std::map<std::string, std::string> reason_of;
+    for (const FailureReason& reason : summary.failure_reasons) {
+        REQUIRE(reason.folders.size() == 1);
+        reason_of[reason.folders[0]] = reason.key + " | " + reason.reason;
+    }
+    CHECK(reason_of["empty"].rfind("missing:everything | Neither probe.cu nor the answers file",
+                                   0) == 0);
+    CHECK(reason_of["empty"].find("one folder down") != std::string::npos);
+    CHECK(reason_of["no-kernel"] == "missing:source | probe.cu is missing from the folder");
+    CHECK(reason_of["no-answers"] ==
+          "missing:answers | The answers file is missing from the folder");
+}
+
+TEST_CASE("the page without a GPU plots the counted degree, never an empty ratio chart") {
+    // Part 2 on the simulator: no cost is modeled, so no student has a ratio; the degree is
+    // counted.
+    std::vector<ClassEntry> entries;
+    for (const auto& [folder, counted] :
+         std::vector<std::pair<std::string, double>>{{"ann", 1.0}, {"ben", 32.0}, {"cat", 1.0}}) {
+        ClassEntry entry;
+        entry.student_folder = folder;
+        entry.report.verdict = counted == 1.0 ? Verdict::pass : Verdict::fail;
+        entry.report.environment.backend = "sim";
+        ReportRow row;
+        row.kernel = "student";
+        row.label = "your kernel";
+        row.degree = 1;
+        row.counted_degree = counted;
+        entry.report.rows.push_back(row);
+        entries.push_back(entry);
+    }
+    const std::string html = write_class_report_html(entries, ClassReportOptions{});
+    const std::string chart = element_with_id(html, "counted-chart", "svg");
+    REQUIRE_FALSE(chart.empty());
+    CHECK(count_of(chart, "class=\"counted-point\"") == 3);
+    CHECK(count_of(chart, "class=\"model-degree\"") == 1);
+    CHECK(chart.find("your kernel") != std::string::npos);
+    CHECK(html.find("id=\"ratio-chart\"") == std::string::npos);
+    CHECK(html.find("Nothing here was timed") != std::string::npos);
 }

@@ -200,3 +200,116 @@ TEST_CASE("the class report renders in headless Chromium with its charts and tab
     }
     fs::remove_all(work);
 }
+
+namespace {
+
+// A class of 300 from the synthetic one: 60 share one sentence word for word, 20 more change a
+// word of it, and the rest write their own, as the H200 class's copies did.
+std::vector<ClassEntry> class_of_300() {
+    const std::vector<ClassEntry> base = fixtures::synthetic_class();
+    std::vector<ClassEntry> entries;
+    for (int i = 0; i < 300; ++i) {
+        ClassEntry entry = base[static_cast<std::size_t>(i) % base.size()];
+        char folder[16];
+        std::snprintf(folder, sizeof folder, "%03d-", i);
+        entry.student_folder = folder + entry.student_folder;
+        entry.report.student_id = "student-" + std::to_string(i);
+        const std::string shared =
+            "Stride 3 shares no factor with 32, so the 32 lanes land in 32 different banks.";
+        entry.report.sentence =
+            i < 60   ? shared
+            : i < 80 ? "Stride 3 shares no factor with 32, so the 32 lanes land in 32 distinct "
+                       "banks."
+                     : "Student " + std::to_string(i) + " says: stride 3 is odd, and an odd stride "
+                       "visits every bank once, so no two lanes of warp " + std::to_string(i % 7) +
+                       " collide.";
+        entries.push_back(entry);
+    }
+    return entries;
+}
+
+// The page as Chromium lays it out: its height in CSS pixels and the milliseconds from the start
+// of navigation to the end of parsing. The page allows no script (its CSP); this copy, made for
+// the measurement only, drops the CSP and reports both figures in its title.
+struct PageMeasure {
+    long height = -1;
+    long parse_ms = -1;
+};
+
+PageMeasure measure_page(const std::string& html, const fs::path& work, const std::string& name) {
+    std::string probe = html;
+    const std::size_t csp = probe.find("<meta http-equiv=\"Content-Security-Policy\"");
+    if (csp != std::string::npos) {
+        probe.erase(csp, probe.find('>', csp) + 1 - csp);
+    }
+    probe.insert(probe.rfind("</body>"),
+                 "<script>document.title = 'MEASURE ' + "
+                 "document.documentElement.scrollHeight + ' ' + Math.round(performance.now());"
+                 "</script>");
+    const fs::path file = work / (name + ".html");
+    std::ofstream(file, std::ios::binary) << probe;
+    fs::create_directories(work / ("profile-" + name));
+    const CommandResult dom = run_capturing_stdout(
+        chromium_command(work / ("profile-" + name),
+                         "--window-size=1280,900 --dump-dom 'file://" + file.string() + "'"),
+        work / (name + ".stderr"));
+    PageMeasure measure;
+    const std::size_t at = dom.output.find("<title>MEASURE ");
+    if (dom.status == 0 && at != std::string::npos) {
+        std::sscanf(dom.output.c_str() + at, "<title>MEASURE %ld %ld", &measure.height,
+                    &measure.parse_ms);
+    }
+    return measure;
+}
+
+}  // namespace
+
+TEST_CASE("the class page of 300 students stays readable: its height and load time in Chromium") {
+    if (const char* no_browser = std::getenv("GRADER_NO_BROWSER");
+        no_browser != nullptr && std::string(no_browser) == "1") {
+        MESSAGE("SKIPPED: GRADER_NO_BROWSER=1");
+        std::exit(77);
+    }
+    if (!fs::exists(chromium_path())) {
+        MESSAGE("SKIPPED: chromium not installed at " << chromium_path());
+        std::exit(77);
+    }
+    const fs::path work =
+        fs::temp_directory_path() / ("grader-class-300-" + std::to_string(getpid()));
+    fs::remove_all(work);
+    fs::create_directories(work);
+    const std::vector<ClassEntry> entries = class_of_300();
+    ClassReportOptions options;
+    options.generated_at = "2026-12-03 17:00 UTC";
+    const std::string html = write_class_report_html(entries, options);
+
+    const PageMeasure page = measure_page(html, work, "class-300");
+    MESSAGE("class of 300: page " << page.height << " px tall, parsed in " << page.parse_ms
+                                  << " ms, " << html.size() << " bytes");
+    REQUIRE(page.height > 0);
+    // 60 students sharing a sentence once made a page 53,000 px tall: the copies are now one
+    // cluster, and the page is about one screen per 20 students.
+    CHECK(page.height < 30000);
+    CHECK(page.parse_ms < 5000);
+    CHECK(count_of(html, "class=\"sentence-cluster\"") == 1);
+    CHECK(count_of(html, "<tr class=\"student-row\"") == 300);
+
+    // Screenshots of the top of the page and of its sentences, kept as artefacts (the ones in
+    // docs/ were made by this test).
+    const fs::path shot_dir = artifacts_dir();
+    fs::create_directories(shot_dir);
+    const fs::path page_file = work / "class-300-page.html";
+    std::ofstream(page_file, std::ios::binary) << html;
+    fs::create_directories(work / "profile-shot-300");
+    const fs::path shot = shot_dir / "class-report-300.png";
+    fs::remove(shot);
+    const CommandResult run = run_capturing_stdout(
+        chromium_command(work / "profile-shot-300",
+                         "--hide-scrollbars --window-size=1100,1400 --screenshot='" +
+                             shot.string() + "' 'file://" + page_file.string() + "'"),
+        work / "shot-300.stderr");
+    CHECK_MESSAGE(run.status == 0, chromium_errors(work / "shot-300.stderr"));
+    CHECK(fs::exists(shot));
+    MESSAGE("class of 300 screenshot: " << shot.string());
+    fs::remove_all(work);
+}

@@ -70,6 +70,113 @@ TEST_CASE("no writable temporary folder is the machine's fault: exit 3, saying w
     }
 }
 
+TEST_CASE("a typo'd subcommand or flag suggests the right one") {
+    const GraderRun subcommand = run_grader({"grdae", "student/example"});
+    CHECK(subcommand.exit_code == 2);
+    CHECK(subcommand.output.find("did you mean 'grade'?") != std::string::npos);
+    const GraderRun batch = run_grader({"bacth"});
+    CHECK(batch.output.find("did you mean 'batch'?") != std::string::npos);
+    const GraderRun flag = run_grader(
+        {"grade", (kSource / "student" / "example").string(), "--exercice", "day15-padding"});
+    CHECK(flag.exit_code == 2);
+    CHECK(flag.output.find("did you mean '--exercise'?") != std::string::npos);
+    // Nothing near: no suggestion rather than a wrong one.
+    const GraderRun far = run_grader({"frobnicate"});
+    CHECK(far.exit_code == 2);
+    CHECK(far.output.find("did you mean") == std::string::npos);
+}
+
+TEST_CASE("--format with an unknown name lists the formats there are") {
+    const GraderRun xml =
+        run_grader({"grade", (kSource / "student" / "example").string(), "--format", "xml"});
+    CHECK(xml.exit_code == 2);
+    for (const char* format : {"text", "json", "markdown", "gradescope", "prairielearn", "junit"}) {
+        CAPTURE(format);
+        CHECK(xml.output.find(format) != std::string::npos);
+    }
+}
+
+TEST_CASE("help says grader, not the binary's path, and shows defaults and an example") {
+    for (const char* command : {"grade", "batch", "sweep", "explain"}) {
+        CAPTURE(command);
+        const GraderRun help = run_grader({command, "--help"});
+        CHECK(help.exit_code == 0);
+        CHECK(help.output.find(std::string("grader ") + command) != std::string::npos);
+        CHECK(help.output.find("harness/cli") == std::string::npos);
+        CHECK(help.output.find("Example") != std::string::npos);
+        CHECK(help.output.find("default") != std::string::npos);
+    }
+    const GraderRun top = run_grader({"--help"});
+    CHECK(top.output.find("harness/cli") == std::string::npos);
+    CHECK(top.output.find("Usage: grader") != std::string::npos);
+}
+
+TEST_CASE("a bundled exercise is found by its id; an unknown id lists the ids there are") {
+    const GraderRun unknown = run_grader(
+        {"grade", (kSource / "student" / "example").string(), "--exercise", "day15-padd"});
+    CHECK(unknown.exit_code == 2);
+    CHECK(unknown.output.find("day15-padding") != std::string::npos);
+    CHECK(unknown.output.find("day15-bank-conflicts") != std::string::npos);
+    // The id resolves: the starter kit of Part 2 is graded as Part 2 (its answers check names
+    // Part 2's blanks), not refused as a missing folder.
+    const auto report = scratch("by-id.json");
+    const GraderRun by_id =
+        run_grader({"grade", (kSource / "student" / "padding").string(), "--exercise",
+                    "day15-padding", "--backend", "sim", "--format", "json", "-o", report.string()},
+                   report, kNoGpu);
+    CHECK(by_id.exit_code != 2);
+    REQUIRE(by_id.report.contains("exercise"));
+    CHECK(by_id.report["exercise"].value("id", "") == "day15-padding");
+}
+
+TEST_CASE("a Part 2 folder graded as Part 1 says so and gives the exact command") {
+    const auto folder = (kSource / "student" / "padding" / "example").string();
+    const GraderRun run = run_grader({"grade", folder, "--backend", "sim"}, {}, kNoGpu);
+    CHECK(run.exit_code == 1);
+    CHECK(run.output.find("has the files of exercise day15-padding") != std::string::npos);
+    CHECK(run.output.find("grader grade " + folder + " --exercise day15-padding") !=
+          std::string::npos);
+    // And the reverse: Part 1's folder under Part 2.
+    const auto probe = (kSource / "student" / "example").string();
+    const GraderRun reverse = run_grader(
+        {"grade", probe, "--exercise", "day15-padding", "--backend", "sim"}, {}, kNoGpu);
+    CHECK(reverse.output.find("grader grade " + probe + " --exercise day15-bank-conflicts") !=
+          std::string::npos);
+}
+
+TEST_CASE("batching an empty class warns that the class outputs are empty") {
+    const auto empty = scratch("empty-class");
+    std::filesystem::remove_all(empty);
+    std::filesystem::create_directories(empty);
+    const auto output = scratch("empty-class-out");
+    std::filesystem::remove_all(output);
+    const GraderRun run =
+        run_grader({"batch", empty.string(), "-o", output.string(), "--backend", "sim"}, {},
+                   kNoGpu);
+    CHECK(run.exit_code == 0);
+    CHECK(run.output.find("holds no submission folder") != std::string::npos);
+}
+
+TEST_CASE("reusing the output folder of another exercise's batch warns") {
+    const auto empty = scratch("empty-class-2");
+    std::filesystem::create_directories(empty);
+    const auto output = scratch("other-exercise-out");
+    std::filesystem::remove_all(output);
+    std::filesystem::create_directories(output);
+    write_text(output / "summary.json", R"({"exercise_id": "day15-padding"})");
+    const GraderRun run = run_grader(
+        {"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"}, {},
+        kNoGpu);
+    CHECK(run.output.find("holds the class outputs of exercise day15-padding") !=
+          std::string::npos);
+    // The same exercise: no warning.
+    write_text(output / "summary.json", R"({"exercise_id": "day15-bank-conflicts"})");
+    const GraderRun same = run_grader(
+        {"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"}, {},
+        kNoGpu);
+    CHECK(same.output.find("holds the class outputs of exercise") == std::string::npos);
+}
+
 TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, line and field") {
     for (const ExerciseMutation& mutation : exercise_mutations()) {
         CAPTURE(mutation.name);
@@ -104,7 +211,7 @@ TEST_CASE("with --backend cuda and no GPU a compile error, a wrong signature and
         const char* fixture;
         const char* expected;
     };
-    for (const Case& c : {Case{"compile_error", "probe.cu(14)"},
+    for (const Case& c : {Case{"compile_error", "probe.cu:14:"},
                           Case{"wrong_signature", "parameter 3"},
                           Case{"forbidden_include", "not allowed"},
                           Case{"missing_probe", "probe.cu"}}) {
@@ -137,7 +244,7 @@ TEST_CASE("a malformed answers file is the student's, named by file and line") {
     const auto* check = find_check(run.report, "submission_file");
     REQUIRE(check);
     CHECK((*check)["passed"] == false);
-    CHECK(check_text(*check).find("submission.yaml, line 5") != std::string::npos);
+    CHECK(check_text(*check).find("submission.yaml:5:") != std::string::npos);
 }
 
 TEST_CASE("every report format is written, also when grading is ungradable") {
@@ -202,6 +309,15 @@ TEST_CASE("sweep --backend sim prints the reference's modeled table and passes c
     CHECK(run.exit_code == 0);
     CHECK(run.output.find("PTX simulator") != std::string::npos);
     CHECK(run.output.find("[FAIL]") == std::string::npos);
+}
+
+TEST_CASE("sweep for Part 2 on the simulator behaves as grade does: exit 0, the counted degree") {
+    // Part 2's timing is not modeled; its calibration does not decide, so a grade on this
+    // machine succeeds: the sweep must not call the machine unfit (it exited 3).
+    const GraderRun run =
+        run_grader({"sweep", "--backend", "sim", "--exercise", "day15-padding"}, {}, kNoGpu);
+    CHECK(run.exit_code == 0);
+    CHECK(run.output.find("the counted degree decides") != std::string::npos);
 }
 
 TEST_CASE("explain shows stride 3 in 32 distinct banks and stride 16 as 16 lanes in 2 banks") {
@@ -285,6 +401,9 @@ TEST_CASE("the untouched starter kit fails kindly: its answers check names every
     CHECK(answers.find("sentence: still blank") != std::string::npos);
     // The kernel is the lesson's and still runs: nothing else fails for the blanks.
     CHECK((*find_check(run.report, "accumulator"))["passed"] == true);
+    // But it is not the student's work: no majority of the points (it took 10 of 15 before).
+    CHECK(run.report["score"].get<double>() < run.report["max_score"].get<double>() / 2);
+    CHECK(answers.find("the kernel's checks earn 50% of their points") != std::string::npos);
 }
 
 TEST_CASE("on the simulator a kernel that never ends stops at the instruction budget, exit 1") {

@@ -1064,3 +1064,27 @@ TEST_CASE("the schema document's example reads as a report and has every field t
     CHECK(keys(example["environment"]) == keys(actual["environment"]));
     CHECK(keys(example["exercise"]) == keys(actual["exercise"]));
 }
+
+TEST_CASE("the seed and the machine are one footer line by default, so a grade can be repeated") {
+    const auto lines = lines_of(text_of(passing_report()));
+    REQUIRE_FALSE(lines.empty());
+    CHECK(lines.back().rfind("seed 12345678901234567 (--seed 12345678901234567 repeats this "
+                             "grade), cuda on NVIDIA H200",
+                             0) == 0);
+    // Verbose output has the whole Environment section instead.
+    const auto verbose = lines_of(text_of(passing_report(), false, true));
+    CHECK(verbose.back().find("repeats this grade") == std::string::npos);
+}
+
+TEST_CASE("the simulator's table says modeled, and shows no min-max spread of one number") {
+    const std::string text = text_of(simulated_report());
+    CHECK(text.find("modeled") != std::string::npos);
+    CHECK(text.find("measured ") == std::string::npos);
+    for (const ReportRow& row : simulated_report().rows) {
+        if (row.ratio_min && row.ratio_max && *row.ratio_min == *row.ratio_max) {
+            const std::string twice = two_decimals(*row.ratio_min) + "–" +
+                                      two_decimals(*row.ratio_max);
+            CHECK(text.find(twice) == std::string::npos);
+        }
+    }
+}

@@ -310,13 +310,15 @@ std::vector<std::filesystem::path> write_class_outputs(const std::vector<ClassEn
     const auto gradebook = output_dir / kGradebookFile;
     const auto summary = output_dir / kSummaryFile;
     const auto page = output_dir / kClassReportFile;
-    write_file_atomically(gradebook, write_gradebook_csv(entries, page_options));
-    write_file_atomically(summary, write_class_summary_json(entries, run, page_options));
     page_options.generated_at =
         finished_at.empty()
             ? std::string()
             : finished_at.substr(0, 10) + " " + finished_at.substr(11, 5) + " UTC";
-    write_file_atomically(page, write_class_report_html(entries, page_options));
+    // The class summary is computed once for the three outputs.
+    const ClassOutputTexts texts = write_class_outputs_text(entries, run, page_options);
+    write_file_atomically(gradebook, texts.gradebook_csv);
+    write_file_atomically(summary, texts.summary_json);
+    write_file_atomically(page, texts.page_html);
     return {gradebook, summary, page};
 }
 
@@ -548,6 +550,42 @@ bool compile_unconfined(const Environment& environment) {
     return environment.confinement.rfind("no confinement", 0) == 0;
 }
 
+namespace {
+
+// Whether a folder holds a submission's files itself: an answers file or a .cu source.
+bool holds_submission_files(const std::filesystem::path& folder) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+        const std::filesystem::file_status status = entry.symlink_status(error);
+        const auto name = entry.path().filename();
+        if (std::filesystem::is_regular_file(status) &&
+            (name == "submission.yaml" || name.extension() == ".cu")) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// A student who zipped the folder rather than its files has them one level down: grade that
+// folder where it is the only one and theirs hold none, as the Gradescope entry script does.
+// Links are never followed.
+std::filesystem::path folder_to_grade(const std::filesystem::path& folder) {
+    if (holds_submission_files(folder)) {
+        return folder;
+    }
+    std::error_code error;
+    std::vector<std::filesystem::path> inner;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+        if (std::filesystem::is_directory(entry.symlink_status(error)) &&
+            holds_submission_files(entry.path())) {
+            inner.push_back(entry.path());
+        }
+    }
+    return inner.size() == 1 ? inner.front() : folder;
+}
+
+}  // namespace
+
 ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
                              const std::set<std::string>& also_reserved) {
     std::error_code error;
@@ -578,7 +616,8 @@ ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
                            : "neither a folder nor a file (a device, a FIFO or a socket)"});
             continue;
         }
-        found.submissions.push_back({name, student_folder_name(name), entry.path()});
+        found.submissions.push_back(
+            {name, student_folder_name(name), folder_to_grade(entry.path())});
     }
     std::sort(found.submissions.begin(), found.submissions.end(),
               [](const BatchSubmission& a, const BatchSubmission& b) {
@@ -707,9 +746,12 @@ ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEn
                                    const std::vector<SkippedEntry>& skipped,
                                    const std::filesystem::path& output_dir,
                                    const std::function<nlohmann::json(const ClassStageResult&)>& run,
-                                   const std::string& finished_at) {
+                                   const std::string& finished_at, bool interrupted,
+                                   const std::vector<std::string>& unfinished) {
     ClassStageResult stage;
-    const ClassReportOptions class_options = batch_class_options(exercise, skipped);
+    ClassReportOptions class_options = batch_class_options(exercise, skipped);
+    class_options.interrupted = interrupted;
+    class_options.unfinished = unfinished;
     flag_and_rewrite(entries, stage, class_options, batch_report_options(exercise), output_dir);
     stage.files =
         write_class_outputs(entries, output_dir, run(stage), finished_at, class_options);
@@ -888,6 +930,11 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         }
     }
 
+    // Folders with no report (in flight when stopped, or never started): every class output
+    // lists them, so a partial class never reads as complete.
+    std::vector<std::string> unfinished = result.abandoned;
+    unfinished.insert(unfinished.end(), result.not_started.begin(), result.not_started.end());
+
     std::exception_ptr fatal;
     {
         std::lock_guard lock(state->mutex);
@@ -920,7 +967,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
                     result.reports_rewritten = so_far.reports_rewritten;
                     return run_info(result, options);
                 },
-                result.finished_at);
+                result.finished_at, result.interrupted, unfinished);
             result.flagged = stage.flagged;
             result.reports_rewritten = stage.reports_rewritten;
             result.class_outputs = stage.files;

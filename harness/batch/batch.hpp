@@ -65,7 +65,8 @@ struct BatchOptions {
 struct BatchSubmission {
     std::string folder_name;          // as found in the class folder (any bytes)
     std::string student;              // the output folder's name and the key in the gradebook
-    std::filesystem::path directory;  // submissions_dir / folder_name
+    std::filesystem::path directory;  // submissions_dir / folder_name, or its one folder that
+                                      // holds the files (zipped one level down)
 };
 
 // Where the batch stands, as handed to every progress call.
@@ -219,7 +220,8 @@ ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEn
                                    const std::vector<SkippedEntry>& skipped,
                                    const std::filesystem::path& output_dir,
                                    const std::function<nlohmann::json(const ClassStageResult&)>& run,
-                                   const std::string& finished_at);
+                                   const std::string& finished_at, bool interrupted = false,
+                                   const std::vector<std::string>& unfinished = {});
 
 // Grades the class and writes every file. The output folder may not be the class folder nor lie
 // inside it (nor inside a submission a symbolic link points to), and is locked for the run's

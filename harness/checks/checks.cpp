@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -75,13 +76,14 @@ void not_run(CheckResult& check, const std::string& reason) {
     check.message = "Not run: " + reason + ".";
 }
 
-// "submission.yaml, line 5, column 60": the file's own name, never the grading machine's path.
+// "submission.yaml:5:60", FILE:LINE:COLUMN as compilers write it (editors and Colab link it):
+// the file's own name, never the grading machine's path.
 std::string where(const SourceLocation& location) {
     std::string text = std::filesystem::path(location.file).filename().string();
     if (location.line > 0) {
-        text += ", line " + std::to_string(location.line);
+        text += ":" + std::to_string(location.line);
         if (location.column > 0) {
-            text += ", column " + std::to_string(location.column);
+            text += ":" + std::to_string(location.column);
         }
     }
     return text;
@@ -192,8 +194,9 @@ private:
             return;
         }
         for (const auto& problem : c.vetting_problems) {
-            check.details.push_back(exercise_.submission_source + ", line " +
-                                    std::to_string(problem.line) + ": " + problem.message);
+            check.details.push_back(
+                where({exercise_.submission_source, problem.line, problem.column}) + ": " +
+                problem.message);
         }
         if (!c.attempted && c.vetting_problems.empty()) {
             check.details.push_back(c.log.empty() ? "the kernel was not compiled" : c.log);
@@ -234,6 +237,20 @@ private:
         if (!c.attempted && c.vetting_problems.empty() && !c.log.empty()) {
             // Nothing reached the compiler: say why first ("probe.cu was not found ...").
             check.message = c.log + ".";
+        } else if (!c.vetting_problems.empty()) {
+            check.message = exercise_.submission_source +
+                            " was refused before compiling: it uses what a submission may not "
+                            "(each use is below, by line).";
+        } else if (c.attempted && !c.ok) {
+            // The first line names the failure: a dropped ';' is a compile error, not an ABI
+            // mismatch, and the fixed ABI's sentence would send the student to the signature.
+            std::string first = check.details.empty() ? std::string("the log is below")
+                                                      : check.details.front();
+            const std::string nvrtc = "NVRTC could not compile " + exercise_.submission_source;
+            if (first.rfind(nvrtc + ": ", 0) == 0) {
+                first = first.substr(nvrtc.size() + 2);
+            }
+            check.message = exercise_.submission_source + " did not compile: " + first;
         }
     }
 
@@ -425,29 +442,54 @@ private:
                 const SubmissionRow* row = submission_.row(subject);
                 const auto ratio = row ? claimed_ratio(*row) : std::nullopt;
                 const auto degree = exercise_.model_degree(subject);
-                if (!ratio || !degree) {
+                if (!degree) {
                     continue;
                 }
                 ++rows;
+                if (!ratio) {  // a missing row is never a plausible one
+                    all_plausible = false;
+                    check.details.push_back(answer_name(subject) +
+                                            ": submission.yaml gives no measured value");
+                    continue;
+                }
                 const double low = std::max(0.0, spec.band_low * *degree - spec.band_slack);
                 const double high = spec.band_high * *degree + spec.band_slack;
                 if (*ratio < low || *ratio > high) {
                     all_plausible = false;
+                    const auto in_band = [&](double r) { return r >= low && r <= high; };
                     check.details.push_back(
                         answer_name(subject) + ": you measured " + ratio_text(exercise_, *ratio) +
                         "; for a " + std::to_string(*degree) + "-way " +
                         (*degree == 1 ? std::string("(conflict-free) access") : "conflict") +
                         " a ratio between " + ratio_text(exercise_, low) + " and " +
-                        ratio_text(exercise_, high) + " is plausible");
+                        ratio_text(exercise_, high) + " is plausible" +
+                        measurement_slip(*ratio, in_band));
+                }
+            }
+        }
+        if (spec.band_high <= 0.0 && exercise_.ratios.as_percent) {
+            // Without a band, a time well under the base's is the slip to name: no kernel here
+            // runs faster than the copy it is compared with.
+            for (const Case& subject : answer_cases()) {
+                const SubmissionRow* row = submission_.row(subject);
+                const auto ratio = row ? claimed_ratio(*row) : std::nullopt;
+                if (ratio && *ratio < 0.9) {
+                    all_plausible = false;
+                    check.details.push_back(
+                        answer_name(subject) + ": you wrote " + ratio_text(exercise_, *ratio) +
+                        measurement_slip(*ratio, [](double r) { return r >= 1.0; }));
                 }
             }
         }
         for (const auto& rule : spec.rules) {
             const RuleOutcome outcome = evaluate_rule(exercise_, rule, claimed);
-            if (!outcome.evaluated) {
+            ++rows;
+            if (!outcome.evaluated) {  // a rule over a missing row does not hold
+                all_plausible = false;
+                check.details.push_back(rule.description + ": " + missing_cases(rule, claimed) +
+                                        " not in submission.yaml");
                 continue;
             }
-            ++rows;
             if (!outcome.passed) {
                 all_plausible = false;
                 check.details.push_back(rule.description + ": " + outcome.detail);
@@ -605,6 +647,53 @@ private:
             }
         }
         return cases;
+    }
+
+    // What a number outside the plausible band most likely is, where one reading puts it back in
+    // the band: "; it looks like ..., write ... instead". Empty where none does.
+    std::string measurement_slip(double ratio, const std::function<bool(double)>& in_band) const {
+        const bool percent = exercise_.ratios.as_percent;
+        const auto shown = [&](double r) { return ratio_text(exercise_, r); };
+        if (percent && ratio < 1.0 && in_band(1.0 / ratio)) {
+            // The lesson's table gives bandwidth as "% of copy" (57.1); the file asks for time.
+            return "; " + format_number(ratio * 100.0, 1) + " looks like the lesson's bandwidth "
+                   "as a percentage of the copy's; the answers file asks for time as a "
+                   "percentage of the copy's time, which is 100 / " +
+                   format_number(ratio * 100.0, 1) + " x 100 = " + shown(1.0 / ratio);
+        }
+        if (!percent && ratio < 1.0 && in_band(1.0 / ratio)) {
+            return "; this looks inverted (stride 1's time divided by this one's): write this "
+                   "stride's time divided by stride 1's, " + shown(1.0 / ratio);
+        }
+        if (!percent && in_band(ratio / 100.0)) {
+            return "; this looks like a percentage: write the ratio, " + shown(ratio / 100.0);
+        }
+        if (percent && in_band(ratio * 100.0)) {
+            return "; this looks like a ratio, not a percentage: write " + shown(ratio * 100.0);
+        }
+        return "; if this is a time in milliseconds, write instead " +
+               exercise_.answers.measured_description;
+    }
+
+    // The cases a rule needs that the lookup lacks: "stride 16", "stride 8 and stride 16".
+    std::string missing_cases(const OrderingRule& rule, const RatioLookup& lookup) const {
+        std::vector<const Case*> needed{&rule.subject};
+        if (rule.kind == OrderingRule::Kind::closer_to) {
+            needed.push_back(&rule.near);
+            needed.push_back(&rule.far);
+        } else if (rule.kind == OrderingRule::Kind::slower_than) {
+            needed.push_back(&rule.than);
+        }
+        std::string names;
+        int missing = 0;
+        for (const Case* c : needed) {
+            if (!lookup(*c)) {
+                names += (names.empty() ? "" : " and ") + answer_name(*c);
+                ++missing;
+            }
+        }
+        return missing == 0 ? std::string("a value it needs is")
+                            : names + (missing > 1 ? " are" : " is");
     }
 
     std::string answer_name(const Case& subject) const {
@@ -884,10 +973,19 @@ RuleOutcome evaluate_rule(const Exercise& exercise, const OrderingRule& rule,
             }
             outcome.evaluated = true;
             outcome.passed = *subject > *than * rule.factor;
-            outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") +
-                             (rule.factor != 1.0 ? format_number(rule.factor, 2) + " times " : "") +
-                             "slower than " + case_text(exercise, rule.than) + " (" + text(*than) +
-                             ")";
+            // The observed factor beside the threshold: "is 1.96 times stride 8 (6.30x); more
+            // than 1.25 times is required", never the threshold read as what was seen.
+            const std::string than_text = case_text(exercise, rule.than) + " (" + text(*than) + ")";
+            const std::string required = format_number(rule.factor, 2) + " times";
+            if (*than > 0.0 && std::isfinite(*subject / *than)) {
+                outcome.detail = subject_text + " is " + format_number(*subject / *than, 2) +
+                                 " times " + than_text + "; " +
+                                 (outcome.passed ? "more than " : "it must be more than ") +
+                                 required + (outcome.passed ? " is required" : "");
+            } else {
+                outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") +
+                                 "more than " + required + " " + than_text;
+            }
             break;
         }
         case OrderingRule::Kind::at_most: {
@@ -900,6 +998,49 @@ RuleOutcome evaluate_rule(const Exercise& exercise, const OrderingRule& rule,
     }
     return outcome;
 }
+
+namespace {
+
+// The exercise's points policy: while the answers file is incomplete, the kernel's checks earn
+// only the exercise's share of their points, so the untouched starter kit (whose kernel is the
+// lesson's) takes neither a pass nor most of the points.
+void apply_points_policy(const Exercise& exercise, Report& report) {
+    const double share = exercise.kernel_points_without_answers;
+    if (share >= 1.0 || report.checks.size() != exercise.checks.size()) {
+        return;  // the report's checks are the exercise's, in its order
+    }
+    CheckResult* answers = nullptr;
+    for (std::size_t i = 0; i < report.checks.size(); ++i) {
+        if (exercise.checks[i].kind == CheckKind::answers_file) {
+            answers = &report.checks[i];
+        }
+    }
+    if (answers == nullptr || answers->status != CheckStatus::failed) {
+        return;
+    }
+    double before = 0.0;
+    double after = 0.0;
+    for (std::size_t i = 0; i < report.checks.size(); ++i) {
+        CheckResult& check = report.checks[i];
+        const CheckKind kind = exercise.checks[i].kind;
+        const bool kernel = kind == CheckKind::compile_abi || kind == CheckKind::output ||
+                            kind == CheckKind::ordering || kind == CheckKind::consistency ||
+                            kind == CheckKind::counted_degree;
+        if (kernel && check.points > 0.0) {
+            before += check.points;
+            check.points *= share;
+            after += check.points;
+        }
+    }
+    if (before > 0.0) {
+        answers->details.push_back(
+            "until " + exercise.submission_answers + " is complete, the kernel's checks earn " +
+            format_number(share * 100.0, 0) + "% of their points: " + format_number(after, 2) +
+            " of " + format_number(before, 2));
+    }
+}
+
+}  // namespace
 
 Report evaluate(const Exercise& exercise, const Submission& submission, const Measurements& m,
                 const std::string& submission_label) {
@@ -987,6 +1128,7 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
                std::make_pair(b.kernel != kStudent, b.stride);
     });
 
+    apply_points_policy(exercise, report);
     for (const auto& check : report.checks) {
         report.score += check.points;
         report.max_score += check.max_points;

@@ -11,8 +11,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <optional>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "batch/batch.hpp"
@@ -25,6 +27,20 @@
 
 namespace grader::cli {
 namespace {
+
+// The exercise an earlier batch wrote its class outputs for in this folder, if one did.
+std::optional<std::string> earlier_exercise(const std::filesystem::path& output) {
+    std::ifstream in(output / "summary.json");
+    if (!in) {
+        return std::nullopt;
+    }
+    const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+    if (!summary.is_object() || !summary.contains("exercise_id") ||
+        !summary["exercise_id"].is_string()) {
+        return std::nullopt;
+    }
+    return summary["exercise_id"].get<std::string>();
+}
 
 struct BatchCommandOptions {
     std::filesystem::path submissions;
@@ -227,6 +243,11 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     }
     const Exercise exercise =
         load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
+    if (const auto earlier = earlier_exercise(options.output); earlier && *earlier != exercise.id) {
+        spdlog::warn("{} holds the class outputs of exercise {}, and this batch grades {}: its "
+                     "reports and gradebook will be mixed with theirs; choose another --output",
+                     output_shown, text::visible_line(*earlier), exercise.id);
+    }
 
     BatchOptions batch;
     batch.submissions_dir = options.submissions;
@@ -280,6 +301,11 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     for (const auto& skipped : result.skipped) {
         spdlog::warn("skipped '{}' in the class folder: {}", text::visible_line(skipped.name),
                      skipped.reason);
+    }
+    if (result.entries.empty() && result.abandoned.empty() && result.not_started.empty()) {
+        spdlog::warn("{} holds no submission folder: the class outputs are empty (a class folder "
+                     "has one sub-folder per student, each with the exercise's files)",
+                     text::visible_line(options.submissions.string()));
     }
 
     const BatchStatus& status = result.status;
@@ -349,8 +375,9 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->required();
     command
         ->add_option("--exercise", options->exercise,
-                     "Exercise folder holding exercise.yaml (default: the bundled Day 15)")
-        ->check(CLI::ExistingDirectory);
+                     "Exercise folder holding exercise.yaml, or a bundled exercise's id such as "
+                     "day15-padding (default: day15-bank-conflicts)")
+        ->transform(exercise_locator());
     command
         ->add_option("-j,--jobs", options->jobs,
                      "Submissions graded at once (default: number of GPUs + 1, at least 2)")
@@ -380,6 +407,9 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command->add_option("--shard", options->shard,
                         "I/N: grade only this task's share of the class (task I of N, counted "
                         "from 0), for a job array; write the manifest `grader merge` reads");
+    command->footer(
+        "Example:\n  grader batch submissions/ -o class-report --exercise day15-padding\n"
+        "writes class-report/<student>/report.*, and the class page and gradebook.");
     command->callback([options, &global, &run] {
         run = [options, &global] { return run_batch_command(*options, global); };
     });

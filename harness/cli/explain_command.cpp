@@ -73,8 +73,11 @@ void add_explain_command(CLI::App& app, const GlobalOptions& global, Runner& run
     command->add_option("SUBMISSION", options->submission, "The submission folder")
         ->required()
         ->check(CLI::ExistingDirectory);
-    command->add_option("--exercise", options->exercise, "Exercise folder")
-        ->check(CLI::ExistingDirectory);
+    command
+        ->add_option("--exercise", options->exercise,
+                     "Exercise folder or bundled id, e.g. day15-padding (default: "
+                     "day15-bank-conflicts)")
+        ->transform(exercise_locator());
     command->add_option("--strides", options->strides, "Strides to run, e.g. 3,8,16,32")
         ->delimiter(',')
         ->capture_default_str();
@@ -82,6 +85,8 @@ void add_explain_command(CLI::App& app, const GlobalOptions& global, Runner& run
                       "Explain the exercise's reference kernel instead of the submission's");
     command->add_flag("--stats", options->stats,
                       "Also print how many instructions were simulated, and how fast");
+    command->footer("Examples:\n  grader explain my-probe --strides 8,16\n"
+                    "  grader explain my-transpose --exercise day15-padding");
     command->callback([options, &run] { run = [options] { return run_explain(*options); }; });
 }
 

@@ -36,6 +36,17 @@ int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
     }
     const Exercise exercise =
         load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
+    if (const auto other = other_exercise_of(options.submission, exercise.submission_source)) {
+        // The folder holds another exercise's kernel file: say which, with the command for it.
+        const std::string folder = text::visible_line(options.submission.string());
+        const bool plain =
+            folder.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789/._-") == std::string::npos;
+        spdlog::warn("{} has no {} but has the files of exercise {}; grade it with:\n  grader "
+                     "grade {} --exercise {}",
+                     folder, exercise.submission_source, *other,
+                     plain ? folder : "'" + folder + "'", *other);
+    }
 
     GradeOptions grade;
     grade.submission_dir = options.submission;
@@ -80,10 +91,12 @@ void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->required()
         ->check(CLI::ExistingDirectory);
     command->add_option("--exercise", options->exercise,
-                        "Exercise folder holding exercise.yaml (default: the bundled Day 15)")
-        ->check(CLI::ExistingDirectory);
+                        "Exercise folder holding exercise.yaml, or a bundled exercise's id such "
+                        "as day15-padding (default: day15-bank-conflicts)")
+        ->transform(exercise_locator());
     command->add_option("--format", options->format,
                         "text, json, markdown, gradescope, prairielearn or junit")
+        ->check(CLI::IsMember({"text", "json", "markdown", "gradescope", "prairielearn", "junit"}))
         ->capture_default_str();
     command->add_option("-o,--output", options->output,
                         "Write the report to FILE (also on compile failure or when ungradable)");
@@ -91,6 +104,8 @@ void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command->add_option("--seed", options->seed,
                         "Seed for the hidden input, the unnamed strides and the timing order "
                         "(default: random; the report records it)");
+    command->footer("Examples:\n  grader grade student/example\n"
+                    "  grader grade my-part2 --exercise day15-padding --format json -o r.json");
     command->add_option("--timeout", options->timeout,
                         "Seconds a kernel stage may run before it is stopped (default: the "
                         "exercise's limit)");

@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/version.hpp"
+#include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
 
 namespace grader::cli {
@@ -20,6 +22,95 @@ std::filesystem::path default_exercise_dir() {
         }
     }
     return std::filesystem::path(kSourceDir) / relative;
+}
+
+std::vector<std::filesystem::path> exercise_roots() {
+    std::vector<std::filesystem::path> roots;
+    std::error_code error;
+    const auto executable_dir = current_executable().parent_path();
+    for (const auto& candidate : {executable_dir.parent_path() / "share/grader/exercises",
+                                  std::filesystem::path(kSourceDir) / "exercises"}) {
+        if (std::filesystem::is_directory(candidate, error)) {
+            roots.push_back(candidate);
+        }
+    }
+    return roots;
+}
+
+std::vector<std::string> bundled_exercise_ids() {
+    std::vector<std::string> ids;
+    std::error_code error;
+    for (const auto& root : exercise_roots()) {
+        for (const auto& entry : std::filesystem::directory_iterator(root, error)) {
+            if (std::filesystem::exists(entry.path() / "exercise.yaml", error)) {
+                ids.push_back(entry.path().filename().string());
+            }
+        }
+    }
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+}
+
+std::optional<std::filesystem::path> find_exercise(const std::string& given) {
+    std::error_code error;
+    if (given.empty()) {
+        return std::nullopt;
+    }
+    if (std::filesystem::is_directory(given, error)) {
+        return std::filesystem::path(given);
+    }
+    const bool bare_id = given.find('/') == std::string::npos && given != "." && given != "..";
+    if (!bare_id) {
+        return std::nullopt;
+    }
+    for (const auto& root : exercise_roots()) {
+        if (std::filesystem::exists(root / given / "exercise.yaml", error)) {
+            return root / given;
+        }
+    }
+    return std::nullopt;
+}
+
+CLI::Validator exercise_locator() {
+    return CLI::Validator(
+        [](std::string& value) -> std::string {
+            if (const auto found = find_exercise(value)) {
+                value = found->string();
+                return {};
+            }
+            std::string ids;
+            for (const auto& id : bundled_exercise_ids()) {
+                ids += (ids.empty() ? "" : ", ") + id;
+            }
+            return "no exercise folder or bundled exercise named '" + value +
+                   "'; the bundled exercises are: " + (ids.empty() ? "(none found)" : ids);
+        },
+        "FOLDER or ID");
+}
+
+std::optional<std::string> other_exercise_of(const std::filesystem::path& submission,
+                                             const std::string& this_exercise_source) {
+    std::error_code error;
+    if (std::filesystem::exists(submission / this_exercise_source, error)) {
+        return std::nullopt;
+    }
+    for (const auto& id : bundled_exercise_ids()) {
+        const auto folder = find_exercise(id);
+        if (!folder) {
+            continue;
+        }
+        try {
+            const Exercise other = load_exercise(*folder);
+            if (other.submission_source != this_exercise_source &&
+                std::filesystem::exists(submission / other.submission_source, error)) {
+                return id;
+            }
+        } catch (const std::exception&) {
+            // A broken bundled exercise names nothing; grading the chosen one still reports.
+        }
+    }
+    return std::nullopt;
 }
 
 bool use_color(int fd) {

@@ -1,13 +1,37 @@
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace grader::cli {
 
 // The bundled exercise: beside the installed binary (share/grader/exercises/...), else in the
 // source tree the binary was built from.
 std::filesystem::path default_exercise_dir();
+
+// The folders holding the bundled exercises, each named by its id: share/grader/exercises beside
+// the installed binary, then the source tree's exercises/. Only those that exist.
+std::vector<std::filesystem::path> exercise_roots();
+
+// The ids of the bundled exercises (their folder names), sorted, without repeats.
+std::vector<std::string> bundled_exercise_ids();
+
+// For --exercise: an existing folder is taken as it is; a bare id ("day15-padding") is looked up
+// among the bundled exercises, wherever the grader is installed. Returns the folder, or nullopt.
+std::optional<std::filesystem::path> find_exercise(const std::string& given);
+
+// A CLI11 validator for --exercise: rewrites an id to its folder, and refuses anything else with
+// the ids there are.
+CLI::Validator exercise_locator();
+
+// Where a submission folder holds not this exercise's kernel file but another bundled exercise's
+// (Part 1's probe.cu graded as Part 2, or the reverse): that exercise's id. The caller names it
+// with the exact command.
+std::optional<std::string> other_exercise_of(const std::filesystem::path& submission,
+                                             const std::string& this_exercise_source);
 
 // Whether to colour text for this stream: a terminal, and NO_COLOR unset (no-color.org).
 bool use_color(int fd);

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/suggestions.hpp"
 #include "common/version.hpp"
 #include "exercise/exercise.hpp"
 #include "text/text_safety.hpp"
@@ -17,7 +18,14 @@ int main(int argc, char** argv) {
     // A report piped into `head` must not kill the grader halfway through writing files.
     std::signal(SIGPIPE, SIG_IGN);
 
-    CLI::App app{"Grades the Day 15 bank-conflict exercise (and exercises like it) on a GPU."};
+    // Named here, so usage lines say "grader", never the path the binary was run from.
+    CLI::App app{"Grades the Day 15 bank-conflict exercise (and exercises like it) on a GPU.",
+                 "grader"};
+    app.footer("Examples:\n"
+               "  grader grade student/example\n"
+               "  grader grade my-part2 --exercise day15-padding\n"
+               "  grader batch submissions/ -o class-report\n"
+               "Each subcommand's --help lists its options and their defaults.");
     app.set_version_flag("--version", std::string("grader ") + grader::kGraderVersion);
     app.require_subcommand(1);
     app.fallthrough();  // -v and -q also after the subcommand: grader grade DIR -q
@@ -45,6 +53,11 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         app.exit(e);
+        const std::string hint =
+            grader::cli::suggestion_for(app, std::vector<std::string>(argv + 1, argv + argc));
+        if (!hint.empty()) {
+            std::cerr << grader::text::visible_line(hint) << "\n";
+        }
         return kExitUsage;
     }
 

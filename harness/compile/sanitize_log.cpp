@@ -191,7 +191,8 @@ bool is_caret_line(const std::string& line) {
            line.find_first_not_of(" \t", caret + 1) == std::string::npos;
 }
 
-// "file(12): error: ..." / "file(3): warning #177-D: ..." / "file(1): catastrophic error: ...":
+// NVRTC's form: "file(12): error: ..." / "file(3): warning #177-D: ..." /
+// "file(1): catastrophic error: ...", written back as "file:12:COLUMN: error: ...":
 // the file (its first character neither a blank nor "(") and the line number, found at the
 // line's first "(".
 bool diagnostic_location(const std::string& line, std::string& file, std::string& number) {
@@ -236,6 +237,9 @@ std::string sanitize_log(std::string_view log, const std::vector<LoggedFile>& fi
     // text: they come back verbatim.
     std::optional<std::string_view> quoted_source;
     bool caret_may_follow = false;
+    // Where in `result` the last kept diagnostic's "file:line" ends: its caret line adds the
+    // column, so every location reads FILE:LINE:COLUMN: as editors and Colab link it.
+    std::optional<std::size_t> column_at;
     for (const std::string& line : lines) {
         std::string file;
         std::string line_number;
@@ -247,8 +251,16 @@ std::string sanitize_log(std::string_view log, const std::vector<LoggedFile>& fi
                                 ? sanitizer.line_of(file, std::stoi(line_number))
                                 : std::nullopt;
             caret_may_follow = false;
+            column_at.reset();
             if (allowed) {
-                result += sanitizer.shorten_paths(line, false) + "\n";
+                // NVRTC's "probe.cu(14): error" becomes "probe.cu:14: error".
+                std::string shown = sanitizer.shorten_paths(line, false);
+                const std::string nvrtc_form = "(" + line_number + "): ";
+                if (const std::size_t at = shown.find(nvrtc_form); at != std::string::npos) {
+                    shown.replace(at, nvrtc_form.size(), ":" + line_number + ": ");
+                    column_at = result.size() + at + 1 + line_number.size();
+                }
+                result += shown + "\n";
             }
             continue;
         }
@@ -257,7 +269,14 @@ std::string sanitize_log(std::string_view log, const std::vector<LoggedFile>& fi
                 const bool own_line = quoted_source && line.size() == quoted_source->size() + 2 &&
                                       line.compare(0, 2, "  ") == 0 &&
                                       line.compare(2, line.npos, *quoted_source) == 0;
-                const bool verbatim = own_line || (caret_may_follow && is_caret_line(line));
+                const bool caret = caret_may_follow && is_caret_line(line);
+                if (caret && column_at) {
+                    // The caret sits under the quoted line, both indented by two spaces.
+                    const std::size_t column = line.find('^') - 1;
+                    result.insert(*column_at, ":" + std::to_string(column));
+                    column_at.reset();
+                }
+                const bool verbatim = own_line || caret;
                 result += verbatim ? line + "\n" : sanitizer.shorten_paths(line, true) + "\n";
                 caret_may_follow = own_line;
                 quoted_source.reset();

@@ -86,8 +86,10 @@ public:
         }
         const auto value = node.IsScalar() ? parse_integer(node.Scalar()) : std::nullopt;
         if (!value || *value <= 0 || *value > std::numeric_limits<int>::max()) {
+            const auto fraction = node.IsScalar() ? parse_number(node.Scalar()) : std::nullopt;
             problem(node.Mark(), field,
-                    "expected " + what_it_is + " (a positive whole number), got " + describe(node));
+                    "expected " + what_it_is + " (a positive whole number), got " + describe(node) +
+                        (fraction ? ": it must be a whole number, with no fraction" : ""));
             return std::nullopt;
         }
         return static_cast<int>(*value);
@@ -108,7 +110,8 @@ public:
         const auto value = node.IsScalar() ? parse_number(node.Scalar()) : std::nullopt;
         if (!value || *value <= 0.0) {
             problem(node.Mark(), field,
-                    "expected " + what_it_is + " (a number greater than 0), got " + describe(node));
+                    "expected " + what_it_is + " (a number greater than 0), got " + describe(node) +
+                        (node.IsScalar() ? number_slip(node.Scalar()) : std::string()));
             return std::nullopt;
         }
         return value;
@@ -116,6 +119,27 @@ public:
 
     SourceLocation location(const YAML::Node& node) const {
         return location_of(shown_path_, node.Mark());
+    }
+
+    // What a number that did not parse most likely is: "; write 7.91, with a decimal point".
+    static std::string number_slip(const std::string& scalar) {
+        std::string text = trim(scalar);
+        if (const auto comma = text.find(','); comma != std::string::npos) {
+            std::string dotted = text;
+            dotted[comma] = '.';
+            if (parse_number(dotted)) {
+                return ": a decimal comma; write " + dotted + ", with a decimal point";
+            }
+        }
+        for (const std::string unit : {"%", "ms", "us", "s"}) {
+            if (text.size() > unit.size() &&
+                text.compare(text.size() - unit.size(), unit.size(), unit) == 0 &&
+                parse_number(trim(text.substr(0, text.size() - unit.size())))) {
+                return unit == "%" ? ": write the number without the '%' sign"
+                                   : ": a time; write the ratio asked for, a plain number";
+            }
+        }
+        return {};
     }
 
 private:
@@ -171,7 +195,27 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
             reader.problem(row.Mark(), field, "expected " + example + ", got " + describe(row));
             continue;
         }
-        reader.keys(row, field, {answers.key_field, answers.predicted_field, answers.measured_field});
+        std::vector<std::string> row_keys = {answers.key_field, answers.predicted_field,
+                                             answers.measured_field};
+        // In a flow map "{ ..., measured_ratio: 7,91 }" YAML reads 7 as the value and 91 as a
+        // key of its own: name the decimal comma, not an unknown key '91'.
+        std::string previous_key;
+        std::string previous_value;
+        for (const auto& entry : row) {
+            const std::string name = entry.first.IsScalar() ? entry.first.Scalar() : "";
+            const bool digits_only =
+                !name.empty() &&
+                std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+            if (digits_only && is_blank(entry.second) && parse_integer(previous_value)) {
+                reader.problem(entry.first.Mark(), field + "." + previous_key,
+                               previous_value + "," + name + " has a decimal comma; write " +
+                                   previous_value + "." + name + ", with a decimal point");
+                row_keys.push_back(name);
+            }
+            previous_key = name;
+            previous_value = entry.second.IsScalar() ? entry.second.Scalar() : "";
+        }
+        reader.keys(row, field, row_keys);
         std::optional<std::string> key;
         if (by_stride) {
             if (const auto stride = reader.positive_int(row, field, "stride", "the stride of this row")) {

@@ -331,6 +331,10 @@ struct Exercise {
     std::string example_student_id;
     // `platforms.prairielearn`: how PrairieLearn's results file treats an ungradable submission.
     PrairieLearnPolicy prairielearn;
+    // `scoring.kernel_points_without_answers`: the share of their points the kernel's checks
+    // (compile, outputs, timings, counted degree) earn while the answers file is incomplete. The
+    // starter kit's kernel is the lesson's own, so at 1 an untouched kit would take most points.
+    double kernel_points_without_answers = 0.5;
 };
 
 // Reads DIR/exercise.yaml. Throws ExerciseError naming file, line, column and field.

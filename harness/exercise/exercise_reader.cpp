@@ -1167,7 +1167,8 @@ Exercise load_exercise(const fs::path& directory) {
                       {"schema_version", "id", "title", "banks", "submission", "kernel",
                        "references", "shared_poison", "compile", "launch", "buffers", "inputs",
                        "strides", "ratios", "calibration", "simulator", "timing", "limits",
-                       "answers", "sentence_prompt", "checks", "starter_example", "platforms"});
+                       "answers", "sentence_prompt", "checks", "starter_example", "platforms",
+                       "scoring"});
 
     const YAML::Node version = reader.required(root, "", "schema_version");
     exercise.schema_version = reader.positive_int(version, "schema_version");
@@ -1260,6 +1261,18 @@ Exercise load_exercise(const fs::path& directory) {
     }
     if (const YAML::Node platforms = find_value(root, "platforms"); platforms.IsDefined()) {
         read_platforms(reader, platforms, exercise.prairielearn);
+    }
+    if (const YAML::Node scoring = find_value(root, "scoring"); scoring.IsDefined()) {
+        reader.expect_map(scoring, "scoring", {"kernel_points_without_answers"});
+        if (const YAML::Node share = find_value(scoring, "kernel_points_without_answers");
+            share.IsDefined()) {
+            const std::string field = "scoring.kernel_points_without_answers";
+            exercise.kernel_points_without_answers = reader.number(share, field, true);
+            if (exercise.kernel_points_without_answers > 1.0) {
+                reader.fail(share.Mark(), field,
+                            "expected a share from 0 to 1, got " + describe(share));
+            }
+        }
     }
     if (const YAML::Node example = find_value(root, "starter_example"); example.IsDefined()) {
         read_starter_example(reader, example, exercise);

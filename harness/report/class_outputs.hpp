@@ -45,6 +45,10 @@ struct ClassReportOptions {
     std::string example_sentence;
     std::string example_student_id;
     std::vector<SkippedEntry> skipped;  // listed on the page and in the summary
+    // The run stopped before every submission had a report (Ctrl-C, a signal): every output says
+    // so, and lists these folders, so a partial class never reads as complete.
+    bool interrupted = false;
+    std::vector<std::string> unfinished;  // folders with no report: in flight or not started
 };
 
 // Figures over the whole class, shared by the JSON summary and the HTML page.
@@ -97,7 +101,9 @@ struct SubmissionFlags {
     std::vector<std::string> same_id_as;        // other folders whose id is the same
     bool no_sentence = false;                   // the sentence review item failed: none was given
     bool sentence_same_as_example = false;      // case, spacing and punctuation aside
-    std::vector<std::string> same_sentence_as;  // other folders with the same sentence
+    std::vector<std::string> same_sentence_as;  // other folders in the same sentence cluster
+    std::size_t sentence_cluster = 0;            // 1-based number of that cluster; 0: none
+    bool sentence_cluster_identical = true;      // false: near-identical, not word for word
 
     bool any() const {
         return no_id || example_id || !same_id_as.empty() || no_sentence ||
@@ -106,6 +112,19 @@ struct SubmissionFlags {
     // One line each, e.g. "same student id as bob", "sentence same as the starter kit's example".
     std::vector<std::string> lines() const;
 };
+
+// Sentences that are the same, or nearly (a word changed, a typo), grouped: an instructor reads
+// one sentence per cluster with its members, not every pair.
+struct SentenceCluster {
+    std::size_t number = 0;            // 1-based, largest cluster first
+    std::string sentence;              // the first member's sentence, as typed (raw)
+    std::vector<std::string> folders;  // its members, sorted
+    bool identical = true;             // every member's sentence compares equal
+};
+
+// The clusters of two members or more. Identical: equal text::comparison_key; near-identical:
+// character trigrams of that key overlapping by 85% or more (Jaccard), linked transitively.
+std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& entries);
 
 // The flags of every submission that has one, by folder. Student ids compare without case and
 // surrounding spaces; sentences compare by text::comparison_key.
@@ -149,6 +168,34 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries);
 // One line per submission: why it got its verdict (the interruption where grading stopped,
 // else the report's summary). Raw text: each writer makes it safe for its format.
 std::string class_reason(const Report& report);
+
+// Everything the class outputs show, computed once from the reports; each writer reads it.
+struct ClassData {
+    std::vector<const ClassEntry*> sorted;  // by folder; points into the entries it was made from
+    ClassSummary summary;
+    std::map<std::string, SubmissionFlags> flags;
+    std::vector<SentenceCluster> clusters;
+};
+
+ClassData compute_class_data(const std::vector<ClassEntry>& entries,
+                             const ClassReportOptions& options);
+
+// The three class outputs, from one ClassData: what a batch (or a merge of shards) writes.
+struct ClassOutputTexts {
+    std::string gradebook_csv;
+    std::string summary_json;
+    std::string page_html;
+};
+
+ClassOutputTexts write_class_outputs_text(const std::vector<ClassEntry>& entries,
+                                          const nlohmann::json& run_info,
+                                          const ClassReportOptions& options);
+
+// Each writer, over a ClassData computed once; the forms below taking entries compute it.
+std::string write_gradebook_csv(const ClassData& data, const ClassReportOptions& options);
+std::string write_class_summary_json(const ClassData& data, const nlohmann::json& run_info,
+                                     const ClassReportOptions& options);
+std::string write_class_report_html(const ClassData& data, const ClassReportOptions& options);
 
 // RFC 4180 CSV with CRLF line ends, one row per entry sorted by folder: the folder (the key), the
 // id the student typed, score, max_score, verdict, where the numbers come from, points per check

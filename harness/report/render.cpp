@@ -43,7 +43,8 @@ std::string significant(double value, int digits) {
 }
 
 std::string range_text(const ReportRow& row) {
-    if (!row.ratio_min || !row.ratio_max) {
+    // A modeled cost has no spread: one number twice would read as a measurement that agreed.
+    if (!row.ratio_min || !row.ratio_max || *row.ratio_min == *row.ratio_max) {
         return kMissing;
     }
     return fixed(*row.ratio_min, 2) + "–" + fixed(*row.ratio_max, 2);
@@ -193,10 +194,14 @@ std::string percent_or_ratio(const Report& report, const std::optional<double>& 
 Table student_sweep_table(const Report& report, bool verbose) {
     Table table;
     table.title = "Your kernel (" + ratio_explanation(report) + ")";
-    table.columns = {{"stride", ""},         {"degree", "(model)"},
-                     {"your", "prediction"}, {"your ratio", "(your GPU)"},
-                     {"measured", "ratio"},  {"min–max", ""},
-                     {"reference", "ratio"}};
+    const bool simulated = is_simulated(report);
+    table.columns = {{"stride", ""},
+                     {"degree", "(model)"},
+                     {"your", "prediction"},
+                     {"your ratio", "(your GPU)"},
+                     {simulated ? "modeled" : "measured", "ratio"},
+                     {"min–max", ""},
+                     {"reference", simulated ? "(modeled)" : "ratio"}};
     add_timing_columns(report, verbose, table.columns);
     bool any_unnamed = false;
     for (const ReportRow* row : rows_of(report, "student")) {
@@ -227,8 +232,10 @@ Table harness_sweep_table(const Report& report, const std::string& kernel, bool 
     table.title = label.empty() ? "Reference kernel" : label;
     table.title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(table.title[0])));
     table.title += ", same compiler and options";
-    table.columns = {
-        {"stride", ""}, {"degree", "(model)"}, {"ratio", "vs stride 1"}, {"min–max", ""}};
+    table.columns = {{"stride", ""},
+                     {"degree", "(model)"},
+                     {is_simulated(report) ? "modeled ratio" : "ratio", "vs stride 1"},
+                     {"min–max", ""}};
     add_timing_columns(report, verbose, table.columns);
     for (const ReportRow* row : rows) {
         std::vector<Cell> cells;

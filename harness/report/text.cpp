@@ -251,6 +251,27 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
     if (report.interruption) {
         render_interruption(*report.interruption, painter, out);
     }
+    if (!options.verbose) {
+        // One footer line, so a grade can be repeated and its machine named; -v gives the rest.
+        const Environment& env = report.environment;
+        std::string machine = text::visible_line(env.backend.empty() ? "no backend" : env.backend);
+        if (!env.device_name.empty()) {
+            machine += " on " + text::visible_line(env.device_name);
+        }
+        if (!env.nvrtc_version.empty()) {
+            machine += ", NVRTC " + text::visible_line(env.nvrtc_version);
+        }
+        if (!env.grader_version.empty()) {
+            machine += ", grader " + text::visible_line(env.grader_version);
+        }
+        out += "
+" + painter.tone("seed " + std::to_string(report.seed) + " (--seed " +
+                                       std::to_string(report.seed) + " repeats this grade), " +
+                                       machine,
+                                   Tone::muted) +
+               "
+";
+    }
     return out;
 }
 

@@ -1,603 +1,28 @@
-#include "report/class_outputs.hpp"
+// The class page: one self-contained HTML file (inline CSS and SVG, no script).
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
+#include "report/class/class_detail.hpp"
+#include "report/class/markup.hpp"
+#include "report/class_outputs.hpp"
+#include "report/class_page_css.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
-namespace {
 
-// Folders decide the order everywhere, so two runs over the same class give the same files.
-std::vector<const ClassEntry*> sorted_by_folder(const std::vector<ClassEntry>& entries) {
-    std::vector<const ClassEntry*> sorted;
-    sorted.reserve(entries.size());
-    for (const ClassEntry& entry : entries) {
-        sorted.push_back(&entry);
-    }
-    std::stable_sort(sorted.begin(), sorted.end(), [](const ClassEntry* a, const ClassEntry* b) {
-        if (a->student_folder != b->student_folder) {
-            return a->student_folder < b->student_folder;
-        }
-        return a->report.student_id < b->report.student_id;
-    });
-    return sorted;
-}
-
-double median_of(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const std::size_t middle = values.size() / 2;
-    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
-}
-
-bool plottable(double ratio) {
-    return std::isfinite(ratio) && ratio > 0.0;
-}
-
-bool timed_on_gpu(const Report& report) {
-    return report.environment.backend == "cuda" && report.environment.gpu_available;
-}
-
-bool modeled(const Report& report) {
-    return report.environment.backend == "sim";
-}
-
-// The check columns: every check id in the order of the first report that has it.
-std::vector<CheckSummary> check_columns(const std::vector<const ClassEntry*>& sorted) {
-    std::vector<CheckSummary> columns;
-    for (const ClassEntry* entry : sorted) {
-        for (const CheckResult& check : entry->report.checks) {
-            const bool known =
-                std::any_of(columns.begin(), columns.end(),
-                            [&](const CheckSummary& column) { return column.id == check.id; });
-            if (!known) {
-                CheckSummary column;
-                column.id = check.id;
-                column.title = check.title;
-                column.max_points = check.max_points;
-                columns.push_back(column);
-            }
-        }
-    }
-    return columns;
-}
-
-// The stages that come before the student's kernel runs: a failure there is the root cause of
-// whatever follows, even where a later check still ran.
-bool before_the_kernel_runs(const CheckResult& check) {
-    return check.kind == "answers_file" || check.kind == "compile_abi";
-}
-
-struct RootCause {
-    std::string key;
-    std::string reason;
-};
-
-std::string check_reason(const CheckResult& check) {
-    return "Failed: " + (check.title.empty() ? check.id : check.title);
-}
-
-std::string stop_reason(const Interruption& stop) {
-    return "The kernel stopped: " + std::string(to_string(stop.kind)) +
-           (stop.stage.empty() ? "" : " at " + stop.stage);
-}
-
-// The first stage that failed, or nullopt where nothing did (a pass with full marks) or the grade
-// does not count (ungradable: listed apart).
-std::optional<RootCause> root_cause(const Report& report) {
-    if (report.verdict == Verdict::ungradable) {
-        return std::nullopt;
-    }
-    const std::optional<Interruption>& stop = report.interruption;
-    const bool kernel_stopped = stop && stop->students_fault;
-    for (const CheckResult& check : report.checks) {
-        if (check.review || check.status != CheckStatus::failed) {
-            continue;
-        }
-        if (kernel_stopped && !before_the_kernel_runs(check)) {
-            break;  // the stop explains the checks after it
-        }
-        return RootCause{"check:" + check.id, check_reason(check)};
-    }
-    if (kernel_stopped) {
-        return RootCause{"interruption:" + std::string(to_string(stop->kind)), stop_reason(*stop)};
-    }
-    if (report.verdict == Verdict::fail) {
-        return RootCause{"summary:" + report.summary,
-                         report.summary.empty() ? "No reason given" : report.summary};
-    }
-    return std::nullopt;
-}
-
-// Ids compare as people mean them: the same letters, whatever the case, the surrounding spaces,
-// invisible characters or look-alike letters (text::id_key, UTS #39).
-std::string id_key(const std::string& id) { return text::id_key(id); }
-
-const CheckResult* find_check(const Report& report, const std::string& id) {
-    const auto found = std::find_if(report.checks.begin(), report.checks.end(),
-                                    [&](const CheckResult& check) { return check.id == id; });
-    return found == report.checks.end() ? nullptr : &*found;
-}
-
-const CheckResult* find_kind(const Report& report, std::string_view kind) {
-    const auto found = std::find_if(report.checks.begin(), report.checks.end(),
-                                    [&](const CheckResult& check) { return check.kind == kind; });
-    return found == report.checks.end() ? nullptr : &*found;
-}
-
-}  // namespace
-
-std::vector<std::string> SubmissionFlags::lines() const {
-    std::vector<std::string> out;
-    if (no_id) {
-        out.push_back("no student id");
-    }
-    if (example_id) {
-        out.push_back("the starter kit's student id");
-    }
-    if (!same_id_as.empty()) {
-        std::string line = "same student id as ";
-        for (std::size_t i = 0; i < same_id_as.size(); ++i) {
-            line += (i > 0 ? ", " : "") + same_id_as[i];
-        }
-        out.push_back(line);
-    }
-    if (no_sentence) {
-        out.push_back("no sentence");
-    }
-    if (sentence_same_as_example) {
-        out.push_back("sentence same as the starter kit's example");
-    }
-    if (!same_sentence_as.empty()) {
-        std::string line = "sentence same as ";
-        for (std::size_t i = 0; i < same_sentence_as.size(); ++i) {
-            line += (i > 0 ? ", " : "") + same_sentence_as[i];
-        }
-        out.push_back(line);
-    }
-    return out;
-}
-
-std::map<std::string, SubmissionFlags> flag_submissions(const std::vector<ClassEntry>& entries,
-                                                        const ClassReportOptions& options) {
-    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
-    std::map<std::string, std::vector<std::string>> by_id;
-    std::map<std::string, std::vector<std::string>> by_sentence;
-    const std::string example_id = id_key(options.example_student_id);
-    const std::string example_sentence = text::comparison_key(options.example_sentence);
-    std::map<std::string, SubmissionFlags> flags;
-    for (const ClassEntry* entry : sorted) {
-        const Report& report = entry->report;
-        SubmissionFlags& mine = flags[entry->student_folder];
-        const std::string id = id_key(report.student_id);
-        // A grade the harness could not finish never read the answers file: its missing id is
-        // the harness's failure, said in its report, not the student's.
-        const bool harness_failed = report.interruption && !report.interruption->students_fault;
-        if (id.empty()) {
-            mine.no_id = !harness_failed;
-        } else {
-            mine.example_id = !example_id.empty() && id == example_id;
-            by_id[id].push_back(entry->student_folder);
-        }
-        const std::string sentence = text::comparison_key(report.sentence);
-        const CheckResult* review = find_kind(report, "sentence");
-        // An answers file that could not be read has no sentence either; its own check says so.
-        mine.no_sentence =
-            review != nullptr ? review->status == CheckStatus::failed : sentence.empty();
-        if (!sentence.empty()) {
-            mine.sentence_same_as_example =
-                !example_sentence.empty() && sentence == example_sentence;
-            by_sentence[sentence].push_back(entry->student_folder);
-        }
-    }
-    const auto others = [](const std::vector<std::string>& group, const std::string& me) {
-        std::vector<std::string> rest;
-        for (const auto& folder : group) {
-            if (folder != me) {
-                rest.push_back(folder);
-            }
-        }
-        return rest;
-    };
-    for (const auto& [id, group] : by_id) {
-        if (group.size() > 1) {
-            for (const auto& folder : group) {
-                flags[folder].same_id_as = others(group, folder);
-            }
-        }
-    }
-    for (const auto& [sentence, group] : by_sentence) {
-        if (group.size() > 1) {
-            for (const auto& folder : group) {
-                flags[folder].same_sentence_as = others(group, folder);
-            }
-        }
-    }
-    for (auto it = flags.begin(); it != flags.end();) {
-        it = it->second.any() ? std::next(it) : flags.erase(it);
-    }
-    return flags;
-}
-
-SentenceReview sentence_review_of(const SubmissionFlags& flags) {
-    SentenceReview review;
-    review.same_as_example = flags.sentence_same_as_example;
-    review.same_as_others = flags.same_sentence_as.size();
-    return review;
-}
-
-std::string numbers_source(const Report& report) {
-    if (modeled(report)) {
-        return "modeled on the PTX simulator";
-    }
-    if (timed_on_gpu(report)) {
-        const std::string& device = report.environment.device_name;
-        return "timed on " + (device.empty() ? std::string("an unnamed GPU") : device);
-    }
-    if (report.environment.backend == "cuda") {
-        return "not measured: no GPU";
-    }
-    return "not measured: grading stopped first";
-}
-
-// Why a row reads as it does: a stop where it decided the grade (the student's kernel stopped, or
-// the grade could not count), else the report's own summary, which leads with the first failure.
-// A failed compile on a machine without a GPU is a failed compile, not "no_gpu".
-std::string class_reason(const Report& report) {
-    if (report.interruption &&
-        (report.verdict == Verdict::ungradable || report.interruption->students_fault)) {
-        const Interruption& stop = *report.interruption;
-        std::string reason(to_string(stop.kind));
-        if (!stop.stage.empty()) {
-            reason += " at " + stop.stage;
-        }
-        if (!stop.message.empty()) {
-            reason += ": " + stop.message;
-        }
-        return reason;
-    }
-    return report.summary;
-}
-
-ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
-    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
-    ClassSummary summary;
-    summary.submissions = sorted.size();
-    summary.checks = check_columns(sorted);
-
-    std::map<std::string, FailureReason> reasons;
-    // Columns: (stride, "") in a sweep; (0, label) per kernel where the exercise has none.
-    using Column = std::pair<int, std::string>;
-    std::map<Column, std::vector<double>> student_ratios;
-    std::map<Column, std::vector<double>> reference_ratios;
-    std::map<Column, unsigned> kernel_degrees;
-    std::vector<Column> kernel_order;  // first seen, for an exercise without a sweep
-    std::set<std::string> devices;
-
-    for (const ClassEntry* entry : sorted) {
-        const Report& report = entry->report;
-        switch (report.verdict) {
-            case Verdict::pass:
-                ++summary.passed;
-                break;
-            case Verdict::fail:
-                ++summary.failed;
-                break;
-            case Verdict::ungradable:
-                ++summary.ungradable;
-                summary.not_graded.push_back({entry->student_folder, class_reason(report)});
-                break;
-        }
-        summary.max_score = std::max(summary.max_score, report.max_score);
-        if (report.verdict != Verdict::ungradable) {
-            summary.graded_scores.push_back(report.score);
-        }
-        if (summary.exercise_id.empty()) {
-            summary.exercise_id = report.exercise_id;
-        }
-        if (summary.exercise_title.empty()) {
-            summary.exercise_title = report.exercise_title;
-            summary.banks = report.banks;
-        }
-        if (timed_on_gpu(report)) {
-            ++summary.timed;
-            if (!report.environment.device_name.empty()) {
-                devices.insert(report.environment.device_name);
-            }
-        } else if (modeled(report)) {
-            ++summary.modeled;
-        }
-
-        for (const CheckResult& check : report.checks) {
-            for (CheckSummary& column : summary.checks) {
-                if (column.id == check.id) {
-                    ++column.reported;
-                    column.passed += check.status == CheckStatus::passed ? 1 : 0;
-                    column.failed += check.status == CheckStatus::failed ? 1 : 0;
-                    column.not_run += check.status == CheckStatus::not_run ? 1 : 0;
-                }
-            }
-        }
-        if (const auto cause = root_cause(report)) {
-            FailureReason& reason = reasons[cause->key];
-            reason.key = cause->key;
-            reason.reason = cause->reason;
-            reason.folders.push_back(entry->student_folder);  // entries arrive sorted
-        }
-
-        if (summary.ratio_base.empty() && !report.ratio_base.empty()) {
-            summary.ratio_base = report.ratio_base;
-        }
-        const bool sweep = std::any_of(report.rows.begin(), report.rows.end(),
-                                       [](const ReportRow& row) { return row.stride > 0; });
-        if (!sweep && !report.rows.empty()) {
-            // Each kernel is a column of its own: the student's, and each of the exercise's at
-            // its median over the grades.
-            summary.sweep = false;
-            for (const ReportRow& row : report.rows) {
-                const Column column{0, row.label.empty() ? row.kernel : row.label};
-                if (kernel_degrees.emplace(column, row.degree).second) {
-                    kernel_order.push_back(column);
-                }
-                if (!row.ratio || !plottable(*row.ratio)) {
-                    continue;
-                }
-                (row.kernel == kStudentKernel ? student_ratios : reference_ratios)[column]
-                    .push_back(*row.ratio);
-            }
-            continue;
-        }
-        // The reference kernel is timed in every grade; where a grade has no reference row at a
-        // stride, the student row carries the reference's ratio it was compared with.
-        std::map<int, double> reference_here;
-        for (const ReportRow& row : report.rows) {
-            if (row.kernel == report.reference_kernel && row.ratio && plottable(*row.ratio)) {
-                reference_here[row.stride] = *row.ratio;
-            }
-        }
-        for (const ReportRow& row : report.rows) {
-            if (row.kernel != kStudentKernel) {
-                continue;
-            }
-            if (row.ratio && plottable(*row.ratio)) {
-                student_ratios[{row.stride, ""}].push_back(*row.ratio);
-            }
-            if (row.reference_ratio && plottable(*row.reference_ratio)) {
-                reference_here.emplace(row.stride, *row.reference_ratio);
-            }
-        }
-        for (const auto& [stride, ratio] : reference_here) {
-            reference_ratios[{stride, ""}].push_back(ratio);
-        }
-    }
-
-    if (!summary.graded_scores.empty()) {
-        double total = 0.0;
-        for (double score : summary.graded_scores) {
-            total += score;
-        }
-        summary.mean_score = total / static_cast<double>(summary.graded_scores.size());
-        summary.median_score = median_of(summary.graded_scores);
-    }
-
-    for (auto& [key, reason] : reasons) {
-        summary.failure_reasons.push_back(std::move(reason));
-    }
-    std::stable_sort(summary.failure_reasons.begin(), summary.failure_reasons.end(),
-                     [](const FailureReason& a, const FailureReason& b) {
-                         if (a.folders.size() != b.folders.size()) {
-                             return a.folders.size() > b.folders.size();
-                         }
-                         return a.reason < b.reason;
-                     });
-
-    std::vector<Column> columns;
-    if (summary.sweep) {
-        std::set<Column> strides;
-        for (const auto& [column, ratios] : student_ratios) {
-            strides.insert(column);
-        }
-        for (const auto& [column, ratios] : reference_ratios) {
-            strides.insert(column);
-        }
-        columns.assign(strides.begin(), strides.end());
-    } else {
-        columns = kernel_order;
-    }
-    for (const Column& column : columns) {
-        StrideSummary row;
-        row.stride = column.first;
-        row.label = column.second;
-        row.degree =
-            summary.sweep ? conflict_degree(column.first, summary.banks) : kernel_degrees[column];
-        const auto students = student_ratios.find(column);
-        if (students != student_ratios.end()) {
-            const std::vector<double>& ratios = students->second;
-            row.student_count = ratios.size();
-            row.student_ratio =
-                RatioSpread{*std::min_element(ratios.begin(), ratios.end()), median_of(ratios),
-                            *std::max_element(ratios.begin(), ratios.end())};
-        }
-        const auto reference = reference_ratios.find(column);
-        if (reference != reference_ratios.end()) {
-            row.reference_ratio = median_of(reference->second);
-        }
-        summary.strides.push_back(row);
-    }
-    summary.timed_on.assign(devices.begin(), devices.end());
-    return summary;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Gradebook CSV
-
-namespace {
-
-void append_csv_row(std::string& out, const std::vector<std::string>& fields) {
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-        if (i > 0) {
-            out += ',';
-        }
-        out += fields[i];
-    }
-    out += "\r\n";  // RFC 4180 line end
-}
-
-std::string joined(const std::vector<std::string>& lines, const char* separator) {
-    std::string out;
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-        out += (i > 0 ? separator : "") + lines[i];
-    }
-    return out;
-}
-
-}  // namespace
-
-std::string write_gradebook_csv(const std::vector<ClassEntry>& entries,
-                                const ClassReportOptions& options) {
-    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
-    const std::vector<CheckSummary> columns = check_columns(sorted);
-    const auto flags = flag_submissions(entries, options);
-
-    std::string out;
-    std::vector<std::string> header = {"folder",    "student_id", "score",
-                                       "max_score", "verdict",    "numbers"};
-    for (const CheckSummary& column : columns) {
-        header.push_back(text::csv_field(column.id));
-    }
-    header.push_back("flags");
-    header.push_back("reason");
-    append_csv_row(out, header);
-
-    for (const ClassEntry* entry : sorted) {
-        const Report& report = entry->report;
-        // An ungradable submission has no score: a 0, or points per check, imported into a
-        // gradebook would read as the student's when the machine or the harness stopped the grade.
-        const bool graded = report.verdict != Verdict::ungradable;
-        std::vector<std::string> row;
-        row.push_back(text::csv_field(entry->submission_folder.empty() ? entry->student_folder
-                                                                        : entry->submission_folder));
-        row.push_back(text::csv_field(report.student_id));
-        row.push_back(graded ? format_number(report.score, 2) : "");
-        row.push_back(format_number(report.max_score, 2));
-        row.push_back(to_string(report.verdict));
-        row.push_back(text::csv_field(numbers_source(report)));
-        for (const CheckSummary& column : columns) {
-            const CheckResult* check = find_check(report, column.id);
-            if (!graded || check == nullptr) {
-                row.push_back("");
-            } else if (check->not_run()) {
-                row.push_back("not run");
-            } else {
-                row.push_back(format_number(check->points, 2));
-            }
-        }
-        const auto mine = flags.find(entry->student_folder);
-        row.push_back(mine == flags.end() ? ""
-                                          : text::csv_field(joined(mine->second.lines(), "; ")));
-        row.push_back(text::csv_field(class_reason(report)));
-        append_csv_row(out, row);
-    }
-    return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// JSON summary: its text for people (reasons, skipped names) is shown on one line as the
-// gradebook shows it, so a reader that prints the strings prints no control character either.
-
-std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
-                                     const nlohmann::json& run_info,
-                                     const ClassReportOptions& options) {
-    const ClassSummary summary = summarize_class(entries);
-    using nlohmann::json;
-    const auto optional_number = [](const std::optional<double>& value) {
-        return value ? json(*value) : json(nullptr);
-    };
-
-    json checks = json::array();
-    for (const CheckSummary& check : summary.checks) {
-        checks.push_back({{"id", check.id},
-                          {"title", check.title},
-                          {"max_points", check.max_points},
-                          {"reported", check.reported},
-                          {"passed", check.passed},
-                          {"failed", check.failed},
-                          {"not_run", check.not_run}});
-    }
-    json reasons = json::array();
-    for (const FailureReason& reason : summary.failure_reasons) {
-        reasons.push_back({{"key", text::visible_line(reason.key)},
-                           {"reason", text::visible_line(reason.reason)},
-                           {"count", reason.folders.size()},
-                           {"folders", reason.folders}});
-    }
-    json not_graded = json::array();
-    for (const NotGraded& entry : summary.not_graded) {
-        not_graded.push_back(
-            {{"folder", entry.folder}, {"reason", text::visible_line(entry.reason)}});
-    }
-    json strides = json::array();
-    for (const StrideSummary& stride : summary.strides) {
-        json ratio = nullptr;
-        if (stride.student_ratio) {
-            ratio = {{"min", stride.student_ratio->min},
-                     {"median", stride.student_ratio->median},
-                     {"max", stride.student_ratio->max}};
-        }
-        strides.push_back({{"stride", stride.stride},
-                           {"kernel", stride.label.empty() ? json(nullptr) : json(stride.label)},
-                           {"degree", stride.degree},
-                           {"students", stride.student_count},
-                           {"student_ratio", ratio},
-                           {"reference_ratio", optional_number(stride.reference_ratio)}});
-    }
-    json flags = json::object();
-    for (const auto& [folder, mine] : flag_submissions(entries, options)) {
-        flags[folder] = {{"no_id", mine.no_id},
-                         {"example_id", mine.example_id},
-                         {"same_id_as", mine.same_id_as},
-                         {"no_sentence", mine.no_sentence},
-                         {"sentence_same_as_example", mine.sentence_same_as_example},
-                         {"same_sentence_as", mine.same_sentence_as}};
-    }
-    json skipped = json::array();
-    for (const SkippedEntry& entry : options.skipped) {
-        skipped.push_back({{"name", text::visible_line(entry.name)}, {"reason", entry.reason}});
-    }
-
-    json out = {
-        {"schema_version", 1},
-        {"exercise_id", summary.exercise_id},
-        {"exercise_title", summary.exercise_title},
-        {"submissions", summary.submissions},
-        {"verdicts",
-         {{"pass", summary.passed}, {"fail", summary.failed}, {"ungradable", summary.ungradable}}},
-        {"score",
-         {{"graded", summary.graded_scores.size()},
-          {"mean", optional_number(summary.mean_score)},
-          {"median", optional_number(summary.median_score)},
-          {"max_score", summary.max_score}}},
-        {"numbers",
-         {{"timed", summary.timed}, {"modeled", summary.modeled}, {"timed_on", summary.timed_on}}},
-        {"checks", checks},
-        {"failure_reasons", reasons},
-        {"not_graded", not_graded},
-        {"flags", flags},
-        {"skipped", skipped},
-        {"strides", strides},
-        {"devices", summary.timed_on},
-        {"run", run_info},
-    };
-    // Student strings may hold bytes that are not UTF-8; they must not stop the class's summary.
-    return text::json_text(out, 2) + "\n";
-}
+using namespace class_detail;
 
 // ---------------------------------------------------------------------------------------------
 // HTML class report
@@ -652,48 +77,6 @@ Numbers numbers_of(const ClassSummary& summary) {
     return summary.timed > 0 ? Numbers::timed : Numbers::none;
 }
 
-constexpr const char* kStyle = R"(
-:root { color-scheme: light; }
-body { margin: 0; background: #f5f6f8; color: #1f2328;
-  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
-main { max-width: 1040px; margin: 0 auto; padding: 24px 28px 48px; }
-h1 { font-size: 26px; margin: 0 0 4px; }
-h2 { font-size: 19px; margin: 0 0 10px; }
-.meta { color: #57606a; margin: 0 0 20px; }
-section.card { background: #fff; border: 1px solid #d0d7de; border-radius: 8px;
-  padding: 16px 20px; margin: 0 0 20px; }
-.counts { display: flex; flex-wrap: wrap; gap: 12px; margin: 0; padding: 0; list-style: none; }
-.counts li { flex: 1 1 140px; border-radius: 6px; padding: 10px 14px; background: #f6f8fa;
-  border-left: 5px solid #8c959f; }
-.counts .number { display: block; font-size: 28px; font-weight: 650; }
-.counts .pass { border-left-color: #2e7d32; } .counts .fail { border-left-color: #c62828; }
-.counts .ungradable { border-left-color: #757575; } .counts .total { border-left-color: #1565c0; }
-.note { color: #57606a; font-size: 13.5px; margin: 8px 0 0; }
-svg { display: block; max-width: 100%; height: auto; font-family: inherit; }
-svg text { fill: #1f2328; font-size: 12px; }
-svg .axis-title { font-size: 13px; fill: #57606a; }
-svg .grid { stroke: #e4e7eb; stroke-width: 1; }
-svg .axis { stroke: #57606a; stroke-width: 1; }
-table { border-collapse: collapse; width: 100%; font-size: 14px; }
-th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #e4e7eb;
-  vertical-align: top; }
-th { background: #f6f8fa; font-weight: 600; }
-td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
-td.reason { color: #57606a; max-width: 420px; overflow-wrap: anywhere; white-space: pre-wrap; }
-td.folder, td.folders, td.student, td.name { overflow-wrap: anywhere; white-space: pre-wrap; max-width: 200px; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; color: #fff;
-  font-size: 12.5px; font-weight: 600; }
-.badge.pass { background: #2e7d32; } .badge.fail { background: #c62828; }
-.badge.ungradable { background: #757575; }
-a { color: #0b57d0; }
-.scroll { overflow-x: auto; margin-top: 12px; }
-table.compact { font-size: 13px; }
-table.compact th, table.compact td { padding: 3px 7px; }
-table.compact tbody th { background: none; font-weight: 600; white-space: nowrap; }
-svg .no-data { font-size: 15px; fill: #57606a; }
-td.flags { color: #8a4b00; overflow-wrap: anywhere; max-width: 260px; }
-td.numbers { color: #57606a; white-space: nowrap; }
-)";
 
 void write_verdict_counts(std::ostringstream& html, const ClassSummary& summary) {
     html << "<section class=\"card\" aria-labelledby=\"verdict-counts-title\">\n"
@@ -796,6 +179,96 @@ void write_score_histogram(std::ostringstream& html, const ClassSummary& summary
     html << "</svg>\n"
          << "<p class=\"note\">Graded submissions only (" << summary.graded_scores.size()
          << "); ungradable ones (" << summary.ungradable << ") have no score.</p>\n</section>\n";
+}
+
+// Where no student has a ratio (Part 2 on the simulator: its costs are not modeled) but the
+// simulator or the GPU counted the degree, the page plots what was measured: each student's
+// counted degree per kernel (or stride) beside the model's, never an empty chart.
+bool any_student_ratio(const ClassSummary& summary) {
+    return std::any_of(summary.strides.begin(), summary.strides.end(),
+                       [](const StrideSummary& row) { return row.student_ratio.has_value(); });
+}
+
+void write_counted_chart(std::ostringstream& html, const ClassSummary& summary,
+                         const std::vector<const ClassEntry*>& sorted) {
+    struct Column {
+        std::string name;
+        unsigned model = 0;
+        std::vector<double> counted;
+    };
+    std::vector<Column> columns;
+    for (const ClassEntry* entry : sorted) {
+        if (entry->report.verdict == Verdict::ungradable) {
+            continue;
+        }
+        for (const ReportRow& row : entry->report.rows) {
+            if (row.kernel != "student" || !row.counted_degree || *row.counted_degree <= 0.0) {
+                continue;
+            }
+            const std::string name = summary.sweep ? "stride " + std::to_string(row.stride)
+                                                   : (row.label.empty() ? row.kernel : row.label);
+            auto column = std::find_if(columns.begin(), columns.end(),
+                                       [&](const Column& c) { return c.name == name; });
+            if (column == columns.end()) {
+                columns.push_back({name, row.degree, {}});
+                column = std::prev(columns.end());
+            }
+            column->counted.push_back(*row.counted_degree);
+        }
+    }
+    const double width = 960, height = 360, left = 64, top = 40, bottom = 60;
+    const double plot_height = height - top - bottom;
+    const double band = (width - left - 16) / std::max<std::size_t>(columns.size(), 1);
+    // log2 from degree 1 to 32 (the widest conflict a warp can have).
+    const auto y_of = [&](double degree) {
+        return top + plot_height - std::clamp(std::log2(degree), 0.0, 5.0) / 5.0 * plot_height;
+    };
+    html << "<section class=\"card\" aria-labelledby=\"counted-chart-title\">\n"
+         << "<h2 id=\"counted-chart-title\">Counted conflict degree per student</h2>\n"
+         << "<svg id=\"counted-chart\" viewBox=\"0 0 " << width << ' ' << height << "\" width=\""
+         << width << "\" height=\"" << height
+         << "\" role=\"img\" aria-label=\"each student's counted conflict degree and the "
+            "model's\">\n";
+    for (int power = 0; power <= 5; ++power) {
+        const double y = y_of(std::pow(2.0, power));
+        html << "<line x1=\"" << left << "\" x2=\"" << width - 16 << "\" y1=\"" << svg_number(y)
+             << "\" y2=\"" << svg_number(y) << "\" stroke=\"#d0d7de\"/><text x=\"" << left - 8
+             << "\" y=\"" << svg_number(y + 4) << "\" text-anchor=\"end\">" << (1 << power)
+             << "</text>\n";
+    }
+    std::size_t dots = 0;
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+        const Column& column = columns[i];
+        const double x = left + (i + 0.5) * band;
+        if (column.model > 0) {
+            html << "<line class=\"model-degree\" x1=\"" << svg_number(x - band / 3) << "\" x2=\""
+                 << svg_number(x + band / 3) << "\" y1=\"" << svg_number(y_of(column.model))
+                 << "\" y2=\"" << svg_number(y_of(column.model))
+                 << "\" stroke=\"#c62828\" stroke-width=\"2\"/>\n";
+        }
+        for (std::size_t k = 0; k < column.counted.size(); ++k) {
+            // Spread across the band so 300 equal degrees read as a crowd, not one dot.
+            const double spread = column.counted.size() > 1
+                                      ? (static_cast<double>(k) / (column.counted.size() - 1) - 0.5)
+                                      : 0.0;
+            html << "<circle class=\"counted-point\" cx=\"" << svg_number(x + spread * band * 0.5)
+                 << "\" cy=\"" << svg_number(y_of(column.counted[k])) << "\" r=\"3\" "
+                 << "fill=\"#0b57d0\" fill-opacity=\"0.5\"/>\n";
+            ++dots;
+        }
+        html << "<text x=\"" << svg_number(x) << "\" y=\"" << height - bottom + 20
+             << "\" text-anchor=\"middle\">" << escape_html(column.name) << "</text>\n";
+    }
+    if (dots == 0) {
+        html << "<text class=\"no-data\" x=\"" << width / 2 << "\" y=\"" << height / 2
+             << "\" text-anchor=\"middle\">No data: no submission's degree was counted</text>\n";
+    }
+    html << "</svg>\n<p class=\"note\">Nothing here was timed";
+    if (summary.modeled > 0) {
+        html << " (the simulator does not model this exercise's costs)";
+    }
+    html << ": each blue dot is one student's counted conflict degree (shared-memory wavefronts "
+            "per request) for that kernel; the red line is the model's degree.</p>\n</section>\n";
 }
 
 void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
@@ -903,8 +376,7 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
          << "\" text-anchor=\"middle\">"
          << (sweep ? "stride (words); under it the model's conflict degree gcd(stride, " +
                          std::to_string(summary.banks) + ")"
-                   : std::string("kernel; under it the conflict degree the exercise gives its "
-                                 "tile"))
+                   : std::string("kernel; under it the conflict degree the exercise gives its tile"))
          << "</text>\n"
          << "<text class=\"axis-title\" id=\"ratio-axis\" transform=\"translate(18 "
          << top_margin + plot_height / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << axis
@@ -1133,7 +605,8 @@ void write_checks(std::ostringstream& html, const ClassSummary& summary) {
             "kernel did not compile, or grading stopped before it.</p>\n</section>\n";
 }
 
-void write_not_graded(std::ostringstream& html, const ClassSummary& summary) {
+void write_not_graded(std::ostringstream& html, const ClassSummary& summary,
+                      const std::vector<std::string>& unfinished) {
     html << "<section class=\"card\" aria-labelledby=\"not-graded-title\">\n"
          << "<h2 id=\"not-graded-title\">Not graded</h2>\n"
          << "<table id=\"not-graded\">\n<thead><tr><th>folder</th><th>why</th></tr></thead>\n"
@@ -1142,7 +615,12 @@ void write_not_graded(std::ostringstream& html, const ClassSummary& summary) {
         html << "<tr class=\"not-graded-row\"><td class=\"folder\">" << escape_html(entry.folder)
              << "</td><td class=\"reason\">" << escape_html(entry.reason) << "</td></tr>\n";
     }
-    if (summary.not_graded.empty()) {
+    for (const std::string& folder : unfinished) {
+        html << "<tr class=\"not-graded-row unfinished\"><td class=\"folder\">"
+             << escape_html(folder) << "</td><td class=\"reason\">the batch was interrupted "
+             << "before this submission was graded</td></tr>\n";
+    }
+    if (summary.not_graded.empty() && unfinished.empty()) {
         html << "<tr><td colspan=\"2\">Every submission was graded.</td></tr>\n";
     }
     html << "</tbody>\n</table>\n<p class=\"note\">The machine or the grader stopped these "
@@ -1179,20 +657,136 @@ void write_review(std::ostringstream& html, const std::vector<const ClassEntry*>
             "and the starter kit's example.</p>\n</section>\n";
 }
 
+// The sentences, the one answer left for a person to read: each cluster once, with its members
+// folded away (a class of 300 where 60 share a sentence stays one screen), then every sentence
+// that is its student's own.
+void write_sentences(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
+                     const std::vector<SentenceCluster>& clusters,
+                     const std::map<std::string, SubmissionFlags>& flags) {
+    Markup page(html);
+    page.open("section", {{"class", "card"}, {"aria-labelledby", "sentences-title"}})
+        .line()
+        .element("h2", "Sentences", {{"id", "sentences-title"}})
+        .line()
+        .open("table", {{"id", "sentences"}})
+        .line()
+        .open("thead")
+        .open("tr")
+        .element("th", "sentence")
+        .element("th", "students", {{"class", "number"}})
+        .element("th", "who")
+        .close("tr")
+        .close("thead")
+        .line()
+        .open("tbody")
+        .line();
+    for (const SentenceCluster& cluster : clusters) {
+        const std::string size = std::to_string(cluster.folders.size());
+        std::string members;
+        for (std::size_t i = 0; i < cluster.folders.size(); ++i) {
+            members += (i > 0 ? ", " : "") + cluster.folders[i];
+        }
+        page.open("tr", {{"class", "sentence-cluster"}})
+            .open("td", {{"class", "sentence"}})
+            .element("span",
+                     "cluster " + std::to_string(cluster.number) +
+                         (cluster.identical ? "" : ", near-identical"),
+                     {{"class", "badge review"}})
+            .text(" " + cluster.sentence)
+            .close("td")
+            .element("td", size, {{"class", "number"}})
+            .open("td", {{"class", "folder"}})
+            .open("details")
+            .element("summary", size + " folders")
+            .text(members)
+            .close("details")
+            .close("td")
+            .close("tr")
+            .line();
+    }
+    if (clusters.empty()) {
+        page.open("tr")
+            .element("td", "No two sentences are the same or nearly.", {{"colspan", "3"}})
+            .close("tr")
+            .line();
+    }
+    page.close("tbody").line().close("table").line();
+    std::vector<const ClassEntry*> own;
+    for (const ClassEntry* entry : sorted) {
+        const auto mine = flags.find(entry->student_folder);
+        const bool clustered = mine != flags.end() && mine->second.sentence_cluster > 0;
+        if (!clustered && !text::comparison_key(entry->report.sentence).empty()) {
+            own.push_back(entry);
+        }
+    }
+    // Folded past a screenful, so 300 sentences do not bury the students' table below them.
+    if (own.size() > 30) {
+        html << "<details>";
+    } else {
+        html << "<details open>";
+    }
+    page.element("summary", std::to_string(own.size()) + " sentences of their own")
+        .open("table", {{"id", "own-sentences"}})
+        .open("thead")
+        .open("tr")
+        .element("th", "sentence")
+        .element("th", "folder")
+        .close("tr")
+        .close("thead")
+        .open("tbody")
+        .line();
+    for (const ClassEntry* entry : own) {
+        page.open("tr", {{"class", "sentence-own"}})
+            .element("td", entry->report.sentence, {{"class", "sentence"}})
+            .element("td", entry->student_folder, {{"class", "folder"}})
+            .close("tr")
+            .line();
+    }
+    page.close("tbody")
+        .close("table")
+        .close("details")
+        .line()
+        .element("p",
+                 "Sentences compare without case, spacing or punctuation; near-identical ones (a "
+                 "word or a letter changed) share a cluster.",
+                 {{"class", "note"}})
+        .line()
+        .close("section")
+        .line();
+}
+
 void write_skipped(std::ostringstream& html, const std::vector<SkippedEntry>& skipped) {
-    html << "<section class=\"card\" aria-labelledby=\"skipped-title\">\n"
-         << "<h2 id=\"skipped-title\">Skipped in the class folder</h2>\n"
-         << "<table id=\"skipped\">\n<thead><tr><th>name</th><th>why</th></tr></thead>\n"
-         << "<tbody>\n";
+    Markup page(html);
+    page.open("section", {{"class", "card"}, {"aria-labelledby", "skipped-title"}})
+        .line()
+        .element("h2", "Skipped in the class folder", {{"id", "skipped-title"}})
+        .line()
+        .open("table", {{"id", "skipped"}})
+        .line()
+        .open("thead")
+        .open("tr")
+        .element("th", "name")
+        .element("th", "why")
+        .close("tr")
+        .close("thead")
+        .line()
+        .open("tbody")
+        .line();
     for (const SkippedEntry& entry : skipped) {
-        html << "<tr class=\"skipped-row\"><td class=\"name\">" << escape_html(entry.name)
-             << "</td><td class=\"reason\">" << escape_html(entry.reason) << "</td></tr>\n";
+        page.open("tr", {{"class", "skipped-row"}})
+            .element("td", entry.name, {{"class", "name"}})
+            .element("td", entry.reason, {{"class", "reason"}})
+            .close("tr")
+            .line();
     }
     if (skipped.empty()) {
-        html << "<tr><td colspan=\"2\">Nothing: every entry of the class folder was graded."
-             << "</td></tr>\n";
+        page.open("tr")
+            .element("td", "Nothing: every entry of the class folder was graded.",
+                     {{"colspan", "2"}})
+            .close("tr")
+            .line();
     }
-    html << "</tbody>\n</table>\n</section>\n";
+    page.close("tbody").line().close("table").line().close("section").line();
 }
 
 void write_students(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
@@ -1235,9 +829,13 @@ void write_students(std::ostringstream& html, const std::vector<const ClassEntry
 
 std::string write_class_report_html(const std::vector<ClassEntry>& entries,
                                     const ClassReportOptions& options) {
-    const ClassSummary summary = summarize_class(entries);
-    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
-    const auto flags = flag_submissions(entries, options);
+    return write_class_report_html(compute_class_data(entries, options), options);
+}
+
+std::string write_class_report_html(const ClassData& data, const ClassReportOptions& options) {
+    const ClassSummary& summary = data.summary;
+    const std::vector<const ClassEntry*>& sorted = data.sorted;
+    const auto& flags = data.flags;
     const std::string exercise_id =
         options.exercise_id.empty() ? summary.exercise_id : options.exercise_id;
     const std::string exercise_title =
@@ -1255,7 +853,7 @@ std::string write_class_report_html(const std::vector<ClassEntry>& entries,
     if (!options.generated_at.empty()) {
         html << " (" << escape_html(options.generated_at) << ")";
     }
-    html << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<main>\n"
+    html << "</title>\n<style>" << kClassPageCss << "</style>\n</head>\n<body>\n<main>\n"
          << "<h1>Class report: " << escape_html(heading) << "</h1>\n<p class=\"meta\">";
     if (!exercise_id.empty()) {
         html << "Exercise <code>" << escape_html(exercise_id) << "</code>";
@@ -1285,14 +883,32 @@ std::string write_class_report_html(const std::vector<ClassEntry>& entries,
         html << "No kernel was timed or modeled.";
     }
     html << "</p>\n";
+    if (options.interrupted || !options.unfinished.empty()) {
+        html << "<p class=\"banner\" id=\"interrupted\" role=\"alert\">This run was interrupted: "
+             << options.unfinished.size() << " of "
+             << summary.submissions + options.unfinished.size()
+             << " submissions have no report (listed under Not graded). Run the same command "
+                "with <code>--resume</code> to finish.</p>\n";
+    }
 
     write_verdict_counts(html, summary);
     write_score_histogram(html, summary);
-    write_ratio_chart(html, summary, sorted);
+    const bool counted_instead =
+        !any_student_ratio(summary) &&
+        std::any_of(sorted.begin(), sorted.end(), [](const ClassEntry* entry) {
+            return std::any_of(entry->report.rows.begin(), entry->report.rows.end(),
+                               [](const ReportRow& row) { return row.counted_degree.has_value(); });
+        });
+    if (counted_instead) {
+        write_counted_chart(html, summary, sorted);
+    } else {
+        write_ratio_chart(html, summary, sorted);
+    }
     write_failure_reasons(html, summary);
     write_checks(html, summary);
-    write_not_graded(html, summary);
+    write_not_graded(html, summary, options.unfinished);
     write_review(html, sorted, flags);
+    write_sentences(html, sorted, data.clusters, flags);
     write_skipped(html, options.skipped);
     write_students(html, sorted, flags);
     html << "</main>\n</body>\n</html>\n";

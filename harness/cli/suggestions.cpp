@@ -1,0 +1,97 @@
+#include "cli/suggestions.hpp"
+
+#include <algorithm>
+
+namespace grader::cli {
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) {
+        row[j] = j;
+    }
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+// The long names ("--exercise") of an app's options, without its hidden ones' group.
+std::vector<std::string> flag_names(const CLI::App& app) {
+    std::vector<std::string> names;
+    for (const CLI::Option* option : app.get_options()) {
+        for (const std::string& name : option->get_lnames()) {
+            names.push_back("--" + name);
+        }
+    }
+    return names;
+}
+
+}  // namespace
+
+std::optional<std::string> nearest(const std::string& typed,
+                                   const std::vector<std::string>& candidates) {
+    std::optional<std::string> best;
+    std::size_t best_distance = 0;
+    for (const std::string& candidate : candidates) {
+        const std::size_t distance = edit_distance(typed, candidate);
+        if (!best || distance < best_distance) {
+            best = candidate;
+            best_distance = distance;
+        }
+    }
+    if (!best || best_distance == 0 || best_distance > 2 || 2 * best_distance >= typed.size()) {
+        return std::nullopt;
+    }
+    return best;
+}
+
+std::string suggestion_for(const CLI::App& app, const std::vector<std::string>& args) {
+    std::vector<std::string> subcommands;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+        if (!sub->get_group().empty()) {  // hidden (internal) subcommands are not suggested
+            subcommands.push_back(sub->get_name());
+        }
+    }
+    const CLI::App* command = nullptr;
+    for (const std::string& arg : args) {
+        if (arg.rfind("-", 0) == 0) {
+            const std::string flag = arg.substr(0, arg.find('='));
+            if (flag.rfind("--", 0) != 0) {
+                continue;
+            }
+            std::vector<std::string> known = flag_names(app);
+            if (command != nullptr) {
+                const std::vector<std::string> own = flag_names(*command);
+                known.insert(known.end(), own.begin(), own.end());
+            }
+            if (std::find(known.begin(), known.end(), flag) != known.end()) {
+                continue;
+            }
+            if (const auto near = nearest(flag, known)) {
+                return "did you mean '" + *near + "'?";
+            }
+            return {};
+        }
+        if (command == nullptr) {
+            for (const CLI::App* sub : app.get_subcommands({})) {
+                if (sub->get_name() == arg) {
+                    command = sub;
+                }
+            }
+            if (command == nullptr) {
+                const auto near = nearest(arg, subcommands);
+                return near ? "did you mean '" + *near + "'?" : std::string();
+            }
+        }
+    }
+    return {};
+}
+
+}  // namespace grader::cli

@@ -1,0 +1,618 @@
+// The class summary: sorting, statistics, root causes, flags and sentence clusters, computed
+// from the Reports once and read by every writer.
+
+#include "report/class_outputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/kernel_ids.hpp"
+#include "common/text.hpp"
+#include "model/bank_model.hpp"
+#include "report/class/class_detail.hpp"
+#include "text/text_safety.hpp"
+
+namespace grader {
+namespace class_detail {
+
+// Folders decide the order everywhere, so two runs over the same class give the same files.
+std::vector<const ClassEntry*> sorted_by_folder(const std::vector<ClassEntry>& entries) {
+    std::vector<const ClassEntry*> sorted;
+    sorted.reserve(entries.size());
+    for (const ClassEntry& entry : entries) {
+        sorted.push_back(&entry);
+    }
+    std::stable_sort(sorted.begin(), sorted.end(), [](const ClassEntry* a, const ClassEntry* b) {
+        if (a->student_folder != b->student_folder) {
+            return a->student_folder < b->student_folder;
+        }
+        return a->report.student_id < b->report.student_id;
+    });
+    return sorted;
+}
+
+double median_of(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t middle = values.size() / 2;
+    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
+}
+
+bool plottable(double ratio) {
+    return std::isfinite(ratio) && ratio > 0.0;
+}
+
+bool timed_on_gpu(const Report& report) {
+    return report.environment.backend == "cuda" && report.environment.gpu_available;
+}
+
+bool modeled(const Report& report) {
+    return report.environment.backend == "sim";
+}
+
+// The check columns: every check id in the order of the first report that has it.
+std::vector<CheckSummary> check_columns(const std::vector<const ClassEntry*>& sorted) {
+    std::vector<CheckSummary> columns;
+    for (const ClassEntry* entry : sorted) {
+        for (const CheckResult& check : entry->report.checks) {
+            const bool known =
+                std::any_of(columns.begin(), columns.end(),
+                            [&](const CheckSummary& column) { return column.id == check.id; });
+            if (!known) {
+                CheckSummary column;
+                column.id = check.id;
+                column.title = check.title;
+                column.max_points = check.max_points;
+                columns.push_back(column);
+            }
+        }
+    }
+    return columns;
+}
+
+// The stages that come before the student's kernel runs: a failure there is the root cause of
+// whatever follows, even where a later check still ran.
+bool before_the_kernel_runs(const CheckResult& check) {
+    return check.kind == "answers_file" || check.kind == "compile_abi";
+}
+
+struct RootCause {
+    std::string key;
+    std::string reason;
+};
+
+std::string check_reason(const CheckResult& check) {
+    return "Failed: " + (check.title.empty() ? check.id : check.title);
+}
+
+std::string stop_reason(const Interruption& stop) {
+    return "The kernel stopped: " + std::string(to_string(stop.kind)) +
+           (stop.stage.empty() ? "" : " at " + stop.stage);
+}
+
+// A file the submission lacks is a cause of its own, with its own advice: not "Compile and ABI"
+// for a missing kernel file, nor "Answers file" for an empty folder. Read from what the checks
+// say: the kernel file's "... was not found in the submission folder", the answers file's
+// "... not found; start from the starter kit's ...".
+std::optional<RootCause> missing_files(const Report& report) {
+    std::string source;
+    bool answers_missing = false;
+    const std::string not_found = " was not found in the submission folder";
+    for (const CheckResult& check : report.checks) {
+        if (check.status != CheckStatus::failed) {
+            continue;
+        }
+        if (const std::size_t at = check.message.find(not_found);
+            at != std::string::npos && source.empty()) {
+            source = check.message.substr(0, at);
+        }
+        for (const std::string& detail : check.details) {
+            answers_missing = answers_missing ||
+                              (detail.find("not found") != std::string::npos &&
+                               detail.find("start from the starter kit's") != std::string::npos);
+        }
+    }
+    if (!source.empty() && answers_missing) {
+        return RootCause{"missing:everything",
+                         "Neither " + source + " nor the answers file in the folder: an empty "
+                         "folder, the files one folder down, or another exercise's work"};
+    }
+    if (!source.empty()) {
+        return RootCause{"missing:source", source + " is missing from the folder"};
+    }
+    if (answers_missing) {
+        return RootCause{"missing:answers", "The answers file is missing from the folder"};
+    }
+    return std::nullopt;
+}
+
+// The first stage that failed, or nullopt where nothing did (a pass with full marks) or the grade
+// does not count (ungradable: listed apart).
+std::optional<RootCause> root_cause(const Report& report) {
+    if (report.verdict == Verdict::ungradable) {
+        return std::nullopt;
+    }
+    if (auto missing = missing_files(report)) {
+        return missing;
+    }
+    const std::optional<Interruption>& stop = report.interruption;
+    const bool kernel_stopped = stop && stop->students_fault;
+    for (const CheckResult& check : report.checks) {
+        if (check.review || check.status != CheckStatus::failed) {
+            continue;
+        }
+        if (kernel_stopped && !before_the_kernel_runs(check)) {
+            break;  // the stop explains the checks after it
+        }
+        return RootCause{"check:" + check.id, check_reason(check)};
+    }
+    if (kernel_stopped) {
+        return RootCause{"interruption:" + std::string(to_string(stop->kind)), stop_reason(*stop)};
+    }
+    if (report.verdict == Verdict::fail) {
+        return RootCause{"summary:" + report.summary,
+                         report.summary.empty() ? "No reason given" : report.summary};
+    }
+    return std::nullopt;
+}
+
+// Ids compare as people mean them: the same letters, whatever the case, the surrounding spaces,
+// invisible characters or look-alike letters (text::id_key, UTS #39).
+std::string id_key(const std::string& id) { return text::id_key(id); }
+
+const CheckResult* find_check(const Report& report, const std::string& id) {
+    const auto found = std::find_if(report.checks.begin(), report.checks.end(),
+                                    [&](const CheckResult& check) { return check.id == id; });
+    return found == report.checks.end() ? nullptr : &*found;
+}
+
+const CheckResult* find_kind(const Report& report, std::string_view kind) {
+    const auto found = std::find_if(report.checks.begin(), report.checks.end(),
+                                    [&](const CheckResult& check) { return check.kind == kind; });
+    return found == report.checks.end() ? nullptr : &*found;
+}
+
+}  // namespace class_detail
+
+using namespace class_detail;
+
+std::vector<std::string> SubmissionFlags::lines() const {
+    std::vector<std::string> out;
+    if (no_id) {
+        out.push_back("no student id");
+    }
+    if (example_id) {
+        out.push_back("the starter kit's student id");
+    }
+    if (!same_id_as.empty()) {
+        std::string line = "same student id as ";
+        for (std::size_t i = 0; i < same_id_as.size(); ++i) {
+            line += (i > 0 ? ", " : "") + same_id_as[i];
+        }
+        out.push_back(line);
+    }
+    if (no_sentence) {
+        out.push_back("no sentence");
+    }
+    if (sentence_same_as_example) {
+        out.push_back("sentence same as the starter kit's example");
+    }
+    if (!same_sentence_as.empty()) {
+        // A cluster of 60 is one short line, not 59 names on each of 60 rows.
+        const std::string kind = sentence_cluster_identical ? "same as" : "nearly the same as";
+        std::string line;
+        if (same_sentence_as.size() <= 3) {
+            line = "sentence " + kind + " ";
+            for (std::size_t i = 0; i < same_sentence_as.size(); ++i) {
+                line += (i > 0 ? ", " : "") + same_sentence_as[i];
+            }
+        } else {
+            line = "sentence " + kind + " " + std::to_string(same_sentence_as.size()) +
+                   " others'";
+        }
+        if (sentence_cluster > 0) {
+            line += " (sentence cluster " + std::to_string(sentence_cluster) + ")";
+        }
+        out.push_back(line);
+    }
+    return out;
+}
+
+namespace {
+
+// The distinct character trigrams of a comparison key, sorted.
+std::vector<std::string> trigrams(const std::string& key) {
+    std::vector<std::string> grams;
+    for (std::size_t i = 0; i + 3 <= key.size(); ++i) {
+        grams.push_back(key.substr(i, 3));
+    }
+    std::sort(grams.begin(), grams.end());
+    grams.erase(std::unique(grams.begin(), grams.end()), grams.end());
+    return grams;
+}
+
+double jaccard(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    if (a.empty() || b.empty()) {
+        return 0.0;
+    }
+    std::vector<std::string> common;
+    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(common));
+    return static_cast<double>(common.size()) /
+           static_cast<double>(a.size() + b.size() - common.size());
+}
+
+}  // namespace
+
+std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& entries) {
+    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
+    // Identical sentences first, by key; then near-identical keys joined (union-find).
+    std::vector<std::string> keys;
+    std::map<std::string, std::vector<const ClassEntry*>> by_key;
+    for (const ClassEntry* entry : sorted) {
+        const std::string key = text::comparison_key(entry->report.sentence);
+        if (key.empty()) {
+            continue;
+        }
+        if (by_key.find(key) == by_key.end()) {
+            keys.push_back(key);
+        }
+        by_key[key].push_back(entry);
+    }
+    std::vector<std::size_t> parent(keys.size());
+    for (std::size_t i = 0; i < parent.size(); ++i) {
+        parent[i] = i;
+    }
+    const auto root = [&](std::size_t i) {
+        while (parent[i] != i) {
+            i = parent[i] = parent[parent[i]];
+        }
+        return i;
+    };
+    std::vector<std::vector<std::string>> grams;
+    grams.reserve(keys.size());
+    for (const std::string& key : keys) {
+        grams.push_back(trigrams(key));
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        for (std::size_t j = i + 1; j < keys.size(); ++j) {
+            if (root(i) != root(j) && jaccard(grams[i], grams[j]) >= 0.85) {
+                parent[root(j)] = root(i);
+            }
+        }
+    }
+    std::map<std::size_t, SentenceCluster> by_root;
+    std::map<std::size_t, std::size_t> distinct_keys;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        SentenceCluster& cluster = by_root[root(i)];
+        ++distinct_keys[root(i)];
+        for (const ClassEntry* entry : by_key[keys[i]]) {
+            if (cluster.folders.empty()) {
+                cluster.sentence = entry->report.sentence;
+            }
+            cluster.folders.push_back(entry->student_folder);
+        }
+    }
+    std::vector<SentenceCluster> clusters;
+    for (auto& [r, cluster] : by_root) {
+        if (cluster.folders.size() > 1) {
+            cluster.identical = distinct_keys[r] == 1;
+            std::sort(cluster.folders.begin(), cluster.folders.end());
+            clusters.push_back(std::move(cluster));
+        }
+    }
+    std::stable_sort(clusters.begin(), clusters.end(),
+                     [](const SentenceCluster& a, const SentenceCluster& b) {
+                         if (a.folders.size() != b.folders.size()) {
+                             return a.folders.size() > b.folders.size();
+                         }
+                         return a.folders.front() < b.folders.front();
+                     });
+    for (std::size_t i = 0; i < clusters.size(); ++i) {
+        clusters[i].number = i + 1;
+    }
+    return clusters;
+}
+
+namespace {
+
+std::map<std::string, SubmissionFlags> flags_with(const std::vector<ClassEntry>& entries,
+                                                  const ClassReportOptions& options,
+                                                  const std::vector<SentenceCluster>& clusters) {
+    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
+    std::map<std::string, std::vector<std::string>> by_id;
+    const std::string example_id = id_key(options.example_student_id);
+    const std::string example_sentence = text::comparison_key(options.example_sentence);
+    std::map<std::string, SubmissionFlags> flags;
+    for (const ClassEntry* entry : sorted) {
+        const Report& report = entry->report;
+        SubmissionFlags& mine = flags[entry->student_folder];
+        const std::string id = id_key(report.student_id);
+        // A grade the harness could not finish never read the answers file: its missing id is
+        // the harness's failure, said in its report, not the student's.
+        const bool harness_failed = report.interruption && !report.interruption->students_fault;
+        if (id.empty()) {
+            mine.no_id = !harness_failed;
+        } else {
+            mine.example_id = !example_id.empty() && id == example_id;
+            by_id[id].push_back(entry->student_folder);
+        }
+        const std::string sentence = text::comparison_key(report.sentence);
+        const CheckResult* review = find_kind(report, "sentence");
+        // An answers file that could not be read has no sentence either; its own check says so.
+        mine.no_sentence =
+            review != nullptr ? review->status == CheckStatus::failed : sentence.empty();
+        if (!sentence.empty()) {
+            mine.sentence_same_as_example =
+                !example_sentence.empty() && sentence == example_sentence;
+        }
+    }
+    const auto others = [](const std::vector<std::string>& group, const std::string& me) {
+        std::vector<std::string> rest;
+        for (const auto& folder : group) {
+            if (folder != me) {
+                rest.push_back(folder);
+            }
+        }
+        return rest;
+    };
+    for (const auto& [id, group] : by_id) {
+        if (group.size() > 1) {
+            for (const auto& folder : group) {
+                flags[folder].same_id_as = others(group, folder);
+            }
+        }
+    }
+    for (const SentenceCluster& cluster : clusters) {
+        for (const auto& folder : cluster.folders) {
+            SubmissionFlags& mine = flags[folder];
+            mine.same_sentence_as = others(cluster.folders, folder);
+            mine.sentence_cluster = cluster.number;
+            mine.sentence_cluster_identical = cluster.identical;
+        }
+    }
+    for (auto it = flags.begin(); it != flags.end();) {
+        it = it->second.any() ? std::next(it) : flags.erase(it);
+    }
+    return flags;
+}
+
+}  // namespace
+
+std::map<std::string, SubmissionFlags> flag_submissions(const std::vector<ClassEntry>& entries,
+                                                        const ClassReportOptions& options) {
+    return flags_with(entries, options, cluster_sentences(entries));
+}
+
+ClassData compute_class_data(const std::vector<ClassEntry>& entries,
+                             const ClassReportOptions& options) {
+    ClassData data;
+    data.sorted = sorted_by_folder(entries);
+    data.summary = summarize_class(entries);
+    data.clusters = cluster_sentences(entries);
+    data.flags = flags_with(entries, options, data.clusters);
+    return data;
+}
+
+ClassOutputTexts write_class_outputs_text(const std::vector<ClassEntry>& entries,
+                                          const nlohmann::json& run_info,
+                                          const ClassReportOptions& options) {
+    const ClassData data = compute_class_data(entries, options);
+    return {write_gradebook_csv(data, options), write_class_summary_json(data, run_info, options),
+            write_class_report_html(data, options)};
+}
+
+SentenceReview sentence_review_of(const SubmissionFlags& flags) {
+    SentenceReview review;
+    review.same_as_example = flags.sentence_same_as_example;
+    review.same_as_others = flags.same_sentence_as.size();
+    return review;
+}
+
+std::string numbers_source(const Report& report) {
+    if (modeled(report)) {
+        return "modeled on the PTX simulator";
+    }
+    if (timed_on_gpu(report)) {
+        const std::string& device = report.environment.device_name;
+        return "timed on " + (device.empty() ? std::string("an unnamed GPU") : device);
+    }
+    if (report.environment.backend == "cuda") {
+        return "not measured: no GPU";
+    }
+    return "not measured: grading stopped first";
+}
+
+// Why a row reads as it does: a stop where it decided the grade (the student's kernel stopped, or
+// the grade could not count), else the report's own summary, which leads with the first failure.
+// A failed compile on a machine without a GPU is a failed compile, not "no_gpu".
+std::string class_reason(const Report& report) {
+    if (report.interruption &&
+        (report.verdict == Verdict::ungradable || report.interruption->students_fault)) {
+        const Interruption& stop = *report.interruption;
+        std::string reason(to_string(stop.kind));
+        if (!stop.stage.empty()) {
+            reason += " at " + stop.stage;
+        }
+        if (!stop.message.empty()) {
+            reason += ": " + stop.message;
+        }
+        return reason;
+    }
+    return report.summary;
+}
+
+ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
+    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
+    ClassSummary summary;
+    summary.submissions = sorted.size();
+    summary.checks = check_columns(sorted);
+
+    std::map<std::string, FailureReason> reasons;
+    // Columns: (stride, "") in a sweep; (0, label) per kernel where the exercise has none.
+    using Column = std::pair<int, std::string>;
+    std::map<Column, std::vector<double>> student_ratios;
+    std::map<Column, std::vector<double>> reference_ratios;
+    std::map<Column, unsigned> kernel_degrees;
+    std::vector<Column> kernel_order;  // first seen, for an exercise without a sweep
+    std::set<std::string> devices;
+
+    for (const ClassEntry* entry : sorted) {
+        const Report& report = entry->report;
+        switch (report.verdict) {
+            case Verdict::pass:
+                ++summary.passed;
+                break;
+            case Verdict::fail:
+                ++summary.failed;
+                break;
+            case Verdict::ungradable:
+                ++summary.ungradable;
+                summary.not_graded.push_back({entry->student_folder, class_reason(report)});
+                break;
+        }
+        summary.max_score = std::max(summary.max_score, report.max_score);
+        if (report.verdict != Verdict::ungradable) {
+            summary.graded_scores.push_back(report.score);
+        }
+        if (summary.exercise_id.empty()) {
+            summary.exercise_id = report.exercise_id;
+        }
+        if (summary.exercise_title.empty()) {
+            summary.exercise_title = report.exercise_title;
+            summary.banks = report.banks;
+        }
+        if (timed_on_gpu(report)) {
+            ++summary.timed;
+            if (!report.environment.device_name.empty()) {
+                devices.insert(report.environment.device_name);
+            }
+        } else if (modeled(report)) {
+            ++summary.modeled;
+        }
+
+        for (const CheckResult& check : report.checks) {
+            for (CheckSummary& column : summary.checks) {
+                if (column.id == check.id) {
+                    ++column.reported;
+                    column.passed += check.status == CheckStatus::passed ? 1 : 0;
+                    column.failed += check.status == CheckStatus::failed ? 1 : 0;
+                    column.not_run += check.status == CheckStatus::not_run ? 1 : 0;
+                }
+            }
+        }
+        if (const auto cause = root_cause(report)) {
+            FailureReason& reason = reasons[cause->key];
+            reason.key = cause->key;
+            reason.reason = cause->reason;
+            reason.folders.push_back(entry->student_folder);  // entries arrive sorted
+        }
+
+        if (summary.ratio_base.empty() && !report.ratio_base.empty()) {
+            summary.ratio_base = report.ratio_base;
+        }
+        const bool sweep = std::any_of(report.rows.begin(), report.rows.end(),
+                                       [](const ReportRow& row) { return row.stride > 0; });
+        if (!sweep && !report.rows.empty()) {
+            // Each kernel is a column of its own: the student's, and each of the exercise's at
+            // its median over the grades.
+            summary.sweep = false;
+            for (const ReportRow& row : report.rows) {
+                const Column column{0, row.label.empty() ? row.kernel : row.label};
+                if (kernel_degrees.emplace(column, row.degree).second) {
+                    kernel_order.push_back(column);
+                }
+                if (!row.ratio || !plottable(*row.ratio)) {
+                    continue;
+                }
+                (row.kernel == kStudentKernel ? student_ratios : reference_ratios)[column]
+                    .push_back(*row.ratio);
+            }
+            continue;
+        }
+        // The reference kernel is timed in every grade; where a grade has no reference row at a
+        // stride, the student row carries the reference's ratio it was compared with.
+        std::map<int, double> reference_here;
+        for (const ReportRow& row : report.rows) {
+            if (row.kernel == report.reference_kernel && row.ratio && plottable(*row.ratio)) {
+                reference_here[row.stride] = *row.ratio;
+            }
+        }
+        for (const ReportRow& row : report.rows) {
+            if (row.kernel != kStudentKernel) {
+                continue;
+            }
+            if (row.ratio && plottable(*row.ratio)) {
+                student_ratios[{row.stride, ""}].push_back(*row.ratio);
+            }
+            if (row.reference_ratio && plottable(*row.reference_ratio)) {
+                reference_here.emplace(row.stride, *row.reference_ratio);
+            }
+        }
+        for (const auto& [stride, ratio] : reference_here) {
+            reference_ratios[{stride, ""}].push_back(ratio);
+        }
+    }
+
+    if (!summary.graded_scores.empty()) {
+        double total = 0.0;
+        for (double score : summary.graded_scores) {
+            total += score;
+        }
+        summary.mean_score = total / static_cast<double>(summary.graded_scores.size());
+        summary.median_score = median_of(summary.graded_scores);
+    }
+
+    for (auto& [key, reason] : reasons) {
+        summary.failure_reasons.push_back(std::move(reason));
+    }
+    std::stable_sort(summary.failure_reasons.begin(), summary.failure_reasons.end(),
+                     [](const FailureReason& a, const FailureReason& b) {
+                         if (a.folders.size() != b.folders.size()) {
+                             return a.folders.size() > b.folders.size();
+                         }
+                         return a.reason < b.reason;
+                     });
+
+    std::vector<Column> columns;
+    if (summary.sweep) {
+        std::set<Column> strides;
+        for (const auto& [column, ratios] : student_ratios) {
+            strides.insert(column);
+        }
+        for (const auto& [column, ratios] : reference_ratios) {
+            strides.insert(column);
+        }
+        columns.assign(strides.begin(), strides.end());
+    } else {
+        columns = kernel_order;
+    }
+    for (const Column& column : columns) {
+        StrideSummary row;
+        row.stride = column.first;
+        row.label = column.second;
+        row.degree =
+            summary.sweep ? conflict_degree(column.first, summary.banks) : kernel_degrees[column];
+        const auto students = student_ratios.find(column);
+        if (students != student_ratios.end()) {
+            const std::vector<double>& ratios = students->second;
+            row.student_count = ratios.size();
+            row.student_ratio =
+                RatioSpread{*std::min_element(ratios.begin(), ratios.end()), median_of(ratios),
+                            *std::max_element(ratios.begin(), ratios.end())};
+        }
+        const auto reference = reference_ratios.find(column);
+        if (reference != reference_ratios.end()) {
+            row.reference_ratio = median_of(reference->second);
+        }
+        summary.strides.push_back(row);
+    }
+    summary.timed_on.assign(devices.begin(), devices.end());
+    return summary;
+}
+
+}  // namespace grader
