@@ -593,6 +593,8 @@ TEST_CASE("a check keeps at most a dozen details of bounded length, saying what 
         CHECK(same.details[0] == "stride 3: every value came out right in the order the warps ran "
                                  "here (the same 4 times, at strides 3, 5, 8 and 9)");
     }
+}
+
 TEST_CASE("measurement slips are named with what to write instead") {
     SUBCASE("an inverted ratio (stride 1's time over this one's)") {
         Submission answers = correct_answers();

@@ -43,7 +43,6 @@ public:
     FakeDevice(const Exercise& exercise, Script script, std::vector<std::string>& events)
         : exercise_(exercise), script_(std::move(script)), events_(events) {}
 
-    std::string arch() const override { return "sm_90"; }
     void describe(Environment& environment) const override {
         environment.device_name = "scripted fake device";
     }

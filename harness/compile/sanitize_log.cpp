@@ -239,7 +239,7 @@ std::string sanitize_log(std::string_view log, const std::vector<LoggedFile>& fi
     bool caret_may_follow = false;
     // Where in `result` the last kept diagnostic's "file:line" ends: its caret line adds the
     // column, so every location reads FILE:LINE:COLUMN: as editors and Colab link it.
-    std::optional<std::size_t> column_at;
+    std::size_t column_at = std::string::npos;  // npos: no diagnostic waits for its column
     for (const std::string& line : lines) {
         std::string file;
         std::string line_number;
@@ -251,7 +251,7 @@ std::string sanitize_log(std::string_view log, const std::vector<LoggedFile>& fi
                                 ? sanitizer.line_of(file, std::stoi(line_number))
                                 : std::nullopt;
             caret_may_follow = false;
-            column_at.reset();
+            column_at = std::string::npos;
             if (allowed) {
                 // NVRTC's "probe.cu(14): error" becomes "probe.cu:14: error".
                 std::string shown = sanitizer.shorten_paths(line, false);
@@ -270,11 +270,11 @@ std::string sanitize_log(std::string_view log, const std::vector<LoggedFile>& fi
                                       line.compare(0, 2, "  ") == 0 &&
                                       line.compare(2, line.npos, *quoted_source) == 0;
                 const bool caret = caret_may_follow && is_caret_line(line);
-                if (caret && column_at) {
+                if (caret && column_at != std::string::npos) {
                     // The caret sits under the quoted line, both indented by two spaces.
                     const std::size_t column = line.find('^') - 1;
-                    result.insert(*column_at, ":" + std::to_string(column));
-                    column_at.reset();
+                    result.insert(column_at, ":" + std::to_string(column));
+                    column_at = std::string::npos;
                 }
                 const bool verbatim = own_line || caret;
                 result += verbatim ? line + "\n" : sanitizer.shorten_paths(line, true) + "\n";

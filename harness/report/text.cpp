@@ -264,13 +264,11 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
         if (!env.grader_version.empty()) {
             machine += ", grader " + text::visible_line(env.grader_version);
         }
-        out += "
-" + painter.tone("seed " + std::to_string(report.seed) + " (--seed " +
+        out += "\n" + painter.tone("seed " + std::to_string(report.seed) + " (--seed " +
                                        std::to_string(report.seed) + " repeats this grade), " +
                                        machine,
                                    Tone::muted) +
-               "
-";
+               "\n";
     }
     return out;
 }
