@@ -508,10 +508,10 @@ private:
                             ", so it has no bank conflicts to remove. " +
                             fill_template(spec.hint, {});
             check.details.push_back(
-                "counted by " +
+                "your kernel has no shared tile: 0 shared load requests and 0 shared store "
+                "requests, counted by " +
                 (source_of_counts(spec) == "hardware" ? std::string("the GPU's own counters")
-                                                      : std::string("the simulator (PTX-level)")) +
-                ": 0 shared load requests, 0 shared store requests");
+                                                      : std::string("the simulator (PTX-level)")));
             return;
         }
         if (counted == 0) {
