@@ -672,8 +672,26 @@ std::string race_fix(std::string_view race) {
                                                                           : end - start));
     }
     if (places.size() >= 2) {
-        return "put __syncthreads() between " + std::string(places[1]) + " and " +
-               std::string(places[0]);
+        // In source order, so that a read racing a write and the write racing the read (the
+        // same missing barrier, seen from both sides) are one fix.
+        const auto line_of = [](std::string_view place) {
+            const std::size_t colon = place.rfind(':');
+            const std::string_view digits =
+                colon == std::string_view::npos ? place : place.substr(colon + 1);
+            return std::make_pair(place.substr(0, colon == std::string_view::npos ? 0 : colon),
+                                  digits.size() < 9 && !digits.empty() &&
+                                          digits.find_first_not_of("0123456789") ==
+                                              std::string_view::npos
+                                      ? std::stol(std::string(digits))
+                                      : 0L);
+        };
+        std::string_view first = places[1];
+        std::string_view second = places[0];
+        if (line_of(second) < line_of(first)) {
+            std::swap(first, second);
+        }
+        return "put __syncthreads() between " + std::string(first) + " and " +
+               std::string(second);
     }
     if (places.size() == 1) {
         return "put __syncthreads() before " + std::string(places[0]);
