@@ -737,8 +737,8 @@ void collapse_details(CheckResult& check, std::size_t max_details, std::size_t m
             const std::string_view race = std::string_view(rest).substr(kRace.size());
             fix = race_fix(race);
             const std::size_t digits = race.find_first_not_of("0123456789");
-            if (digits > 0 && digits != std::string_view::npos && race.substr(digits) == kRacedInAll &&
-                digits < 19) {
+            if (digits > 0 && digits < 19 && digits != std::string_view::npos &&
+                race.substr(digits) == kRacedInAll) {
                 raced = std::stoull(std::string(race.substr(0, digits)));
                 key = "raced in all";
             } else if (!fix.empty()) {
