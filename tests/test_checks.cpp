@@ -558,6 +558,20 @@ TEST_CASE("one diagnosis, once: a race at every stride is one line with its coun
     CHECK(any_detail_contains(c, std::to_string(84 * strides) +
                                      " warp-wide shared-memory accesses raced in all"));
 
+    SUBCASE("a write racing a read and the read racing the write are one fix") {
+        CheckResult both;
+        both.details = {
+            "stride 3: a shared-memory race: thread (0, 1, 0) wrote shared word 33 at "
+            "transpose.cu:16, which thread (1, 0, 0) had read at transpose.cu:22 with no "
+            "__syncthreads() between them",
+            "stride 3: a shared-memory race: thread (0, 1, 0) read shared word 1 at "
+            "transpose.cu:22, which thread (1, 0, 0) wrote at transpose.cu:16 with no "
+            "__syncthreads() between them"};
+        collapse_details(both);
+        REQUIRE(both.details.size() == 1);
+        CHECK(both.details[0].find("(the same 2 times); put __syncthreads() between "
+                                   "transpose.cu:16 and transpose.cu:22") != std::string::npos);
+    }
     SUBCASE("a race with one place only still names where the barrier goes") {
         CheckResult one;
         one.details = {"stride 3: a shared-memory race: thread (3, 0, 0) wrote shared word 7 at "

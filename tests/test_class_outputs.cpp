@@ -849,3 +849,25 @@ TEST_CASE("the page without a GPU plots the counted degree, never an empty ratio
     CHECK(html.find("id=\"ratio-chart\"") == std::string::npos);
     CHECK(html.find("Nothing here was timed") != std::string::npos);
 }
+
+TEST_CASE("ids that differ only by invisible or look-alike characters are flagged as shared") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    const auto set_id = [&entries](const std::string& folder, const std::string& id) {
+        for (ClassEntry& entry : entries) {
+            if (entry.student_folder == folder) {
+                entry.report.student_id = id;
+            }
+        }
+    };
+    set_id("alice", "ann.lee");
+    set_id("bob", "\xD0\xB0nn.l\xE2\x80\x8B" "ee");  // a Cyrillic a, a zero-width space
+    set_id("carol", "ANN.1EE");                     // capitals, 1 for l
+    const auto flags = flag_submissions(entries, with_example());
+    REQUIRE(flags.count("alice") == 1);
+    CHECK(flags.at("alice").same_id_as == std::vector<std::string>{"bob", "carol"});
+    SUBCASE("an id that differs by a letter a reader sees is not flagged") {
+        set_id("bob", "ann.lea");
+        set_id("carol", "s1003");
+        CHECK(flag_submissions(entries, with_example()).count("alice") == 0);
+    }
+}

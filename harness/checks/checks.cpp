@@ -551,10 +551,10 @@ private:
                             ", so it has no bank conflicts to remove. " +
                             fill_template(spec.hint, {});
             check.details.push_back(
-                "counted by " +
+                "your kernel has no shared tile: 0 shared load requests and 0 shared store "
+                "requests, counted by " +
                 (source_of_counts(spec) == "hardware" ? std::string("the GPU's own counters")
-                                                      : std::string("the simulator (PTX-level)")) +
-                ": 0 shared load requests, 0 shared store requests");
+                                                      : std::string("the simulator (PTX-level)")));
             return;
         }
         if (counted == 0) {
@@ -762,8 +762,26 @@ std::string race_fix(std::string_view race) {
                                                                           : end - start));
     }
     if (places.size() >= 2) {
-        return "put __syncthreads() between " + std::string(places[1]) + " and " +
-               std::string(places[0]);
+        // In source order, so that a read racing a write and the write racing the read (the
+        // same missing barrier, seen from both sides) are one fix.
+        const auto line_of = [](std::string_view place) {
+            const std::size_t colon = place.rfind(':');
+            const std::string_view digits =
+                colon == std::string_view::npos ? place : place.substr(colon + 1);
+            return std::make_pair(place.substr(0, colon == std::string_view::npos ? 0 : colon),
+                                  digits.size() < 9 && !digits.empty() &&
+                                          digits.find_first_not_of("0123456789") ==
+                                              std::string_view::npos
+                                      ? std::stol(std::string(digits))
+                                      : 0L);
+        };
+        std::string_view first = places[1];
+        std::string_view second = places[0];
+        if (line_of(second) < line_of(first)) {
+            std::swap(first, second);
+        }
+        return "put __syncthreads() between " + std::string(first) + " and " +
+               std::string(second);
     }
     if (places.size() == 1) {
         return "put __syncthreads() before " + std::string(places[0]);
@@ -809,8 +827,8 @@ void collapse_details(CheckResult& check, std::size_t max_details, std::size_t m
             const std::string_view race = std::string_view(rest).substr(kRace.size());
             fix = race_fix(race);
             const std::size_t digits = race.find_first_not_of("0123456789");
-            if (digits > 0 && digits != std::string_view::npos && race.substr(digits) == kRacedInAll &&
-                digits < 19) {
+            if (digits > 0 && digits < 19 && digits != std::string_view::npos &&
+                race.substr(digits) == kRacedInAll) {
                 raced = std::stoull(std::string(race.substr(0, digits)));
                 key = "raced in all";
             } else if (!fix.empty()) {

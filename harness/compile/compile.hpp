@@ -119,8 +119,9 @@ struct CompiledKernel {
 // source as "/<source_name>", so that no host directory reaches the PTX, the cubin's line table
 // or the log. A source refused by vetting never reaches NVRTC: attempted is true, ok false,
 // options empty, and the log lists the problems. Callable from several threads at once.
-// The log is bounded to kMaxCompileLogBytes; clock_reads are the PTX's (ptx_clock_reads). A kernel name that is overloaded, missing or not a
-// __global__ function is said in one plain sentence. A leading UTF-8 byte-order mark is dropped.
+// The log is bounded to kMaxCompileLogBytes; clock_reads are the PTX's (ptx_clock_reads).
+// A kernel name that is overloaded, missing or not a __global__ function is said in one plain
+// sentence. A leading UTF-8 byte-order mark is dropped.
 // Throws NvrtcError only for NVRTC failures that are not the program's fault, and
 // std::invalid_argument for an empty arch or kernel name.
 CompiledKernel compile_kernel(const CompileRequest& request);

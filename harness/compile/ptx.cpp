@@ -226,7 +226,8 @@ std::string_view clock_register(std::string_view line) {
          at = line.find('%', at + 1)) {
         for (const std::string_view name : kRegisters) {
             const std::size_t end = at + 1 + name.size();
-            if (keyword_at(line, at + 1, name) && (end >= line.size() || !is_word_char(line[end]))) {
+            if (keyword_at(line, at + 1, name) &&
+                (end >= line.size() || !is_word_char(line[end]))) {
                 return line.substr(at, name.size() + 1);
             }
         }

@@ -69,9 +69,10 @@ std::vector<PathInLine> absolute_paths(std::string_view line) {
     std::vector<PathInLine> paths;
     std::size_t i = 0;
     while (i < line.size()) {
-        const bool starts = line[i] == '/' &&
-                            (i == 0 || is_log_blank(line[i - 1]) ||
-                             std::string_view("\"'(<=,").find(line[i - 1]) != std::string_view::npos);
+        constexpr std::string_view kBefore = "\"'(<=,";
+        const bool starts =
+            line[i] == '/' && (i == 0 || is_log_blank(line[i - 1]) ||
+                               kBefore.find(line[i - 1]) != std::string_view::npos);
         if (!starts) {
             ++i;
             continue;

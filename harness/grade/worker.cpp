@@ -22,6 +22,7 @@
 #include "grade/sources.hpp"
 #include "measure/outputs.hpp"
 #include "measure/statistics.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
@@ -35,6 +36,17 @@ double unix_seconds() {
 
 double seconds_since(Clock::time_point began) {
     return std::chrono::duration<double>(Clock::now() - began).count();
+}
+
+// A line a launch reports (a race, a note) names places from the PTX's .file lines, which an asm
+// comment can forge at any length: each is bounded before it joins a message of the worker.
+constexpr std::size_t kMaxLaunchLineBytes = 600;
+std::vector<std::string> bounded_lines(const std::vector<std::string>& lines) {
+    std::vector<std::string> bounded;
+    for (const std::string& line : lines) {
+        bounded.push_back(text::shorten(line, kMaxLaunchLineBytes));
+    }
+    return bounded;
 }
 
 Ending ending_of(DeviceLaunch::End end) {
@@ -352,15 +364,16 @@ private:
                         stop(stage, ending_of(launch.end),
                              who(exercise_, spec->id) + " failed" +
                                  (stride > 0 ? " at stride " + std::to_string(stride) : "") +
-                                 ": " + launch.message);
+                                 ": " + text::shorten(launch.message, kMaxLaunchLineBytes));
                         return false;
                     }
                     if (i == 0 && launch.counts) {
                         run.counts = launch.counts;
                         run.count_source = "simulator";
                     }
-                    run.notes.insert(run.notes.end(), launch.notes.begin(), launch.notes.end());
-                    for (const std::string& race : launch.races) {
+                    const std::vector<std::string> notes = bounded_lines(launch.notes);
+                    run.notes.insert(run.notes.end(), notes.begin(), notes.end());
+                    for (const std::string& race : bounded_lines(launch.races)) {
                         if (std::find(run.races.begin(), run.races.end(), race) ==
                             run.races.end()) {
                             run.races.push_back(race);
@@ -502,7 +515,7 @@ private:
                 witness.counts[stride] = *launch.counts;
             }
             if (!launch.races.empty()) {
-                witness.races[stride] = launch.races;
+                witness.races[stride] = bounded_lines(launch.races);
             }
         }
         return witness;
