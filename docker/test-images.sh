@@ -420,6 +420,14 @@ gradescope() {  # gradescope STUDENT: runs one submission, sets gs_result and gs
   gs_result="$zipdir/results.json"
   gs_log="$zipdir.log"
 }
+if docker run --rm "$image_gs" sh -c 'test -x /autograder/run_autograder &&
+    test -f /autograder/source/setup.sh && test -f /autograder/source/CMakeLists.txt &&
+    command -v grader >/dev/null'; then
+  ok "gradescope: the image has /autograder/run_autograder, the source in /autograder/source" \
+    "and grader installed by setup.sh"
+else
+  fail "gradescope: the image's /autograder layout is not Gradescope's"
+fi
 for student in correct wrong_degrees forbidden_include linked_to_etc; do
   gradescope "$student"
   if ! got="$(python3 -c "$results_valid_gradescope" "$gs_result" 2>&1)"; then
