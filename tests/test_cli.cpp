@@ -47,6 +47,19 @@ TEST_CASE("a usage error exits 2 and says what was wrong") {
     CHECK(bad_format.output.find("pdf") != std::string::npos);
 }
 
+TEST_CASE("a report that cannot be written is a usage error (exit 2), said before the grade") {
+    const auto file = scratch("output-parent-is-a-file");
+    { std::ofstream(file) << "a file\n"; }
+    for (const auto& output : {file / "report.json", std::filesystem::path("/no/such/dir/r.json")}) {
+        CAPTURE(output);
+        const GraderRun run = run_grader({"grade", (kSource / "student" / "example").string(),
+                                          "--format", "json", "--output", output.string()});
+        CHECK(run.exit_code == 2);
+        CHECK(run.output.find("cannot be written by this user") != std::string::npos);
+        CHECK(run.output.find("internal error") == std::string::npos);
+    }
+}
+
 TEST_CASE("no writable temporary folder is the machine's fault: exit 3, saying what to do") {
     // A read-only root without --tmpfs /tmp in Docker; here, TMPDIR naming a file or nothing.
     const auto not_a_folder = scratch("tmpdir-is-a-file");

@@ -199,7 +199,8 @@ done
 # The instructor's files, so copied whole, links as links; bounded in time all the same.
 tests_copy_failed=""
 if [ -z "${GRADER_EXERCISE:-}" ] && [ -f "$root/tests/exercise.yaml" ]; then
-  if ! timeout "$copy_seconds" cp -R -P -- "$root/tests" "$work/tests" 2>"$work/tests-copy.err"; then
+  if ! timeout "$copy_seconds" cp -R -P -- "$root/tests" "$work/tests" \
+    2>"$work/tests-copy.err"; then
     tests_copy_failed="the question's tests folder ($root/tests) could not be copied within \
 ${copy_seconds} s: $(head -c 300 "$work/tests-copy.err")"
   fi

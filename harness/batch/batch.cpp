@@ -360,7 +360,20 @@ void check_output_folder(const std::filesystem::path& submissions_dir,
         throw BatchError("cannot read the class folder " + submissions_dir.string() + ": " +
                          error.message());
     }
-    const auto output = std::filesystem::weakly_canonical(std::filesystem::absolute(output_dir));
+    // A folder this user cannot write (or name) is the caller's to fix (a usage error), said
+    // before any grade and in words, not as an internal error on the first report.
+    const auto unwritable = [&](const std::string& why) {
+        return BatchError("--output " + output_dir.string() +
+                          " cannot be written by this user (uid " + std::to_string(::getuid()) +
+                          "): " + why +
+                          ": choose a folder it may write to, or give it the folder (in Docker: "
+                          "--user with the folder owner's uid:gid)");
+    };
+    const auto output =
+        std::filesystem::weakly_canonical(std::filesystem::absolute(output_dir), error);
+    if (error) {
+        throw unwritable(error.message());
+    }
     if (output == class_dir) {
         throw BatchError("--output " + output_dir.string() +
                          " is the class folder itself: choose a folder outside " +
@@ -372,16 +385,9 @@ void check_output_folder(const std::filesystem::path& submissions_dir,
                          ": choose a folder outside it, so that no student's folder holds the "
                          "reports");
     }
-    // A folder this user cannot write is the caller's to fix (a usage error), said before any
-    // grade and in words, not as an internal error on the first report.
     std::filesystem::create_directories(output, error);
     if (error || ::access(output.c_str(), W_OK | X_OK) != 0) {
-        const std::string why = error ? error.message() : std::strerror(errno);
-        throw BatchError("--output " + output_dir.string() +
-                         " cannot be written by this user (uid " + std::to_string(::getuid()) +
-                         "): " + why +
-                         ": choose a folder it may write to, or give it the folder (in Docker: "
-                         "--user with the folder owner's uid:gid)");
+        throw unwritable(error ? error.message() : std::strerror(errno));
     }
     for (const auto& submission : submissions) {
         const auto target = std::filesystem::canonical(submission.directory, error);

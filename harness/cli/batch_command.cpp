@@ -195,7 +195,9 @@ class SilentProgress : public BatchProgress {};
 
 int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& global) {
     const std::string output_shown = text::visible_line(options.output.string());
-    if (std::filesystem::exists(options.output) && !std::filesystem::is_directory(options.output)) {
+    std::error_code unreadable;  // a name the system refuses is check_output_folder's to say
+    if (std::filesystem::exists(options.output, unreadable) &&
+        !std::filesystem::is_directory(options.output, unreadable)) {
         spdlog::error("--output {} exists and is not a folder", output_shown);
         return kExitUsage;
     }

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <spdlog/spdlog.h>
 
@@ -33,6 +36,18 @@ int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
     if (!format) {
         spdlog::error("unknown format '{}'", options.format);
         return kExitUsage;
+    }
+    if (!options.output.empty()) {
+        // A report that cannot be written is the caller's to fix (a usage error), said before
+        // the grade rather than as an internal error after it.
+        const auto folder = std::filesystem::absolute(options.output).parent_path();
+        if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+            spdlog::error(
+                "--output {}: its folder cannot be written by this user (uid {}): {}: choose a "
+                "folder it may write to (in Docker: --user with the folder owner's uid:gid)",
+                text::visible_line(options.output.string()), ::getuid(), std::strerror(errno));
+            return kExitUsage;
+        }
     }
     const Exercise exercise =
         load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
