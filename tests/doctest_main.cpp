@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,14 @@ struct Tally {
     int ran = 0;
     int skipped = 0;
     std::vector<std::string> without_asserts;
+    // The suites the command line selects or leaves out (--test-suite=, --test-suite-exclude=, as
+    // tests/CMakeLists.txt passes them): a case skipped in a suite not selected is not counted.
+    std::set<std::string> suites;
+    std::set<std::string> excluded_suites;
+
+    bool selected(const std::string& suite) const {
+        return (suites.empty() || suites.count(suite) > 0) && excluded_suites.count(suite) == 0;
+    }
 };
 
 Tally& tally() {
@@ -46,7 +56,7 @@ public:
     void log_message(const doctest::MessageData&) override {}
     void test_case_skipped(const doctest::TestCaseData& data) override {
         // doctest also calls this for cases its filters leave out; only doctest::skip counts.
-        if (data.m_skip) {
+        if (data.m_skip && tally().selected(data.m_test_suite)) {
             ++tally().skipped;
             std::printf("skipped: %s\n", data.m_name);
         }
@@ -56,11 +66,26 @@ private:
     std::string name_;
 };
 
+void read_suites(const std::string& argument, const std::string& option,
+                 std::set<std::string>& into) {
+    if (argument.rfind(option, 0) != 0) {
+        return;
+    }
+    std::stringstream list(argument.substr(option.size()));
+    for (std::string suite; std::getline(list, suite, ',');) {
+        into.insert(suite);
+    }
+}
+
 }  // namespace
 
 REGISTER_LISTENER("tally", 1, TallyListener);
 
 int main(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        read_suites(argv[i], "--test-suite=", tally().suites);
+        read_suites(argv[i], "--test-suite-exclude=", tally().excluded_suites);
+    }
     doctest::Context context(argc, argv);
     const int result = context.run();
     if (context.shouldExit()) {

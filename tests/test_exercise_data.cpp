@@ -31,8 +31,7 @@ const std::vector<std::pair<std::string, std::string>> kNames = {
 
 // Whole values that are ids: kernels, inputs and checks.
 const std::vector<std::pair<std::string, std::string>> kIds = {
-    {"lesson", "reference"},         {"all_ones", "ones"},
-    {"secret", "hidden"},            {"c_answers", "submission_file"},
+    {"lesson", "reference"},         {"c_answers", "submission_file"},
     {"c_builds", "compile_abi"},     {"c_ones", "accumulator"},
     {"c_secret", "hidden_input"},    {"c_guesses", "predicted_degrees"},
     {"c_own_times", "measured_ratios"}, {"c_order", "ordering"},
