@@ -20,6 +20,15 @@ if ! command -v "$tool" >/dev/null 2>&1; then
   echo "format: $tool is not installed (apt-get install clang-format): formatting not checked" >&2
   exit 77
 fi
+# clang-format's releases format the same file differently: the tree is formatted with Debian 12's
+# clang-format 14, and another major version is not asked to agree with it (exit 77: skipped).
+formatted_with=14
+major=$("$tool" --version | sed -n 's/.*version \([0-9][0-9]*\)\..*/\1/p' | head -n 1)
+if [ "$mode" = check ] && [ "$major" != "$formatted_with" ]; then
+  echo "format: $tool is version ${major:-unknown}; the tree is formatted with clang-format" \
+    "$formatted_with, whose output differs: formatting not checked" >&2
+  exit 77
+fi
 mapfile -d '' files < <(find harness tests -path tests/fixtures -prune -o -type f \
   \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.h' \) -print0 | sort -z)
 if [ "$mode" = fix ]; then
