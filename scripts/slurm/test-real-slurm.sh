@@ -294,9 +294,12 @@ def grades(path):
 g_merged, g_one = grades(f"{merged}/gradebook.csv"), grades(f"{one}/gradebook.csv")
 if len(g_merged) != students:
     bad.append(f"the merged gradebook has {len(g_merged)} rows")
-if g_merged != g_one:
-    diff = [k for k in g_one if g_merged.get(k) != g_one[k]]
-    bad.append(f"verdicts or scores differ from a batch of the whole class: {diff[:5]}")
+# Against the separate batch, said but not asserted: each grade draws two unnamed strides afresh,
+# so a kernel that sniffs the named strides may pass one grade and fail the next (the exact
+# comparison above is over the same reports).
+moved = [k for k in g_one if g_merged.get(k) != g_one[k]]
+print(f"  {students - len(moved)} of {students} rows have the same verdict and score as the "
+      f"separate batch; differing: {moved}")
 if not any(v == "fail" for v, _ in g_merged.values()):
     bad.append("no failing student in the class: the merge's tolerance of failures is untested")
 pl = list(csv.reader(open(f"{merged}/prairielearn-scores.csv", newline="", encoding="utf-8")))
