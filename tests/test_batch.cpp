@@ -670,7 +670,8 @@ TEST_CASE("a class folder inside the output folder keeps its name free of studen
     bool reports_elsewhere = false;
     for (const auto& entry : fs::directory_iterator(root)) {
         const std::string name = entry.path().filename().string();
-        reports_elsewhere |= name.rfind("class-", 0) == 0 && fs::exists(entry.path() / "report.json");
+        reports_elsewhere |=
+            name.rfind("class-", 0) == 0 && fs::exists(entry.path() / "report.json");
     }
     CHECK(reports_elsewhere);
 }

@@ -693,7 +693,7 @@ std::vector<ClassEntry> collect_class_entries(const std::vector<BatchSubmission>
 ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEntry>& entries,
                                    const std::vector<SkippedEntry>& skipped,
                                    const std::filesystem::path& output_dir,
-                                   const std::function<nlohmann::json(const ClassStageResult&)>& run,
+                                   const RunInfo& run,
                                    const std::string& finished_at) {
     ClassStageResult stage;
     const ClassReportOptions class_options = batch_class_options(exercise, skipped);

@@ -484,8 +484,9 @@ std::string write_gradebook_csv(const std::vector<ClassEntry>& entries,
         // gradebook would read as the student's when the machine or the harness stopped the grade.
         const bool graded = report.verdict != Verdict::ungradable;
         std::vector<std::string> row;
-        row.push_back(text::csv_field(entry->submission_folder.empty() ? entry->student_folder
-                                                                        : entry->submission_folder));
+        const std::string& key = entry->submission_folder.empty() ? entry->student_folder
+                                                                  : entry->submission_folder;
+        row.push_back(text::csv_field(key));
         row.push_back(text::csv_field(report.student_id));
         row.push_back(graded ? format_number(report.score, 2) : "");
         row.push_back(format_number(report.max_score, 2));
