@@ -21,11 +21,11 @@ struct ClassEntry {
     // instructor's export made, made safe and unique (batch's student_folder_name). The key of
     // every class output: two students who typed the same id still have two folders.
     std::string student_folder;
-    // The submission's folder as the class folder holds it, shown (batch's submission_key): the
-    // gradebook's key, unique in the class. Empty: student_folder is shown instead.
-    std::string submission_folder;
     std::string report_link;  // relative path from the class outputs to this student's report
     Report report;
+    // The submission's folder as the class folder holds it, shown (batch's submission_key): the
+    // gradebook's key, unique in the class. Empty: student_folder is shown instead.
+    std::string submission_folder = {};
 };
 
 // Something in the class folder that was not graded, and why.
