@@ -723,7 +723,15 @@ TEST_CASE("a class folder inside the output folder keeps its name free of studen
     const auto folders = gradebook_folders(root);
     REQUIRE(folders.size() == 2);
     CHECK(folders[0] == "alice");
-    CHECK(folders[1].rfind("class-", 0) == 0);
+    // The gradebook names the submission folder itself; its reports went to a folder of their own.
+    CHECK(folders[1] == "class");
+    bool reports_elsewhere = false;
+    for (const auto& entry : fs::directory_iterator(root)) {
+        const std::string name = entry.path().filename().string();
+        reports_elsewhere |=
+            name.rfind("class-", 0) == 0 && fs::exists(entry.path() / "report.json");
+    }
+    CHECK(reports_elsewhere);
 }
 
 TEST_CASE("two batches cannot write into one output folder at once") {
@@ -816,7 +824,7 @@ TEST_CASE("--only regrades the named student and keeps every other report") {
     const GraderRun only = run_grader({"batch", dir.string(), "--output", output.string(),
                                        "--backend", "cuda", "--resume", "--only", "student11"});
     INFO(only.output);
-    CHECK(only.exit_code == cuda_batch_exit());
+    CHECK(only.exit_code == 0);  // the one student in scope does not compile: a fail anywhere
     const auto after = report_stamps(output);
     REQUIRE(after.size() == 3);
     CHECK(!(after.at("student11") == before.at("student11")));

@@ -40,6 +40,7 @@ const grader::Exercise& day15() {
 // a plain file the batch skips.
 fs::path make_class(const fs::path& root, int students) {
     const auto dir = root / "class";
+    fs::create_directories(dir);
     for (int i = 0; i < students; ++i) {
         const std::string student = "s" + std::to_string(10 + i);
         fs::copy(fs::path(GRADER_FIXTURES_DIR) / "submissions" / "compile_error", dir / student,
@@ -150,6 +151,7 @@ TEST_CASE("shards partition the class; a restart grades nothing twice; merge equ
 
     // One batch over the same reports writes the same class outputs and the same student files.
     const auto rebuilt = root / "rebuilt";
+    fs::create_directories(rebuilt);
     for (const auto& dir : dirs) {
         for (const auto& entry : fs::directory_iterator(dir)) {
             if (entry.is_directory() && entry.path().filename().string()[0] == 's') {

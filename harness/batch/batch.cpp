@@ -751,7 +751,7 @@ std::vector<ClassEntry> collect_class_entries(const std::vector<BatchSubmission>
 ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEntry>& entries,
                                    const std::vector<SkippedEntry>& skipped,
                                    const std::filesystem::path& output_dir,
-                                   const std::function<nlohmann::json(const ClassStageResult&)>& run,
+                                   const RunInfo& run,
                                    const std::string& finished_at, bool interrupted,
                                    const std::vector<std::string>& unfinished) {
     ClassStageResult stage;

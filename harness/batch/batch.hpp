@@ -209,17 +209,18 @@ std::vector<ClassEntry> collect_class_entries(const std::vector<BatchSubmission>
 
 // The class-wide stage of a batch over the reports in output_dir: ids and sentences compared
 // across the class, the reports whose sentence flag changed written again (into output_dir),
-// then gradebook.csv, summary.json (with run(the stage so far) as its "run") and class-report.html. One batch of
-// the whole class and `grader merge` of its shards both end here.
+// then gradebook.csv, summary.json (with run(the stage so far) as its "run") and
+// class-report.html. One batch of the whole class and `grader merge` of its shards both end here.
 struct ClassStageResult {
     std::size_t flagged = 0;
     std::size_t reports_rewritten = 0;
     std::vector<std::filesystem::path> files;
 };
+using RunInfo = std::function<nlohmann::json(const ClassStageResult&)>;
 ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEntry>& entries,
                                    const std::vector<SkippedEntry>& skipped,
                                    const std::filesystem::path& output_dir,
-                                   const std::function<nlohmann::json(const ClassStageResult&)>& run,
+                                   const RunInfo& run,
                                    const std::string& finished_at, bool interrupted = false,
                                    const std::vector<std::string>& unfinished = {});
 

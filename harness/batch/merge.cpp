@@ -23,14 +23,6 @@ std::string joined(const std::vector<std::string>& parts, const std::string& sep
     return text;
 }
 
-std::string indexes_text(const std::vector<int>& indexes) {
-    std::vector<std::string> parts;
-    for (const int index : indexes) {
-        parts.push_back(std::to_string(index));
-    }
-    return joined(parts, ",");
-}
-
 std::string utc_now() {
     const std::time_t seconds = std::time(nullptr);
     std::tm parts{};

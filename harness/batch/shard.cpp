@@ -258,8 +258,8 @@ ShardManifest manifest_from_json(const nlohmann::json& json) {
         manifest.grader_version = json.at("grader_version").get<std::string>();
         manifest.backend = json.at("backend").get<std::string>();
         manifest.host = json.value("host", "");
-        manifest.scheduler =
-            json.value("scheduler", nlohmann::json::object()).get<std::map<std::string, std::string>>();
+        manifest.scheduler = json.value("scheduler", nlohmann::json::object())
+                                 .get<std::map<std::string, std::string>>();
         for (const auto& gpu : json.value("gpus", nlohmann::json::array())) {
             manifest.gpus.push_back({gpu.value("bus_id", ""), gpu.value("name", ""),
                                      gpu.value("uuid", ""), gpu.value("driver", "")});
@@ -306,10 +306,9 @@ std::optional<ShardManifest> read_manifest(const std::filesystem::path& shard_di
 
 void write_manifest(const std::filesystem::path& shard_dir, const ShardManifest& manifest) {
     std::filesystem::create_directories(shard_dir);
+    const auto replace = nlohmann::json::error_handler_t::replace;
     write_file_atomically(shard_dir / kShardManifestFile,
-                          manifest_to_json(manifest).dump(2, ' ', false,
-                                                          nlohmann::json::error_handler_t::replace) +
-                              "\n");
+                          manifest_to_json(manifest).dump(2, ' ', false, replace) + "\n");
 }
 
 }  // namespace grader

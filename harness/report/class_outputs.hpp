@@ -25,7 +25,7 @@ struct ClassEntry {
     Report report;
     // The submission's folder as the class folder holds it, shown (batch's submission_key): the
     // gradebook's key, unique in the class. Empty: student_folder is shown instead.
-    std::string submission_folder;
+    std::string submission_folder = {};
 };
 
 // Something in the class folder that was not graded, and why.

@@ -149,8 +149,8 @@ merge=$(echo "$submitted" | sed -n 's/^merge: job //p')
 reports_in() { find "$run/shards/$1" -mindepth 2 -maxdepth 2 -name report.json 2>/dev/null | wc -l; }
 stamps_of() { find "$run/shards/$1" -mindepth 2 -maxdepth 2 -name report.json \
   -printf '%P %i %T@\n' 2>/dev/null | sort; }
-cancelled=0 requeued=0
-for _ in $(seq 600); do
+cancelled=0 requeued=0 warned=0
+for _ in $(seq 900); do
   if [ $cancelled = 0 ] && [ "$(reports_in 0)" -ge 2 ]; then
     stamps_of 0 >"$work/stamps-0"
     scancel "${array}_0" && cancelled=1
@@ -161,12 +161,24 @@ for _ in $(seq 600); do
     scontrol requeue "${array}_1" && requeued=1
     echo "requeued ${array}_1 after $(wc -l <"$work/stamps-1") reports"
   fi
+  # Slurm's warning before a time limit (--signal=B:USR1@120 in the script): the task requeues
+  # itself.
+  if [ $warned = 0 ] && [ "$(reports_in 2)" -ge 2 ]; then
+    stamps_of 2 >"$work/stamps-2"
+    scancel --batch --signal=USR1 "${array}_2" && warned=1
+    echo "sent ${array}_2 the time limit's SIGUSR1 after $(wc -l <"$work/stamps-2") reports"
+  fi
   [ -z "$(squeue -h -o %i)" ] && break
   sleep 0.5
 done
 first_seconds=$(python3 -c "print(round($(now) - $start, 1))")
 check "task 0 was cancelled midway" test $cancelled = 1
 check "task 1 was requeued midway" test $requeued = 1
+check "task 2 was sent the time limit's signal midway" test $warned = 1
+check "task 2 requeued itself after the time limit's signal" \
+  grep -q "restart 1," "$run/logs/shard-2.log"
+check "task 0, cancelled, stayed cancelled" test "$(grep -c "^grade-class: shard 0/4 on" \
+  "$run/logs/shard-0.log")" = 1
 check "the merge ran after the array, and refused: shard 0 is missing students" \
   grep -q "rerun array indexes: 0$" "$run/logs/merge.log"
 check "a refused merge wrote no class outputs" test ! -e "$run/class/gradebook.csv"
@@ -187,7 +199,7 @@ check "the merge after the rerun succeeded" grep -q "^merged $students students 
   "$run/logs/merge.log"
 
 # Nothing graded twice: every report there when the task was stopped is the same file, untouched.
-for index in 0 1; do
+for index in 0 1 2; do
   check "task $index's reports from before it was stopped were not graded again" \
     python3 - "$work/stamps-$index" "$run/shards/$index" <<'EOF'
 import os, sys
@@ -236,7 +248,7 @@ for name in klass:
         bad.append(f"{name} has {len(holders)} reports across the shards")
 if not all(m["complete"] for m in manifests):
     bad.append("a shard's manifest is not complete")
-for index in (0, 1):
+for index in (0, 1, 2):
     runs = [m for m in manifests if m["shard"]["index"] == index][0]["runs"]
     if len(runs) < 2:
         bad.append(f"shard {index} ran {len(runs)} time(s), expected a restart")
@@ -282,9 +294,12 @@ def grades(path):
 g_merged, g_one = grades(f"{merged}/gradebook.csv"), grades(f"{one}/gradebook.csv")
 if len(g_merged) != students:
     bad.append(f"the merged gradebook has {len(g_merged)} rows")
-if g_merged != g_one:
-    diff = [k for k in g_one if g_merged.get(k) != g_one[k]]
-    bad.append(f"verdicts or scores differ from a batch of the whole class: {diff[:5]}")
+# Against the separate batch, said but not asserted: each grade draws two unnamed strides afresh,
+# so a kernel that sniffs the named strides may pass one grade and fail the next (the exact
+# comparison above is over the same reports).
+moved = [k for k in g_one if g_merged.get(k) != g_one[k]]
+print(f"  {students - len(moved)} of {students} rows have the same verdict and score as the "
+      f"separate batch; differing: {moved}")
 if not any(v == "fail" for v, _ in g_merged.values()):
     bad.append("no failing student in the class: the merge's tolerance of failures is untested")
 pl = list(csv.reader(open(f"{merged}/prairielearn-scores.csv", newline="", encoding="utf-8")))
@@ -295,7 +310,20 @@ for line in bad:
 sys.exit(1 if bad else 0)
 EOF
 
-echo "figures: one batch ${one_seconds}s; through Slurm (4 tasks, 2 fake GPUs, 1 job each," \
+# A clean pass through Slurm, nothing stopped: the figure to hold against one batch.
+start=$(now)
+"$here/submit.sh" "$work/class" "$work/clean" "$shards" --jobs 1 >/dev/null
+for _ in $(seq 900); do
+  [ -z "$(squeue -h -o %i)" ] && break
+  sleep 0.5
+done
+clean_seconds=$(python3 -c "print(round($(now) - $start, 1))")
+check "the clean pass through Slurm merged the class" \
+  grep -q "^merged $students students from $shards shards" "$work/clean/logs/merge.log"
+cmp -s "$work/clean/class/gradebook.csv" "$run/class/gradebook.csv" ||
+  echo "note: the clean pass's gradebook differs from the first one's (timed figures move)"
+
+echo "figures: one batch ${one_seconds}s; clean pass through Slurm ${clean_seconds}s; through Slurm (4 tasks, 2 fake GPUs, 1 job each," \
   "first pass with a cancel and a requeue) ${first_seconds}s, rerun of index $rerun and merge" \
   "${second_seconds}s; grader merge alone ${merge_seconds}s"
 if [ -n "${GRADER_SLURM_FIGURES:-}" ]; then
@@ -304,6 +332,8 @@ if [ -n "${GRADER_SLURM_FIGURES:-}" ]; then
     echo "slurm_first_pass_seconds=$first_seconds"
     echo "slurm_rerun_and_merge_seconds=$second_seconds"
     echo "merge_seconds=$merge_seconds"
+    echo "slurm_clean_pass_seconds=$clean_seconds"
+    grep -h "graded in" "$work/clean/logs/"shard-*.log
     for log in "$run"/logs/*.log; do echo "--- $(basename "$log")"; cat "$log"; done
   } >>"$GRADER_SLURM_FIGURES"
 fi
