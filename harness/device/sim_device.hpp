@@ -28,13 +28,20 @@ public:
                      const std::vector<float>& input_words, int stride,
                      const LaunchGeometry& geometry) override;
     bool times() const override { return exercise_.simulator.modeled_timing; }
+    // Each kernel's .global variables start again from their initialisers.
+    void reload(const std::vector<LoadedKernel*>& kernels) override;
     TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
                        const std::vector<float>& input_words,
                        const LaunchGeometry& geometry) override;
 
-    // The blocks a launch with `input` runs: drawn from the grid by the seed, the same for every
-    // kernel and stride, so the student's outputs compare with the oracle's.
-    std::vector<sim::Dim3> blocks_for(const InputSpec& input, const LaunchGeometry& geometry) const;
+    // The blocks a launch with `input` at `stride` runs: the grid's first and last blocks (for a
+    // 2-D grid its corners and a block on each edge) and simulated_draws(input) more drawn from
+    // the grid by the seed, per input and stride; the same for every kernel, so the student's
+    // outputs compare with the oracle's.
+    std::vector<sim::Dim3> blocks_for(const InputSpec& input, const LaunchGeometry& geometry,
+                                      int stride) const;
+    // How many blocks blocks_for draws from the whole grid, beyond the edges.
+    std::uint64_t simulated_draws(const InputSpec& input) const;
 
 private:
     const Exercise& exercise_;
@@ -52,6 +59,8 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::string& entry, const LaunchGeometry& geometry,
                            const std::vector<float>& input_words, int stride,
                            const std::vector<sim::Dim3>& blocks, std::uint64_t budget,
-                           std::vector<float>* outputs, std::uint64_t clock_seed = 0);
+                           std::vector<float>* outputs, std::uint64_t clock_seed = 0,
+                           bool poison_shared = false,
+                           std::vector<std::byte>* module_globals = nullptr);
 
 }  // namespace grader
