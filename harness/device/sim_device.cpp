@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <set>
 
@@ -126,16 +127,31 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::vector<float>& input_words, int stride,
                            const std::vector<sim::Dim3>& blocks, std::uint64_t budget,
                            std::vector<float>* outputs, std::uint64_t clock_seed,
-                           bool poison_shared, std::vector<std::byte>* module_globals) {
-    sim::GlobalMemory memory(clock_seed);
+                           bool poison_shared, std::vector<std::byte>* module_globals,
+                           SimBuffers* buffers) {
+    SimBuffers own;
+    SimBuffers& b = buffers != nullptr ? *buffers : own;
     const std::uint64_t elements = output_elements(exercise, geometry);
-    const std::uint64_t input = memory.allocate(input_words.size() * sizeof(float));
-    memory.write(input, input_words.data(), input_words.size() * sizeof(float));
-    const std::uint64_t output = memory.allocate(elements * sizeof(float));
-    {
-        const std::vector<std::uint32_t> poison(elements, kOutputPoison);
-        memory.write(output, poison.data(), poison.size() * sizeof(std::uint32_t));
+    const std::size_t input_bytes = input_words.size() * sizeof(float);
+    if (!b.memory || b.input_bytes != input_bytes || b.output_elements != elements) {
+        b.memory.emplace(clock_seed);
+        b.input = b.memory->allocate(input_bytes);
+        b.output = b.memory->allocate(elements * sizeof(float));
+        b.input_bytes = input_bytes;
+        b.output_elements = elements;
     }
+    sim::GlobalMemory& memory = *b.memory;
+    const std::uint64_t input = b.input;
+    const std::uint64_t output = b.output;
+    memory.write(input, input_words.data(), input_bytes);
+    if (elements > 0) {
+        std::byte* words = memory.find(output, elements * sizeof(float));
+        for (std::uint64_t k = 0; k < elements; ++k) {
+            std::memcpy(words + k * sizeof(float), &kOutputPoison, sizeof(float));
+        }
+    }
+    // What the launch allocates (the module's variables) goes when it ends.
+    const std::uint64_t mark = memory.mark();
     sim::LaunchOptions options;
     options.instruction_budget = budget;
     options.blocks = blocks;
@@ -151,6 +167,7 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
         outputs->resize(elements);
         memory.read(output, outputs->data(), elements * sizeof(float));
     }
+    memory.release_from(mark);
     return result;
 }
 
@@ -252,9 +269,11 @@ std::vector<sim::Dim3> SimDevice::blocks_for(const InputSpec& input,
         chosen.insert(linear(0, draw(grid.y), 0));
         chosen.insert(linear(grid.x - 1, draw(grid.y), 0));
     }
-    // As many blocks at every stride, whatever the draws hit: modeled costs compare by stride.
+    // As many blocks at every stride, whatever the draws hit (modeled costs compare by stride):
+    // simulated_blocks(input), never fewer than the edges.
     const std::uint64_t edges = grid.y > 1 ? 8 : (grid.z > 1 ? 5 : 2);
-    const std::uint64_t wanted = std::min<std::uint64_t>(total, edges + simulated_draws(input));
+    const std::uint64_t wanted =
+        std::min<std::uint64_t>(total, std::max(edges, simulated_blocks(input)));
     while (chosen.size() < wanted) {
         chosen.insert(draw(total));
     }
@@ -265,7 +284,7 @@ std::vector<sim::Dim3> SimDevice::blocks_for(const InputSpec& input,
     return blocks;
 }
 
-std::uint64_t SimDevice::simulated_draws(const InputSpec& input) const {
+std::uint64_t SimDevice::simulated_blocks(const InputSpec& input) const {
     return input.simulated_blocks.value_or(exercise_.launch.simulated_blocks);
 }
 
@@ -285,7 +304,7 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
     const sim::LaunchResult result =
         simulate(exercise_, loaded.module, loaded.entry, geometry, input_words, stride,
                  blocks_for(input, geometry, stride), budget, &launch.outputs,
-                 seed_, input.poison_shared, &loaded.globals);
+                 seed_, input.poison_shared, &loaded.globals, &buffers_);
     launch.end = end_of(result);
     launch.counts = shared_counts(result.counts);
     if (launch.end != DeviceLaunch::End::completed) {

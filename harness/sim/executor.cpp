@@ -24,6 +24,12 @@ constexpr std::uint32_t kSharedPoison = 0x7fc00badu;
 // The modeled clock's costs, CostModel's default units taken as cycles (see ModeledClock).
 constexpr std::uint64_t kIssueCycles = 1;
 
+// Register files of finished blocks' warps, kept for the next block of this thread's launches: a
+// probe block's registers are megabytes, and fresh memory for every block, faulted in page by
+// page, cost as much as running the block.
+thread_local std::vector<std::vector<std::uint64_t>> spare_registers;
+constexpr std::size_t kSpareRegisterFiles = 16 * 32;
+
 std::uint64_t unix_ns() {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                           std::chrono::system_clock::now().time_since_epoch())
@@ -126,6 +132,10 @@ void Executor::run() {
         std::swap(order[k - 1], order[(draw >> 33) % k]);
     }
     constexpr std::size_t kResident = 16;
+    // Turns of this many slices per warp: long enough that a block's registers stay in this
+    // machine's caches for its turn (a turn of one slice ran the probe at half the speed), short
+    // enough that a block spinning on a flag gives the others their turn well within its wait.
+    constexpr int kSlicesPerTurn = 8;
     std::vector<BlockState> resident;
     std::size_t next = 0;
     while (next < order.size() || !resident.empty()) {
@@ -137,10 +147,16 @@ void Executor::run() {
         }
         for (std::size_t k = 0; k < resident.size();) {
             swap_block(resident[k]);
-            const bool done = step_block();
+            bool done = false;
+            for (int turn = 0; turn < kSlicesPerTurn && !done; ++turn)
+                done = step_block();
             swap_block(resident[k]);
             if (done) {
                 ++counts_.blocks_executed;
+                for (Warp& w : resident[k].warps) {
+                    if (spare_registers.size() < kSpareRegisterFiles)
+                        spare_registers.push_back(std::move(w.regs));
+                }
                 resident.erase(resident.begin() + static_cast<std::ptrdiff_t>(k));
             } else {
                 ++k;
@@ -248,6 +264,10 @@ void Executor::start_block(Dim3 b) {
         ModeledDevice::first_warp_slot(options_.clock_seed, linear, warps_per_block_);
     warps_.resize(warps_per_block_);
     for (std::uint32_t w = 0; w < warps_per_block_; ++w) {
+        if (!spare_registers.empty()) {
+            warps_[w].regs = std::move(spare_registers.back());
+            spare_registers.pop_back();
+        }
         warps_[w].index = w;
         warps_[w].local_pages.resize(local_pages_per_lane_ * 32);
     }

@@ -112,6 +112,11 @@ public:
     std::byte* find(std::uint64_t address, std::size_t bytes);
     std::size_t allocated_bytes() const;
 
+    // Where the next allocation goes; release_from(mark) frees every allocation made since, so a
+    // caller that keeps its buffers across launches does not keep each launch's globals too.
+    std::uint64_t mark() const { return next_address_; }
+    void release_from(std::uint64_t mark);
+
 private:
     struct Allocation;
     std::vector<std::unique_ptr<Allocation>> allocations_;  // sorted by address
