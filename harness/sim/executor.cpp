@@ -169,6 +169,7 @@ void Executor::swap_block(BlockState& state) {
     std::swap(block_, state.block);
     std::swap(sm_of_block_, state.sm);
     std::swap(first_warp_slot_, state.first_warp_slot);
+    std::swap(block_start_cycles_, state.start_cycles);
     std::swap(warps_, state.warps);
     std::swap(shared_, state.shared);
     std::swap(shared_written_, state.shared_written);
@@ -344,9 +345,10 @@ bool Executor::is_clock_slot(std::int32_t slot) const {
 
 void Executor::update_clocks(Warp& w) {
     const std::uint64_t clock = clock_start_ + w.cycles;
+    // %globaltimer is one clock for the whole GPU: the SM's own offset is not in it.
+    const auto since_start = static_cast<double>(w.cycles - block_start_cycles_);
     const std::uint64_t timer =
-        timer_start_ +
-        static_cast<std::uint64_t>(static_cast<double>(w.cycles) / ModeledClock::kGigahertz);
+        timer_start_ + static_cast<std::uint64_t>(since_start / ModeledClock::kGigahertz);
     const auto set = [&](Special s, std::uint64_t value) {
         std::fill_n(
             &w.regs[static_cast<std::size_t>(entry_.special_base + static_cast<int>(s)) * 32], 32,

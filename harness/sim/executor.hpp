@@ -163,6 +163,7 @@ struct BlockState {
     Dim3 block{};
     std::uint32_t sm = 0;
     std::uint32_t first_warp_slot = 0;
+    std::uint64_t start_cycles = 0;
     std::vector<Warp> warps;
     std::vector<std::byte> shared;
     std::vector<std::uint8_t> shared_written;
@@ -205,7 +206,7 @@ private:
     std::uint32_t warp_slots_ = 0;           // %nwarpid
     std::uint32_t first_warp_slot_ = 0;      // %warpid of the block's first warp
     std::uint64_t grid_id_ = 0;              // %gridid
-    std::uint64_t block_start_cycles_ = 0;   // where each block's warps start
+    std::uint64_t block_start_cycles_ = 0;   // where the block's warps start: its SM's clock
     std::size_t local_pages_per_lane_ = 0;
     std::size_t local_touched_ = 0;  // bytes of local pages made, over the launch
     std::vector<std::int32_t> shared_variables_;
