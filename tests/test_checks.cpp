@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <cmath>
 #include <tuple>
 
@@ -176,6 +178,41 @@ TEST_CASE("a kernel that special-cases the named strides is caught at a stride i
     CHECK(check(report, "ordering").passed());
     CHECK_FALSE(check(report, "consistency").passed());
     CHECK(any_detail_contains(check(report, "consistency"), "a stride you did not name"));
+}
+
+TEST_CASE("a stride sniffer fails the consistency at every seed, not only where an even stride "
+          "happens to be drawn") {
+    // Honest at the strides the checks name, stride 1 elsewhere; the variant is also honest at
+    // the odd unnamed strides, whose degree is 1 anyway.
+    const auto sniffing = [](int stride) {
+        return (stride == 3 || stride == 8 || stride == 16 || stride == 4) ? h200_like_ratio(stride)
+                                                                           : 1.0;
+    };
+    const auto odd_honest = [](int stride) {
+        return (stride % 2 == 1 || stride == 8 || stride == 16 || stride == 4)
+                   ? h200_like_ratio(stride)
+                   : 1.0;
+    };
+    for (std::uint64_t seed = 0; seed < 60; ++seed) {
+        const auto drawn = draw_unnamed_strides(day15(), seed);
+        CHECK(std::any_of(drawn.begin(), drawn.end(), [](int s) { return std::gcd(s, 32) > 1; }));
+        for (const auto& kernel : {std::function<double(int)>(sniffing),
+                                   std::function<double(int)>(odd_honest)}) {
+            Measurements m = measured(kernel);
+            m.seed = seed;
+            m.unnamed_strides = drawn;
+            m.runs.clear();
+            for (const int s : student_strides_to_run(day15(), m.unnamed_strides)) {
+                m.runs.push_back(timed_run("student", s, kernel(s)));
+            }
+            for (const int s : reference_strides_to_run(day15(), m.unnamed_strides)) {
+                m.runs.push_back(timed_run("reference", s, h200_like_ratio(s)));
+            }
+            const Report report = evaluate(day15(), correct_answers(), m, "c");
+            INFO("seed " << seed);
+            CHECK_FALSE(check(report, "consistency").passed());
+        }
+    }
 }
 
 TEST_CASE("the unnamed strides are never ones the student named, and follow the seed") {

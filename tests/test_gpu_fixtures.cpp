@@ -35,7 +35,7 @@ TEST_CASE("every fixture submission gets the verdict and messages its expected.y
     const auto scratch = grader::testing::scratch_root("gpu_fixtures");
     std::filesystem::create_directories(scratch);
     int graded = 0;
-    for (const char* group : {"submissions", "padding"}) {
+    for (const char* group : {"submissions", "padding", "sim_fidelity"}) {
         for (const auto& folder : fixture_folders(group)) {
             const std::string name = std::string(group) + "/" + folder.filename().string();
             CAPTURE(name);

@@ -209,8 +209,11 @@ TEST_CASE("reading the columns the demo never wrote is reported with its line, t
     sim::GlobalMemory memory;
     const std::uint64_t in = upload(memory, std::vector<float>(32 * 32, 1.0f));
     const std::uint64_t out = upload(memory, std::vector<float>(32 * 32, 0.0f));
+    sim::LaunchOptions poisoned;
+    poisoned.poison_shared = true;  // as the GPU path poisons shared memory for the hidden input
     const auto result = sim::launch(module, "readsUnwrittenColumns", {1, 1, 1}, {32, 32, 1},
-                                    {sim::param_bytes(in), sim::param_bytes(out)}, memory, {});
+                                    {sim::param_bytes(in), sim::param_bytes(out)}, memory,
+                                    poisoned);
     REQUIRE(result.status == sim::LaunchStatus::completed);
     REQUIRE(result.uninitialized_shared_read);
     const auto& unwritten = *result.uninitialized_shared_read;
@@ -224,6 +227,24 @@ TEST_CASE("reading the columns the demo never wrote is reported with its line, t
     const auto values = read_floats(memory, out, 32 * 32);
     CHECK(values[0] == 1.0f);
     CHECK(values[1] != values[1]);
+
+    // Unpoisoned, the words hold what earlier blocks left there (drawn from the seed): still
+    // reported, and not the poison.
+    sim::GlobalMemory again;
+    const std::uint64_t in2 = upload(again, std::vector<float>(32 * 32, 1.0f));
+    const std::uint64_t out2 = upload(again, std::vector<float>(32 * 32, 0.0f));
+    sim::LaunchOptions leftovers;
+    leftovers.clock_seed = 5;
+    const auto second = sim::launch(module, "readsUnwrittenColumns", {1, 1, 1}, {32, 32, 1},
+                                    {sim::param_bytes(in2), sim::param_bytes(out2)}, again,
+                                    leftovers);
+    REQUIRE(second.status == sim::LaunchStatus::completed);
+    CHECK(second.uninitialized_shared_read);
+    const auto left = read_floats(again, out2, 32 * 32);
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &left[1], 4);
+    CHECK(bits != 0x7fc00badu);
+    CHECK(left[0] == 1.0f);
 }
 
 TEST_CASE("a kernel that never finishes ends with budget_exceeded") {

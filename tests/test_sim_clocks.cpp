@@ -67,8 +67,6 @@ TEST_CASE("clock64 and globaltimer are large, nonzero, and never stand still") {
         CHECK(halves >= timer_after);
         CHECK(halves - timer_after < 1000);
     }
-    // The second block starts where the first ended: the SM's clock does not go back.
-    CHECK(values[kThreads * 8] > values[(kThreads - 1) * 8 + 2]);
 }
 
 TEST_CASE("the clocks' start comes from the grade's seed") {

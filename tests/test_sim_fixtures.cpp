@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
+
 #include <iostream>
 
 #include "checks/checks.hpp"
@@ -42,4 +44,39 @@ TEST_CASE(
         }
     }
     CHECK(graded >= 24);
+}
+
+// tests/fixtures/sim_fidelity: ordinary boundary slips (the last thread, the first and last
+// blocks, the output's last row and column) and kernels that tell the simulator from a GPU by
+// what they observe (a __device__ counter, shared memory's initial contents, %warpid and
+// %nwarpid, .ftz, block order) or hide their conflicts in shared atomics. Each must fail on the
+// simulator at every seed, not at most of them: graded here at three seeds each.
+TEST_CASE("every simulator-fidelity fixture fails on the simulator at each of several seeds") {
+    const auto scratch = std::filesystem::temp_directory_path() /
+                         ("grader-sim-fidelity-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(scratch);
+    int graded = 0;
+    for (const auto& folder : fixture_folders("sim_fidelity")) {
+        const std::string name = folder.filename().string();
+        const YAML::Node expected = YAML::LoadFile((folder / "expected.yaml").string());
+        for (const std::uint64_t seed : {20261202ull, 7ull, 1234567ull}) {
+            CAPTURE(name);
+            CAPTURE(seed);
+            const auto report_file = scratch / (name + "-" + std::to_string(seed) + ".json");
+            const GraderRun run = run_grader(
+                {"grade", folder.string(), "--exercise", exercise_dir(expected).string(),
+                 "--backend", "sim", "--format", "json", "--output", report_file.string(), "--seed",
+                 std::to_string(seed), "--timeout", "20", "--quiet"},
+                report_file);
+            CAPTURE(run.output);
+            ++graded;
+            std::cout << "sim_fidelity/" << name << " seed " << seed << ": "
+                      << run.report.value("verdict", "?") << " in "
+                      << run.report.value("wall_seconds", 0.0)
+                      << " s: " << run.report.value("summary", "") << std::endl;
+            check_grade(run, expected, "sim");
+        }
+    }
+    std::filesystem::remove_all(scratch);
+    CHECK(graded >= 3 * 17);
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string_view>
@@ -955,6 +956,17 @@ std::vector<int> draw_unnamed_strides(const Exercise& exercise, std::uint64_t se
     std::shuffle(pool.begin(), pool.end(), rng);
     const auto count = std::min<std::size_t>(
         pool.size(), static_cast<std::size_t>(std::max(exercise.unnamed_strides_per_grade, 0)));
+    // At least one drawn stride shares a factor with the banks (degree above 1), where the pool
+    // has one: with only odd strides drawn, a kernel honest at the named strides and running
+    // stride 1 elsewhere would see degree 1 where every check expects 1.
+    const auto conflicted = [&](int s) { return std::gcd(s, exercise.banks) > 1; };
+    if (count > 0 && std::none_of(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(count),
+                                  conflicted)) {
+        const auto first = std::find_if(pool.begin(), pool.end(), conflicted);
+        if (first != pool.end()) {
+            std::rotate(pool.begin(), first, first + 1);
+        }
+    }
     std::vector<int> drawn(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(count));
     std::sort(drawn.begin(), drawn.end());
     return drawn;

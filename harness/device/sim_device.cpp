@@ -1,6 +1,8 @@
 #include "device/sim_device.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <random>
 #include <set>
 
@@ -13,6 +15,8 @@ class SimKernel final : public LoadedKernel {
 public:
     sim::Module module;
     std::string entry;
+    // Its .global variables between launches, as a loaded module keeps them on a GPU.
+    mutable std::vector<std::byte> globals;
 };
 
 const SimKernel& sim_kernel(const LoadedKernel& kernel) {
@@ -43,7 +47,7 @@ std::string uninitialized_read_note(int stride, const sim::UninitializedSharedRe
                 sim::shared_variable_name(read.variable) + ")";
     }
     return note + " at " + location_text(read.where) +
-           " before any thread of its block wrote it (the simulator's shared memory starts as NaN)";
+           " before any thread of its block wrote it (shared memory holds whatever was left there)";
 }
 
 // The first races the launch saw, and how many accesses raced in all where that is more.
@@ -122,20 +126,38 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::string& entry, const LaunchGeometry& geometry,
                            const std::vector<float>& input_words, int stride,
                            const std::vector<sim::Dim3>& blocks, std::uint64_t budget,
-                           std::vector<float>* outputs, std::uint64_t clock_seed) {
-    sim::GlobalMemory memory(clock_seed);
+                           std::vector<float>* outputs, std::uint64_t clock_seed,
+                           bool poison_shared, std::vector<std::byte>* module_globals,
+                           SimBuffers* buffers) {
+    SimBuffers own;
+    SimBuffers& b = buffers != nullptr ? *buffers : own;
     const std::uint64_t elements = output_elements(exercise, geometry);
-    const std::uint64_t input = memory.allocate(input_words.size() * sizeof(float));
-    memory.write(input, input_words.data(), input_words.size() * sizeof(float));
-    const std::uint64_t output = memory.allocate(elements * sizeof(float));
-    {
-        const std::vector<std::uint32_t> poison(elements, kOutputPoison);
-        memory.write(output, poison.data(), poison.size() * sizeof(std::uint32_t));
+    const std::size_t input_bytes = input_words.size() * sizeof(float);
+    if (!b.memory || b.input_bytes != input_bytes || b.output_elements != elements) {
+        b.memory.emplace(clock_seed);
+        b.input = b.memory->allocate(input_bytes);
+        b.output = b.memory->allocate(elements * sizeof(float));
+        b.input_bytes = input_bytes;
+        b.output_elements = elements;
     }
+    sim::GlobalMemory& memory = *b.memory;
+    const std::uint64_t input = b.input;
+    const std::uint64_t output = b.output;
+    memory.write(input, input_words.data(), input_bytes);
+    if (elements > 0) {
+        std::byte* words = memory.find(output, elements * sizeof(float));
+        for (std::uint64_t k = 0; k < elements; ++k) {
+            std::memcpy(words + k * sizeof(float), &kOutputPoison, sizeof(float));
+        }
+    }
+    // What the launch allocates (the module's variables) goes when it ends.
+    const std::uint64_t mark = memory.mark();
     sim::LaunchOptions options;
     options.instruction_budget = budget;
     options.blocks = blocks;
     options.clock_seed = clock_seed;
+    options.poison_shared = poison_shared;
+    options.module_globals = module_globals;
     const auto arguments = kernel_arguments(exercise, input, output, elements, stride);
     sim::LaunchResult result =
         sim::launch(module, entry, sim::Dim3{geometry.grid.x, geometry.grid.y, geometry.grid.z},
@@ -145,6 +167,7 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
         outputs->resize(elements);
         memory.read(output, outputs->data(), elements * sizeof(float));
     }
+    memory.release_from(mark);
     return result;
 }
 
@@ -158,6 +181,27 @@ void SimDevice::describe(Environment& environment) const {
     environment.compute_capability = compute_capability_of(exercise_.default_arch);
     environment.grid_blocks = static_cast<std::uint32_t>(geometry_.grid.count());
     environment.block_size = static_cast<std::uint32_t>(geometry_.block.count());
+    // How much of the grid the outputs were checked on.
+    const std::uint64_t total = geometry_.grid.count();
+    if (total == 0 || exercise_.inputs.empty()) {
+        return;
+    }
+    std::string per_input;
+    std::uint64_t most = 0;
+    for (const InputSpec& input : exercise_.inputs) {
+        const std::uint64_t n = blocks_for(input, geometry_, 0).size();
+        most = std::max(most, n);
+        per_input += std::string(per_input.empty() ? "" : " and ") + std::to_string(n) +
+                     " with input " + input.id;
+    }
+    char share[32];
+    std::snprintf(share, sizeof share, "%.2g%%",
+                  100.0 * static_cast<double>(most) / static_cast<double>(total));
+    environment.notes.push_back(
+        "the simulator checked " + per_input + " of the grid's " + std::to_string(total) +
+        " blocks per launch (" + share + " of the grid at most): the first and last blocks" +
+        (geometry_.grid.y > 1 ? ", the corners and a block on each edge" : "") +
+        " always, the others drawn by the seed for each input and stride");
 }
 
 LoadResult SimDevice::load(const KernelSpec& spec, const CompiledKernel& compiled) {
@@ -192,27 +236,56 @@ LaunchGeometry SimDevice::geometry(const LoadedKernel& sizing_kernel) {
 }
 
 std::vector<sim::Dim3> SimDevice::blocks_for(const InputSpec& input,
-                                             const LaunchGeometry& geometry) const {
-    const std::uint64_t total = geometry.grid.count();
-    const std::uint64_t wanted = std::min<std::uint64_t>(
-        total, input.simulated_blocks.value_or(exercise_.launch.simulated_blocks));
-    // A kernel that behaves only in the first blocks (or only where blockIdx is small) must not
-    // be able to tell which blocks run: they come from the whole grid, by the grade's seed.
+                                             const LaunchGeometry& geometry, int stride) const {
+    const Dim3Spec& grid = geometry.grid;
+    const std::uint64_t total = grid.count();
+    const auto linear = [&](std::uint64_t x, std::uint64_t y, std::uint64_t z) {
+        return x + grid.x * (y + std::uint64_t{grid.y} * z);
+    };
+    // The blocks a boundary slip shows in, always: the first and the last, and for a 2-D grid the
+    // four corners, so that the last thread, the last block, the first row and the last column
+    // are checked at every seed.
+    std::set<std::uint64_t> chosen{0, total - 1};
+    if (grid.y > 1 || grid.z > 1) {
+        chosen.insert(linear(grid.x - 1, 0, 0));
+        chosen.insert(linear(0, grid.y - 1, 0));
+        chosen.insert(linear(grid.x - 1, grid.y - 1, 0));
+    }
+    // The others by the grade's seed, per input and per stride, so that a kernel that behaves
+    // only in some blocks cannot know which ones run: one on each edge of a 2-D grid (a slip in
+    // the middle of the last row), then from the whole grid.
     std::uint64_t salt = 0;
     for (const char c : input.id) {
         salt = salt * 131 + static_cast<unsigned char>(c);
     }
-    std::mt19937_64 rng(seed_ ^ 0xb10c5ULL ^ (salt << 7));
-    std::uniform_int_distribution<std::uint64_t> pick(0, total - 1);
-    std::set<std::uint64_t> chosen;
+    std::mt19937_64 rng(seed_ ^ 0xb10c5ULL ^ (salt << 7) ^
+                        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(stride)) << 40));
+    const auto draw = [&](std::uint64_t below) {
+        return std::uniform_int_distribution<std::uint64_t>(0, below - 1)(rng);
+    };
+    if (grid.y > 1) {
+        chosen.insert(linear(draw(grid.x), 0, 0));
+        chosen.insert(linear(draw(grid.x), grid.y - 1, 0));
+        chosen.insert(linear(0, draw(grid.y), 0));
+        chosen.insert(linear(grid.x - 1, draw(grid.y), 0));
+    }
+    // As many blocks at every stride, whatever the draws hit (modeled costs compare by stride):
+    // simulated_blocks(input), never fewer than the edges.
+    const std::uint64_t edges = grid.y > 1 ? 8 : (grid.z > 1 ? 5 : 2);
+    const std::uint64_t wanted =
+        std::min<std::uint64_t>(total, std::max(edges, simulated_blocks(input)));
     while (chosen.size() < wanted) {
-        chosen.insert(pick(rng));
+        chosen.insert(draw(total));
     }
     std::vector<sim::Dim3> blocks;
-    for (const std::uint64_t linear : chosen) {
-        blocks.push_back(block_at(geometry.grid, linear));
+    for (const std::uint64_t index : chosen) {
+        blocks.push_back(block_at(grid, index));
     }
     return blocks;
+}
+
+std::uint64_t SimDevice::simulated_blocks(const InputSpec& input) const {
+    return input.simulated_blocks.value_or(exercise_.launch.simulated_blocks);
 }
 
 DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
@@ -230,7 +303,8 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
     DeviceLaunch launch;
     const sim::LaunchResult result =
         simulate(exercise_, loaded.module, loaded.entry, geometry, input_words, stride,
-                 blocks_for(input, geometry), budget, &launch.outputs, seed_);
+                 blocks_for(input, geometry, stride), budget, &launch.outputs,
+                 seed_, input.poison_shared, &loaded.globals, &buffers_);
     launch.end = end_of(result);
     launch.counts = shared_counts(result.counts);
     if (launch.end != DeviceLaunch::End::completed) {
@@ -247,6 +321,12 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
     }
     launch.races = race_lines(result);
     return launch;
+}
+
+void SimDevice::reload(const std::vector<LoadedKernel*>& kernels) {
+    for (LoadedKernel* kernel : kernels) {
+        static_cast<SimKernel*>(kernel)->globals.clear();
+    }
 }
 
 TimingSamples SimDevice::time(const std::vector<TimedCase>& launches, const InputSpec& input,

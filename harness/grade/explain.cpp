@@ -85,13 +85,13 @@ void explain_kernel(const Exercise& exercise, const WorkerOptions& options, Prog
     const InputSpec& input = exercise.inputs.front();
     const std::vector<float> words =
         make_input(input, exercise.buffers.input_words, options.seed);
-    const std::vector<sim::Dim3> blocks = device.blocks_for(input, geometry);
     std::vector<int> strides = options.explain_strides;
     if (!exercise.has_sweep() || strides.empty()) {
         strides = exercise.has_sweep() ? exercise.student_strides : std::vector<int>{0};
     }
     for (const int stride : strides) {
         const auto began = std::chrono::steady_clock::now();
+        const std::vector<sim::Dim3> blocks = device.blocks_for(input, geometry, stride);
         const sim::LaunchResult result =
             simulate(exercise, module, kernel.outcome.lowered_name, geometry, words, stride, blocks,
                      sim::LaunchOptions{}.instruction_budget, nullptr);

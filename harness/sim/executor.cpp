@@ -24,6 +24,12 @@ constexpr std::uint32_t kSharedPoison = 0x7fc00badu;
 // The modeled clock's costs, CostModel's default units taken as cycles (see ModeledClock).
 constexpr std::uint64_t kIssueCycles = 1;
 
+// Register files of finished blocks' warps, kept for the next block of this thread's launches: a
+// probe block's registers are megabytes, and fresh memory for every block, faulted in page by
+// page, cost as much as running the block.
+thread_local std::vector<std::vector<std::uint64_t>> spare_registers;
+constexpr std::size_t kSpareRegisterFiles = 16 * 32;
+
 std::uint64_t unix_ns() {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                           std::chrono::system_clock::now().time_since_epoch())
@@ -54,14 +60,24 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
         const Symbol& p = program.symbols[static_cast<std::size_t>(entry.params[k])];
         std::memcpy(param_buffer_.data() + p.offset, params[k].data(), p.size);
     }
-    // Symbol addresses: global variables get fresh allocations for this launch.
+    // Symbol addresses: global variables get fresh allocations for this launch, holding what
+    // the module's previous launch left in them where the caller keeps that.
     symbol_address_.assign(program.symbols.size(), 0);
+    const std::vector<std::byte>* kept =
+        options.module_globals != nullptr && options.module_globals->size() == globals_bytes()
+            ? options.module_globals
+            : nullptr;
+    std::size_t kept_at = 0;
     for (std::size_t s = 0; s < program.symbols.size(); ++s) {
         const Symbol& sym = program.symbols[s];
         if (sym.space == Space::global || sym.space == Space::constant) {
             symbol_address_[s] = memory.allocate(sym.size);
-            if (!sym.init.empty())
+            if (sym.space == Space::global && kept != nullptr) {
+                memory.write(symbol_address_[s], kept->data() + kept_at, sym.size);
+                kept_at += sym.size;
+            } else if (!sym.init.empty()) {
                 memory.write(symbol_address_[s], sym.init.data(), sym.init.size());
+            }
         } else {
             symbol_address_[s] = sym.offset;
         }
@@ -85,6 +101,7 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
     timer_start_ = ModeledClock::start_nanoseconds(
         options.clock_seed, options.timer_epoch_ns != 0 ? options.timer_epoch_ns : unix_ns());
     sm_count_ = ModeledDevice::sm_count(options.clock_seed);
+    warp_slots_ = ModeledDevice::warp_slots(options.clock_seed);
     grid_id_ = ModeledDevice::grid_id(options.clock_seed);
     // Names of shared variables, for the uninitialised-read report.
     for (const auto s : entry.shared_symbols)
@@ -96,19 +113,115 @@ void Executor::run() {
         options_.blocks.empty()
             ? first_blocks(grid_, static_cast<std::uint64_t>(grid_.x) * grid_.y * grid_.z)
             : options_.blocks;
-    warps_.resize(warps_per_block_);
-    for (std::uint32_t w = 0; w < warps_per_block_; ++w) {
-        warps_[w].index = w;
-        warps_[w].local_pages.resize(local_pages_per_lane_ * 32);
-    }
     for (const Dim3& b : blocks) {
         if (b.x >= grid_.x || b.y >= grid_.y || b.z >= grid_.z) {
             throw std::invalid_argument("block " + dim_text(b) + " is outside the grid " +
                                         dim_text(grid_));
         }
-        run_block(b);
-        ++counts_.blocks_executed;
     }
+    // The blocks are resident together, a few at a time, as a GPU's SMs hold them: they take
+    // turns (each warp of a block one slice a turn) in an order drawn from the seed, so that a
+    // block waiting on a global flag sees another block set it, and no block can count on
+    // running before or after another.
+    std::vector<std::size_t> order(blocks.size());
+    for (std::size_t k = 0; k < order.size(); ++k)
+        order[k] = k;
+    std::uint64_t draw = options_.clock_seed ^ 0x6f72646572ull;
+    for (std::size_t k = order.size(); k > 1; --k) {
+        draw = draw * 6364136223846793005ull + 1442695040888963407ull;
+        std::swap(order[k - 1], order[(draw >> 33) % k]);
+    }
+    constexpr std::size_t kResident = 16;
+    // Turns of this many slices per warp: long enough that a block's registers stay in this
+    // machine's caches for its turn (a turn of one slice ran the probe at half the speed), short
+    // enough that a block spinning on a flag gives the others their turn well within its wait.
+    constexpr int kSlicesPerTurn = 8;
+    std::vector<BlockState> resident;
+    std::size_t next = 0;
+    while (next < order.size() || !resident.empty()) {
+        while (resident.size() < kResident && next < order.size()) {
+            resident.emplace_back();
+            swap_block(resident.back());
+            start_block(blocks[order[next++]]);
+            swap_block(resident.back());
+        }
+        for (std::size_t k = 0; k < resident.size();) {
+            swap_block(resident[k]);
+            bool done = false;
+            for (int turn = 0; turn < kSlicesPerTurn && !done; ++turn)
+                done = step_block();
+            swap_block(resident[k]);
+            if (done) {
+                ++counts_.blocks_executed;
+                for (Warp& w : resident[k].warps) {
+                    if (spare_registers.size() < kSpareRegisterFiles)
+                        spare_registers.push_back(std::move(w.regs));
+                }
+                resident.erase(resident.begin() + static_cast<std::ptrdiff_t>(k));
+            } else {
+                ++k;
+            }
+        }
+    }
+}
+
+void Executor::swap_block(BlockState& state) {
+    std::swap(block_, state.block);
+    std::swap(sm_of_block_, state.sm);
+    std::swap(first_warp_slot_, state.first_warp_slot);
+    std::swap(block_start_cycles_, state.start_cycles);
+    std::swap(warps_, state.warps);
+    std::swap(shared_, state.shared);
+    std::swap(shared_written_, state.shared_written);
+    std::swap(races_, state.races);
+    std::swap(reduction_true_, state.reduction_true);
+    std::swap(reduction_arrived_, state.reduction_arrived);
+}
+
+std::size_t Executor::globals_bytes() const {
+    std::size_t bytes = 0;
+    for (const Symbol& sym : program_.symbols) {
+        if (sym.space == Space::global)
+            bytes += sym.size;
+    }
+    return bytes;
+}
+
+void Executor::save_globals() {
+    if (options_.module_globals == nullptr)
+        return;
+    std::vector<std::byte> bytes(globals_bytes());
+    // The blocks not run would have made the same atomic additions as those run: a global word
+    // only atomics added to (a counter every block bumps) reads after the launch as it would
+    // after the whole grid, as it does on a GPU.
+    const std::uint64_t total = static_cast<std::uint64_t>(grid_.x) * grid_.y * grid_.z;
+    const std::uint64_t executed = counts_.blocks_executed;
+    std::size_t at = 0;
+    for (std::size_t s = 0; s < program_.symbols.size(); ++s) {
+        const Symbol& sym = program_.symbols[s];
+        if (sym.space != Space::global)
+            continue;
+        const std::uint64_t start = symbol_address_[s];
+        memory_.read(start, bytes.data() + at, sym.size);
+        if (executed > 0 && executed < total) {
+            for (auto it = global_atomics_.lower_bound(start);
+                 it != global_atomics_.end() && it->first < start + sym.size; ++it) {
+                const GlobalAtomic& a = it->second;
+                if (!a.additive || it->first + a.bytes > start + sym.size)
+                    continue;
+                std::byte* word = bytes.data() + at + (it->first - start);
+                std::uint64_t now = 0;
+                std::memcpy(&now, word, a.bytes);
+                const std::uint64_t mask = a.bytes == 8 ? ~0ull : 0xffffffffull;
+                const std::uint64_t delta = (now - a.first_value) & mask;
+                const std::uint64_t carried =
+                    a.first_value + delta / executed * total + delta % executed * total / executed;
+                std::memcpy(word, &carried, a.bytes);
+            }
+        }
+        at += sym.size;
+    }
+    *options_.module_globals = std::move(bytes);
 }
 
 std::string Executor::thread_text(const ThreadId& t) {
@@ -139,66 +252,86 @@ void Executor::fault(const Warp& w, unsigned lane, std::uint32_t pc, const std::
     throw Stop{LaunchStatus::fault};
 }
 
-void Executor::run_block(Dim3 b) {
+void Executor::start_block(Dim3 b) {
     block_ = b;
-    sm_of_block_ = ModeledDevice::sm_of_block(
-        options_.clock_seed, b.x + static_cast<std::uint64_t>(grid_.x) *
-                                       (b.y + static_cast<std::uint64_t>(grid_.y) * b.z));
+    const std::uint64_t linear =
+        b.x + static_cast<std::uint64_t>(grid_.x) *
+                  (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
+    sm_of_block_ = ModeledDevice::sm_of_block(options_.clock_seed, linear);
+    // Resident blocks start together, each on its SM's clock (SMs' clocks are not in step).
+    block_start_cycles_ =
+        ((sm_of_block_ + 1) * 0x9e3779b97f4a7c15ull ^ options_.clock_seed) % (1ull << 24);
+    first_warp_slot_ =
+        ModeledDevice::first_warp_slot(options_.clock_seed, linear, warps_per_block_);
+    warps_.resize(warps_per_block_);
+    for (std::uint32_t w = 0; w < warps_per_block_; ++w) {
+        if (!spare_registers.empty()) {
+            warps_[w].regs = std::move(spare_registers.back());
+            spare_registers.pop_back();
+        }
+        warps_[w].index = w;
+        warps_[w].local_pages.resize(local_pages_per_lane_ * 32);
+    }
     shared_.resize((shared_bytes_ + 3) / 4 * 4);  // whole words, for the race tracker
-    for (std::size_t k = 0; k + 4 <= shared_bytes_; k += 4)
-        std::memcpy(&shared_[k], &kSharedPoison, 4);
+    // What the harness poisoned it with, or what earlier blocks left there.
+    for (std::size_t k = 0; k + 4 <= shared_bytes_; k += 4) {
+        const std::uint32_t word =
+            options_.poison_shared
+                ? kSharedPoison
+                : ModeledDevice::leftover_shared_word(options_.clock_seed, linear, k / 4);
+        std::memcpy(&shared_[k], &word, 4);
+    }
     shared_written_.assign((shared_bytes_ + 3) / 4, 0);
     races_.start_block((shared_bytes_ + 3) / 4);
-    for (const Warp& w : warps_)
-        block_start_cycles_ = std::max(block_start_cycles_, w.cycles);
     reduction_true_ = 0;
     reduction_arrived_ = 0;
     for (Warp& w : warps_)
         init_warp(w);
+}
 
-    while (true) {
-        bool ran = false;
-        for (Warp& w : warps_) {
-            if ((w.live & ~w.blocked) != 0) {
-                run_warp(w);
-                ran = true;
-            }
-        }
-        if (ran)
-            continue;
-        bool any_live = false;
-        for (Warp& w : warps_)
-            any_live = any_live || w.live != 0;
-        if (!any_live)
-            return;
-        // Every thread that has not exited waits at a barrier: it completes.
-        for (Warp& w : warps_) {
-            if (w.reduction_lanes != 0) {
-                std::uint64_t value = reduction_true_;
-                if (w.reduction_op == AtomOp::and_)
-                    value = reduction_true_ == reduction_arrived_;
-                if (w.reduction_op == AtomOp::or_)
-                    value = reduction_true_ != 0;
-                std::uint64_t* d = reg(w, w.reduction_slot);
-                for (std::uint32_t m = w.reduction_lanes; m != 0; m &= m - 1)
-                    d[ctz(m)] = value;
-                w.reduction_lanes = 0;
-            }
-        }
-        reduction_true_ = 0;
-        reduction_arrived_ = 0;
-        races_.barrier();
-        // The warps waited for the last one to arrive.
-        std::uint64_t arrived = 0;
-        for (const Warp& w : warps_)
-            arrived = std::max(arrived, w.cycles);
-        for (Warp& w : warps_) {
-            w.cycles = arrived;
-            w.blocked = 0;
-            w.mask = 0;
-            reschedule(w);
+bool Executor::step_block() {
+    bool ran = false;
+    for (Warp& w : warps_) {
+        if ((w.live & ~w.blocked) != 0) {
+            run_warp(w);
+            ran = true;
         }
     }
+    if (ran)
+        return false;
+    bool any_live = false;
+    for (Warp& w : warps_)
+        any_live = any_live || w.live != 0;
+    if (!any_live)
+        return true;
+    // Every thread that has not exited waits at a barrier: it completes.
+    for (Warp& w : warps_) {
+        if (w.reduction_lanes != 0) {
+            std::uint64_t value = reduction_true_;
+            if (w.reduction_op == AtomOp::and_)
+                value = reduction_true_ == reduction_arrived_;
+            if (w.reduction_op == AtomOp::or_)
+                value = reduction_true_ != 0;
+            std::uint64_t* d = reg(w, w.reduction_slot);
+            for (std::uint32_t m = w.reduction_lanes; m != 0; m &= m - 1)
+                d[ctz(m)] = value;
+            w.reduction_lanes = 0;
+        }
+    }
+    reduction_true_ = 0;
+    reduction_arrived_ = 0;
+    races_.barrier();
+    // The warps waited for the last one to arrive.
+    std::uint64_t arrived = 0;
+    for (const Warp& w : warps_)
+        arrived = std::max(arrived, w.cycles);
+    for (Warp& w : warps_) {
+        w.cycles = arrived;
+        w.blocked = 0;
+        w.mask = 0;
+        reschedule(w);
+    }
+    return false;
 }
 
 bool Executor::is_clock_slot(std::int32_t slot) const {
@@ -212,9 +345,10 @@ bool Executor::is_clock_slot(std::int32_t slot) const {
 
 void Executor::update_clocks(Warp& w) {
     const std::uint64_t clock = clock_start_ + w.cycles;
+    // %globaltimer is one clock for the whole GPU: the SM's own offset is not in it.
+    const auto since_start = static_cast<double>(w.cycles - block_start_cycles_);
     const std::uint64_t timer =
-        timer_start_ +
-        static_cast<std::uint64_t>(static_cast<double>(w.cycles) / ModeledClock::kGigahertz);
+        timer_start_ + static_cast<std::uint64_t>(since_start / ModeledClock::kGigahertz);
     const auto set = [&](Special s, std::uint64_t value) {
         std::fill_n(
             &w.regs[static_cast<std::size_t>(entry_.special_base + static_cast<int>(s)) * 32], 32,
@@ -258,8 +392,8 @@ void Executor::init_warp(Warp& w) {
         set(Special::tid_y, id.thread.y);
         set(Special::tid_z, id.thread.z);
         set(Special::laneid, lane);
-        set(Special::warpid, w.index);
-        set(Special::nwarpid, warps_per_block_);
+        set(Special::warpid, first_warp_slot_ + w.index);
+        set(Special::nwarpid, warp_slots_);
         set(Special::smid, sm_of_block_);
         set(Special::nsmid, sm_count_);
         set(Special::gridid, grid_id_);
@@ -417,7 +551,10 @@ void Executor::run_warp(Warp& w) {
                 if (exec != 0) {
                     if (reads_clock_[w.pc])
                         update_clocks(w);
-                    execute(w, in, exec);
+                    if (in.ftz)
+                        execute_ftz(w, in, exec);
+                    else
+                        execute(w, in, exec);
                 }
                 advance(w);
                 break;
@@ -533,6 +670,7 @@ LaunchResult launch(const Module& module, std::string_view entry_name, Dim3 grid
     try {
         Executor executor(*program, *entry, grid, block, params, memory, options, result);
         executor.run();
+        executor.save_globals();
         result.status = LaunchStatus::completed;
     } catch (const Stop& stop) {
         result.status = stop.status;

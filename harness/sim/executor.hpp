@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -157,12 +158,28 @@ struct Warp {
     std::uint64_t cycles = 0;  // modeled, since the launch's clock start (see ModeledClock)
 };
 
+// A resident block's own state, swapped into the executor while the block takes its turn.
+struct BlockState {
+    Dim3 block{};
+    std::uint32_t sm = 0;
+    std::uint32_t first_warp_slot = 0;
+    std::uint64_t start_cycles = 0;
+    std::vector<Warp> warps;
+    std::vector<std::byte> shared;
+    std::vector<std::uint8_t> shared_written;
+    RaceTracker races;
+    std::uint64_t reduction_true = 0;
+    std::uint64_t reduction_arrived = 0;
+};
+
 class Executor {
 public:
     Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 block,
              const std::vector<std::vector<std::byte>>& params, GlobalMemory& memory,
              const LaunchOptions& options, LaunchResult& result);
     void run();
+    // Writes the module's .global variables to options.module_globals, where given.
+    void save_globals();
 
 private:
     const Program& program_;
@@ -186,8 +203,10 @@ private:
     std::uint64_t timer_start_ = 0;          // nanoseconds
     std::uint32_t sm_count_ = 0;             // %nsmid
     std::uint32_t sm_of_block_ = 0;          // %smid of the block being run
+    std::uint32_t warp_slots_ = 0;           // %nwarpid
+    std::uint32_t first_warp_slot_ = 0;      // %warpid of the block's first warp
     std::uint64_t grid_id_ = 0;              // %gridid
-    std::uint64_t block_start_cycles_ = 0;   // where the next block's warps start
+    std::uint64_t block_start_cycles_ = 0;   // where the block's warps start: its SM's clock
     std::size_t local_pages_per_lane_ = 0;
     std::size_t local_touched_ = 0;  // bytes of local pages made, over the launch
     std::vector<std::int32_t> shared_variables_;
@@ -226,9 +245,16 @@ private:
     [[noreturn]] void fault(const Warp& w, unsigned lane, std::uint32_t pc, const std::string& kind,
                             const std::string& what, std::uint64_t address);
 
+    std::size_t globals_bytes() const;
+
     // ---- blocks and warps ----
 
-    void run_block(Dim3 b);
+    // The block being run's state is the executor's; the others wait in their BlockState.
+    void swap_block(BlockState& state);
+    void start_block(Dim3 b);
+    // One turn of the block: each warp that can run runs one slice, or a barrier every live
+    // thread waits at completes. True when every thread of the block has exited.
+    bool step_block();
     bool is_clock_slot(std::int32_t slot) const;
     void update_clocks(Warp& w);
     void init_warp(Warp& w);
@@ -244,6 +270,7 @@ private:
     }
 
     void execute(Warp& w, const Instruction& in, std::uint32_t exec);
+    void execute_ftz(Warp& w, const Instruction& in, std::uint32_t exec);
     void setp(Warp& w, const Instruction& in, std::uint32_t exec);
     void cvt(const Instruction& in, std::uint32_t exec, std::uint64_t* d, const std::uint64_t* a);
 
@@ -267,6 +294,28 @@ private:
     void track_store(const Warp& w, unsigned lane, std::uint64_t offset, std::uint64_t value,
                      std::size_t size);
     void atomic(Warp& w, const Instruction& in, std::uint32_t exec);
+    // A global word an atomic touched, with its value before the launch's first atomic on it,
+    // for save_globals' carrying over of the blocks not run.
+    struct GlobalAtomic {
+        std::uint64_t first_value = 0;
+        std::uint8_t bytes = 0;
+        bool additive = true;  // only integer add/inc touched it
+    };
+    std::map<std::uint64_t, GlobalAtomic> global_atomics_;
+    template <class T>
+    void note_global_atomic(std::uint64_t address, const std::byte* bytes, AtomOp op) {
+        const bool additive =
+            std::is_integral_v<T> && sizeof(T) >= 4 && (op == AtomOp::add || op == AtomOp::inc);
+        const auto [it, fresh] = global_atomics_.try_emplace(address);
+        if (fresh) {
+            T old;
+            std::memcpy(&old, bytes, sizeof(T));
+            it->second.first_value = bits_of<T>(old);
+            it->second.bytes = static_cast<std::uint8_t>(sizeof(T));
+        }
+        it->second.additive = it->second.additive && additive &&
+                              it->second.bytes == static_cast<std::uint8_t>(sizeof(T));
+    }
     void record_uninitialized(const Warp& w, unsigned lane, std::uint64_t byte_offset);
     void locate_variable(std::uint64_t byte_offset, std::string& name,
                          std::uint64_t& word_in_variable) const;

@@ -74,6 +74,55 @@ F round_float(F x, Rounding r) {
 
 }  // namespace
 
+namespace {
+
+// A subnormal f32 (in a register's low 32 bits) as the zero of its sign; anything else unchanged.
+std::uint64_t flush_subnormal(std::uint64_t bits) {
+    const auto b = static_cast<std::uint32_t>(bits);
+    if ((b & 0x7f800000u) == 0 && (b & 0x007fffffu) != 0)
+        return b & 0x80000000u;
+    return bits;
+}
+
+}  // namespace
+
+// .ftz on an f32 operation, as the GPU honours it: subnormal f32 sources read as signed zero and
+// a subnormal f32 result is written as signed zero. The source registers keep their values (the
+// flush happens in the operation, not in the register file).
+void Executor::execute_ftz(Warp& w, const Instruction& in, std::uint32_t exec) {
+    const bool f32_sources =
+        in.op == Op::cvt ? in.source_type == Type::f32 : in.type == Type::f32;
+    const bool f32_result = in.op != Op::setp && in.type == Type::f32;
+    // setp's third source is a predicate; cvt has one source.
+    const int sources = in.op == Op::cvt ? 1 : (in.op == Op::setp ? 2 : 4);
+    std::array<std::array<std::uint64_t, 32>, 4> saved{};
+    std::array<std::int32_t, 4> flushed = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
+    if (f32_sources) {
+        for (int k = 0; k < sources; ++k) {
+            const std::int32_t slot = in.src[k];
+            if (slot < 0 || std::find(flushed.begin(), flushed.end(), slot) != flushed.end())
+                continue;
+            flushed[static_cast<std::size_t>(k)] = slot;
+            std::uint64_t* v = reg(w, slot);
+            std::copy(v, v + 32, saved[static_cast<std::size_t>(k)].begin());
+            for_lanes(exec, [&](unsigned l) { v[l] = flush_subnormal(v[l]); });
+        }
+    }
+    execute(w, in, exec);
+    for (int k = 0; k < 4; ++k) {
+        const std::int32_t slot = flushed[static_cast<std::size_t>(k)];
+        if (slot < 0 || slot == in.dst[0])
+            continue;
+        std::uint64_t* v = reg(w, slot);
+        std::copy(saved[static_cast<std::size_t>(k)].begin(),
+                  saved[static_cast<std::size_t>(k)].end(), v);
+    }
+    if (f32_result && in.dst[0] >= 0) {
+        std::uint64_t* d = reg(w, in.dst[0]);
+        for_lanes(exec, [&](unsigned l) { d[l] = flush_subnormal(d[l]); });
+    }
+}
+
 void Executor::execute(Warp& w, const Instruction& in, std::uint32_t exec) {
     std::uint64_t* d = in.dst[0] >= 0 ? reg(w, in.dst[0]) : nullptr;
     const std::uint64_t* a = in.src[0] >= 0 ? reg(w, in.src[0]) : nullptr;

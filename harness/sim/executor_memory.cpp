@@ -306,13 +306,25 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
     const std::uint64_t* b = reg(w, in.src[1]);
     const std::uint64_t* c = in.src[2] >= 0 ? reg(w, in.src[2]) : nullptr;
     std::uint64_t* d = reg(w, in.dst[0]);
+    // Lanes whose atomic lands in shared memory (atom.shared, red.shared, or a generic address in
+    // the shared window): one shared request, costed by the banks as a load is, since the
+    // hardware reads the word before it writes it (for a float add, in a load-and-CAS loop).
+    std::uint32_t shared_lanes = 0;
+    std::array<std::uint64_t, 32> shared_offsets{};
+    std::uint32_t element_bytes = 4;
     // Lane order, one lane at a time: a valid serialisation of the warp's atomics.
     dispatch_any(in.type, [&](auto zero) {
         using T = decltype(zero);
+        element_bytes = static_cast<std::uint32_t>(std::max<std::size_t>(sizeof(T), 4));
         for_lanes(exec, [&](unsigned lane) {
             const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
             const Resolved r = resolve(w, lane, w.pc, in.space, address, sizeof(T), true);
+            if (r.space == Space::global && options_.module_globals != nullptr) {
+                note_global_atomic<T>(address, r.bytes, in.atom_op);
+            }
             if (r.space == Space::shared) {
+                shared_lanes |= 1u << lane;
+                shared_offsets[lane] = r.shared_offset;
                 for (std::size_t word = r.shared_offset / 4;
                      word <= (r.shared_offset + sizeof(T) - 1) / 4; ++word) {
                     shared_written_[word] = 1;
@@ -384,6 +396,8 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
             d[lane] = bits_of<T>(old);
         });
     });
+    if (shared_lanes != 0)
+        record_shared(w, in, shared_lanes, shared_offsets, element_bytes);
 }
 
 void Executor::record_uninitialized(const Warp& w, unsigned lane, std::uint64_t byte_offset) {

@@ -44,6 +44,14 @@ std::uint64_t GlobalMemory::allocate(std::size_t bytes) {
     return allocations_.back()->address;
 }
 
+void GlobalMemory::release_from(std::uint64_t mark) {
+    while (!allocations_.empty() && allocations_.back()->address >= mark) {
+        allocations_.pop_back();
+    }
+    next_address_ = std::min(next_address_, mark);
+    last_hit_ = 0;
+}
+
 std::byte* GlobalMemory::find(std::uint64_t address, std::size_t bytes) {
     auto inside = [&](const Allocation& a) {
         return address >= a.address && address - a.address <= a.bytes.size() &&

@@ -178,6 +178,7 @@ struct Instruction {
     ShuffleMode shuffle = ShuffleMode::idx;
     ShiftMode shift = ShiftMode::left_wrap;  // shf; bfind uses left_clamp for .shiftamt
     bool saturate = false;
+    bool ftz = false;  // .ftz: f32 subnormal inputs and results are flushed to signed zero
     bool negate_guard = false;
     bool negate_c = false;    // setp's !c combiner operand
     std::uint8_t vector = 1;  // ld/st/mov_pack element count

@@ -439,6 +439,7 @@ void Parser::decode(Instruction& ins, const std::string& opcode, std::vector<Ope
     auto has = [&](std::string_view m) {
         return std::find(mods.begin(), mods.end(), m) != mods.end();
     };
+    ins.ftz = has("ftz");
     auto one_type = [&]() {
         if (types.size() != 1)
             throw ParseError(line, opcode + ": expected one type");

@@ -169,10 +169,40 @@ std::uint64_t ModeledClock::start_nanoseconds(std::uint64_t seed, std::uint64_t 
     return epoch_ns - mix(seed ^ 0x6c6f6261'6c74696dull) % kMillisecond;
 }
 
+namespace {
+
+// T4, RTX 2080 Ti, RTX 3080, V100, RTX 3090, A100, RTX 4090, H100 SXM / H200: their SM counts and
+// the warps one SM holds at once (what %nwarpid reads).
+constexpr std::uint32_t kSmCounts[] = {40, 68, 68, 80, 82, 108, 128, 132};
+constexpr std::uint32_t kWarpSlots[] = {32, 32, 48, 64, 48, 64, 48, 64};
+
+std::size_t modeled_gpu(std::uint64_t seed) {
+    return mix(seed ^ 0x6e736d6964ull) % (sizeof kSmCounts / sizeof kSmCounts[0]);
+}
+
+}  // namespace
+
 std::uint32_t ModeledDevice::sm_count(std::uint64_t seed) {
-    // T4, RTX 2080 Ti, RTX 3080, V100, RTX 3090, A100, RTX 4090, H100 SXM / H200.
-    constexpr std::uint32_t kCounts[] = {40, 68, 68, 80, 82, 108, 128, 132};
-    return kCounts[mix(seed ^ 0x6e736d6964ull) % (sizeof kCounts / sizeof kCounts[0])];
+    return kSmCounts[modeled_gpu(seed)];
+}
+
+std::uint32_t ModeledDevice::warp_slots(std::uint64_t seed) {
+    return kWarpSlots[modeled_gpu(seed)];
+}
+
+std::uint32_t ModeledDevice::first_warp_slot(std::uint64_t seed, std::uint64_t linear_block,
+                                             std::uint32_t warps_per_block) {
+    // The block's warps take consecutive slots of its SM, after those of the blocks already
+    // resident there: %warpid is threadIdx.x / 32 only for a block that found its SM empty.
+    const std::uint32_t places = std::max<std::uint32_t>(1, warp_slots(seed) / warps_per_block);
+    return static_cast<std::uint32_t>(mix(seed ^ 0x77617270ull ^ mix(linear_block + 7)) % places) *
+           warps_per_block;
+}
+
+std::uint32_t ModeledDevice::leftover_shared_word(std::uint64_t seed, std::uint64_t linear_block,
+                                                  std::uint64_t word) {
+    return static_cast<std::uint32_t>(
+        mix(seed ^ 0x736d656dull ^ mix(linear_block * 0x10001ull + 3) ^ (word << 20)));
 }
 
 std::uint32_t ModeledDevice::sm_of_block(std::uint64_t seed, std::uint64_t linear_block) {

@@ -10,8 +10,11 @@
 // lowest one ("min-PC" scheduling); for the structured code NVRTC emits this reconverges where the
 // hardware does, after the if/else and after the loop. bar.sync waits per thread: it completes
 // when every thread of the block that has not exited has arrived. Warps take turns in slices, so a
-// warp spinning on a flag another warp sets does not starve it. Blocks run one after the other,
-// each with fresh shared memory.
+// warp spinning on a flag another warp sets does not starve it. Blocks are resident together (up
+// to 16 at a time) and take turns in an order drawn from the seed, so a block spinning on a global
+// flag another block sets sees it set; each block's shared memory starts with what earlier blocks
+// left there (or the harness's poison), its %warpid is its warps' slots on the modeled SM, and
+// the module's .global variables persist across launches where the caller keeps them.
 //
 // What the student gets wrong is a value in LaunchResult (fault, timeout, unsupported
 // instruction); exceptions are only for the harness's own faults (malformed PTX, wrong parameter
@@ -108,6 +111,11 @@ public:
     // The bytes at [address, address + bytes) when they lie inside one allocation, else nullptr.
     std::byte* find(std::uint64_t address, std::size_t bytes);
 
+    // Where the next allocation goes; release_from(mark) frees every allocation made since, so a
+    // caller that keeps its buffers across launches does not keep each launch's globals too.
+    std::uint64_t mark() const { return next_address_; }
+    void release_from(std::uint64_t mark);
+
 private:
     struct Allocation;
     std::vector<std::unique_ptr<Allocation>> allocations_;  // sorted by address
@@ -130,6 +138,15 @@ struct LaunchOptions {
     // %gridid read (see ModeledDevice): the grade's seed, so that a kernel cannot count on a
     // value, and the same seed gives the same values.
     std::uint64_t clock_seed = 0;
+    // The module's .global variables as the previous launch left them, in declaration order,
+    // concatenated: read at the start of the launch (empty: their initialisers) and written back
+    // when it completes, so that they persist across launches of one loaded module as they do
+    // on a GPU. Null: every launch starts from the initialisers.
+    std::vector<std::byte>* module_globals = nullptr;
+    // Shared memory starts filled with the NaN pattern the GPU path poisons it with (0x7fc00bad)
+    // where the harness poisons it; otherwise with what earlier blocks left there, drawn from
+    // clock_seed per block (ModeledDevice::leftover_shared_word).
+    bool poison_shared = false;
     // The Unix time in nanoseconds that %globaltimer reads near the launch's start, as a GPU's
     // does (its timer follows the host's clock); 0: this machine's clock when the launch starts.
     std::uint64_t timer_epoch_ns = 0;
@@ -139,9 +156,10 @@ struct LaunchOptions {
 // LaunchOptions::clock_seed (large and nonzero, like an SM that has been up for a while), plus
 // the modeled cost of what the warp issued (CostModel's units taken as cycles: 1 per warp
 // instruction, 20 per shared-memory wavefront), plus nanosleep's argument in cycles. A barrier
-// brings the block's warps to the latest of their counts; a block starts where the last one
-// ended. %clock is the count's low 32 bits; %globaltimer counts nanoseconds at 1.5 GHz from a
-// seeded start, so it never stands still either.
+// brings the block's warps to the latest of their counts; a block starts at its SM's count (the
+// SMs' clocks are not in step; resident blocks start together). %clock is the count's low 32
+// bits; %globaltimer counts nanoseconds at 1.5 GHz from a seeded start, so it never stands still
+// either.
 struct ModeledClock {
     static constexpr double kGigahertz = 1.5;
     static std::uint64_t start_cycles(std::uint64_t seed);
@@ -156,6 +174,15 @@ struct ModeledClock {
 struct ModeledDevice {
     static std::uint32_t sm_count(std::uint64_t seed);
     static std::uint32_t sm_of_block(std::uint64_t seed, std::uint64_t linear_block);
+    // Warps an SM holds at once (%nwarpid), and the %warpid of a block's first warp: its warps
+    // take consecutive slots after those of blocks drawn as already resident on its SM.
+    static std::uint32_t warp_slots(std::uint64_t seed);
+    static std::uint32_t first_warp_slot(std::uint64_t seed, std::uint64_t linear_block,
+                                         std::uint32_t warps_per_block);
+    // What a block finds in its shared memory at the start: what earlier blocks left there,
+    // different in every block and every grade.
+    static std::uint32_t leftover_shared_word(std::uint64_t seed, std::uint64_t linear_block,
+                                              std::uint64_t word);
     static std::uint64_t grid_id(std::uint64_t seed);
     static std::uint64_t first_global_address(std::uint64_t seed);
 };
@@ -203,8 +230,7 @@ struct UnsupportedInstruction {
 };
 
 // A shared-memory load of a 32-bit word that no thread of the block had written. On a GPU it
-// returns whatever was left there; the simulator's shared memory starts filled with the same
-// NaN pattern the GPU path poisons it with (0x7fc00bad), so the value is wrong there too.
+// returns whatever was left there; so it does on the simulator (LaunchOptions::poison_shared).
 struct UninitializedSharedRead {
     SourceLocation where;
     ThreadId thread;
