@@ -704,8 +704,11 @@ TEST_CASE("Part 2: the lesson's bandwidth as % of copy is named as the trap it i
 
 TEST_CASE("the exercise's points policy: an incomplete answers file halves the kernel's points") {
     Submission blanks = correct_answers();
-    blanks.problems.push_back({{"submission.yaml", 5, 30}, "rows[1].predicted_degree",
-                               "still blank: fill in the degree"});
+    SubmissionProblem blank;
+    blank.location = SourceLocation{"submission.yaml", 5, 30};
+    blank.field = "rows[1].predicted_degree";
+    blank.message = "still blank: fill in the degree";
+    blanks.problems.push_back(blank);
     const Report full = evaluate(day15(), correct_answers(), measured(h200_like_ratio), "full");
     const Report kit = evaluate(day15(), blanks, measured(h200_like_ratio), "kit");
     CHECK(full.score == doctest::Approx(full.max_score));

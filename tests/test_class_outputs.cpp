@@ -437,12 +437,12 @@ TEST_CASE("a grade the harness could not finish is not flagged 'no student id'")
     // ungradable grade is graded again before its id means anything.
     Report crashed = fixtures::ungradable_timeout_report("");
     crashed.interruption = Interruption{StopKind::crash, "", "the worker could not start", false};
-    entries.push_back({"quentin", "quentin/report.html", crashed});
-    entries.push_back({"rupert", "rupert/report.html", fixtures::ungradable_timeout_report("")});
+    entries.push_back({"quentin", "quentin/report.html", crashed, {}});
+    entries.push_back({"rupert", "rupert/report.html", fixtures::ungradable_timeout_report(""), {}});
     // The student's own kernel crashed after the answers were read without an id: still flagged.
     Report own_crash = fixtures::ungradable_timeout_report("");
     own_crash.interruption = Interruption{StopKind::crash, "run student stride 8", "trap", true};
-    entries.push_back({"sybil", "sybil/report.html", own_crash});
+    entries.push_back({"sybil", "sybil/report.html", own_crash, {}});
 
     const auto flags = flag_submissions(entries, with_example());
     const auto no_id = [&](const std::string& folder) {
