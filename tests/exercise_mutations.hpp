@@ -45,8 +45,8 @@ inline const std::vector<ExerciseMutation>& exercise_mutations() {
          "kernel.parameters[2].role", "unknown parameter role 'scratch'"},
         {"ordering_stride_not_timed",
          "stride16_slower_than_stride8, kind: slower_than, stride: 16, than: 8",
-         "stride16_slower_than_stride8, kind: slower_than, stride: 16, than: 7", 150, 82, "checks.ordering.rules[1].than",
-         "stride 7 is not in"},
+         "stride16_slower_than_stride8, kind: slower_than, stride: 16, than: 7", 150, 82,
+         "checks.ordering.rules[1].than", "stride 7 is not in"},
         {"calibration_stride_not_in_reference", "stride: 8, than: 4, factor: 1.3,",
          "stride: 8, than: 5, factor: 1.3,", 57, 81, "calibration.rules[2].than",
          "stride 5 is not in strides.reference"},
@@ -80,8 +80,7 @@ inline const std::vector<ExerciseMutation>& exercise_mutations() {
          "  unnamed_pool: [5, 6, 7, 12, 24, 31, 32, 48, 65]\n  unnamed_per_grade: 2\n",
          "", 2, 1, "strides", "the kernel takes a stride"},
         {"not_utf8", "title: \"Day 15: shared memory bank conflicts\"",
-         "title: \"Day 15: shared memory bank conflicts, r\xe9sum\xe9\"", 4, 48, "",
-         "not UTF-8"},
+         "title: \"Day 15: shared memory bank conflicts, r\xe9sum\xe9\"", 4, 48, "", "not UTF-8"},
         // The list opened on line 25 is never closed; the parser notices on the next key. (A
         // column of 0: where on the line yaml-cpp stops is its own business.)
         {"yaml_syntax_error", "  options: [\"-std=c++17\", \"-lineinfo\"]",
@@ -90,7 +89,8 @@ inline const std::vector<ExerciseMutation>& exercise_mutations() {
          "", "expected a map"},
         {"deeply_nested", "",
          "# brackets nested far deeper than any exercise needs\nschema_version: 2\nid: deep\n"
-         "nested: " + std::string(100, '[') + std::string(100, ']') + "\n",
+         "nested: " +
+             std::string(100, '[') + std::string(100, ']') + "\n",
          4, 72, "", "nests more than 64 levels"},
     };
     return mutations;

@@ -30,8 +30,8 @@ inline void write_text(const std::filesystem::path& file, const std::string& con
 
 struct GraderRun {
     int exit_code = -1;
-    std::string output;      // stdout and stderr
-    nlohmann::json report;   // the --output file, if one was asked for and written
+    std::string output;     // stdout and stderr
+    nlohmann::json report;  // the --output file, if one was asked for and written
     std::string report_text;
 };
 

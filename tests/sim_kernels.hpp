@@ -72,7 +72,7 @@ inline std::uint64_t upload(sim::GlobalMemory& memory, const std::vector<float>&
 }
 
 inline std::vector<float> read_floats(const sim::GlobalMemory& memory, std::uint64_t address,
-                               std::size_t count) {
+                                      std::size_t count) {
     std::vector<float> values(count);
     memory.read(address, values.data(), count * sizeof(float));
     return values;

@@ -28,7 +28,9 @@ const grader::Exercise& day15() {
     return exercise;
 }
 
-grader::Case stride(int value) { return grader::Case{"student", value}; }
+grader::Case stride(int value) {
+    return grader::Case{"student", value};
+}
 
 grader::Submission answers(const std::string& fixture) {
     return grader::load_submission(kFixtures / "answers" / fixture, day15());

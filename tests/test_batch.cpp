@@ -694,7 +694,7 @@ TEST_CASE("an output folder that cannot be written is a usage error (exit 2), be
     fs::create_directories(dir);
     copy_fixture("correct", dir / "alice");
     write_text(root / "a-file", "not a folder\n");
-    std::vector<fs::path> outputs = {root / "a-file" / "reports",          // under a file
+    std::vector<fs::path> outputs = {root / "a-file" / "reports",            // under a file
                                      root / std::string(300, 'r') / "out"};  // a name too long
     if (::geteuid() != 0) {  // root may write into a folder of mode 0555
         fs::create_directories(root / "read-only");

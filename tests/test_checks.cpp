@@ -1,9 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
-#include <cmath>
 #include <tuple>
 
 #include "checks/checks.hpp"
@@ -90,7 +90,8 @@ Submission correct_answers() {
     Submission s;
     s.student_id = "alice";
     s.gpu_name = "Tesla T4";
-    for (const auto& [stride, ratio] : std::vector<std::pair<int, double>>{{3, 1.0}, {8, 7.8}, {16, 15.6}}) {
+    for (const auto& [stride, ratio] :
+         std::vector<std::pair<int, double>>{{3, 1.0}, {8, 7.8}, {16, 15.6}}) {
         SubmissionRow row;
         row.subject = Case{"student", stride};
         row.key = std::to_string(stride);
@@ -125,8 +126,9 @@ TEST_CASE("a correct submission on a GPU that shows the model passes with every 
     CHECK(report.max_score > 0);
     CHECK(exit_code(report.verdict) == 0);
     // Every ratio is reported, the student's and the reference's.
-    const auto student_rows = std::count_if(report.rows.begin(), report.rows.end(),
-                                            [](const ReportRow& r) { return r.kernel == "student"; });
+    const auto student_rows =
+        std::count_if(report.rows.begin(), report.rows.end(),
+                      [](const ReportRow& r) { return r.kernel == "student"; });
     CHECK(student_rows >= 5);
     for (const auto& row : report.rows) {
         CHECK(row.ratio.has_value());
@@ -180,8 +182,9 @@ TEST_CASE("a kernel that special-cases the named strides is caught at a stride i
     CHECK(any_detail_contains(check(report, "consistency"), "a stride you did not name"));
 }
 
-TEST_CASE("a stride sniffer fails the consistency at every seed, not only where an even stride "
-          "happens to be drawn") {
+TEST_CASE(
+    "a stride sniffer fails the consistency at every seed, not only where an even stride "
+    "happens to be drawn") {
     // Honest at the strides the checks name, stride 1 elsewhere; the variant is also honest at
     // the odd unnamed strides, whose degree is 1 anyway.
     const auto sniffing = [](int stride) {
@@ -196,8 +199,8 @@ TEST_CASE("a stride sniffer fails the consistency at every seed, not only where 
     for (std::uint64_t seed = 0; seed < 60; ++seed) {
         const auto drawn = draw_unnamed_strides(day15(), seed);
         CHECK(std::any_of(drawn.begin(), drawn.end(), [](int s) { return std::gcd(s, 32) > 1; }));
-        for (const auto& kernel : {std::function<double(int)>(sniffing),
-                                   std::function<double(int)>(odd_honest)}) {
+        for (const auto& kernel :
+             {std::function<double(int)>(sniffing), std::function<double(int)>(odd_honest)}) {
             Measurements m = measured(kernel);
             m.seed = seed;
             m.unnamed_strides = drawn;
@@ -242,7 +245,8 @@ TEST_CASE("a wrong accumulator names the stride, the thread, its block and its v
     const Report report = evaluate(day15(), correct_answers(), m, "d");
     const CheckResult& c = check(report, "accumulator");
     CHECK_FALSE(c.passed());
-    CHECK(any_detail_contains(c, "stride 8: thread 1234 (block 4, thread 210) holds 1024, expected 2048"));
+    CHECK(any_detail_contains(
+        c, "stride 8: thread 1234 (block 4, thread 210) holds 1024, expected 2048"));
     CHECK(any_detail_contains(c, "270336 of 270336 threads wrong"));
     CHECK(report.verdict == Verdict::fail);
     CHECK(report.summary.find("thread 1234") != std::string::npos);
@@ -263,8 +267,9 @@ TEST_CASE("without a GPU the verdict is ungradable and says a GPU is needed for 
     m.environment.backend = "cuda";
     m.student.attempted = m.student.ok = true;
     m.references["reference"] = m.student;
-    m.interruption = Interruption{StopKind::no_gpu, "compile",
-                                  "no GPU: libcuda.so.1 could not be loaded. A GPU is needed for timing", false};
+    m.interruption =
+        Interruption{StopKind::no_gpu, "compile",
+                     "no GPU: libcuda.so.1 could not be loaded. A GPU is needed for timing", false};
     const Report report = evaluate(day15(), correct_answers(), m, "f");
     CHECK(report.verdict == Verdict::ungradable);
     CHECK(exit_code(report.verdict) == 3);
@@ -300,16 +305,17 @@ TEST_CASE("on an unfit GPU a kernel that fails its accumulator still fails") {
 
 TEST_CASE("a kernel fault is the student's failure and keeps what ran before it") {
     Measurements m = measured(h200_like_ratio);
-    m.runs.erase(std::remove_if(m.runs.begin(), m.runs.end(),
-                                [](const KernelRun& r) { return r.kernel == "student" && r.stride > 3; }),
-                 m.runs.end());
+    m.runs.erase(
+        std::remove_if(m.runs.begin(), m.runs.end(),
+                       [](const KernelRun& r) { return r.kernel == "student" && r.stride > 3; }),
+        m.runs.end());
     for (auto& run : m.runs) {
         run.timing.reset();
         run.ratio.reset();
     }
-    m.interruption = Interruption{StopKind::fault, "run student stride 4",
-                                  "probeSharedStride (student) failed at stride 4: CUDA_ERROR_ILLEGAL_ADDRESS",
-                                  true};
+    m.interruption = Interruption{
+        StopKind::fault, "run student stride 4",
+        "probeSharedStride (student) failed at stride 4: CUDA_ERROR_ILLEGAL_ADDRESS", true};
     const Report report = evaluate(day15(), correct_answers(), m, "i");
     CHECK(report.verdict == Verdict::fail);
     CHECK(any_detail_contains(check(report, "accumulator"), "stride 4"));
@@ -356,10 +362,9 @@ TEST_CASE("a wrong signature keeps the fixed ABI's sentence; a refused include s
     const Report refused = evaluate(day15(), correct_answers(), vetted, "vet");
     CHECK(check(refused, "compile_abi").message.rfind("probe.cu was refused before compiling", 0) ==
           0);
-    CHECK(std::any_of(check(refused, "compile_abi").details.begin(),
-                      check(refused, "compile_abi").details.end(), [](const std::string& d) {
-                          return d.rfind("probe.cu:1:10: #include", 0) == 0;
-                      }));
+    CHECK(std::any_of(
+        check(refused, "compile_abi").details.begin(), check(refused, "compile_abi").details.end(),
+        [](const std::string& d) { return d.rfind("probe.cu:1:10: #include", 0) == 0; }));
 }
 
 TEST_CASE("ordering rules read as the lesson says them") {
@@ -370,9 +375,12 @@ TEST_CASE("ordering rules read as the lesson says them") {
     closer.far = {"student", 4};
     const auto ratios = [](double r3) {
         return [r3](const Case& c) -> std::optional<double> {
-            if (c.stride == 1) return 1.0;
-            if (c.stride == 3) return r3;
-            if (c.stride == 4) return 3.16;
+            if (c.stride == 1)
+                return 1.0;
+            if (c.stride == 3)
+                return r3;
+            if (c.stride == 4)
+                return 3.16;
             return std::nullopt;
         };
     };
@@ -394,8 +402,10 @@ TEST_CASE("a slower_than rule states the factor it observed beside the threshold
     slower.factor = 1.25;
     const auto ratios = [](double r16) {
         return [r16](const Case& c) -> std::optional<double> {
-            if (c.stride == 8) return 6.3;
-            if (c.stride == 16) return r16;
+            if (c.stride == 8)
+                return 6.3;
+            if (c.stride == 16)
+                return r16;
             return std::nullopt;
         };
     };
@@ -449,8 +459,9 @@ TEST_CASE("the student's own measured ratios must tell the lesson's story, row b
         const CheckResult& c = check(report, "measured_ratios");
         CHECK_FALSE(c.passed());
         CHECK(any_detail_contains(c, "stride 16: submission.yaml gives no measured value"));
-        CHECK(any_detail_contains(c, "your stride 16 is clearly slower than your stride 8: "
-                                     "stride 16 is not in submission.yaml"));
+        CHECK(any_detail_contains(c,
+                                  "your stride 16 is clearly slower than your stride 8: "
+                                  "stride 16 is not in submission.yaml"));
     }
     SUBCASE("missing stride-3 and stride-8 ratios are both named") {
         Submission answers = correct_answers();
@@ -484,8 +495,9 @@ TEST_CASE("the counted degree must be the model's at every stride the grade runs
     const Report report = evaluate(day15(), correct_answers(), m, "p");
     const CheckResult& c = check(report, "counted_degrees");
     CHECK_FALSE(c.passed());
-    CHECK(any_detail_contains(c, "stride 16: the shared loads counted 1 wavefronts per request; "
-                                 "the model's degree is gcd(16, 32) = 16"));
+    CHECK(any_detail_contains(c,
+                              "stride 16: the shared loads counted 1 wavefronts per request; "
+                              "the model's degree is gcd(16, 32) = 16"));
     CHECK(report.verdict == Verdict::fail);
 }
 
@@ -500,12 +512,14 @@ TEST_CASE("a required check the machine could not run makes the grade ungradable
     CHECK(report.summary.find("Counted conflict degree could not be checked") != std::string::npos);
 }
 
-TEST_CASE("an instruction the simulator lacks, after a check already failed, reports that failure") {
+TEST_CASE(
+    "an instruction the simulator lacks, after a check already failed, reports that failure") {
     Measurements m = measured(h200_like_ratio);
     m.environment.backend = "sim";
-    m.runs.erase(std::remove_if(m.runs.begin(), m.runs.end(),
-                                [](const KernelRun& r) { return r.kernel == "student" && r.stride > 1; }),
-                 m.runs.end());
+    m.runs.erase(
+        std::remove_if(m.runs.begin(), m.runs.end(),
+                       [](const KernelRun& r) { return r.kernel == "student" && r.stride > 1; }),
+        m.runs.end());
     m.run("student", 1)->outputs[0].ok = false;
     m.run("student", 1)->outputs[0].bad_elements = 512;
     // The exercise's own kernel stopped on an instruction the simulator lacks: the machine's.
@@ -523,9 +537,9 @@ TEST_CASE("an instruction the simulator lacks, after a check already failed, rep
 
 TEST_CASE("the starter kit's example sentence is flagged for review, an empty one fails review") {
     Submission answers = correct_answers();
-    answers.sentence = "  the CONFLICT degree is gcd(stride, 32) -- not a function of the stride's size: " +
-                       day15().example_sentence.substr(
-                           day15().example_sentence.find("3 shares"));
+    answers.sentence =
+        "  the CONFLICT degree is gcd(stride, 32) -- not a function of the stride's size: " +
+        day15().example_sentence.substr(day15().example_sentence.find("3 shares"));
     Report report = evaluate(day15(), answers, measured(h200_like_ratio), "t");
     CHECK(any_detail_contains(check(report, "sentence"), "flagged for review"));
     answers.sentence = "Odd strides share no factor with 32.";
@@ -592,8 +606,8 @@ TEST_CASE("one diagnosis, once: a race at every stride is one line with its coun
         }
     }
     CHECK(fixes == 1);
-    CHECK(any_detail_contains(c, std::to_string(84 * strides) +
-                                     " warp-wide shared-memory accesses raced in all"));
+    CHECK(any_detail_contains(
+        c, std::to_string(84 * strides) + " warp-wide shared-memory accesses raced in all"));
 
     SUBCASE("a write racing a read and the read racing the write are one fix") {
         CheckResult both;
@@ -611,8 +625,9 @@ TEST_CASE("one diagnosis, once: a race at every stride is one line with its coun
     }
     SUBCASE("a race with one place only still names where the barrier goes") {
         CheckResult one;
-        one.details = {"stride 3: a shared-memory race: thread (3, 0, 0) wrote shared word 7 at "
-                       "probe.cu:30, which other warps read with no __syncthreads() between them"};
+        one.details = {
+            "stride 3: a shared-memory race: thread (3, 0, 0) wrote shared word 7 at "
+            "probe.cu:30, which other warps read with no __syncthreads() between them"};
         collapse_details(one);
         REQUIRE(one.details.size() == 1);
         CHECK(one.details[0].find("; put __syncthreads() before probe.cu:30") != std::string::npos);
@@ -641,8 +656,9 @@ TEST_CASE("a check keeps at most a dozen details of bounded length, saying what 
         }
         collapse_details(same);
         REQUIRE(same.details.size() == 1);
-        CHECK(same.details[0] == "stride 3: every value came out right in the order the warps ran "
-                                 "here (the same 4 times, at strides 3, 5, 8 and 9)");
+        CHECK(same.details[0] ==
+              "stride 3: every value came out right in the order the warps ran "
+              "here (the same 4 times, at strides 3, 5, 8 and 9)");
     }
 }
 
@@ -669,8 +685,9 @@ TEST_CASE("measurement slips are named with what to write instead") {
         answers.rows[2].measured = 0.042;  // stride 16, a time
         const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "ms");
         const CheckResult& c = check(report, "measured_ratios");
-        CHECK(any_detail_contains(c, "if this is a time in milliseconds, write instead this "
-                                     "stride's time divided by stride 1's"));
+        CHECK(any_detail_contains(c,
+                                  "if this is a time in milliseconds, write instead this "
+                                  "stride's time divided by stride 1's"));
     }
 }
 
@@ -680,8 +697,8 @@ TEST_CASE("Part 2: the lesson's bandwidth as % of copy is named as the trap it i
     Submission answers;
     answers.student_id = "bo";
     for (const auto& [key, kernel, percent] :
-         std::vector<std::tuple<std::string, std::string, double>>{
-             {"32x32", "unpadded", 57.1}, {"yours", "student", 82.5}}) {
+         std::vector<std::tuple<std::string, std::string, double>>{{"32x32", "unpadded", 57.1},
+                                                                   {"yours", "student", 82.5}}) {
         SubmissionRow row;
         row.subject = Case{kernel, 0};
         row.key = key;
@@ -690,14 +707,14 @@ TEST_CASE("Part 2: the lesson's bandwidth as % of copy is named as the trap it i
         answers.rows.push_back(row);
     }
     const Report report = evaluate(padding, answers, Measurements{}, "bo");
-    const auto found = std::find_if(report.checks.begin(), report.checks.end(),
-                                    [](const CheckResult& c) {
-                                        return c.id == "measured_percentages";
-                                    });
+    const auto found =
+        std::find_if(report.checks.begin(), report.checks.end(),
+                     [](const CheckResult& c) { return c.id == "measured_percentages"; });
     REQUIRE(found != report.checks.end());
     CHECK_FALSE(found->passed());
-    CHECK(any_detail_contains(*found, "tile 32x32: you wrote 57%; 57.1 looks like the lesson's "
-                                      "bandwidth as a percentage of the copy's"));
+    CHECK(any_detail_contains(*found,
+                              "tile 32x32: you wrote 57%; 57.1 looks like the lesson's "
+                              "bandwidth as a percentage of the copy's"));
     CHECK(any_detail_contains(*found, "100 / 57.1 x 100 = 175%"));
     CHECK(any_detail_contains(*found, "tile yours: you wrote 83%"));
 }

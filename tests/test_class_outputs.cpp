@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <vector>
@@ -127,12 +127,24 @@ std::string element_with_id(const std::string& html, const std::string& id,
     return html.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
-const std::vector<std::string> kHeader = {"folder",          "student_id",        "score",
-                                          "max_score",       "verdict",           "numbers",
-                                          "submission_file", "compile_abi",       "accumulator",
-                                          "hidden_input",    "predicted_degrees", "ordering",
-                                          "consistency",     "sentence",          "sentence_text",
-                                          "sentence_cluster", "flags",            "reason"};
+const std::vector<std::string> kHeader = {"folder",
+                                          "student_id",
+                                          "score",
+                                          "max_score",
+                                          "verdict",
+                                          "numbers",
+                                          "submission_file",
+                                          "compile_abi",
+                                          "accumulator",
+                                          "hidden_input",
+                                          "predicted_degrees",
+                                          "ordering",
+                                          "consistency",
+                                          "sentence",
+                                          "sentence_text",
+                                          "sentence_cluster",
+                                          "flags",
+                                          "reason"};
 
 std::size_t column(const std::string& name) {
     return static_cast<std::size_t>(std::find(kHeader.begin(), kHeader.end(), name) -
@@ -438,7 +450,8 @@ TEST_CASE("a grade the harness could not finish is not flagged 'no student id'")
     Report crashed = fixtures::ungradable_timeout_report("");
     crashed.interruption = Interruption{StopKind::crash, "", "the worker could not start", false};
     entries.push_back({"quentin", "quentin/report.html", crashed, {}});
-    entries.push_back({"rupert", "rupert/report.html", fixtures::ungradable_timeout_report(""), {}});
+    entries.push_back(
+        {"rupert", "rupert/report.html", fixtures::ungradable_timeout_report(""), {}});
     // The student's own kernel crashed after the answers were read without an id: still flagged.
     Report own_crash = fixtures::ungradable_timeout_report("");
     own_crash.interruption = Interruption{StopKind::crash, "run student stride 8", "trap", true};
@@ -693,16 +706,18 @@ TEST_CASE("sentences are grouped into clusters: identical and near-identical, ea
         entry.report.sentence = sentence;
         return entry;
     };
-    const std::string copied = "Stride 3 is odd, so it shares no factor with 32 and every lane "
-                               "reads its own bank.";
+    const std::string copied =
+        "Stride 3 is odd, so it shares no factor with 32 and every lane "
+        "reads its own bank.";
     std::vector<ClassEntry> entries;
     for (int i = 0; i < 60; ++i) {
         // Case and spacing aside, the same sentence.
         entries.push_back(student("s" + std::to_string(100 + i), i % 2 ? copied : "  " + copied));
     }
     // Near-identical: one word changed.
-    entries.push_back(student("t1", "Stride 3 is odd, so it shares no factor with 32 and every "
-                                    "lane reads its own memory bank."));
+    entries.push_back(student("t1",
+                              "Stride 3 is odd, so it shares no factor with 32 and every "
+                              "lane reads its own memory bank."));
     entries.push_back(student("u1", "Padding the tile by one column shifts each row by a bank."));
     entries.push_back(student("u2", "Stride 16 puts 16 lanes on two banks, a 16-way conflict."));
 
@@ -791,9 +806,10 @@ TEST_CASE("missing files are root causes of their own, not 'Compile and ABI' or 
         answers.title = "Answers file";
         answers.status = answers_missing ? CheckStatus::failed : CheckStatus::passed;
         if (answers_missing) {
-            answers.details.push_back("submission.yaml: answers file submission.yaml not found; "
-                                      "start from the starter kit's submission.yaml and fill in "
-                                      "every blank");
+            answers.details.push_back(
+                "submission.yaml: answers file submission.yaml not found; "
+                "start from the starter kit's submission.yaml and fill in "
+                "every blank");
         }
         CheckResult compile;
         compile.id = "compile_abi";
@@ -860,8 +876,10 @@ TEST_CASE("ids that differ only by invisible or look-alike characters are flagge
         }
     };
     set_id("alice", "ann.lee");
-    set_id("bob", "\xD0\xB0nn.l\xE2\x80\x8B" "ee");  // a Cyrillic a, a zero-width space
-    set_id("carol", "ANN.1EE");                     // capitals, 1 for l
+    set_id("bob",
+           "\xD0\xB0nn.l\xE2\x80\x8B"
+           "ee");                // a Cyrillic a, a zero-width space
+    set_id("carol", "ANN.1EE");  // capitals, 1 for l
     const auto flags = flag_submissions(entries, with_example());
     REQUIRE(flags.count("alice") == 1);
     CHECK(flags.at("alice").same_id_as == std::vector<std::string>{"bob", "carol"});

@@ -220,9 +220,10 @@ std::vector<ClassEntry> class_of_300() {
             i < 60   ? shared
             : i < 80 ? "Stride 3 shares no factor with 32, so the 32 lanes land in 32 distinct "
                        "banks."
-                     : "Student " + std::to_string(i) + " says: stride 3 is odd, and an odd stride "
-                       "visits every bank once, so no two lanes of warp " + std::to_string(i % 7) +
-                       " collide.";
+                     : "Student " + std::to_string(i) +
+                           " says: stride 3 is odd, and an odd stride "
+                           "visits every bank once, so no two lanes of warp " +
+                           std::to_string(i % 7) + " collide.";
         entries.push_back(entry);
     }
     return entries;

@@ -50,7 +50,8 @@ TEST_CASE("a usage error exits 2 and says what was wrong") {
 TEST_CASE("a report that cannot be written is a usage error (exit 2), said before the grade") {
     const auto file = scratch("output-parent-is-a-file");
     { std::ofstream(file) << "a file\n"; }
-    for (const auto& output : {file / "report.json", std::filesystem::path("/no/such/dir/r.json")}) {
+    for (const auto& output :
+         {file / "report.json", std::filesystem::path("/no/such/dir/r.json")}) {
         CAPTURE(output);
         const GraderRun run = run_grader({"grade", (kSource / "student" / "example").string(),
                                           "--format", "json", "--output", output.string()});
@@ -67,10 +68,9 @@ TEST_CASE("no writable temporary folder is the machine's fault: exit 3, saying w
     for (const std::string& tmpdir : {not_a_folder.string(), std::string("/no/such/tmpdir")}) {
         CAPTURE(tmpdir);
         const auto report = scratch("no-tmpdir.json");
-        const GraderRun run =
-            run_grader({"grade", (kSource / "student" / "example").string(), "--format", "json",
-                        "--output", report.string()},
-                       {}, {"TMPDIR=" + tmpdir});
+        const GraderRun run = run_grader({"grade", (kSource / "student" / "example").string(),
+                                          "--format", "json", "--output", report.string()},
+                                         {}, {"TMPDIR=" + tmpdir});
         CHECK(run.exit_code == 3);
         CHECK(run.output.find("internal error") == std::string::npos);
         REQUIRE(std::filesystem::exists(report));
@@ -151,8 +151,8 @@ TEST_CASE("a Part 2 folder graded as Part 1 says so and gives the exact command"
           std::string::npos);
     // And the reverse: Part 1's folder under Part 2.
     const auto probe = (kSource / "student" / "example").string();
-    const GraderRun reverse = run_grader(
-        {"grade", probe, "--exercise", "day15-padding", "--backend", "sim"}, {}, kNoGpu);
+    const GraderRun reverse =
+        run_grader({"grade", probe, "--exercise", "day15-padding", "--backend", "sim"}, {}, kNoGpu);
     CHECK(reverse.output.find("grader grade " + probe + " --exercise day15-bank-conflicts") !=
           std::string::npos);
 }
@@ -163,9 +163,8 @@ TEST_CASE("batching an empty class warns that the class outputs are empty") {
     std::filesystem::create_directories(empty);
     const auto output = scratch("empty-class-out");
     std::filesystem::remove_all(output);
-    const GraderRun run =
-        run_grader({"batch", empty.string(), "-o", output.string(), "--backend", "sim"}, {},
-                   kNoGpu);
+    const GraderRun run = run_grader(
+        {"batch", empty.string(), "-o", output.string(), "--backend", "sim"}, {}, kNoGpu);
     CHECK(run.exit_code == 0);
     CHECK(run.output.find("holds no submission folder") != std::string::npos);
 }
@@ -177,16 +176,16 @@ TEST_CASE("reusing the output folder of another exercise's batch warns") {
     std::filesystem::remove_all(output);
     std::filesystem::create_directories(output);
     write_text(output / "summary.json", R"({"exercise_id": "day15-padding"})");
-    const GraderRun run = run_grader(
-        {"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"}, {},
-        kNoGpu);
+    const GraderRun run =
+        run_grader({"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"},
+                   {}, kNoGpu);
     CHECK(run.output.find("holds the class outputs of exercise day15-padding") !=
           std::string::npos);
     // The same exercise: no warning.
     write_text(output / "summary.json", R"({"exercise_id": "day15-bank-conflicts"})");
-    const GraderRun same = run_grader(
-        {"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"}, {},
-        kNoGpu);
+    const GraderRun same =
+        run_grader({"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"},
+                   {}, kNoGpu);
     CHECK(same.output.find("holds the class outputs of exercise") == std::string::npos);
 }
 
@@ -202,7 +201,8 @@ TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, l
     }
 }
 
-TEST_CASE("with --backend cuda and no GPU the example is ungradable, exit 3, and the report says why") {
+TEST_CASE(
+    "with --backend cuda and no GPU the example is ungradable, exit 3, and the report says why") {
     const auto report = scratch("student.json");
     const GraderRun run =
         run_grader({"grade", (kSource / "student" / "example").string(), "--backend", "cuda",
@@ -219,15 +219,16 @@ TEST_CASE("with --backend cuda and no GPU the example is ungradable, exit 3, and
     CHECK((*find_check(run.report, "predicted_degrees"))["passed"] == true);
 }
 
-TEST_CASE("with --backend cuda and no GPU a compile error, a wrong signature and a forbidden include fail") {
+TEST_CASE(
+    "with --backend cuda and no GPU a compile error, a wrong signature and a forbidden include "
+    "fail") {
     struct Case {
         const char* fixture;
         const char* expected;
     };
-    for (const Case& c : {Case{"compile_error", "probe.cu:14:"},
-                          Case{"wrong_signature", "parameter 3"},
-                          Case{"forbidden_include", "not allowed"},
-                          Case{"missing_probe", "probe.cu"}}) {
+    for (const Case& c :
+         {Case{"compile_error", "probe.cu:14:"}, Case{"wrong_signature", "parameter 3"},
+          Case{"forbidden_include", "not allowed"}, Case{"missing_probe", "probe.cu"}}) {
         CAPTURE(c.fixture);
         const auto report = scratch(std::string(c.fixture) + ".json");
         const GraderRun run =
@@ -249,10 +250,9 @@ TEST_CASE("with --backend cuda and no GPU a compile error, a wrong signature and
 
 TEST_CASE("a malformed answers file is the student's, named by file and line") {
     const auto report = scratch("malformed.json");
-    const GraderRun run =
-        run_grader({"grade", (kFixtures / "submissions/malformed_yaml").string(), "--format",
-                    "json", "--output", report.string(), "--quiet"},
-                   report, kNoGpu);
+    const GraderRun run = run_grader({"grade", (kFixtures / "submissions/malformed_yaml").string(),
+                                      "--format", "json", "--output", report.string(), "--quiet"},
+                                     report, kNoGpu);
     REQUIRE(run.report.is_object());
     const auto* check = find_check(run.report, "submission_file");
     REQUIRE(check);
@@ -261,7 +261,8 @@ TEST_CASE("a malformed answers file is the student's, named by file and line") {
 }
 
 TEST_CASE("every report format is written, also when grading is ungradable") {
-    for (const std::string format : {"text", "json", "markdown", "gradescope", "prairielearn", "junit"}) {
+    for (const std::string format :
+         {"text", "json", "markdown", "gradescope", "prairielearn", "junit"}) {
         CAPTURE(format);
         const auto report = scratch("every-format." + format);
         const GraderRun run =
@@ -279,8 +280,10 @@ TEST_CASE("without a GPU, grade runs on the simulator: the example passes, exit 
          {std::vector<std::string>{"--backend", "sim"}, std::vector<std::string>{}}) {
         CAPTURE(backend.size());
         const auto report = scratch("student-sim.json");
-        std::vector<std::string> args{"grade", (kSource / "student" / "example").string(), "--format", "json",
-                                      "--output", report.string(), "--quiet"};
+        std::vector<std::string> args{"grade",    (kSource / "student" / "example").string(),
+                                      "--format", "json",
+                                      "--output", report.string(),
+                                      "--quiet"};
         args.insert(args.end(), backend.begin(), backend.end());
         const GraderRun run = run_grader(args, report, kNoGpu);
         CHECK(run.exit_code == 0);
@@ -300,10 +303,10 @@ TEST_CASE("without a GPU, grade runs on the simulator: the example passes, exit 
 
 TEST_CASE("on the simulator a wrong signature fails the student, exit 1, naming the parameter") {
     const auto report = scratch("wrong_signature-sim.json");
-    const GraderRun run = run_grader({"grade", (kFixtures / "submissions/wrong_signature").string(),
-                                      "--backend", "sim", "--format", "json", "--output",
-                                      report.string(), "--quiet"},
-                                     report);
+    const GraderRun run =
+        run_grader({"grade", (kFixtures / "submissions/wrong_signature").string(), "--backend",
+                    "sim", "--format", "json", "--output", report.string(), "--quiet"},
+                   report);
     CHECK(run.exit_code == 1);
     REQUIRE(run.report.is_object());
     CHECK(check_text(*find_check(run.report, "compile_abi")).find("parameter 3") !=
@@ -311,7 +314,8 @@ TEST_CASE("on the simulator a wrong signature fails the student, exit 1, naming 
 }
 
 TEST_CASE("the text report on the simulator says so and shows the counted degree") {
-    const GraderRun run = run_grader({"grade", (kSource / "student" / "example").string(), "--backend", "sim"});
+    const GraderRun run =
+        run_grader({"grade", (kSource / "student" / "example").string(), "--backend", "sim"});
     CHECK(run.exit_code == 0);
     CHECK(run.output.find("simulator") != std::string::npos);
     CHECK(run.output.find("counted") != std::string::npos);
@@ -352,10 +356,9 @@ TEST_CASE("explain shows stride 3 in 32 distinct banks and stride 16 as 16 lanes
 }
 
 TEST_CASE("__launch --sim prints the simulator's shared counts under Nsight Compute's names") {
-    const GraderRun run = run_grader({"__launch", "--kernel",
-                                      (kSource / "reference/probe_shared_stride.cu").string(),
-                                      "--name", "probeSharedStride", "--stride", "8", "--grid",
-                                      "4", "--block", "256", "--sim"});
+    const GraderRun run = run_grader(
+        {"__launch", "--kernel", (kSource / "reference/probe_shared_stride.cu").string(), "--name",
+         "probeSharedStride", "--stride", "8", "--grid", "4", "--block", "256", "--sim"});
     CHECK(run.exit_code == 0);
     // 4 blocks of 8 warps, 2048 reads each, 8 wavefronts a read at stride 8.
     CHECK(run.output.find("smsp__sass_inst_executed_op_shared_ld.sum,65536\n") !=
@@ -378,7 +381,8 @@ TEST_CASE("on the simulator a student's kernel it cannot execute fails, exit 1, 
     std::filesystem::copy_file(kFixtures / "kernels/probe_calls_noinline_function.cu",
                                folder / "probe.cu",
                                std::filesystem::copy_options::overwrite_existing);
-    std::filesystem::copy_file(kSource / "student/example/submission.yaml", folder / "submission.yaml",
+    std::filesystem::copy_file(kSource / "student/example/submission.yaml",
+                               folder / "submission.yaml",
                                std::filesystem::copy_options::overwrite_existing);
     const auto report = scratch("calls-noinline.json");
     const GraderRun run = run_grader({"grade", folder.string(), "--backend", "sim", "--format",
@@ -428,6 +432,5 @@ TEST_CASE("on the simulator a kernel that never ends stops at the instruction bu
     CHECK(run.exit_code == 1);
     REQUIRE(run.report.is_object());
     CHECK(run.report["interruption"]["kind"] == "timeout");
-    CHECK(run.report["summary"].get<std::string>().find("instruction budget") !=
-          std::string::npos);
+    CHECK(run.report["summary"].get<std::string>().find("instruction budget") != std::string::npos);
 }

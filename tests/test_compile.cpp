@@ -316,9 +316,10 @@ TEST_CASE("vetting refuses every way of naming a host file, with its line") {
         const std::string continued = "int a; // see \\\n/**/#include \"/etc/passwd\"\n";
         CHECK(first_problem_line(continued) == 2);
         CHECK(hidden_directive_line(continued) == 2);
-        CHECK(hidden_directive_line("auto s = R\"(\n/* a */ %:include \"/etc/passwd\"\n)\";\n") == 2);
-        CHECK(hidden_directive_line("auto s = R\"(\n/* a\n b */ # /* c */ include </etc/passwd>\n)\";\n") ==
-              3);
+        CHECK(hidden_directive_line("auto s = R\"(\n/* a */ %:include \"/etc/passwd\"\n)\";\n") ==
+              2);
+        CHECK(hidden_directive_line(
+                  "auto s = R\"(\n/* a\n b */ # /* c */ include </etc/passwd>\n)\";\n") == 3);
         CHECK(hidden_directive_line("auto s = R\"(\n/**/#include/**/\"/etc/passwd\"\n)\";\n") == 2);
         // In a /* */ comment the */ of /**/ ends it: the directive is code, refused by the scan.
         CHECK(first_problem_line("/*\n/**/#include \"/etc/passwd\"\n*/\n") == 2);
@@ -1177,8 +1178,7 @@ TEST_CASE("student text is scanned without regex: half a megabyte of blanks on o
     const std::string blanks(512 * 1024, ' ');
     const std::string ptx = ".file 1 \"/home/someone/probe.cu\"\n.loc 1 20 3\n" + blanks +
                             "\n\tmov.u64 %rd1, %clock64;" + blanks + "\n";
-    CHECK(grader::ptx_clock_reads(ptx) ==
-          std::vector<std::string>{"%clock64 at probe.cu line 20"});
+    CHECK(grader::ptx_clock_reads(ptx) == std::vector<std::string>{"%clock64 at probe.cu line 20"});
     const std::string shortened = grader::ptx_without_host_paths(ptx);
     CHECK(contains(shortened, ".file 1 \"probe.cu\""));
     CHECK_FALSE(contains(shortened, "/home/someone"));

@@ -275,8 +275,8 @@ struct Gpu {
         : device(std::move(info)),
           exercise(load_exercise(source_dir() / "exercises/day15-bank-conflicts")) {
         probe_source = read_file(exercise.kernel("reference").file);
-        probe =
-            compile_file(exercise, exercise.kernel("reference").file, exercise.kernel_name, device.arch());
+        probe = compile_file(exercise, exercise.kernel("reference").file, exercise.kernel_name,
+                             device.arch());
         // The grader's launch: the occupancy API fills every SM (1056 blocks of 256 on an H200).
         int per_sm = 0;
         const cuda::Module module(probe.cubin);

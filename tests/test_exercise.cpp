@@ -82,7 +82,8 @@ TEST_CASE("the Day 15 exercise file loads with the values written in it") {
     CHECK(exercise.kernels[1].id == "reference");
     CHECK(exercise.kernels[1].oracle);
     CHECK(exercise.oracle() == &exercise.kernels[1]);
-    CHECK(fs::equivalent(exercise.kernels[1].file, kSourceDir / "reference/probe_shared_stride.cu"));
+    CHECK(
+        fs::equivalent(exercise.kernels[1].file, kSourceDir / "reference/probe_shared_stride.cu"));
     CHECK(fs::equivalent(exercise.shared_poison_source,
                          kSourceDir / "reference/poison_shared_memory.cu"));
 
@@ -138,7 +139,8 @@ TEST_CASE("the Day 15 exercise file loads with the values written in it") {
           "Say in one sentence why stride 3 does not sit between stride 2 and stride 4.");
 }
 
-TEST_CASE("the Part 2 exercise is data: kernels without a sweep, a matrix output, ratios to a copy") {
+TEST_CASE(
+    "the Part 2 exercise is data: kernels without a sweep, a matrix output, ratios to a copy") {
     const grader::Exercise exercise =
         grader::load_exercise(kSourceDir / "exercises" / "day15-padding");
     CHECK(exercise.id == "day15-padding");
@@ -294,7 +296,8 @@ TEST_CASE("a folder without an exercise file is an exercise error naming the fil
 
 TEST_CASE("every broken exercise file is refused with the line, column and field of its mistake") {
     // Each is one mutation of a good file (tests/exercise_mutations.hpp).
-    for (const grader::testing::ExerciseMutation& mutation : grader::testing::exercise_mutations()) {
+    for (const grader::testing::ExerciseMutation& mutation :
+         grader::testing::exercise_mutations()) {
         CAPTURE(mutation.name);
         const fs::path folder = grader::testing::write_mutated_exercise(mutation, scratch());
         const ExerciseError error = exercise_error(folder);

@@ -31,11 +31,16 @@ const std::vector<std::pair<std::string, std::string>> kNames = {
 
 // Whole values that are ids: kernels, inputs and checks.
 const std::vector<std::pair<std::string, std::string>> kIds = {
-    {"lesson", "reference"},         {"c_answers", "submission_file"},
-    {"c_builds", "compile_abi"},     {"c_ones", "accumulator"},
-    {"c_secret", "hidden_input"},    {"c_guesses", "predicted_degrees"},
-    {"c_own_times", "measured_ratios"}, {"c_order", "ordering"},
-    {"c_same_as_lesson", "consistency"}, {"c_counted", "counted_degrees"},
+    {"lesson", "reference"},
+    {"c_answers", "submission_file"},
+    {"c_builds", "compile_abi"},
+    {"c_ones", "accumulator"},
+    {"c_secret", "hidden_input"},
+    {"c_guesses", "predicted_degrees"},
+    {"c_own_times", "measured_ratios"},
+    {"c_order", "ordering"},
+    {"c_same_as_lesson", "consistency"},
+    {"c_counted", "counted_degrees"},
     {"c_why", "sentence"},
 };
 
@@ -91,9 +96,8 @@ void drop_run_specific(json& report) {
 // A copy of a Part 1 submission folder as the renamed exercise asks for it.
 fs::path renamed_copy(const fs::path& folder, const fs::path& into) {
     fs::create_directories(into);
-    const std::vector<std::pair<std::string, std::string>> files = {{"probe.cu", "kernel.cu"},
-                                                                     {"submission.yaml",
-                                                                      "answers.yaml"}};
+    const std::vector<std::pair<std::string, std::string>> files = {
+        {"probe.cu", "kernel.cu"}, {"submission.yaml", "answers.yaml"}};
     for (const auto& [original, renamed] : files) {
         if (!fs::exists(folder / original)) {
             continue;
@@ -110,9 +114,9 @@ fs::path renamed_copy(const fs::path& folder, const fs::path& into) {
 }
 
 json graded(const fs::path& folder, const std::vector<std::string>& exercise, const fs::path& out) {
-    std::vector<std::string> args{"grade",    folder.string(), "--backend", "sim",   "--seed",
-                                  "7",        "--format",      "json",      "--output",
-                                  out.string(), "--quiet"};
+    std::vector<std::string> args{"grade",  folder.string(), "--backend", "sim",      "--seed",
+                                  "7",      "--format",      "json",      "--output", out.string(),
+                                  "--quiet"};
     args.insert(args.end(), exercise.begin(), exercise.end());
     const GraderRun run = run_grader(args, out, kNoGpu);
     INFO(run.output);
@@ -147,9 +151,9 @@ TEST_CASE("Part 1 with every id and name changed grades exactly as Part 1") {
         const std::string name = folder.filename().string();
         CAPTURE(name);
         json part1 = graded(folder, {}, scratch / (name + "-part1.json"));
-        json renamed = graded(renamed_copy(folder, scratch / ("renamed-" + name)),
-                              {"--exercise", kRenamed.string()},
-                              scratch / (name + "-renamed.json"));
+        json renamed =
+            graded(renamed_copy(folder, scratch / ("renamed-" + name)),
+                   {"--exercise", kRenamed.string()}, scratch / (name + "-renamed.json"));
         CHECK(renamed["exercise"]["id"] == "renamed-probe");
         to_part1(renamed);
         drop_run_specific(part1);

@@ -79,11 +79,11 @@ TEST_CASE("a faulting, a hanging and a trapping kernel between two correct ones 
         }
         CHECK(in_batch.value("verdict", "") == "pass");
         const auto alone_file = root / (name + "-alone.json");
-        const GraderRun alone = run_grader(
-            {"grade", (class_dir / name).string(), "--format", "json", "--output",
-             alone_file.string(), "--seed", std::to_string(in_batch.value("seed", 0ull)),
-             "--timeout", "5", "--quiet"},
-            alone_file);
+        const GraderRun alone =
+            run_grader({"grade", (class_dir / name).string(), "--format", "json", "--output",
+                        alone_file.string(), "--seed", std::to_string(in_batch.value("seed", 0ull)),
+                        "--timeout", "5", "--quiet"},
+                       alone_file);
         CHECK(alone.report.value("verdict", "") == in_batch.value("verdict", "?"));
         const auto batch_ratios = ratios(in_batch);
         const auto alone_ratios = ratios(alone.report);

@@ -304,9 +304,9 @@ void grade_hostile(const std::string& backend, const std::string& waiting_for) {
                 CHECK(verdict_in(each.format, each.report) == verdict);
             }
             if (const YAML::Node most = expected["report_max_bytes"]) {
-                CHECK_MESSAGE(each.report.size() <= most.as<std::size_t>(),
-                              "the " << each.format << " report is " << each.report.size()
-                                     << " bytes");
+                CHECK_MESSAGE(
+                    each.report.size() <= most.as<std::size_t>(),
+                    "the " << each.format << " report is " << each.report.size() << " bytes");
             }
             const std::string text = readable(each.format, each.report);
             for (const auto& part : strings(field(expected, overrides, "message_contains"))) {

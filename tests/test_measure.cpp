@@ -1,14 +1,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 
-#include <cmath>
-
 #include "measure/outputs.hpp"
-#include "model/describe.hpp"
 #include "measure/statistics.hpp"
+#include "model/describe.hpp"
 
 using namespace grader;
 

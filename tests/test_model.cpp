@@ -90,9 +90,8 @@ TEST_CASE("an infinity or a NaN the kernel wrote survives the worker's JSON; nev
         written.first_bad_value = value;
         const auto back = nlohmann::json(written).get<OutputComparison>();
         CHECK(back.first_bad_value == value);
-        CHECK(describe_wrong_output(0, back).find(value > 0 ? "holds +infinity"
-                                                            : "holds -infinity") !=
-              std::string::npos);
+        CHECK(describe_wrong_output(0, back).find(
+                  value > 0 ? "holds +infinity" : "holds -infinity") != std::string::npos);
         CHECK(describe_wrong_output(0, back).find("never written") == std::string::npos);
     }
     OutputComparison nan_written;

@@ -2,10 +2,9 @@
 // and the blame table that decides whose fault a stop is.
 
 #include <doctest/doctest.h>
-
-#include <algorithm>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -158,8 +157,8 @@ Graded grade_with(const FakeDevice::Script& script,
                   const std::string& submission = "student/example") {
     // The exercise's kernels compile through a cache of the test's own.
     static const std::filesystem::path cache =
-        std::filesystem::temp_directory_path() / ("grader-test-pipeline-cache-" +
-                                                  std::to_string(::getpid()));
+        std::filesystem::temp_directory_path() /
+        ("grader-test-pipeline-cache-" + std::to_string(::getpid()));
     ::setenv("GRADER_CACHE_DIR", cache.c_str(), 1);
     Graded graded;
     WorkerOptions options;
@@ -342,9 +341,9 @@ TEST_CASE("the blame table: the student's wherever their code ran, the machine's
         StopKind kind;
     };
     const std::vector<Row> kernel_endings = {
-        {Ending::kernel_fault, StopKind::fault},     {Ending::launch_refused, StopKind::launch},
-        {Ending::time_limit, StopKind::timeout},     {Ending::memory_limit, StopKind::memory},
-        {Ending::worker_crashed, StopKind::crash},   {Ending::unsupported, StopKind::unsupported},
+        {Ending::kernel_fault, StopKind::fault},   {Ending::launch_refused, StopKind::launch},
+        {Ending::time_limit, StopKind::timeout},   {Ending::memory_limit, StopKind::memory},
+        {Ending::worker_crashed, StopKind::crash}, {Ending::unsupported, StopKind::unsupported},
     };
     for (const Row& row : kernel_endings) {
         INFO("ending " << static_cast<int>(row.ending));

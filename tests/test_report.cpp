@@ -24,8 +24,8 @@
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"
 
-using grader::OutputComparison;
 using grader::CheckResult;
+using grader::OutputComparison;
 using grader::Report;
 using grader::ReportRow;
 using grader::Verdict;
@@ -81,12 +81,16 @@ CheckResult check(const char* id, const char* title, bool passed, double points,
     c.max_points = max;
     c.message = message;
     // Part 1's kinds, by its check ids.
-    const std::map<std::string, std::string> kinds = {
-        {"submission_file", "answers_file"}, {"compile_abi", "compile_abi"},
-        {"accumulator", "output"},           {"hidden_input", "output"},
-        {"predicted_degrees", "predicted"},  {"measured_ratios", "measured"},
-        {"ordering", "ordering"},            {"consistency", "consistency"},
-        {"counted_degrees", "counted_degree"}, {"sentence", "sentence"}};
+    const std::map<std::string, std::string> kinds = {{"submission_file", "answers_file"},
+                                                      {"compile_abi", "compile_abi"},
+                                                      {"accumulator", "output"},
+                                                      {"hidden_input", "output"},
+                                                      {"predicted_degrees", "predicted"},
+                                                      {"measured_ratios", "measured"},
+                                                      {"ordering", "ordering"},
+                                                      {"consistency", "consistency"},
+                                                      {"counted_degrees", "counted_degree"},
+                                                      {"sentence", "sentence"}};
     const auto kind = kinds.find(id);
     c.kind = kind == kinds.end() ? "" : kind->second;
     return c;
@@ -225,8 +229,8 @@ Report ungradable_report() {
     report.wall_seconds = 0.4;
     report.checks = {check("submission_file", "Answers file", true, 1, 1, "complete"),
                      check("compile_abi", "Compile and ABI", true, 1, 1, "compiled for sm_75")};
-    report.interruption =
-        grader::Interruption{grader::StopKind::no_gpu, "open device", "no CUDA device was found", false};
+    report.interruption = grader::Interruption{grader::StopKind::no_gpu, "open device",
+                                               "no CUDA device was found", false};
     return report;
 }
 
@@ -476,7 +480,8 @@ TEST_CASE("a check that names the failing thread in its own words is not repeate
     CHECK(text.find("thread 1234 (block 4, thread 210)", first + 1) == std::string::npos);
 
     report.checks[2].details = {"stride 16: thread 1234 (block 4, thread 210) holds 1024"};
-    CHECK(text_of(report).find("Outputs that held the wrong value\n  ones input, stride 8: thread 1234") !=
+    CHECK(text_of(report).find(
+              "Outputs that held the wrong value\n  ones input, stride 8: thread 1234") !=
           std::string::npos);
 }
 
@@ -720,11 +725,13 @@ TEST_CASE("bytes that are not UTF-8 do not stop any writer, and every JSON stays
     CHECK(grader::text::first_invalid_utf8(grader::write_markdown(report)) == std::string::npos);
 }
 
-TEST_CASE("no JSON format writes a bidi, C1 or separator character raw, and each reads back exact") {
+TEST_CASE(
+    "no JSON format writes a bidi, C1 or separator character raw, and each reads back exact") {
     // The red team's id: an override and an isolate (they reorder what a terminal shows), NEL (a
     // C1 control) and LINE SEPARATOR (which ends a line in JavaScript).
-    const std::string hostile = "\x1b[31mPASS 15/15\x1b[0m\xe2\x80\xae\xe2\x81\xa6x\nFORGED\r"
-                                "\xc2\x85\xe2\x80\xa8\xe2\x80\xa9\x7f Jos\xc3\xa9";
+    const std::string hostile =
+        "\x1b[31mPASS 15/15\x1b[0m\xe2\x80\xae\xe2\x81\xa6x\nFORGED\r"
+        "\xc2\x85\xe2\x80\xa8\xe2\x80\xa9\x7f Jos\xc3\xa9";
     Report report = failing_accumulator_report();
     report.student_id = hostile;
     report.sentence = hostile;
@@ -1083,8 +1090,8 @@ TEST_CASE("the simulator's table says modeled, and shows no min-max spread of on
     CHECK(text.find("measured ") == std::string::npos);
     for (const ReportRow& row : simulated_report().rows) {
         if (row.ratio_min && row.ratio_max && *row.ratio_min == *row.ratio_max) {
-            const std::string twice = two_decimals(*row.ratio_min) + "–" +
-                                      two_decimals(*row.ratio_max);
+            const std::string twice =
+                two_decimals(*row.ratio_min) + "–" + two_decimals(*row.ratio_max);
             CHECK(text.find(twice) == std::string::npos);
         }
     }

@@ -82,8 +82,8 @@ std::string without_run(const fs::path& summary) {
 }
 
 std::string page_without_time(const fs::path& page) {
-    return std::regex_replace(read_text(page),
-                              std::regex(R"(\d{4}-\d\d-\d\d \d\d:\d\d UTC)"), "TIME");
+    return std::regex_replace(read_text(page), std::regex(R"(\d{4}-\d\d-\d\d \d\d:\d\d UTC)"),
+                              "TIME");
 }
 
 }  // namespace
@@ -117,7 +117,7 @@ TEST_CASE("shards partition the class; a restart grades nothing twice; merge equ
         CHECK(manifest->complete);
         CHECK(manifest->runs.size() == 1);
         CHECK(manifest->runs[0].graded == manifest->assigned.size());
-        CHECK(manifest->skipped.size() == 1);  // roster.csv
+        CHECK(manifest->skipped.size() == 1);           // roster.csv
         CHECK(!fs::exists(dirs[i] / "gradebook.csv"));  // the merge writes the class outputs
         for (const auto& student : manifest->assigned) {
             CHECK(fs::exists(dirs[i] / student / "report.json"));
@@ -170,8 +170,7 @@ TEST_CASE("shards partition the class; a restart grades nothing twice; merge equ
     const auto whole = grader::run_batch(day15(), batch, quiet);
     CHECK(whole.status.graded == 0);
     CHECK(read_text(merge.output_dir / "gradebook.csv") == read_text(rebuilt / "gradebook.csv"));
-    CHECK(without_run(merge.output_dir / "summary.json") ==
-          without_run(rebuilt / "summary.json"));
+    CHECK(without_run(merge.output_dir / "summary.json") == without_run(rebuilt / "summary.json"));
     CHECK(page_without_time(merge.output_dir / "class-report.html") ==
           page_without_time(rebuilt / "class-report.html"));
     for (const auto& name : grader::submission_file_names()) {
@@ -194,8 +193,7 @@ TEST_CASE("merge refuses a missing shard, a student graded twice, and shards tha
             FAIL("the merge went through");
         } catch (const grader::MergeRefused& refused) {
             CHECK(refused.rerun() == std::vector<int>{1});
-            CHECK(std::string(refused.what()).find("shard 1 of 3 is missing") !=
-                  std::string::npos);
+            CHECK(std::string(refused.what()).find("shard 1 of 3 is missing") != std::string::npos);
             CHECK(std::string(refused.what()).find("s11, s14") != std::string::npos);
         }
         CHECK(!fs::exists(merge.output_dir));
@@ -253,20 +251,20 @@ TEST_CASE("the CLI: --shard names its backend, no GPU with cuda is exit 3, a ref
     GraderRun run = run_grader({"batch", klass.string(), "--output", shard, "--shard", "0/2"});
     CHECK(run.exit_code == 2);
     CHECK(run.output.find("--shard needs --backend cuda or --backend sim") != std::string::npos);
-    run = run_grader({"batch", klass.string(), "--output", shard, "--shard", "2/2",
-                      "--backend", "sim"});
+    run = run_grader(
+        {"batch", klass.string(), "--output", shard, "--shard", "2/2", "--backend", "sim"});
     CHECK(run.exit_code == 2);
 
     // A task whose GPU is missing grades nothing, and never on the simulator instead.
-    run = run_grader({"batch", klass.string(), "--output", shard, "--shard", "0/2", "--backend",
-                      "cuda"},
-                     {}, {"CUDA_VISIBLE_DEVICES=-1"});
+    run = run_grader(
+        {"batch", klass.string(), "--output", shard, "--shard", "0/2", "--backend", "cuda"}, {},
+        {"CUDA_VISIBLE_DEVICES=-1"});
     CHECK(run.exit_code == 3);
     CHECK(run.output.find("this task sees no GPU (CUDA_VISIBLE_DEVICES=-1)") != std::string::npos);
     CHECK(!fs::exists(fs::path(shard) / "shard.json"));
 
-    run = run_grader({"batch", klass.string(), "--output", shard, "--shard", "0/2", "--backend",
-                      "sim", "-q"});
+    run = run_grader(
+        {"batch", klass.string(), "--output", shard, "--shard", "0/2", "--backend", "sim", "-q"});
     CHECK(run.exit_code == 0);
     run = run_grader({"merge", shard, "--output", (root / "run" / "class").string()});
     INFO(run.output);
@@ -306,8 +304,8 @@ TEST_CASE("a folder named like another's renamed output, or shown like it, is re
         CHECK_THROWS_WITH_AS(grader::find_submissions(klass),
                              doctest::Contains("would share the output folder"),
                              grader::BatchError);
-        const GraderRun run = run_grader({"batch", klass.string(), "--output",
-                                          (root / "out").string(), "--backend", "sim"});
+        const GraderRun run = run_grader(
+            {"batch", klass.string(), "--output", (root / "out").string(), "--backend", "sim"});
         CHECK(run.exit_code == 2);
         CHECK(run.output.find("rename one of them") != std::string::npos);
     }

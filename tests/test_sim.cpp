@@ -27,7 +27,6 @@ std::string fixture(const std::string& name) {
     return std::string(GRADER_FIXTURES_DIR) + "/kernels/" + name;
 }
 
-
 std::vector<float> read_floats(const sim::GlobalMemory& memory, std::uint64_t address,
                                std::size_t count) {
     std::vector<float> values(count);
@@ -211,9 +210,9 @@ TEST_CASE("reading the columns the demo never wrote is reported with its line, t
     const std::uint64_t out = upload(memory, std::vector<float>(32 * 32, 0.0f));
     sim::LaunchOptions poisoned;
     poisoned.poison_shared = true;  // as the GPU path poisons shared memory for the hidden input
-    const auto result = sim::launch(module, "readsUnwrittenColumns", {1, 1, 1}, {32, 32, 1},
-                                    {sim::param_bytes(in), sim::param_bytes(out)}, memory,
-                                    poisoned);
+    const auto result =
+        sim::launch(module, "readsUnwrittenColumns", {1, 1, 1}, {32, 32, 1},
+                    {sim::param_bytes(in), sim::param_bytes(out)}, memory, poisoned);
     REQUIRE(result.status == sim::LaunchStatus::completed);
     REQUIRE(result.uninitialized_shared_read);
     const auto& unwritten = *result.uninitialized_shared_read;
@@ -235,9 +234,9 @@ TEST_CASE("reading the columns the demo never wrote is reported with its line, t
     const std::uint64_t out2 = upload(again, std::vector<float>(32 * 32, 0.0f));
     sim::LaunchOptions leftovers;
     leftovers.clock_seed = 5;
-    const auto second = sim::launch(module, "readsUnwrittenColumns", {1, 1, 1}, {32, 32, 1},
-                                    {sim::param_bytes(in2), sim::param_bytes(out2)}, again,
-                                    leftovers);
+    const auto second =
+        sim::launch(module, "readsUnwrittenColumns", {1, 1, 1}, {32, 32, 1},
+                    {sim::param_bytes(in2), sim::param_bytes(out2)}, again, leftovers);
     REQUIRE(second.status == sim::LaunchStatus::completed);
     CHECK(second.uninitialized_shared_read);
     const auto left = read_floats(again, out2, 32 * 32);

@@ -1,5 +1,5 @@
-// The wavefront rule as a unit: one warp's shared access (a byte offset per active lane and a width)
-// to its conflict degree and wavefronts, with no compiler in the loop.
+// The wavefront rule as a unit: one warp's shared access (a byte offset per active lane and a
+// width) to its conflict degree and wavefronts, with no compiler in the loop.
 
 #include <doctest/doctest.h>
 

@@ -88,9 +88,9 @@ TEST_CASE("a kernel that skips its work when the clock reads 0 or stands still d
     sim::GlobalMemory memory;
     const std::uint64_t in = upload(memory, input);
     const std::uint64_t out = upload(memory, std::vector<float>(n, -1.0f));
-    const auto result = sim::launch(
-        module, "copiesUnlessClockStandsStill", {2, 1, 1}, {128, 1, 1},
-        {sim::param_bytes(in), sim::param_bytes(out), sim::param_bytes(n)}, memory, {});
+    const auto result =
+        sim::launch(module, "copiesUnlessClockStandsStill", {2, 1, 1}, {128, 1, 1},
+                    {sim::param_bytes(in), sim::param_bytes(out), sim::param_bytes(n)}, memory, {});
     REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
     const auto values = read_floats(memory, out, n);
     for (unsigned k = 0; k < n; ++k) {
@@ -104,13 +104,13 @@ TEST_CASE("without an epoch given, globaltimer reads this machine's clock, as a 
         sim::parse_ptx(compile_to_ptx(sim_fixture("reads_clocks.cu"), "clocks.cu"));
     sim::GlobalMemory memory;
     const std::uint64_t clocks = memory.allocate(32 * 8 * sizeof(std::uint64_t));
-    const auto now = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(
-            std::chrono::system_clock::now().time_since_epoch())
-            .count());
-    const auto result = sim::launch(module, "readsClocks", {1, 1, 1}, {32, 1, 1},
-                                    {sim::param_bytes(clocks), sim::param_bytes(kSleepNs)},
-                                    memory, {});
+    const auto now =
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count());
+    const auto result =
+        sim::launch(module, "readsClocks", {1, 1, 1}, {32, 1, 1},
+                    {sim::param_bytes(clocks), sim::param_bytes(kSleepNs)}, memory, {});
     REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
     std::uint64_t timer = 0;
     memory.read(clocks + 3 * sizeof(std::uint64_t), &timer, sizeof timer);
@@ -118,9 +118,10 @@ TEST_CASE("without an epoch given, globaltimer reads this machine's clock, as a 
     CHECK(timer < now + 10'000'000'000ull);
 }
 
-TEST_CASE("the SM count, the block's SM, the grid id and the buffers' addresses come from the seed") {
-    const sim::Module module = sim::parse_ptx(
-        compile_to_ptx(sim_fixture("reads_device_identity.cu"), "identity.cu"));
+TEST_CASE(
+    "the SM count, the block's SM, the grid id and the buffers' addresses come from the seed") {
+    const sim::Module module =
+        sim::parse_ptx(compile_to_ptx(sim_fixture("reads_device_identity.cu"), "identity.cu"));
     const std::set<std::uint64_t> real_sm_counts = {40, 68, 80, 82, 108, 128, 132};
     std::set<std::uint64_t> sm_counts, grids, addresses;
     for (std::uint64_t seed = 1; seed <= 24; ++seed) {
@@ -130,9 +131,9 @@ TEST_CASE("the SM count, the block's SM, the grid id and the buffers' addresses 
         const std::uint64_t identity = memory.allocate(kThreads * kBlocksRun * 4 * 8);
         sim::LaunchOptions options;
         options.clock_seed = seed;
-        const auto result = sim::launch(module, "readsDeviceIdentity", {kBlocksRun, 1, 1},
-                                        {kThreads, 1, 1}, {sim::param_bytes(identity)}, memory,
-                                        options);
+        const auto result =
+            sim::launch(module, "readsDeviceIdentity", {kBlocksRun, 1, 1}, {kThreads, 1, 1},
+                        {sim::param_bytes(identity)}, memory, options);
         REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
         std::vector<std::uint64_t> values(kThreads * kBlocksRun * 4);
         memory.read(identity, values.data(), values.size() * 8);

@@ -57,8 +57,8 @@ WarpAndShared read_warp_and_shared(std::uint64_t seed, bool poison, std::uint32_
     sim::LaunchOptions options;
     options.clock_seed = seed;
     options.poison_shared = poison;
-    const auto result = sim::launch(module(), "readsWarpAndShared", {blocks, 1, 1},
-                                    {threads, 1, 1}, {sim::param_bytes(out)}, memory, options);
+    const auto result = sim::launch(module(), "readsWarpAndShared", {blocks, 1, 1}, {threads, 1, 1},
+                                    {sim::param_bytes(out)}, memory, options);
     REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
     return {read_back<std::uint32_t>(memory, out, n)};
 }
@@ -128,12 +128,12 @@ TEST_CASE(".ftz flushes subnormal f32 inputs and results to zero of their sign; 
                                         {sim::param_bytes(in), sim::param_bytes(out)}, memory, {});
         REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
         const auto got = read_back<float>(memory, out, 6);
-        CHECK(bits_of(got[0]) == sign);        // mul.ftz: the input flushed
-        CHECK(bits_of(got[1]) == subnormal);   // mul: kept
-        CHECK(bits_of(got[2]) == sign);        // mul.ftz: a subnormal result flushed
-        CHECK(bits_of(got[3]) == subnormal);   // the register itself keeps its value
+        CHECK(bits_of(got[0]) == sign);         // mul.ftz: the input flushed
+        CHECK(bits_of(got[1]) == subnormal);    // mul: kept
+        CHECK(bits_of(got[2]) == sign);         // mul.ftz: a subnormal result flushed
+        CHECK(bits_of(got[3]) == subnormal);    // the register itself keeps its value
         CHECK(bits_of(got[4]) == (sign | 0u));  // add.ftz x + -0: flushed, sign of x
-        CHECK(got[5] == 0.0f);                 // setp.ne.ftz: the flushed input equals 0
+        CHECK(got[5] == 0.0f);                  // setp.ne.ftz: the flushed input equals 0
     }
 }
 

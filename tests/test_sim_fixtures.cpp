@@ -4,9 +4,8 @@
 // conclude differently from a GPU, the fixture's expected.yaml says so in a `sim:` mapping.
 
 #include <doctest/doctest.h>
-#include <yaml-cpp/yaml.h>
-
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <iostream>
 

@@ -88,7 +88,8 @@ TEST_CASE("a large local array within the GPU's limit runs, paying only for the 
     CHECK(peak_kib() - before < 24 * 1024);
 }
 
-TEST_CASE("a probe the GPU would refuse to launch fails the grade as the student's, not ungradable") {
+TEST_CASE(
+    "a probe the GPU would refuse to launch fails the grade as the student's, not ungradable") {
     const fs::path root(GRADER_SOURCE_DIR);
     const fs::path scratch = grader::testing::scratch_root("sim_limits");
     const auto grade = [&](const std::string& name) {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "grader_run.hpp"
-#include "sim_kernels.hpp"
 #include "sim/sim.hpp"
+#include "sim_kernels.hpp"
 
 namespace sim = grader::sim;
 namespace fs = std::filesystem;
@@ -39,9 +39,9 @@ Transposed transpose(const fs::path& path, const std::string& entry = "transpose
     const std::uint64_t in = upload(memory, matrix);
     const std::uint64_t out = upload(memory, std::vector<float>(kMatrix * kMatrix, -1.0f));
     Transposed t;
-    t.result = sim::launch(
-        module, entry, {kMatrix / 32, kMatrix / 32, 1}, {32, 8, 1},
-        {sim::param_bytes(in), sim::param_bytes(out), sim::param_bytes(kMatrix)}, memory, {});
+    t.result = sim::launch(module, entry, {kMatrix / 32, kMatrix / 32, 1}, {32, 8, 1},
+                           {sim::param_bytes(in), sim::param_bytes(out), sim::param_bytes(kMatrix)},
+                           memory, {});
     const auto values = read_floats(memory, out, kMatrix * kMatrix);
     t.exact = true;
     for (int r = 0; r < kMatrix; ++r) {
@@ -188,7 +188,8 @@ TEST_CASE("lanes of one store writing different values to one word race; the sam
     }
 }
 
-TEST_CASE("a racing Part 2 submission fails its output check on the simulator; the example passes") {
+TEST_CASE(
+    "a racing Part 2 submission fails its output check on the simulator; the example passes") {
     const fs::path root(GRADER_SOURCE_DIR);
     const fs::path scratch = grader::testing::scratch_root("sim_races");
     fs::create_directories(scratch);
@@ -221,7 +222,8 @@ TEST_CASE("a racing Part 2 submission fails its output check on the simulator; t
         CHECK(run.exit_code == 1);
     }
     SUBCASE("the right output with a race in it") {
-        const auto run = grade("last_warp_overwrites", sim_fixture("transpose_last_warp_overwrites.cu"));
+        const auto run =
+            grade("last_warp_overwrites", sim_fixture("transpose_last_warp_overwrites.cu"));
         CAPTURE(run.output);
         REQUIRE(run.report.is_object());
         const auto* check = grader::testing::find_check(run.report, "correct");
@@ -231,9 +233,9 @@ TEST_CASE("a racing Part 2 submission fails its output check on the simulator; t
         CHECK_FALSE((*check)["passed"].get<bool>());
         CHECK(contains(text, "a shared-memory race: "));
         CHECK(contains(text, "every value came out right in the order the warps ran here"));
-        CHECK(contains(text, "transpose.cu:" +
-                                 std::to_string(line_of(sim_fixture("transpose_last_warp_overwrites.cu"),
-                                                        "first_row[tx] = 0.0f"))));
+        CHECK(contains(text, "transpose.cu:" + std::to_string(line_of(
+                                                   sim_fixture("transpose_last_warp_overwrites.cu"),
+                                                   "first_row[tx] = 0.0f"))));
     }
     SUBCASE("the padded example") {
         const auto run = grade("example", root / "student/padding/example/transpose.cu");

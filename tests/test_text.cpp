@@ -56,9 +56,9 @@ TEST_CASE("bytes that are not UTF-8 become U+FFFD and good text is left alone") 
 TEST_CASE("the first byte that is not UTF-8 is found where repair would replace it") {
     CHECK(text::first_invalid_utf8("plain ascii\nand é ü 中文 🙂") == std::string_view::npos);
     CHECK(text::first_invalid_utf8("line one\nab\xff") == 11);
-    CHECK(text::first_invalid_utf8("é\xc0\x80") == 2);   // overlong
-    CHECK(text::first_invalid_utf8("\xed\xa0\x80") == 0);  // a surrogate
-    CHECK(text::first_invalid_utf8("ok \xe2\x82") == 3);   // cut short
+    CHECK(text::first_invalid_utf8("é\xc0\x80") == 2);         // overlong
+    CHECK(text::first_invalid_utf8("\xed\xa0\x80") == 0);      // a surrogate
+    CHECK(text::first_invalid_utf8("ok \xe2\x82") == 3);       // cut short
     CHECK(text::first_invalid_utf8("\xf4\x90\x80\x80") == 0);  // past U+10FFFF
 }
 
@@ -113,14 +113,18 @@ TEST_CASE("markdown punctuation is escaped and links stay on this disk") {
     CHECK(text::url_path("//host/x") == ".//host/x");
 }
 
-TEST_CASE("JSON text escapes every hidden control, keeps other letters readable and the value exact") {
+TEST_CASE(
+    "JSON text escapes every hidden control, keeps other letters readable and the value exact") {
     // The finding's id: a forged coloured verdict, an override, an isolate, NEL and LS.
-    const std::string id = "\x1b[31mPASS 15/15\x1b[0m\xe2\x80\xae\xe2\x81\xa6x\nFORGED\r\xc2\x85"
-                           "\xe2\x80\xa8";
-    const std::string others = "Jos\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x99\x82";  // José 中文 🙂
-    const std::string all_hidden = std::string("\0\x7f\xc2\x80\xc2\x9f\xd8\x9c\xe2\x80\x8e\xe2\x80\x8f"
-                                               "\xe2\x80\xa9\xe2\x81\xa9\xef\xbf\xbe\xef\xbf\xbf",
-                                               26);
+    const std::string id =
+        "\x1b[31mPASS 15/15\x1b[0m\xe2\x80\xae\xe2\x81\xa6x\nFORGED\r\xc2\x85"
+        "\xe2\x80\xa8";
+    const std::string others =
+        "Jos\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x99\x82";  // José 中文 🙂
+    const std::string all_hidden = std::string(
+        "\0\x7f\xc2\x80\xc2\x9f\xd8\x9c\xe2\x80\x8e\xe2\x80\x8f"
+        "\xe2\x80\xa9\xe2\x81\xa9\xef\xbf\xbe\xef\xbf\xbf",
+        26);
     const nlohmann::json document = {{"student_id", id},
                                      {"others", others},
                                      {"all", all_hidden},
@@ -130,7 +134,8 @@ TEST_CASE("JSON text escapes every hidden control, keeps other letters readable 
         CAPTURE(indent);
         const std::string written = text::json_text(document, indent);
         CHECK(nlohmann::json::parse(written) == document);
-        for (const char* raw : {"\xe2\x80\xae", "\xe2\x81\xa6", "\xc2\x85", "\xe2\x80\xa8", "\x7f"}) {
+        for (const char* raw :
+             {"\xe2\x80\xae", "\xe2\x81\xa6", "\xc2\x85", "\xe2\x80\xa8", "\x7f"}) {
             CHECK(written.find(raw) == std::string::npos);
         }
         CHECK(text::visible(written) == written);  // no hidden control, newlines aside
@@ -179,15 +184,17 @@ TEST_CASE("sentences compare equal whatever their case, spacing and punctuation"
 TEST_CASE("student ids that differ only by invisible or look-alike characters share one key") {
     const std::string key = grader::text::id_key("ann.lee");
     CHECK(key == "ann.lee");
-    CHECK(grader::text::id_key("  ANN.LEE ") == key);                       // case, spaces
-    CHECK(grader::text::id_key("ann\xE2\x80\x8B.lee") == key);              // U+200B zero width
-    CHECK(grader::text::id_key("a\xC2\xADnn.l\xE2\x80\x8D" "ee") == key);   // soft hyphen, ZWJ
-    CHECK(grader::text::id_key("\xD0\xB0nn.lee") == key);                   // Cyrillic a
-    CHECK(grader::text::id_key("\xEF\xBD\x81nn.lee") == key);               // fullwidth a
+    CHECK(grader::text::id_key("  ANN.LEE ") == key);           // case, spaces
+    CHECK(grader::text::id_key("ann\xE2\x80\x8B.lee") == key);  // U+200B zero width
+    CHECK(grader::text::id_key("a\xC2\xADnn.l\xE2\x80\x8D"
+                               "ee") == key);                                   // soft hyphen, ZWJ
+    CHECK(grader::text::id_key("\xD0\xB0nn.lee") == key);                       // Cyrillic a
+    CHECK(grader::text::id_key("\xEF\xBD\x81nn.lee") == key);                   // fullwidth a
     CHECK(grader::text::id_key("ann.1ee") == grader::text::id_key("ann.lee"));  // 1 and l
-    CHECK(grader::text::id_key("Ian") == grader::text::id_key("lan"));      // capital I and l
-    CHECK(grader::text::id_key("s0") == grader::text::id_key("so"));        // 0 and o
-    CHECK(grader::text::id_key("\xE2\x80\xAE" "eel.nna") == "eel.nna");     // a bidi override
+    CHECK(grader::text::id_key("Ian") == grader::text::id_key("lan"));          // capital I and l
+    CHECK(grader::text::id_key("s0") == grader::text::id_key("so"));            // 0 and o
+    CHECK(grader::text::id_key("\xE2\x80\xAE"
+                               "eel.nna") == "eel.nna");  // a bidi override
     SUBCASE("ids that differ by a letter a reader sees stay apart") {
         CHECK(grader::text::id_key("ann.lee") != grader::text::id_key("ann.lea"));
         CHECK(grader::text::id_key("jose") != grader::text::id_key("jos\xC3\xA9"));

@@ -11,8 +11,8 @@
 #include "exercise/yaml_file.hpp"
 
 namespace fs = std::filesystem;
-using grader::yaml_file::ParsedFile;
 using grader::yaml_file::parse_yaml_file;
+using grader::yaml_file::ParsedFile;
 
 namespace {
 

@@ -1,5 +1,4 @@
 #include "batch/batch.hpp"
-#include "batch/merge.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -7,15 +6,15 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -24,6 +23,7 @@
 #include <thread>
 #include <utility>
 
+#include "batch/merge.hpp"
 #include "checks/checks.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
@@ -97,8 +97,8 @@ std::filesystem::path report_json_path(const std::filesystem::path& output_dir,
 Report harness_failure_report(const Exercise& exercise, const BatchSubmission& submission,
                               const std::string& why) {
     Measurements measurements;
-    measurements.interruption =
-        Interruption{StopKind::crash, "", "the grader could not grade this submission: " + why, false};
+    measurements.interruption = Interruption{
+        StopKind::crash, "", "the grader could not grade this submission: " + why, false};
     Submission answers;
     answers.directory = submission.directory;
     answers.unread_reason = "the answers file was not read: " + measurements.interruption->message;
@@ -311,9 +311,8 @@ std::vector<std::filesystem::path> write_class_outputs(const std::vector<ClassEn
     const auto summary = output_dir / kSummaryFile;
     const auto page = output_dir / kClassReportFile;
     page_options.generated_at =
-        finished_at.empty()
-            ? std::string()
-            : finished_at.substr(0, 10) + " " + finished_at.substr(11, 5) + " UTC";
+        finished_at.empty() ? std::string()
+                            : finished_at.substr(0, 10) + " " + finished_at.substr(11, 5) + " UTC";
     // The class summary is computed once for the three outputs.
     const ClassOutputTexts texts = write_class_outputs_text(entries, run, page_options);
     write_file_atomically(gradebook, texts.gradebook_csv);
@@ -325,8 +324,7 @@ std::vector<std::filesystem::path> write_class_outputs(const std::vector<ClassEn
 // Compares sentences and ids across the class now that every grade is in, and writes again
 // the reports whose sentence flag changed: only the writers run, from the report as it was read.
 void flag_and_rewrite(std::vector<ClassEntry>& entries, ClassStageResult& stage,
-                      const ClassReportOptions& class_options,
-                      const ReportOptions& report_options,
+                      const ClassReportOptions& class_options, const ReportOptions& report_options,
                       const std::filesystem::path& output_dir) {
     const auto flags = flag_submissions(entries, class_options);
     stage.flagged = flags.size();
@@ -544,9 +542,9 @@ std::string submission_key(const std::string& folder_name) {
 }
 
 const std::set<std::string>& class_output_names() {
-    static const std::set<std::string> names = {kGradebookFile, kSummaryFile, kClassReportFile,
-                                                kLocksFolder, kShardManifestFile,
-                                                kPrairieLearnScoresFile};
+    static const std::set<std::string> names = {kGradebookFile,     kSummaryFile,
+                                                kClassReportFile,   kLocksFolder,
+                                                kShardManifestFile, kPrairieLearnScoresFile};
     return names;
 }
 
@@ -654,11 +652,12 @@ ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
             throw BatchError(
                 "the submission folders '" + submission_key(other->folder_name) + "' and '" +
                 submission_key(submission.folder_name) + "' would share " +
-                (!output.second ? "the output folder '" + text::visible_line(submission.student) +
-                                      "'"
-                                : std::string("a row of the gradebook")) +
+                (!output.second
+                     ? "the output folder '" + text::visible_line(submission.student) + "'"
+                     : std::string("a row of the gradebook")) +
                 ": one student's grade would be filed under the other's name; rename one of "
-                "them in " + text::visible_line(submissions_dir.string()));
+                "them in " +
+                text::visible_line(submissions_dir.string()));
         }
     }
     return found;
@@ -750,8 +749,7 @@ std::vector<ClassEntry> collect_class_entries(const std::vector<BatchSubmission>
 
 ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEntry>& entries,
                                    const std::vector<SkippedEntry>& skipped,
-                                   const std::filesystem::path& output_dir,
-                                   const RunInfo& run,
+                                   const std::filesystem::path& output_dir, const RunInfo& run,
                                    const std::string& finished_at, bool interrupted,
                                    const std::vector<std::string>& unfinished) {
     ClassStageResult stage;
@@ -759,8 +757,7 @@ ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEn
     class_options.interrupted = interrupted;
     class_options.unfinished = unfinished;
     flag_and_rewrite(entries, stage, class_options, batch_report_options(exercise), output_dir);
-    stage.files =
-        write_class_outputs(entries, output_dir, run(stage), finished_at, class_options);
+    stage.files = write_class_outputs(entries, output_dir, run(stage), finished_at, class_options);
     return stage;
 }
 
@@ -927,8 +924,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     const auto finished_wall = std::chrono::system_clock::now();
     result.finished_at = utc_time(finished_wall, "%Y-%m-%dT%H:%M:%SZ");
     result.wall_seconds = std::chrono::duration<double>(finished_wall - began_wall).count();
-    result.entries =
-        collect_class_entries(options.shard ? scope : submissions, options.output_dir);
+    result.entries = collect_class_entries(options.shard ? scope : submissions, options.output_dir);
     for (const ClassEntry& entry : result.entries) {
         if (compile_unconfined(entry.report.environment)) {
             result.unconfined_compile = entry.report.environment.confinement;
@@ -961,8 +957,8 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
             run.finished_at = result.interrupted ? "" : result.finished_at;
             run.graded = result.status.graded;
             run.interrupted = result.interrupted;
-            manifest.complete = !result.interrupted && !fatal &&
-                                result.entries.size() == scope.size();
+            manifest.complete =
+                !result.interrupted && !fatal && result.entries.size() == scope.size();
             write_manifest(options.output_dir, manifest);
             result.class_outputs = {options.output_dir / kShardManifestFile};
         } else {

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "batch/shard.hpp"
 #include "exercise/exercise.hpp"
 #include "model/report.hpp"
-#include "batch/shard.hpp"
 #include "report/class_outputs.hpp"
 #include "report/writers.hpp"
 
@@ -219,8 +219,7 @@ struct ClassStageResult {
 using RunInfo = std::function<nlohmann::json(const ClassStageResult&)>;
 ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEntry>& entries,
                                    const std::vector<SkippedEntry>& skipped,
-                                   const std::filesystem::path& output_dir,
-                                   const RunInfo& run,
+                                   const std::filesystem::path& output_dir, const RunInfo& run,
                                    const std::string& finished_at, bool interrupted = false,
                                    const std::vector<std::string>& unfinished = {});
 

@@ -162,14 +162,14 @@ MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) 
     }
     for (const auto& [index, dirs] : dirs_of_index) {
         if (dirs.size() > 1) {
-            problems.push_back("shard " + std::to_string(index) + " of " +
-                               std::to_string(count) + " is given twice: " + joined(dirs, ", "));
+            problems.push_back("shard " + std::to_string(index) + " of " + std::to_string(count) +
+                               " is given twice: " + joined(dirs, ", "));
         }
     }
     for (int index = 0; index < count; ++index) {
         if (dirs_of_index.count(index) == 0) {
-            problems.push_back("shard " + std::to_string(index) + " of " +
-                               std::to_string(count) + " is missing (no folder given holds it)");
+            problems.push_back("shard " + std::to_string(index) + " of " + std::to_string(count) +
+                               " is missing (no folder given holds it)");
             rerun.insert(index);
         }
     }
@@ -279,15 +279,14 @@ MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) 
             {"shards", shard_list},
         };
     };
-    result.stage =
-        write_class_stage(exercise, result.entries, first.skipped, options.output_dir, run,
-                          finished_at);
+    result.stage = write_class_stage(exercise, result.entries, first.skipped, options.output_dir,
+                                     run, finished_at);
     result.prairielearn_scores = options.output_dir / kPrairieLearnScoresFile;
     write_file_atomically(
         result.prairielearn_scores,
-        write_prairielearn_scores_csv(
-            result.entries,
-            options.prairielearn_qid.empty() ? exercise.id : options.prairielearn_qid));
+        write_prairielearn_scores_csv(result.entries, options.prairielearn_qid.empty()
+                                                          ? exercise.id
+                                                          : options.prairielearn_qid));
     return result;
 }
 

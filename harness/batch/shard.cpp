@@ -147,8 +147,7 @@ GpuIdentity gpu_identity(const std::string& bus_id) {
     // The driver names the folder with a four-digit domain; a bus id may carry eight.
     for (const std::string& name : {lower, lower.size() > 12 ? lower.substr(4) : lower}) {
         const auto info = read_file_bounded(
-            std::filesystem::path("/proc/driver/nvidia/gpus") / name / "information", 1 << 16,
-            why);
+            std::filesystem::path("/proc/driver/nvidia/gpus") / name / "information", 1 << 16, why);
         if (info) {
             gpu.name = proc_field(*info, "Model");
             gpu.uuid = proc_field(*info, "GPU UUID");
@@ -169,10 +168,10 @@ GpuIdentity gpu_identity(const std::string& bus_id) {
 
 std::map<std::string, std::string> scheduler_environment() {
     std::map<std::string, std::string> found;
-    for (const char* name : {"SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID",
-                             "SLURM_JOB_NODELIST", "SLURMD_NODENAME", "SLURM_JOB_GPUS",
-                             "SLURM_STEP_GPUS", "SLURM_RESTART_COUNT", "CUDA_VISIBLE_DEVICES",
-                             "JOB_COMPLETION_INDEX"}) {
+    for (const char* name :
+         {"SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_NODELIST",
+          "SLURMD_NODENAME", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_RESTART_COUNT",
+          "CUDA_VISIBLE_DEVICES", "JOB_COMPLETION_INDEX"}) {
         if (const char* value = std::getenv(name)) {
             found[name] = value;
         }
@@ -240,8 +239,7 @@ ShardManifest manifest_from_json(const nlohmann::json& json) {
         manifest.shard.index = json.at("shard").at("index").get<int>();
         manifest.shard.count = json.at("shard").at("count").get<int>();
         manifest.class_digest = json.at("class").at("digest").get<std::string>();
-        manifest.class_students =
-            json.at("class").at("students").get<std::vector<std::string>>();
+        manifest.class_students = json.at("class").at("students").get<std::vector<std::string>>();
         for (const auto& folder : json.at("class").at("folders_hex")) {
             manifest.class_folders.push_back(from_hex(folder.get<std::string>()));
         }

@@ -12,8 +12,8 @@
 #include <string_view>
 
 #include "common/text.hpp"
-#include "text/text_safety.hpp"
 #include "model/describe.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
@@ -92,9 +92,8 @@ std::string where(const SourceLocation& location) {
 
 // Failing items first, so the summary and a reader's eye land on what went wrong.
 void failures_first(std::vector<std::string>& details, const std::string& passing_prefix) {
-    std::stable_partition(details.begin(), details.end(), [&](const std::string& d) {
-        return d.rfind(passing_prefix, 0) != 0;
-    });
+    std::stable_partition(details.begin(), details.end(),
+                          [&](const std::string& d) { return d.rfind(passing_prefix, 0) != 0; });
 }
 
 void finish(CheckResult& check, const CheckSpec& spec, bool passed,
@@ -128,24 +127,41 @@ public:
             not_run(check, timing_reason_);
             return check;
         }
-        const bool reads_answers = spec.kind == CheckKind::answers_file ||
-                                   spec.kind == CheckKind::predicted ||
-                                   spec.kind == CheckKind::measured ||
-                                   spec.kind == CheckKind::sentence;
+        const bool reads_answers =
+            spec.kind == CheckKind::answers_file || spec.kind == CheckKind::predicted ||
+            spec.kind == CheckKind::measured || spec.kind == CheckKind::sentence;
         if (reads_answers && !submission_.unread_reason.empty()) {
             not_run(check, submission_.unread_reason);
             return check;
         }
         switch (spec.kind) {
-            case CheckKind::answers_file: answers_file(spec, check); break;
-            case CheckKind::compile_abi: compile_abi(spec, check); break;
-            case CheckKind::output: output(spec, check); break;
-            case CheckKind::predicted: predicted(spec, check); break;
-            case CheckKind::ordering: ordering(spec, check); break;
-            case CheckKind::consistency: consistency(spec, check); break;
-            case CheckKind::measured: measured(spec, check); break;
-            case CheckKind::counted_degree: counted_degree(spec, check); break;
-            case CheckKind::sentence: sentence(spec, check); break;
+            case CheckKind::answers_file:
+                answers_file(spec, check);
+                break;
+            case CheckKind::compile_abi:
+                compile_abi(spec, check);
+                break;
+            case CheckKind::output:
+                output(spec, check);
+                break;
+            case CheckKind::predicted:
+                predicted(spec, check);
+                break;
+            case CheckKind::ordering:
+                ordering(spec, check);
+                break;
+            case CheckKind::consistency:
+                consistency(spec, check);
+                break;
+            case CheckKind::measured:
+                measured(spec, check);
+                break;
+            case CheckKind::counted_degree:
+                counted_degree(spec, check);
+                break;
+            case CheckKind::sentence:
+                sentence(spec, check);
+                break;
         }
         return check;
     }
@@ -217,11 +233,11 @@ private:
             // is overloaded in probe.cu ..."): that is the reason, not NVRTC.
             const std::string first_line = c.log.substr(0, c.log.find('\n'));
             check.details.push_back(
-                !errors.empty()
-                    ? "NVRTC could not compile " + exercise_.submission_source + ": " + errors.front()
-                : first_line.empty()
-                    ? "NVRTC could not compile " + exercise_.submission_source + " (the log is below)"
-                    : first_line);
+                !errors.empty() ? "NVRTC could not compile " + exercise_.submission_source + ": " +
+                                      errors.front()
+                : first_line.empty() ? "NVRTC could not compile " + exercise_.submission_source +
+                                           " (the log is below)"
+                                     : first_line);
             for (std::size_t i = 1; i < errors.size(); ++i) {
                 check.details.push_back(errors[i]);
             }
@@ -245,8 +261,8 @@ private:
         } else if (c.attempted && !c.ok) {
             // The first line names the failure: a dropped ';' is a compile error, not an ABI
             // mismatch, and the fixed ABI's sentence would send the student to the signature.
-            std::string first = check.details.empty() ? std::string("the log is below")
-                                                      : check.details.front();
+            std::string first =
+                check.details.empty() ? std::string("the log is below") : check.details.front();
             const std::string nvrtc = "NVRTC could not compile " + exercise_.submission_source;
             if (first.rfind(nvrtc + ": ", 0) == 0) {
                 first = first.substr(nvrtc.size() + 2);
@@ -276,9 +292,8 @@ private:
                 if (!result.ok) {
                     all_ok = false;
                     run_ok = false;
-                    check.details.push_back(
-                        (result.timed ? "in the timed launches, " : "") +
-                        describe_wrong_output(run.stride, result));
+                    check.details.push_back((result.timed ? "in the timed launches, " : "") +
+                                            describe_wrong_output(run.stride, result));
                     if (!result.timed) {
                         check.details.insert(check.details.end(), run.notes.begin(),
                                              run.notes.end());
@@ -394,9 +409,9 @@ private:
             const double off = std::abs(*run.ratio / *against->ratio - 1.0);
             const bool within = off <= spec.tolerance;
             all_within = all_within && within;
-            const bool named = std::find(exercise_.student_strides.begin(),
-                                         exercise_.student_strides.end(),
-                                         run.stride) != exercise_.student_strides.end();
+            const bool named =
+                std::find(exercise_.student_strides.begin(), exercise_.student_strides.end(),
+                          run.stride) != exercise_.student_strides.end();
             const bool unnamed = std::find(m_.unnamed_strides.begin(), m_.unnamed_strides.end(),
                                            run.stride) != m_.unnamed_strides.end();
             check.details.push_back(
@@ -581,9 +596,9 @@ private:
             }
         }
         failures_first(check.details, "holds: ");
-        check.details.push_back(
-            "counted by " + (source == "hardware" ? std::string("the GPU's own counters")
-                                                  : std::string("the simulator (PTX-level)")));
+        check.details.push_back("counted by " + (source == "hardware"
+                                                     ? std::string("the GPU's own counters")
+                                                     : std::string("the simulator (PTX-level)")));
         for (const auto& run : m_.runs) {
             if (run.kernel == spec.kernel && !run.count_note.empty()) {
                 check.details.push_back(run.count_note);
@@ -620,8 +635,7 @@ private:
     }
 
     void sentence(const CheckSpec& spec, CheckResult& check) const {
-        const bool given =
-            submission_.sentence.find_first_not_of(" \t\r\n") != std::string::npos;
+        const bool given = submission_.sentence.find_first_not_of(" \t\r\n") != std::string::npos;
         finish(check, spec, given, {});
         if (!given) {
             return;
@@ -657,14 +671,16 @@ private:
         const auto shown = [&](double r) { return ratio_text(exercise_, r); };
         if (percent && ratio < 1.0 && in_band(1.0 / ratio)) {
             // The lesson's table gives bandwidth as "% of copy" (57.1); the file asks for time.
-            return "; " + format_number(ratio * 100.0, 1) + " looks like the lesson's bandwidth "
+            return "; " + format_number(ratio * 100.0, 1) +
+                   " looks like the lesson's bandwidth "
                    "as a percentage of the copy's; the answers file asks for time as a "
                    "percentage of the copy's time, which is 100 / " +
                    format_number(ratio * 100.0, 1) + " x 100 = " + shown(1.0 / ratio);
         }
         if (!percent && ratio < 1.0 && in_band(1.0 / ratio)) {
             return "; this looks inverted (stride 1's time divided by this one's): write this "
-                   "stride's time divided by stride 1's, " + shown(1.0 / ratio);
+                   "stride's time divided by stride 1's, " +
+                   shown(1.0 / ratio);
         }
         if (!percent && in_band(ratio / 100.0)) {
             return "; this looks like a percentage: write the ratio, " + shown(ratio / 100.0);
@@ -723,8 +739,8 @@ std::optional<std::string> ungradable_reason(const Measurements& m) {
     }
     for (const auto& [id, outcome] : m.references) {
         if (outcome.attempted && !outcome.ok) {
-            return "the exercise's kernel '" + id + "' did not compile on this machine: " +
-                   outcome.log;
+            return "the exercise's kernel '" + id +
+                   "' did not compile on this machine: " + outcome.log;
         }
     }
     return std::nullopt;
@@ -759,8 +775,8 @@ std::string race_fix(std::string_view race) {
          at = race.find(" at ", at + 4)) {
         const std::size_t start = at + 4;
         const std::size_t end = race.find_first_of(", ", start);
-        places.push_back(race.substr(start, end == std::string_view::npos ? race.npos
-                                                                          : end - start));
+        places.push_back(
+            race.substr(start, end == std::string_view::npos ? race.npos : end - start));
     }
     if (places.size() >= 2) {
         // In source order, so that a read racing a write and the write racing the read (the
@@ -769,20 +785,19 @@ std::string race_fix(std::string_view race) {
             const std::size_t colon = place.rfind(':');
             const std::string_view digits =
                 colon == std::string_view::npos ? place : place.substr(colon + 1);
-            return std::make_pair(place.substr(0, colon == std::string_view::npos ? 0 : colon),
-                                  digits.size() < 9 && !digits.empty() &&
-                                          digits.find_first_not_of("0123456789") ==
-                                              std::string_view::npos
-                                      ? std::stol(std::string(digits))
-                                      : 0L);
+            return std::make_pair(
+                place.substr(0, colon == std::string_view::npos ? 0 : colon),
+                digits.size() < 9 && !digits.empty() &&
+                        digits.find_first_not_of("0123456789") == std::string_view::npos
+                    ? std::stol(std::string(digits))
+                    : 0L);
         };
         std::string_view first = places[1];
         std::string_view second = places[0];
         if (line_of(second) < line_of(first)) {
             std::swap(first, second);
         }
-        return "put __syncthreads() between " + std::string(first) + " and " +
-               std::string(second);
+        return "put __syncthreads() between " + std::string(first) + " and " + std::string(second);
     }
     if (places.size() == 1) {
         return "put __syncthreads() before " + std::string(places[0]);
@@ -809,8 +824,8 @@ void collapse_details(CheckResult& check, std::size_t max_details, std::size_t m
     constexpr std::string_view kRace = "a shared-memory race: ";
     constexpr std::string_view kRacedInAll = " warp-wide shared-memory accesses raced in all";
     struct Group {
-        std::string first;             // the first line, as it was
-        std::string fix;               // a race's fix
+        std::string first;  // the first line, as it was
+        std::string fix;    // a race's fix
         std::vector<std::string> strides;
         std::size_t times = 0;
         unsigned long long raced = 0;  // "N ... raced in all", summed
@@ -878,9 +893,8 @@ void collapse_details(CheckResult& check, std::size_t max_details, std::size_t m
 
 RatioLookup measured_ratios(const Exercise& exercise, const Measurements& m) {
     return [&exercise, &m](const Case& c) -> std::optional<double> {
-        const bool base = exercise.has_sweep()
-                              ? c.stride == exercise.ratios.to_stride
-                              : c.kernel == exercise.ratios.to_kernel;
+        const bool base = exercise.has_sweep() ? c.stride == exercise.ratios.to_stride
+                                               : c.kernel == exercise.ratios.to_kernel;
         const KernelRun* run = m.run(c.kernel, c.stride);
         if (base) {
             return run && run->timing ? std::optional<double>(1.0) : std::nullopt;
@@ -945,9 +959,9 @@ std::vector<int> reference_strides_to_run(const Exercise& exercise,
 std::vector<int> draw_unnamed_strides(const Exercise& exercise, std::uint64_t seed) {
     std::vector<int> pool;
     for (const int s : exercise.unnamed_stride_pool) {
-        const bool named = std::find(exercise.student_strides.begin(),
-                                     exercise.student_strides.end(),
-                                     s) != exercise.student_strides.end();
+        const bool named =
+            std::find(exercise.student_strides.begin(), exercise.student_strides.end(), s) !=
+            exercise.student_strides.end();
         if (!named && s != exercise.ratios.to_stride) {
             pool.push_back(s);
         }
@@ -960,8 +974,8 @@ std::vector<int> draw_unnamed_strides(const Exercise& exercise, std::uint64_t se
     // has one: with only odd strides drawn, a kernel honest at the named strides and running
     // stride 1 elsewhere would see degree 1 where every check expects 1.
     const auto conflicted = [&](int s) { return std::gcd(s, exercise.banks) > 1; };
-    if (count > 0 && std::none_of(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(count),
-                                  conflicted)) {
+    if (count > 0 &&
+        std::none_of(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(count), conflicted)) {
         const auto first = std::find_if(pool.begin(), pool.end(), conflicted);
         if (first != pool.end()) {
             std::rotate(pool.begin(), first, first + 1);
@@ -980,8 +994,7 @@ RuleOutcome evaluate_rule(const Exercise& exercise, const OrderingRule& rule,
         return outcome;
     }
     const auto text = [&](double ratio) { return ratio_text(exercise, ratio); };
-    const std::string subject_text =
-        case_text(exercise, rule.subject) + " at " + text(*subject);
+    const std::string subject_text = case_text(exercise, rule.subject) + " at " + text(*subject);
     switch (rule.kind) {
         case OrderingRule::Kind::closer_to: {
             const auto near = ratio_of(rule.near);
@@ -991,9 +1004,9 @@ RuleOutcome evaluate_rule(const Exercise& exercise, const OrderingRule& rule,
             }
             outcome.evaluated = true;
             outcome.passed = std::abs(*subject - *near) < std::abs(*subject - *far);
-            outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") +
-                             "closer to " + case_text(exercise, rule.near) + " (" + text(*near) +
-                             ") than to " + case_text(exercise, rule.far) + " (" + text(*far) + ")";
+            outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") + "closer to " +
+                             case_text(exercise, rule.near) + " (" + text(*near) + ") than to " +
+                             case_text(exercise, rule.far) + " (" + text(*far) + ")";
             break;
         }
         case OrderingRule::Kind::slower_than: {
@@ -1021,8 +1034,8 @@ RuleOutcome evaluate_rule(const Exercise& exercise, const OrderingRule& rule,
         case OrderingRule::Kind::at_most: {
             outcome.evaluated = true;
             outcome.passed = *subject <= rule.limit;
-            outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") +
-                             "at most " + text(rule.limit);
+            outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") + "at most " +
+                             text(rule.limit);
             break;
         }
     }
@@ -1089,9 +1102,8 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     report.kernel_output = m.worker_output;
     report.interruption = m.interruption;
     report.stage_seconds = m.stage_seconds;
-    report.ratio_base = exercise.has_sweep()
-                            ? "stride " + std::to_string(exercise.ratios.to_stride)
-                            : exercise.kernel(exercise.ratios.to_kernel).label;
+    report.ratio_base = exercise.has_sweep() ? "stride " + std::to_string(exercise.ratios.to_stride)
+                                             : exercise.kernel(exercise.ratios.to_kernel).label;
     report.ratio_as_percent = exercise.ratios.as_percent;
     report.banks = exercise.banks;
     if (m.context_seconds > 0) {
@@ -1148,8 +1160,8 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
         row.outputs = run.outputs;
         if (run.timing && !run.timing->modeled && run.timing->median_ms > 0 &&
             exercise.buffers.bytes_per_launch > 0) {
-            row.gigabytes_per_second =
-                static_cast<double>(exercise.buffers.bytes_per_launch) / run.timing->median_ms / 1e6;
+            row.gigabytes_per_second = static_cast<double>(exercise.buffers.bytes_per_launch) /
+                                       run.timing->median_ms / 1e6;
         }
         report.rows.push_back(row);
     }
@@ -1168,21 +1180,18 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     // the failure stands wherever the work runs; otherwise the machine's fault (an interruption
     // that is not the student's, a reference that did not compile, uncalibrated timing behind a
     // required check) makes the grade ungradable.
-    const auto first_failure =
-        std::find_if(report.checks.begin(), report.checks.end(), [](const CheckResult& c) {
-            return c.required && c.status == CheckStatus::failed;
-        });
-    const auto first_not_run =
-        std::find_if(report.checks.begin(), report.checks.end(), [](const CheckResult& c) {
-            return c.required && c.status == CheckStatus::not_run;
-        });
+    const auto first_failure = std::find_if(
+        report.checks.begin(), report.checks.end(),
+        [](const CheckResult& c) { return c.required && c.status == CheckStatus::failed; });
+    const auto first_not_run = std::find_if(
+        report.checks.begin(), report.checks.end(),
+        [](const CheckResult& c) { return c.required && c.status == CheckStatus::not_run; });
     std::optional<std::string> ungradable = ungradable_reason(m);
     const bool students_stop = m.interruption && m.interruption->students_fault;
     if (!ungradable && !students_stop && first_not_run != report.checks.end()) {
         ungradable = first_not_run->title + " could not be checked on this machine: " +
-                     first_not_run->message.substr(first_not_run->message.rfind("Not run: ", 0) == 0
-                                                       ? 9
-                                                       : 0);
+                     first_not_run->message.substr(
+                         first_not_run->message.rfind("Not run: ", 0) == 0 ? 9 : 0);
     }
     if (first_failure != report.checks.end()) {
         report.verdict = Verdict::fail;
@@ -1229,18 +1238,20 @@ Sweep summarize_sweep(const Exercise& exercise, const Measurements& m) {
     }
     for (const auto& rule : exercise.calibration) {
         const RuleOutcome outcome = evaluate_rule(exercise, rule, ratio_of);
-        sweep.calibration.push_back(
-            {rule.description, outcome.evaluated, outcome.evaluated && outcome.passed,
-             outcome.detail});
+        sweep.calibration.push_back({rule.description, outcome.evaluated,
+                                     outcome.evaluated && outcome.passed, outcome.detail});
     }
     return sweep;
 }
 
 int exit_code(Verdict verdict) {
     switch (verdict) {
-        case Verdict::pass: return 0;
-        case Verdict::fail: return 1;
-        case Verdict::ungradable: return 3;
+        case Verdict::pass:
+            return 0;
+        case Verdict::fail:
+            return 1;
+        case Verdict::ungradable:
+            return 3;
     }
     return 4;
 }

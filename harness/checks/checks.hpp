@@ -38,7 +38,7 @@ using RatioLookup = std::function<std::optional<double>(const Case&)>;
 struct RuleOutcome {
     bool evaluated = false;  // false when a ratio it needs is missing
     bool passed = false;
-    std::string detail;      // "stride 3 at 0.99x is closer to stride 1 (1x) than to stride 4 (3.16x)"
+    std::string detail;  // "stride 3 at 0.99x is closer to stride 1 (1x) than to stride 4 (3.16x)"
 };
 RuleOutcome evaluate_rule(const Exercise& exercise, const OrderingRule& rule,
                           const RatioLookup& ratio_of);

@@ -13,8 +13,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "batch/batch.hpp"
@@ -228,15 +228,13 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
                 "ungradable: this task sees no GPU ({}) and --backend cuda asked for one; "
                 "nothing was graded, and running the task again where the scheduler gives it a "
                 "GPU (sbatch --gres=gpu:1) grades its share. Not the students' fault",
-                visible != nullptr
-                    ? "CUDA_VISIBLE_DEVICES=" + text::visible_line(visible)
-                    : std::string("no /dev/nvidia* device"));
+                visible != nullptr ? "CUDA_VISIBLE_DEVICES=" + text::visible_line(visible)
+                                   : std::string("no /dev/nvidia* device"));
             return kExitUngradable;
         }
     }
     // A shard's task started again (a requeue) finishes what it began: it is always a resume.
-    if (!shard && !options.resume && options.only.empty() &&
-        output_has_reports(options.output)) {
+    if (!shard && !options.resume && options.only.empty() && output_has_reports(options.output)) {
         spdlog::error(
             "{} already holds reports from an earlier batch: add --resume to finish it "
             "(keeping the reports there), or choose another --output folder",
@@ -246,9 +244,10 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     const Exercise exercise =
         load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
     if (const auto earlier = earlier_exercise(options.output); earlier && *earlier != exercise.id) {
-        spdlog::warn("{} holds the class outputs of exercise {}, and this batch grades {}: its "
-                     "reports and gradebook will be mixed with theirs; choose another --output",
-                     output_shown, text::visible_line(*earlier), exercise.id);
+        spdlog::warn(
+            "{} holds the class outputs of exercise {}, and this batch grades {}: its "
+            "reports and gradebook will be mixed with theirs; choose another --output",
+            output_shown, text::visible_line(*earlier), exercise.id);
     }
 
     BatchOptions batch;
@@ -305,9 +304,10 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
                      skipped.reason);
     }
     if (result.entries.empty() && result.abandoned.empty() && result.not_started.empty()) {
-        spdlog::warn("{} holds no submission folder: the class outputs are empty (a class folder "
-                     "has one sub-folder per student, each with the exercise's files)",
-                     text::visible_line(options.submissions.string()));
+        spdlog::warn(
+            "{} holds no submission folder: the class outputs are empty (a class folder "
+            "has one sub-folder per student, each with the exercise's files)",
+            text::visible_line(options.submissions.string()));
     }
 
     const BatchStatus& status = result.status;

@@ -13,8 +13,8 @@
 #include "cli/locations.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
-#include "text/text_safety.hpp"
 #include "report/writers.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader::cli {
 namespace {
@@ -55,10 +55,9 @@ int run_explain(const ExplainCommandOptions& options) {
         return stop && !stop->students_fault ? kExitInternal : kExitFail;
     }
     std::cout << write_explanation_text(*explanation, options.stats);
-    const bool stopped =
-        !explanation->problem.empty() ||
-        std::any_of(explanation->strides.begin(), explanation->strides.end(),
-                    [](const ExplainedStride& s) { return !s.stopped.empty(); });
+    const bool stopped = !explanation->problem.empty() ||
+                         std::any_of(explanation->strides.begin(), explanation->strides.end(),
+                                     [](const ExplainedStride& s) { return !s.stopped.empty(); });
     return stopped ? kExitFail : kExitPass;
 }
 
@@ -85,8 +84,9 @@ void add_explain_command(CLI::App& app, const GlobalOptions& global, Runner& run
                       "Explain the exercise's reference kernel instead of the submission's");
     command->add_flag("--stats", options->stats,
                       "Also print how many instructions were simulated, and how fast");
-    command->footer("Examples:\n  grader explain my-probe --strides 8,16\n"
-                    "  grader explain my-transpose --exercise day15-padding");
+    command->footer(
+        "Examples:\n  grader explain my-probe --strides 8,16\n"
+        "  grader explain my-transpose --exercise day15-padding");
     command->callback([options, &run] { run = [options] { return run_explain(*options); }; });
 }
 

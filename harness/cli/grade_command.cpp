@@ -1,12 +1,12 @@
 // `grader grade SUBMISSION`: grades one submission folder and writes its report.
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <spdlog/spdlog.h>
 
 #include "checks/checks.hpp"
 #include "cli/commands.hpp"
@@ -54,13 +54,14 @@ int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
     if (const auto other = other_exercise_of(options.submission, exercise.submission_source)) {
         // The folder holds another exercise's kernel file: say which, with the command for it.
         const std::string folder = text::visible_line(options.submission.string());
-        const bool plain =
-            folder.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                     "0123456789/._-") == std::string::npos;
-        spdlog::warn("{} has no {} but has the files of exercise {}; grade it with:\n  grader "
-                     "grade {} --exercise {}",
-                     folder, exercise.submission_source, *other,
-                     plain ? folder : "'" + folder + "'", *other);
+        const bool plain = folder.find_first_not_of(
+                               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789/._-") == std::string::npos;
+        spdlog::warn(
+            "{} has no {} but has the files of exercise {}; grade it with:\n  grader "
+            "grade {} --exercise {}",
+            folder, exercise.submission_source, *other, plain ? folder : "'" + folder + "'",
+            *other);
     }
 
     GradeOptions grade;
@@ -100,17 +101,19 @@ int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
 
 void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run) {
     auto options = std::make_shared<GradeCommandOptions>();
-    CLI::App* command = app.add_subcommand(
-        "grade", "Grade one submission folder (probe.cu and submission.yaml)");
+    CLI::App* command =
+        app.add_subcommand("grade", "Grade one submission folder (probe.cu and submission.yaml)");
     command->add_option("SUBMISSION", options->submission, "The submission folder")
         ->required()
         ->check(CLI::ExistingDirectory);
-    command->add_option("--exercise", options->exercise,
-                        "Exercise folder holding exercise.yaml, or a bundled exercise's id such "
-                        "as day15-padding (default: day15-bank-conflicts)")
+    command
+        ->add_option("--exercise", options->exercise,
+                     "Exercise folder holding exercise.yaml, or a bundled exercise's id such "
+                     "as day15-padding (default: day15-bank-conflicts)")
         ->transform(exercise_locator());
-    command->add_option("--format", options->format,
-                        "text, json, markdown, gradescope, prairielearn or junit")
+    command
+        ->add_option("--format", options->format,
+                     "text, json, markdown, gradescope, prairielearn or junit")
         ->check(CLI::IsMember({"text", "json", "markdown", "gradescope", "prairielearn", "junit"}))
         ->capture_default_str();
     command->add_option("-o,--output", options->output,
@@ -119,13 +122,15 @@ void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command->add_option("--seed", options->seed,
                         "Seed for the hidden input, the unnamed strides and the timing order "
                         "(default: random; the report records it)");
-    command->footer("Examples:\n  grader grade student/example\n"
-                    "  grader grade my-part2 --exercise day15-padding --format json -o r.json");
+    command->footer(
+        "Examples:\n  grader grade student/example\n"
+        "  grader grade my-part2 --exercise day15-padding --format json -o r.json");
     command->add_option("--timeout", options->timeout,
                         "Seconds a kernel stage may run before it is stopped (default: the "
                         "exercise's limit)");
-    command->add_option("--backend", options->backend,
-                        "auto (a GPU where there is one, else the PTX simulator), cuda or sim")
+    command
+        ->add_option("--backend", options->backend,
+                     "auto (a GPU where there is one, else the PTX simulator), cuda or sim")
         ->check(CLI::IsMember({"auto", "cuda", "sim"}))
         ->capture_default_str();
     command->callback([options, &global, &run] {

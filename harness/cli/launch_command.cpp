@@ -227,8 +227,11 @@ int run_launch(const LaunchCommandOptions& options) {
         std::cerr << kernel.outcome.log << "\n";
         return kExitFail;
     }
-    const sim::Dim3 block = dim_of(
-        options.block[0] == 0 ? std::vector<std::uint32_t>{exercise.launch.block.x, exercise.launch.block.y, exercise.launch.block.z} : options.block);
+    const sim::Dim3 block =
+        dim_of(options.block[0] == 0
+                   ? std::vector<std::uint32_t>{exercise.launch.block.x, exercise.launch.block.y,
+                                                exercise.launch.block.z}
+                   : options.block);
     const sim::Dim3 grid =
         dim_of(options.grid[0] == 0 ? std::vector<std::uint32_t>{2} : options.grid);
     const std::uint64_t threads =

@@ -1,11 +1,11 @@
 // grader: grades GPU course exercises. See README.md.
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <csignal>
 #include <cstdio>
 #include <iostream>
-
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
 #include "cli/suggestions.hpp"
@@ -21,11 +21,12 @@ int main(int argc, char** argv) {
     // Named here, so usage lines say "grader", never the path the binary was run from.
     CLI::App app{"Grades the Day 15 bank-conflict exercise (and exercises like it) on a GPU.",
                  "grader"};
-    app.footer("Examples:\n"
-               "  grader grade student/example\n"
-               "  grader grade my-part2 --exercise day15-padding\n"
-               "  grader batch submissions/ -o class-report\n"
-               "Each subcommand's --help lists its options and their defaults.");
+    app.footer(
+        "Examples:\n"
+        "  grader grade student/example\n"
+        "  grader grade my-part2 --exercise day15-padding\n"
+        "  grader batch submissions/ -o class-report\n"
+        "Each subcommand's --help lists its options and their defaults.");
     app.set_version_flag("--version", std::string("grader ") + grader::kGraderVersion);
     app.require_subcommand(1);
     app.fallthrough();  // -v and -q also after the subcommand: grader grade DIR -q

@@ -1,12 +1,12 @@
 // `grader sweep`: the lesson's Part 1 table from the reference probe, to calibrate a machine.
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <random>
-#include <spdlog/spdlog.h>
 
 #include "checks/checks.hpp"
 #include "cli/commands.hpp"
@@ -56,9 +56,10 @@ int run_sweep(const SweepCommandOptions& options, const GlobalOptions& global) {
     if (!sweep.calibrated() && !exercise.calibration_decides) {
         // As a grade does: where the exercise's calibration does not decide (Part 2), timing
         // that shows no conflict only sets the timing checks aside; the counted degree decides.
-        spdlog::warn("the calibration rules do not hold (or nothing was timed) here: grades on "
-                     "this machine set the checks that need timing aside, and the counted "
-                     "degree decides");
+        spdlog::warn(
+            "the calibration rules do not hold (or nothing was timed) here: grades on "
+            "this machine set the checks that need timing aside, and the counted "
+            "degree decides");
         return kExitPass;
     }
     return sweep.calibrated() ? kExitPass : kExitUngradable;
@@ -80,8 +81,9 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
     command->add_option("--seed", options->seed, "Seed for the timing order");
-    command->add_option("--backend", options->backend,
-                        "auto (a GPU where there is one, else the PTX simulator), cuda or sim")
+    command
+        ->add_option("--backend", options->backend,
+                     "auto (a GPU where there is one, else the PTX simulator), cuda or sim")
         ->check(CLI::IsMember({"auto", "cuda", "sim"}))
         ->capture_default_str();
     command->footer("Example:\n  grader sweep --backend sim --format json");

@@ -26,7 +26,7 @@ void add_worker_command(CLI::App& app, Runner& run) {
     command->add_flag("--explain-reference", options->explain_reference);
     command->callback([options, reference_only, explain, &run] {
         run = [options, reference_only, explain] {
-            options->mode = *explain           ? WorkerOptions::Mode::explain
+            options->mode = *explain          ? WorkerOptions::Mode::explain
                             : *reference_only ? WorkerOptions::Mode::reference_only
                                               : WorkerOptions::Mode::grade;
             const Exercise exercise = load_exercise(options->exercise_dir);

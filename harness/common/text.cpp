@@ -111,7 +111,8 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
             const int error = errno;
             ::close(fd);
             ::unlink(temporary.c_str());
-            throw std::system_error(error, std::generic_category(), "cannot write " + path.string());
+            throw std::system_error(error, std::generic_category(),
+                                    "cannot write " + path.string());
         }
         written += static_cast<std::size_t>(n);
     }

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "common/version.hpp"
@@ -207,8 +206,7 @@ CompiledKernel compile_kernel_cached(const CompileRequest& request,
     }
     const std::string key = compile_cache_key(request);
     char name[32];
-    std::snprintf(name, sizeof name, "%016llx.kernel",
-                  static_cast<unsigned long long>(fnv1a(key)));
+    std::snprintf(name, sizeof name, "%016llx.kernel", static_cast<unsigned long long>(fnv1a(key)));
     const std::filesystem::path path = *cache_dir / name;
     const auto began = std::chrono::steady_clock::now();
     if (const auto text = read_entry(path)) {

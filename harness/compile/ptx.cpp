@@ -325,8 +325,8 @@ std::string ptx_without_host_paths(std::string_view ptx) {
     for (std::size_t at = ptx.find(".file"); at != std::string_view::npos;
          at = ptx.find(".file", at + 1)) {
         std::size_t i = at + 5;
-        if (!skip_some_blanks(ptx, i) || digits_at(ptx, i).empty() ||
-            !skip_some_blanks(ptx, i) || i >= ptx.size() || ptx[i] != '"') {
+        if (!skip_some_blanks(ptx, i) || digits_at(ptx, i).empty() || !skip_some_blanks(ptx, i) ||
+            i >= ptx.size() || ptx[i] != '"') {
             continue;
         }
         const std::size_t close = ptx.find('"', i + 1);

@@ -70,9 +70,8 @@ std::vector<PathInLine> absolute_paths(std::string_view line) {
     std::size_t i = 0;
     while (i < line.size()) {
         constexpr std::string_view kBefore = "\"'(<=,";
-        const bool starts =
-            line[i] == '/' && (i == 0 || is_log_blank(line[i - 1]) ||
-                               kBefore.find(line[i - 1]) != std::string_view::npos);
+        const bool starts = line[i] == '/' && (i == 0 || is_log_blank(line[i - 1]) ||
+                                               kBefore.find(line[i - 1]) != std::string_view::npos);
         if (!starts) {
             ++i;
             continue;

@@ -15,12 +15,18 @@ struct SharedMemoryCounter::Impl {
 
 std::string_view to_string(CounterAvailability availability) {
     switch (availability) {
-        case CounterAvailability::available: return "available";
-        case CounterAvailability::not_permitted: return "not_permitted";
-        case CounterAvailability::no_cupti: return "no_cupti";
-        case CounterAvailability::unsupported_device: return "unsupported_device";
-        case CounterAvailability::in_use: return "in_use";
-        case CounterAvailability::failed: return "failed";
+        case CounterAvailability::available:
+            return "available";
+        case CounterAvailability::not_permitted:
+            return "not_permitted";
+        case CounterAvailability::no_cupti:
+            return "no_cupti";
+        case CounterAvailability::unsupported_device:
+            return "unsupported_device";
+        case CounterAvailability::in_use:
+            return "in_use";
+        case CounterAvailability::failed:
+            return "failed";
     }
     return "failed";
 }
@@ -35,9 +41,15 @@ SharedMemoryCounter::~SharedMemoryCounter() = default;
 CounterAvailability SharedMemoryCounter::availability() const {
     return CounterAvailability::no_cupti;
 }
-const std::string& SharedMemoryCounter::reason() const { return impl_->reason; }
-const std::string& SharedMemoryCounter::description() const { return impl_->description; }
-int SharedMemoryCounter::passes() const { return 0; }
+const std::string& SharedMemoryCounter::reason() const {
+    return impl_->reason;
+}
+const std::string& SharedMemoryCounter::description() const {
+    return impl_->description;
+}
+int SharedMemoryCounter::passes() const {
+    return 0;
+}
 
 SharedMemoryCounter SharedMemoryCounter::open(CUcontext, int, InstructionCounter) {
     return SharedMemoryCounter(std::make_unique<Impl>());

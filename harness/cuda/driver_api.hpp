@@ -105,9 +105,9 @@ bool is_kernel_fault(CUresult status);
 // Calls a driver function through the loaded table; on failure throws DriverError with the
 // call's text, file and line.
 #define GRADER_DRIVER_CALL(call_expr)                                                          \
-    do {                                                                                      \
-        const CUresult grader_status_ = ::grader::cuda::driver().call_expr;                   \
-        if (grader_status_ != CUDA_SUCCESS) {                                                 \
+    do {                                                                                       \
+        const CUresult grader_status_ = ::grader::cuda::driver().call_expr;                    \
+        if (grader_status_ != CUDA_SUCCESS) {                                                  \
             throw ::grader::cuda::DriverError(grader_status_, #call_expr, __FILE__, __LINE__); \
-        }                                                                                     \
+        }                                                                                      \
     } while (false)

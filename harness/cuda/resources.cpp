@@ -14,8 +14,8 @@ DeviceInfo query_device(int ordinal) {
     int count = 0;
     GRADER_DRIVER_CALL(cuDeviceGetCount(&count));
     if (ordinal < 0 || ordinal >= count) {
-        throw DriverUnavailable("no GPU with index " + std::to_string(ordinal) + "; this machine has " +
-                                std::to_string(count));
+        throw DriverUnavailable("no GPU with index " + std::to_string(ordinal) +
+                                "; this machine has " + std::to_string(count));
     }
     CUdevice device = 0;
     GRADER_DRIVER_CALL(cuDeviceGet(&device, ordinal));
@@ -52,7 +52,9 @@ PrimaryContext::~PrimaryContext() {
     }
 }
 
-void PrimaryContext::make_current() const { GRADER_DRIVER_CALL(cuCtxSetCurrent(context_)); }
+void PrimaryContext::make_current() const {
+    GRADER_DRIVER_CALL(cuCtxSetCurrent(context_));
+}
 
 Module::Module(const std::string& image) {
     GRADER_DRIVER_CALL(cuModuleLoadData(&module_, image.data()));
@@ -113,7 +115,9 @@ void DeviceBuffer::fill_words(unsigned int value, CUstream stream) {
     GRADER_DRIVER_CALL(cuMemsetD32Async(pointer_, value, bytes_ / 4, stream));
 }
 
-Stream::Stream() { GRADER_DRIVER_CALL(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING)); }
+Stream::Stream() {
+    GRADER_DRIVER_CALL(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+}
 
 Stream::~Stream() {
     if (stream_ != nullptr) {
@@ -121,9 +125,13 @@ Stream::~Stream() {
     }
 }
 
-void Stream::synchronize() const { GRADER_DRIVER_CALL(cuStreamSynchronize(stream_)); }
+void Stream::synchronize() const {
+    GRADER_DRIVER_CALL(cuStreamSynchronize(stream_));
+}
 
-Event::Event() { GRADER_DRIVER_CALL(cuEventCreate(&event_, CU_EVENT_DEFAULT)); }
+Event::Event() {
+    GRADER_DRIVER_CALL(cuEventCreate(&event_, CU_EVENT_DEFAULT));
+}
 
 Event::~Event() {
     if (event_ != nullptr) {
@@ -141,7 +149,9 @@ Event& Event::operator=(Event&& other) noexcept {
     return *this;
 }
 
-void Event::record(const Stream& stream) { GRADER_DRIVER_CALL(cuEventRecord(event_, stream.get())); }
+void Event::record(const Stream& stream) {
+    GRADER_DRIVER_CALL(cuEventRecord(event_, stream.get()));
+}
 
 float elapsed_ms(const Event& start, const Event& stop) {
     float ms = 0.0f;

@@ -15,11 +15,11 @@ namespace grader::cuda {
 struct DeviceInfo {
     int ordinal = 0;
     std::string name;
-    std::string pci_bus_id;          // "0000:18:00.0": the same GPU whatever CUDA_VISIBLE_DEVICES says
+    std::string pci_bus_id;  // "0000:18:00.0": the same GPU whatever CUDA_VISIBLE_DEVICES says
     int major = 0;
     int minor = 0;
     int sm_count = 0;
-    int driver_version = 0;          // e.g. 13000
+    int driver_version = 0;  // e.g. 13000
     int max_shared_per_block_optin = 0;
     std::string arch() const { return "sm_" + std::to_string(major) + std::to_string(minor); }
 };

@@ -12,9 +12,15 @@ std::vector<std::vector<std::byte>> kernel_arguments(const Exercise& exercise,
     for (const KernelParameter& parameter : exercise.parameters) {
         std::uint64_t value = 0;
         switch (parameter.role) {
-            case ParameterRole::input: value = input_address; break;
-            case ParameterRole::output: value = output_address; break;
-            case ParameterRole::count: value = output_elements; break;
+            case ParameterRole::input:
+                value = input_address;
+                break;
+            case ParameterRole::output:
+                value = output_address;
+                break;
+            case ParameterRole::count:
+                value = output_elements;
+                break;
             case ParameterRole::stride:
                 value = static_cast<std::uint64_t>(static_cast<std::int64_t>(stride));
                 break;

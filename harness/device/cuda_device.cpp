@@ -13,7 +13,7 @@ namespace {
 
 class CudaKernel final : public LoadedKernel {
 public:
-    std::string image;          // the cubin, to load again with fresh globals
+    std::string image;  // the cubin, to load again with fresh globals
     std::string lowered_name;
     cuda::Module module;
     CUfunction function = nullptr;
@@ -152,7 +152,8 @@ LaunchGeometry CudaDevice::geometry(const LoadedKernel& sizing_kernel) {
     if (exercise_.launch.grid_from_occupancy) {
         // As many blocks per SM as the occupancy API allows, on every SM, so each launch is
         // several waves of real work and launch overhead is noise.
-        geometry_.grid = Dim3Spec{static_cast<std::uint32_t>(blocks_per_sm_ * info_.sm_count), 1, 1};
+        geometry_.grid =
+            Dim3Spec{static_cast<std::uint32_t>(blocks_per_sm_ * info_.sm_count), 1, 1};
     } else {
         geometry_.grid = exercise_.launch.grid;
     }
@@ -188,10 +189,9 @@ void CudaDevice::enqueue(const LoadedKernel& kernel, CUdeviceptr input, CUdevice
     for (auto& argument : arguments) {
         pointers.push_back(argument.data());
     }
-    GRADER_DRIVER_CALL(cuLaunchKernel(cuda_kernel(kernel).function, geometry.grid.x,
-                                      geometry.grid.y, geometry.grid.z, geometry.block.x,
-                                      geometry.block.y, geometry.block.z, 0, stream,
-                                      pointers.data(), nullptr));
+    GRADER_DRIVER_CALL(cuLaunchKernel(
+        cuda_kernel(kernel).function, geometry.grid.x, geometry.grid.y, geometry.grid.z,
+        geometry.block.x, geometry.block.y, geometry.block.z, 0, stream, pointers.data(), nullptr));
 }
 
 void CudaDevice::poison_shared_memory() {
@@ -202,10 +202,10 @@ void CudaDevice::poison_shared_memory() {
     // leaves unwritten in its tile afterwards reads NaN.
     const auto words = static_cast<unsigned int>(info_.max_shared_per_block_optin / 4);
     void* arguments[] = {const_cast<unsigned int*>(&words)};
-    GRADER_DRIVER_CALL(cuLaunchKernel(
-        poison_function_, static_cast<unsigned int>(info_.sm_count * 2), 1, 1, 1024, 1, 1,
-        static_cast<unsigned int>(info_.max_shared_per_block_optin), stream_->get(), arguments,
-        nullptr));
+    GRADER_DRIVER_CALL(
+        cuLaunchKernel(poison_function_, static_cast<unsigned int>(info_.sm_count * 2), 1, 1, 1024,
+                       1, 1, static_cast<unsigned int>(info_.max_shared_per_block_optin),
+                       stream_->get(), arguments, nullptr));
 }
 
 DeviceLaunch CudaDevice::run(const LoadedKernel& kernel, const InputSpec& input,
@@ -245,8 +245,7 @@ TimingSamples CudaDevice::time(const std::vector<TimedCase>& launches, const Inp
 }
 
 TimingSamples CudaDevice::time_rounds(const std::vector<TimedCase>& launches,
-                                      const InputSpec& input,
-                                      const std::vector<float>& input_words,
+                                      const InputSpec& input, const std::vector<float>& input_words,
                                       const LaunchGeometry& geometry) {
     const std::uint64_t elements = output_elements(exercise_, geometry);
     const CUdeviceptr in = input_buffer(input, input_words).get();

@@ -56,8 +56,7 @@ private:
     HardwareCounts count_launches(const std::vector<TimedCase>& launches, const InputSpec& input,
                                   const std::vector<float>& input_words,
                                   const LaunchGeometry& geometry);
-    const cuda::DeviceBuffer& input_buffer(const InputSpec& input,
-                                           const std::vector<float>& words);
+    const cuda::DeviceBuffer& input_buffer(const InputSpec& input, const std::vector<float>& words);
     cuda::DeviceBuffer& output_buffer(std::uint64_t elements);
     void enqueue(const LoadedKernel& kernel, CUdeviceptr input, CUdeviceptr output,
                  std::uint64_t elements, int stride, const LaunchGeometry& geometry,

@@ -22,17 +22,17 @@ namespace grader {
 class LoadedKernel {
 public:
     virtual ~LoadedKernel() = default;
-    std::string id;                         // the KernelSpec id
-    std::vector<std::size_t> param_sizes;   // as the device reports them; empty where it cannot
-    std::string param_source;               // "driver", or "ptx" where the device read the PTX
+    std::string id;                        // the KernelSpec id
+    std::vector<std::size_t> param_sizes;  // as the device reports them; empty where it cannot
+    std::string param_source;              // "driver", or "ptx" where the device read the PTX
     int static_shared_bytes = -1;
     int registers = -1;
 };
 
 struct LoadResult {
-    std::unique_ptr<LoadedKernel> kernel;   // null where the device refused the image
-    std::string problem;                    // then, why: "too many resources requested ..."
-    bool unsupported = false;               // the device cannot run it: not the kernel's fault
+    std::unique_ptr<LoadedKernel> kernel;  // null where the device refused the image
+    std::string problem;                   // then, why: "too many resources requested ..."
+    bool unsupported = false;              // the device cannot run it: not the kernel's fault
 };
 
 struct LaunchGeometry {
@@ -169,10 +169,10 @@ public:
 // The backend a grade runs on, chosen in one place: "cuda" where a GPU answers (or was asked
 // for), "sim" otherwise; and how to open it.
 struct DeviceChoice {
-    std::string backend;        // "cuda" or "sim"
-    std::string arch;           // what to compile for: the GPU's, or the exercise's default
-    std::string no_gpu_reason;  // "cuda" asked for and no GPU answered: why (open is then empty)
-    bool shared_poison = false; // the device wants the shared-memory poison kernel compiled
+    std::string backend;         // "cuda" or "sim"
+    std::string arch;            // what to compile for: the GPU's, or the exercise's default
+    std::string no_gpu_reason;   // "cuda" asked for and no GPU answered: why (open is then empty)
+    bool shared_poison = false;  // the device wants the shared-memory poison kernel compiled
     // Opens the device (a GPU's context takes a while: called beside the compile).
     std::function<std::unique_ptr<Device>()> open;
 };

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,7 +14,6 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
-#include <sys/stat.h>
 #include <utility>
 
 namespace grader {

@@ -36,12 +36,12 @@ std::string uninitialized_read_note(int stride, const sim::UninitializedSharedRe
     // by its index in the variable's words (tile[32][33] has no tile[33]).
     const bool flat = read.thread.thread.y == 0 && read.thread.thread.z == 0 &&
                       read.thread.block.y == 0 && read.thread.block.z == 0;
-    std::string note = (stride > 0 ? "stride " + std::to_string(stride) + ": " : std::string()) +
-                       "thread " +
-                       (flat ? std::to_string(read.thread.thread.x) : sim::dim_text(read.thread.thread)) +
-                       " of block " +
-                       (flat ? std::to_string(read.thread.block.x) : sim::dim_text(read.thread.block)) +
-                       " read shared word " + std::to_string(read.word);
+    std::string note =
+        (stride > 0 ? "stride " + std::to_string(stride) + ": " : std::string()) + "thread " +
+        (flat ? std::to_string(read.thread.thread.x) : sim::dim_text(read.thread.thread)) +
+        " of block " +
+        (flat ? std::to_string(read.thread.block.x) : sim::dim_text(read.thread.block)) +
+        " read shared word " + std::to_string(read.word);
     if (!read.variable.empty()) {
         note += " (word " + std::to_string(read.word_in_variable) + " of " +
                 sim::shared_variable_name(read.variable) + ")";
@@ -84,9 +84,12 @@ SharedAccessCounts shared_counts(const sim::LaunchCounts& counts) {
 
 DeviceLaunch::End end_of(const sim::LaunchResult& result) {
     switch (result.status) {
-        case sim::LaunchStatus::completed: return DeviceLaunch::End::completed;
-        case sim::LaunchStatus::budget_exceeded: return DeviceLaunch::End::timeout;
-        case sim::LaunchStatus::unsupported: return DeviceLaunch::End::unsupported;
+        case sim::LaunchStatus::completed:
+            return DeviceLaunch::End::completed;
+        case sim::LaunchStatus::budget_exceeded:
+            return DeviceLaunch::End::timeout;
+        case sim::LaunchStatus::unsupported:
+            return DeviceLaunch::End::unsupported;
         case sim::LaunchStatus::fault:
             return result.fault && result.fault->kind == "launch" ? DeviceLaunch::End::refused
                                                                   : DeviceLaunch::End::fault;
@@ -103,8 +106,8 @@ std::string stop_message(const sim::LaunchResult& result, std::uint64_t budget) 
         case sim::LaunchStatus::unsupported: {
             const auto& u = *result.unsupported;
             return "the simulator does not support " + u.opcode + " (" +
-                   (u.where.file.empty() ? std::string("the kernel") : u.where.file) +
-                   " line " + std::to_string(u.where.line) + ")";
+                   (u.where.file.empty() ? std::string("the kernel") : u.where.file) + " line " +
+                   std::to_string(u.where.line) + ")";
         }
         case sim::LaunchStatus::fault:
         case sim::LaunchStatus::completed:
@@ -176,8 +179,8 @@ SimDevice::SimDevice(const Exercise& exercise, std::uint64_t seed)
 
 void SimDevice::describe(Environment& environment) const {
     environment.gpu_available = false;
-    environment.device_name = "the PTX simulator (" + std::to_string(exercise_.banks) +
-                              " banks of shared memory)";
+    environment.device_name =
+        "the PTX simulator (" + std::to_string(exercise_.banks) + " banks of shared memory)";
     environment.compute_capability = compute_capability_of(exercise_.default_arch);
     environment.grid_blocks = static_cast<std::uint32_t>(geometry_.grid.count());
     environment.block_size = static_cast<std::uint32_t>(geometry_.block.count());
@@ -235,8 +238,8 @@ LaunchGeometry SimDevice::geometry(const LoadedKernel& sizing_kernel) {
     return geometry_;
 }
 
-std::vector<sim::Dim3> SimDevice::blocks_for(const InputSpec& input,
-                                             const LaunchGeometry& geometry, int stride) const {
+std::vector<sim::Dim3> SimDevice::blocks_for(const InputSpec& input, const LaunchGeometry& geometry,
+                                             int stride) const {
     const Dim3Spec& grid = geometry.grid;
     const std::uint64_t total = grid.count();
     const auto linear = [&](std::uint64_t x, std::uint64_t y, std::uint64_t z) {
@@ -303,8 +306,8 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
     DeviceLaunch launch;
     const sim::LaunchResult result =
         simulate(exercise_, loaded.module, loaded.entry, geometry, input_words, stride,
-                 blocks_for(input, geometry, stride), budget, &launch.outputs,
-                 seed_, input.poison_shared, &loaded.globals, &buffers_);
+                 blocks_for(input, geometry, stride), budget, &launch.outputs, seed_,
+                 input.poison_shared, &loaded.globals, &buffers_);
     launch.end = end_of(result);
     launch.counts = shared_counts(result.counts);
     if (launch.end != DeviceLaunch::End::completed) {
@@ -340,8 +343,9 @@ TimingSamples SimDevice::time(const std::vector<TimedCase>& launches, const Inpu
     samples.rounds = 1;
     for (const TimedCase& c : launches) {
         const auto cost = modeled_cost_.find({c.kernel->id, c.stride, input.id});
-        samples.per_round_ms.push_back(
-            cost == modeled_cost_.end() ? std::vector<double>{} : std::vector<double>{cost->second});
+        samples.per_round_ms.push_back(cost == modeled_cost_.end()
+                                           ? std::vector<double>{}
+                                           : std::vector<double>{cost->second});
         samples.launches_per_sample.push_back(1);
     }
     return samples;

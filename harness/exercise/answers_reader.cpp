@@ -176,13 +176,14 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
     const bool by_stride = answers.key_field == "stride";
     const YAML::Node rows = find_value(root, "rows");
     if (!rows.IsDefined()) {
-        reader.problem(root.Mark(), "rows", "missing rows: expected one row for each of " + keys.what);
+        reader.problem(root.Mark(), "rows",
+                       "missing rows: expected one row for each of " + keys.what);
         return;
     }
     if (!rows.IsSequence() || rows.size() == 0) {
-        reader.problem(rows.Mark(), "rows",
-                       "expected a list with one row for each of " + keys.what + ", got " +
-                           describe(rows));
+        reader.problem(
+            rows.Mark(), "rows",
+            "expected a list with one row for each of " + keys.what + ", got " + describe(rows));
         return;
     }
     const std::string example = "{ " + answers.key_field + ": ..., " + answers.predicted_field +
@@ -218,7 +219,8 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
         reader.keys(row, field, row_keys);
         std::optional<std::string> key;
         if (by_stride) {
-            if (const auto stride = reader.positive_int(row, field, "stride", "the stride of this row")) {
+            if (const auto stride =
+                    reader.positive_int(row, field, "stride", "the stride of this row")) {
                 key = std::to_string(*stride);
             }
         } else {
@@ -231,14 +233,13 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
             }
         }
         // Degree and measurement are read even when the key is bad, so every mistake is reported.
-        const std::string about =
-            key ? answers.key_field + " " + *key : std::string(by_stride ? "this stride" : "this row");
+        const std::string about = key ? answers.key_field + " " + *key
+                                      : std::string(by_stride ? "this stride" : "this row");
         SubmissionRow parsed;
         parsed.predicted_degree = reader.positive_int(
             row, field, answers.predicted_field, "the conflict degree you predict for " + about);
-        parsed.measured =
-            reader.positive_number(row, field, answers.measured_field,
-                                   answers.measured_description + " (" + about + ")");
+        parsed.measured = reader.positive_number(row, field, answers.measured_field,
+                                                 answers.measured_description + " (" + about + ")");
         if (!key) {
             continue;
         }
@@ -246,8 +247,8 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
         const auto asked = std::find(keys.expected.begin(), keys.expected.end(), *key);
         if (asked == keys.expected.end()) {
             reader.problem(key_node.Mark(), field + "." + answers.key_field,
-                           answers.key_field + " " + *key + " was not asked for; the rows are for " +
-                               keys.what);
+                           answers.key_field + " " + *key +
+                               " was not asked for; the rows are for " + keys.what);
             continue;
         }
         const auto [previous, inserted] = field_of_key.emplace(*key, field);

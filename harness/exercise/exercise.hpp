@@ -76,8 +76,8 @@ struct KernelSpec {
 
 // A header the harness provides to NVRTC; the only thing a submission may #include.
 struct ProvidedHeader {
-    std::string include_name;            // e.g. "day15_probe.h"
-    std::filesystem::path path;          // resolved, absolute
+    std::string include_name;    // e.g. "day15_probe.h"
+    std::filesystem::path path;  // resolved, absolute
 };
 
 struct Dim3Spec {
@@ -157,7 +157,8 @@ struct OrderingRule {
     Case than;
     double factor = 1.0;
     double limit = 0.0;
-    std::string description;  // read by the student, e.g. "stride 3 is closer to stride 1 than to 4"
+    std::string
+        description;  // read by the student, e.g. "stride 3 is closer to stride 1 than to 4"
     SourceLocation location;
 };
 
@@ -189,52 +190,52 @@ struct CheckSpec {
     CheckKind kind = CheckKind::answers_file;
     std::string title;
     double points = 0.0;
-    bool required = true;       // a failed required check fails the verdict
-    bool review = false;        // recorded for the instructor, not scored by the machine
+    bool required = true;  // a failed required check fails the verdict
+    bool review = false;   // recorded for the instructor, not scored by the machine
     std::string pass_message;
     std::string fail_message;
-    std::string hint;           // shown under a failure
+    std::string hint;  // shown under a failure
     // Only where the kind takes them:
-    std::string input;                  // output: the input whose runs are compared
-    std::string kernel{kStudentKernel}; // consistency and counted_degree: the kernel judged
-    std::string against;                // consistency: the kernel compared with
-    double tolerance = 0.0;             // consistency: |ratio / against's ratio - 1| at most;
-                                        // counted_degree: |counted / model - 1| at most
-    std::vector<OrderingRule> rules;    // ordering and measured; counted_degree: timing rules
-                                        // that must hold too where the machine can time
+    std::string input;                   // output: the input whose runs are compared
+    std::string kernel{kStudentKernel};  // consistency and counted_degree: the kernel judged
+    std::string against;                 // consistency: the kernel compared with
+    double tolerance = 0.0;              // consistency: |ratio / against's ratio - 1| at most;
+                                         // counted_degree: |counted / model - 1| at most
+    std::vector<OrderingRule> rules;     // ordering and measured; counted_degree: timing rules
+                                         // that must hold too where the machine can time
     // measured: each measured ratio lies within [low * degree, high * degree], widened by
     // `slack` on either side (a ratio of a conflict-free row is near 1, not near low).
     double band_low = 0.0;
     double band_high = 0.0;
     double band_slack = 0.0;
-    std::vector<Diagnosis> diagnoses;   // counted_degree
+    std::vector<Diagnosis> diagnoses;  // counted_degree
     SourceLocation location;
 };
 
 struct TimingSpec {
-    int warmup_launches = 2;         // per kernel and stride, before any sample
-    double warmup_ms = 30.0;         // busy time before the first round, to bring clocks up
-    double min_sample_ms = 0.5;      // a sample is back-to-back launches lasting at least this
+    int warmup_launches = 2;     // per kernel and stride, before any sample
+    double warmup_ms = 30.0;     // busy time before the first round, to bring clocks up
+    double min_sample_ms = 0.5;  // a sample is back-to-back launches lasting at least this
     int min_samples = 10;
     int max_samples = 100;
-    double target_spread = 0.005;    // stop once every row's robust relative spread is below
-    double max_seconds = 0.6;        // time cap for the timed rounds
+    double target_spread = 0.005;  // stop once every row's robust relative spread is below
+    double max_seconds = 0.6;      // time cap for the timed rounds
 };
 
 struct LimitsSpec {
     double compile_seconds = 30.0;
     double run_seconds = 30.0;
-    std::size_t output_bytes = 64 * 1024;        // what the worker may print that is kept
+    std::size_t output_bytes = 64 * 1024;  // what the worker may print that is kept
     std::size_t memory_bytes = std::size_t{4} << 30;
-    std::size_t source_bytes = 256 * 1024;       // a source larger than this is refused
+    std::size_t source_bytes = 256 * 1024;  // a source larger than this is refused
 };
 
 // Every ratio is a time over the time of a base: the same kernel at a stride (a sweep), or
 // another kernel (a baseline such as a plain copy).
 struct RatioSpec {
-    int to_stride = 1;       // with a sweep
-    std::string to_kernel;   // without one: a KernelSpec id
-    bool as_percent = false; // tables and answers write the ratio as a percentage
+    int to_stride = 1;        // with a sweep
+    std::string to_kernel;    // without one: a KernelSpec id
+    bool as_percent = false;  // tables and answers write the ratio as a percentage
 };
 
 // What the answers file holds: one row per stride the student names, or one row per kernel the
@@ -246,8 +247,8 @@ struct AnswerRowSpec {
 };
 
 struct AnswersSpec {
-    std::string key_field = "stride";         // "stride": the rows are strides.student
-    std::vector<AnswerRowSpec> rows;          // where the key is not a stride
+    std::string key_field = "stride";  // "stride": the rows are strides.student
+    std::vector<AnswerRowSpec> rows;   // where the key is not a stride
     std::string predicted_field = "predicted_degree";
     std::string measured_field = "measured_ratio";
     std::string measured_description = "this stride's time divided by stride 1's";
@@ -296,9 +297,9 @@ struct Exercise {
     std::vector<InputSpec> inputs;
 
     // The sweep; empty strides mean none, every kernel runs once.
-    std::vector<int> reference_strides;     // swept by the exercise's kernels
-    std::vector<int> student_strides;       // the rows a submission must have
-    std::vector<int> unnamed_stride_pool;   // strides the student did not name, drawn per grade
+    std::vector<int> reference_strides;    // swept by the exercise's kernels
+    std::vector<int> student_strides;      // the rows a submission must have
+    std::vector<int> unnamed_stride_pool;  // strides the student did not name, drawn per grade
     int unnamed_strides_per_grade = 0;
     bool has_sweep() const { return !student_strides.empty(); }
 

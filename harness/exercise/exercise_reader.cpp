@@ -1,5 +1,3 @@
-#include "exercise/exercise.hpp"
-
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "exercise/exercise.hpp"
 #include "exercise/yaml_file.hpp"
 #include "model/bank_model.hpp"
 
@@ -189,9 +188,9 @@ Enum parse_name(const ExerciseReader& reader, const YAML::Node& node, const std:
         }
         all.push_back(candidate);
     }
-    reader.fail(node.Mark(), field,
-                "unknown " + what + " " + quote(name) + "; the " + what + "s are: " +
-                    join_list(all, ", "));
+    reader.fail(
+        node.Mark(), field,
+        "unknown " + what + " " + quote(name) + "; the " + what + "s are: " + join_list(all, ", "));
 }
 
 void read_kernel(const ExerciseReader& reader, const YAML::Node& kernel, Exercise& exercise) {
@@ -276,10 +275,10 @@ void read_references(const ExerciseReader& reader, const YAML::Node& list, Exerc
         kernel.id = reader.nonempty_text(id, field + ".id");
         for (const auto& earlier : exercise.kernels) {
             if (earlier.id == kernel.id) {
-                reader.fail(id.Mark(), field + ".id",
-                            "kernel id " + quote(kernel.id) +
-                                (kernel.is_student() ? " is the student's kernel"
-                                                     : " is used twice"));
+                reader.fail(
+                    id.Mark(), field + ".id",
+                    "kernel id " + quote(kernel.id) +
+                        (kernel.is_student() ? " is the student's kernel" : " is used twice"));
             }
         }
         kernel.file = reader.existing_file(reader.required(node, field, "file"), field + ".file");
@@ -377,9 +376,9 @@ void read_launch(const ExerciseReader& reader, const YAML::Node& launch, Exercis
     const YAML::Node grid = reader.required(launch, "launch", "grid");
     if (grid.IsScalar()) {
         if (grid.Scalar() != "occupancy") {
-            reader.fail(grid.Mark(), "launch.grid",
-                        "expected 'occupancy' (fill every SM) or a list of sizes, got " +
-                            describe(grid));
+            reader.fail(
+                grid.Mark(), "launch.grid",
+                "expected 'occupancy' (fill every SM) or a list of sizes, got " + describe(grid));
         }
         exercise.launch.grid_from_occupancy = true;
     } else {
@@ -398,9 +397,9 @@ void read_launch(const ExerciseReader& reader, const YAML::Node& launch, Exercis
 
 void read_buffers(const ExerciseReader& reader, const YAML::Node& buffers, Exercise& exercise) {
     reader.expect_map(buffers, "buffers", {"input_words", "output", "bytes_per_launch"});
-    exercise.buffers.input_words = static_cast<std::uint64_t>(reader.integer(
-        reader.required(buffers, "buffers", "input_words"), "buffers.input_words", 1,
-        std::int64_t{1} << 30, "a positive number of words, at most 2^30"));
+    exercise.buffers.input_words = static_cast<std::uint64_t>(
+        reader.integer(reader.required(buffers, "buffers", "input_words"), "buffers.input_words", 1,
+                       std::int64_t{1} << 30, "a positive number of words, at most 2^30"));
     const YAML::Node output = reader.required(buffers, "buffers", "output");
     if (output.IsScalar()) {
         if (output.Scalar() != "per_thread") {
@@ -411,12 +410,10 @@ void read_buffers(const ExerciseReader& reader, const YAML::Node& buffers, Exerc
     } else {
         reader.expect_map(output, "buffers.output", {"rows", "columns"});
         exercise.buffers.output.kind = OutputLayout::Kind::matrix;
-        exercise.buffers.output.rows = static_cast<std::uint64_t>(
-            reader.positive_int(reader.required(output, "buffers.output", "rows"),
-                                "buffers.output.rows"));
-        exercise.buffers.output.columns = static_cast<std::uint64_t>(
-            reader.positive_int(reader.required(output, "buffers.output", "columns"),
-                                "buffers.output.columns"));
+        exercise.buffers.output.rows = static_cast<std::uint64_t>(reader.positive_int(
+            reader.required(output, "buffers.output", "rows"), "buffers.output.rows"));
+        exercise.buffers.output.columns = static_cast<std::uint64_t>(reader.positive_int(
+            reader.required(output, "buffers.output", "columns"), "buffers.output.columns"));
         if (exercise.buffers.output.rows * exercise.buffers.output.columns >
             (std::uint64_t{1} << 30)) {
             reader.fail(output.Mark(), "buffers.output", "more than 2^30 output words");
@@ -448,7 +445,8 @@ void read_inputs(const ExerciseReader& reader, const YAML::Node& list, Exercise&
         input.id = reader.nonempty_text(id, field + ".id");
         for (const auto& earlier : exercise.inputs) {
             if (earlier.id == input.id) {
-                reader.fail(id.Mark(), field + ".id", "input id " + quote(input.id) + " is used twice");
+                reader.fail(id.Mark(), field + ".id",
+                            "input id " + quote(input.id) + " is used twice");
             }
         }
         input.fill = parse_name(reader, reader.required(node, field, "fill"), field + ".fill",
@@ -485,8 +483,8 @@ void read_strides(const ExerciseReader& reader, const YAML::Node& strides, Exerc
     if (const YAML::Node pool = find_value(strides, "unnamed_pool"); pool.IsDefined()) {
         exercise.unnamed_stride_pool = reader.strides(pool, "strides.unnamed_pool", true);
     }
-    exercise.unnamed_strides_per_grade = static_cast<int>(std::min<std::size_t>(
-        2, exercise.unnamed_stride_pool.size()));
+    exercise.unnamed_strides_per_grade =
+        static_cast<int>(std::min<std::size_t>(2, exercise.unnamed_stride_pool.size()));
     if (const YAML::Node count = find_value(strides, "unnamed_per_grade"); count.IsDefined()) {
         exercise.unnamed_strides_per_grade =
             reader.non_negative_int(count, "strides.unnamed_per_grade");
@@ -519,13 +517,14 @@ void read_ratios(const ExerciseReader& reader, const YAML::Node& ratios, Exercis
         }
     } else {
         if (!kernel.IsDefined() || stride.IsDefined()) {
-            reader.fail(ratios.Mark(), "ratios",
-                        "an exercise without strides takes ratios to a kernel: { to_kernel: copy }");
+            reader.fail(
+                ratios.Mark(), "ratios",
+                "an exercise without strides takes ratios to a kernel: { to_kernel: copy }");
         }
         exercise.ratios.to_stride = 0;
         exercise.ratios.to_kernel = reader.nonempty_text(kernel, "ratios.to_kernel");
-        const bool known = std::any_of(
-            exercise.kernels.begin(), exercise.kernels.end(), [&](const KernelSpec& k) {
+        const bool known =
+            std::any_of(exercise.kernels.begin(), exercise.kernels.end(), [&](const KernelSpec& k) {
                 return !k.is_student() && k.id == exercise.ratios.to_kernel;
             });
         if (!known) {
@@ -557,8 +556,8 @@ public:
         if (!exercise_.has_sweep()) {
             return {};
         }
-        const std::vector<int>& strides = c.kernel == kStudentKernel ? student_timed()
-                                                                     : exercise_.reference_strides;
+        const std::vector<int>& strides =
+            c.kernel == kStudentKernel ? student_timed() : exercise_.reference_strides;
         if (std::find(strides.begin(), strides.end(), c.stride) == strides.end()) {
             return "stride " + std::to_string(c.stride) + " is not in " +
                    (c.kernel == kStudentKernel ? "strides.reference or strides.student"
@@ -671,13 +670,14 @@ std::vector<OrderingRule> read_rules(const ExerciseReader& reader, const YAML::N
         }
         const YAML::Node stride = find_value(node, "stride");
         if (sweep) {
-            rule.subject.stride =
-                reader.positive_int(reader.required(node, rule_field, "stride"), rule_field + ".stride");
+            rule.subject.stride = reader.positive_int(reader.required(node, rule_field, "stride"),
+                                                      rule_field + ".stride");
         } else if (stride.IsDefined()) {
             reader.fail(stride.Mark(), rule_field + ".stride",
                         "this exercise has no strides; a rule names kernels");
         }
-        const auto check_timed = [&](const Case& c, const YAML::Node& where, const std::string& key) {
+        const auto check_timed = [&](const Case& c, const YAML::Node& where,
+                                     const std::string& key) {
             const std::string why = timed.why_not_timed(c);
             if (!why.empty()) {
                 reader.fail(where.Mark(), rule_field + "." + key, why);
@@ -717,9 +717,8 @@ void read_calibration(const ExerciseReader& reader, const YAML::Node& calibratio
         exercise.calibration_decides = reader.boolean(decides, "calibration.decides");
     }
     const KernelSpec* oracle = exercise.oracle();
-    exercise.calibration =
-        read_rules(reader, reader.required(calibration, "calibration", "rules"),
-                   "calibration.rules", exercise, oracle->id, true);
+    exercise.calibration = read_rules(reader, reader.required(calibration, "calibration", "rules"),
+                                      "calibration.rules", exercise, oracle->id, true);
     for (std::size_t i = 0; i < exercise.calibration.size(); ++i) {
         const OrderingRule& rule = exercise.calibration[i];
         for (const Case* c : {&rule.subject, &rule.near, &rule.far, &rule.than}) {
@@ -823,10 +822,10 @@ void read_answers(const ExerciseReader& reader, const YAML::Node& answers, Exerc
             exercise.answers.rows.push_back(row);
         }
     }
-    exercise.answers.predicted_field = reader.nonempty_text(
-        reader.required(answers, "answers", "predicted"), "answers.predicted");
-    exercise.answers.measured_field = reader.nonempty_text(
-        reader.required(answers, "answers", "measured"), "answers.measured");
+    exercise.answers.predicted_field =
+        reader.nonempty_text(reader.required(answers, "answers", "predicted"), "answers.predicted");
+    exercise.answers.measured_field =
+        reader.nonempty_text(reader.required(answers, "answers", "measured"), "answers.measured");
     if (const YAML::Node node = find_value(answers, "measured_description"); node.IsDefined()) {
         exercise.answers.measured_description =
             reader.nonempty_text(node, "answers.measured_description");
@@ -836,7 +835,8 @@ void read_answers(const ExerciseReader& reader, const YAML::Node& answers, Exerc
 std::vector<Diagnosis> read_diagnoses(const ExerciseReader& reader, const YAML::Node& list,
                                       const std::string& field) {
     if (!list.IsSequence()) {
-        reader.fail(list.Mark(), field, "expected a list of { when, message }, got " + describe(list));
+        reader.fail(list.Mark(), field,
+                    "expected a list of { when, message }, got " + describe(list));
     }
     std::vector<Diagnosis> diagnoses;
     for (std::size_t i = 0; i < list.size(); ++i) {
@@ -868,11 +868,16 @@ std::vector<Diagnosis> read_diagnoses(const ExerciseReader& reader, const YAML::
 // The keys each kind of check takes beyond the common ones.
 std::vector<std::string> check_parameter_keys(CheckKind kind) {
     switch (kind) {
-        case CheckKind::output: return {"input"};
-        case CheckKind::ordering: return {"kernel", "rules"};
-        case CheckKind::consistency: return {"kernel", "against", "tolerance"};
-        case CheckKind::measured: return {"band", "rules"};
-        case CheckKind::counted_degree: return {"kernel", "rules", "diagnoses", "tolerance"};
+        case CheckKind::output:
+            return {"input"};
+        case CheckKind::ordering:
+            return {"kernel", "rules"};
+        case CheckKind::consistency:
+            return {"kernel", "against", "tolerance"};
+        case CheckKind::measured:
+            return {"band", "rules"};
+        case CheckKind::counted_degree:
+            return {"kernel", "rules", "diagnoses", "tolerance"};
         case CheckKind::answers_file:
         case CheckKind::compile_abi:
         case CheckKind::predicted:
@@ -888,7 +893,8 @@ void read_check_parameters(const ExerciseReader& reader, const YAML::Node& node,
     if (const YAML::Node kernel = find_value(node, "kernel"); kernel.IsDefined()) {
         spec.kernel = reader.nonempty_text(kernel, field + ".kernel");
         if (!timed.has_kernel(spec.kernel)) {
-            reader.fail(kernel.Mark(), field + ".kernel", "there is no kernel " + quote(spec.kernel));
+            reader.fail(kernel.Mark(), field + ".kernel",
+                        "there is no kernel " + quote(spec.kernel));
         }
     }
     switch (spec.kind) {
@@ -905,8 +911,8 @@ void read_check_parameters(const ExerciseReader& reader, const YAML::Node& node,
             break;
         }
         case CheckKind::ordering:
-            spec.rules = read_rules(reader, reader.required(node, field, "rules"),
-                                    field + ".rules", exercise, spec.kernel, false);
+            spec.rules = read_rules(reader, reader.required(node, field, "rules"), field + ".rules",
+                                    exercise, spec.kernel, false);
             break;
         case CheckKind::consistency: {
             const YAML::Node against = reader.required(node, field, "against");
@@ -989,7 +995,7 @@ void read_checks(const ExerciseReader& reader, const YAML::Node& checks, Exercis
         spec.location = reader.location(node);
         spec.kind = parse_name(reader, reader.required(node, field, "kind"), field + ".kind",
                                check_kind_names(), "check kind");
-        std::vector<std::string> known = {"kind", "title", "points", "required",
+        std::vector<std::string> known = {"kind",   "title", "points", "required",
                                           "review", "pass",  "fail",   "hint"};
         const auto parameters = check_parameter_keys(spec.kind);
         known.insert(known.end(), parameters.begin(), parameters.end());
@@ -1035,7 +1041,6 @@ std::string exercise_error_text(const SourceLocation& location, const std::strin
 }
 
 }  // namespace
-
 
 // -------------------------------------------------------------------------------------------------
 
@@ -1163,12 +1168,18 @@ Exercise load_exercise(const fs::path& directory) {
     exercise.directory = fs::absolute(directory).lexically_normal();
     exercise.file = fs::absolute(file).lexically_normal();
     const ExerciseReader reader(shown_path, exercise.directory);
-    reader.expect_map(root, "",
-                      {"schema_version", "id", "title", "banks", "submission", "kernel",
-                       "references", "shared_poison", "compile", "launch", "buffers", "inputs",
-                       "strides", "ratios", "calibration", "simulator", "timing", "limits",
-                       "answers", "sentence_prompt", "checks", "starter_example", "platforms",
-                       "scoring"});
+    reader.expect_map(root, "", {"schema_version", "id",
+                                 "title",          "banks",
+                                 "submission",     "kernel",
+                                 "references",     "shared_poison",
+                                 "compile",        "launch",
+                                 "buffers",        "inputs",
+                                 "strides",        "ratios",
+                                 "calibration",    "simulator",
+                                 "timing",         "limits",
+                                 "answers",        "sentence_prompt",
+                                 "checks",         "starter_example",
+                                 "platforms",      "scoring"});
 
     const YAML::Node version = reader.required(root, "", "schema_version");
     exercise.schema_version = reader.positive_int(version, "schema_version");

@@ -385,8 +385,7 @@ ParsedFile parse_yaml_file(const fs::path& path, const std::string& shown_path,
         parsed.failure = "cannot read the " + what_it_is + ": " + why;
         return parsed;
     }
-    if (const std::size_t bad = text::first_invalid_utf8(*content);
-        bad != std::string_view::npos) {
+    if (const std::size_t bad = text::first_invalid_utf8(*content); bad != std::string_view::npos) {
         const TextPosition position = position_of(*content, bad);
         parsed.failure_location = SourceLocation{shown_path, position.line, position.column};
         parsed.failure = "the " + what_it_is + " is not UTF-8 text (first bad byte here)";
@@ -435,6 +434,5 @@ ParsedFile parse_yaml_file(const fs::path& path, const std::string& shown_path,
     parsed.root = document;
     return parsed;
 }
-
 
 }  // namespace grader::yaml_file

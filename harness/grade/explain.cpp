@@ -83,8 +83,7 @@ void explain_kernel(const Exercise& exercise, const WorkerOptions& options, Prog
     explanation.grid_blocks = geometry.grid.count();
     explanation.block_threads = geometry.block.count();
     const InputSpec& input = exercise.inputs.front();
-    const std::vector<float> words =
-        make_input(input, exercise.buffers.input_words, options.seed);
+    const std::vector<float> words = make_input(input, exercise.buffers.input_words, options.seed);
     std::vector<int> strides = options.explain_strides;
     if (!exercise.has_sweep() || strides.empty()) {
         strides = exercise.has_sweep() ? exercise.student_strides : std::vector<int>{0};
@@ -106,8 +105,7 @@ void explain_kernel(const Exercise& exercise, const WorkerOptions& options, Prog
                                     static_cast<double>(result.counts.shared_load_requests);
         }
         if (result.status != sim::LaunchStatus::completed) {
-            explained.stopped =
-                std::string(sim::to_string(result.status)) + ": " + result.message;
+            explained.stopped = std::string(sim::to_string(result.status)) + ": " + result.message;
         }
         if (result.uninitialized_shared_read) {
             const auto& read = *result.uninitialized_shared_read;

@@ -1,16 +1,16 @@
 #include "grade/grade.hpp"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <stdexcept>
 #include <system_error>
-#include <unistd.h>
-
-#include <chrono>
-#include <nlohmann/json.hpp>
 
 #include "checks/checks.hpp"
 #include "common/text.hpp"
@@ -46,7 +46,8 @@ private:
 
 std::string signal_name(int signal) {
     const char* description = ::strsignal(signal);
-    return "signal " + std::to_string(signal) + (description ? std::string(" (") + description + ")" : "");
+    return "signal " + std::to_string(signal) +
+           (description ? std::string(" (") + description + ")" : "");
 }
 
 // What the worker's end means for the grade, given the stage it was in: blame() decides whose
@@ -66,9 +67,9 @@ std::optional<Interruption> interruption_from(const ChildResult& child,
                          "the grader's worker stopped with exit code " +
                              std::to_string(child.exit_code) + " " + where);
         case ChildResult::End::signaled:
-            return blame(where_stage, Ending::worker_crashed,
-                         "the grader's worker was ended by " + signal_name(child.signal) + " " +
-                             where);
+            return blame(
+                where_stage, Ending::worker_crashed,
+                "the grader's worker was ended by " + signal_name(child.signal) + " " + where);
         case ChildResult::End::timed_out:
             return blame(where_stage, Ending::time_limit,
                          std::string(where_stage.kind == Stage::Kind::compile ? "the compile"
@@ -102,16 +103,21 @@ std::filesystem::path current_executable() {
 
 WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& options,
                                 std::uint64_t seed, const std::vector<std::string>& extra) {
-    const double run_limit =
-        options.run_seconds_override > 0 ? options.run_seconds_override : exercise.limits.run_seconds;
+    const double run_limit = options.run_seconds_override > 0 ? options.run_seconds_override
+                                                              : exercise.limits.run_seconds;
     std::vector<std::string> argv = {
         options.worker_executable.string(),
         "__worker",
-        "--exercise", exercise.directory.string(),
-        "--device", std::to_string(options.device),
-        "--seed", std::to_string(seed),
-        "--backend", options.backend,
-        "--run-timeout", format_number(run_limit, 3),
+        "--exercise",
+        exercise.directory.string(),
+        "--device",
+        std::to_string(options.device),
+        "--seed",
+        std::to_string(seed),
+        "--backend",
+        options.backend,
+        "--run-timeout",
+        format_number(run_limit, 3),
     };
     if (!options.submission_dir.empty()) {
         argv.insert(argv.end(),
@@ -186,10 +192,10 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
     } catch (const std::system_error& error) {
         // The machine's to fix (a read-only root without a writable /tmp, a TMPDIR that is not a
         // folder): an ungradable grade that says what to do, not an internal error.
-        seen.measurements.interruption = blame(
-            Stage{}, Ending::harness_error,
-            std::string("the grader cannot make its work folder: ") + error.what() +
-                ". Give it a writable temporary folder (TMPDIR; in Docker, --tmpfs /tmp)");
+        seen.measurements.interruption =
+            blame(Stage{}, Ending::harness_error,
+                  std::string("the grader cannot make its work folder: ") + error.what() +
+                      ". Give it a writable temporary folder (TMPDIR; in Docker, --tmpfs /tmp)");
         return result;
     }
     const ChildResult child = run_child(argv, limits, on_message, scratch->path().string());
@@ -207,7 +213,8 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
     m.worker_output = child.output;
     m.worker_output_truncated = child.output_truncated;
     if (child.output_truncated) {
-        m.worker_output += "\n[... " + std::to_string(child.output_total_bytes - child.output.size()) +
+        m.worker_output += "\n[... " +
+                           std::to_string(child.output_total_bytes - child.output.size()) +
                            " more bytes not kept]";
     }
     return result;
@@ -216,10 +223,10 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
 Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
     const auto began = std::chrono::steady_clock::now();
     const std::uint64_t seed = options.seed ? *options.seed : std::random_device{}();
-    WorkerResult worker = run_worker_process(
-        exercise, options, seed,
-        options.submission_dir.empty() ? std::vector<std::string>{"--reference-only"}
-                                       : std::vector<std::string>{});
+    WorkerResult worker = run_worker_process(exercise, options, seed,
+                                             options.submission_dir.empty()
+                                                 ? std::vector<std::string>{"--reference-only"}
+                                                 : std::vector<std::string>{});
     Measurements& m = worker.observations.measurements;
     m.stage_seconds = worker.stage_seconds;
     m.seed = seed;
@@ -227,8 +234,9 @@ Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
         m.environment.backend = options.backend;
     }
     if (!m.interruption && m.wall_seconds == 0.0) {
-        m.interruption = blame(worker.observations.current_stage.value_or(Stage{}),
-                               Ending::worker_crashed, "the grader's worker ended without reporting");
+        m.interruption =
+            blame(worker.observations.current_stage.value_or(Stage{}), Ending::worker_crashed,
+                  "the grader's worker ended without reporting");
     }
 
     Submission answers;

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <vector>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "exercise/exercise.hpp"
 #include "grade/protocol.hpp"
@@ -19,11 +19,11 @@ namespace grader {
 
 struct GradeOptions {
     std::filesystem::path submission_dir;
-    std::string submission_label;          // how the report names it (the path as given)
+    std::string submission_label;  // how the report names it (the path as given)
     int device = 0;
-    std::optional<std::uint64_t> seed;     // drawn at random when absent, and reported
-    std::string backend = "auto";          // "auto", "cuda" or "sim"
-    double run_seconds_override = 0.0;     // > 0 replaces the exercise's run limit
+    std::optional<std::uint64_t> seed;        // drawn at random when absent, and reported
+    std::string backend = "auto";             // "auto", "cuda" or "sim"
+    double run_seconds_override = 0.0;        // > 0 replaces the exercise's run limit
     std::filesystem::path worker_executable;  // the grader itself, started as "grader __worker"
     std::function<void(const std::string& stage)> on_stage;  // progress, for --verbose
 };

@@ -21,19 +21,20 @@ void from_json(const nlohmann::json& j, SourceLocation& v) {
 void to_json(nlohmann::json& j, const Submission& v) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& row : v.rows) {
-        rows.push_back({{"kernel", row.subject.kernel},
-                        {"stride", row.subject.stride},
-                        {"key", row.key},
-                        {"predicted_degree", row.predicted_degree ? nlohmann::json(*row.predicted_degree)
-                                                                  : nlohmann::json(nullptr)},
-                        {"measured", row.measured ? nlohmann::json(*row.measured)
-                                                  : nlohmann::json(nullptr)},
-                        {"location", row.location}});
+        rows.push_back(
+            {{"kernel", row.subject.kernel},
+             {"stride", row.subject.stride},
+             {"key", row.key},
+             {"predicted_degree", row.predicted_degree ? nlohmann::json(*row.predicted_degree)
+                                                       : nlohmann::json(nullptr)},
+             {"measured", row.measured ? nlohmann::json(*row.measured) : nlohmann::json(nullptr)},
+             {"location", row.location}});
     }
     nlohmann::json problems = nlohmann::json::array();
     for (const auto& problem : v.problems) {
-        problems.push_back(
-            {{"location", problem.location}, {"field", problem.field}, {"message", problem.message}});
+        problems.push_back({{"location", problem.location},
+                            {"field", problem.field},
+                            {"message", problem.message}});
     }
     j = nlohmann::json{{"directory", v.directory.string()},
                        {"student_id", v.student_id},
@@ -81,14 +82,22 @@ namespace {
 
 const char* kind_name(Stage::Kind kind) {
     switch (kind) {
-        case Stage::Kind::answers: return "answers";
-        case Stage::Kind::compile: return "compile";
-        case Stage::Kind::wait_for_device: return "wait_for_device";
-        case Stage::Kind::load: return "load";
-        case Stage::Kind::run: return "run";
-        case Stage::Kind::time: return "time";
-        case Stage::Kind::count: return "count";
-        case Stage::Kind::explain: return "explain";
+        case Stage::Kind::answers:
+            return "answers";
+        case Stage::Kind::compile:
+            return "compile";
+        case Stage::Kind::wait_for_device:
+            return "wait_for_device";
+        case Stage::Kind::load:
+            return "load";
+        case Stage::Kind::run:
+            return "run";
+        case Stage::Kind::time:
+            return "time";
+        case Stage::Kind::count:
+            return "count";
+        case Stage::Kind::explain:
+            return "explain";
     }
     return "answers";
 }
@@ -183,8 +192,12 @@ void Observations::stage(const Stage& stage, double limit_seconds) {
     current_stage = stage;
     current_limit_seconds = limit_seconds;
 }
-void Observations::submission(const Submission& value) { answers = value; }
-void Observations::environment(const Environment& value) { measurements.environment = value; }
+void Observations::submission(const Submission& value) {
+    answers = value;
+}
+void Observations::environment(const Environment& value) {
+    measurements.environment = value;
+}
 void Observations::compiled(const std::string& kernel, const CompileOutcome& value) {
     if (kernel == kStudentKernel) {
         measurements.student = value;
@@ -210,7 +223,9 @@ void Observations::measured(const GradeFigures& value) {
 void Observations::interruption(const Interruption& value) {
     measurements.interruption = value;
 }
-void Observations::explanation(const Explanation& value) { lane_tables = value; }
+void Observations::explanation(const Explanation& value) {
+    lane_tables = value;
+}
 
 double dispatch_message(const std::string& line, ProgressSink& sink) {
     const auto message = nlohmann::json::parse(line, nullptr, false);

@@ -45,10 +45,9 @@ KernelSources load_kernel_sources(const Exercise& exercise,
         }
     }
     if (!exercise.shared_poison_source.empty()) {
-        sources.shared_poison =
-            request_for(read_harness_file(exercise.shared_poison_source),
-                        exercise.shared_poison_source.filename().string(), "poisonSharedMemory",
-                        false);
+        sources.shared_poison = request_for(read_harness_file(exercise.shared_poison_source),
+                                            exercise.shared_poison_source.filename().string(),
+                                            "poisonSharedMemory", false);
     }
     if (submission_dir.empty()) {
         return sources;
@@ -63,9 +62,9 @@ KernelSources load_kernel_sources(const Exercise& exercise,
                                 : "could not be used: " + why);
         return sources;
     }
-    sources.requests.emplace(std::string(kStudentKernel),
-                             request_for(*student_source, exercise.submission_source,
-                                         exercise.kernel_name, true));
+    sources.requests.emplace(
+        std::string(kStudentKernel),
+        request_for(*student_source, exercise.submission_source, exercise.kernel_name, true));
     return sources;
 }
 

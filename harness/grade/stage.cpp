@@ -26,16 +26,23 @@ bool Stage::runs_student_code() const {
 
 std::string to_string(const Stage& stage) {
     switch (stage.kind) {
-        case Stage::Kind::answers: return "answers";
-        case Stage::Kind::compile: return "compile";
-        case Stage::Kind::wait_for_device: return "wait for device";
-        case Stage::Kind::load: return "load";
+        case Stage::Kind::answers:
+            return "answers";
+        case Stage::Kind::compile:
+            return "compile";
+        case Stage::Kind::wait_for_device:
+            return "wait for device";
+        case Stage::Kind::load:
+            return "load";
         case Stage::Kind::run:
             return "run " + stage.kernel +
                    (stage.stride > 0 ? " stride " + std::to_string(stage.stride) : std::string());
-        case Stage::Kind::time: return "time";
-        case Stage::Kind::count: return "count";
-        case Stage::Kind::explain: return "explain";
+        case Stage::Kind::time:
+            return "time";
+        case Stage::Kind::count:
+            return "count";
+        case Stage::Kind::explain:
+            return "explain";
     }
     return "unknown";
 }
@@ -79,9 +86,10 @@ Interruption blame(const Stage& stage, Ending ending, std::string message) {
             interruption.kind = StopKind::unsupported;
             interruption.students_fault = students_code;
             interruption.message +=
-                students_code ? "; the simulator grades here (no GPU): write the kernel without it, "
-                                "or ask for a grade on a GPU, which runs it"
-                              : "; grade on a GPU";
+                students_code
+                    ? "; the simulator grades here (no GPU): write the kernel without it, "
+                      "or ask for a grade on a GPU, which runs it"
+                    : "; grade on a GPU";
             break;
         case Ending::harness_error:
             interruption.kind = StopKind::crash;

@@ -40,15 +40,15 @@ std::string to_string(const Stage& stage);
 
 // How a stage ended early, as its cause: what the device reported, or how the worker died.
 enum class Ending {
-    kernel_fault,       // a kernel faulted
-    launch_refused,     // a launch asked for more than the device gives
-    unsupported,        // the simulator cannot run an instruction
-    time_limit,         // the stage's time limit, or the simulator's instruction budget
-    memory_limit,       // the worker went over its memory limit
-    worker_crashed,     // the worker died of a signal, or exited without a report
-    message_limit,      // the worker sent more than its message limit
-    harness_error,      // the harness's own failure (a driver call outside any kernel)
-    no_gpu,             // a GPU was asked for and none answered
+    kernel_fault,    // a kernel faulted
+    launch_refused,  // a launch asked for more than the device gives
+    unsupported,     // the simulator cannot run an instruction
+    time_limit,      // the stage's time limit, or the simulator's instruction budget
+    memory_limit,    // the worker went over its memory limit
+    worker_crashed,  // the worker died of a signal, or exited without a report
+    message_limit,   // the worker sent more than its message limit
+    harness_error,   // the harness's own failure (a driver call outside any kernel)
+    no_gpu,          // a GPU was asked for and none answered
 };
 
 // The one table that decides whose fault a stop is: the student's wherever their code ran and

@@ -51,11 +51,16 @@ std::vector<std::string> bounded_lines(const std::vector<std::string>& lines) {
 
 Ending ending_of(DeviceLaunch::End end) {
     switch (end) {
-        case DeviceLaunch::End::fault: return Ending::kernel_fault;
-        case DeviceLaunch::End::timeout: return Ending::time_limit;
-        case DeviceLaunch::End::refused: return Ending::launch_refused;
-        case DeviceLaunch::End::unsupported: return Ending::unsupported;
-        case DeviceLaunch::End::completed: break;
+        case DeviceLaunch::End::fault:
+            return Ending::kernel_fault;
+        case DeviceLaunch::End::timeout:
+            return Ending::time_limit;
+        case DeviceLaunch::End::refused:
+            return Ending::launch_refused;
+        case DeviceLaunch::End::unsupported:
+            return Ending::unsupported;
+        case DeviceLaunch::End::completed:
+            break;
     }
     return Ending::harness_error;
 }
@@ -180,9 +185,8 @@ private:
         }
         const auto student = sources.requests.find(std::string(kStudentKernel));
         UntrustedCompileOptions compile_options;
-        compile_options.grader_executable = hooks_.grader_executable.empty()
-                                                ? current_executable()
-                                                : hooks_.grader_executable;
+        compile_options.grader_executable =
+            hooks_.grader_executable.empty() ? current_executable() : hooks_.grader_executable;
         compile_options.seconds = exercise_.limits.compile_seconds;
         compile_options.memory_bytes = exercise_.limits.memory_bytes;
         // The exercise's own kernels compile here, each on a thread of its own, while the
@@ -261,7 +265,8 @@ private:
             stop(Stage{Stage::Kind::compile}, Ending::no_gpu,
                  "no GPU: " + choice_.no_gpu_reason +
                      ". A GPU is needed for timing; the answers file, the include vetting, the "
-                     "compile for " + arch + " and the signature check ran without one.");
+                     "compile for " +
+                     arch + " and the signature check ran without one.");
             return false;
         }
         // A kernel of the exercise's own that does not compile: the checks report the machine.
@@ -357,14 +362,13 @@ private:
                 run.stride = stride;
                 for (std::size_t i = 0; i < exercise_.inputs.size(); ++i) {
                     const InputSpec& input = exercise_.inputs[i];
-                    DeviceLaunch launch =
-                        device().run(kernel, input, inputs[i], stride, geometry_);
+                    DeviceLaunch launch = device().run(kernel, input, inputs[i], stride, geometry_);
                     if (launch.end != DeviceLaunch::End::completed) {
                         sink_.run(run);
                         stop(stage, ending_of(launch.end),
                              who(exercise_, spec->id) + " failed" +
-                                 (stride > 0 ? " at stride " + std::to_string(stride) : "") +
-                                 ": " + text::shorten(launch.message, kMaxLaunchLineBytes));
+                                 (stride > 0 ? " at stride " + std::to_string(stride) : "") + ": " +
+                                 text::shorten(launch.message, kMaxLaunchLineBytes));
                         return false;
                     }
                     if (i == 0 && launch.counts) {
@@ -382,9 +386,9 @@ private:
                     if (spec->id == oracle) {
                         oracle_outputs_[{input.id, stride}] = std::move(launch.outputs);
                     } else if (spec->is_student()) {
-                        run.outputs.push_back(compare_outputs(
-                            input.id, launch.outputs, oracle_outputs_[{input.id, stride}],
-                            placement));
+                        run.outputs.push_back(compare_outputs(input.id, launch.outputs,
+                                                              oracle_outputs_[{input.id, stride}],
+                                                              placement));
                     }
                 }
                 runs_.push_back(run);

@@ -20,9 +20,8 @@ struct PendingSample {
 
 }  // namespace
 
-InterleavedTiming time_interleaved(const std::vector<TimedLaunch>& launches,
-                                   const TimingSpec& spec, std::uint64_t seed,
-                                   const cuda::Stream& stream) {
+InterleavedTiming time_interleaved(const std::vector<TimedLaunch>& launches, const TimingSpec& spec,
+                                   std::uint64_t seed, const cuda::Stream& stream) {
     const auto began = std::chrono::steady_clock::now();
     InterleavedTiming result;
     result.rows.resize(launches.size());
@@ -54,9 +53,8 @@ InterleavedTiming time_interleaved(const std::vector<TimedLaunch>& launches,
         launches[row].enqueue(stream.get());
         stop.record(stream);
         stream.synchronize();
-        result.rows[row].launches_per_sample =
-            launches_per_sample(static_cast<double>(cuda::elapsed_ms(start, stop)),
-                                spec.min_sample_ms);
+        result.rows[row].launches_per_sample = launches_per_sample(
+            static_cast<double>(cuda::elapsed_ms(start, stop)), spec.min_sample_ms);
     }
 
     std::mt19937_64 shuffle_rng(seed ^ 0x5eedc0ffeeULL);

@@ -14,8 +14,8 @@
 namespace grader {
 
 struct TimedLaunch {
-    std::string label;                         // "student stride 8", for messages
-    std::function<void(CUstream)> enqueue;     // enqueues exactly one launch
+    std::string label;                      // "student stride 8", for messages
+    std::function<void(CUstream)> enqueue;  // enqueues exactly one launch
 };
 
 struct RowSamples {
@@ -33,8 +33,7 @@ struct InterleavedTiming {
 // Warms each row up, sizes its samples so launch overhead is noise, then samples every row once
 // per round in a freshly shuffled order (so drift such as clocks ramping hits every row alike)
 // until should_stop() says so. A kernel fault surfaces as cuda::DriverError.
-InterleavedTiming time_interleaved(const std::vector<TimedLaunch>& launches,
-                                   const TimingSpec& spec, std::uint64_t seed,
-                                   const cuda::Stream& stream);
+InterleavedTiming time_interleaved(const std::vector<TimedLaunch>& launches, const TimingSpec& spec,
+                                   std::uint64_t seed, const cuda::Stream& stream);
 
 }  // namespace grader

@@ -86,10 +86,14 @@ StopReason should_stop(const std::vector<std::vector<double>>& samples_per_row,
 
 const char* to_string(StopReason reason) {
     switch (reason) {
-        case StopReason::keep_going: return "keep going";
-        case StopReason::converged: return "converged";
-        case StopReason::max_samples: return "max samples";
-        case StopReason::time_cap: return "time cap";
+        case StopReason::keep_going:
+            return "keep going";
+        case StopReason::converged:
+            return "converged";
+        case StopReason::max_samples:
+            return "max samples";
+        case StopReason::time_cap:
+            return "time cap";
     }
     return "?";
 }

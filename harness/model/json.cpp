@@ -1,7 +1,6 @@
 #include "model/json.hpp"
 
 #include <algorithm>
-
 #include <cmath>
 #include <stdexcept>
 
@@ -11,7 +10,9 @@ namespace {
 using nlohmann::json;
 
 // JSON has no NaN: a value that is not finite is written as null and read back as NaN.
-json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+json number(double value) {
+    return std::isfinite(value) ? json(value) : json(nullptr);
+}
 double number_from(const json& j) {
     return j.is_null() ? std::nan("") : j.get<double>();
 }
@@ -63,26 +64,35 @@ void read_optional(const json& j, const char* key, std::optional<T>& out) {
 
 const char* to_string(Verdict verdict) {
     switch (verdict) {
-        case Verdict::pass: return "pass";
-        case Verdict::fail: return "fail";
-        case Verdict::ungradable: return "ungradable";
+        case Verdict::pass:
+            return "pass";
+        case Verdict::fail:
+            return "fail";
+        case Verdict::ungradable:
+            return "ungradable";
     }
     return "ungradable";
 }
 
 const char* to_string(CheckStatus status) {
     switch (status) {
-        case CheckStatus::passed: return "passed";
-        case CheckStatus::failed: return "failed";
-        case CheckStatus::not_run: return "not_run";
+        case CheckStatus::passed:
+            return "passed";
+        case CheckStatus::failed:
+            return "failed";
+        case CheckStatus::not_run:
+            return "not_run";
     }
     return "failed";
 }
 
 Verdict verdict_from_string(const std::string& text) {
-    if (text == "pass") return Verdict::pass;
-    if (text == "fail") return Verdict::fail;
-    if (text == "ungradable") return Verdict::ungradable;
+    if (text == "pass")
+        return Verdict::pass;
+    if (text == "fail")
+        return Verdict::fail;
+    if (text == "ungradable")
+        return Verdict::ungradable;
     throw std::invalid_argument("unknown verdict '" + text + "'");
 }
 
@@ -141,13 +151,20 @@ std::optional<double> SharedAccessCounts::store_degree() const {
 
 std::string_view to_string(StopKind kind) {
     switch (kind) {
-        case StopKind::fault: return "fault";
-        case StopKind::timeout: return "timeout";
-        case StopKind::memory: return "memory";
-        case StopKind::launch: return "launch";
-        case StopKind::unsupported: return "unsupported";
-        case StopKind::no_gpu: return "no_gpu";
-        case StopKind::crash: return "crash";
+        case StopKind::fault:
+            return "fault";
+        case StopKind::timeout:
+            return "timeout";
+        case StopKind::memory:
+            return "memory";
+        case StopKind::launch:
+            return "launch";
+        case StopKind::unsupported:
+            return "unsupported";
+        case StopKind::no_gpu:
+            return "no_gpu";
+        case StopKind::crash:
+            return "crash";
     }
     return "crash";
 }
@@ -269,9 +286,12 @@ void from_json(const json& j, SharedAccessCounts& v) {
 }
 
 void to_json(json& j, const TimingStats& v) {
-    j = json{{"median_ms", number(v.median_ms)}, {"min_ms", number(v.min_ms)},
-             {"max_ms", number(v.max_ms)},       {"spread", number(v.spread)},
-             {"samples", v.samples},             {"launches_per_sample", v.launches_per_sample},
+    j = json{{"median_ms", number(v.median_ms)},
+             {"min_ms", number(v.min_ms)},
+             {"max_ms", number(v.max_ms)},
+             {"spread", number(v.spread)},
+             {"samples", v.samples},
+             {"launches_per_sample", v.launches_per_sample},
              {"modeled", v.modeled}};
 }
 void from_json(const json& j, TimingStats& v) {
@@ -428,7 +448,7 @@ void from_json(const json& j, CheckResult& v) {
     if (v.kind.empty()) {
         // A report written before checks carried their kind: the ids were Part 1's and Part 2's,
         // whose three checks that writers single out were named for their kinds.
-        v.kind = v.id == "submission_file" ? "answers_file"
+        v.kind = v.id == "submission_file"                     ? "answers_file"
                  : v.id == "compile_abi" || v.id == "sentence" ? v.id
                                                                : "";
     }
@@ -577,7 +597,8 @@ void from_json(const json& j, Report& v) {
 }
 
 void to_json(json& j, const ExplainedLane& v) {
-    j = json{{"active", v.active}, {"word", v.word}, {"bank", v.bank}, {"bank_mates", v.bank_mates}};
+    j = json{
+        {"active", v.active}, {"word", v.word}, {"bank", v.bank}, {"bank_mates", v.bank_mates}};
 }
 void from_json(const json& j, ExplainedLane& v) {
     read(j, "active", v.active);

@@ -7,8 +7,8 @@
 
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"
-#include "model/sweep.hpp"
 #include "model/report.hpp"
+#include "model/sweep.hpp"
 
 namespace grader {
 

@@ -25,15 +25,15 @@ struct CompileOutcome {
     std::string arch;                  // e.g. "sm_90"
     std::vector<std::string> options;  // exactly what NVRTC was given
     std::vector<SourceProblem> vetting_problems;
-    std::string log;                   // NVRTC's log, host paths removed
+    std::string log;  // NVRTC's log, host paths removed
     double seconds = 0.0;
-    std::string lowered_name;          // the mangled entry name
-    std::string signature;             // demangled, e.g. "probeSharedStride(float const*, ...)"
+    std::string lowered_name;  // the mangled entry name
+    std::string signature;     // demangled, e.g. "probeSharedStride(float const*, ...)"
     std::vector<std::size_t> param_sizes;
-    std::string param_source;          // "ptx" or "driver" (cuFuncGetParamInfo)
-    int static_shared_bytes = -1;      // from the function's attributes, -1 where not loaded
+    std::string param_source;      // "ptx" or "driver" (cuFuncGetParamInfo)
+    int static_shared_bytes = -1;  // from the function's attributes, -1 where not loaded
     int registers = -1;
-    std::string abi_problem;           // empty when the signature matches the exercise's ABI
+    std::string abi_problem;  // empty when the signature matches the exercise's ABI
     // Bytes of NVRTC's log left out of `log`, which is bounded (64 KiB) and then ends with a line
     // saying so; 0 when nothing was cut. Added for issue 7 (a warning flood made a 1.6 MB log).
     std::size_t log_cut_bytes = 0;
@@ -46,18 +46,18 @@ struct CompileOutcome {
 // exercise's trusted kernel, run the same way): equal values, or both never written. The first
 // element at fault, and how many were.
 struct OutputComparison {
-    std::string input;                 // the input's id, e.g. "ones"
-    bool timed = false;                // what a timed launch left, checked after the timing
+    std::string input;   // the input's id, e.g. "ones"
+    bool timed = false;  // what a timed launch left, checked after the timing
     bool ran = false;
     bool ok = false;
-    bool matrix = false;               // elements are placed by row and column, not by thread
-    double expected = 0.0;             // the oracle's first value (every thread's, for a constant input)
-    std::uint64_t elements = 0;        // compared: those the oracle or the kernel wrote
+    bool matrix = false;         // elements are placed by row and column, not by thread
+    double expected = 0.0;       // the oracle's first value (every thread's, for a constant input)
+    std::uint64_t elements = 0;  // compared: those the oracle or the kernel wrote
     std::uint64_t bad_elements = 0;
     std::optional<std::uint64_t> first_bad;  // index in the output buffer
     std::uint64_t first_bad_block = 0;       // per-thread layout: its block (linear) and thread
     std::uint32_t first_bad_thread_in_block = 0;
-    std::uint64_t first_bad_row = 0;         // matrix layout
+    std::uint64_t first_bad_row = 0;  // matrix layout
     std::uint64_t first_bad_column = 0;
     double first_bad_value = 0.0;      // may be NaN (poison never overwritten) or infinite
     bool first_bad_wrote_nan = false;  // the NaN in first_bad_value is one the kernel wrote
@@ -66,7 +66,7 @@ struct OutputComparison {
 
 // Shared-memory traffic of one launch, as a device counted it.
 struct SharedAccessCounts {
-    std::uint64_t load_requests = 0;   // warp-level shared load instructions
+    std::uint64_t load_requests = 0;  // warp-level shared load instructions
     std::uint64_t load_wavefronts = 0;
     std::uint64_t store_requests = 0;
     std::uint64_t store_wavefronts = 0;
@@ -77,26 +77,26 @@ struct SharedAccessCounts {
 };
 
 struct TimingStats {
-    double median_ms = 0.0;            // one launch, from samples of back-to-back launches
+    double median_ms = 0.0;  // one launch, from samples of back-to-back launches
     double min_ms = 0.0;
     double max_ms = 0.0;
-    double spread = 0.0;               // robust relative spread: 1.4826 * MAD / median
+    double spread = 0.0;  // robust relative spread: 1.4826 * MAD / median
     int samples = 0;
     int launches_per_sample = 1;
-    bool modeled = false;              // a simulator's modeled cost, not a time
+    bool modeled = false;  // a simulator's modeled cost, not a time
 };
 
 // A kernel at one stride (or once, without a sweep): its runs with each input and its timing.
 struct KernelRun {
-    std::string kernel;                // a KernelSpec id: "student", "reference", "copy", ...
-    int stride = 0;                    // 0 where the exercise has no sweep
+    std::string kernel;                     // a KernelSpec id: "student", "reference", "copy", ...
+    int stride = 0;                         // 0 where the exercise has no sweep
     std::vector<OutputComparison> outputs;  // one per input, in the exercise's order
     std::optional<TimingStats> timing;
-    std::optional<double> ratio;       // median over rounds of time / time of the ratio's base
+    std::optional<double> ratio;  // median over rounds of time / time of the ratio's base
     std::optional<double> ratio_min;
     std::optional<double> ratio_max;
     std::optional<SharedAccessCounts> counts;  // what was counted, where something counted it
-    std::string count_source;          // "simulator" (PTX-level) or "hardware" (SASS-level)
+    std::string count_source;                  // "simulator" (PTX-level) or "hardware" (SASS-level)
     // Where both counted and their totals differ, why, in one line (ptxas merged loads).
     std::string count_note;
     // What the checks add to a failing output check's details: on the simulator, the first
@@ -111,13 +111,13 @@ struct KernelRun {
 };
 
 struct Environment {
-    std::string backend;               // "cuda" or "sim"
+    std::string backend;  // "cuda" or "sim"
     bool gpu_available = false;
     std::string device_name;
-    std::string compute_capability;    // "9.0"
+    std::string compute_capability;  // "9.0"
     int sm_count = 0;
-    std::string driver_version;        // "13.0"
-    std::string nvrtc_version;         // "13.0"
+    std::string driver_version;  // "13.0"
+    std::string nvrtc_version;   // "13.0"
     std::string grader_version;
     std::uint32_t grid_blocks = 0;
     std::uint32_t block_size = 0;
@@ -151,7 +151,7 @@ StopKind stop_kind_from_string(std::string_view text);  // crash for anything un
 // Why grading stopped early, where it did.
 struct Interruption {
     StopKind kind = StopKind::crash;
-    std::string stage;    // e.g. "run student stride 8"
+    std::string stage;  // e.g. "run student stride 8"
     std::string message;
     bool students_fault = true;  // false: the machine or the harness is at fault (ungradable)
 };
@@ -166,7 +166,7 @@ struct Measurements {
     int timing_rounds = 0;
     double timing_seconds = 0.0;
     std::optional<Interruption> interruption;
-    std::string worker_output;         // what the worker printed (kernel printf), bounded
+    std::string worker_output;  // what the worker printed (kernel printf), bounded
     bool worker_output_truncated = false;
     double wall_seconds = 0.0;
     // Wall time of each stage as the grader saw it ("compile", "run student stride 8", "time",
@@ -176,7 +176,6 @@ struct Measurements {
 
     const KernelRun* run(const std::string& kernel, int stride) const;
     KernelRun* run(const std::string& kernel, int stride);
-
 };
 
 }  // namespace grader

@@ -27,11 +27,11 @@ struct CheckResult {
     std::string title;
     CheckStatus status = CheckStatus::failed;
     bool required = true;
-    bool review = false;                // flagged for the instructor, not scored by the machine
-    double points = 0.0;                // awarded
+    bool review = false;  // flagged for the instructor, not scored by the machine
+    double points = 0.0;  // awarded
     double max_points = 0.0;
-    std::string message;                // one paragraph the student reads
-    std::vector<std::string> details;   // one line each: a stride, a thread, a file position
+    std::string message;               // one paragraph the student reads
+    std::vector<std::string> details;  // one line each: a stride, a thread, a file position
     // What the check is, whatever the exercise calls it: "answers_file", "compile_abi", "output",
     // "predicted", "ordering", "consistency", "measured", "counted_degree" or "sentence".
     std::string kind;
@@ -42,23 +42,23 @@ struct CheckResult {
 
 // One row of the tables: a kernel at a stride (or once, without a sweep).
 struct ReportRow {
-    std::string kernel;                 // "student", or the id of one of the exercise's kernels
-    std::string label;                  // as tables name it, e.g. "transpose tile[32][33]"
-    int stride = 0;                     // 0 where the exercise has no sweep
-    unsigned degree = 0;                // the model's conflict degree; 0 where it makes no claim
-    bool named = false;                 // a stride the submission had to name
-    bool unnamed = false;               // drawn per grade to catch stride-sniffing
+    std::string kernel;    // "student", or the id of one of the exercise's kernels
+    std::string label;     // as tables name it, e.g. "transpose tile[32][33]"
+    int stride = 0;        // 0 where the exercise has no sweep
+    unsigned degree = 0;   // the model's conflict degree; 0 where it makes no claim
+    bool named = false;    // a stride the submission had to name
+    bool unnamed = false;  // drawn per grade to catch stride-sniffing
     std::optional<int> predicted_degree;
-    std::optional<double> claimed_ratio;   // what the student measured, as a ratio
+    std::optional<double> claimed_ratio;  // what the student measured, as a ratio
     std::optional<TimingStats> timing;
-    std::optional<double> ratio;        // time over the time of the ratio's base
+    std::optional<double> ratio;  // time over the time of the ratio's base
     std::optional<double> ratio_min;
     std::optional<double> ratio_max;
-    std::optional<double> reference_ratio; // the kernel compared with, at the same stride
-    std::optional<double> counted_degree;  // shared loads: wavefronts per request
+    std::optional<double> reference_ratio;  // the kernel compared with, at the same stride
+    std::optional<double> counted_degree;   // shared loads: wavefronts per request
     std::optional<double> counted_store_degree;
-    std::string count_source;           // "simulator" or "hardware"
-    std::vector<OutputComparison> outputs;  // one per input
+    std::string count_source;                    // "simulator" or "hardware"
+    std::vector<OutputComparison> outputs;       // one per input
     std::optional<double> gigabytes_per_second;  // where the exercise gives bytes per launch
 
     const OutputComparison* output(const std::string& input) const;
@@ -79,11 +79,11 @@ struct Report {
     int schema_version = kReportSchemaVersion;
     std::string exercise_id;
     std::string exercise_title;
-    std::string submission;             // the folder as given on the command line
+    std::string submission;  // the folder as given on the command line
     std::string student_id;
     std::string claimed_gpu;
     Verdict verdict = Verdict::ungradable;
-    std::string summary;                // one line: why this verdict
+    std::string summary;  // one line: why this verdict
     double score = 0.0;
     double max_score = 0.0;
     std::vector<CheckResult> checks;
@@ -93,8 +93,8 @@ struct Report {
     std::uint64_t seed = 0;
     int timing_rounds = 0;
     double wall_seconds = 0.0;
-    std::string compile_log;            // the student's, host paths removed
-    std::string kernel_output;          // what the kernel printed, bounded
+    std::string compile_log;    // the student's, host paths removed
+    std::string kernel_output;  // what the kernel printed, bounded
     std::optional<Interruption> interruption;
     std::map<std::string, double> stage_seconds;  // where the grade's wall time went
     // How the tables read their ratios: "stride 1" or a kernel's label, and as a percentage.

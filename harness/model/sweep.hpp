@@ -15,12 +15,12 @@ namespace grader {
 struct SweepRow {
     std::string kernel;
     std::string label;
-    int stride = 0;                       // 0 without a sweep
-    unsigned degree = 0;                  // the model's; 0 where it makes no claim
+    int stride = 0;       // 0 without a sweep
+    unsigned degree = 0;  // the model's; 0 where it makes no claim
     std::optional<TimingStats> timing;
-    std::optional<double> ratio;          // to the exercise's base
-    std::optional<double> counted_degree; // wavefronts per shared-load request, where counted
-    bool outputs_ok = true;               // the oracle's and the others' runs all completed
+    std::optional<double> ratio;           // to the exercise's base
+    std::optional<double> counted_degree;  // wavefronts per shared-load request, where counted
+    bool outputs_ok = true;                // the oracle's and the others' runs all completed
 };
 
 struct CalibrationLine {
@@ -34,7 +34,7 @@ struct Sweep {
     Environment environment;
     std::vector<SweepRow> rows;
     std::vector<CalibrationLine> calibration;
-    std::string ratio_base;      // "stride 1" or a kernel's label
+    std::string ratio_base;  // "stride 1" or a kernel's label
     bool ratio_as_percent = false;
     std::uint64_t input_words = 0;
     int timing_rounds = 0;

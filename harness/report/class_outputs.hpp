@@ -62,7 +62,7 @@ struct RatioSpread {
 // one kernel by its label ("your kernel", "copy, no transpose", ...).
 struct StrideSummary {
     int stride = 0;
-    std::string label;              // the kernel's label where the exercise has no sweep
+    std::string label;    // the kernel's label where the exercise has no sweep
     unsigned degree = 1;  // the model's degree: gcd(stride, banks), or the kernel's (0: none)
     std::size_t student_count = 0;  // students with a ratio at this stride
     std::optional<RatioSpread> student_ratio;
@@ -102,8 +102,8 @@ struct SubmissionFlags {
     bool no_sentence = false;                   // the sentence review item failed: none was given
     bool sentence_same_as_example = false;      // case, spacing and punctuation aside
     std::vector<std::string> same_sentence_as;  // other folders in the same sentence cluster
-    std::size_t sentence_cluster = 0;            // 1-based number of that cluster; 0: none
-    bool sentence_cluster_identical = true;      // false: near-identical, not word for word
+    std::size_t sentence_cluster = 0;           // 1-based number of that cluster; 0: none
+    bool sentence_cluster_identical = true;     // false: near-identical, not word for word
 
     bool any() const {
         return no_id || example_id || !same_id_as.empty() || no_sentence ||
@@ -143,7 +143,7 @@ std::string numbers_source(const Report& report);
 struct ClassSummary {
     std::string exercise_id;
     std::string exercise_title;
-    unsigned banks = 32;                // shared memory's banks, from the reports
+    unsigned banks = 32;  // shared memory's banks, from the reports
     std::size_t submissions = 0;
     std::size_t passed = 0;
     std::size_t failed = 0;

@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "report/render.hpp"
-#include "text/text_safety.hpp"
 #include "report/writers.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
@@ -57,7 +57,8 @@ std::string hardware_text(const ExplainedLine& line) {
         return {};
     }
     char text[160];
-    std::snprintf(text, sizeof text, "      the GPU counted %llu instructions, %llu wavefronts: %.2f per request\n",
+    std::snprintf(text, sizeof text,
+                  "      the GPU counted %llu instructions, %llu wavefronts: %.2f per request\n",
                   static_cast<unsigned long long>(*line.hardware_instructions),
                   static_cast<unsigned long long>(*line.hardware_wavefronts),
                   static_cast<double>(*line.hardware_wavefronts) /
@@ -73,9 +74,9 @@ std::string write_explanation_text(const Explanation& explanation, bool stats) {
     if (!explanation.problem.empty()) {
         return text::visible(explanation.problem) + "\n";
     }
-    out += visible_line(explanation.kernel_name) + " from " + visible_line(explanation.source_name) +
-           " on the PTX simulator (" + explanation.arch + "), " +
-           std::to_string(explanation.grid_blocks) + " blocks of " +
+    out += visible_line(explanation.kernel_name) + " from " +
+           visible_line(explanation.source_name) + " on the PTX simulator (" + explanation.arch +
+           "), " + std::to_string(explanation.grid_blocks) + " blocks of " +
            std::to_string(explanation.block_threads) + " threads; bank = (byte address / 4) % " +
            std::to_string(explanation.banks) + "\n";
     if (!explanation.hardware_note.empty()) {
@@ -105,21 +106,20 @@ std::string write_explanation_text(const Explanation& explanation, bool stats) {
                 continue;
             }
             if (line.max_degree <= 1 && line.requests < busiest) {
-                out += "  " + line_name(line) + ": " + visible_line(line.representative->banks) + "\n" +
-                       hardware_text(line);
+                out += "  " + line_name(line) + ": " + visible_line(line.representative->banks) +
+                       "\n" + hardware_text(line);
                 continue;
             }
             char head[240];
-            std::snprintf(head, sizeof head,
-                          "  %s: %s, %.2f wavefronts per request over %llu requests\n",
-                          line_name(line).c_str(),
-                          line.max_degree <= 1
-                              ? "conflict free"
-                              : (std::to_string(line.max_degree) + "-way conflict").c_str(),
-                          line.requests > 0 ? static_cast<double>(line.wavefronts) /
-                                                  static_cast<double>(line.requests)
-                                            : 0.0,
-                          static_cast<unsigned long long>(line.requests));
+            std::snprintf(
+                head, sizeof head, "  %s: %s, %.2f wavefronts per request over %llu requests\n",
+                line_name(line).c_str(),
+                line.max_degree <= 1 ? "conflict free"
+                                     : (std::to_string(line.max_degree) + "-way conflict").c_str(),
+                line.requests > 0
+                    ? static_cast<double>(line.wavefronts) / static_cast<double>(line.requests)
+                    : 0.0,
+                static_cast<unsigned long long>(line.requests));
             out += head + hardware_text(line) + lane_table(*line.representative) + "      " +
                    visible_line(line.representative->banks) + "\n";
         }
@@ -130,14 +130,14 @@ std::string write_explanation_text(const Explanation& explanation, bool stats) {
     if (stats) {
         char line[256];
         const double seconds = explanation.simulated_seconds;
-        std::snprintf(line, sizeof line,
-                      "\nsimulated %llu warp instructions (%llu thread instructions) in %.3f s: "
-                      "%.3g warp instructions/s, %.3g thread instructions/s\n",
-                      static_cast<unsigned long long>(explanation.warp_instructions),
-                      static_cast<unsigned long long>(explanation.thread_instructions), seconds,
-                      seconds > 0 ? static_cast<double>(explanation.warp_instructions) / seconds : 0.0,
-                      seconds > 0 ? static_cast<double>(explanation.thread_instructions) / seconds
-                                  : 0.0);
+        std::snprintf(
+            line, sizeof line,
+            "\nsimulated %llu warp instructions (%llu thread instructions) in %.3f s: "
+            "%.3g warp instructions/s, %.3g thread instructions/s\n",
+            static_cast<unsigned long long>(explanation.warp_instructions),
+            static_cast<unsigned long long>(explanation.thread_instructions), seconds,
+            seconds > 0 ? static_cast<double>(explanation.warp_instructions) / seconds : 0.0,
+            seconds > 0 ? static_cast<double>(explanation.thread_instructions) / seconds : 0.0);
         out += line;
     }
     return out;

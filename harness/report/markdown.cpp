@@ -77,8 +77,8 @@ std::string write_markdown(const Report& report) {
         inline_text(report.exercise_title.empty() ? report.exercise_id : report.exercise_title) +
         "\n\n";
     out += "**Student:** " + inline_text(student_name(report)) + " · **Exercise:** " +
-           inline_text(report.exercise_id) + " · **Graded** " +
-           inline_text(device_phrase(report)) + "\n";
+           inline_text(report.exercise_id) + " · **Graded** " + inline_text(device_phrase(report)) +
+           "\n";
     if (!report.summary.empty()) {
         out += "\n> " + inline_text(report.summary) + "\n";
     }
@@ -128,8 +128,7 @@ std::string write_markdown(const Report& report) {
         const Interruption& stop = *report.interruption;
         out += "\n### Grading stopped\n\n" +
                (stop.stage.empty() ? std::string() : "At " + inline_text(stop.stage) + ": ") +
-               inline_text(stop.message) +
-               " (" + inline_text(to_string(stop.kind)) + ")\n";
+               inline_text(stop.message) + " (" + inline_text(to_string(stop.kind)) + ")\n";
         if (!stop.students_fault) {
             out +=
                 "\nThe machine or the grader is at fault, not the submission: this grade does "

@@ -63,8 +63,7 @@ std::string ungradable_reason(const Report& report) {
         why +=
             "\n" +
             (stop.stage.empty() ? std::string() : "Stopped at " + visible_line(stop.stage) + ": ") +
-            visible_line(stop.message) +
-            " (" + std::string(to_string(stop.kind)) + ")";
+            visible_line(stop.message) + " (" + std::string(to_string(stop.kind)) + ")";
     }
     return why;
 }

@@ -14,8 +14,8 @@ std::string write_prairielearn_scores_csv(const std::vector<ClassEntry>& entries
         std::string feedback = std::string(to_string(report.verdict));
         if (report.verdict != Verdict::ungradable && report.max_score > 0) {
             score = format_number(100.0 * report.score / report.max_score, 2);
-            feedback += " " + format_number(report.score, 2) + "/" +
-                        format_number(report.max_score, 2);
+            feedback +=
+                " " + format_number(report.score, 2) + "/" + format_number(report.max_score, 2);
         }
         feedback += " (" + numbers_source(report) + ")";
         const std::string reason = class_reason(report);

@@ -1,10 +1,10 @@
 #include "report/render.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cctype>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
@@ -167,7 +167,7 @@ void add_timing_cells(const Report& report, const ReportRow& row, bool verbose,
     }
     for (const auto& input : inputs_of(report)) {
         cells.push_back(row.kernel == kStudentKernel ? output_cell(row.output(input))
-                                                : Cell{kMissing, Tone::muted});
+                                                     : Cell{kMissing, Tone::muted});
     }
 }
 
@@ -227,8 +227,8 @@ Table student_sweep_table(const Report& report, bool verbose) {
 Table harness_sweep_table(const Report& report, const std::string& kernel, bool verbose) {
     Table table;
     const auto rows = rows_of(report, kernel);
-    const std::string label = rows.empty() || rows.front()->label.empty() ? kernel
-                                                                         : rows.front()->label;
+    const std::string label =
+        rows.empty() || rows.front()->label.empty() ? kernel : rows.front()->label;
     table.title = label.empty() ? "Reference kernel" : label;
     table.title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(table.title[0])));
     table.title += ", same compiler and options";
@@ -291,7 +291,7 @@ Table kernels_table(const Report& report, bool verbose) {
                              row->claimed_ratio ? Tone::plain : Tone::muted});
             for (const auto& input : inputs_of(report)) {
                 cells.push_back(kernel == kStudentKernel ? output_cell(row->output(input))
-                                                    : Cell{kMissing, Tone::muted});
+                                                         : Cell{kMissing, Tone::muted});
             }
             table.rows.push_back(std::move(cells));
         }
@@ -340,9 +340,9 @@ std::vector<WrongValue> wrong_values(const Report& report) {
     for (const ReportRow* row : rows_of(report, "student")) {
         for (const auto& output : row->outputs) {
             if (output.ran && !output.ok) {
-                found.push_back({output.input + " input, " +
-                                     describe_wrong_output(row->stride, output),
-                                 row->stride, &output});
+                found.push_back(
+                    {output.input + " input, " + describe_wrong_output(row->stride, output),
+                     row->stride, &output});
             }
         }
     }
@@ -495,4 +495,3 @@ std::string join(const std::vector<std::string>& lines, std::string_view separat
 }
 
 }  // namespace grader::report_detail
-

@@ -58,7 +58,7 @@ std::string arch_name(const std::string& compute_capability);
 std::string device_phrase(const Report& report);
 bool is_simulated(const Report& report);
 
-std::string verdict_word(Verdict verdict);           // "PASS", "FAIL", "UNGRADABLE"
+std::string verdict_word(Verdict verdict);  // "PASS", "FAIL", "UNGRADABLE"
 // "PASS", "FAIL", "NOT RUN" (its input was never produced), "REVIEW" (for the instructor), or
 // "FAIL" for a review item that was not given (an empty sentence).
 std::string check_word(const CheckResult& check);

@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "report/render.hpp"
-#include "text/text_safety.hpp"
 #include "report/writers.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 
@@ -15,15 +15,16 @@ std::string write_sweep_text(const Sweep& sweep) {
     const Environment& env = sweep.environment;
     const bool simulated = env.backend == "sim";
     if (simulated) {
-        out += "Backend: PTX simulator for compute capability " + visible_line(env.compute_capability) +
-               ", NVRTC " + visible_line(env.nvrtc_version) +
+        out += "Backend: PTX simulator for compute capability " +
+               visible_line(env.compute_capability) + ", NVRTC " + visible_line(env.nvrtc_version) +
                "; times are modeled costs, not milliseconds\n";
         std::snprintf(line, sizeof line, "Grid: %u blocks of %u threads, simulated\n\n",
                       env.grid_blocks, env.block_size);
     } else {
         out += "GPU: " + visible_line(env.device_name) + " (compute capability " +
-               visible_line(env.compute_capability) + "), driver " + visible_line(env.driver_version) +
-               ", NVRTC " + visible_line(env.nvrtc_version) + "\n";
+               visible_line(env.compute_capability) + "), driver " +
+               visible_line(env.driver_version) + ", NVRTC " + visible_line(env.nvrtc_version) +
+               "\n";
         std::snprintf(line, sizeof line, "Grid: %u blocks of %u threads (%d per SM)\n\n",
                       env.grid_blocks, env.block_size, env.blocks_per_sm);
     }
@@ -58,11 +59,14 @@ std::string write_sweep_text(const Sweep& sweep) {
                       row.timing ? row.timing->spread * 100.0 : 0.0, counted.c_str());
         out += line;
     }
-    out += "\nCalibration (the exercise's kernels must show the model before this machine grades "
-           "timings):\n";
+    out +=
+        "\nCalibration (the exercise's kernels must show the model before this machine grades "
+        "timings):\n";
     for (const CalibrationLine& calibration : sweep.calibration) {
         out += std::string("  ") +
-               (!calibration.evaluated ? "[ -- ] " : calibration.passed ? "[ ok ] " : "[FAIL] ") +
+               (!calibration.evaluated ? "[ -- ] "
+                : calibration.passed   ? "[ ok ] "
+                                       : "[FAIL] ") +
                calibration.description +
                (calibration.detail.empty() ? "" : ": " + calibration.detail) + "\n";
     }

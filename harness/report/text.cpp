@@ -177,8 +177,7 @@ void render_interruption(const Interruption& stop, const Painter& painter, std::
     out += "\n" + painter.bold("Grading stopped") + "\n";
     out += std::string(kIndent) +
            (stop.stage.empty() ? "" : "at " + text::visible_line(stop.stage) + ": ") +
-           text::visible_line(stop.message) +
-           " (" + std::string(to_string(stop.kind)) + ")" + "\n";
+           text::visible_line(stop.message) + " (" + std::string(to_string(stop.kind)) + ")" + "\n";
     if (!stop.students_fault) {
         out += std::string(kIndent) +
                "The machine or the grader is at fault, not the submission: this grade does not "
@@ -264,10 +263,10 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
         if (!env.grader_version.empty()) {
             machine += ", grader " + text::visible_line(env.grader_version);
         }
-        out += "\n" + painter.tone("seed " + std::to_string(report.seed) + " (--seed " +
-                                       std::to_string(report.seed) + " repeats this grade), " +
-                                       machine,
-                                   Tone::muted) +
+        out += "\n" +
+               painter.tone("seed " + std::to_string(report.seed) + " (--seed " +
+                                std::to_string(report.seed) + " repeats this grade), " + machine,
+                            Tone::muted) +
                "\n";
     }
     return out;

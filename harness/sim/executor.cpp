@@ -254,9 +254,8 @@ void Executor::fault(const Warp& w, unsigned lane, std::uint32_t pc, const std::
 
 void Executor::start_block(Dim3 b) {
     block_ = b;
-    const std::uint64_t linear =
-        b.x + static_cast<std::uint64_t>(grid_.x) *
-                  (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
+    const std::uint64_t linear = b.x + static_cast<std::uint64_t>(grid_.x) *
+                                           (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
     sm_of_block_ = ModeledDevice::sm_of_block(options_.clock_seed, linear);
     // Resident blocks start together, each on its SM's clock (SMs' clocks are not in step).
     block_start_cycles_ =
@@ -275,10 +274,9 @@ void Executor::start_block(Dim3 b) {
     shared_.resize((shared_bytes_ + 3) / 4 * 4);  // whole words, for the race tracker
     // What the harness poisoned it with, or what earlier blocks left there.
     for (std::size_t k = 0; k + 4 <= shared_bytes_; k += 4) {
-        const std::uint32_t word =
-            options_.poison_shared
-                ? kSharedPoison
-                : ModeledDevice::leftover_shared_word(options_.clock_seed, linear, k / 4);
+        const std::uint32_t word = options_.poison_shared ? kSharedPoison
+                                                          : ModeledDevice::leftover_shared_word(
+                                                                options_.clock_seed, linear, k / 4);
         std::memcpy(&shared_[k], &word, 4);
     }
     shared_written_.assign((shared_bytes_ + 3) / 4, 0);

@@ -90,8 +90,7 @@ std::uint64_t flush_subnormal(std::uint64_t bits) {
 // a subnormal f32 result is written as signed zero. The source registers keep their values (the
 // flush happens in the operation, not in the register file).
 void Executor::execute_ftz(Warp& w, const Instruction& in, std::uint32_t exec) {
-    const bool f32_sources =
-        in.op == Op::cvt ? in.source_type == Type::f32 : in.type == Type::f32;
+    const bool f32_sources = in.op == Op::cvt ? in.source_type == Type::f32 : in.type == Type::f32;
     const bool f32_result = in.op != Op::setp && in.type == Type::f32;
     // setp's third source is a predicate; cvt has one source.
     const int sources = in.op == Op::cvt ? 1 : (in.op == Op::setp ? 2 : 4);

@@ -61,8 +61,8 @@ public:
         WordState& s = words_[word];
         RaceHit hit;
         if (s.write_epoch == epoch_ && s.writer != warp) {
-            hit = RaceHit{RaceKind::read_after_write, where_[word].write_pc, s.writer,
-                          s.writer_lane};
+            hit =
+                RaceHit{RaceKind::read_after_write, where_[word].write_pc, s.writer, s.writer_lane};
         }
         if (s.read_epoch != epoch_) {
             s.read_epoch = epoch_;

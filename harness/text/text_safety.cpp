@@ -195,8 +195,7 @@ std::string escape_hidden_in_json(const std::string& dumped) {
 
 template <typename Json>
 std::string dump_json(const Json& document, int indent) {
-    return escape_hidden_in_json(
-        document.dump(indent, ' ', false, Json::error_handler_t::replace));
+    return escape_hidden_in_json(document.dump(indent, ' ', false, Json::error_handler_t::replace));
 }
 
 }  // namespace

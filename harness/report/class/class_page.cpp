@@ -77,7 +77,6 @@ Numbers numbers_of(const ClassSummary& summary) {
     return summary.timed > 0 ? Numbers::timed : Numbers::none;
 }
 
-
 void write_verdict_counts(std::ostringstream& html, const ClassSummary& summary) {
     html << "<section class=\"card\" aria-labelledby=\"verdict-counts-title\">\n"
          << "<h2 id=\"verdict-counts-title\">Verdicts</h2>\n<ul class=\"counts\" "
@@ -299,8 +298,8 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
                               : numbers == Numbers::mixed   ? "Ratio" + per + ", timed and modeled"
                                                             : "Ratio" + per;
     const std::string axis =
-        numbers == Numbers::timed ? "time / time " + std::string(sweep ? "at " : "of the ") + base +
-                                        " (log scale)"
+        numbers == Numbers::timed
+            ? "time / time " + std::string(sweep ? "at " : "of the ") + base + " (log scale)"
         : numbers == Numbers::modeled
             ? "modeled cost / modeled cost " + std::string(sweep ? "at " : "of the ") + base +
                   " (log scale)"
@@ -372,11 +371,11 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
          << "<line class=\"axis\" x1=\"" << left << "\" x2=\"" << left << "\" y1=\"" << top_margin
          << "\" y2=\"" << top_margin + plot_height << "\"/>\n"
          << "<text class=\"axis-title\" x=\"" << left + plot_width / 2 << "\" y=\""
-         << view_height - 10
-         << "\" text-anchor=\"middle\">"
-         << (sweep ? "stride (words); under it the model's conflict degree gcd(stride, " +
-                         std::to_string(summary.banks) + ")"
-                   : std::string("kernel; under it the conflict degree the exercise gives its tile"))
+         << view_height - 10 << "\" text-anchor=\"middle\">"
+         << (sweep
+                 ? "stride (words); under it the model's conflict degree gcd(stride, " +
+                       std::to_string(summary.banks) + ")"
+                 : std::string("kernel; under it the conflict degree the exercise gives its tile"))
          << "</text>\n"
          << "<text class=\"axis-title\" id=\"ratio-axis\" transform=\"translate(18 "
          << top_margin + plot_height / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << axis
@@ -418,11 +417,10 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
                  << (is_modeled ? "modeled" : "timed") << "\" cx=\"" << svg_number(x) << "\" cy=\""
                  << svg_number(y_of(*row.ratio)) << "\" r=\"3.5\" fill=\""
                  << (hollow ? "none" : color) << "\" stroke=\"" << color
-                 << "\" fill-opacity=\"0.7\"><title>" << escape_html(entry->student_folder)
-                 << ": "
+                 << "\" fill-opacity=\"0.7\"><title>" << escape_html(entry->student_folder) << ": "
                  << (sweep ? "stride " + std::to_string(row.stride) : escape_html(row.label))
-                 << ", " << (is_modeled ? "modeled " : "timed ")
-                 << "ratio " << format_number(*row.ratio, 3) << "</title></circle>\n";
+                 << ", " << (is_modeled ? "modeled " : "timed ") << "ratio "
+                 << format_number(*row.ratio, 3) << "</title></circle>\n";
         }
     }
 
@@ -436,8 +434,8 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
                  << "<title>"
                  << (sweep ? "reference: stride " + std::to_string(strides[i])
                            : escape_html(summary.strides[i].label) + ", median of the grades")
-                 << ", ratio "
-                 << format_number(*summary.strides[i].reference_ratio, 3) << "</title></line>\n";
+                 << ", ratio " << format_number(*summary.strides[i].reference_ratio, 3)
+                 << "</title></line>\n";
         }
     }
 
@@ -475,12 +473,12 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
         html << (numbers == Numbers::modeled
                      ? "No GPU timed these numbers: the class was graded on the PTX simulator, and "
                        "each dot is one student's kernel as the simulator modeled it"
-                     : numbers == Numbers::mixed
-                           ? "This class mixes grades timed on a GPU (filled dots) and grades "
-                             "modeled on the PTX simulator (hollow dots); each dot is one "
-                             "student's kernel"
-                           : "Each dot is one student's kernel, timed on a GPU in that student's "
-                             "grade")
+                 : numbers == Numbers::mixed
+                     ? "This class mixes grades timed on a GPU (filled dots) and grades "
+                       "modeled on the PTX simulator (hollow dots); each dot is one "
+                       "student's kernel"
+                     : "Each dot is one student's kernel, timed on a GPU in that student's "
+                       "grade")
              << ", over the " << escape_html(base)
              << " in the same grade (dots are spread sideways so they do not hide each other). "
                 "The blue bars are the exercise's own kernels in the same grades (median over "
@@ -494,30 +492,36 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
                         "student's grade: its time over its own time at stride 1";
                 break;
             case Numbers::modeled:
-                html << "No GPU timed these numbers: the class was graded on the PTX simulator. Each "
+                html << "No GPU timed these numbers: the class was graded on the PTX simulator. "
+                        "Each "
                         "dot is one student's kernel at one stride, as the simulator modeled it in "
                         "that student's grade: its modeled cost (instructions plus 20 per "
                         "shared-memory wavefront) over its own modeled cost at stride 1";
                 break;
             case Numbers::mixed:
-                html << "This class mixes grades timed on a GPU (filled dots) and grades modeled on "
-                        "the PTX simulator (hollow dots: modeled costs, not times); each student's "
-                        "kind is in the table below. Each dot is one student's kernel at one stride, "
-                        "over its own value at stride 1";
+                html
+                    << "This class mixes grades timed on a GPU (filled dots) and grades modeled on "
+                       "the PTX simulator (hollow dots: modeled costs, not times); each student's "
+                       "kind is in the table below. Each dot is one student's kernel at one "
+                       "stride, "
+                       "over its own value at stride 1";
                 break;
             case Numbers::none:
-                html << "Each dot would be one student's kernel at one stride, over its own value at "
+                html << "Each dot would be one student's kernel at one stride, over its own value "
+                        "at "
                         "stride 1";
                 break;
         }
-        html << " (dots are spread sideways so they do not hide each other). The blue bar is the "
-                "reference kernel in the same grades (median over the grades). The square is the "
-                "model's conflict degree gcd(stride, "
-             << summary.banks
-             << ") on the same axis: the ratio a kernel would "
-                "show if its cost were all bank requests. Ratios can sit below it where stride 1 has "
-                "costs of its own; the grade compares each student with the reference, not with the "
-                "degree.</p>\n";
+        html
+            << " (dots are spread sideways so they do not hide each other). The blue bar is the "
+               "reference kernel in the same grades (median over the grades). The square is the "
+               "model's conflict degree gcd(stride, "
+            << summary.banks
+            << ") on the same axis: the ratio a kernel would "
+               "show if its cost were all bank requests. Ratios can sit below it where stride 1 "
+               "has "
+               "costs of its own; the grade compares each student with the reference, not with the "
+               "degree.</p>\n";
     }
 
     // Strides across, so the table stays short however many strides the class drew.

@@ -1,8 +1,6 @@
 // The class summary: sorting, statistics, root causes, flags and sentence clusters, computed
 // from the Reports once and read by every writer.
 
-#include "report/class_outputs.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +14,7 @@
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
 #include "report/class/class_detail.hpp"
+#include "report/class_outputs.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
@@ -119,8 +118,9 @@ std::optional<RootCause> missing_files(const Report& report) {
     }
     if (!source.empty() && answers_missing) {
         return RootCause{"missing:everything",
-                         "Neither " + source + " nor the answers file in the folder: an empty "
-                         "folder, the files one folder down, or another exercise's work"};
+                         "Neither " + source +
+                             " nor the answers file in the folder: an empty "
+                             "folder, the files one folder down, or another exercise's work"};
     }
     if (!source.empty()) {
         return RootCause{"missing:source", source + " is missing from the folder"};
@@ -163,7 +163,9 @@ std::optional<RootCause> root_cause(const Report& report) {
 
 // Ids compare as people mean them: the same letters, whatever the case, the surrounding spaces,
 // invisible characters or look-alike letters (text::id_key, UTS #39).
-std::string id_key(const std::string& id) { return text::id_key(id); }
+std::string id_key(const std::string& id) {
+    return text::id_key(id);
+}
 
 const CheckResult* find_check(const Report& report, const std::string& id) {
     const auto found = std::find_if(report.checks.begin(), report.checks.end(),
@@ -212,8 +214,7 @@ std::vector<std::string> SubmissionFlags::lines() const {
                 line += (i > 0 ? ", " : "") + same_sentence_as[i];
             }
         } else {
-            line = "sentence " + kind + " " + std::to_string(same_sentence_as.size()) +
-                   " others'";
+            line = "sentence " + kind + " " + std::to_string(same_sentence_as.size()) + " others'";
         }
         if (sentence_cluster > 0) {
             line += " (sentence cluster " + std::to_string(sentence_cluster) + ")";

@@ -66,7 +66,7 @@ std::string write_gradebook_csv(const ClassData& data, const ClassReportOptions&
         const bool graded = report.verdict != Verdict::ungradable;
         std::vector<std::string> row;
         row.push_back(text::csv_field(entry->submission_folder.empty() ? entry->student_folder
-                                                                        : entry->submission_folder));
+                                                                       : entry->submission_folder));
         row.push_back(text::csv_field(report.student_id));
         row.push_back(graded ? format_number(report.score, 2) : "");
         row.push_back(format_number(report.max_score, 2));
@@ -96,8 +96,9 @@ std::string write_gradebook_csv(const ClassData& data, const ClassReportOptions&
         std::vector<std::string> row(header.size());
         row[0] = text::csv_field(folder);
         row[4] = "not graded";
-        row.back() = "the batch was interrupted before this submission was graded: run the same "
-                     "command with --resume";
+        row.back() =
+            "the batch was interrupted before this submission was graded: run the same "
+            "command with --resume";
         append_csv_row(out, row);
     }
     return out;
