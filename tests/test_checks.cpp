@@ -716,7 +716,7 @@ TEST_CASE("Part 2: the lesson's bandwidth as % of copy is named as the trap it i
                               "tile 32x32: you wrote 57%; 57.1 looks like the lesson's "
                               "bandwidth as a percentage of the copy's"));
     CHECK(any_detail_contains(*found, "100 / 57.1 x 100 = 175%"));
-    CHECK(any_detail_contains(*found, "tile yours: you wrote 83%"));
+    CHECK(any_detail_contains(*found, "82.5 looks like the lesson's bandwidth"));
 }
 
 TEST_CASE("the exercise's points policy: an incomplete answers file halves the kernel's points") {

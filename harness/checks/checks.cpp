@@ -204,7 +204,7 @@ private:
 
     void compile_abi(const CheckSpec& spec, CheckResult& check) const {
         const CompileOutcome& c = m_.student;
-        if (!c.attempted && c.log.empty()) {
+        if (!c.attempted && c.log.empty() && c.vetting_problems.empty()) {
             // Nothing was tried and nothing is known of the source: grading stopped first.
             not_run(check, m_.interruption ? m_.interruption->message
                                            : std::string("the kernel was not compiled"));
