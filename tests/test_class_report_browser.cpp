@@ -288,11 +288,16 @@ TEST_CASE("the class page of 300 students stays readable: its height and load ti
     MESSAGE("class of 300: page " << page.height << " px tall, parsed in " << page.parse_ms
                                   << " ms, " << html.size() << " bytes");
     REQUIRE(page.height > 0);
-    // 60 students sharing a sentence once made a page 53,000 px tall: the copies are now one
-    // cluster, and the page is about one screen per 20 students.
-    CHECK(page.height < 30000);
+    // 60 students sharing a sentence once made a page 53,000 px tall, and the H200's class of 100
+    // one 393,000 px tall: the copies are now clusters listed once, and 300 students take about
+    // 43,000 px (measured 42,612), most of it the table of one row per student.
+    CHECK(page.height < 45000);
     CHECK(page.parse_ms < 5000);
-    CHECK(count_of(html, "class=\"sentence-cluster\"") == 1);
+    // The 80 copies of one sentence (and its one-word variant) and the 220 sentences written from
+    // one template with other numbers are a few clusters, not thousands of pairs.
+    const std::size_t clusters = count_of(html, "class=\"sentence-cluster\"");
+    CHECK(clusters >= 1);
+    CHECK(clusters <= 8);
     CHECK(count_of(html, "<tr class=\"student-row\"") == 300);
 
     // Screenshots of the top of the page and of its sentences, kept as artefacts (the ones in

@@ -888,7 +888,7 @@ std::string write_class_report_html(const ClassData& data, const ClassReportOpti
     }
     html << "</p>\n";
     if (options.interrupted || !options.unfinished.empty()) {
-        html << "<p class=\"banner\" id=\"interrupted\" role=\"alert\">This run was interrupted: "
+        html << "<p id=\"interrupted\" class=\"banner\" role=\"alert\">This run was interrupted: "
              << options.unfinished.size() << " of "
              << summary.submissions + options.unfinished.size()
              << " submissions have no report (listed under Not graded). Run the same command "
