@@ -1,10 +1,12 @@
 #include "common/text.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <vector>
 
 namespace grader {
 
@@ -91,6 +93,7 @@ std::string format_number(double value, int decimals) {
 
 #include <cerrno>
 #include <system_error>
+#include <vector>
 
 namespace grader {
 
@@ -127,6 +130,23 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
         ::unlink(temporary.c_str());
         throw std::system_error(error, std::generic_category(), "cannot write " + path.string());
     }
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) {
+        row[j] = j;
+    }
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
 }
 
 }  // namespace grader
