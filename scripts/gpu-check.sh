@@ -160,8 +160,8 @@ run_class() {
   echo "resume exit status: $?"
   local submissions rows unique
   submissions=$(find /tmp/class -mindepth 1 -maxdepth 1 -type d ! -name '.*' | wc -l)
-  rows=$(python3 -c 'import csv,sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1]))))' /tmp/class-kill/gradebook.csv)
-  unique=$(python3 -c 'import csv,sys; print(len({r["folder"] for r in csv.DictReader(open(sys.argv[1]))}))' /tmp/class-kill/gradebook.csv)
+  rows=$(python3 -c 'import csv,sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1], encoding="utf-8-sig"))))' /tmp/class-kill/gradebook.csv)
+  unique=$(python3 -c 'import csv,sys; print(len({r["folder"] for r in csv.DictReader(open(sys.argv[1], encoding="utf-8-sig"))}))' /tmp/class-kill/gradebook.csv)
   echo "submissions: $submissions, gradebook rows: $rows, distinct folders: $unique"
 }
 
@@ -233,7 +233,7 @@ for path in sorted(glob.glob(f"{run}/shards/*/shard.json")):
     print("shard", m["shard"]["index"], "gpus", [(g["bus_id"], g["name"], g["uuid"]) for g in m["gpus"]],
           "graded", sum(r["graded"] for r in m["runs"]))
 def grades(path):
-    return {r["folder"]: r["verdict"] for r in csv.DictReader(open(path, encoding="utf-8"))}
+    return {r["folder"]: r["verdict"] for r in csv.DictReader(open(path, encoding="utf-8-sig"))}
 a, b = grades(f"{run}/class/gradebook.csv"), grades(f"{one}/gradebook.csv")
 print("students", len(a), "verdicts equal to one batch:", sum(a[k] == b.get(k) for k in a))
 PY

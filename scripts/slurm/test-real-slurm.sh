@@ -288,7 +288,7 @@ for name in klass:
         if read(f"{merged}/{name}/{f}") != read(f"{rebuilt}/{name}/{f}"):
             bad.append(f"{name}/{f} differs")
 def grades(path):
-    rows = list(csv.reader(open(path, newline="", encoding="utf-8")))
+    rows = list(csv.reader(open(path, newline="", encoding="utf-8-sig")))
     head = rows[0]
     return {r[0]: (r[head.index("verdict")], r[head.index("score")]) for r in rows[1:]}
 g_merged, g_one = grades(f"{merged}/gradebook.csv"), grades(f"{one}/gradebook.csv")
