@@ -798,10 +798,22 @@ TEST_CASE("a batch killed halfway resumes: reports kept, the rest graded, one ro
     CHECK(again.exit_code == 2);
     CHECK(again.output.find("--resume") != std::string::npos);
 
+    // What a kill between a writer's write and its rename leaves: in the class's folder, and in
+    // a student's folder that was finished and one that was not.
+    const std::string kept_student = before.begin()->first;
+    std::ofstream(output / ".gradebook.csv.Kill01") << "half a gradebook";
+    std::ofstream(output / kept_student / ".report.md.Kill02") << "half a report";
+    std::filesystem::create_directories(output / "zz-unfinished");
+    std::ofstream(output / "zz-unfinished" / ".report.txt.Kill03") << "not a student's";
+
     const GraderRun resumed = run_grader({"batch", dir.string(), "--output", output.string(),
                                           "--jobs", "2", "--resume", "--backend", "cuda"});
     INFO(resumed.output);
     CHECK(resumed.exit_code == cuda_batch_exit());
+    CHECK_FALSE(fs::exists(output / ".gradebook.csv.Kill01"));
+    CHECK_FALSE(fs::exists(output / kept_student / ".report.md.Kill02"));
+    // A folder that is no student's is not the batch's to clean.
+    CHECK(fs::exists(output / "zz-unfinished" / ".report.txt.Kill03"));
     const auto after = report_stamps(output);
     CHECK(after.size() == 8);
     // A kept report is not graded again: the class stage may write it anew only for its sentence

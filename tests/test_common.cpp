@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 
 #include "common/files.hpp"
 #include "common/text.hpp"
@@ -52,6 +53,28 @@ TEST_CASE("an atomic write replaces the whole file and leaves no temporary behin
     CHECK(content == "second, longer");
     CHECK(std::distance(std::filesystem::directory_iterator(dir), {}) == 1);
     CHECK_THROWS(write_file_atomically(dir / "no/such/folder/x", "y"));
+}
+
+TEST_CASE("an interrupted write's temporary is removed, and nothing else") {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("grader-test-interrupted-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / ".report.md.Dir123");
+    for (const char* name : {".report.md.aB3xYz", ".gradebook.csv.000000", "report.md", ".locks",
+                             ".report.md.ab-xyz", ".report.md.abcde", "report.md.aB3xYz"}) {
+        std::ofstream(dir / name) << "x";
+    }
+    std::filesystem::create_symlink("report.md", dir / ".summary.json.Lnk123");
+    remove_interrupted_writes(dir);
+    std::set<std::string> left;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        left.insert(entry.path().filename().string());
+    }
+    CHECK(left == std::set<std::string>{".report.md.Dir123", "report.md", ".locks",
+                                        ".report.md.ab-xyz", ".report.md.abcde", "report.md.aB3xYz",
+                                        ".summary.json.Lnk123"});
+    remove_interrupted_writes(dir / "no-such-folder");  // nothing to do, and no throw
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a student's file is read only where it is a plain file of its own") {

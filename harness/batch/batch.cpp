@@ -807,6 +807,12 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     std::filesystem::create_directories(options.output_dir / kLocksFolder);
     const OutputLock output_lock(options.output_dir / kLocksFolder / kBatchLockFile,
                                  options.output_dir);
+    // A batch or a shard's task killed midway leaves its writer's temporaries behind; with the
+    // lock held, no other batch is writing here.
+    remove_interrupted_writes(options.output_dir);
+    for (const auto& submission : scope) {
+        remove_interrupted_writes(options.output_dir / submission.student);
+    }
 
     BatchStatus& status = state->status;
     status.devices = options.devices.empty() ? visible_devices() : options.devices;

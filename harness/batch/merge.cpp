@@ -68,6 +68,7 @@ std::string grading_device(const Report& report) {
 // Copies the files a batch writes for one student, report.json last, as a batch writes them.
 void copy_student(const std::filesystem::path& from, const std::filesystem::path& to) {
     std::filesystem::create_directories(to);
+    remove_interrupted_writes(to);
     const auto names = submission_file_names();
     std::filesystem::remove(to / names.back());
     for (const auto& name : names) {
@@ -219,6 +220,7 @@ MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) 
     result.backend = first.backend;
     const std::string started_at = utc_now();
     std::filesystem::create_directories(options.output_dir);
+    remove_interrupted_writes(options.output_dir);
     for (const auto& student : first.class_students) {
         copy_student(holders.at(student).front()->dir / student, options.output_dir / student);
     }

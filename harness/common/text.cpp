@@ -1,6 +1,7 @@
 #include "common/text.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -129,6 +130,40 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
         const int error = errno;
         ::unlink(temporary.c_str());
         throw std::system_error(error, std::generic_category(), "cannot write " + path.string());
+    }
+}
+
+namespace {
+
+// ".NAME.XXXXXX": the name write_file_atomically gives mkstemp, with mkstemp's six letters.
+bool is_interrupted_write(const std::string& name) {
+    constexpr std::size_t kSuffix = 7;  // ".XXXXXX"
+    if (name.size() < kSuffix + 2 || name.front() != '.' || name[name.size() - kSuffix] != '.') {
+        return false;
+    }
+    for (std::size_t i = name.size() - kSuffix + 1; i < name.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(name[i]);
+        if (!std::isalnum(c)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+void remove_interrupted_writes(const std::filesystem::path& folder) {
+    std::error_code error;
+    std::filesystem::directory_iterator entries(folder, error);
+    if (error) {
+        return;  // no folder yet: nothing was interrupted there
+    }
+    for (const auto& entry : entries) {
+        const auto name = entry.path().filename().string();
+        if (is_interrupted_write(name) && entry.is_regular_file(error) &&
+            !entry.is_symlink(error)) {
+            std::filesystem::remove(entry.path(), error);
+        }
     }
 }
 

@@ -37,4 +37,10 @@ namespace grader {
 // never sees half a report, and an interrupted write leaves the old file or none.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 
+// Removes the temporaries that write_file_atomically leaves in `folder` when its process is
+// killed between writing and renaming (a batch's SIGKILL, a Slurm task cancelled midway). Only
+// the writer's own names (".NAME.XXXXXX") go, and only plain files; call it while holding the
+// lock of the output folder, so that no live writer's temporary is taken.
+void remove_interrupted_writes(const std::filesystem::path& folder);
+
 }  // namespace grader
