@@ -242,7 +242,7 @@ TEST_CASE("reading the columns the demo never wrote is reported with its line, t
     const auto left = read_floats(again, out2, 32 * 32);
     std::uint32_t bits = 0;
     std::memcpy(&bits, &left[1], 4);
-    CHECK(bits != 0x7fc00badu);
+    CHECK((bits & 0x7fc00000u) != 0x7fc00000u);  // a leftover, not the harness's NaN poison
     CHECK(left[0] == 1.0f);
 }
 

@@ -199,9 +199,10 @@ void CudaDevice::poison_shared_memory() {
         return;
     }
     // Every SM, twice over, with the largest allocation a block may have: whatever a kernel
-    // leaves unwritten in its tile afterwards reads NaN.
+    // leaves unwritten in its tile afterwards reads NaN, a different one word by word.
     const auto words = static_cast<unsigned int>(info_.max_shared_per_block_optin / 4);
-    void* arguments[] = {const_cast<unsigned int*>(&words)};
+    const auto seed = static_cast<unsigned int>(seed_ ^ (seed_ >> 32));
+    void* arguments[] = {const_cast<unsigned int*>(&words), const_cast<unsigned int*>(&seed)};
     GRADER_DRIVER_CALL(
         cuLaunchKernel(poison_function_, static_cast<unsigned int>(info_.sm_count * 2), 1, 1, 1024,
                        1, 1, static_cast<unsigned int>(info_.max_shared_per_block_optin),

@@ -19,8 +19,10 @@ namespace detail {
 
 namespace {
 
-// What the GPU path poisons shared memory with before the hidden-input run.
-constexpr std::uint32_t kSharedPoison = 0x7fc00badu;
+// What the GPU path poisons shared memory with before the hidden-input run: a quiet NaN, its
+// payload (the low 22 bits) differing word by word (reference/poison_shared_memory.cu).
+constexpr std::uint32_t kQuietNan = 0x7fc00000u;
+constexpr std::uint32_t kNanPayload = 0x003fffffu;
 // The modeled clock's costs, CostModel's default units taken as cycles (see ModeledClock).
 constexpr std::uint64_t kIssueCycles = 1;
 
@@ -274,9 +276,10 @@ void Executor::start_block(Dim3 b) {
     shared_.resize((shared_bytes_ + 3) / 4 * 4);  // whole words, for the race tracker
     // What the harness poisoned it with, or what earlier blocks left there.
     for (std::size_t k = 0; k + 4 <= shared_bytes_; k += 4) {
-        const std::uint32_t word = options_.poison_shared ? kSharedPoison
-                                                          : ModeledDevice::leftover_shared_word(
-                                                                options_.clock_seed, linear, k / 4);
+        const std::uint32_t leftover =
+            ModeledDevice::leftover_shared_word(options_.clock_seed, linear, k / 4);
+        const std::uint32_t word =
+            options_.poison_shared ? kQuietNan | (leftover & kNanPayload) : leftover;
         std::memcpy(&shared_[k], &word, 4);
     }
     shared_written_.assign((shared_bytes_ + 3) / 4, 0);

@@ -143,9 +143,10 @@ struct LaunchOptions {
     // when it completes, so that they persist across launches of one loaded module as they do
     // on a GPU. Null: every launch starts from the initialisers.
     std::vector<std::byte>* module_globals = nullptr;
-    // Shared memory starts filled with the NaN pattern the GPU path poisons it with (0x7fc00bad)
-    // where the harness poisons it; otherwise with what earlier blocks left there, drawn from
-    // clock_seed per block (ModeledDevice::leftover_shared_word).
+    // Shared memory starts with quiet NaNs whose payloads differ word by word where the harness
+    // poisons it (as the GPU path does, reference/poison_shared_memory.cu); otherwise with what
+    // earlier blocks left there. Both are drawn from clock_seed per block
+    // (ModeledDevice::leftover_shared_word).
     bool poison_shared = false;
     // The Unix time in nanoseconds that %globaltimer reads near the launch's start, as a GPU's
     // does (its timer follows the host's clock); 0: this machine's clock when the launch starts.
