@@ -16,8 +16,8 @@ For each code point c the table holds fold(c), where fold applies until nothing 
   selectors) fold to nothing. Upper case first, so that the skeleton's capital I -> l and the
   case-insensitive match of "Ian" and "ian" agree on one key. Only code points whose fold differs
   from themselves are listed, except two families text::id_key() handles in code: the default
-  ignorables (kept there as ranges) and the Hangul syllables (left composed: their decomposition
-  is algorithmic and no confusable of theirs is listed).
+  ignorables (kept there as ranges) and the Hangul syllables (decomposed there arithmetically,
+  as NFKD does, then each jamo folded by this table).
 """
 import sys
 import unicodedata

@@ -195,6 +195,12 @@ TEST_CASE("student ids that differ only by invisible or look-alike characters sh
     CHECK(grader::text::id_key("s0") == grader::text::id_key("so"));            // 0 and o
     CHECK(grader::text::id_key("\xE2\x80\xAE"
                                "eel.nna") == "eel.nna");  // a bidi override
+    // A Hangul syllable (U+D55C), its conjoining jamo (U+1112 U+1161 U+11AB) and the
+    // compatibility jamo a keyboard may type (U+314E U+314F U+3134).
+    const std::string han = grader::text::id_key("kim.\xED\x95\x9C");
+    CHECK(grader::text::id_key("kim.\xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB") == han);
+    CHECK(grader::text::id_key("kim.\xE3\x85\x8E\xE3\x85\x8F\xE3\x84\xB4") == han);
+    CHECK(grader::text::id_key("kim.\xED\x95\x98") != han);  // U+D558, another syllable
     SUBCASE("ids that differ by a letter a reader sees stay apart") {
         CHECK(grader::text::id_key("ann.lee") != grader::text::id_key("ann.lea"));
         CHECK(grader::text::id_key("jose") != grader::text::id_key("jos\xC3\xA9"));

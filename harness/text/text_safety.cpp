@@ -425,6 +425,55 @@ bool is_default_ignorable(char32_t c) {
                        [c](const CodePointRange& r) { return c >= r.first && c <= r.last; });
 }
 
+// A code point of the Basic Multilingual Plane in three bytes of UTF-8 (U+0800 to U+FFFF).
+void append_three_byte_utf8(char32_t c, std::string& out) {
+    out += static_cast<char>(0xE0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+}
+
+// Appends c's fold from the table, or c itself (`bytes`, its UTF-8) where it has none.
+void append_fold(char32_t c, std::string_view bytes, std::string& key) {
+    const auto found = std::lower_bound(
+        std::begin(kIdFolds), std::end(kIdFolds), c,
+        [](const IdFold& fold, char32_t wanted) { return fold.code_point < wanted; });
+    if (found != std::end(kIdFolds) && found->code_point == c) {
+        key += found->folded;
+    } else {
+        key.append(bytes);
+    }
+}
+
+// Hangul syllables, decomposed as NFKD does it (the Unicode Standard, section 3.12): U+D55C is
+// U+1112 U+1161 U+11AB. The table leaves them out, since the decomposition is arithmetic.
+constexpr char32_t kSyllableFirst = 0xAC00;
+constexpr char32_t kSyllableCount = 11172;
+constexpr char32_t kLeadingFirst = 0x1100;
+constexpr char32_t kVowelFirst = 0x1161;
+constexpr char32_t kTrailingBefore = 0x11A7;  // a trailing index of 0 means none
+constexpr char32_t kVowelCount = 21;
+constexpr char32_t kTrailingCount = 28;
+
+bool append_hangul_syllable_fold(char32_t c, std::string& key) {
+    if (c < kSyllableFirst || c >= kSyllableFirst + kSyllableCount) {
+        return false;
+    }
+    const char32_t index = c - kSyllableFirst;
+    const char32_t jamo[3] = {
+        kLeadingFirst + index / (kVowelCount * kTrailingCount),
+        kVowelFirst + (index % (kVowelCount * kTrailingCount)) / kTrailingCount,
+        kTrailingBefore + index % kTrailingCount};
+    for (const char32_t part : jamo) {
+        if (part == kTrailingBefore) {
+            continue;
+        }
+        std::string bytes;
+        append_three_byte_utf8(part, bytes);
+        append_fold(part, bytes, key);
+    }
+    return true;
+}
+
 }  // namespace
 
 std::string id_key(std::string_view id) {
@@ -433,13 +482,8 @@ std::string id_key(std::string_view id) {
         if (is_default_ignorable(c) || is_hidden_control(c)) {
             return;
         }
-        const auto found = std::lower_bound(
-            std::begin(kIdFolds), std::end(kIdFolds), c,
-            [](const IdFold& fold, char32_t wanted) { return fold.code_point < wanted; });
-        if (found != std::end(kIdFolds) && found->code_point == c) {
-            key += found->folded;
-        } else {
-            key.append(bytes);
+        if (!append_hangul_syllable_fold(c, key)) {
+            append_fold(c, bytes, key);
         }
     });
     const std::size_t first = key.find_first_not_of(" \t\r\n");
