@@ -56,6 +56,8 @@ public:
         kernel->id = spec.id;
         kernel->param_sizes = compiled.outcome.param_sizes;
         kernel->param_source = "ptx";
+        kernel->static_shared_bytes = 8192;  // what a driver says of the probe's tile
+        kernel->registers = 30;
         result.kernel = std::move(kernel);
         return result;
     }
@@ -223,6 +225,51 @@ TEST_CASE("a correct grade: every case runs, is timed and counted while the devi
                       [](const OutputComparison& o) { return o.ok; }));
     CHECK(m.environment.gpu_bus_id == "fake-bus");
     CHECK(m.environment.gpu_held_until >= m.environment.gpu_held_from);
+}
+
+TEST_CASE("the student's compile outcome is sent once; loading sends only what it adds") {
+    // Counts what the worker sends, as the grader's side of the pipe would receive it.
+    struct Counting final : Observations {
+        std::map<std::string, int> compiled_count;
+        std::map<std::string, int> loaded_count;
+        void compiled(const std::string& kernel, const CompileOutcome& value) override {
+            ++compiled_count[kernel];
+            Observations::compiled(kernel, value);
+        }
+        void loaded(const std::string& kernel, const LoadFacts& value) override {
+            ++loaded_count[kernel];
+            Observations::loaded(kernel, value);
+        }
+    };
+    Counting seen;
+    WorkerOptions options;
+    options.exercise_dir = day15().directory;
+    options.submission_dir = std::filesystem::path(GRADER_SOURCE_DIR) / "student/example";
+    options.seed = 7;
+    options.backend = "cuda";
+    DeviceChoice choice;
+    choice.backend = "cuda";
+    choice.arch = "sm_90";
+    std::vector<std::string> events;
+    const FakeDevice::Script script;
+    choice.open = [&script, &events]() -> std::unique_ptr<Device> {
+        return std::make_unique<FakeDevice>(day15(), script, events);
+    };
+    PipelineHooks hooks;
+    hooks.grader_executable = GRADER_BINARY;
+    run_pipeline(day15(), options, seen, choice, hooks);
+    REQUIRE_FALSE(seen.measurements.interruption);
+    CHECK(seen.compiled_count["student"] == 1);
+    CHECK(seen.loaded_count["student"] == 1);
+    for (const auto& [kernel, count] : seen.compiled_count) {
+        CAPTURE(kernel);
+        CHECK(count == 1);
+    }
+    // What loading added reached the grader's copy of the outcome.
+    CHECK(seen.measurements.student.ok);
+    CHECK(seen.measurements.student.abi_problem.empty());
+    CHECK(seen.measurements.student.static_shared_bytes == 8192);
+    CHECK(seen.measurements.student.registers == 30);
 }
 
 TEST_CASE("a student's kernel that faults at one stride stops the grade there, as theirs") {

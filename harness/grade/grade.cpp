@@ -161,6 +161,7 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
         void compiled(const std::string& k, const CompileOutcome& v) override {
             target_.compiled(k, v);
         }
+        void loaded(const std::string& k, const LoadFacts& v) override { target_.loaded(k, v); }
         void run(const KernelRun& v) override { target_.run(v); }
         void measured(const GradeFigures& v) override { target_.measured(v); }
         void interruption(const Interruption& v) override { target_.interruption(v); }

@@ -147,6 +147,28 @@ GradeFigures figures_from_json(const nlohmann::json& j) {
 
 }  // namespace
 
+LoadFacts LoadFacts::of(const CompileOutcome& outcome) {
+    LoadFacts facts;
+    if (outcome.param_source == "driver") {
+        facts.param_sizes = outcome.param_sizes;
+        facts.param_source = outcome.param_source;
+    }
+    facts.static_shared_bytes = outcome.static_shared_bytes;
+    facts.registers = outcome.registers;
+    facts.abi_problem = outcome.abi_problem;
+    return facts;
+}
+
+void LoadFacts::apply_to(CompileOutcome& outcome) const {
+    if (!param_sizes.empty()) {
+        outcome.param_sizes = param_sizes;
+        outcome.param_source = param_source;
+    }
+    outcome.static_shared_bytes = static_shared_bytes;
+    outcome.registers = registers;
+    outcome.abi_problem = abi_problem;
+}
+
 void FdProgressSink::write_line(const nlohmann::json& message) {
     // Invalid UTF-8 from a student's file is replaced, never allowed to break the channel.
     const std::string line = text::json_text(message, -1) + "\n";
@@ -174,6 +196,16 @@ void FdProgressSink::environment(const Environment& value) {
 }
 void FdProgressSink::compiled(const std::string& kernel, const CompileOutcome& value) {
     write_line({{"type", "compiled"}, {"kernel", kernel}, {"value", value}});
+}
+void FdProgressSink::loaded(const std::string& kernel, const LoadFacts& value) {
+    write_line({{"type", "loaded"},
+                {"kernel", kernel},
+                {"value",
+                 {{"param_sizes", value.param_sizes},
+                  {"param_source", value.param_source},
+                  {"static_shared_bytes", value.static_shared_bytes},
+                  {"registers", value.registers},
+                  {"abi_problem", value.abi_problem}}}});
 }
 void FdProgressSink::run(const KernelRun& value) {
     write_line({{"type", "run"}, {"value", value}});
@@ -204,6 +236,10 @@ void Observations::compiled(const std::string& kernel, const CompileOutcome& val
     } else {
         measurements.references[kernel] = value;
     }
+}
+void Observations::loaded(const std::string& kernel, const LoadFacts& value) {
+    value.apply_to(kernel == kStudentKernel ? measurements.student
+                                            : measurements.references[kernel]);
 }
 void Observations::run(const KernelRun& value) {
     if (KernelRun* existing = measurements.run(value.kernel, value.stride)) {
@@ -246,6 +282,14 @@ double dispatch_message(const std::string& line, ProgressSink& sink) {
             sink.environment(value.get<Environment>());
         } else if (type == "compiled") {
             sink.compiled(message.at("kernel").get<std::string>(), value.get<CompileOutcome>());
+        } else if (type == "loaded") {
+            LoadFacts facts;
+            value.at("param_sizes").get_to(facts.param_sizes);
+            value.at("param_source").get_to(facts.param_source);
+            value.at("static_shared_bytes").get_to(facts.static_shared_bytes);
+            value.at("registers").get_to(facts.registers);
+            value.at("abi_problem").get_to(facts.abi_problem);
+            sink.loaded(message.at("kernel").get<std::string>(), facts);
         } else if (type == "run") {
             sink.run(value.get<KernelRun>());
         } else if (type == "measured") {

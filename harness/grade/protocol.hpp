@@ -7,6 +7,7 @@
 //   {"type":"submission","value":{...}}        the answers file, read
 //   {"type":"environment","value":{...}}
 //   {"type":"compiled","kernel":"student","value":{...}}
+//   {"type":"loaded","kernel":"student","value":{...}}   what loading it adds (LoadFacts)
 //   {"type":"run","value":{...}}                a KernelRun; a later one for the same kernel and
 //                                               stride (with its timing) replaces it
 //   {"type":"measured","value":{...}}          grade-wide figures: seed, strides drawn, rounds
@@ -38,6 +39,19 @@ struct GradeFigures {
     double wall_seconds = 0.0;
 };
 
+// What loading a compiled kernel adds to its compile outcome, sent on its own so that the
+// outcome (with the student's log and signature) crosses the pipe once.
+struct LoadFacts {
+    std::vector<std::size_t> param_sizes;  // empty: the compile's own stand
+    std::string param_source;
+    int static_shared_bytes = -1;
+    int registers = -1;
+    std::string abi_problem;
+
+    static LoadFacts of(const CompileOutcome& outcome);
+    void apply_to(CompileOutcome& outcome) const;
+};
+
 // Where the worker reports to: a pipe in the real worker, Observations in process.
 class ProgressSink {
 public:
@@ -46,6 +60,7 @@ public:
     virtual void submission(const Submission& value) = 0;
     virtual void environment(const Environment& value) = 0;
     virtual void compiled(const std::string& kernel, const CompileOutcome& value) = 0;
+    virtual void loaded(const std::string& kernel, const LoadFacts& value) = 0;
     virtual void run(const KernelRun& value) = 0;
     virtual void measured(const GradeFigures& value) = 0;
     virtual void interruption(const Interruption& value) = 0;
@@ -60,6 +75,7 @@ public:
     void submission(const Submission& value) override;
     void environment(const Environment& value) override;
     void compiled(const std::string& kernel, const CompileOutcome& value) override;
+    void loaded(const std::string& kernel, const LoadFacts& value) override;
     void run(const KernelRun& value) override;
     void measured(const GradeFigures& value) override;
     void interruption(const Interruption& value) override;
@@ -78,6 +94,7 @@ public:
     void submission(const Submission& value) override;
     void environment(const Environment& value) override;
     void compiled(const std::string& kernel, const CompileOutcome& value) override;
+    void loaded(const std::string& kernel, const LoadFacts& value) override;
     void run(const KernelRun& value) override;
     void measured(const GradeFigures& value) override;
     void interruption(const Interruption& value) override;

@@ -318,7 +318,7 @@ private:
                         loaded_.emplace(spec.id, std::move(result.kernel));
                     }
                 }
-                sink_.compiled(spec.id, outcome);
+                sink_.loaded(spec.id, LoadFacts::of(outcome));
                 continue;
             }
             LoadResult result = device().load(spec, compiled);
