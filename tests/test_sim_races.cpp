@@ -142,9 +142,11 @@ TEST_CASE("the exercises' own kernels run without a race") {
         sim::LaunchOptions options;
         options.dynamic_shared_bytes = 16 * 1024;
         const unsigned words = 4096;
+        const unsigned seed = 7;
         sim::GlobalMemory memory;
-        const auto result = sim::launch(module, "poisonSharedMemory", {1, 1, 1}, {256, 1, 1},
-                                        {sim::param_bytes(words)}, memory, options);
+        const auto result =
+            sim::launch(module, "poisonSharedMemory", {1, 1, 1}, {256, 1, 1},
+                        {sim::param_bytes(words), sim::param_bytes(seed)}, memory, options);
         REQUIRE(result.status == sim::LaunchStatus::completed);
         CHECK(result.race_count == 0);
     }

@@ -773,8 +773,10 @@ std::string race_fix(std::string_view race) {
     std::vector<std::string_view> places;
     for (std::size_t at = race.find(" at "); at != std::string_view::npos;
          at = race.find(" at ", at + 4)) {
+        // A place ends at the comma or " with" after it; it may hold a space ("line 25",
+        // "PTX line 67": sim::location_text).
         const std::size_t start = at + 4;
-        const std::size_t end = race.find_first_of(", ", start);
+        const std::size_t end = std::min(race.find(',', start), race.find(" with ", start));
         places.push_back(
             race.substr(start, end == std::string_view::npos ? race.npos : end - start));
     }

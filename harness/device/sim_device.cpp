@@ -23,14 +23,6 @@ const SimKernel& sim_kernel(const LoadedKernel& kernel) {
     return static_cast<const SimKernel&>(kernel);
 }
 
-std::string location_text(const sim::SourceLocation& where) {
-    if (where.line > 0) {
-        return (where.file.empty() ? std::string("the kernel") : where.file) + ":" +
-               std::to_string(where.line);
-    }
-    return "PTX line " + std::to_string(where.ptx_line);
-}
-
 std::string uninitialized_read_note(int stride, const sim::UninitializedSharedRead& read) {
     // Threads and blocks as (x, y, z) where either has more than one dimension; a variable's word
     // by its index in the variable's words (tile[32][33] has no tile[33]).
@@ -46,7 +38,7 @@ std::string uninitialized_read_note(int stride, const sim::UninitializedSharedRe
         note += " (word " + std::to_string(read.word_in_variable) + " of " +
                 sim::shared_variable_name(read.variable) + ")";
     }
-    return note + " at " + location_text(read.where) +
+    return note + " at " + sim::location_text(read.where) +
            " before any thread of its block wrote it (shared memory holds whatever was left there)";
 }
 
@@ -102,7 +94,8 @@ std::string stop_message(const sim::LaunchResult& result, std::uint64_t budget) 
         case sim::LaunchStatus::budget_exceeded:
             return "it did not finish within the simulator's instruction budget of " +
                    std::to_string(budget) + " warp instructions" +
-                   (result.last_location ? ", at " + location_text(*result.last_location) : "");
+                   (result.last_location ? ", at " + sim::location_text(*result.last_location)
+                                         : "");
         case sim::LaunchStatus::unsupported: {
             const auto& u = *result.unsupported;
             return "the simulator does not support " + u.opcode + " (" +

@@ -594,6 +594,13 @@ std::vector<Dim3> first_blocks(Dim3 grid, std::uint64_t count) {
     return blocks;
 }
 
+std::string location_text(const SourceLocation& where) {
+    if (where.line > 0)
+        return (where.file.empty() ? std::string("line ") : where.file + ":") +
+               std::to_string(where.line);
+    return "PTX line " + std::to_string(where.ptx_line);
+}
+
 std::string_view to_string(LaunchStatus status) {
     switch (status) {
         case LaunchStatus::completed:

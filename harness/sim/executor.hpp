@@ -319,7 +319,6 @@ private:
     void record_uninitialized(const Warp& w, unsigned lane, std::uint64_t byte_offset);
     void locate_variable(std::uint64_t byte_offset, std::string& name,
                          std::uint64_t& word_in_variable) const;
-    static std::string short_at(const SourceLocation& where);
     static std::string lane_text(const ThreadId& t);
     void record_race(const Warp& w, unsigned lane, const RaceHit& hit, std::uint64_t byte_offset);
 

@@ -424,13 +424,6 @@ void Executor::locate_variable(std::uint64_t byte_offset, std::string& name,
     }
 }
 
-std::string Executor::short_at(const SourceLocation& where) {
-    if (where.line > 0)
-        return (where.file.empty() ? std::string("line ") : where.file + ":") +
-               std::to_string(where.line);
-    return "PTX line " + std::to_string(where.ptx_line);
-}
-
 std::string Executor::lane_text(const ThreadId& t) {
     return "thread " + dim_text(t.thread) + " (warp " + std::to_string(t.warp) + ", lane " +
            std::to_string(t.lane) + ")";
@@ -479,22 +472,22 @@ void Executor::record_race(const Warp& w, unsigned lane, const RaceHit& hit,
         case RaceKind::read_after_write:
             race.kind = SharedRace::Kind::read_after_write;
             race.message = lane_text(race.thread) + block + " read " + word + " at " +
-                           short_at(race.where) + ", which " + lane_text(race.other) +
-                           " wrote at " + short_at(race.earlier) + unsynchronized;
+                           location_text(race.where) + ", which " + lane_text(race.other) +
+                           " wrote at " + location_text(race.earlier) + unsynchronized;
             break;
         case RaceKind::write_after_read:
             race.kind = SharedRace::Kind::write_after_read;
             race.message =
-                lane_text(race.thread) + block + " wrote " + word + " at " + short_at(race.where) +
-                ", which " +
+                lane_text(race.thread) + block + " wrote " + word + " at " +
+                location_text(race.where) + ", which " +
                 (any_reader ? std::string("other warps") : lane_text(race.other) + " had") +
-                " read" + (any_reader ? "" : " at " + short_at(race.earlier)) + unsynchronized;
+                " read" + (any_reader ? "" : " at " + location_text(race.earlier)) + unsynchronized;
             break;
         case RaceKind::write_after_write:
             race.kind = SharedRace::Kind::write_after_write;
             race.message = lane_text(race.thread) + block + " wrote " + word + " at " +
-                           short_at(race.where) + ", which " + lane_text(race.other) +
-                           " also wrote at " + short_at(race.earlier) + unsynchronized;
+                           location_text(race.where) + ", which " + lane_text(race.other) +
+                           " also wrote at " + location_text(race.earlier) + unsynchronized;
             break;
         case RaceKind::one_store_two_values:
         case RaceKind::none:
@@ -504,7 +497,7 @@ void Executor::record_race(const Warp& w, unsigned lane, const RaceHit& hit,
                            std::to_string(w.index) + block + " (threads " +
                            dim_text(race.other.thread) + " and " + dim_text(race.thread.thread) +
                            ") wrote different values to " + word + " in one store at " +
-                           short_at(race.where) + ": which one lands is undefined";
+                           location_text(race.where) + ": which one lands is undefined";
             break;
     }
     result_.races.push_back(std::move(race));

@@ -15,6 +15,7 @@
 
 #include "sim/program.hpp"
 #include "sim/sim.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader::sim {
 
@@ -341,7 +342,10 @@ void Parser::instruction() {
     where.line = loc_line_;
     where.column = loc_column_;
     where.ptx_line = line;
-    where.instruction = std::move(text);
+    // An instruction of the student's inline asm may be as long as they make it.
+    where.instruction = text.size() > kMaxLocationInstructionBytes
+                            ? text::shorten(text, kMaxLocationInstructionBytes)
+                            : std::move(text);
     location_files_.emplace_back(static_cast<int>(entry_->code.size()), loc_file_);
 
     const std::string opcode(opcode_token.text);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/ptx_parser.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader::sim::detail {
 
@@ -23,12 +24,13 @@ void Parser::file_directive() {
     next();
     if (peek().kind != TokenKind::string)
         throw ParseError(line, ".file without a name");
-    std::string name(next().text);
+    std::string_view name = next().text;
     // Only the base name: NVRTC writes the compiling machine's working directory here.
     const auto slash = name.find_last_of("/\\");
-    if (slash != std::string::npos)
+    if (slash != std::string_view::npos)
         name = name.substr(slash + 1);
-    files_[static_cast<int>(index)] = name;
+    // Whatever a line says (an asm statement can forge one): every race and stop names it.
+    files_[static_cast<int>(index)] = text::shorten(name, kMaxLocationFileBytes);
     skip_line(line);
 }
 

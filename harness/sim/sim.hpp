@@ -201,7 +201,10 @@ enum class LaunchStatus {
 std::string_view to_string(LaunchStatus status);
 
 // Where an instruction came from: the CUDA source line (from the nearest preceding .loc) and the
-// PTX line and text.
+// PTX line and text. Both texts are the PTX's, which a student's asm can write: they are cut to
+// these bounds (ending in "...") when parsed.
+constexpr std::size_t kMaxLocationFileBytes = 120;
+constexpr std::size_t kMaxLocationInstructionBytes = 200;
 struct SourceLocation {
     std::string file;  // base name of the .file entry, e.g. "probe.cu"; empty if none
     int line = 0;      // 0 when the PTX has no .loc before the instruction
@@ -209,6 +212,9 @@ struct SourceLocation {
     int ptx_line = 0;
     std::string instruction;  // the PTX instruction's text, e.g. "ld.shared.f32 %f5, [%rd14]"
 };
+
+// "probe.cu:25"; "line 25" where the PTX names no file for it; "PTX line 67" where it has no .loc.
+std::string location_text(const SourceLocation& where);
 
 struct ThreadId {
     Dim3 block;
