@@ -33,7 +33,6 @@ public:
     // Loads the profiler's libraries on a thread of their own while the GPU is timed.
     void prepare_count() override;
 
-    std::string arch() const { return info_.arch(); }
     void describe(Environment& environment) const override;
     LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override;
     LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override;
