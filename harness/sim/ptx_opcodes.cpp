@@ -1,9 +1,13 @@
-// PTX's vocabulary as the simulator knows it: the opcodes it decodes and the type suffixes.
+// PTX's vocabulary as the simulator knows it: the type suffixes, the opcodes it decodes (the
+// table of opcodes.def) and the modifier chains that follow them.
 
+#include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "sim/ptx_decode.hpp"
 #include "sim/ptx_parser.hpp"
 
 namespace grader::sim::detail {
@@ -31,23 +35,46 @@ Type type_from(std::string_view s, bool& is_type) {
     return Type::none;
 }
 
-bool known_opcode(std::string_view opcode) {
-    static const char* const bases[] = {
-        "mov",       "add",     "sub",     "mul",        "mad",    "fma",   "div",       "rem",
-        "min",       "max",     "neg",     "abs",        "and",    "or",    "xor",       "not",
-        "cnot",      "popc",    "clz",     "brev",       "shl",    "shr",   "bfe",       "bfi",
-        "prmt",      "setp",    "selp",    "cvt",        "cvta",   "rcp",   "sqrt",      "rsqrt",
-        "ex2",       "lg2",     "sin",     "cos",        "ld",     "ldu",   "st",        "atom",
-        "red",       "shfl",    "vote",    "activemask", "bra",    "brx",   "ret",       "exit",
-        "trap",      "brkpt",   "bar",     "barrier",    "membar", "fence", "nanosleep", "prefetch",
-        "prefetchu", "discard", "pmevent", "call",       "bfind",  "shf",   "sad",       "copysign",
-        "redux"};
-    const std::string_view base = opcode.substr(0, opcode.find('.'));
-    for (const char* b : bases) {
-        if (base == b)
-            return true;
+const OpcodeRow* opcode_row(std::string_view base) {
+    static const OpcodeRow rows[] = {
+#define PTX_OPCODE(spelling, decoder, op) {#spelling, &decoder, Op::op},
+#include "sim/opcodes.def"
+    };
+    for (const OpcodeRow& row : rows) {
+        if (row.spelling == base)
+            return &row;
     }
-    return false;
+    return nullptr;
+}
+
+ModifierChain::ModifierChain(std::string_view opcode) {
+    std::string_view rest = opcode;
+    std::size_t dot = rest.find('.');
+    base_ = rest.substr(0, dot);
+    while (dot != std::string_view::npos) {
+        rest = rest.substr(dot + 1);
+        dot = rest.find('.');
+        const std::string_view part = rest.substr(0, dot);
+        bool is_type = false;
+        const Type t = type_from(part, is_type);
+        if (is_type) {
+            types_.push_back(t);
+        } else {
+            mods_.push_back(part);
+        }
+    }
+}
+
+bool ModifierChain::has(std::string_view modifier) const {
+    return std::find(mods_.begin(), mods_.end(), modifier) != mods_.end();
+}
+
+bool ModifierChain::only(std::initializer_list<std::string_view> allowed) const {
+    for (const std::string_view m : mods_) {
+        if (std::find(allowed.begin(), allowed.end(), m) == allowed.end())
+            return false;
+    }
+    return true;
 }
 
 }  // namespace grader::sim::detail

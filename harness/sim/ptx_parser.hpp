@@ -3,8 +3,8 @@
 // The PTX parser's parts, private to it: ptx_parser_lexer.cpp turns text into tokens and reads
 // literals, ptx_parser_declarations.cpp reads declarations (.reg, .shared, .local, .param,
 // .global, .const, .file, .loc) and resolves names to register slots and symbols, ptx_opcodes.cpp
-// holds PTX's vocabulary (the opcodes and type suffixes the simulator knows), and ptx_parser.cpp
-// walks the module and decodes instructions into the Program.
+// holds PTX's vocabulary (the type suffixes, opcodes.def's table of opcodes, modifier chains),
+// ptx_parser.cpp walks the module, and ptx_decode*.cpp decode instructions into the Program.
 
 #include <algorithm>
 #include <cstddef>
@@ -36,8 +36,6 @@ std::vector<Token> tokenize(std::string_view text);
 struct Unsupported {
     std::string what;
 };
-// Thrown when an instruction was decoded without the generic operand parser.
-struct Decoded {};
 
 bool parse_integer(std::string_view text, std::uint64_t& value);
 // An immediate's raw bits for an operand of type `type`: 0fXXXXXXXX and 0dXXXXXXXXXXXXXXXX are
@@ -52,10 +50,6 @@ inline std::size_t type_size_bytes(Type t) {
     return t == Type::pred ? 1 : type_bits(t) / 8;
 }
 
-// Whether the simulator knows the opcode's base ("ld" of ld.global.u32). An opcode it does not
-// know may have operand syntax it does not know either (tex, suld): it is not parsed.
-bool known_opcode(std::string_view opcode);
-
 // One operand as written.
 struct Operand {
     enum class Kind { reg, immediate, address, vector, sink, pair } kind = Kind::reg;
@@ -67,6 +61,8 @@ struct Operand {
     std::vector<std::string_view> elements;  // vector, pair (second in elements[0])
 };
 
+class Decoding;
+
 class Parser {
 public:
     explicit Parser(std::string_view text) : tokens_(tokenize(text)) {}
@@ -74,6 +70,8 @@ public:
     Program parse();
 
 private:
+    friend class Decoding;  // an instruction's decoding resolves names through the parser
+
     std::vector<Token> tokens_;
     std::size_t pos_ = 0;
     Program program_;
@@ -140,11 +138,6 @@ private:
     void instruction();
     std::vector<Operand> operands(std::size_t begin, std::size_t end);
     std::int32_t value_slot(const Operand& op, Type type, int line);
-    void call(Instruction& ins, std::size_t begin, std::size_t end);
-    void need(const std::vector<Operand>& ops, std::size_t count, int line,
-              const std::string& opcode);
-    void address(Instruction& ins, const Operand& op, int line);
-    void decode(Instruction& ins, const std::string& opcode, std::vector<Operand>& ops, int line);
     void close_entry();
 };
 
