@@ -1,10 +1,12 @@
 #pragma once
 
-// The simulator's executor, private to it. One Executor runs one launch; its parts live in three
-// files along the seams of the work: executor.cpp schedules (the launch, blocks, warps, barriers,
-// clocks), executor_arithmetic.cpp executes what registers alone decide (integer and float
-// operations, cvt, setp), executor_memory.cpp executes what touches memory (loads, stores,
-// atomics) and records what it finds there (races, uninitialised reads, bank costs).
+// The simulator's executor, private to it. One Executor runs one launch; its parts live along the
+// seams of the work: executor.cpp schedules (the launch, blocks, warps, barriers, clocks);
+// opcodes.def names one function per family of operations, in executor_arithmetic.cpp (integer
+// and float arithmetic, and the dispatch), executor_bits.cpp, executor_convert.cpp (moves, setp,
+// cvt), executor_warp.cpp (shfl, vote, redux) and executor_memory.cpp, which executes what touches
+// memory (loads, stores, atomics) and records what it finds there (races, uninitialised reads,
+// bank costs).
 
 #include <array>
 #include <cstdint>
@@ -172,6 +174,13 @@ struct BlockState {
     std::uint64_t reduction_arrived = 0;
 };
 
+class Executor;
+
+// One function per family of operations, as opcodes.def names them; friends of the Executor.
+#define SIM_OP(op, executor) \
+    void executor(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec);
+#include "sim/opcodes.def"
+
 class Executor {
 public:
     Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 block,
@@ -269,10 +278,20 @@ private:
         return &w.regs[static_cast<std::size_t>(slot) * 32];
     }
 
+    // The instruction's destination and its k-th source, lane by lane (nullptr where none).
+    std::uint64_t* dst(Warp& w, const Instruction& in) {
+        return in.dst[0] >= 0 ? reg(w, in.dst[0]) : nullptr;
+    }
+    const std::uint64_t* src(Warp& w, const Instruction& in, int k) {
+        return in.src[k] >= 0 ? reg(w, in.src[k]) : nullptr;
+    }
+
+    // Runs the instruction's family (opcodes.def) on the lanes of `exec`.
     void execute(Warp& w, const Instruction& in, std::uint32_t exec);
     void execute_ftz(Warp& w, const Instruction& in, std::uint32_t exec);
-    void setp(Warp& w, const Instruction& in, std::uint32_t exec);
-    void cvt(const Instruction& in, std::uint32_t exec, std::uint64_t* d, const std::uint64_t* a);
+#define SIM_OP(op, executor) \
+    friend void executor(Executor&, Warp&, const Instruction&, std::uint32_t);
+#include "sim/opcodes.def"
 
     // ---- memory ----
 

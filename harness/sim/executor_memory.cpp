@@ -545,4 +545,13 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
     }
 }
 
+// ld, st and atom, as opcodes.def's families.
+void execute_memory(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    self.memory_access(w, in, exec);
+}
+
+void execute_atom(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    self.atomic(w, in, exec);
+}
+
 }  // namespace grader::sim::detail

@@ -1,0 +1,292 @@
+// The executor's moves, selections, comparisons and conversions. One function per family of
+// opcodes.def; see executor.hpp.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "sim/executor.hpp"
+#include "sim/program.hpp"
+
+namespace grader::sim::detail {
+
+namespace {
+
+template <class F>
+F round_float(F x, Rounding r) {
+    switch (r) {
+        case Rounding::rni:
+            return std::nearbyint(x);
+        case Rounding::rzi:
+            return std::trunc(x);
+        case Rounding::rmi:
+            return std::floor(x);
+        case Rounding::rpi:
+            return std::ceil(x);
+        default:
+            return x;
+    }
+}
+
+}  // namespace
+
+void execute_mov(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    std::uint64_t* d = self.dst(w, in);
+    const std::uint64_t* a = self.src(w, in, 0);
+    if (in.type == Type::pred) {
+        for_lanes(exec, [&](unsigned l) { d[l] = a[l] != 0; });
+    } else {
+        const unsigned bits = type_bits(in.type);
+        const std::uint64_t keep = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+        for_lanes(exec, [&](unsigned l) { d[l] = a[l] & keep; });
+    }
+}
+
+void execute_mov_pack(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    std::uint64_t* d = self.dst(w, in);
+    const unsigned part = type_bits(in.type) / in.vector;
+    const std::uint64_t keep = part == 64 ? ~0ull : ((1ull << part) - 1);
+    for_lanes(exec, [&](unsigned l) {
+        std::uint64_t v = 0;
+        for (unsigned e = 0; e < in.vector; ++e)
+            v |= (self.reg(w, in.src[e])[l] & keep) << (e * part);
+        d[l] = v;
+    });
+}
+
+void execute_mov_unpack(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    const std::uint64_t* a = self.src(w, in, 0);
+    const unsigned part = type_bits(in.type) / in.vector;
+    const std::uint64_t keep = part == 64 ? ~0ull : ((1ull << part) - 1);
+    for_lanes(exec, [&](unsigned l) {
+        const std::uint64_t v = a[l];
+        for (unsigned e = 0; e < in.vector; ++e)
+            self.reg(w, in.dst[e])[l] = (v >> (e * part)) & keep;
+    });
+}
+
+void execute_selp(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    std::uint64_t* d = self.dst(w, in);
+    const std::uint64_t* a = self.src(w, in, 0);
+    const std::uint64_t* b = self.src(w, in, 1);
+    const std::uint64_t* c = self.src(w, in, 2);
+    const unsigned bits = type_bits(in.type);
+    const std::uint64_t keep = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    for_lanes(exec, [&](unsigned l) { d[l] = (c[l] != 0 ? a[l] : b[l]) & keep; });
+}
+
+void execute_cvta(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    std::uint64_t* d = self.dst(w, in);
+    const std::uint64_t* a = self.src(w, in, 0);
+    std::uint64_t window = 0;
+    if (in.space == Space::shared)
+        window = kSharedWindow;
+    if (in.space == Space::local)
+        window = kLocalWindow;
+    const unsigned bits = type_bits(in.type);
+    const std::uint64_t keep = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    if (in.op == Op::cvta_to_generic) {
+        for_lanes(exec, [&](unsigned l) { d[l] = (a[l] + window) & keep; });
+    } else {
+        for_lanes(exec, [&](unsigned l) { d[l] = (a[l] - window) & keep; });
+    }
+}
+
+void execute_setp(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    std::uint64_t* p = self.reg(w, in.dst[0]);
+    std::uint64_t* q = in.dst2 >= 0 ? self.reg(w, in.dst2) : nullptr;
+    const std::uint64_t* a = self.reg(w, in.src[0]);
+    const std::uint64_t* b = self.reg(w, in.src[1]);
+    const std::uint64_t* c = in.src[2] >= 0 ? self.reg(w, in.src[2]) : nullptr;
+    dispatch_any(in.type, [&](auto zero) {
+        using T = decltype(zero);
+        for_lanes(exec, [&](unsigned l) {
+            const T x = as<T>(a[l]), y = as<T>(b[l]);
+            bool t = false;
+            if constexpr (std::is_floating_point_v<T>) {
+                const bool unordered = std::isnan(x) || std::isnan(y);
+                switch (in.compare) {
+                    case Compare::eq:
+                        t = !unordered && x == y;
+                        break;
+                    case Compare::ne:
+                        t = !unordered && x != y;
+                        break;
+                    case Compare::lt:
+                        t = !unordered && x < y;
+                        break;
+                    case Compare::le:
+                        t = !unordered && x <= y;
+                        break;
+                    case Compare::gt:
+                        t = !unordered && x > y;
+                        break;
+                    case Compare::ge:
+                        t = !unordered && x >= y;
+                        break;
+                    case Compare::equ:
+                        t = unordered || x == y;
+                        break;
+                    case Compare::neu:
+                        t = unordered || x != y;
+                        break;
+                    case Compare::ltu:
+                        t = unordered || x < y;
+                        break;
+                    case Compare::leu:
+                        t = unordered || x <= y;
+                        break;
+                    case Compare::gtu:
+                        t = unordered || x > y;
+                        break;
+                    case Compare::geu:
+                        t = unordered || x >= y;
+                        break;
+                    case Compare::num:
+                        t = !unordered;
+                        break;
+                    case Compare::nan:
+                        t = unordered;
+                        break;
+                    default:
+                        t = false;
+                        break;
+                }
+            } else {
+                using U = Unsigned<T>;
+                const U ux = static_cast<U>(x), uy = static_cast<U>(y);
+                switch (in.compare) {
+                    case Compare::eq:
+                        t = x == y;
+                        break;
+                    case Compare::ne:
+                        t = x != y;
+                        break;
+                    case Compare::lt:
+                        t = x < y;
+                        break;
+                    case Compare::le:
+                        t = x <= y;
+                        break;
+                    case Compare::gt:
+                        t = x > y;
+                        break;
+                    case Compare::ge:
+                        t = x >= y;
+                        break;
+                    case Compare::lo:
+                        t = ux < uy;
+                        break;
+                    case Compare::ls:
+                        t = ux <= uy;
+                        break;
+                    case Compare::hi:
+                        t = ux > uy;
+                        break;
+                    case Compare::hs:
+                        t = ux >= uy;
+                        break;
+                    default:
+                        t = false;
+                        break;
+                }
+            }
+            bool first = t, second = !t;
+            if (c != nullptr) {
+                const bool cv = (c[l] != 0) != in.negate_c;
+                switch (in.bool_op) {
+                    case BoolOp::and_:
+                        first = first && cv;
+                        second = second && cv;
+                        break;
+                    case BoolOp::or_:
+                        first = first || cv;
+                        second = second || cv;
+                        break;
+                    case BoolOp::xor_:
+                        first = first != cv;
+                        second = second != cv;
+                        break;
+                    case BoolOp::none:
+                        break;
+                }
+            }
+            p[l] = first ? 1 : 0;
+            if (q != nullptr)
+                q[l] = second ? 1 : 0;
+        });
+    });
+}
+
+// Conversions: float to integer rounds as asked (rzi when none), saturates, NaN gives 0.
+// Float rounding modes other than round-to-nearest for float results (.rz/.rm/.rp) are
+// computed as round-to-nearest.
+void execute_cvt(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    std::uint64_t* d = self.dst(w, in);
+    const std::uint64_t* a = self.src(w, in, 0);
+    const Type to = in.type;
+    const Type from = in.source_type;
+    dispatch_any(from, [&](auto source_zero) {
+        using S = decltype(source_zero);
+        dispatch_any(to, [&](auto target_zero) {
+            using D = decltype(target_zero);
+            for_lanes(exec, [&](unsigned l) {
+                const S x = as<S>(a[l]);
+                D r{};
+                if constexpr (std::is_floating_point_v<D>) {
+                    if constexpr (std::is_floating_point_v<S>) {
+                        r = round_float(static_cast<D>(x), in.rounding);
+                        if (sizeof(D) < sizeof(S))
+                            r = static_cast<D>(round_float(x, in.rounding));
+                    } else {
+                        r = static_cast<D>(x);
+                    }
+                    if (in.saturate)
+                        r = std::isnan(r) ? D(0) : std::min(D(1), std::max(D(0), r));
+                } else if constexpr (std::is_floating_point_v<S>) {
+                    const Rounding mode =
+                        in.rounding == Rounding::none ? Rounding::rzi : in.rounding;
+                    const long double v = round_float(static_cast<long double>(x), mode);
+                    if (std::isnan(v)) {
+                        r = D(0);
+                    } else if (v <= static_cast<long double>(std::numeric_limits<D>::min())) {
+                        r = std::numeric_limits<D>::min();
+                    } else if (v >= static_cast<long double>(std::numeric_limits<D>::max())) {
+                        r = std::numeric_limits<D>::max();
+                    } else {
+                        r = static_cast<D>(v);
+                    }
+                } else {
+                    if (in.saturate) {
+                        // Clamp the source value to the destination's range.
+                        const bool negative = std::is_signed_v<S> && x < S(0);
+                        if (negative) {
+                            r = std::is_signed_v<D> &&
+                                        static_cast<std::int64_t>(x) >=
+                                            static_cast<std::int64_t>(std::numeric_limits<D>::min())
+                                    ? static_cast<D>(x)
+                                    : std::numeric_limits<D>::min();
+                        } else {
+                            r = static_cast<std::uint64_t>(x) <=
+                                        static_cast<std::uint64_t>(std::numeric_limits<D>::max())
+                                    ? static_cast<D>(x)
+                                    : std::numeric_limits<D>::max();
+                        }
+                    } else {
+                        // Sign or zero extension by the source type, truncation to the
+                        // destination's width.
+                        r = static_cast<D>(static_cast<Unsigned<D>>(
+                            std::is_signed_v<S>
+                                ? static_cast<std::uint64_t>(static_cast<std::int64_t>(x))
+                                : static_cast<std::uint64_t>(x)));
+                    }
+                }
+                d[l] = bits_of<D>(r);
+            });
+        });
+    });
+}
+
+}  // namespace grader::sim::detail
