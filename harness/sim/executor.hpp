@@ -8,7 +8,9 @@
 // memory (loads, stores, atomics) and records what it finds there (races, uninitialised reads,
 // bank costs).
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -134,6 +136,17 @@ void dispatch_any(Type t, F&& f) {
 
 template <class T>
 using Unsigned = std::make_unsigned_t<T>;
+
+// What a register keeps of a value `bits` wide: its low bits.
+inline std::uint64_t low_bits(unsigned bits) {
+    return bits == 64 ? ~0ull : ((1ull << bits) - 1);
+}
+
+// .sat on a float result: clamped to [0, 1], NaN to 0.
+template <class F>
+inline F saturate_unit(F r) {
+    return std::isnan(r) ? F(0) : std::min(F(1), std::max(F(0), r));
+}
 
 // What ends a launch early.
 struct Stop {

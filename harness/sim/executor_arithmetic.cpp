@@ -124,7 +124,7 @@ void execute_add_sub(Executor& self, Warp& w, const Instruction& in, std::uint32
             for_lanes(exec, [&](unsigned l) {
                 T r = add ? as<T>(a[l]) + as<T>(b[l]) : as<T>(a[l]) - as<T>(b[l]);
                 if (in.saturate)
-                    r = std::isnan(r) ? T(0) : std::min(T(1), std::max(T(0), r));
+                    r = saturate_unit(r);
                 d[l] = bits_of<T>(r);
             });
         } else if (in.saturate && std::is_same_v<T, std::int32_t>) {
@@ -154,7 +154,7 @@ void execute_mul_lo(Executor& self, Warp& w, const Instruction& in, std::uint32_
             for_lanes(exec, [&](unsigned l) {
                 T r = as<T>(a[l]) * as<T>(b[l]);
                 if (in.saturate)
-                    r = std::isnan(r) ? T(0) : std::min(T(1), std::max(T(0), r));
+                    r = saturate_unit(r);
                 d[l] = bits_of<T>(r);
             });
         } else {
@@ -256,7 +256,7 @@ void execute_fma(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
         for_lanes(exec, [&](unsigned l) {
             float r = std::fma(as<float>(a[l]), as<float>(b[l]), as<float>(c[l]));
             if (in.saturate)
-                r = std::isnan(r) ? 0.0f : std::min(1.0f, std::max(0.0f, r));
+                r = saturate_unit(r);
             d[l] = bits_of<float>(r);
         });
     } else {

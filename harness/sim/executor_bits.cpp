@@ -15,7 +15,7 @@ void execute_bitwise(Executor& self, Warp& w, const Instruction& in, std::uint32
     const std::uint64_t* a = self.src(w, in, 0);
     const std::uint64_t* b = self.src(w, in, 1);
     const unsigned bits = in.type == Type::pred ? 1 : type_bits(in.type);
-    const std::uint64_t keep = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    const std::uint64_t keep = low_bits(bits);
     if (in.op == Op::and_) {
         for_lanes(exec, [&](unsigned l) { d[l] = (a[l] & b[l]) & keep; });
     } else if (in.op == Op::or_) {
@@ -29,7 +29,7 @@ void execute_not_cnot(Executor& self, Warp& w, const Instruction& in, std::uint3
     std::uint64_t* d = self.dst(w, in);
     const std::uint64_t* a = self.src(w, in, 0);
     const unsigned bits = in.type == Type::pred ? 1 : type_bits(in.type);
-    const std::uint64_t keep = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    const std::uint64_t keep = low_bits(bits);
     if (in.op == Op::not_) {
         for_lanes(exec, [&](unsigned l) { d[l] = ~a[l] & keep; });
     } else {

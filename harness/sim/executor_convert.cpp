@@ -39,7 +39,7 @@ void execute_mov(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
         for_lanes(exec, [&](unsigned l) { d[l] = a[l] != 0; });
     } else {
         const unsigned bits = type_bits(in.type);
-        const std::uint64_t keep = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+        const std::uint64_t keep = low_bits(bits);
         for_lanes(exec, [&](unsigned l) { d[l] = a[l] & keep; });
     }
 }
@@ -47,7 +47,7 @@ void execute_mov(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
 void execute_mov_pack(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
     std::uint64_t* d = self.dst(w, in);
     const unsigned part = type_bits(in.type) / in.vector;
-    const std::uint64_t keep = part == 64 ? ~0ull : ((1ull << part) - 1);
+    const std::uint64_t keep = low_bits(part);
     for_lanes(exec, [&](unsigned l) {
         std::uint64_t v = 0;
         for (unsigned e = 0; e < in.vector; ++e)
@@ -59,7 +59,7 @@ void execute_mov_pack(Executor& self, Warp& w, const Instruction& in, std::uint3
 void execute_mov_unpack(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
     const std::uint64_t* a = self.src(w, in, 0);
     const unsigned part = type_bits(in.type) / in.vector;
-    const std::uint64_t keep = part == 64 ? ~0ull : ((1ull << part) - 1);
+    const std::uint64_t keep = low_bits(part);
     for_lanes(exec, [&](unsigned l) {
         const std::uint64_t v = a[l];
         for (unsigned e = 0; e < in.vector; ++e)
@@ -73,7 +73,7 @@ void execute_selp(Executor& self, Warp& w, const Instruction& in, std::uint32_t 
     const std::uint64_t* b = self.src(w, in, 1);
     const std::uint64_t* c = self.src(w, in, 2);
     const unsigned bits = type_bits(in.type);
-    const std::uint64_t keep = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    const std::uint64_t keep = low_bits(bits);
     for_lanes(exec, [&](unsigned l) { d[l] = (c[l] != 0 ? a[l] : b[l]) & keep; });
 }
 
@@ -86,11 +86,79 @@ void execute_cvta(Executor& self, Warp& w, const Instruction& in, std::uint32_t 
     if (in.space == Space::local)
         window = kLocalWindow;
     const unsigned bits = type_bits(in.type);
-    const std::uint64_t keep = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    const std::uint64_t keep = low_bits(bits);
     if (in.op == Op::cvta_to_generic) {
         for_lanes(exec, [&](unsigned l) { d[l] = (a[l] + window) & keep; });
     } else {
         for_lanes(exec, [&](unsigned l) { d[l] = (a[l] - window) & keep; });
+    }
+}
+
+// setp's comparison of a and b. Float comparisons without a u are false where either is NaN;
+// with a u (equ, ltu, ...) they are true there.
+template <class T>
+bool compares(T x, T y, Compare compare) {
+    if constexpr (std::is_floating_point_v<T>) {
+        const bool unordered = std::isnan(x) || std::isnan(y);
+        switch (compare) {
+            case Compare::eq:
+                return !unordered && x == y;
+            case Compare::ne:
+                return !unordered && x != y;
+            case Compare::lt:
+                return !unordered && x < y;
+            case Compare::le:
+                return !unordered && x <= y;
+            case Compare::gt:
+                return !unordered && x > y;
+            case Compare::ge:
+                return !unordered && x >= y;
+            case Compare::equ:
+                return unordered || x == y;
+            case Compare::neu:
+                return unordered || x != y;
+            case Compare::ltu:
+                return unordered || x < y;
+            case Compare::leu:
+                return unordered || x <= y;
+            case Compare::gtu:
+                return unordered || x > y;
+            case Compare::geu:
+                return unordered || x >= y;
+            case Compare::num:
+                return !unordered;
+            case Compare::nan:
+                return unordered;
+            default:
+                return false;
+        }
+    } else {
+        using U = Unsigned<T>;
+        const U ux = static_cast<U>(x), uy = static_cast<U>(y);
+        switch (compare) {
+            case Compare::eq:
+                return x == y;
+            case Compare::ne:
+                return x != y;
+            case Compare::lt:
+                return x < y;
+            case Compare::le:
+                return x <= y;
+            case Compare::gt:
+                return x > y;
+            case Compare::ge:
+                return x >= y;
+            case Compare::lo:
+                return ux < uy;
+            case Compare::ls:
+                return ux <= uy;
+            case Compare::hi:
+                return ux > uy;
+            case Compare::hs:
+                return ux >= uy;
+            default:
+                return false;
+        }
     }
 }
 
@@ -104,95 +172,7 @@ void execute_setp(Executor& self, Warp& w, const Instruction& in, std::uint32_t 
         using T = decltype(zero);
         for_lanes(exec, [&](unsigned l) {
             const T x = as<T>(a[l]), y = as<T>(b[l]);
-            bool t = false;
-            if constexpr (std::is_floating_point_v<T>) {
-                const bool unordered = std::isnan(x) || std::isnan(y);
-                switch (in.compare) {
-                    case Compare::eq:
-                        t = !unordered && x == y;
-                        break;
-                    case Compare::ne:
-                        t = !unordered && x != y;
-                        break;
-                    case Compare::lt:
-                        t = !unordered && x < y;
-                        break;
-                    case Compare::le:
-                        t = !unordered && x <= y;
-                        break;
-                    case Compare::gt:
-                        t = !unordered && x > y;
-                        break;
-                    case Compare::ge:
-                        t = !unordered && x >= y;
-                        break;
-                    case Compare::equ:
-                        t = unordered || x == y;
-                        break;
-                    case Compare::neu:
-                        t = unordered || x != y;
-                        break;
-                    case Compare::ltu:
-                        t = unordered || x < y;
-                        break;
-                    case Compare::leu:
-                        t = unordered || x <= y;
-                        break;
-                    case Compare::gtu:
-                        t = unordered || x > y;
-                        break;
-                    case Compare::geu:
-                        t = unordered || x >= y;
-                        break;
-                    case Compare::num:
-                        t = !unordered;
-                        break;
-                    case Compare::nan:
-                        t = unordered;
-                        break;
-                    default:
-                        t = false;
-                        break;
-                }
-            } else {
-                using U = Unsigned<T>;
-                const U ux = static_cast<U>(x), uy = static_cast<U>(y);
-                switch (in.compare) {
-                    case Compare::eq:
-                        t = x == y;
-                        break;
-                    case Compare::ne:
-                        t = x != y;
-                        break;
-                    case Compare::lt:
-                        t = x < y;
-                        break;
-                    case Compare::le:
-                        t = x <= y;
-                        break;
-                    case Compare::gt:
-                        t = x > y;
-                        break;
-                    case Compare::ge:
-                        t = x >= y;
-                        break;
-                    case Compare::lo:
-                        t = ux < uy;
-                        break;
-                    case Compare::ls:
-                        t = ux <= uy;
-                        break;
-                    case Compare::hi:
-                        t = ux > uy;
-                        break;
-                    case Compare::hs:
-                        t = ux >= uy;
-                        break;
-                    default:
-                        t = false;
-                        break;
-                }
-            }
+            const bool t = compares(x, y, in.compare);
             bool first = t, second = !t;
             if (c != nullptr) {
                 const bool cv = (c[l] != 0) != in.negate_c;
@@ -244,7 +224,7 @@ void execute_cvt(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
                         r = static_cast<D>(x);
                     }
                     if (in.saturate)
-                        r = std::isnan(r) ? D(0) : std::min(D(1), std::max(D(0), r));
+                        r = saturate_unit(r);
                 } else if constexpr (std::is_floating_point_v<S>) {
                     const Rounding mode =
                         in.rounding == Rounding::none ? Rounding::rzi : in.rounding;
