@@ -485,6 +485,20 @@ TEST_CASE("a check that names the failing thread in its own words is not repeate
           std::string::npos);
 }
 
+TEST_CASE("a wrong thread the check names once for several strides is not listed again") {
+    Report report = failing_accumulator_report();
+    const auto& bad = find_row(report, "student", 8)->outputs[0];
+    // What checks::collapse_details makes of the same line at strides 8 and 16.
+    report.checks[2].details = {grader::describe_wrong_output(16, bad) +
+                                " (the same 2 times, at strides 16 and 8)"};
+    CHECK(text_of(report).find("Outputs that held the wrong value") == std::string::npos);
+
+    report.checks[2].details = {
+        "stride 16: thread 7 (block 0, thread 7) holds 3, expected 2048; "
+        "1 of 270336 threads wrong (the same 2 times, at strides 16 and 4)"};
+    CHECK(text_of(report).find("Outputs that held the wrong value") != std::string::npos);
+}
+
 TEST_CASE("a value that was never written reads as NaN (never written), never as nan") {
     Report report = failing_accumulator_report();
     OutputComparison& hidden = find_row(report, "student", 16)->outputs[1];

@@ -350,10 +350,21 @@ std::vector<WrongValue> wrong_values(const Report& report) {
 }
 
 bool named_in_details(const WrongValue& wrong, const std::vector<CheckResult>& checks) {
+    // Named as it is, or by a detail that collapsed the same line at several strides
+    // (checks::collapse_details: "stride 1: <the same text> (the same 7 times, at strides ...)").
     const std::string line = describe_wrong_output(wrong.stride, *wrong.result);
+    const auto text_after_stride = [](const std::string& detail) {
+        constexpr std::string_view kStride = "stride ";
+        const std::size_t colon = detail.find(": ");
+        return detail.compare(0, kStride.size(), kStride) == 0 && colon != std::string::npos
+                   ? detail.substr(colon + 2)
+                   : detail;
+    };
+    const std::string same_text = text_after_stride(line) + " (the same ";
     for (const auto& check : checks) {
         for (const auto& detail : check.details) {
-            if (detail == line) {
+            if (detail == line ||
+                text_after_stride(detail).compare(0, same_text.size(), same_text) == 0) {
                 return true;
             }
         }
