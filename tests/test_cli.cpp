@@ -140,6 +140,9 @@ TEST_CASE("a bundled exercise is found by its id; an unknown id lists the ids th
     CHECK(by_id.exit_code != 2);
     REQUIRE(by_id.report.contains("exercise"));
     CHECK(by_id.report["exercise"].value("id", "") == "day15-padding");
+    // Part 2's timing needs a GPU: the simulator's table does not call its empty cells modeled.
+    CHECK(by_id.output.find("Kernels (% of copy, no transpose; not timed on the simulator") !=
+          std::string::npos);
 }
 
 TEST_CASE("a Part 2 folder graded as Part 1 says so and gives the exact command") {
@@ -335,6 +338,11 @@ TEST_CASE("sweep for Part 2 on the simulator behaves as grade does: exit 0, the 
         run_grader({"sweep", "--backend", "sim", "--exercise", "day15-padding"}, {}, kNoGpu);
     CHECK(run.exit_code == 0);
     CHECK(run.output.find("the counted degree decides") != std::string::npos);
+    // Nothing was timed: no row shows a modeled cost or a percentage of 0.
+    CHECK(run.output.find("nothing is timed") != std::string::npos);
+    CHECK(run.output.find("times are modeled costs") == std::string::npos);
+    CHECK(run.output.find(" 0.0 ") == std::string::npos);
+    CHECK(run.output.find("0.00%") == std::string::npos);
 }
 
 TEST_CASE("explain shows stride 3 in 32 distinct banks and stride 16 as 16 lanes in 2 banks") {
