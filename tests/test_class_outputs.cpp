@@ -831,12 +831,38 @@ TEST_CASE("missing files are root causes of their own, not 'Compile and ABI' or 
         REQUIRE(reason.folders.size() == 1);
         reason_of[reason.folders[0]] = reason.key + " | " + reason.reason;
     }
-    CHECK(reason_of["empty"].rfind("missing:everything | Neither probe.cu nor the answers file",
-                                   0) == 0);
-    CHECK(reason_of["empty"].find("one folder down") != std::string::npos);
+    CHECK(reason_of["empty"] ==
+          "missing:everything | Neither probe.cu nor the answers file in the folder");
     CHECK(reason_of["no-kernel"] == "missing:source | probe.cu is missing from the folder");
     CHECK(reason_of["no-answers"] ==
           "missing:answers | The answers file is missing from the folder");
+
+    SUBCASE("an empty folder, files one folder down and another exercise's work are apart") {
+        const auto with_problem = [&](const std::string& folder, FolderProblem::Kind kind,
+                                      const std::string& detail) {
+            ClassEntry e = entry(folder, true, kind != FolderProblem::Kind::other_exercise);
+            e.report.folder_problem = FolderProblem{kind, detail, "what to do"};
+            return e;
+        };
+        const ClassSummary apart = summarize_class(
+            {with_problem("nothing", FolderProblem::Kind::empty, ""),
+             with_problem("zipped", FolderProblem::Kind::one_folder_down, "day15"),
+             with_problem("part2", FolderProblem::Kind::other_exercise, "day15-padding"),
+             entry("no-kernel", true, false)});
+        std::map<std::string, std::string> cause_of;
+        for (const FailureReason& reason : apart.failure_reasons) {
+            REQUIRE(reason.folders.size() == 1);
+            cause_of[reason.folders[0]] = reason.key + " | " + reason.reason;
+        }
+        CHECK(cause_of["nothing"].rfind("folder:empty | An empty folder", 0) == 0);
+        CHECK(cause_of["zipped"].rfind("folder:one_folder_down | The files are one folder down",
+                                       0) == 0);
+        CHECK(cause_of["part2"].rfind("folder:other_exercise:day15-padding | Another exercise's "
+                                      "work (day15-padding)",
+                                      0) == 0);
+        CHECK(cause_of["part2"].find("--exercise day15-padding") != std::string::npos);
+        CHECK(cause_of["no-kernel"] == "missing:source | probe.cu is missing from the folder");
+    }
 }
 
 TEST_CASE("the page without a GPU plots the counted degree, never an empty ratio chart") {

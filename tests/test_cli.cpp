@@ -158,6 +158,46 @@ TEST_CASE("a Part 2 folder graded as Part 1 says so and gives the exact command"
         run_grader({"grade", probe, "--exercise", "day15-padding", "--backend", "sim"}, {}, kNoGpu);
     CHECK(reverse.output.find("grader grade " + probe + " --exercise day15-bank-conflicts") !=
           std::string::npos);
+    // The report itself says so (Gradescope and the class page read it, not the terminal).
+    const auto report = scratch("other-exercise.json");
+    const GraderRun graded =
+        run_grader({"grade", folder, "--backend", "sim", "--format", "json", "-o", report.string()},
+                   report, kNoGpu);
+    CHECK(graded.report.value("summary", "") ==
+          "fail: this folder holds transpose.cu, the kernel file of exercise day15-padding, and "
+          "no probe.cu: it is another exercise's work; grade it with: grader grade " +
+              folder + " --exercise day15-padding");
+    CHECK(graded.report["folder_problem"].value("kind", "") == "other_exercise");
+    CHECK(graded.report["missing_files"] == nlohmann::json::array({"probe.cu"}));
+}
+
+TEST_CASE("an empty folder and files one folder down are each named with what to do") {
+    const auto empty = scratch("empty-submission");
+    std::filesystem::remove_all(empty);
+    std::filesystem::create_directories(empty);
+    const auto report = scratch("folder-problem.json");
+    const GraderRun nothing = run_grader(
+        {"grade", empty.string(), "--backend", "sim", "--format", "json", "-o", report.string()},
+        report, kNoGpu);
+    CHECK(nothing.exit_code == 1);
+    CHECK(nothing.report.value("summary", "") ==
+          "fail: the folder is empty: hand in probe.cu and submission.yaml in it");
+
+    const auto zipped = scratch("zipped-submission");
+    std::filesystem::remove_all(zipped);
+    std::filesystem::create_directories(zipped / "day15");
+    for (const char* file : {"probe.cu", "submission.yaml"}) {
+        std::filesystem::copy_file(kSource / "student" / "example" / file, zipped / "day15" / file);
+    }
+    const GraderRun down = run_grader(
+        {"grade", zipped.string(), "--backend", "sim", "--format", "json", "-o", report.string()},
+        report, kNoGpu);
+    CHECK(down.exit_code == 1);
+    CHECK(down.report.value("summary", "")
+              .rfind("fail: the files are one folder down, in day15/: hand in probe.cu and "
+                     "submission.yaml themselves",
+                     0) == 0);
+    CHECK(down.report["folder_problem"].value("detail", "") == "day15");
 }
 
 TEST_CASE("batching an empty class warns that the class outputs are empty") {

@@ -708,6 +708,8 @@ TEST_CASE("the JSON report is the schema, indented by two, and reads back to the
     find_row(report, "student", 16)->outputs[1].first_bad_value = std::nan("");
     report.interruption =
         grader::Interruption{grader::StopKind::timeout, "run student stride 32", "30 s", true};
+    report.folder_problem = grader::FolderProblem{grader::FolderProblem::Kind::other_exercise,
+                                                  "day15-padding", "grade it with ..."};
     const std::string text = grader::write_json(report);
     CHECK(text.back() == '\n');
     CHECK(text.rfind("{\n  \"", 0) == 0);
@@ -723,6 +725,9 @@ TEST_CASE("the JSON report is the schema, indented by two, and reads back to the
     REQUIRE(back.rows[3].stride == 16);
     CHECK(std::isnan(hidden->first_bad_value));
     CHECK(back.seed == 12345678901234567ULL);
+    CHECK(parsed["folder_problem"]["kind"] == "other_exercise");
+    REQUIRE(back.folder_problem.has_value());
+    CHECK(back.folder_problem->detail == "day15-padding");
 }
 
 TEST_CASE("bytes that are not UTF-8 do not stop any writer, and every JSON stays valid") {
