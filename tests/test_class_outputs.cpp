@@ -779,6 +779,9 @@ TEST_CASE("an interrupted batch never looks complete: page, gradebook and summar
     CHECK(not_graded.find("zed") != std::string::npos);
     CHECK(not_graded.find("yan") != std::string::npos);
     CHECK(html.find("Every submission was graded") == std::string::npos);
+    // No other sentence of the page says everything was graded either.
+    CHECK(html.find("was graded.") == std::string::npos);
+    CHECK(html.find("The batch was interrupted before these grades finished") != std::string::npos);
 
     const auto rows = parse_csv(write_gradebook_csv(entries, options));
     REQUIRE(rows.has_value());
