@@ -86,7 +86,9 @@ TEST_CASE("no writable temporary folder is the machine's fault: exit 3, saying w
 TEST_CASE("a typo'd subcommand or flag suggests the right one") {
     const GraderRun subcommand = run_grader({"grdae", "student/example"});
     CHECK(subcommand.exit_code == 2);
+    CHECK(subcommand.output.find("'grdae' is not a subcommand") != std::string::npos);
     CHECK(subcommand.output.find("did you mean 'grade'?") != std::string::npos);
+    CHECK(subcommand.output.find("A subcommand is required") == std::string::npos);
     const GraderRun batch = run_grader({"bacth"});
     CHECK(batch.output.find("did you mean 'batch'?") != std::string::npos);
     const GraderRun flag = run_grader(
@@ -110,13 +112,15 @@ TEST_CASE("--format with an unknown name lists the formats there are") {
 }
 
 TEST_CASE("help says grader, not the binary's path, and shows defaults and an example") {
-    for (const char* command : {"grade", "batch", "sweep", "explain"}) {
+    for (const char* command : {"grade", "batch", "sweep", "explain", "merge"}) {
         CAPTURE(command);
         const GraderRun help = run_grader({command, "--help"});
         CHECK(help.exit_code == 0);
         CHECK(help.output.find(std::string("grader ") + command) != std::string::npos);
         CHECK(help.output.find("harness/cli") == std::string::npos);
         CHECK(help.output.find("Example") != std::string::npos);
+        // Its own example, not the top level's.
+        CHECK(help.output.find(std::string("\n  grader ") + command + " ") != std::string::npos);
         CHECK(help.output.find("default") != std::string::npos);
     }
     const GraderRun top = run_grader({"--help"});
