@@ -688,6 +688,20 @@ TEST_CASE("on the simulator the text speaks of modeled costs and never of times"
     CHECK(markdown.find("median ms") == std::string::npos);
 }
 
+TEST_CASE("the simulator's environment section names no driver and no SMs it does not have") {
+    Report report = simulated_report();
+    report.environment.driver_version.clear();
+    report.environment.sm_count = 0;
+    report.environment.blocks_per_sm = 0;
+    report.environment.nvrtc_version = "13.0";
+    const std::string verbose = text_of(report, false, true);
+    CHECK(verbose.find("Environment") != std::string::npos);
+    CHECK(verbose.find("  NVRTC 13.0, grader ") != std::string::npos);
+    CHECK(verbose.find("driver ,") == std::string::npos);
+    CHECK(verbose.find("0 SMs") == std::string::npos);
+    CHECK(verbose.find("0 blocks per SM") == std::string::npos);
+}
+
 TEST_CASE("on the simulator a grade whose rows have no modeled cost does not claim modeled costs") {
     // Part 2 on the simulator: its timing needs a GPU, so no row carries a ratio.
     Report report = simulated_report();
