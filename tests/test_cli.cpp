@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "exercise_mutations.hpp"
 #include "grader_run.hpp"
@@ -485,4 +486,90 @@ TEST_CASE("on the simulator a kernel that never ends stops at the instruction bu
     REQUIRE(run.report.is_object());
     CHECK(run.report["interruption"]["kind"] == "timeout");
     CHECK(run.report["summary"].get<std::string>().find("instruction budget") != std::string::npos);
+}
+
+namespace {
+
+// The line of student/README.md's code blocks that holds `needle`, without its indent.
+std::string readme_quote(const std::string& needle) {
+    std::istringstream readme(read_text(kSource / "student" / "README.md"));
+    for (std::string line; std::getline(readme, line);) {
+        if (line.find(needle) != std::string::npos) {
+            return line.substr(line.find_first_not_of(' '));
+        }
+    }
+    return "(no line of student/README.md holds " + needle + ")";
+}
+
+// The starter kit of Part 1 filled in, in a scratch folder: stride 8's ratio as given, and
+// probe.cu's read without its ";" where asked.
+std::filesystem::path filled_kit(const std::string& name, const std::string& ratio8,
+                                 bool drop_semicolon) {
+    const auto folder = scratch(name);
+    std::filesystem::remove_all(folder);
+    std::filesystem::create_directories(folder);
+    std::string answers = read_text(kSource / "student" / "submission.yaml");
+    const auto replace = [](std::string& text, const std::string& from, const std::string& to) {
+        const std::size_t at = text.find(from);
+        REQUIRE(at != std::string::npos);
+        text.replace(at, from.size(), to);
+    };
+    replace(answers, "student_id: \"\"", "student_id: \"ada\"");
+    replace(answers, "gpu: \"\"", "gpu: \"Tesla T4\"");
+    replace(answers, "{ stride: 3,  predicted_degree: , measured_ratio: }",
+            "{ stride: 3,  predicted_degree: 1, measured_ratio: 1.02 }");
+    replace(answers, "{ stride: 8,  predicted_degree: , measured_ratio: }",
+            "{ stride: 8,  predicted_degree: 8, measured_ratio: " + ratio8 + " }");
+    replace(answers, "{ stride: 16, predicted_degree: , measured_ratio: }",
+            "{ stride: 16, predicted_degree: 16, measured_ratio: 15.6 }");
+    replace(answers, "sentence: \"\"", "sentence: \"Stride 3 shares no factor with 32.\"");
+    write_text(folder / "submission.yaml", answers);
+    std::string probe = read_text(kSource / "student" / "probe.cu");
+    if (drop_semicolon) {
+        replace(probe, "& kProbeMask];", "& kProbeMask]");
+    }
+    write_text(folder / "probe.cu", probe);
+    return folder;
+}
+
+}  // namespace
+
+TEST_CASE("student/README.md quotes report lines as the grader prints them") {
+    SUBCASE("a decimal comma in the starter kit's answers file") {
+        const GraderRun run = run_grader(
+            {"grade", filled_kit("readme-comma", "7,91", false).string(), "--backend", "sim"}, {},
+            kNoGpu);
+        const std::string quote = readme_quote("has a decimal comma; write 7.91");
+        CAPTURE(quote);
+        CHECK(run.output.find(quote) != std::string::npos);
+    }
+    SUBCASE("a dropped ';' in the starter kit's probe.cu") {
+        const GraderRun run = run_grader(
+            {"grade", filled_kit("readme-semicolon", "7.91", true).string(), "--backend", "sim"},
+            {}, kNoGpu);
+        const std::string quote = readme_quote("probe.cu did not compile:");
+        CAPTURE(quote);
+        CHECK(run.output.find(quote) != std::string::npos);
+    }
+    SUBCASE("an inverted ratio") {
+        const GraderRun run = run_grader(
+            {"grade", filled_kit("readme-inverted", "0.128", false).string(), "--backend", "sim"},
+            {}, kNoGpu);
+        const std::string quote = readme_quote("this looks inverted");
+        CAPTURE(quote);
+        CHECK(run.output.find(quote) != std::string::npos);
+    }
+    SUBCASE("half the reads skipped, and the footer's seed line") {
+        const GraderRun run =
+            run_grader({"grade", (kFixtures / "submissions" / "skips_half_the_reads").string(),
+                        "--backend", "sim", "--seed", "1"},
+                       {}, kNoGpu);
+        const std::string quote = readme_quote("holds 1024, expected 2048");
+        CAPTURE(quote);
+        CHECK(run.output.find(quote) != std::string::npos);
+        std::string footer = readme_quote("seed 1 (--seed 1 repeats this grade)");
+        footer = footer.substr(0, footer.find(", NVRTC"));  // NVRTC's version is the machine's
+        CAPTURE(footer);
+        CHECK(run.output.find(footer) != std::string::npos);
+    }
 }
