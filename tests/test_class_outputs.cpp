@@ -746,6 +746,13 @@ TEST_CASE("sentences are grouped into clusters: identical and near-identical, ea
     CHECK(own.find("Padding the tile by one column") != std::string::npos);
     CHECK(count_of(html, "every lane reads its own bank") == 1);
     CHECK(html.find("<details open><summary>2 sentences of their own") != std::string::npos);
+    // One is "1 sentence of its own", never "1 sentences of their own".
+    std::vector<ClassEntry> one_own = entries;
+    one_own.erase(std::find_if(one_own.begin(), one_own.end(),
+                               [](const ClassEntry& e) { return e.student_folder == "u1"; }));
+    const std::string one_html = write_class_report_html(one_own, ClassReportOptions{});
+    CHECK(one_html.find("<details open><summary>1 sentence of its own") != std::string::npos);
+    CHECK(one_html.find("1 sentences") == std::string::npos);
 
     // The summary carries the clusters with their members.
     const auto summary = nlohmann::json::parse(write_class_summary_json(entries, nullptr));

@@ -733,7 +733,9 @@ void write_sentences(std::ostringstream& html, const std::vector<const ClassEntr
     } else {
         html << "<details open>";
     }
-    page.element("summary", std::to_string(own.size()) + " sentences of their own")
+    page.element("summary", own.size() == 1
+                                ? std::string("1 sentence of its own")
+                                : std::to_string(own.size()) + " sentences of their own")
         .open("table", {{"id", "own-sentences"}})
         .open("thead")
         .open("tr")
