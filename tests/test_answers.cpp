@@ -177,6 +177,14 @@ TEST_CASE("the rows that parsed stay usable when others in the file are wrong") 
     CHECK(twice.row(stride(8))->predicted_degree == 8);  // the first row for a stride counts
     CHECK(twice.row(stride(8))->location.line == 5);
 
+    // "measured_ratio: 7,91" in a flow map: YAML reads 7 and a key 91; the row keeps no
+    // measurement, so no check judges a 7 the student never wrote.
+    const grader::Submission comma = answers("decimal_comma_flow");
+    REQUIRE(comma.row(stride(8)) != nullptr);
+    CHECK_FALSE(comma.row(stride(8))->measured.has_value());
+    CHECK(comma.row(stride(8))->predicted_degree == 8);
+    CHECK(comma.row(stride(16))->measured == doctest::Approx(15.6));
+
     const grader::Submission extra = answers("stride_not_asked_for");
     CHECK(extra.row(stride(4)) == nullptr);
     CHECK(extra.row(stride(16))->measured == doctest::Approx(15.6));

@@ -623,6 +623,29 @@ TEST_CASE("one diagnosis, once: a race at every stride is one line with its coun
         CHECK(both.details[0].find("(the same 2 times); put __syncthreads() between "
                                    "transpose.cu:16 and transpose.cu:22") != std::string::npos);
     }
+    SUBCASE("reads of words nothing wrote are one line per place, whichever thread read") {
+        CheckResult unwritten;
+        for (const int stride : {1, 3, 8, 16}) {
+            for (const int block : {0, 70}) {
+                unwritten.details.push_back(
+                    "stride " + std::to_string(stride) + ": thread " + std::to_string(32 / stride) +
+                    " of block " + std::to_string(block) +
+                    " read shared word 32 (word 32 of tile) at probe.cu:19 before any thread of "
+                    "its block wrote it (shared memory holds whatever was left there)");
+            }
+        }
+        unwritten.details.push_back(
+            "stride 3: thread 1 of block 0 read shared word 40 (word 40 of tile) at probe.cu:21 "
+            "before any thread of its block wrote it (shared memory holds whatever was left "
+            "there)");
+        collapse_details(unwritten);
+        REQUIRE(unwritten.details.size() == 2);
+        CHECK(unwritten.details[0].find(
+                  "at probe.cu:19 before any thread of its block wrote it (shared memory holds "
+                  "whatever was left there) (the same 8 times, at strides 1, 3, 8 and 16)") !=
+              std::string::npos);
+        CHECK(unwritten.details[1].find("at probe.cu:21") != std::string::npos);
+    }
     SUBCASE("a race with one place only still names where the barrier goes") {
         CheckResult one;
         one.details = {

@@ -746,6 +746,13 @@ TEST_CASE("sentences are grouped into clusters: identical and near-identical, ea
     CHECK(own.find("Padding the tile by one column") != std::string::npos);
     CHECK(count_of(html, "every lane reads its own bank") == 1);
     CHECK(html.find("<details open><summary>2 sentences of their own") != std::string::npos);
+    // One is "1 sentence of its own", never "1 sentences of their own".
+    std::vector<ClassEntry> one_own = entries;
+    one_own.erase(std::find_if(one_own.begin(), one_own.end(),
+                               [](const ClassEntry& e) { return e.student_folder == "u1"; }));
+    const std::string one_html = write_class_report_html(one_own, ClassReportOptions{});
+    CHECK(one_html.find("<details open><summary>1 sentence of its own") != std::string::npos);
+    CHECK(one_html.find("1 sentences") == std::string::npos);
 
     // The summary carries the clusters with their members.
     const auto summary = nlohmann::json::parse(write_class_summary_json(entries, nullptr));
@@ -779,6 +786,9 @@ TEST_CASE("an interrupted batch never looks complete: page, gradebook and summar
     CHECK(not_graded.find("zed") != std::string::npos);
     CHECK(not_graded.find("yan") != std::string::npos);
     CHECK(html.find("Every submission was graded") == std::string::npos);
+    // No other sentence of the page says everything was graded either.
+    CHECK(html.find("was graded.") == std::string::npos);
+    CHECK(html.find("The batch was interrupted before these grades finished") != std::string::npos);
 
     const auto rows = parse_csv(write_gradebook_csv(entries, options));
     REQUIRE(rows.has_value());
@@ -831,12 +841,38 @@ TEST_CASE("missing files are root causes of their own, not 'Compile and ABI' or 
         REQUIRE(reason.folders.size() == 1);
         reason_of[reason.folders[0]] = reason.key + " | " + reason.reason;
     }
-    CHECK(reason_of["empty"].rfind("missing:everything | Neither probe.cu nor the answers file",
-                                   0) == 0);
-    CHECK(reason_of["empty"].find("one folder down") != std::string::npos);
+    CHECK(reason_of["empty"] ==
+          "missing:everything | Neither probe.cu nor the answers file in the folder");
     CHECK(reason_of["no-kernel"] == "missing:source | probe.cu is missing from the folder");
     CHECK(reason_of["no-answers"] ==
           "missing:answers | The answers file is missing from the folder");
+
+    SUBCASE("an empty folder, files one folder down and another exercise's work are apart") {
+        const auto with_problem = [&](const std::string& folder, FolderProblem::Kind kind,
+                                      const std::string& detail) {
+            ClassEntry e = entry(folder, true, kind != FolderProblem::Kind::other_exercise);
+            e.report.folder_problem = FolderProblem{kind, detail, "what to do"};
+            return e;
+        };
+        const ClassSummary apart = summarize_class(
+            {with_problem("nothing", FolderProblem::Kind::empty, ""),
+             with_problem("zipped", FolderProblem::Kind::one_folder_down, "day15"),
+             with_problem("part2", FolderProblem::Kind::other_exercise, "day15-padding"),
+             entry("no-kernel", true, false)});
+        std::map<std::string, std::string> cause_of;
+        for (const FailureReason& reason : apart.failure_reasons) {
+            REQUIRE(reason.folders.size() == 1);
+            cause_of[reason.folders[0]] = reason.key + " | " + reason.reason;
+        }
+        CHECK(cause_of["nothing"].rfind("folder:empty | An empty folder", 0) == 0);
+        CHECK(cause_of["zipped"].rfind("folder:one_folder_down | The files are one folder down",
+                                       0) == 0);
+        CHECK(cause_of["part2"].rfind("folder:other_exercise:day15-padding | Another exercise's "
+                                      "work (day15-padding)",
+                                      0) == 0);
+        CHECK(cause_of["part2"].find("--exercise day15-padding") != std::string::npos);
+        CHECK(cause_of["no-kernel"] == "missing:source | probe.cu is missing from the folder");
+    }
 }
 
 TEST_CASE("the page without a GPU plots the counted degree, never an empty ratio chart") {

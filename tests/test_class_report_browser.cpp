@@ -300,8 +300,8 @@ TEST_CASE("the class page of 300 students stays readable: its height and load ti
     CHECK(clusters <= 8);
     CHECK(count_of(html, "<tr class=\"student-row\"") == 300);
 
-    // Screenshots of the top of the page and of its sentences, kept as artefacts (the ones in
-    // docs/ were made by this test).
+    // A screenshot of the top of the page, kept as an artefact (docs/screenshots/ has those of a
+    // class graded by `grader batch`, made by scripts/bench/class_page_figures.py).
     const fs::path shot_dir = artifacts_dir();
     fs::create_directories(shot_dir);
     const fs::path page_file = work / "class-300-page.html";

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "exercise_mutations.hpp"
 #include "grader_run.hpp"
@@ -86,7 +87,9 @@ TEST_CASE("no writable temporary folder is the machine's fault: exit 3, saying w
 TEST_CASE("a typo'd subcommand or flag suggests the right one") {
     const GraderRun subcommand = run_grader({"grdae", "student/example"});
     CHECK(subcommand.exit_code == 2);
+    CHECK(subcommand.output.find("'grdae' is not a subcommand") != std::string::npos);
     CHECK(subcommand.output.find("did you mean 'grade'?") != std::string::npos);
+    CHECK(subcommand.output.find("A subcommand is required") == std::string::npos);
     const GraderRun batch = run_grader({"bacth"});
     CHECK(batch.output.find("did you mean 'batch'?") != std::string::npos);
     const GraderRun flag = run_grader(
@@ -110,13 +113,15 @@ TEST_CASE("--format with an unknown name lists the formats there are") {
 }
 
 TEST_CASE("help says grader, not the binary's path, and shows defaults and an example") {
-    for (const char* command : {"grade", "batch", "sweep", "explain"}) {
+    for (const char* command : {"grade", "batch", "sweep", "explain", "merge"}) {
         CAPTURE(command);
         const GraderRun help = run_grader({command, "--help"});
         CHECK(help.exit_code == 0);
         CHECK(help.output.find(std::string("grader ") + command) != std::string::npos);
         CHECK(help.output.find("harness/cli") == std::string::npos);
         CHECK(help.output.find("Example") != std::string::npos);
+        // Its own example, not the top level's.
+        CHECK(help.output.find(std::string("\n  grader ") + command + " ") != std::string::npos);
         CHECK(help.output.find("default") != std::string::npos);
     }
     const GraderRun top = run_grader({"--help"});
@@ -140,6 +145,9 @@ TEST_CASE("a bundled exercise is found by its id; an unknown id lists the ids th
     CHECK(by_id.exit_code != 2);
     REQUIRE(by_id.report.contains("exercise"));
     CHECK(by_id.report["exercise"].value("id", "") == "day15-padding");
+    // Part 2's timing needs a GPU: the simulator's table does not call its empty cells modeled.
+    CHECK(by_id.output.find("Kernels (% of copy, no transpose; not timed on the simulator") !=
+          std::string::npos);
 }
 
 TEST_CASE("a Part 2 folder graded as Part 1 says so and gives the exact command") {
@@ -155,6 +163,46 @@ TEST_CASE("a Part 2 folder graded as Part 1 says so and gives the exact command"
         run_grader({"grade", probe, "--exercise", "day15-padding", "--backend", "sim"}, {}, kNoGpu);
     CHECK(reverse.output.find("grader grade " + probe + " --exercise day15-bank-conflicts") !=
           std::string::npos);
+    // The report itself says so (Gradescope and the class page read it, not the terminal).
+    const auto report = scratch("other-exercise.json");
+    const GraderRun graded =
+        run_grader({"grade", folder, "--backend", "sim", "--format", "json", "-o", report.string()},
+                   report, kNoGpu);
+    CHECK(graded.report.value("summary", "") ==
+          "fail: this folder holds transpose.cu, the kernel file of exercise day15-padding, and "
+          "no probe.cu: it is another exercise's work; grade it with: grader grade " +
+              folder + " --exercise day15-padding");
+    CHECK(graded.report["folder_problem"].value("kind", "") == "other_exercise");
+    CHECK(graded.report["missing_files"] == nlohmann::json::array({"probe.cu"}));
+}
+
+TEST_CASE("an empty folder and files one folder down are each named with what to do") {
+    const auto empty = scratch("empty-submission");
+    std::filesystem::remove_all(empty);
+    std::filesystem::create_directories(empty);
+    const auto report = scratch("folder-problem.json");
+    const GraderRun nothing = run_grader(
+        {"grade", empty.string(), "--backend", "sim", "--format", "json", "-o", report.string()},
+        report, kNoGpu);
+    CHECK(nothing.exit_code == 1);
+    CHECK(nothing.report.value("summary", "") ==
+          "fail: the folder is empty: hand in probe.cu and submission.yaml in it");
+
+    const auto zipped = scratch("zipped-submission");
+    std::filesystem::remove_all(zipped);
+    std::filesystem::create_directories(zipped / "day15");
+    for (const char* file : {"probe.cu", "submission.yaml"}) {
+        std::filesystem::copy_file(kSource / "student" / "example" / file, zipped / "day15" / file);
+    }
+    const GraderRun down = run_grader(
+        {"grade", zipped.string(), "--backend", "sim", "--format", "json", "-o", report.string()},
+        report, kNoGpu);
+    CHECK(down.exit_code == 1);
+    CHECK(down.report.value("summary", "")
+              .rfind("fail: the files are one folder down, in day15/: hand in probe.cu and "
+                     "submission.yaml themselves",
+                     0) == 0);
+    CHECK(down.report["folder_problem"].value("detail", "") == "day15");
 }
 
 TEST_CASE("batching an empty class warns that the class outputs are empty") {
@@ -335,6 +383,11 @@ TEST_CASE("sweep for Part 2 on the simulator behaves as grade does: exit 0, the 
         run_grader({"sweep", "--backend", "sim", "--exercise", "day15-padding"}, {}, kNoGpu);
     CHECK(run.exit_code == 0);
     CHECK(run.output.find("the counted degree decides") != std::string::npos);
+    // Nothing was timed: no row shows a modeled cost or a percentage of 0.
+    CHECK(run.output.find("nothing is timed") != std::string::npos);
+    CHECK(run.output.find("times are modeled costs") == std::string::npos);
+    CHECK(run.output.find(" 0.0 ") == std::string::npos);
+    CHECK(run.output.find("0.00%") == std::string::npos);
 }
 
 TEST_CASE("explain shows stride 3 in 32 distinct banks and stride 16 as 16 lanes in 2 banks") {
@@ -433,4 +486,90 @@ TEST_CASE("on the simulator a kernel that never ends stops at the instruction bu
     REQUIRE(run.report.is_object());
     CHECK(run.report["interruption"]["kind"] == "timeout");
     CHECK(run.report["summary"].get<std::string>().find("instruction budget") != std::string::npos);
+}
+
+namespace {
+
+// The line of student/README.md's code blocks that holds `needle`, without its indent.
+std::string readme_quote(const std::string& needle) {
+    std::istringstream readme(read_text(kSource / "student" / "README.md"));
+    for (std::string line; std::getline(readme, line);) {
+        if (line.find(needle) != std::string::npos) {
+            return line.substr(line.find_first_not_of(' '));
+        }
+    }
+    return "(no line of student/README.md holds " + needle + ")";
+}
+
+// The starter kit of Part 1 filled in, in a scratch folder: stride 8's ratio as given, and
+// probe.cu's read without its ";" where asked.
+std::filesystem::path filled_kit(const std::string& name, const std::string& ratio8,
+                                 bool drop_semicolon) {
+    const auto folder = scratch(name);
+    std::filesystem::remove_all(folder);
+    std::filesystem::create_directories(folder);
+    std::string answers = read_text(kSource / "student" / "submission.yaml");
+    const auto replace = [](std::string& text, const std::string& from, const std::string& to) {
+        const std::size_t at = text.find(from);
+        REQUIRE(at != std::string::npos);
+        text.replace(at, from.size(), to);
+    };
+    replace(answers, "student_id: \"\"", "student_id: \"ada\"");
+    replace(answers, "gpu: \"\"", "gpu: \"Tesla T4\"");
+    replace(answers, "{ stride: 3,  predicted_degree: , measured_ratio: }",
+            "{ stride: 3,  predicted_degree: 1, measured_ratio: 1.02 }");
+    replace(answers, "{ stride: 8,  predicted_degree: , measured_ratio: }",
+            "{ stride: 8,  predicted_degree: 8, measured_ratio: " + ratio8 + " }");
+    replace(answers, "{ stride: 16, predicted_degree: , measured_ratio: }",
+            "{ stride: 16, predicted_degree: 16, measured_ratio: 15.6 }");
+    replace(answers, "sentence: \"\"", "sentence: \"Stride 3 shares no factor with 32.\"");
+    write_text(folder / "submission.yaml", answers);
+    std::string probe = read_text(kSource / "student" / "probe.cu");
+    if (drop_semicolon) {
+        replace(probe, "& kProbeMask];", "& kProbeMask]");
+    }
+    write_text(folder / "probe.cu", probe);
+    return folder;
+}
+
+}  // namespace
+
+TEST_CASE("student/README.md quotes report lines as the grader prints them") {
+    SUBCASE("a decimal comma in the starter kit's answers file") {
+        const GraderRun run = run_grader(
+            {"grade", filled_kit("readme-comma", "7,91", false).string(), "--backend", "sim"}, {},
+            kNoGpu);
+        const std::string quote = readme_quote("has a decimal comma; write 7.91");
+        CAPTURE(quote);
+        CHECK(run.output.find(quote) != std::string::npos);
+    }
+    SUBCASE("a dropped ';' in the starter kit's probe.cu") {
+        const GraderRun run = run_grader(
+            {"grade", filled_kit("readme-semicolon", "7.91", true).string(), "--backend", "sim"},
+            {}, kNoGpu);
+        const std::string quote = readme_quote("probe.cu did not compile:");
+        CAPTURE(quote);
+        CHECK(run.output.find(quote) != std::string::npos);
+    }
+    SUBCASE("an inverted ratio") {
+        const GraderRun run = run_grader(
+            {"grade", filled_kit("readme-inverted", "0.128", false).string(), "--backend", "sim"},
+            {}, kNoGpu);
+        const std::string quote = readme_quote("this looks inverted");
+        CAPTURE(quote);
+        CHECK(run.output.find(quote) != std::string::npos);
+    }
+    SUBCASE("half the reads skipped, and the footer's seed line") {
+        const GraderRun run =
+            run_grader({"grade", (kFixtures / "submissions" / "skips_half_the_reads").string(),
+                        "--backend", "sim", "--seed", "1"},
+                       {}, kNoGpu);
+        const std::string quote = readme_quote("holds 1024, expected 2048");
+        CAPTURE(quote);
+        CHECK(run.output.find(quote) != std::string::npos);
+        std::string footer = readme_quote("seed 1 (--seed 1 repeats this grade)");
+        footer = footer.substr(0, footer.find(", NVRTC"));  // NVRTC's version is the machine's
+        CAPTURE(footer);
+        CHECK(run.output.find(footer) != std::string::npos);
+    }
 }

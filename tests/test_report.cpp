@@ -485,6 +485,20 @@ TEST_CASE("a check that names the failing thread in its own words is not repeate
           std::string::npos);
 }
 
+TEST_CASE("a wrong thread the check names once for several strides is not listed again") {
+    Report report = failing_accumulator_report();
+    const auto& bad = find_row(report, "student", 8)->outputs[0];
+    // What checks::collapse_details makes of the same line at strides 8 and 16.
+    report.checks[2].details = {grader::describe_wrong_output(16, bad) +
+                                " (the same 2 times, at strides 16 and 8)"};
+    CHECK(text_of(report).find("Outputs that held the wrong value") == std::string::npos);
+
+    report.checks[2].details = {
+        "stride 16: thread 7 (block 0, thread 7) holds 3, expected 2048; "
+        "1 of 270336 threads wrong (the same 2 times, at strides 16 and 4)"};
+    CHECK(text_of(report).find("Outputs that held the wrong value") != std::string::npos);
+}
+
 TEST_CASE("a value that was never written reads as NaN (never written), never as nan") {
     Report report = failing_accumulator_report();
     OutputComparison& hidden = find_row(report, "student", 16)->outputs[1];
@@ -674,6 +688,20 @@ TEST_CASE("on the simulator the text speaks of modeled costs and never of times"
     CHECK(markdown.find("median ms") == std::string::npos);
 }
 
+TEST_CASE("the simulator's environment section names no driver and no SMs it does not have") {
+    Report report = simulated_report();
+    report.environment.driver_version.clear();
+    report.environment.sm_count = 0;
+    report.environment.blocks_per_sm = 0;
+    report.environment.nvrtc_version = "13.0";
+    const std::string verbose = text_of(report, false, true);
+    CHECK(verbose.find("Environment") != std::string::npos);
+    CHECK(verbose.find("  NVRTC 13.0, grader ") != std::string::npos);
+    CHECK(verbose.find("driver ,") == std::string::npos);
+    CHECK(verbose.find("0 SMs") == std::string::npos);
+    CHECK(verbose.find("0 blocks per SM") == std::string::npos);
+}
+
 TEST_CASE("on the simulator a grade whose rows have no modeled cost does not claim modeled costs") {
     // Part 2 on the simulator: its timing needs a GPU, so no row carries a ratio.
     Report report = simulated_report();
@@ -694,6 +722,8 @@ TEST_CASE("the JSON report is the schema, indented by two, and reads back to the
     find_row(report, "student", 16)->outputs[1].first_bad_value = std::nan("");
     report.interruption =
         grader::Interruption{grader::StopKind::timeout, "run student stride 32", "30 s", true};
+    report.folder_problem = grader::FolderProblem{grader::FolderProblem::Kind::other_exercise,
+                                                  "day15-padding", "grade it with ..."};
     const std::string text = grader::write_json(report);
     CHECK(text.back() == '\n');
     CHECK(text.rfind("{\n  \"", 0) == 0);
@@ -709,6 +739,9 @@ TEST_CASE("the JSON report is the schema, indented by two, and reads back to the
     REQUIRE(back.rows[3].stride == 16);
     CHECK(std::isnan(hidden->first_bad_value));
     CHECK(back.seed == 12345678901234567ULL);
+    CHECK(parsed["folder_problem"]["kind"] == "other_exercise");
+    REQUIRE(back.folder_problem.has_value());
+    CHECK(back.folder_problem->detail == "day15-padding");
 }
 
 TEST_CASE("bytes that are not UTF-8 do not stop any writer, and every JSON stays valid") {

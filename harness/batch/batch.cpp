@@ -157,6 +157,7 @@ struct PoolState {
     ReportOptions report_options;  // plain text, and the exercise's PrairieLearn policy
     std::filesystem::path output_dir;
     std::filesystem::path worker_executable;
+    std::map<std::string, std::string> other_exercise_sources;
     double run_seconds_override = 0.0;
     std::string backend;
     const std::atomic<bool>* stop = nullptr;
@@ -198,6 +199,7 @@ Report grade_one(PoolState& state, const BatchSubmission& submission, int device
     grade.run_seconds_override = state.run_seconds_override;
     grade.backend = state.backend;
     grade.worker_executable = state.worker_executable;
+    grade.other_exercise_sources = state.other_exercise_sources;
     try {
         return grade_submission(state.exercise, grade);
     } catch (const std::exception& error) {
@@ -768,6 +770,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     state->began = Clock::now();
     state->output_dir = options.output_dir;
     state->worker_executable = options.worker_executable;
+    state->other_exercise_sources = options.other_exercise_sources;
     state->run_seconds_override = options.run_seconds_override;
     state->stop = options.stop;
     state->report_options = batch_report_options(exercise);

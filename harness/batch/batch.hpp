@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -43,6 +44,7 @@ struct BatchOptions {
     // for the whole class, so that one gradebook never mixes GPU and simulated grades.
     std::string backend = "auto";
     std::filesystem::path worker_executable;  // the grader, started as "grader __worker"
+    std::map<std::string, std::string> other_exercise_sources;  // GradeOptions's, for each grade
     // Keep the report of every submission whose OUTPUT/<student>/report.json exists and parses,
     // instead of grading it again. Without it every submission is graded and its files replaced.
     bool resume = false;

@@ -825,6 +825,7 @@ std::string strides_text(const std::vector<std::string>& strides) {
 void collapse_details(CheckResult& check, std::size_t max_details, std::size_t max_bytes) {
     constexpr std::string_view kRace = "a shared-memory race: ";
     constexpr std::string_view kRacedInAll = " warp-wide shared-memory accesses raced in all";
+    constexpr std::string_view kUnwritten = " before any thread of its block wrote it";
     struct Group {
         std::string first;  // the first line, as it was
         std::string fix;    // a race's fix
@@ -851,6 +852,15 @@ void collapse_details(CheckResult& check, std::size_t max_details, std::size_t m
                 key = "raced in all";
             } else if (!fix.empty()) {
                 key = "race: " + fix;  // one fix, one line, whichever lanes and words raced
+            }
+        }
+        // A read of a word nothing wrote is one line per place in the source, whichever thread,
+        // block and word read it (the simulator names two per launch).
+        const std::size_t unwritten = rest.find(kUnwritten);
+        if (fix.empty() && unwritten != std::string::npos) {
+            const std::size_t at = rest.rfind(" at ", unwritten);
+            if (at != std::string::npos) {
+                key = "unwritten read at " + rest.substr(at + 4, unwritten - at - 4);
             }
         }
         const auto [found, added] = group_of.emplace(key, groups.size());

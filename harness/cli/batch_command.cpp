@@ -258,6 +258,7 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     batch.run_seconds_override = options.timeout;
     batch.backend = options.backend;
     batch.worker_executable = current_executable();
+    batch.other_exercise_sources = other_exercise_sources(exercise);
     batch.resume = options.resume;
     batch.only = options.only;
     batch.stop = &stop_requested;

@@ -72,6 +72,7 @@ int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
     grade.backend = options.backend;
     grade.run_seconds_override = options.timeout;
     grade.worker_executable = current_executable();
+    grade.other_exercise_sources = other_exercise_sources(exercise);
     grade.on_stage = [](const std::string& stage) { spdlog::debug("stage: {}", stage); };
     spdlog::debug("grading {} against {}", text::visible_line(options.submission.string()),
                   text::visible_line(exercise.file.string()));

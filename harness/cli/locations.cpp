@@ -113,6 +113,25 @@ std::optional<std::string> other_exercise_of(const std::filesystem::path& submis
     return std::nullopt;
 }
 
+std::map<std::string, std::string> other_exercise_sources(const Exercise& exercise) {
+    std::map<std::string, std::string> sources;
+    for (const auto& id : bundled_exercise_ids()) {
+        const auto folder = find_exercise(id);
+        if (!folder || id == exercise.id) {
+            continue;
+        }
+        try {
+            const Exercise other = load_exercise(*folder);
+            if (other.submission_source != exercise.submission_source) {
+                sources.emplace(id, other.submission_source);
+            }
+        } catch (const std::exception&) {
+            // A broken bundled exercise names nothing; grading the chosen one still reports.
+        }
+    }
+    return sources;
+}
+
 bool use_color(int fd) {
     const char* no_color = std::getenv("NO_COLOR");
     return ::isatty(fd) == 1 && (no_color == nullptr || *no_color == '\0');

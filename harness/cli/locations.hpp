@@ -2,9 +2,12 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "exercise/exercise.hpp"
 
 namespace grader::cli {
 
@@ -32,6 +35,10 @@ CLI::Validator exercise_locator();
 // with the exact command.
 std::optional<std::string> other_exercise_of(const std::filesystem::path& submission,
                                              const std::string& this_exercise_source);
+
+// The bundled exercises other than `exercise`, by id, with their kernel file: what a grade names
+// when a folder holds another exercise's work (GradeOptions::other_exercise_sources).
+std::map<std::string, std::string> other_exercise_sources(const Exercise& exercise);
 
 // Whether to colour text for this stream: a terminal, and NO_COLOR unset (no-color.org).
 bool use_color(int fd);

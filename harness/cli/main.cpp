@@ -3,6 +3,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -53,9 +54,22 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
+        const std::vector<std::string> args(argv + 1, argv + argc);
+        const std::string hint = grader::cli::suggestion_for(app, args);
+        const auto subcommands = app.get_subcommands({});
+        const bool unknown_subcommand =
+            !args.empty() && args[0].rfind("-", 0) != 0 &&
+            std::none_of(subcommands.begin(), subcommands.end(),
+                         [&](const CLI::App* sub) { return sub->get_name() == args[0]; });
+        if (unknown_subcommand) {
+            // CLI11 would say "A subcommand is required" to someone who typed one.
+            std::cerr << "grader: '" << grader::text::visible_line(args[0])
+                      << "' is not a subcommand (grade, explain, sweep, batch, merge)"
+                      << (hint.empty() ? "" : "; " + hint) << "\nRun with --help for more "
+                      << "information.\n";
+            return kExitUsage;
+        }
         app.exit(e);
-        const std::string hint =
-            grader::cli::suggestion_for(app, std::vector<std::string>(argv + 1, argv + argc));
         if (!hint.empty()) {
             std::cerr << grader::text::visible_line(hint) << "\n";
         }

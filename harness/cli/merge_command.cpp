@@ -112,10 +112,14 @@ void add_merge_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->required();
     command
         ->add_option("--exercise", options->exercise,
-                     "The exercise the shards graded (default: the bundled Day 15)")
-        ->check(CLI::ExistingDirectory);
+                     "The exercise the shards graded: its folder or bundled id, e.g. "
+                     "day15-padding (default: day15-bank-conflicts)")
+        ->transform(exercise_locator());
     command->add_option("--prairielearn-qid", options->qid,
                         "The question id for prairielearn-scores.csv (default: the exercise's id)");
+    command->footer(
+        "Example:\n  grader merge run/shards/* -o run/class --exercise day15-padding\nwrites "
+        "run/class/gradebook.csv, summary.json, class-report.html and prairielearn-scores.csv.");
     command->callback([options, &global, &run] {
         run = [options, &global] { return run_merge_command(*options, global); };
     });

@@ -80,7 +80,7 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command->add_option("--format", options->format, "text or json")
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
-    command->add_option("--seed", options->seed, "Seed for the timing order");
+    command->add_option("--seed", options->seed, "Seed for the timing order (default: random)");
     command
         ->add_option("--backend", options->backend,
                      "auto (a GPU where there is one, else the PTX simulator), cuda or sim")

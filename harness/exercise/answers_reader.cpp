@@ -202,6 +202,7 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
         // key of its own: name the decimal comma, not an unknown key '91'.
         std::string previous_key;
         std::string previous_value;
+        std::set<std::string> comma_keys;  // their value is only the part before the comma
         for (const auto& entry : row) {
             const std::string name = entry.first.IsScalar() ? entry.first.Scalar() : "";
             const bool digits_only =
@@ -212,6 +213,7 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
                                previous_value + "," + name + " has a decimal comma; write " +
                                    previous_value + "." + name + ", with a decimal point");
                 row_keys.push_back(name);
+                comma_keys.insert(previous_key);
             }
             previous_key = name;
             previous_value = entry.second.IsScalar() ? entry.second.Scalar() : "";
@@ -240,6 +242,13 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
             row, field, answers.predicted_field, "the conflict degree you predict for " + about);
         parsed.measured = reader.positive_number(row, field, answers.measured_field,
                                                  answers.measured_description + " (" + about + ")");
+        // 7,91 was reported above; 7 is not what the student measured, so no check may use it.
+        if (comma_keys.count(answers.predicted_field) != 0) {
+            parsed.predicted_degree.reset();
+        }
+        if (comma_keys.count(answers.measured_field) != 0) {
+            parsed.measured.reset();
+        }
         if (!key) {
             continue;
         }

@@ -2,15 +2,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
 
 #include "checks/checks.hpp"
 #include "common/text.hpp"
@@ -86,6 +89,83 @@ std::optional<Interruption> interruption_from(const ChildResult& child,
                          "the grader's worker sent more than its message limit " + where);
         case ChildResult::End::spawn_failed:
             throw std::runtime_error("could not start the grader's worker: " + child.error);
+    }
+    return std::nullopt;
+}
+
+// A file of the folder itself, never what a link names: lstat only, nothing is opened.
+bool holds_file(const std::filesystem::path& folder, const std::string& name) {
+    std::error_code error;
+    return std::filesystem::symlink_status(folder / name, error).type() !=
+           std::filesystem::file_type::not_found;
+}
+
+std::string plain_or_quoted(const std::string& path) {
+    const bool plain = path.find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                           "0123456789/._-") == std::string::npos;
+    return plain ? path : "'" + path + "'";
+}
+
+// Which files the exercise asks for the folder lacks, and where the folder shows why, the cause:
+// another exercise's kernel file, nothing at all, or the files one folder down.
+std::optional<FolderProblem> folder_problem_of(const Exercise& exercise,
+                                               const GradeOptions& options, Report& report) {
+    const std::filesystem::path& folder = options.submission_dir;
+    const bool source = holds_file(folder, exercise.submission_source);
+    const bool answers = holds_file(folder, exercise.submission_answers);
+    if (!source) {
+        report.missing_files.push_back(exercise.submission_source);
+    }
+    if (!answers) {
+        report.missing_files.push_back(exercise.submission_answers);
+    }
+    if (source) {
+        return std::nullopt;
+    }
+    const std::string& shown = report.submission;  // the writers escape it
+    for (const auto& [id, other_source] : options.other_exercise_sources) {
+        if (other_source != exercise.submission_source && holds_file(folder, other_source)) {
+            return FolderProblem{
+                FolderProblem::Kind::other_exercise, id,
+                "this folder holds " + other_source + ", the kernel file of exercise " + id +
+                    ", and no " + exercise.submission_source + ": it is another exercise's work; " +
+                    "grade it with: grader grade " + plain_or_quoted(shown) + " --exercise " + id};
+        }
+    }
+    if (answers) {
+        return std::nullopt;
+    }
+    std::error_code error;
+    std::vector<std::string> entries;
+    std::vector<std::string> holding;  // inner folders with the kernel file
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.empty() || name[0] == '.') {
+            continue;  // .DS_Store and the like are not work
+        }
+        entries.push_back(name);
+        if (std::filesystem::is_directory(entry.symlink_status(error)) &&
+            holds_file(entry.path(), exercise.submission_source)) {
+            holding.push_back(name);
+        }
+    }
+    if (error) {
+        return std::nullopt;
+    }
+    const std::string files = exercise.submission_source + " and " + exercise.submission_answers;
+    if (entries.empty()) {
+        return FolderProblem{FolderProblem::Kind::empty, "",
+                             "the folder is empty: hand in " + files + " in it"};
+    }
+    if (!holding.empty()) {
+        std::sort(holding.begin(), holding.end());
+        const std::string& inner = holding.front();
+        return FolderProblem{FolderProblem::Kind::one_folder_down, holding.front(),
+                             "the files are one folder down, in " + inner + "/: hand in " + files +
+                                 " themselves, not the folder that holds them (or grade it: "
+                                 "grader grade " +
+                                 plain_or_quoted(shown + "/" + inner) + ")"};
     }
     return std::nullopt;
 }
@@ -252,6 +332,12 @@ Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
     Report report = evaluate(exercise, answers, m,
                              options.submission_label.empty() ? options.submission_dir.string()
                                                               : options.submission_label);
+    if (!options.submission_dir.empty()) {
+        report.folder_problem = folder_problem_of(exercise, options, report);
+        if (report.folder_problem && report.verdict == Verdict::fail) {
+            report.summary = "fail: " + report.folder_problem->message;
+        }
+    }
     report.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     return report;

@@ -26,6 +26,10 @@ struct GradeOptions {
     double run_seconds_override = 0.0;        // > 0 replaces the exercise's run limit
     std::filesystem::path worker_executable;  // the grader itself, started as "grader __worker"
     std::function<void(const std::string& stage)> on_stage;  // progress, for --verbose
+    // The other exercises a student might have meant, by id, with their kernel file
+    // ("day15-padding" -> "transpose.cu"): a folder holding one of those files and not this
+    // exercise's is named as another exercise's work, with the command that grades it.
+    std::map<std::string, std::string> other_exercise_sources;
 };
 
 // Never throws for the submission's faults. Throws for the harness's own (the worker could not be

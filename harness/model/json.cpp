@@ -86,6 +86,18 @@ const char* to_string(CheckStatus status) {
     return "failed";
 }
 
+const char* to_string(FolderProblem::Kind kind) {
+    switch (kind) {
+        case FolderProblem::Kind::empty:
+            return "empty";
+        case FolderProblem::Kind::one_folder_down:
+            return "one_folder_down";
+        case FolderProblem::Kind::other_exercise:
+            return "other_exercise";
+    }
+    return "empty";
+}
+
 Verdict verdict_from_string(const std::string& text) {
     if (text == "pass")
         return Verdict::pass;
@@ -383,6 +395,18 @@ void from_json(const json& j, Interruption& v) {
     read(j, "students_fault", v.students_fault);
 }
 
+void to_json(json& j, const FolderProblem& v) {
+    j = json{{"kind", to_string(v.kind)}, {"detail", v.detail}, {"message", v.message}};
+}
+void from_json(const json& j, FolderProblem& v) {
+    const std::string kind = j.value("kind", "");
+    v.kind = kind == "other_exercise"    ? FolderProblem::Kind::other_exercise
+             : kind == "one_folder_down" ? FolderProblem::Kind::one_folder_down
+                                         : FolderProblem::Kind::empty;
+    read(j, "detail", v.detail);
+    read(j, "message", v.message);
+}
+
 void to_json(json& j, const Measurements& v) {
     j = json{{"environment", v.environment},
              {"student", v.student},
@@ -553,7 +577,8 @@ void to_json(json& j, const Report& v) {
              {"missing_files", v.missing_files},
              {"compile_error", v.compile_error},
              {"banks", v.banks},
-             {"reference_kernel", v.reference_kernel}};
+             {"reference_kernel", v.reference_kernel},
+             {"folder_problem", v.folder_problem ? json(*v.folder_problem) : json(nullptr)}};
 }
 void from_json(const json& j, Report& v) {
     read(j, "schema_version", v.schema_version);
@@ -594,6 +619,7 @@ void from_json(const json& j, Report& v) {
         // Written before it was recorded: then the one exercise with a sweep was Part 1.
         v.reference_kernel = "reference";
     }
+    read_optional(j, "folder_problem", v.folder_problem);
 }
 
 void to_json(json& j, const ExplainedLane& v) {

@@ -35,6 +35,8 @@ void to_json(nlohmann::json& j, const CheckResult& value);
 void from_json(const nlohmann::json& j, CheckResult& value);
 void to_json(nlohmann::json& j, const ReportRow& value);
 void from_json(const nlohmann::json& j, ReportRow& value);
+void to_json(nlohmann::json& j, const FolderProblem& value);
+void from_json(const nlohmann::json& j, FolderProblem& value);
 void to_json(nlohmann::json& j, const Report& value);
 void from_json(const nlohmann::json& j, Report& value);
 

@@ -75,6 +75,17 @@ struct SentenceReview {
     bool flagged() const { return same_as_example || same_as_others > 0; }
 };
 
+// Why a folder holds no work for this exercise, where the folder alone shows it: nothing in it,
+// the files one folder down, or another exercise's kernel file. Each is a cause of its own, with
+// its own advice (the message), apart from a file missing among others.
+struct FolderProblem {
+    enum class Kind { empty, one_folder_down, other_exercise };
+    Kind kind = Kind::empty;
+    std::string detail;   // the inner folder's name, or the other exercise's id
+    std::string message;  // what the student reads: what is wrong and what to do
+};
+const char* to_string(FolderProblem::Kind kind);
+
 struct Report {
     int schema_version = kReportSchemaVersion;
     std::string exercise_id;
@@ -106,13 +117,16 @@ struct Report {
     // every grade of the class is in.
     SentenceReview sentence_review;
     // What kept the student's kernel from being graded, as facts a platform may treat apart
-    // (an exercise may tell PrairieLearn such a submission is not gradable): set by evaluate().
-    std::vector<std::string> missing_files;  // files the submission had to hold and did not
+    // (an exercise may tell PrairieLearn such a submission is not gradable).
+    std::vector<std::string> missing_files;  // files the submission had to hold and did not:
+                                             // set by grade_submission()
     bool compile_error = false;              // NVRTC could not compile the student's kernel
     // The model the exercise grades against: shared memory's banks, and the kernel the student's
     // ratios are compared with (a consistency check's, else the oracle; empty where none).
     unsigned banks = 32;
     std::string reference_kernel;
+    // Set by grade_submission() where missing_files has a cause the folder shows.
+    std::optional<FolderProblem> folder_problem;
 };
 
 }  // namespace grader

@@ -14,10 +14,15 @@ std::string write_sweep_text(const Sweep& sweep) {
     char line[200];
     const Environment& env = sweep.environment;
     const bool simulated = env.backend == "sim";
+    bool timed = false;
+    for (const SweepRow& row : sweep.rows) {
+        timed = timed || row.timing.has_value();
+    }
     if (simulated) {
         out += "Backend: PTX simulator for compute capability " +
                visible_line(env.compute_capability) + ", NVRTC " + visible_line(env.nvrtc_version) +
-               "; times are modeled costs, not milliseconds\n";
+               (timed ? "; times are modeled costs, not milliseconds\n"
+                      : "; nothing is timed (this exercise's timing needs a GPU)\n");
         std::snprintf(line, sizeof line, "Grid: %u blocks of %u threads, simulated\n\n",
                       env.grid_blocks, env.block_size);
     } else {
@@ -50,13 +55,27 @@ std::string write_sweep_text(const Sweep& sweep) {
                           degree.c_str());
         }
         out += line;
-        std::snprintf(line, sizeof line, simulated ? "   %12.0f" : "   %10.4f",
-                      row.timing ? row.timing->median_ms : 0.0);
+        // A row nothing timed shows "-", never a time or ratio of 0.
+        if (row.timing) {
+            std::snprintf(line, sizeof line, simulated ? "   %12.0f" : "   %10.4f",
+                          row.timing->median_ms);
+        } else {
+            std::snprintf(line, sizeof line, simulated ? "   %12s" : "   %10s", "-");
+        }
         out += line;
-        std::snprintf(line, sizeof line, sweep.ratio_as_percent ? "   %10.1f" : "   %7.2f", ratio);
+        if (row.ratio) {
+            std::snprintf(line, sizeof line, sweep.ratio_as_percent ? "   %10.1f" : "   %7.2f",
+                          ratio);
+        } else {
+            std::snprintf(line, sizeof line, sweep.ratio_as_percent ? "   %10s" : "   %7s", "-");
+        }
         out += line;
-        std::snprintf(line, sizeof line, "   %5.2f%%   %s\n",
-                      row.timing ? row.timing->spread * 100.0 : 0.0, counted.c_str());
+        if (row.timing) {
+            std::snprintf(line, sizeof line, "   %5.2f%%   %s\n", row.timing->spread * 100.0,
+                          counted.c_str());
+        } else {
+            std::snprintf(line, sizeof line, "   %6s   %s\n", "-", counted.c_str());
+        }
         out += line;
     }
     out +=

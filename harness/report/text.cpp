@@ -133,12 +133,18 @@ void render_environment(const Report& report, std::string& out) {
            ", device: " + (env.device_name.empty() ? "none" : visible_line(env.device_name)) +
            ", compute capability " +
            (env.compute_capability.empty() ? "unknown" : visible_line(env.compute_capability)) +
-           ", " + std::to_string(env.sm_count) + " SMs\n";
-    out += std::string(kIndent) + "driver " + visible_line(env.driver_version) + ", NVRTC " +
-           visible_line(env.nvrtc_version) + ", grader " + visible_line(env.grader_version) + "\n";
+           (env.sm_count > 0 ? ", " + std::to_string(env.sm_count) + " SMs" : std::string()) + "\n";
+    // The simulator has no driver and no SMs: nothing is printed rather than "driver ," or 0.
+    out += std::string(kIndent) +
+           (env.driver_version.empty() ? std::string()
+                                       : "driver " + visible_line(env.driver_version) + ", ") +
+           "NVRTC " + visible_line(env.nvrtc_version) + ", grader " +
+           visible_line(env.grader_version) + "\n";
     out += std::string(kIndent) + "grid: " + std::to_string(env.grid_blocks) + " blocks of " +
-           std::to_string(env.block_size) + " threads, " + std::to_string(env.blocks_per_sm) +
-           " blocks per SM\n";
+           std::to_string(env.block_size) + " threads" +
+           (env.blocks_per_sm > 0 ? ", " + std::to_string(env.blocks_per_sm) + " blocks per SM"
+                                  : std::string()) +
+           "\n";
     if (!env.confinement.empty()) {
         out +=
             std::string(kIndent) + "compile confinement: " + visible_line(env.confinement) + "\n";

@@ -2,6 +2,7 @@
 """Makes a class of submissions for benchmarking `grader batch`, from the submission fixtures.
 
 Usage: make_class.py OUT_DIR [--size 100] [--seed N] [--no-never-ends] [--with-prints-forever]
+                     [--own-sentences]
 
 Most of the class are copies of `correct` and `correct_four_accumulators`, each with its own
 student id and claimed ratios (the grader does not score claimed ratios, so their verdict stays
@@ -14,6 +15,11 @@ expected.yaml ("any" where the fixture does not assert one), and OUT_DIR/kinds.j
 folder: kind}. `never_ends` costs the grader's whole run limit (30 s by default, or batch's
 --timeout); `prints_forever` is left out unless asked for: it floods the kernel's output for as
 long as the limit allows.
+
+With --own-sentences the passing students write sentences as a class does: a fifth copy the
+fixture's word for word, a few change one word of it, a few copy a classmate's, and the rest
+write their own (composed from several phrasings, so no two are near-identical): the class page's
+sentence clusters then look as they would for real.
 """
 import argparse
 import json
@@ -50,8 +56,40 @@ def copy_submission(kind, dest):
             shutil.copy(os.path.join(source, name), os.path.join(dest, name))
 
 
-def vary_answers(path, student_id, rng):
-    """A student's own id and measured ratios (within 10% of the fixture's) in submission.yaml."""
+OPENINGS = ["Stride 3 is odd", "3 and 32 are coprime", "Since gcd(3, 32) is 1",
+            "An odd stride like 3 shares no factor with 32", "The stride 3 has no factor 2",
+            "Because 3 does not divide 32 or share a factor with it"]
+MIDDLES = ["so lane L lands in bank 3L mod 32", "so the 32 lanes of a warp hit 32 distinct banks",
+           "so every bank is visited exactly once per warp", "so no two lanes of a warp collide",
+           "so the addresses 3L mod 32 are a permutation of the banks",
+           "so the warp's requests spread over all the banks"]
+ENDINGS = ["and it runs like stride 1, while 2 and 4 are 2-way and 4-way conflicts",
+           "which makes it conflict free although it is larger than 2",
+           "so the degree follows gcd(stride, 32), not the stride's size",
+           "and the time depends on the shared factor, not on how big the stride is",
+           "unlike stride 4, where 4 lanes share each bank", "hence one wavefront per request",
+           "just as stride 5 or 7 would be", "and only even strides make lanes share a bank",
+           "so nothing is serialised"]
+CLASSMATE = "Odd strides are conflict free because gcd(odd, 32) = 1, so 3 is as fast as 1."
+
+
+def sentence_for(number, fixture_sentence, rng):
+    """What the student numbered `number` writes (see --own-sentences)."""
+    share = rng.random()
+    if share < 0.2:
+        return fixture_sentence
+    if share < 0.27:
+        return fixture_sentence.replace("different", "distinct", 1)
+    if share < 0.32:
+        return CLASSMATE
+    # 6 x 6 x 9 phrasings: no two students up to 324 write the same one.
+    return (f"{OPENINGS[number % len(OPENINGS)]}, {MIDDLES[(number // 6) % len(MIDDLES)]}, "
+            f"{ENDINGS[(number // 36) % len(ENDINGS)]} (student {number}).")
+
+
+def vary_answers(path, student_id, rng, sentence_number=None):
+    """A student's own id and measured ratios (within 10% of the fixture's) in submission.yaml;
+    with sentence_number, their own sentence too (sentence_for)."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     text, count = re.subn(r'^student_id:.*$', f'student_id: "{student_id}"', text, flags=re.M)
@@ -65,6 +103,12 @@ def vary_answers(path, student_id, rng):
     text = re.sub(r"measured_ratio:\s*([0-9]+(?:\.[0-9]+)?)", scaled, text)
     gpus = ["Tesla T4", "NVIDIA GeForce RTX 3060", "NVIDIA A100-SXM4-40GB", "NVIDIA L4"]
     text = re.sub(r'^gpu:.*$', f'gpu: "{rng.choice(gpus)}"', text, flags=re.M)
+    if sentence_number is not None:
+        fixture = re.search(r'^sentence: "(.*)"$', text, flags=re.M)
+        if not fixture:
+            sys.exit(f"make_class: {path}: expected a one-line sentence")
+        own = sentence_for(sentence_number, fixture.group(1), rng)
+        text = text.replace(fixture.group(0), f'sentence: "{own}"', 1)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
 
@@ -107,6 +151,8 @@ def main():
                         help="leave out never_ends, which costs the whole run limit")
     parser.add_argument("--with-prints-forever", action="store_true",
                         help="add prints_forever (verdict not asserted)")
+    parser.add_argument("--own-sentences", action="store_true",
+                        help="passing students write their own sentences, some copied")
     args = parser.parse_args()
 
     failures = sorted(k for k in os.listdir(FIXTURES)
@@ -144,7 +190,7 @@ def main():
             verdict = fixture_verdict(kind)
             if kind in PASSING:
                 vary_answers(os.path.join(dest, "submission.yaml"), f"student-{number:0{width}d}",
-                             rng)
+                             rng, number if args.own_sentences else None)
         expected[folder] = verdict
         kind_of[folder] = kind
 

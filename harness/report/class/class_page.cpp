@@ -627,9 +627,13 @@ void write_not_graded(std::ostringstream& html, const ClassSummary& summary,
     if (summary.not_graded.empty() && unfinished.empty()) {
         html << "<tr><td colspan=\"2\">Every submission was graded.</td></tr>\n";
     }
-    html << "</tbody>\n</table>\n<p class=\"note\">The machine or the grader stopped these "
-            "grades: they are not failures, carry no score, and should be graded again.</p>\n"
-            "</section>\n";
+    html << "</tbody>\n</table>\n<p class=\"note\">"
+         << (unfinished.empty() ? "The machine or the grader stopped these grades"
+                                : "The batch was interrupted before these grades finished, or "
+                                  "the machine or the grader stopped them")
+         << ": they are not failures, carry no score, and should be graded again"
+         << (unfinished.empty() ? "" : " (the same command with --resume grades only them)")
+         << ".</p>\n</section>\n";
 }
 
 void write_review(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
@@ -729,7 +733,9 @@ void write_sentences(std::ostringstream& html, const std::vector<const ClassEntr
     } else {
         html << "<details open>";
     }
-    page.element("summary", std::to_string(own.size()) + " sentences of their own")
+    page.element("summary", own.size() == 1
+                                ? std::string("1 sentence of its own")
+                                : std::to_string(own.size()) + " sentences of their own")
         .open("table", {{"id", "own-sentences"}})
         .open("thead")
         .open("tr")
@@ -785,7 +791,7 @@ void write_skipped(std::ostringstream& html, const std::vector<SkippedEntry>& sk
     }
     if (skipped.empty()) {
         page.open("tr")
-            .element("td", "Nothing: every entry of the class folder was graded.",
+            .element("td", "Nothing: every entry of the class folder is a submission.",
                      {{"colspan", "2"}})
             .close("tr")
             .line();

@@ -95,10 +95,27 @@ std::string stop_reason(const Interruption& stop) {
 }
 
 // A file the submission lacks is a cause of its own, with its own advice: not "Compile and ABI"
-// for a missing kernel file, nor "Answers file" for an empty folder. Read from what the checks
-// say: the kernel file's "... was not found in the submission folder", the answers file's
-// "... not found; start from the starter kit's ...".
+// for a missing kernel file, nor "Answers file" for an empty folder. The folder's own cause
+// first (grade_submission's folder_problem: empty, one folder down, another exercise's work),
+// else what the checks say: the kernel file's "... was not found in the submission folder", the
+// answers file's "... not found; start from the starter kit's ...".
 std::optional<RootCause> missing_files(const Report& report) {
+    if (const std::optional<FolderProblem>& problem = report.folder_problem) {
+        switch (problem->kind) {
+            case FolderProblem::Kind::empty:
+                return RootCause{"folder:empty",
+                                 "An empty folder: nothing was handed in (or the upload failed)"};
+            case FolderProblem::Kind::one_folder_down:
+                return RootCause{"folder:one_folder_down",
+                                 "The files are one folder down, beside other folders: the "
+                                 "student handed in the folder that holds them"};
+            case FolderProblem::Kind::other_exercise:
+                return RootCause{"folder:other_exercise:" + problem->detail,
+                                 "Another exercise's work (" + problem->detail +
+                                     "): graded as this one; grade it with --exercise " +
+                                     problem->detail + " or move it to that exercise's class"};
+        }
+    }
     std::string source;
     bool answers_missing = false;
     const std::string not_found = " was not found in the submission folder";
@@ -118,9 +135,7 @@ std::optional<RootCause> missing_files(const Report& report) {
     }
     if (!source.empty() && answers_missing) {
         return RootCause{"missing:everything",
-                         "Neither " + source +
-                             " nor the answers file in the folder: an empty "
-                             "folder, the files one folder down, or another exercise's work"};
+                         "Neither " + source + " nor the answers file in the folder"};
     }
     if (!source.empty()) {
         return RootCause{"missing:source", source + " is missing from the folder"};
