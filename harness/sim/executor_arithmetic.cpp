@@ -185,13 +185,7 @@ void execute_mul_wide(Executor& self, Warp& w, const Instruction& in, std::uint3
     const std::uint64_t* b = self.src(w, in, 1);
     dispatch_int(in.type, [&](auto zero) {
         using T = decltype(zero);
-        if constexpr (sizeof(T) <= 2) {
-            using W = typename Wider<T>::type;
-            for_lanes(exec, [&](unsigned l) {
-                d[l] = bits_of<W>(
-                    static_cast<W>(static_cast<W>(as<T>(a[l])) * static_cast<W>(as<T>(b[l]))));
-            });
-        } else if constexpr (sizeof(T) == 4) {
+        if constexpr (sizeof(T) <= 4) {  // PTX has no mul.wide of 64-bit operands
             using W = typename Wider<T>::type;
             for_lanes(exec, [&](unsigned l) {
                 d[l] = bits_of<W>(
