@@ -10,9 +10,11 @@
 #include <map>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "device/device.hpp"
+#include "device/device_server.hpp"
 #include "grade/pipeline.hpp"
 #include "grade/protocol.hpp"
 #include "grade/stage.hpp"
@@ -88,6 +90,7 @@ public:
             return samples;
         }
         samples.rounds = 5;
+        events_.push_back("timed " + std::to_string(launches.size()));
         for (const TimedCase& c : launches) {
             // Time in proportion to the bank-conflict degree, the same in every round.
             const double ms = 0.01 * std::gcd(c.stride, 32);
@@ -155,8 +158,15 @@ struct Graded {
     std::vector<std::string> events;
 };
 
+// How the grade reaches its device: the fake itself, or the fake behind a device server's
+// socket (with `local` where no server answers).
+struct Through {
+    std::filesystem::path server;
+    std::vector<std::string>* local = nullptr;
+};
+
 Graded grade_with(const FakeDevice::Script& script,
-                  const std::string& submission = "student/example") {
+                  const std::string& submission = "student/example", const Through& through = {}) {
     // The exercise's kernels compile through a cache of the test's own.
     static const std::filesystem::path cache =
         std::filesystem::temp_directory_path() /
@@ -175,6 +185,14 @@ Graded grade_with(const FakeDevice::Script& script,
     choice.open = [&script, &events]() -> std::unique_ptr<Device> {
         return std::make_unique<FakeDevice>(day15(), script, events);
     };
+    if (!through.server.empty()) {
+        std::vector<std::string>& local = *through.local;
+        choice.open = [&script, &local, &through]() -> std::unique_ptr<Device> {
+            return open_remote_device(through.server, 7, [&script, &local] {
+                return std::make_unique<FakeDevice>(day15(), script, local);
+            });
+        };
+    }
     PipelineHooks hooks;
     hooks.grader_executable = GRADER_BINARY;
     run_pipeline(day15(), options, graded.seen, choice, hooks);
@@ -371,6 +389,167 @@ TEST_CASE("no GPU where one was asked for: nothing is opened, and it is never th
           std::string::npos);
     // The student's compile still ran (and was reported) without a device.
     CHECK(seen.measurements.student.attempted);
+}
+
+namespace {
+
+// A device server over the fake, on a thread of the test, in a folder of its own.
+class FakeServer {
+public:
+    explicit FakeServer(const FakeDevice::Script& script)
+        : folder_(std::filesystem::temp_directory_path() /
+                  ("grader-test-server-" + std::to_string(::getpid()))),
+          script_(script) {
+        std::filesystem::remove_all(folder_);
+        std::filesystem::create_directories(folder_);
+        socket_ = folder_ / "gpu0.sock";
+        const int listening = listen_on(socket_);
+        thread_ = std::thread([this, listening] {
+            stopped_ = serve_device_sessions(listening, day15(), [this](std::uint64_t seed) {
+                seeds_.push_back(seed);
+                return std::make_unique<FakeDevice>(day15(), script_, events_);
+            });
+            ::close(listening);
+            std::filesystem::remove(socket_);
+        });
+    }
+    ~FakeServer() {
+        stop();
+        std::filesystem::remove_all(folder_);
+    }
+    FakeServer(const FakeServer&) = delete;
+    FakeServer& operator=(const FakeServer&) = delete;
+
+    // Asks it to stop as `grader batch` does, then waits for its thread.
+    void stop() {
+        if (!thread_.joinable()) {
+            return;
+        }
+        if (const int fd = connect_to(socket_); fd >= 0) {
+            wire_stop(fd);
+            ::close(fd);
+        }
+        thread_.join();
+    }
+    void join() { thread_.join(); }
+
+    const std::filesystem::path& socket() const { return socket_; }
+    const std::vector<std::string>& events() const { return events_; }
+    const std::vector<std::uint64_t>& seeds() const { return seeds_; }
+    const std::string& stopped() const { return stopped_; }
+
+private:
+    static void wire_stop(int fd);
+    std::filesystem::path folder_;
+    std::filesystem::path socket_;
+    FakeDevice::Script script_;
+    std::vector<std::string> events_;
+    std::vector<std::uint64_t> seeds_;
+    std::string stopped_;
+    std::thread thread_;
+};
+
+}  // namespace
+
+#include "device/wire.hpp"
+
+void FakeServer::wire_stop(int fd) {
+    wire::send(fd, wire::Frame{nlohmann::json{{"op", "stop"}}, {}});
+    (void)wire::receive(fd);
+}
+
+TEST_CASE(
+    "through a device server a grade observes what the device itself gives, and the "
+    "exercise's own launches are timed once per server") {
+    const Graded direct = grade_with({});
+    FakeServer server({});
+    std::vector<std::string> local;
+    const Graded first = grade_with({}, "student/example", {server.socket(), &local});
+    const Graded second = grade_with({}, "student/example", {server.socket(), &local});
+    server.stop();
+    CHECK(server.stopped() == "asked to stop");
+    CHECK(local.empty());  // no grade had to open a device of its own
+    CHECK(server.seeds() == std::vector<std::uint64_t>{7, 7});
+
+    // Two sessions, each inside its own acquire and release, in the server's events.
+    const std::vector<std::string>& events = server.events();
+    REQUIRE(std::count(events.begin(), events.end(), "acquire") == 2);
+    const auto split = std::find(events.begin() + 1, events.end(), "acquire");
+    check_lock_brackets({events.begin(), split});
+    check_lock_brackets({split, events.end()});
+    // The first grade timed every launch; the second only the student's (the exercise's own
+    // reference launches were reused from the first).
+    const auto timed = [](const std::vector<std::string>& list) {
+        std::vector<std::string> found;
+        std::copy_if(list.begin(), list.end(), std::back_inserter(found),
+                     [](const std::string& e) { return e.rfind("timed ", 0) == 0; });
+        return found;
+    };
+    const std::vector<std::string> direct_timed = timed(direct.events);
+    const std::vector<std::string> server_timed = timed(events);
+    REQUIRE(direct_timed.size() == 1);
+    REQUIRE(server_timed.size() == 2);
+    CHECK(server_timed[0] == direct_timed[0]);
+    const std::size_t all = std::stoul(direct_timed[0].substr(6));
+    const std::size_t student_only = std::stoul(server_timed[1].substr(6));
+    CHECK(student_only < all);
+    CHECK(student_only > 0);
+
+    // Every run reads the same through the server as directly: outputs, ratios, counts.
+    for (const Graded* graded : {&first, &second}) {
+        const Measurements& m = graded->seen.measurements;
+        REQUIRE_FALSE(m.interruption);
+        CHECK(m.environment.gpu_bus_id == "fake-bus");
+        CHECK(m.environment.device_name == "scripted fake device");
+        REQUIRE(m.runs.size() == direct.seen.measurements.runs.size());
+        for (const KernelRun& run : direct.seen.measurements.runs) {
+            INFO(run.kernel << " stride " << run.stride);
+            const KernelRun* through = m.run(run.kernel, run.stride);
+            REQUIRE(through != nullptr);
+            CHECK(through->ratio == run.ratio);
+            CHECK(through->outputs.size() == run.outputs.size());
+            CHECK(through->count_source == run.count_source);
+            REQUIRE(through->counts.has_value() == run.counts.has_value());
+            if (run.counts) {
+                CHECK(through->counts->load_wavefronts == run.counts->load_wavefronts);
+            }
+            for (const OutputComparison& output : through->outputs) {
+                CHECK(output.ok);
+            }
+        }
+    }
+    // The second grade says where its reference timings came from.
+    const auto& notes = second.seen.measurements.environment.notes;
+    CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& note) {
+        return note.find("timed them once") != std::string::npos;
+    }));
+}
+
+TEST_CASE(
+    "a kernel that faults ends its device server after the answer; the next grade opens "
+    "a device of its own") {
+    FakeDevice::Script faulting;
+    faulting.run_ends[{"student", 16}] = DeviceLaunch::End::fault;
+    FakeServer server(faulting);
+    std::vector<std::string> local;
+    const Graded faulted = grade_with(faulting, "student/example", {server.socket(), &local});
+    server.join();  // the server stops by itself
+    CHECK(server.stopped().find("a kernel faulted") != std::string::npos);
+    const Measurements& m = faulted.seen.measurements;
+    REQUIRE(m.interruption);
+    CHECK(m.interruption->stage == "run student stride 16");
+    CHECK(m.interruption->kind == StopKind::fault);
+    CHECK(m.interruption->students_fault);
+    CHECK(local.empty());
+
+    // Nothing listens now: the next grade is graded on a device of its own, and says so.
+    const Graded next = grade_with({}, "student/example", {server.socket(), &local});
+    REQUIRE_FALSE(next.seen.measurements.interruption);
+    check_lock_brackets(local);
+    const auto& notes = next.seen.measurements.environment.notes;
+    CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& note) {
+        return note.find("device server was not answering") != std::string::npos;
+    }));
 }
 
 TEST_CASE("the blame table: the student's wherever their code ran, the machine's otherwise") {

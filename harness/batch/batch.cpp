@@ -23,6 +23,7 @@
 #include <thread>
 #include <utility>
 
+#include "batch/device_servers.hpp"
 #include "batch/merge.hpp"
 #include "checks/checks.hpp"
 #include "common/text.hpp"
@@ -160,6 +161,7 @@ struct PoolState {
     std::map<std::string, std::string> other_exercise_sources;
     double run_seconds_override = 0.0;
     std::string backend;
+    std::shared_ptr<DeviceServers> servers;  // on GPUs, unless the options said no
     const std::atomic<bool>* stop = nullptr;
     Clock::time_point began;
 
@@ -201,6 +203,9 @@ Report grade_one(PoolState& state, const BatchSubmission& submission, int device
     grade.worker_executable = state.worker_executable;
     grade.other_exercise_sources = state.other_exercise_sources;
     try {
+        if (state.servers) {
+            grade.device_server = state.servers->socket_for(device);
+        }
         return grade_submission(state.exercise, grade);
     } catch (const std::exception& error) {
         harness_error = true;
@@ -828,6 +833,11 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         status.backend = visible_devices().empty() ? "sim" : "cuda";
     }
     state->backend = status.backend;
+    if (status.backend == "cuda" && options.device_server) {
+        state->servers = std::make_shared<DeviceServers>(
+            state->worker_executable.empty() ? current_executable() : state->worker_executable,
+            exercise.directory);
+    }
 
     for (const auto& submission : scope) {
         if (!selected.empty()) {
@@ -922,6 +932,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         for (auto& thread : threads) {
             thread.join();
         }
+        state->servers.reset();  // every grade is done: the device servers stop
     } else {
         // Their grades are still running, and only the process's end stops them: they write
         // nothing more once the pool is closed.

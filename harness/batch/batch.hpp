@@ -44,6 +44,10 @@ struct BatchOptions {
     // for the whole class, so that one gradebook never mixes GPU and simulated grades.
     std::string backend = "auto";
     std::filesystem::path worker_executable;  // the grader, started as "grader __worker"
+    // On GPUs, one device server per GPU (device/device_server.hpp) holds the context and the
+    // counters for the whole class and times the exercise's own kernels once; false: every grade
+    // opens the GPU itself, as `grader grade` does.
+    bool device_server = true;
     std::map<std::string, std::string> other_exercise_sources;  // GradeOptions's, for each grade
     // Keep the report of every submission whose OUTPUT/<student>/report.json exists and parses,
     // instead of grading it again. Without it every submission is graded and its files replaced.

@@ -50,6 +50,7 @@ struct BatchCommandOptions {
     double timeout = 0.0;
     std::vector<int> devices;
     bool resume = false;
+    bool own_contexts = false;
     std::vector<std::string> only;
     std::string backend = "auto";
     std::string shard;  // "I/N", empty: the whole class
@@ -260,6 +261,7 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     batch.worker_executable = current_executable();
     batch.other_exercise_sources = other_exercise_sources(exercise);
     batch.resume = options.resume;
+    batch.device_server = !options.own_contexts;
     batch.only = options.only;
     batch.stop = &stop_requested;
     batch.shard = shard;
@@ -401,6 +403,9 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
                      "for the whole class), cuda or sim")
         ->check(CLI::IsMember({"auto", "cuda", "sim"}))
         ->capture_default_str();
+    command->add_flag("--own-contexts", options->own_contexts,
+                      "On GPUs, let every grade open the GPU and its counters itself, as "
+                      "`grader grade` does, instead of one device server per GPU for the class");
     command->add_flag("--resume", options->resume,
                       "Keep the reports an earlier, interrupted batch wrote into --output and "
                       "grade the rest");

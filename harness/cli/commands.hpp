@@ -20,6 +20,7 @@ void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_sweep_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_worker_command(CLI::App& app, Runner& run);
+void add_device_server_command(CLI::App& app, Runner& run);
 void add_explain_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_launch_command(CLI::App& app, Runner& run);
 void add_compile_command(CLI::App& app, Runner& run);

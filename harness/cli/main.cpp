@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
     add_merge_command(app, global, run);
     add_explain_command(app, global, run);
     add_worker_command(app, run);
+    add_device_server_command(app, run);
     add_launch_command(app, run);
     add_compile_command(app, run);
 

@@ -19,6 +19,7 @@ void add_worker_command(CLI::App& app, Runner& run) {
     command->add_option("--device", options->device);
     command->add_option("--seed", options->seed);
     command->add_option("--backend", options->backend);
+    command->add_option("--device-server", options->device_server);
     command->add_option("--run-timeout", options->run_seconds_override);
     command->add_flag("--reference-only", *reference_only);
     command->add_flag("--explain", *explain);

@@ -4,12 +4,13 @@
 #include "cuda/resources.hpp"
 #include "device/cuda_device.hpp"
 #include "device/device.hpp"
+#include "device/device_server.hpp"
 #include "device/sim_device.hpp"
 
 namespace grader {
 
 DeviceChoice choose_device(const Exercise& exercise, const std::string& requested, int ordinal,
-                           std::uint64_t seed) {
+                           std::uint64_t seed, const std::filesystem::path& device_server) {
     DeviceChoice choice;
     choice.arch = exercise.default_arch;
     if (requested != "sim") {
@@ -18,9 +19,16 @@ DeviceChoice choose_device(const Exercise& exercise, const std::string& requeste
             choice.backend = "cuda";
             choice.arch = gpu.arch();
             choice.shared_poison = true;
-            choice.open = [&exercise, ordinal, seed]() -> std::unique_ptr<Device> {
+            const auto own = [&exercise, ordinal, seed]() -> std::unique_ptr<Device> {
                 return std::make_unique<CudaDevice>(exercise, ordinal, seed);
             };
+            if (device_server.empty()) {
+                choice.open = own;
+            } else {
+                choice.open = [device_server, seed, own]() -> std::unique_ptr<Device> {
+                    return open_remote_device(device_server, seed, own);
+                };
+            }
             return choice;
         } catch (const cuda::DriverUnavailable& error) {
             if (requested == "cuda") {

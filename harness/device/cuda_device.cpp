@@ -1,10 +1,13 @@
 #include "device/cuda_device.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 
 #include "counters/counters.hpp"
 #include "cuda/driver_api.hpp"
+#include "device/device_server.hpp"
 #include "measure/interleaved_timing.hpp"
 #include "measure/outputs.hpp"
 
@@ -45,19 +48,26 @@ const CudaKernel& cuda_kernel(const LoadedKernel& kernel) {
 
 }  // namespace
 
-CudaDevice::CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed)
-    : exercise_(exercise), seed_(seed), info_(cuda::query_device(ordinal)) {
+CudaDevice::CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed,
+                       counters::SharedMemoryCounter* counter)
+    : exercise_(exercise), seed_(seed), info_(cuda::query_device(ordinal)), counter_(counter) {
     const auto began = std::chrono::steady_clock::now();
     context_.emplace(ordinal);
     stream_.emplace();
+    if (counter_ == nullptr) {
+        // Beside the compile, as the context is, and before anything is timed, so that every
+        // timing of every grade (a grade alone's as a device server's) is taken with the
+        // profiler initialized: on an H200 the stride-1 probe runs 1-2% longer once it is.
+        own_counter_ =
+            std::make_unique<counters::SharedMemoryCounter>(counters::SharedMemoryCounter::open(
+                context_->get(), ordinal, counters::InstructionCounter::hardware));
+        counter_ = own_counter_.get();
+    }
     context_seconds_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 }
 
 CudaDevice::~CudaDevice() {
-    if (counter_libraries_.valid()) {
-        counter_libraries_.wait();
-    }
     if (lock_.held()) {
         release();
     }
@@ -71,6 +81,10 @@ std::string CudaDevice::acquire() {
 void CudaDevice::release() {
     // What lives in the context goes before the context, and the context before the lock: the
     // next grade must find the GPU as this one found it.
+    if (own_counter_) {
+        counter_ = nullptr;
+        own_counter_.reset();
+    }
     poison_module_.reset();
     poison_function_ = nullptr;
     inputs_.clear();
@@ -78,13 +92,6 @@ void CudaDevice::release() {
     stream_.reset();
     context_.reset();
     lock_ = DeviceLock();
-}
-
-void CudaDevice::prepare_count() {
-    if (!counter_libraries_.valid()) {
-        counter_libraries_ =
-            std::async(std::launch::async, [] { counters::load_counter_libraries(); });
-    }
 }
 
 void CudaDevice::set_shared_poison(const CompiledKernel& poison) {
@@ -291,9 +298,6 @@ void CudaDevice::reload(const std::vector<LoadedKernel*>& kernels) {
 HardwareCounts CudaDevice::count(const std::vector<TimedCase>& launches, const InputSpec& input,
                                  const std::vector<float>& input_words,
                                  const LaunchGeometry& geometry) {
-    if (counter_libraries_.valid()) {
-        counter_libraries_.get();
-    }
     try {
         return count_launches(launches, input, input_words, geometry);
     } catch (const cuda::DriverError& error) {
@@ -311,10 +315,11 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
                                           const std::vector<float>& input_words,
                                           const LaunchGeometry& geometry) {
     HardwareCounts result;
-    // Opened after timing and gone before anything is timed again: CUPTI's profiler slows
-    // launches while it is attached (an H200's stride-1 probe took 9% longer).
-    counters::SharedMemoryCounter counter = counters::SharedMemoryCounter::open(
-        context_->get(), info_.ordinal, counters::InstructionCounter::hardware);
+    if (counter_ == nullptr) {
+        result.reason = "the counter was closed with the device";
+        return result;
+    }
+    counters::SharedMemoryCounter& counter = *counter_;
     if (!counter.available()) {
         result.reason = counter.reason();
         return result;
@@ -344,6 +349,27 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
         result.counts.push_back(shared);
     }
     return result;
+}
+
+std::string serve_gpu(const Exercise& exercise, int ordinal, const std::filesystem::path& socket,
+                      const std::function<void()>& ready) {
+    const cuda::DeviceInfo info = cuda::query_device(ordinal);
+    const cuda::PrimaryContext context(ordinal);  // kept: every session retains this one
+    std::optional<counters::SharedMemoryCounter> counter;
+    {
+        // Opening runs an empty profiling session on the GPU: not while another grade times.
+        const DeviceLock lock(gpu_lock_path(info.pci_bus_id));
+        counter.emplace(counters::SharedMemoryCounter::open(
+            context.get(), ordinal, counters::InstructionCounter::hardware));
+    }
+    const int listening = listen_on(socket);
+    ready();
+    const std::string stopped = serve_device_sessions(listening, exercise, [&](std::uint64_t seed) {
+        return std::make_unique<CudaDevice>(exercise, ordinal, seed, &*counter);
+    });
+    ::close(listening);
+    std::filesystem::remove(socket);
+    return stopped;
 }
 
 }  // namespace grader

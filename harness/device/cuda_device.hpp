@@ -3,7 +3,8 @@
 // The GPU: kernels loaded through the driver API on the device's primary context, launched on a
 // stream of the grader's own, timed in interleaved rounds.
 
-#include <future>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,10 +15,18 @@
 
 namespace grader {
 
+namespace counters {
+class SharedMemoryCounter;
+}
+
 class CudaDevice final : public Device {
 public:
-    // Creates the context on GPU `ordinal`. Throws cuda::DriverUnavailable without one.
-    CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed);
+    // Creates the context on GPU `ordinal`, and opens the shared-memory counter on it (CUPTI's
+    // setup takes a good part of a second: it happens beside the compile, before the GPU's lock
+    // is taken). Throws cuda::DriverUnavailable without a GPU. Where `counter` is given (a device
+    // server's, open on the same primary context for the server's life), that one is used.
+    CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed,
+               counters::SharedMemoryCounter* counter = nullptr);
     ~CudaDevice() override;
 
     // The kernel that fills shared memory with NaN before an input that asks for it.
@@ -30,8 +39,6 @@ public:
     std::string acquire() override;
     void release() override;
     bool held() const override { return lock_.held(); }
-    // Loads the profiler's libraries on a thread of their own while the GPU is timed.
-    void prepare_count() override;
 
     void describe(Environment& environment) const override;
     LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override;
@@ -76,7 +83,15 @@ private:
     bool param_info_missing_ = false;  // the driver predates cuFuncGetParamInfo
     LaunchGeometry geometry_;
     DeviceLock lock_;
-    std::future<void> counter_libraries_;
+    counters::SharedMemoryCounter* counter_ = nullptr;  // the server's, or own_counter_
+    // Last, so that it goes before the context does.
+    std::unique_ptr<counters::SharedMemoryCounter> own_counter_;
 };
+
+// `grader __device-server`: GPU `ordinal`'s context and counter, opened once (the counter under
+// the GPU's lock), then the sessions of device_server.hpp on `socket` until one ends with a
+// fault. `ready` is called once the socket listens. Returns why it stopped.
+std::string serve_gpu(const Exercise& exercise, int ordinal, const std::filesystem::path& socket,
+                      const std::function<void()>& ready);
 
 }  // namespace grader

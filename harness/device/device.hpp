@@ -6,6 +6,7 @@
 // written once over this interface, and choose_device() is the one place that picks one.
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -65,6 +66,10 @@ struct DeviceLaunch {
 struct TimedCase {
     const LoadedKernel* kernel = nullptr;
     int stride = 0;
+    // An exercise kernel's launch that no student launch is paired with: where the device serves
+    // a whole class (device/device_server.hpp), its samples may come from the class's first
+    // measurement instead of being taken again. A device of one grade times it every time.
+    bool reusable = false;
 };
 
 // Samples per launch, in rounds: per_round_ms[i][r] is launch i's time in round r, so ratios can
@@ -75,8 +80,10 @@ struct TimingSamples {
     int rounds = 0;
     double seconds = 0.0;
     bool modeled = false;  // the simulator's modeled cost, not a time
+    // For the environment section: where some launches' samples were reused, and from when.
+    std::vector<std::string> notes;
     // What each timed launch left in its own output buffer, where the device keeps it (the GPU):
-    // the timed launches are checked as the correctness runs are.
+    // the timed launches are checked as the correctness runs are. Empty for a reused launch.
     std::vector<std::vector<float>> final_outputs;
     // How the rounds ended, as run() reports a launch: a kernel that faulted or a launch the
     // device refused stops them, with the message naming why.
@@ -158,10 +165,6 @@ public:
     // to add and no simulator witness is needed beside it.
     virtual bool counts_as_it_runs() const { return false; }
 
-    // Called once the correctness runs are done: CPU-side preparation for count() (loading the
-    // profiler's libraries) that can overlap the timing rounds.
-    virtual void prepare_count() {}
-
     // Where the grade's stage timings name the device's start ("context creation ...").
     virtual double open_seconds() const { return 0.0; }
 };
@@ -177,9 +180,10 @@ struct DeviceChoice {
     std::function<std::unique_ptr<Device>()> open;
 };
 
-// `requested` is "auto", "cuda" or "sim".
+// `requested` is "auto", "cuda" or "sim". Where `device_server` names the socket of the GPU's
+// device server (device_server.hpp, started by `grader batch`), a GPU grade goes through it.
 DeviceChoice choose_device(const Exercise& exercise, const std::string& requested, int ordinal,
-                           std::uint64_t seed);
+                           std::uint64_t seed, const std::filesystem::path& device_server = {});
 
 // The kernel's parameters in the exercise's order, assembled from their roles: 8 bytes each, the
 // low `size_bytes` of them meaningful (little-endian).

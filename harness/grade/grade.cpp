@@ -203,6 +203,9 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
         argv.insert(argv.end(),
                     {"--submission", std::filesystem::absolute(options.submission_dir).string()});
     }
+    if (!options.device_server.empty()) {
+        argv.insert(argv.end(), {"--device-server", options.device_server.string()});
+    }
     argv.insert(argv.end(), extra.begin(), extra.end());
 
     ChildLimits limits;

@@ -21,8 +21,11 @@ struct GradeOptions {
     std::filesystem::path submission_dir;
     std::string submission_label;  // how the report names it (the path as given)
     int device = 0;
-    std::optional<std::uint64_t> seed;        // drawn at random when absent, and reported
-    std::string backend = "auto";             // "auto", "cuda" or "sim"
+    std::optional<std::uint64_t> seed;  // drawn at random when absent, and reported
+    std::string backend = "auto";       // "auto", "cuda" or "sim"
+    // The socket of the GPU's device server (device/device_server.hpp), where `grader batch`
+    // runs one: the grade's GPU work goes through it. Empty: the grade opens the GPU itself.
+    std::filesystem::path device_server;
     double run_seconds_override = 0.0;        // > 0 replaces the exercise's run limit
     std::filesystem::path worker_executable;  // the grader itself, started as "grader __worker"
     std::function<void(const std::string& stage)> on_stage;  // progress, for --verbose

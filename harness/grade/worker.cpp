@@ -134,12 +134,10 @@ public:
             return finish();
         }
         if (!device().counts_as_it_runs()) {
-            // CPU work while the GPU is timed: the simulator's count of the student's kernel,
-            // and the counters' libraries (most of what opening a counter costs).
+            // CPU work while the GPU is timed: the simulator's count of the student's kernel.
             simulator_ = std::async(std::launch::async, [this, strides = student_strides()] {
                 return simulate_student(strides);
             });
-            device().prepare_count();
         }
         if (!time_cases()) {
             return finish();
@@ -411,6 +409,25 @@ private:
         return std::nullopt;
     }
 
+    // Whether a run's samples may be the class's (TimedCase::reusable): an exercise kernel's run
+    // whose ratio base is one too, and that is no student run's base, so that every ratio pairs
+    // rounds of one measurement.
+    bool reusable(const KernelRun& run) const {
+        if (run.kernel == kStudentKernel) {
+            return false;
+        }
+        const auto a_student_base = [this](const KernelRun& candidate) {
+            return std::any_of(runs_.begin(), runs_.end(), [&](const KernelRun& other) {
+                const auto base = base_index(other);
+                return other.kernel == kStudentKernel && base &&
+                       runs_[*base].kernel == candidate.kernel &&
+                       runs_[*base].stride == candidate.stride;
+            });
+        };
+        const auto base = base_index(run);
+        return !a_student_base(run) && !(base && a_student_base(runs_[*base]));
+    }
+
     OutputPlacement output_placement() const {
         return OutputPlacement{exercise_.buffers.output, geometry_.block.count()};
     }
@@ -435,11 +452,16 @@ private:
         sink_.stage(stage, run_limit_);
         std::vector<TimedCase> cases;
         for (const KernelRun& run : runs_) {
-            cases.push_back({loaded_.at(run.kernel).get(), run.stride});
+            cases.push_back({loaded_.at(run.kernel).get(), run.stride, reusable(run)});
         }
         device().reload(loaded_kernels());
         const TimingSamples samples =
             device().time(cases, exercise_.inputs.front(), inputs_.front(), geometry_);
+        if (!samples.notes.empty()) {
+            environment_.notes.insert(environment_.notes.end(), samples.notes.begin(),
+                                      samples.notes.end());
+            sink_.environment(environment_);
+        }
         if (samples.end != DeviceLaunch::End::completed) {
             stop(stage, ending_of(samples.end),
                  "a kernel failed during the timing rounds: " + samples.message);
@@ -679,7 +701,8 @@ void run_worker(const Exercise& exercise, const WorkerOptions& options, Progress
         return;
     }
     run_pipeline(exercise, options, sink,
-                 choose_device(exercise, options.backend, options.device, options.seed));
+                 choose_device(exercise, options.backend, options.device, options.seed,
+                               options.device_server));
 }
 
 }  // namespace grader

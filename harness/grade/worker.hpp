@@ -25,10 +25,11 @@ struct WorkerOptions {
     std::filesystem::path submission_dir;  // empty with reference_only
     int device = 0;
     std::uint64_t seed = 0;
-    std::string backend = "auto";       // "auto" (cuda with a GPU, else sim), "cuda", "sim"
-    double run_seconds_override = 0.0;  // > 0 replaces the exercise's run limit
-    std::vector<int> explain_strides;   // explain: the strides to run
-    bool explain_reference = false;     // explain the exercise's oracle instead
+    std::string backend = "auto";         // "auto" (cuda with a GPU, else sim), "cuda", "sim"
+    std::filesystem::path device_server;  // the GPU's device server's socket, where one serves
+    double run_seconds_override = 0.0;    // > 0 replaces the exercise's run limit
+    std::vector<int> explain_strides;     // explain: the strides to run
+    bool explain_reference = false;       // explain the exercise's oracle instead
 };
 
 // Everything the worker does, reported through sink. Throws only for the harness's own faults

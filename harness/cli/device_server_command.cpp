@@ -1,0 +1,39 @@
+// `grader __device-server`: one GPU's device server (device/device_server.hpp), which
+// `grader batch` starts for a class. Not for people.
+
+#include <unistd.h>
+
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "device/cuda_device.hpp"
+#include "exercise/exercise.hpp"
+
+namespace grader::cli {
+
+void add_device_server_command(CLI::App& app, Runner& run) {
+    auto exercise_dir = std::make_shared<std::filesystem::path>();
+    auto device = std::make_shared<int>(0);
+    auto socket = std::make_shared<std::filesystem::path>();
+    CLI::App* command = app.add_subcommand("__device-server", "");
+    command->group("");  // hidden from --help
+    command->add_option("--exercise", *exercise_dir)->required();
+    command->add_option("--device", *device);
+    command->add_option("--socket", *socket)->required();
+    command->callback([exercise_dir, device, socket, &run] {
+        run = [exercise_dir, device, socket] {
+            const Exercise exercise = load_exercise(*exercise_dir);
+            // The batch reads one message on file descriptor 3 (isolation/child.hpp): ready.
+            const std::string stopped = serve_gpu(exercise, *device, *socket, [] {
+                const char ready[] = "{\"type\":\"ready\"}\n";
+                if (::write(3, ready, sizeof ready - 1) < 0) {
+                    std::cerr << "grader __device-server: cannot tell the batch it is ready\n";
+                }
+            });
+            std::cerr << "grader __device-server: stopped: " << stopped << "\n";
+            return 0;
+        };
+    });
+}
+
+}  // namespace grader::cli

@@ -1,0 +1,399 @@
+// The device server's sessions (device_server.hpp): one grade at a time on one device that
+// lives as long as the server, with the exercise's reusable launches timed once.
+
+#include "device/device_server.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "device/wire.hpp"
+#include "model/json.hpp"
+
+namespace grader {
+namespace {
+
+using nlohmann::json;
+using wire::Frame;
+
+sockaddr_un address_of(const std::filesystem::path& path) {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    const std::string text = path.string();
+    if (text.size() >= sizeof address.sun_path) {
+        throw std::runtime_error("the device server's socket path is too long: " + text);
+    }
+    std::memcpy(address.sun_path, text.c_str(), text.size() + 1);
+    return address;
+}
+
+std::string utc_now() {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    ::gmtime_r(&now, &utc);
+    char text[32];
+    std::strftime(text, sizeof text, "%H:%M:%S UTC", &utc);
+    return text;
+}
+
+// While a request runs, a client that goes away (its worker was killed at the grade's deadline)
+// may leave a kernel running on the device: the process exits, and the context goes with it.
+class ClientWatch {
+public:
+    explicit ClientWatch(int fd) : fd_(fd), thread_([this] { watch(); }) {}
+    ~ClientWatch() {
+        stop_ = true;
+        thread_.join();
+    }
+    ClientWatch(const ClientWatch&) = delete;
+    ClientWatch& operator=(const ClientWatch&) = delete;
+    void busy(bool busy) { busy_ = busy; }
+
+private:
+    void watch() {
+        while (!stop_) {
+            pollfd watched{fd_, POLLRDHUP, 0};
+            const int ready = ::poll(&watched, 1, 50);
+            if (ready > 0 && (watched.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+                if (busy_) {
+                    ::_exit(3);
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+        }
+    }
+    int fd_;
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> busy_{false};
+    std::thread thread_;
+};
+
+// The samples of an exercise's reusable launch, from the first grade that timed it.
+struct ReusedRow {
+    std::vector<double> per_round_ms;
+    int launches_per_sample = 1;
+    int rounds = 0;
+    std::string measured_at;
+};
+
+class Session {
+public:
+    Session(int fd, const Exercise& exercise, std::map<std::string, ReusedRow>& reused)
+        : fd_(fd), exercise_(exercise), reused_(reused) {}
+
+    // Empty where the session ended as sessions do; else why the server must stop.
+    std::string serve(const SessionDevice& session_device) {
+        std::optional<Frame> begin = wire::receive(fd_);
+        if (!begin) {
+            return {};
+        }
+        if (begin->head.value("op", "") == "stop") {
+            wire::send(fd_, Frame{json{{"stopping", true}}, {}});
+            return "asked to stop";
+        }
+        device_ = session_device(begin->head.at("seed").get<std::uint64_t>());
+        if (begin->head.contains("poison")) {
+            CompiledKernel poison;
+            poison.outcome = begin->head.at("poison").get<CompileOutcome>();
+            poison.cubin = begin->blobs.at(0);
+            device_->set_shared_poison(poison);
+        }
+        const std::string bus_id = device_->acquire();
+        wire::send(fd_, Frame{json{{"bus_id", bus_id},
+                                   {"times", device_->times()},
+                                   {"counts_as_it_runs", device_->counts_as_it_runs()}},
+                              {}});
+        ClientWatch watch(fd_);
+        while (std::optional<Frame> request = wire::receive(fd_)) {
+            const std::string op = request->head.at("op").get<std::string>();
+            if (op == "release") {
+                release();
+                wire::send(fd_, Frame{json::object(), {}});
+                return {};
+            }
+            watch.busy(true);
+            bool lost = false;
+            Frame reply;
+            try {
+                reply = answer(op, *request, lost);
+            } catch (const std::exception& error) {
+                // The harness's own failure outside any kernel: the grade is ungradable, and the
+                // device may be in any state, so the server goes with it.
+                watch.busy(false);
+                wire::send(fd_, Frame{json{{"error", error.what()}}, {}});
+                return std::string("the device failed: ") + error.what();
+            }
+            watch.busy(false);
+            wire::send(fd_, reply);
+            if (lost) {
+                return "a kernel faulted, which leaves the device's context unusable";
+            }
+        }
+        return {};  // the client went away between requests; the device is released below
+    }
+
+    ~Session() { release(); }
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+private:
+    void release() {
+        kernels_.clear();
+        if (device_ && device_->held()) {
+            device_->release();
+        }
+        device_.reset();
+    }
+
+    const LoadedKernel& kernel_at(const json& handle) const {
+        const auto index = handle.get<std::size_t>();
+        if (index >= kernels_.size() || !kernels_[index]) {
+            throw std::runtime_error("no kernel is loaded as handle " + std::to_string(index));
+        }
+        return *kernels_[index];
+    }
+
+    const InputSpec& input_of(const json& id) const {
+        const std::string wanted = id.get<std::string>();
+        for (const InputSpec& input : exercise_.inputs) {
+            if (input.id == wanted) {
+                return input;
+            }
+        }
+        throw std::runtime_error("the exercise has no input '" + wanted + "'");
+    }
+
+    std::vector<TimedCase> cases_of(const json& cases) const {
+        std::vector<TimedCase> timed;
+        for (const json& c : cases) {
+            const LoadedKernel& kernel = kernel_at(c.at("handle"));
+            // Only the exercise's own kernels may be reused; the student's is timed every time.
+            const bool reusable = c.at("reusable").get<bool>() && kernel.id != kStudentKernel;
+            timed.push_back({&kernel, c.at("stride").get<int>(), reusable});
+        }
+        return timed;
+    }
+
+    Frame answer(const std::string& op, const Frame& request, bool& lost) {
+        const json& head = request.head;
+        if (op == "load") {
+            CompiledKernel compiled;
+            compiled.outcome = head.at("outcome").get<CompileOutcome>();
+            compiled.cubin = request.blobs.at(0);
+            const KernelSpec& spec = exercise_.kernel(head.at("kernel").get<std::string>());
+            LoadResult result = device_->load(spec, compiled);
+            json reply = {{"problem", result.problem}, {"unsupported", result.unsupported}};
+            if (result.kernel) {
+                const LoadedKernel& kernel = *result.kernel;
+                reply["handle"] = kernels_.size();
+                reply["param_sizes"] = kernel.param_sizes;
+                reply["param_source"] = kernel.param_source;
+                reply["static_shared_bytes"] = kernel.static_shared_bytes;
+                reply["registers"] = kernel.registers;
+                images_.push_back(std::to_string(std::hash<std::string>{}(compiled.cubin)));
+                kernels_.push_back(std::move(result.kernel));
+            }
+            return Frame{reply, {}};
+        }
+        if (op == "geometry") {
+            geometry_ = device_->geometry(kernel_at(head.at("handle")));
+            return Frame{wire::geometry_json(geometry_), {}};
+        }
+        if (op == "describe") {
+            Environment environment = head.at("environment").get<Environment>();
+            device_->describe(environment);
+            return Frame{json{{"environment", environment}}, {}};
+        }
+        if (op == "run") {
+            const DeviceLaunch launch =
+                device_->run(kernel_at(head.at("handle")), input_of(head.at("input")),
+                             wire::floats_of(request.blobs.at(0)), head.at("stride").get<int>(),
+                             wire::geometry_of(head.at("geometry")));
+            lost = launch.end == DeviceLaunch::End::fault;
+            return wire::launch_frame(launch);
+        }
+        if (op == "time") {
+            const TimingSamples samples =
+                time(cases_of(head.at("cases")), input_of(head.at("input")),
+                     wire::floats_of(request.blobs.at(0)), wire::geometry_of(head.at("geometry")));
+            lost = samples.end == DeviceLaunch::End::fault;
+            return wire::samples_frame(samples);
+        }
+        if (op == "count") {
+            const HardwareCounts counts = device_->count(
+                cases_of(head.at("cases")), input_of(head.at("input")),
+                wire::floats_of(request.blobs.at(0)), wire::geometry_of(head.at("geometry")));
+            lost = counts.end == DeviceLaunch::End::fault;
+            return Frame{wire::counts_json(counts), {}};
+        }
+        if (op == "reload") {
+            std::vector<LoadedKernel*> kernels;
+            for (const json& handle : head.at("handles")) {
+                kernels.push_back(const_cast<LoadedKernel*>(&kernel_at(handle)));
+            }
+            device_->reload(kernels);
+            return Frame{json::object(), {}};
+        }
+        throw std::runtime_error("an unknown request '" + op + "'");
+    }
+
+    std::string reuse_key(const TimedCase& c, const InputSpec& input,
+                          const LaunchGeometry& geometry) const {
+        std::size_t index = 0;
+        while (kernels_[index].get() != c.kernel) {
+            ++index;
+        }
+        return c.kernel->id + "|" + images_[index] + "|" + std::to_string(c.stride) + "|" +
+               input.id + "|" + wire::geometry_json(geometry).dump();
+    }
+
+    // Times the launches; the reusable ones only where this server has not timed them before.
+    TimingSamples time(const std::vector<TimedCase>& cases, const InputSpec& input,
+                       const std::vector<float>& words, const LaunchGeometry& geometry) {
+        std::vector<std::string> keys(cases.size());
+        bool all_known = true;
+        bool any_reusable = false;
+        for (std::size_t i = 0; i < cases.size(); ++i) {
+            if (cases[i].reusable) {
+                any_reusable = true;
+                keys[i] = reuse_key(cases[i], input, geometry);
+                all_known = all_known && reused_.count(keys[i]) != 0;
+            }
+        }
+        const bool reuse = any_reusable && all_known;
+        std::vector<TimedCase> fresh;
+        for (const TimedCase& c : cases) {
+            if (!(reuse && c.reusable)) {
+                fresh.push_back(c);
+            }
+        }
+        TimingSamples measured;
+        if (!fresh.empty()) {
+            measured = device_->time(fresh, input, words, geometry);
+            if (measured.end != DeviceLaunch::End::completed) {
+                return measured;
+            }
+        }
+        if (!any_reusable) {
+            return measured;
+        }
+        TimingSamples samples;
+        samples.rounds = measured.rounds;
+        samples.seconds = measured.seconds;
+        samples.modeled = measured.modeled;
+        std::size_t next = 0;
+        std::string measured_at;
+        int rounds = 0;
+        std::size_t reused = 0;
+        for (std::size_t i = 0; i < cases.size(); ++i) {
+            if (reuse && cases[i].reusable) {
+                const ReusedRow& row = reused_.at(keys[i]);
+                samples.per_round_ms.push_back(row.per_round_ms);
+                samples.launches_per_sample.push_back(row.launches_per_sample);
+                samples.final_outputs.emplace_back();
+                measured_at = row.measured_at;
+                rounds = row.rounds;
+                ++reused;
+                continue;
+            }
+            samples.per_round_ms.push_back(measured.per_round_ms.at(next));
+            samples.launches_per_sample.push_back(measured.launches_per_sample.at(next));
+            samples.final_outputs.push_back(next < measured.final_outputs.size()
+                                                ? measured.final_outputs[next]
+                                                : std::vector<float>{});
+            if (cases[i].reusable) {
+                reused_[keys[i]] =
+                    ReusedRow{measured.per_round_ms[next], measured.launches_per_sample[next],
+                              measured.rounds, utc_now()};
+            }
+            ++next;
+        }
+        if (reused > 0) {
+            samples.notes.push_back(
+                "The exercise's own " + std::to_string(reused) +
+                " timed launches are the class's: this GPU's device server timed them once, at " +
+                measured_at + " (" + std::to_string(rounds) +
+                " rounds), and every grade it serves reuses them; the student's launches were "
+                "timed for this grade.");
+        }
+        return samples;
+    }
+
+    int fd_;
+    const Exercise& exercise_;
+    std::map<std::string, ReusedRow>& reused_;
+    std::unique_ptr<Device> device_;
+    std::vector<std::unique_ptr<LoadedKernel>> kernels_;
+    std::vector<std::string> images_;  // a hash of each loaded kernel's image, by handle
+    LaunchGeometry geometry_;
+};
+
+}  // namespace
+
+int listen_on(const std::filesystem::path& path) {
+    const sockaddr_un address = address_of(path);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        throw std::runtime_error(std::string("cannot make a socket: ") + std::strerror(errno));
+    }
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(fd, 128) != 0) {
+        const int error = errno;
+        ::close(fd);
+        throw std::runtime_error("cannot listen on " + path.string() + ": " + std::strerror(error));
+    }
+    return fd;
+}
+
+int connect_to(const std::filesystem::path& path) {
+    const sockaddr_un address = address_of(path);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+std::string serve_device_sessions(int listen_fd, const Exercise& exercise,
+                                  const SessionDevice& session_device) {
+    std::map<std::string, ReusedRow> reused;
+    for (;;) {
+        const int client = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (client < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) {
+                continue;
+            }
+            return std::string("accepting a grade failed: ") + std::strerror(errno);
+        }
+        std::string stop;
+        try {
+            Session session(client, exercise, reused);
+            stop = session.serve(session_device);
+        } catch (const wire::WireError&) {
+            // The grade went away between requests: its session is over, the device is fine.
+        } catch (const std::exception& error) {
+            stop = std::string("a session failed: ") + error.what();
+        }
+        ::close(client);
+        if (!stop.empty()) {
+            return stop;
+        }
+    }
+}
+
+}  // namespace grader

@@ -1,0 +1,236 @@
+// The grade's side of the device server (device_server.hpp): every call of the Device interface
+// as a request on the server's socket, or, where no server answered, on a device of its own.
+
+#include <unistd.h>
+
+#include <optional>
+#include <stdexcept>
+
+#include "device/device_server.hpp"
+#include "device/wire.hpp"
+#include "model/json.hpp"
+
+namespace grader {
+namespace {
+
+using nlohmann::json;
+using wire::Frame;
+
+class RemoteKernel final : public LoadedKernel {
+public:
+    std::size_t handle = 0;
+};
+
+std::size_t handle_of(const LoadedKernel& kernel) {
+    return static_cast<const RemoteKernel&>(kernel).handle;
+}
+
+json cases_json(const std::vector<TimedCase>& cases) {
+    json list = json::array();
+    for (const TimedCase& c : cases) {
+        list.push_back(
+            {{"handle", handle_of(*c.kernel)}, {"stride", c.stride}, {"reusable", c.reusable}});
+    }
+    return list;
+}
+
+class RemoteDevice final : public Device {
+public:
+    RemoteDevice(std::filesystem::path socket, std::uint64_t seed,
+                 std::function<std::unique_ptr<Device>()> local)
+        : socket_(std::move(socket)), seed_(seed), make_local_(std::move(local)) {}
+    ~RemoteDevice() override { disconnect(); }
+    RemoteDevice(const RemoteDevice&) = delete;
+    RemoteDevice& operator=(const RemoteDevice&) = delete;
+
+    bool locks() const override { return true; }
+    bool held() const override { return local_ ? local_->held() : fd_ >= 0; }
+    double open_seconds() const override { return local_ ? local_->open_seconds() : 0.0; }
+    bool times() const override { return local_ ? local_->times() : times_; }
+    bool counts_as_it_runs() const override {
+        return local_ ? local_->counts_as_it_runs() : counts_as_it_runs_;
+    }
+    void set_shared_poison(const CompiledKernel& poison) override { poison_ = poison; }
+
+    std::string acquire() override {
+        fd_ = connect_to(socket_);
+        if (fd_ < 0) {
+            local_ = make_local_();
+            if (poison_) {
+                local_->set_shared_poison(*poison_);
+            }
+            return local_->acquire();
+        }
+        Frame begin{json{{"op", "begin"}, {"seed", seed_}}, {}};
+        if (poison_) {
+            begin.head["poison"] = poison_->outcome;
+            begin.blobs.push_back(poison_->cubin);
+        }
+        const Frame reply = call(begin);
+        times_ = reply.head.at("times").get<bool>();
+        counts_as_it_runs_ = reply.head.at("counts_as_it_runs").get<bool>();
+        return reply.head.at("bus_id").get<std::string>();
+    }
+
+    void release() override {
+        if (local_) {
+            local_->release();
+            return;
+        }
+        if (fd_ >= 0) {
+            try {
+                call(Frame{json{{"op", "release"}}, {}});
+            } catch (const std::exception&) {
+                // A server that stopped after a fault has released everything already.
+            }
+        }
+        disconnect();
+    }
+
+    void describe(Environment& environment) const override {
+        if (local_) {
+            local_->describe(environment);
+            environment.notes.push_back(
+                "This GPU's device server was not answering (it starts again after a kernel "
+                "faults), so this grade made a context of its own.");
+            return;
+        }
+        const Frame reply = call(Frame{json{{"op", "describe"}, {"environment", environment}}, {}});
+        environment = reply.head.at("environment").get<Environment>();
+    }
+
+    LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override {
+        if (local_) {
+            return local_->load(spec, compiled);
+        }
+        const Frame reply =
+            call(Frame{json{{"op", "load"}, {"kernel", spec.id}, {"outcome", compiled.outcome}},
+                       {compiled.cubin}});
+        const json& head = reply.head;
+        LoadResult result;
+        result.problem = head.at("problem").get<std::string>();
+        result.unsupported = head.at("unsupported").get<bool>();
+        if (head.contains("handle")) {
+            auto kernel = std::make_unique<RemoteKernel>();
+            kernel->id = spec.id;
+            kernel->handle = head.at("handle").get<std::size_t>();
+            kernel->param_sizes = head.at("param_sizes").get<std::vector<std::size_t>>();
+            kernel->param_source = head.at("param_source").get<std::string>();
+            kernel->static_shared_bytes = head.at("static_shared_bytes").get<int>();
+            kernel->registers = head.at("registers").get<int>();
+            result.kernel = std::move(kernel);
+        }
+        return result;
+    }
+
+    LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override {
+        if (local_) {
+            return local_->geometry(sizing_kernel);
+        }
+        return wire::geometry_of(
+            call(Frame{json{{"op", "geometry"}, {"handle", handle_of(sizing_kernel)}}, {}}).head);
+    }
+
+    DeviceLaunch run(const LoadedKernel& kernel, const InputSpec& input,
+                     const std::vector<float>& input_words, int stride,
+                     const LaunchGeometry& geometry) override {
+        if (local_) {
+            return local_->run(kernel, input, input_words, stride, geometry);
+        }
+        return wire::launch_of(call(Frame{json{{"op", "run"},
+                                               {"handle", handle_of(kernel)},
+                                               {"input", input.id},
+                                               {"stride", stride},
+                                               {"geometry", wire::geometry_json(geometry)}},
+                                          {wire::blob_of(input_words)}}));
+    }
+
+    TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
+                       const std::vector<float>& input_words,
+                       const LaunchGeometry& geometry) override {
+        if (local_) {
+            return local_->time(launches, input, input_words, geometry);
+        }
+        return wire::samples_of(call(Frame{json{{"op", "time"},
+                                                {"cases", cases_json(launches)},
+                                                {"input", input.id},
+                                                {"geometry", wire::geometry_json(geometry)}},
+                                           {wire::blob_of(input_words)}}));
+    }
+
+    void reload(const std::vector<LoadedKernel*>& kernels) override {
+        if (local_) {
+            local_->reload(kernels);
+            return;
+        }
+        json handles = json::array();
+        for (const LoadedKernel* kernel : kernels) {
+            handles.push_back(handle_of(*kernel));
+        }
+        call(Frame{json{{"op", "reload"}, {"handles", handles}}, {}});
+    }
+
+    HardwareCounts count(const std::vector<TimedCase>& launches, const InputSpec& input,
+                         const std::vector<float>& input_words,
+                         const LaunchGeometry& geometry) override {
+        if (local_) {
+            return local_->count(launches, input, input_words, geometry);
+        }
+        return wire::counts_of(call(Frame{json{{"op", "count"},
+                                               {"cases", cases_json(launches)},
+                                               {"input", input.id},
+                                               {"geometry", wire::geometry_json(geometry)}},
+                                          {wire::blob_of(input_words)}})
+                                   .head);
+    }
+
+private:
+    // The server's answer, or std::runtime_error (the harness's fault: the grade is ungradable)
+    // where it failed or went away in the middle of the grade.
+    Frame call(const Frame& request) const {
+        const std::string op = request.head.at("op").get<std::string>();
+        if (fd_ < 0) {
+            throw std::runtime_error("the device server is not connected for '" + op + "'");
+        }
+        std::optional<Frame> reply;
+        try {
+            wire::send(fd_, request);
+            reply = wire::receive(fd_);
+        } catch (const wire::WireError& error) {
+            throw std::runtime_error(std::string(error.what()) + " during '" + op + "'");
+        }
+        if (!reply) {
+            throw std::runtime_error("this GPU's device server stopped during '" + op + "'");
+        }
+        if (reply->head.contains("error")) {
+            throw std::runtime_error("this GPU's device server failed during '" + op +
+                                     "': " + reply->head.at("error").get<std::string>());
+        }
+        return std::move(*reply);
+    }
+
+    void disconnect() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+            fd_ = -1;
+        }
+    }
+
+    std::filesystem::path socket_;
+    std::uint64_t seed_;
+    std::function<std::unique_ptr<Device>()> make_local_;
+    std::unique_ptr<Device> local_;
+    std::optional<CompiledKernel> poison_;
+    int fd_ = -1;
+    bool times_ = true;
+    bool counts_as_it_runs_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> open_remote_device(std::filesystem::path socket, std::uint64_t seed,
+                                           std::function<std::unique_ptr<Device>()> local) {
+    return std::make_unique<RemoteDevice>(std::move(socket), seed, std::move(local));
+}
+
+}  // namespace grader
