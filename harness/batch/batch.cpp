@@ -476,6 +476,15 @@ std::set<std::string> selected_students(const std::vector<BatchSubmission>& subm
 
 }  // namespace
 
+int default_jobs(const std::string& backend, std::size_t devices, bool device_server) {
+    const int gpus = static_cast<int>(devices);
+    if (backend == "cuda" && device_server) {
+        const int half_cores = static_cast<int>(std::thread::hardware_concurrency() / 2);
+        return std::max(2, std::min(4 * gpus, half_cores));
+    }
+    return std::max(2, gpus + 1);
+}
+
 std::vector<int> visible_devices() {
     std::vector<int> devices;
     if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
@@ -893,8 +902,9 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         manifest.runs.push_back({result.started_at, "", 0, status.kept, false});
         write_manifest(options.output_dir, manifest);
     }
-    const int wanted_jobs =
-        options.jobs > 0 ? options.jobs : std::max(2, static_cast<int>(status.devices.size()) + 1);
+    const int wanted_jobs = options.jobs > 0 ? options.jobs
+                                             : default_jobs(status.backend, status.devices.size(),
+                                                            static_cast<bool>(state->servers));
     const std::size_t thread_count =
         std::min(static_cast<std::size_t>(wanted_jobs), state->jobs.size());
     status.jobs = wanted_jobs;

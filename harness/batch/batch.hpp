@@ -37,9 +37,10 @@ public:
 struct BatchOptions {
     std::filesystem::path submissions_dir;  // one sub-folder per submission
     std::filesystem::path output_dir;       // created if missing
-    int jobs = 0;                           // submissions graded at once; <= 0: devices + 1, >= 2
-    std::vector<int> devices;               // GPU indices to spread over; empty: visible_devices()
-    double run_seconds_override = 0.0;      // > 0 replaces the exercise's run limit
+    // Submissions graded at once; <= 0: default_jobs().
+    int jobs = 0;
+    std::vector<int> devices;           // GPU indices to spread over; empty: visible_devices()
+    double run_seconds_override = 0.0;  // > 0 replaces the exercise's run limit
     // "cuda", "sim", or "auto": cuda where visible_devices() finds a GPU, else sim. Resolved once
     // for the whole class, so that one gradebook never mixes GPU and simulated grades.
     std::string backend = "auto";
@@ -148,6 +149,12 @@ struct BatchResult {
 // there and does not begin with "Landlock" (the words the compile uses when the kernel confined
 // it). An empty text says nothing either way.
 bool compile_unconfined(const Environment& environment);
+
+// Grades at once where the options do not say: with device servers a grade holds its GPU for a
+// fraction of its time (the rest is compiling, the simulator's witness, checks, reports), so four
+// per GPU keep each GPU busy, within half the machine's cores; otherwise one per GPU and one
+// more. Never fewer than 2.
+int default_jobs(const std::string& backend, std::size_t devices, bool device_server);
 
 // The GPUs this machine shows, without initializing CUDA in this process: CUDA_VISIBLE_DEVICES
 // where set (its entries, numbered from 0), else the /dev/nvidia<N> nodes. Empty if none.

@@ -385,7 +385,8 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->transform(exercise_locator());
     command
         ->add_option("-j,--jobs", options->jobs,
-                     "Submissions graded at once (default: number of GPUs + 1, at least 2)")
+                     "Submissions graded at once (default: on GPUs, 4 per GPU within half the "
+                     "CPU cores; with --own-contexts or on the simulator, GPUs + 1; at least 2)")
         ->check(CLI::PositiveNumber);
     command
         ->add_option("--timeout", options->timeout,

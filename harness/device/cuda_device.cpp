@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 
 #include "counters/counters.hpp"
 #include "cuda/driver_api.hpp"
@@ -351,8 +352,8 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
     return result;
 }
 
-std::string serve_gpu(const Exercise& exercise, int ordinal, const std::filesystem::path& socket,
-                      const std::function<void()>& ready) {
+void serve_gpu(const Exercise& exercise, int ordinal, const std::filesystem::path& socket,
+               const std::function<void()>& ready) {
     const cuda::DeviceInfo info = cuda::query_device(ordinal);
     const cuda::PrimaryContext context(ordinal);  // kept: every session retains this one
     std::optional<counters::SharedMemoryCounter> counter;
@@ -369,7 +370,10 @@ std::string serve_gpu(const Exercise& exercise, int ordinal, const std::filesyst
     });
     ::close(listening);
     std::filesystem::remove(socket);
-    return stopped;
+    // The context may be lost (a kernel faulted): no teardown of the profiler or the context on
+    // it, the process's end frees both.
+    std::cerr << "grader __device-server: stopped: " << stopped << std::endl;
+    ::_exit(0);
 }
 
 }  // namespace grader

@@ -231,10 +231,23 @@ def main():
                          f"{dict(Counter(c['verdicts'].values()))}; summed over the reports: " +
                          ", ".join(f"{g} {s:.1f} s" for g, s in c["groups"].most_common()))
             if v["label"] == "now":
+                now_verdicts = c["verdicts"]
                 n, different = alone_agreement(v["grader"], class_dir, c["verdicts"], args.alone,
                                                [], v["env"], args.timeout, work)
                 notes.append(f"class now: {n} graded alone, {len(different)} verdicts different"
                              + "".join(f"; {s}: batch {b}, alone {a}" for s, b, a in different))
+        # This grader's class without its device servers (every grade opens the GPU and its
+        # counters itself), and with the jobs of before: where the class's time went.
+        for label, extra in (("now, --own-contexts", ["--own-contexts"]),
+                             ("now, --jobs 2", ["--jobs", "2"])):
+            c = run_class(variants[0]["grader"], class_dir,
+                          os.path.join(work, "class-" + extra[0].strip("-")), extra,
+                          variants[0]["env"], args.timeout)
+            same = sum(1 for s, v in c["verdicts"].items() if now_verdicts.get(s) == v)
+            notes.append(f"class {label}: {c['wall']:.1f} s, exit {c['status']}, "
+                         f"{len(c['verdicts'])} reports, {same} verdicts as in 'now'; summed "
+                         "over the reports: " + ", ".join(
+                             f"{g} {s:.1f} s" for g, s in c["groups"].most_common()))
         table.append((f"the class of {args.class_size} through grader batch", cells,
                       GOALS["class"]))
 
