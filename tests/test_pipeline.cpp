@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,6 +164,7 @@ struct Graded {
 struct Through {
     std::filesystem::path server;
     std::vector<std::string>* local = nullptr;
+    std::chrono::milliseconds reconnect{300};
 };
 
 Graded grade_with(const FakeDevice::Script& script,
@@ -188,9 +190,10 @@ Graded grade_with(const FakeDevice::Script& script,
     if (!through.server.empty()) {
         std::vector<std::string>& local = *through.local;
         choice.open = [&script, &local, &through]() -> std::unique_ptr<Device> {
-            return open_remote_device(through.server, 7, [&script, &local] {
-                return std::make_unique<FakeDevice>(day15(), script, local);
-            });
+            return open_remote_device(
+                through.server, 7,
+                [&script, &local] { return std::make_unique<FakeDevice>(day15(), script, local); },
+                through.reconnect);
         };
     }
     PipelineHooks hooks;
@@ -548,8 +551,33 @@ TEST_CASE(
     check_lock_brackets(local);
     const auto& notes = next.seen.measurements.environment.notes;
     CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& note) {
-        return note.find("device server was not answering") != std::string::npos;
+        return note.find("device server did not answer within 300 ms") != std::string::npos;
     }));
+}
+
+TEST_CASE("a grade whose server stopped is served by the next one on the same socket") {
+    FakeDevice::Script faulting;
+    faulting.run_ends[{"student", 16}] = DeviceLaunch::End::fault;
+    std::optional<FakeServer> first(std::in_place, faulting);
+    std::vector<std::string> local;
+    grade_with(faulting, "student/example", {first->socket(), &local});
+    first->join();
+    const std::filesystem::path socket = first->socket();
+    first.reset();
+    // The batch starts the next server a moment later; the grade keeps trying meanwhile.
+    std::optional<FakeServer> second;
+    std::thread later([&second] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(400));
+        second.emplace(FakeDevice::Script{});
+    });
+    const Graded next =
+        grade_with({}, "student/example", {socket, &local, std::chrono::milliseconds(20000)});
+    later.join();
+    REQUIRE_FALSE(next.seen.measurements.interruption);
+    CHECK(local.empty());
+    REQUIRE(second.has_value());
+    CHECK(second->socket() == socket);
+    check_lock_brackets(second->events());
 }
 
 TEST_CASE("the blame table: the student's wherever their code ran, the machine's otherwise") {

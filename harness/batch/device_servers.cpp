@@ -1,7 +1,6 @@
 #include "batch/device_servers.hpp"
 
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,7 +9,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
-#include <vector>
 
 #include "device/device_server.hpp"
 #include "device/wire.hpp"
@@ -19,12 +17,12 @@
 namespace grader {
 
 struct DeviceServers::State {
+    // One GPU's server: a thread that runs it, and runs it again when it stops, on one socket.
     struct Server {
         std::filesystem::path socket;
-        bool running = false;  // from its start to its end
-        bool ready = false;    // listening
+        bool ready = false;     // listening now
+        bool given_up = false;  // three starts in a row ended before listening
         int starts = 0;
-        int failed_starts = 0;  // ended before listening
         std::thread thread;
     };
     std::filesystem::path executable;
@@ -32,10 +30,13 @@ struct DeviceServers::State {
     std::filesystem::path folder;  // private: mode 0700
     std::mutex mutex;
     std::condition_variable changed;
+    bool stopping = false;
     std::map<int, Server> servers;
 };
 
 namespace {
+
+using State = DeviceServers::State;
 
 // Unix socket paths are short (108 bytes): the folder goes under the temporary folder where that
 // leaves room, else under /tmp.
@@ -45,34 +46,34 @@ std::filesystem::path private_folder() {
         base = "/tmp";
     }
     std::string pattern = (base / "grader-device-servers-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
+    if (::mkdtemp(pattern.data()) == nullptr) {  // mode 0700
         throw std::runtime_error("cannot make a folder for the device servers under " +
                                  base.string());
     }
     return pattern;
 }
 
-void start(const std::shared_ptr<DeviceServers::State>& state, int device,
-           DeviceServers::State::Server& server) {
-    if (server.thread.joinable()) {
-        server.thread.join();  // the earlier server has ended: running is false
-    }
-    ++server.starts;
-    server.socket = state->folder / ("gpu" + std::to_string(device) + "-" +
-                                     std::to_string(server.starts) + ".sock");
-    server.running = true;
-    server.ready = false;
-    server.thread = std::thread([state, device, socket = server.socket] {
+// Runs GPU `device`'s server until the batch stops, starting it again whenever it ends (a kernel
+// faulted, or one hung and its grade's worker was killed).
+void keep_serving(const std::shared_ptr<State>& state, int device) {
+    std::unique_lock lock(state->mutex);
+    State::Server& server = state->servers[device];
+    int failed_in_a_row = 0;
+    while (!state->stopping && failed_in_a_row < 3) {
+        ++server.starts;
+        const std::filesystem::path socket = server.socket;
+        lock.unlock();
+        std::error_code ignored;
+        std::filesystem::remove(socket, ignored);
         ChildLimits limits;
         limits.seconds = 365.0 * 24 * 3600;  // as long as the batch
         limits.memory_bytes = std::size_t{32} << 30;
+        bool listened = false;
         const auto on_message = [&](const std::string& line) {
             if (line.find("\"ready\"") != std::string::npos) {
-                const std::lock_guard lock(state->mutex);
-                DeviceServers::State::Server& s = state->servers[device];
-                if (s.socket == socket) {
-                    s.ready = true;
-                }
+                const std::lock_guard guard(state->mutex);
+                server.ready = true;
+                listened = true;
                 state->changed.notify_all();
             }
             return 0.0;
@@ -81,17 +82,14 @@ void start(const std::shared_ptr<DeviceServers::State>& state, int device,
                    state->exercise_dir.string(), "--device", std::to_string(device), "--socket",
                    socket.string()},
                   limits, on_message);
-        const std::lock_guard lock(state->mutex);
-        DeviceServers::State::Server& s = state->servers[device];
-        if (s.socket == socket) {
-            s.failed_starts += s.ready ? 0 : 1;
-            s.running = false;
-            s.ready = false;
-        }
-        std::error_code ignored;
         std::filesystem::remove(socket, ignored);
+        lock.lock();
+        server.ready = false;
+        failed_in_a_row = listened ? 0 : failed_in_a_row + 1;
         state->changed.notify_all();
-    });
+    }
+    server.given_up = !state->stopping;
+    state->changed.notify_all();
 }
 
 }  // namespace
@@ -101,60 +99,70 @@ DeviceServers::DeviceServers(std::filesystem::path grader_executable,
     : state_(std::make_shared<State>()) {
     state_->executable = std::move(grader_executable);
     state_->exercise_dir = std::move(exercise_dir);
-    state_->folder = private_folder();  // mkdtemp makes it 0700
+    state_->folder = private_folder();
 }
 
 DeviceServers::~DeviceServers() {
     std::unique_lock lock(state_->mutex);
+    state_->stopping = true;
     for (auto& [device, server] : state_->servers) {
-        if (!server.running || !server.ready) {
+        if (!server.ready) {
             continue;
         }
         const int fd = connect_to(server.socket);
         if (fd >= 0) {
             try {
                 wire::send(fd, wire::Frame{nlohmann::json{{"op", "stop"}}, {}});
+                (void)wire::receive(fd);
             } catch (const wire::WireError&) {
                 // It is stopping anyway.
             }
             ::close(fd);
         }
     }
-    // A server still busy with an abandoned grade (an interrupted batch) dies with this process.
-    state_->changed.wait_for(lock, std::chrono::seconds(10), [this] {
+    // A server still busy with an abandoned grade (an interrupted batch) dies with this process
+    // (its PR_SET_PDEATHSIG); its thread holds the state, not this object.
+    const auto all_stopped = [this] {
         for (const auto& [device, server] : state_->servers) {
-            if (server.running) {
+            if (server.ready) {
                 return false;
             }
         }
         return true;
-    });
+    };
+    const bool stopped = state_->changed.wait_for(lock, std::chrono::seconds(5), all_stopped);
     for (auto& [device, server] : state_->servers) {
-        if (server.thread.joinable()) {
-            if (server.running) {
-                server.thread.detach();  // it holds the state, not this object
-            } else {
-                server.thread.join();
-            }
+        if (stopped) {
+            lock.unlock();
+            server.thread.join();
+            lock.lock();
+        } else {
+            server.thread.detach();
         }
     }
     lock.unlock();
-    std::error_code ignored;
-    std::filesystem::remove_all(state_->folder, ignored);
+    if (stopped) {
+        std::error_code ignored;
+        std::filesystem::remove_all(state_->folder, ignored);
+    }
 }
 
 std::filesystem::path DeviceServers::socket_for(int device) {
     std::unique_lock lock(state_->mutex);
-    State::Server& server = state_->servers[device];
-    if (!server.running) {
-        if (server.failed_starts >= 3) {
-            return {};
-        }
-        start(state_, device, server);
+    auto [found, added] = state_->servers.try_emplace(device);
+    State::Server& server = found->second;
+    if (added) {
+        server.socket = state_->folder / ("gpu" + std::to_string(device) + ".sock");
+        server.thread = std::thread(keep_serving, state_, device);
     }
-    state_->changed.wait_for(lock, std::chrono::seconds(120),
-                             [&server] { return server.ready || !server.running; });
-    return server.ready ? server.socket : std::filesystem::path{};
+    // The first start takes a few seconds (the context, the profiler); a grade waits for it
+    // rather than opening the GPU beside it. After that the socket stays the same through
+    // restarts, and the grade's own connection waits for the next server.
+    if (server.starts <= 1) {
+        state_->changed.wait_for(lock, std::chrono::seconds(120),
+                                 [&server] { return server.ready || server.given_up; });
+    }
+    return server.given_up ? std::filesystem::path{} : server.socket;
 }
 
 int DeviceServers::starts() const {

@@ -1,9 +1,9 @@
 #pragma once
 
 // The device servers of a batch on GPUs (device/device_server.hpp): one `grader __device-server`
-// per GPU the class uses, started at the first grade that needs it and again after one stops (a
-// kernel that faults ends its server), each listening in a folder only the batch's user can
-// open.
+// per GPU the class uses, started at the first grade that needs it and again, on the same
+// socket, whenever it stops (a kernel that faults ends its server), each listening in a folder
+// only the batch's user can open.
 
 #include <filesystem>
 #include <memory>
@@ -18,9 +18,9 @@ public:
     DeviceServers(const DeviceServers&) = delete;
     DeviceServers& operator=(const DeviceServers&) = delete;
 
-    // The socket of GPU `device`'s server, started (again) where none runs and waited for until
-    // it listens. Empty where it would not start (three starts ended before listening): the
-    // grade then opens the GPU itself, as a grade alone does.
+    // The socket of GPU `device`'s server; the first call starts it and waits until it listens.
+    // Empty where it would not start (three starts in a row ended before listening): the grade
+    // then opens the GPU itself, as a grade alone does.
     std::filesystem::path socket_for(int device);
 
     // How many times the servers were started, for the batch's figures.

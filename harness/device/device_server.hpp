@@ -14,6 +14,7 @@
 // that hangs outlives its worker, which the grade's deadline kills, and the server exits as soon
 // as its client is gone mid-request, taking the hung kernel's context with it.
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -43,10 +44,13 @@ int listen_on(const std::filesystem::path& path);
 int connect_to(const std::filesystem::path& path);
 
 // The grade's side: a Device that connects to the server at `socket` when the grade takes the
-// device, and otherwise behaves as the device it stands for. Where no server answers there (it
-// is starting again after a fault), the grade makes a device of its own with `local` and says so
-// in the environment section.
-std::unique_ptr<Device> open_remote_device(std::filesystem::path socket, std::uint64_t seed,
-                                           std::function<std::unique_ptr<Device>()> local);
+// device, and otherwise behaves as the device it stands for. Where no server has begun its
+// session within `reconnect` (a server starts again on the same socket after a fault, in a second
+// or two), the grade makes a device of its own with `local` and says so in the environment
+// section.
+std::unique_ptr<Device> open_remote_device(
+    std::filesystem::path socket, std::uint64_t seed,
+    std::function<std::unique_ptr<Device>()> local,
+    std::chrono::milliseconds reconnect = std::chrono::seconds(30));
 
 }  // namespace grader

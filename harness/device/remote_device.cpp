@@ -3,8 +3,10 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "device/device_server.hpp"
 #include "device/wire.hpp"
@@ -37,8 +39,12 @@ json cases_json(const std::vector<TimedCase>& cases) {
 class RemoteDevice final : public Device {
 public:
     RemoteDevice(std::filesystem::path socket, std::uint64_t seed,
-                 std::function<std::unique_ptr<Device>()> local)
-        : socket_(std::move(socket)), seed_(seed), make_local_(std::move(local)) {}
+                 std::function<std::unique_ptr<Device>()> local,
+                 std::chrono::milliseconds reconnect)
+        : socket_(std::move(socket)),
+          seed_(seed),
+          make_local_(std::move(local)),
+          reconnect_(reconnect) {}
     ~RemoteDevice() override { disconnect(); }
     RemoteDevice(const RemoteDevice&) = delete;
     RemoteDevice& operator=(const RemoteDevice&) = delete;
@@ -52,24 +58,39 @@ public:
     }
     void set_shared_poison(const CompiledKernel& poison) override { poison_ = poison; }
 
+    // A server that stops after a fault drops the grades waiting in its queue, and the batch
+    // starts it again on the same socket within a second or two: until the session has begun
+    // (nothing of this grade has run yet), connecting is tried again for a while before the
+    // grade opens a device of its own.
     std::string acquire() override {
-        fd_ = connect_to(socket_);
-        if (fd_ < 0) {
-            local_ = make_local_();
-            if (poison_) {
-                local_->set_shared_poison(*poison_);
-            }
-            return local_->acquire();
-        }
         Frame begin{json{{"op", "begin"}, {"seed", seed_}}, {}};
         if (poison_) {
             begin.head["poison"] = poison_->outcome;
             begin.blobs.push_back(poison_->cubin);
         }
-        const Frame reply = call(begin);
-        times_ = reply.head.at("times").get<bool>();
-        counts_as_it_runs_ = reply.head.at("counts_as_it_runs").get<bool>();
-        return reply.head.at("bus_id").get<std::string>();
+        const auto deadline = std::chrono::steady_clock::now() + reconnect_;
+        for (;;) {
+            fd_ = connect_to(socket_);
+            if (fd_ >= 0) {
+                try {
+                    const Frame reply = call(begin);
+                    times_ = reply.head.at("times").get<bool>();
+                    counts_as_it_runs_ = reply.head.at("counts_as_it_runs").get<bool>();
+                    return reply.head.at("bus_id").get<std::string>();
+                } catch (const std::runtime_error&) {
+                    disconnect();  // dropped from the queue of a server that stopped
+                }
+            }
+            if (std::chrono::steady_clock::now() >= deadline) {
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        local_ = make_local_();
+        if (poison_) {
+            local_->set_shared_poison(*poison_);
+        }
+        return local_->acquire();
     }
 
     void release() override {
@@ -90,9 +111,9 @@ public:
     void describe(Environment& environment) const override {
         if (local_) {
             local_->describe(environment);
-            environment.notes.push_back(
-                "This GPU's device server was not answering (it starts again after a kernel "
-                "faults), so this grade made a context of its own.");
+            environment.notes.push_back("This GPU's device server did not answer within " +
+                                        std::to_string(reconnect_.count()) +
+                                        " ms, so this grade made a context of its own.");
             return;
         }
         const Frame reply = call(Frame{json{{"op", "describe"}, {"environment", environment}}, {}});
@@ -219,6 +240,7 @@ private:
     std::filesystem::path socket_;
     std::uint64_t seed_;
     std::function<std::unique_ptr<Device>()> make_local_;
+    std::chrono::milliseconds reconnect_;
     std::unique_ptr<Device> local_;
     std::optional<CompiledKernel> poison_;
     int fd_ = -1;
@@ -229,8 +251,9 @@ private:
 }  // namespace
 
 std::unique_ptr<Device> open_remote_device(std::filesystem::path socket, std::uint64_t seed,
-                                           std::function<std::unique_ptr<Device>()> local) {
-    return std::make_unique<RemoteDevice>(std::move(socket), seed, std::move(local));
+                                           std::function<std::unique_ptr<Device>()> local,
+                                           std::chrono::milliseconds reconnect) {
+    return std::make_unique<RemoteDevice>(std::move(socket), seed, std::move(local), reconnect);
 }
 
 }  // namespace grader
