@@ -613,8 +613,12 @@ TEST_CASE(
         CHECK(grade_counted.value[i] ==
               counted.value[static_cast<std::size_t>(grade_strides[i] - 1)]);
     }
-    std::cout << "figure: count_each of one grade's 13 strides in " << grade_seconds << " s"
-              << std::endl;
+    std::cout << "figure: count_each of one grade's 13 strides in " << grade_seconds << " s (";
+    for (const auto& [name, seconds] : grade_counted.steps) {
+        std::cout << name << " " << seconds << " s"
+                  << (&name == &grade_counted.steps.back().first ? "" : ", ");
+    }
+    std::cout << ")" << std::endl;
 
     for (const int stride : {1, 2, 32}) {
         const auto one_start = std::chrono::steady_clock::now();
@@ -857,6 +861,30 @@ TEST_CASE("once the last counter is gone, the probe times as it did before CUPTI
     // A fresh module, as the grader loads one per phase.
     GpuKernel probe(gpu->probe, gpu->probe_shape, gpu->probe_params(1));
     const ProbeTiming after_counting = time_probe(probe, 15);
+    // A device server's counter keeps one profiling session for all its grades' counts.
+    std::vector<SharedMemoryCounter::Launch> eight;
+    for (const int stride : {1, 2, 3, 4, 8, 16, 24, 32}) {
+        eight.push_back([&probe, stride] {
+            probe.set_value(3, stride);
+            probe.launch(nullptr);
+        });
+    }
+    gpu->counter->keep_session(true);
+    for (int count = 1; count <= 3; ++count) {
+        const auto began = std::chrono::steady_clock::now();
+        const auto kept = gpu->counter->count_each(eight);
+        REQUIRE_MESSAGE(kept.counted(), kept.reason);
+        CHECK(kept.value[7].load_wavefronts == kept.value[7].load_instructions * 32);
+        std::cout << "figure: count_each of 8 strides in a kept session, count " << count << ": "
+                  << seconds_since(began) << " s (";
+        for (const auto& [name, seconds] : kept.steps) {
+            std::cout << name << " " << seconds << " s; ";
+        }
+        std::cout << ")" << std::endl;
+    }
+    const ProbeTiming session_kept = time_probe(probe, 15);
+    gpu->counter->keep_session(false);
+    const ProbeTiming session_ended = time_probe(probe, 15);
     gpu->counter.reset();
     const ProbeTiming after_close = time_probe(probe, 15);
     const auto figure = [](const char* when, const ProbeTiming& timing) {
@@ -868,6 +896,8 @@ TEST_CASE("once the last counter is gone, the probe times as it did before CUPTI
     figure("after loading the libraries", *gpu->after_libraries);
     figure("after open", *gpu->after_open);
     figure("after counting, counter open", after_counting);
+    figure("with a profiling session kept enabled", session_kept);
+    figure("after the kept session ended", session_ended);
     figure("after the last counter closed", after_close);
     const ProbeTiming& before = *gpu->before_cupti;
     const std::vector<const ProbeTiming*> unchanged = {&*gpu->after_libraries, &after_close};

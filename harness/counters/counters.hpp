@@ -122,6 +122,9 @@ struct CountResult {
     CounterAvailability availability = CounterAvailability::failed;
     std::string reason;  // one sentence; empty when counted
     T value{};
+    // Where a count's wall time went, step by step (CUPTI's calls and the launches), in seconds:
+    // for the benchmarks' figures.
+    std::vector<std::pair<std::string, double>> steps;
     bool counted() const { return availability == CounterAvailability::available; }
 };
 
@@ -168,6 +171,10 @@ public:
                                                 const Launch& launch);
 
     int passes() const;  // how many times count() and count_each() call each launch
+
+    // Keeps one profiling session enabled from the next count until keep_session(false) or the
+    // counter's end, instead of one per count (a device server counts many grades).
+    void keep_session(bool keep);
 
 private:
     struct Impl;

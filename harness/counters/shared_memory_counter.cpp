@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -307,6 +309,11 @@ struct SharedMemoryCounter::Impl {
     // second cuptiSassMetricsSetConfig in the process, after cuptiSassMetricsUnsetConfig and a
     // range-profiler count, returned CUPTI_ERROR_OUT_OF_MEMORY.
     std::unique_ptr<SassMetricsConfiguration> sass_configuration;
+    // keep_session(true): the session every count_each uses, and the image CUPTI was last given
+    // (it may touch it until the session ends). Last, so that they go first.
+    bool keep_session = false;
+    std::vector<std::uint8_t> kept_counter_data;
+    std::unique_ptr<RangeProfilerSession> kept_session;
 
     void fail(const CuptiFailure& failure) {
         availability = availability_of(failure.status());
@@ -331,6 +338,13 @@ const std::string& SharedMemoryCounter::reason() const {
 const std::string& SharedMemoryCounter::description() const {
     return impl_->description;
 }
+void SharedMemoryCounter::keep_session(bool keep) {
+    impl_->keep_session = keep;
+    if (!keep) {
+        impl_->kept_session.reset();
+    }
+}
+
 int SharedMemoryCounter::passes() const {
     return static_cast<int>(impl_->passes);
 }
@@ -393,8 +407,23 @@ CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(
     // What CUPTI is given a pointer to outlives the session, which may touch it until it ends.
     std::vector<const char*> metric_names = metrics;
     std::vector<std::uint8_t> counter_data;
+    auto step_began = std::chrono::steady_clock::now();
+    const auto step = [&result, &step_began](const char* name) {
+        const auto now = std::chrono::steady_clock::now();
+        result.steps.emplace_back(name, std::chrono::duration<double>(now - step_began).count());
+        step_began = now;
+    };
     try {
-        const RangeProfilerSession session(api, impl_->context);
+        std::optional<RangeProfilerSession> session_holder;
+        if (impl_->keep_session && !impl_->kept_session) {
+            impl_->kept_session = std::make_unique<RangeProfilerSession>(api, impl_->context);
+        }
+        if (!impl_->keep_session) {
+            session_holder.emplace(api, impl_->context);
+        }
+        const RangeProfilerSession& session =
+            impl_->keep_session ? *impl_->kept_session : *session_holder;
+        step("enable");
 
         auto size = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
         size.pRangeProfilerObject = session.get();
@@ -410,6 +439,7 @@ CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(
         initialize.counterDataSize = counter_data.size();
         initialize.pCounterData = counter_data.data();
         GRADER_CUPTI_CALL(api, cuptiRangeProfilerCounterDataImageInitialize, &initialize);
+        step("counter data image");
 
         auto config = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_SetConfig_Params);
         config.pRangeProfilerObject = session.get();
@@ -425,6 +455,7 @@ CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(
         config.passIndex = 0;
         config.targetNestingLevel = 1;
         GRADER_CUPTI_CALL(api, cuptiRangeProfilerSetConfig, &config);
+        step("set config");
 
         bool all_submitted = false;
         for (std::size_t pass = 0; !all_submitted; ++pass) {
@@ -435,12 +466,15 @@ CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(
                                        std::to_string(impl_->passes) + ")");
             }
             ReplayPass replay(api, session.get());
+            step("start pass");
             for (std::size_t i = 0; i < launches.size(); ++i) {
                 const ProfiledRange range(api, session.get(), names[i].c_str());
                 launches[i]();
                 synchronize();
             }
+            step("ranges");
             all_submitted = replay.stop_and_check_all_submitted();
+            step("stop pass");
         }
 
         auto decode = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
@@ -450,6 +484,7 @@ CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(
         info.pCounterDataImage = counter_data.data();
         info.counterDataImageSize = counter_data.size();
         GRADER_CUPTI_CALL(api, cuptiRangeProfilerGetCounterDataInfo, &info);
+        step("decode");
         if (decode.numOfRangeDropped != 0 || info.numTotalRanges != launches.size()) {
             throw CuptiFailure(CUPTI_ERROR_UNKNOWN,
                                "CUPTI failed: the range profiler returned " +
@@ -457,13 +492,20 @@ CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(
                                    std::to_string(launches.size()) + " launches (" +
                                    std::to_string(decode.numOfRangeDropped) + " dropped)");
         }
+        session_holder.reset();
+        step("disable");
+        if (impl_->keep_session) {
+            impl_->kept_counter_data = counter_data;
+        }
         for (std::size_t i = 0; i < launches.size(); ++i) {
             result.value.push_back(
                 counts_from_values(impl_->host->evaluate(counter_data, i, metrics)));
         }
+        step("evaluate");
         result.availability = CounterAvailability::available;
         result.reason.clear();
     } catch (const CuptiFailure& failure) {
+        impl_->kept_session.reset();
         result.value.clear();
         result.availability = availability_of(failure.status());
         if (result.availability == CounterAvailability::available) {

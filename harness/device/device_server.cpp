@@ -89,8 +89,9 @@ struct ReusedRow {
 
 class Session {
 public:
-    Session(int fd, const Exercise& exercise, std::map<std::string, ReusedRow>& reused)
-        : fd_(fd), exercise_(exercise), reused_(reused) {}
+    Session(int fd, const Exercise& exercise, std::map<std::string, ReusedRow>& reused,
+            std::map<std::string, DeviceLaunch>& reused_runs)
+        : fd_(fd), exercise_(exercise), reused_(reused), reused_runs_(reused_runs) {}
 
     // Empty where the session ended as sessions do; else why the server must stop.
     std::string serve(const SessionDevice& session_device) {
@@ -216,11 +217,26 @@ private:
             return Frame{json{{"environment", environment}}, {}};
         }
         if (op == "run") {
+            const LoadedKernel& kernel = kernel_at(head.at("handle"));
+            const InputSpec& input = input_of(head.at("input"));
+            const int stride = head.at("stride").get<int>();
+            const LaunchGeometry geometry = wire::geometry_of(head.at("geometry"));
+            // What an exercise kernel computes from the same words (an input that is no seed's,
+            // such as all ones) is the same for every grade: run once per server.
+            std::string key;
+            if (kernel.id != kStudentKernel && !input.poison_shared) {
+                key = reuse_key({&kernel, stride, true}, input, geometry) + "|" +
+                      std::to_string(std::hash<std::string>{}(request.blobs.at(0)));
+                if (const auto found = reused_runs_.find(key); found != reused_runs_.end()) {
+                    return wire::launch_frame(found->second);
+                }
+            }
             const DeviceLaunch launch =
-                device_->run(kernel_at(head.at("handle")), input_of(head.at("input")),
-                             wire::floats_of(request.blobs.at(0)), head.at("stride").get<int>(),
-                             wire::geometry_of(head.at("geometry")));
+                device_->run(kernel, input, wire::floats_of(request.blobs.at(0)), stride, geometry);
             lost = launch.end == DeviceLaunch::End::fault;
+            if (!key.empty() && launch.end == DeviceLaunch::End::completed) {
+                reused_runs_.emplace(key, launch);
+            }
             return wire::launch_frame(launch);
         }
         if (op == "time") {
@@ -333,6 +349,7 @@ private:
     int fd_;
     const Exercise& exercise_;
     std::map<std::string, ReusedRow>& reused_;
+    std::map<std::string, DeviceLaunch>& reused_runs_;  // an exercise kernel's runs, by input
     std::unique_ptr<Device> device_;
     std::vector<std::unique_ptr<LoadedKernel>> kernels_;
     std::vector<std::string> images_;  // a hash of each loaded kernel's image, by handle
@@ -372,6 +389,7 @@ int connect_to(const std::filesystem::path& path) {
 std::string serve_device_sessions(int listen_fd, const Exercise& exercise,
                                   const SessionDevice& session_device) {
     std::map<std::string, ReusedRow> reused;
+    std::map<std::string, DeviceLaunch> reused_runs;
     for (;;) {
         const int client = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
         if (client < 0) {
@@ -382,7 +400,7 @@ std::string serve_device_sessions(int listen_fd, const Exercise& exercise,
         }
         std::string stop;
         try {
-            Session session(client, exercise, reused);
+            Session session(client, exercise, reused, reused_runs);
             stop = session.serve(session_device);
         } catch (const wire::WireError&) {
             // The grade went away between requests: its session is over, the device is fine.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <future>
 #include <map>
 #include <optional>
@@ -350,18 +351,50 @@ private:
         if (loaded_.count(std::string(kStudentKernel)) != 0) {
             order.push_back(&exercise_.kernel(std::string(kStudentKernel)));
         }
+        // The student's outputs are compared with the oracle's on other threads while the device
+        // runs the next case (a comparison of a million words is milliseconds the device would
+        // sit idle); each run is reported, in order, once its comparisons are in.
+        struct PendingRun {
+            KernelRun run;
+            std::vector<std::future<OutputComparison>> outputs;
+        };
+        std::deque<PendingRun> pending;
+        const auto report_compared = [&](bool wait) {
+            while (!pending.empty()) {
+                PendingRun& front = pending.front();
+                const bool ready =
+                    std::all_of(front.outputs.begin(), front.outputs.end(), [](const auto& f) {
+                        return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+                    });
+                if (!ready && !wait) {
+                    return;
+                }
+                for (auto& output : front.outputs) {
+                    front.run.outputs.push_back(output.get());
+                }
+                runs_.push_back(front.run);
+                sink_.run(front.run);
+                pending.pop_front();
+            }
+        };
+        static const std::vector<float> no_outputs;
         for (const KernelSpec* spec : order) {
             const LoadedKernel& kernel = *loaded_.at(spec->id);
             for (const int stride : strides_of(exercise_, spec->id, figures_.unnamed_strides)) {
                 const Stage stage{Stage::Kind::run, spec->id, stride};
                 sink_.stage(stage, run_limit_);
-                KernelRun run;
+                PendingRun current;
+                KernelRun& run = current.run;
                 run.kernel = spec->id;
                 run.stride = stride;
                 for (std::size_t i = 0; i < exercise_.inputs.size(); ++i) {
                     const InputSpec& input = exercise_.inputs[i];
                     DeviceLaunch launch = device().run(kernel, input, inputs[i], stride, geometry_);
                     if (launch.end != DeviceLaunch::End::completed) {
+                        report_compared(true);
+                        for (auto& output : current.outputs) {
+                            run.outputs.push_back(output.get());
+                        }
                         sink_.run(run);
                         stop(stage, ending_of(launch.end),
                              who(exercise_, spec->id) + " failed" +
@@ -384,15 +417,22 @@ private:
                     if (spec->id == oracle) {
                         oracle_outputs_[{input.id, stride}] = std::move(launch.outputs);
                     } else if (spec->is_student()) {
-                        run.outputs.push_back(compare_outputs(input.id, launch.outputs,
-                                                              oracle_outputs_[{input.id, stride}],
-                                                              placement));
+                        // The oracle's runs all came first: nothing writes the map meanwhile.
+                        const auto expected = oracle_outputs_.find({input.id, stride});
+                        const std::vector<float>& oracle_words =
+                            expected == oracle_outputs_.end() ? no_outputs : expected->second;
+                        current.outputs.push_back(std::async(
+                            std::launch::async, [id = input.id, words = std::move(launch.outputs),
+                                                 &oracle_words, placement] {
+                                return compare_outputs(id, words, oracle_words, placement);
+                            }));
                     }
                 }
-                runs_.push_back(run);
-                sink_.run(run);
+                pending.push_back(std::move(current));
+                report_compared(false);
             }
         }
+        report_compared(true);
         return true;
     }
 
