@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,10 +22,10 @@ class SharedMemoryCounter;
 
 class CudaDevice final : public Device {
 public:
-    // Creates the context on GPU `ordinal`, and opens the shared-memory counter on it (CUPTI's
-    // setup takes a good part of a second: it happens beside the compile, before the GPU's lock
-    // is taken). Throws cuda::DriverUnavailable without a GPU. Where `counter` is given (a device
-    // server's, open on the same primary context for the server's life), that one is used.
+    // Creates the context on GPU `ordinal` and starts loading CUPTI's libraries beside it. Throws
+    // cuda::DriverUnavailable without a GPU. Where `counter` is given (a device server's, open on
+    // the same primary context for the server's life), count() uses it; otherwise count() opens
+    // a counter of its own after the timing.
     CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed,
                counters::SharedMemoryCounter* counter = nullptr);
     ~CudaDevice() override;
@@ -83,9 +84,8 @@ private:
     bool param_info_missing_ = false;  // the driver predates cuFuncGetParamInfo
     LaunchGeometry geometry_;
     DeviceLock lock_;
-    counters::SharedMemoryCounter* counter_ = nullptr;  // the server's, or own_counter_
-    // Last, so that it goes before the context does.
-    std::unique_ptr<counters::SharedMemoryCounter> own_counter_;
+    counters::SharedMemoryCounter* counter_ = nullptr;  // the device server's
+    std::future<void> counter_libraries_;               // without one: loading CUPTI
 };
 
 // `grader __device-server`: GPU `ordinal`'s context and counter, opened once (the counter under
