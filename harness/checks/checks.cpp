@@ -1128,6 +1128,10 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     report.timing_rounds = m.timing_rounds;
     report.wall_seconds = m.wall_seconds;
     report.compile_log = m.student.log;
+    // NVRTC ran and refused the kernel (a typo, an undefined name): a platform may treat this
+    // attempt apart (PrairieLearn's compile_error_gradable). A source refused before compiling
+    // (a forbidden #include) is a rule broken, not a compile error, and stays a grade.
+    report.compile_error = m.student.attempted && !m.student.ok;
     report.kernel_output = m.worker_output;
     report.interruption = m.interruption;
     report.stage_seconds = m.stage_seconds;
