@@ -758,7 +758,7 @@ void write_sentences(std::ostringstream& html, const std::vector<const ClassEntr
         .line()
         .element("p",
                  "Sentences compare without case, spacing or punctuation; near-identical ones (a "
-                 "word or a letter changed) share a cluster.",
+                 "word in twelve changed, added or dropped, at least one) share a cluster.",
                  {{"class", "note"}})
         .line()
         .close("section")
