@@ -348,6 +348,8 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
     // The check's first line names the failure, not the fixed ABI.
     CHECK(check(report, "compile_abi").message ==
           "probe.cu did not compile: probe.cu:14:5: error: expected a \";\"");
+    // What a platform may treat apart (PrairieLearn's compile_error_gradable).
+    CHECK(report.compile_error);
 }
 
 TEST_CASE("a wrong signature keeps the fixed ABI's sentence; a refused include says refused") {
@@ -357,11 +359,15 @@ TEST_CASE("a wrong signature keeps the fixed ABI's sentence; a refused include s
     m.student.abi_problem = "parameter 3 is int, expected size_t";
     const Report abi = evaluate(day15(), correct_answers(), m, "abi");
     CHECK(check(abi, "compile_abi").message.find("fixed ABI") != std::string::npos);
+    CHECK_FALSE(abi.compile_error);
     Measurements vetted;
+    // The compile child reports a refused source as a compile that did not succeed.
+    vetted.student.attempted = true;
     vetted.student.vetting_problems.push_back({1, 10, "#include \"/etc/passwd\" is not allowed"});
     const Report refused = evaluate(day15(), correct_answers(), vetted, "vet");
     CHECK(check(refused, "compile_abi").message.rfind("probe.cu was refused before compiling", 0) ==
           0);
+    CHECK_FALSE(refused.compile_error);
     CHECK(std::any_of(
         check(refused, "compile_abi").details.begin(), check(refused, "compile_abi").details.end(),
         [](const std::string& d) { return d.rfind("probe.cu:1:10: #include", 0) == 0; }));

@@ -296,6 +296,46 @@ TEST_CASE(
     }
 }
 
+TEST_CASE(
+    "an exercise with compile_error_gradable: false makes a compile error not gradable on "
+    "PrairieLearn, and only a compile error") {
+    // The day15 exercise, its paths made absolute, with the option set to false.
+    const std::filesystem::path exercise = scratch("strict-compile-exercise");
+    std::filesystem::remove_all(exercise);
+    std::filesystem::copy(kSource / "exercises" / "day15-bank-conflicts", exercise);
+    std::string yaml = read_text(exercise / "exercise.yaml");
+    for (std::size_t at = yaml.find("../../"); at != std::string::npos;
+         at = yaml.find("../../", at)) {
+        yaml.replace(at, 6, kSource.string() + "/");
+    }
+    const std::string option = "compile_error_gradable: true";
+    REQUIRE(yaml.find(option) != std::string::npos);
+    yaml.replace(yaml.find(option), option.size(), "compile_error_gradable: false");
+    write_text(exercise / "exercise.yaml", yaml);
+
+    const auto grade = [&](const std::string& fixture) {
+        const auto results = scratch(std::string("strict-") + fixture + ".json");
+        return run_grader({"grade", (kFixtures / "submissions" / fixture).string(), "--exercise",
+                           exercise.string(), "--backend", "sim", "--format", "prairielearn",
+                           "--output", results.string(), "--quiet"},
+                          results, kNoGpu);
+    };
+    const GraderRun compile = grade("compile_error");
+    REQUIRE(compile.report.is_object());
+    CHECK(compile.report["gradable"] == false);
+    REQUIRE(compile.report["format_errors"].is_array());
+    const std::string reason = compile.report["format_errors"][0].get<std::string>();
+    CHECK(reason.rfind("probe.cu did not compile: probe.cu:14:", 0) == 0);
+    CHECK(reason.find("this attempt does not count") != std::string::npos);
+    // A refused #include and a wrong signature are still grades.
+    for (const std::string fixture : {"forbidden_include", "wrong_signature"}) {
+        CAPTURE(fixture);
+        const GraderRun other = grade(fixture);
+        REQUIRE(other.report.is_object());
+        CHECK(other.report["gradable"] == true);
+    }
+}
+
 TEST_CASE("a malformed answers file is the student's, named by file and line") {
     const auto report = scratch("malformed.json");
     const GraderRun run = run_grader({"grade", (kFixtures / "submissions/malformed_yaml").string(),

@@ -1131,7 +1131,8 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     // NVRTC ran and refused the kernel (a typo, an undefined name): a platform may treat this
     // attempt apart (PrairieLearn's compile_error_gradable). A source refused before compiling
     // (a forbidden #include) is a rule broken, not a compile error, and stays a grade.
-    report.compile_error = m.student.attempted && !m.student.ok;
+    report.compile_error =
+        m.student.attempted && !m.student.ok && m.student.vetting_problems.empty();
     report.kernel_output = m.worker_output;
     report.interruption = m.interruption;
     report.stage_seconds = m.stage_seconds;
