@@ -544,7 +544,7 @@ std::string readme_quote(const std::string& needle) {
 // The starter kit of Part 1 filled in, in a scratch folder: stride 8's ratio as given, and
 // probe.cu's read without its ";" where asked.
 std::filesystem::path filled_kit(const std::string& name, const std::string& ratio8,
-                                 bool drop_semicolon) {
+                                 bool drop_semicolon, bool drop_barrier = false) {
     const auto folder = scratch(name);
     std::filesystem::remove_all(folder);
     std::filesystem::create_directories(folder);
@@ -568,6 +568,9 @@ std::filesystem::path filled_kit(const std::string& name, const std::string& rat
     if (drop_semicolon) {
         replace(probe, "& kProbeMask];", "& kProbeMask]");
     }
+    if (drop_barrier) {
+        replace(probe, "    __syncthreads();\n", "");
+    }
     write_text(folder / "probe.cu", probe);
     return folder;
 }
@@ -588,6 +591,16 @@ TEST_CASE("student/README.md quotes report lines as the grader prints them") {
             {"grade", filled_kit("readme-semicolon", "7.91", true).string(), "--backend", "sim"},
             {}, kNoGpu);
         const std::string quote = readme_quote("probe.cu did not compile:");
+        CAPTURE(quote);
+        CHECK(run.output.find(quote) != std::string::npos);
+    }
+    SUBCASE("the kit's __syncthreads() deleted: the race, once, with its fix") {
+        const GraderRun run =
+            run_grader({"grade", filled_kit("readme-race", "7.91", false, true).string(),
+                        "--backend", "sim", "--seed", "1"},
+                       {}, kNoGpu);
+        std::string quote = readme_quote("; put __syncthreads() between probe.cu:");
+        quote = quote.substr(quote.find("with no __syncthreads()"));
         CAPTURE(quote);
         CHECK(run.output.find(quote) != std::string::npos);
     }
