@@ -554,7 +554,28 @@ TEST_CASE("the class report is one page with no external resource and every stri
         CHECK(html.find("Timed on NVIDIA H200 (17 submissions)") != std::string::npos);
         CHECK(html.find("Measured ratio per stride") != std::string::npos);
         CHECK(html.find(">time / time at stride 1 (log scale)<") != std::string::npos);
-        CHECK(count_of(html, "<td class=\"numbers\">timed on NVIDIA H200</td>") == entries.size());
+        // Said once above the students, not on each of their rows.
+        CHECK(count_of(html, "Every student&#39;s numbers: timed on NVIDIA H200.") == 1);
+        CHECK(count_of(html, "<td class=\"numbers\">") == 0);
+    }
+    SUBCASE("a student's row is one line; the whole reason and the flags are in its details") {
+        const std::string students = element_with_id(html, "students", "table");
+        CHECK(students.find("class=\"one-line\"") != std::string::npos);
+        // frank did not compile: the first line of his reason in the row, all of it inside.
+        const std::size_t frank = students.find("<td class=\"folder\" title=\"frank\">frank</td>");
+        REQUIRE(frank != std::string::npos);
+        const std::string row = students.substr(frank, students.find("</tr>", frank) - frank);
+        CHECK(row.find("<details><summary>") != std::string::npos);
+        CHECK(row.find("<div class=\"reason\">") != std::string::npos);
+        // kim: her flags counted in the line, listed in the details.
+        const std::size_t kim = students.find("title=\"kim\">kim</td>");
+        REQUIRE(kim != std::string::npos);
+        const std::string kim_row = students.substr(kim, students.find("</tr>", kim) - kim);
+        CHECK(kim_row.find("<span class=\"badge review\">4 flags</span>") != std::string::npos);
+        CHECK(kim_row.find("<div class=\"flags\">the starter kit&#39;s student id; same student "
+                           "id as lee") != std::string::npos);
+        // Nothing said twice on one row and nothing lost: every flag line and reason is there.
+        CHECK(count_of(students, "<details>") <= entries.size());
     }
     SUBCASE("the charts and tables have one mark per thing counted") {
         CHECK(count_of(html, "class=\"bar\"") == 14);      // scores 0 to 13
@@ -581,7 +602,8 @@ TEST_CASE("the class report is one page with no external resource and every stri
         const std::string students = element_with_id(html, "students", "table");
         std::vector<std::size_t> positions;
         for (const char* folder : {"@trent", "alice", "bob", "frank", "grace", "peggy"}) {
-            positions.push_back(students.find(std::string("<td class=\"folder\">") + folder));
+            positions.push_back(students.find(std::string("<td class=\"folder\" title=\"") +
+                                              folder + "\">" + folder));
         }
         CHECK(std::find(positions.begin(), positions.end(), std::string::npos) == positions.end());
         CHECK(std::is_sorted(positions.begin(), positions.end()));
@@ -599,8 +621,15 @@ TEST_CASE("a class graded on the simulator says modeled everywhere, never measur
     CHECK(html.find("time / time at stride 1") == std::string::npos);
     CHECK(html.find("a GPU with 32 banks") == std::string::npos);
     CHECK(html.find("Timed on") == std::string::npos);
-    CHECK(count_of(html, "<td class=\"numbers\">modeled on the PTX simulator</td>") ==
-          entries.size());
+    CHECK(count_of(html, "Every student&#39;s numbers: modeled on the PTX simulator.") == 1);
+    // A class that mixes both says it on each row.
+    std::vector<ClassEntry> mixed = entries;
+    mixed.front().report.environment = fixtures::synthetic_class().front().report.environment;
+    const std::string mixed_html = write_class_report_html(mixed, with_example());
+    CHECK(count_of(mixed_html, "<td class=\"numbers\">modeled on the PTX simulator</td>") ==
+          entries.size() - 1);
+    CHECK(count_of(mixed_html, "<td class=\"numbers\">timed on NVIDIA H200</td>") == 1);
+    CHECK(mixed_html.find("Every student&#39;s numbers") == std::string::npos);
 
     const auto rows = parse_csv(write_gradebook_csv(entries, with_example()));
     REQUIRE(rows.has_value());
@@ -746,6 +775,14 @@ TEST_CASE("sentences are grouped into clusters: identical and near-identical, ea
     CHECK(count_of(own, "class=\"sentence-own\"") == 2);
     CHECK(own.find("Padding the tile by one column") != std::string::npos);
     CHECK(count_of(html, "every lane reads its own bank") == 1);
+    // To look at twice: the 61 whose one flag is the shared sentence are one row, folded.
+    const std::string review = element_with_id(html, "review", "table");
+    CHECK(count_of(review, "class=\"review-row\"") == 0);
+    CHECK(count_of(review, "class=\"review-cluster-row\"") == 1);
+    CHECK(review.find("<summary>61 students</summary>s100, s101, ") != std::string::npos);
+    CHECK(review.find("t1") != std::string::npos);
+    CHECK(review.find("sentence nearly the same as the others&#39; of sentence cluster 1 "
+                      "(listed under Sentences), and nothing else") != std::string::npos);
     CHECK(html.find("<details open><summary>2 sentences of their own") != std::string::npos);
     // One is "1 sentence of its own", never "1 sentences of their own".
     std::vector<ClassEntry> one_own = entries;
