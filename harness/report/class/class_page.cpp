@@ -949,7 +949,10 @@ void write_students(std::ostringstream& html, const std::vector<const ClassEntry
                         {{"class", "badge review"}})
                     .text(" ");
             }
-            page.text(reason.empty() ? "no reason: " + lines.front() : first_line(reason))
+            // Hidden while the details are open: the whole reason follows.
+            page.element("span",
+                         reason.empty() ? "no reason: " + lines.front() : first_line(reason),
+                         {{"class", "first-line"}})
                 .close("summary");
             if (!reason.empty()) {
                 // The reason as written, its lines kept (text::html, not html_line).
