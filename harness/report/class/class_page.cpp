@@ -677,8 +677,10 @@ void write_review(std::ostringstream& html, const std::vector<const ClassEntry*>
             why += (i > 0 ? "; " : "") + lines[i];
         }
         page.open("tr", {{"class", "review-row"}})
-            .element("td", entry->student_folder, {{"class", "folder"}})
-            .element("td", entry->report.student_id, {{"class", "student"}})
+            .element("td", entry->student_folder,
+                     {{"class", "folder"}, {"title", entry->student_folder}})
+            .element("td", entry->report.student_id,
+                     {{"class", "student"}, {"title", entry->report.student_id}})
             .element("td", why, {{"class", "flags"}})
             .close("tr")
             .line();
