@@ -613,7 +613,7 @@ TEST_CASE("a sentence flagged in the batch says so in every report the student r
     report.sentence_review.same_as_others = 2;
     const std::string expected =
         "set apart for your instructor's review: the same as the starter kit's example, and the "
-        "same as 2 other submissions' in this class";
+        "same or nearly the same as 2 other submissions' in this class";
     CHECK(text_of(report).find(expected) != std::string::npos);
     CHECK(grader::write_markdown(report).find(expected) != std::string::npos);
     CHECK(
