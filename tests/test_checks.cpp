@@ -348,6 +348,8 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
     // The check's first line names the failure, not the fixed ABI.
     CHECK(check(report, "compile_abi").message ==
           "probe.cu did not compile: probe.cu:14:5: error: expected a \";\"");
+    // What a platform may treat apart (PrairieLearn's compile_error_gradable).
+    CHECK(report.compile_error);
 }
 
 TEST_CASE("a wrong signature keeps the fixed ABI's sentence; a refused include says refused") {
@@ -357,11 +359,15 @@ TEST_CASE("a wrong signature keeps the fixed ABI's sentence; a refused include s
     m.student.abi_problem = "parameter 3 is int, expected size_t";
     const Report abi = evaluate(day15(), correct_answers(), m, "abi");
     CHECK(check(abi, "compile_abi").message.find("fixed ABI") != std::string::npos);
+    CHECK_FALSE(abi.compile_error);
     Measurements vetted;
+    // The compile child reports a refused source as a compile that did not succeed.
+    vetted.student.attempted = true;
     vetted.student.vetting_problems.push_back({1, 10, "#include \"/etc/passwd\" is not allowed"});
     const Report refused = evaluate(day15(), correct_answers(), vetted, "vet");
     CHECK(check(refused, "compile_abi").message.rfind("probe.cu was refused before compiling", 0) ==
           0);
+    CHECK_FALSE(refused.compile_error);
     CHECK(std::any_of(
         check(refused, "compile_abi").details.begin(), check(refused, "compile_abi").details.end(),
         [](const std::string& d) { return d.rfind("probe.cu:1:10: #include", 0) == 0; }));
@@ -585,8 +591,8 @@ TEST_CASE("one diagnosis, once: a race at every stride is one line with its coun
             run.races.push_back("thread (" + std::to_string(32 * warp + 3) + ", 0, 0) (warp " +
                                 std::to_string(warp) +
                                 ", lane 3) of block (0, 0, 0) read shared word 35 (word 35 of "
-                                "tile) at probe.cu:34, which thread (3, 0, 0) (warp 0, lane 3) "
-                                "wrote at probe.cu:25 with no __syncthreads() between them");
+                                "tile) at probe.cu:34:13, which thread (3, 0, 0) (warp 0, lane 3) "
+                                "wrote at probe.cu:25:9 with no __syncthreads() between them");
         }
         run.races.push_back("84 warp-wide shared-memory accesses raced in all");
     }
@@ -598,7 +604,7 @@ TEST_CASE("one diagnosis, once: a race at every stride is one line with its coun
     CHECK(c.details.size() <= 4);
     std::size_t fixes = 0;
     for (const auto& detail : c.details) {
-        if (detail.find("put __syncthreads() between probe.cu:25 and probe.cu:34") !=
+        if (detail.find("put __syncthreads() between probe.cu:25:9 and probe.cu:34:13") !=
             std::string::npos) {
             ++fixes;
             CHECK(detail.find("(the same " + std::to_string(3 * strides) + " times, at strides") !=
@@ -622,6 +628,28 @@ TEST_CASE("one diagnosis, once: a race at every stride is one line with its coun
         REQUIRE(both.details.size() == 1);
         CHECK(both.details[0].find("(the same 2 times); put __syncthreads() between "
                                    "transpose.cu:16 and transpose.cu:22") != std::string::npos);
+    }
+    SUBCASE("the fix names the places in source order, by line and then column") {
+        // As text, "probe.cu:9:30" sorts after "probe.cu:25:5" and its column exceeds the
+        // other's; the barrier still goes after line 9.
+        CheckResult lines;
+        lines.details = {
+            "stride 3: a shared-memory race: thread (0, 1, 0) read shared word 1 at "
+            "probe.cu:25:5, which thread (1, 0, 0) wrote at probe.cu:9:30 with no "
+            "__syncthreads() between them"};
+        collapse_details(lines);
+        REQUIRE(lines.details.size() == 1);
+        CHECK(lines.details[0].find("; put __syncthreads() between probe.cu:9:30 and "
+                                    "probe.cu:25:5") != std::string::npos);
+        CheckResult columns;
+        columns.details = {
+            "stride 3: a shared-memory race: thread (0, 1, 0) wrote shared word 1 "
+            "at probe.cu:25:20, which thread (1, 0, 0) had read at probe.cu:25:5 "
+            "with no __syncthreads() between them"};
+        collapse_details(columns);
+        REQUIRE(columns.details.size() == 1);
+        CHECK(columns.details[0].find("; put __syncthreads() between probe.cu:25:5 and "
+                                      "probe.cu:25:20") != std::string::npos);
     }
     SUBCASE("reads of words nothing wrote are one line per place, whichever thread read") {
         CheckResult unwritten;

@@ -402,6 +402,7 @@ TEST_CASE("the class summary JSON counts verdicts, scores, checks, causes, flags
     }
 
     const auto& flags = summary["flags"];
+    INFO(flags.dump());
     CHECK(flags.size() == 3);
     CHECK(flags["kim"]["example_id"] == true);
     CHECK(flags["kim"]["same_id_as"] == nlohmann::json({"lee"}));
@@ -553,7 +554,28 @@ TEST_CASE("the class report is one page with no external resource and every stri
         CHECK(html.find("Timed on NVIDIA H200 (17 submissions)") != std::string::npos);
         CHECK(html.find("Measured ratio per stride") != std::string::npos);
         CHECK(html.find(">time / time at stride 1 (log scale)<") != std::string::npos);
-        CHECK(count_of(html, "<td class=\"numbers\">timed on NVIDIA H200</td>") == entries.size());
+        // Said once above the students, not on each of their rows.
+        CHECK(count_of(html, "Every student&#39;s numbers: timed on NVIDIA H200.") == 1);
+        CHECK(count_of(html, "<td class=\"numbers\">") == 0);
+    }
+    SUBCASE("a student's row is one line; the whole reason and the flags are in its details") {
+        const std::string students = element_with_id(html, "students", "table");
+        CHECK(students.find("class=\"one-line\"") != std::string::npos);
+        // frank did not compile: the first line of his reason in the row, all of it inside.
+        const std::size_t frank = students.find("<td class=\"folder\" title=\"frank\">frank</td>");
+        REQUIRE(frank != std::string::npos);
+        const std::string row = students.substr(frank, students.find("</tr>", frank) - frank);
+        CHECK(row.find("<details><summary>") != std::string::npos);
+        CHECK(row.find("<div class=\"reason\">") != std::string::npos);
+        // kim: her flags counted in the line, listed in the details.
+        const std::size_t kim = students.find("title=\"kim\">kim</td>");
+        REQUIRE(kim != std::string::npos);
+        const std::string kim_row = students.substr(kim, students.find("</tr>", kim) - kim);
+        CHECK(kim_row.find("<span class=\"badge review\">4 flags</span>") != std::string::npos);
+        CHECK(kim_row.find("<div class=\"flags\">the starter kit&#39;s student id; same student "
+                           "id as lee") != std::string::npos);
+        // Nothing said twice on one row and nothing lost: every flag line and reason is there.
+        CHECK(count_of(students, "<details>") <= entries.size());
     }
     SUBCASE("the charts and tables have one mark per thing counted") {
         CHECK(count_of(html, "class=\"bar\"") == 14);      // scores 0 to 13
@@ -580,7 +602,8 @@ TEST_CASE("the class report is one page with no external resource and every stri
         const std::string students = element_with_id(html, "students", "table");
         std::vector<std::size_t> positions;
         for (const char* folder : {"@trent", "alice", "bob", "frank", "grace", "peggy"}) {
-            positions.push_back(students.find(std::string("<td class=\"folder\">") + folder));
+            positions.push_back(students.find(std::string("<td class=\"folder\" title=\"") +
+                                              folder + "\">" + folder));
         }
         CHECK(std::find(positions.begin(), positions.end(), std::string::npos) == positions.end());
         CHECK(std::is_sorted(positions.begin(), positions.end()));
@@ -598,8 +621,15 @@ TEST_CASE("a class graded on the simulator says modeled everywhere, never measur
     CHECK(html.find("time / time at stride 1") == std::string::npos);
     CHECK(html.find("a GPU with 32 banks") == std::string::npos);
     CHECK(html.find("Timed on") == std::string::npos);
-    CHECK(count_of(html, "<td class=\"numbers\">modeled on the PTX simulator</td>") ==
-          entries.size());
+    CHECK(count_of(html, "Every student&#39;s numbers: modeled on the PTX simulator.") == 1);
+    // A class that mixes both says it on each row.
+    std::vector<ClassEntry> mixed = entries;
+    mixed.front().report.environment = fixtures::synthetic_class().front().report.environment;
+    const std::string mixed_html = write_class_report_html(mixed, with_example());
+    CHECK(count_of(mixed_html, "<td class=\"numbers\">modeled on the PTX simulator</td>") ==
+          entries.size() - 1);
+    CHECK(count_of(mixed_html, "<td class=\"numbers\">timed on NVIDIA H200</td>") == 1);
+    CHECK(mixed_html.find("Every student&#39;s numbers") == std::string::npos);
 
     const auto rows = parse_csv(write_gradebook_csv(entries, with_example()));
     REQUIRE(rows.has_value());
@@ -745,6 +775,14 @@ TEST_CASE("sentences are grouped into clusters: identical and near-identical, ea
     CHECK(count_of(own, "class=\"sentence-own\"") == 2);
     CHECK(own.find("Padding the tile by one column") != std::string::npos);
     CHECK(count_of(html, "every lane reads its own bank") == 1);
+    // To look at twice: the 61 whose one flag is the shared sentence are one row, folded.
+    const std::string review = element_with_id(html, "review", "table");
+    CHECK(count_of(review, "class=\"review-row\"") == 0);
+    CHECK(count_of(review, "class=\"review-cluster-row\"") == 1);
+    CHECK(review.find("<summary>61 students</summary>s100, s101, ") != std::string::npos);
+    CHECK(review.find("t1") != std::string::npos);
+    CHECK(review.find("sentence nearly the same as the others&#39; of sentence cluster 1 "
+                      "(listed under Sentences), and nothing else") != std::string::npos);
     CHECK(html.find("<details open><summary>2 sentences of their own") != std::string::npos);
     // One is "1 sentence of its own", never "1 sentences of their own".
     std::vector<ClassEntry> one_own = entries;
@@ -771,6 +809,64 @@ TEST_CASE("two different sentences on one subject are not clustered") {
     b.report.sentence = "stride 3 shares no factor with 32 so it is conflict free";
     REQUIRE(cluster_sentences({a, b}).size() == 1);
     CHECK(cluster_sentences({a, b})[0].identical);
+}
+
+TEST_CASE("near-identical means a word or two changed, not another clause on the same idea") {
+    // The variants scripts/bench/make_class.py --own-sentences writes, as a class writes them.
+    const auto clustered = [](const std::string& one, const std::string& other) {
+        ClassEntry a;
+        a.student_folder = "a";
+        a.report.sentence = one;
+        ClassEntry b = a;
+        b.student_folder = "b";
+        b.report.sentence = other;
+        return cluster_sentences({a, b}).size() == 1;
+    };
+    const std::string fixture =
+        "Stride 3 shares no factor with 32, so its 32 lanes land in 32 different banks and it is "
+        "conflict free like stride 1; the degree depends on divisibility, not on size.";
+    SUBCASE("case, punctuation and spacing are the same sentence") {
+        CHECK(clustered(fixture,
+                        "stride 3 shares no factor with 32 so its 32 lanes land in 32 different "
+                        "banks and it is conflict free like stride 1 - the degree depends on "
+                        "divisibility not on size"));
+        CHECK(clustered(fixture,
+                        "  STRIDE 3 shares no factor with 32,so its 32 lanes land in 32 "
+                        "different banks and it is conflict-free like stride 1; the "
+                        "degree depends on divisibility, not on size!"));
+    }
+    SUBCASE("a word swapped, a letter changed, or a word added joins") {
+        std::string swapped = fixture;
+        swapped.replace(swapped.find("different"), 9, "distinct");
+        CHECK(clustered(fixture, swapped));
+        std::string typo = fixture;
+        typo.replace(typo.find("different"), 9, "diferent");
+        CHECK(clustered(fixture, typo));
+        std::string two = swapped;
+        two.replace(two.find("size"), 4, "magnitude");
+        CHECK(clustered(fixture, two));
+        std::string added = fixture;
+        added.replace(added.find("banks"), 5, "shared memory banks");
+        CHECK(clustered(fixture, added));
+    }
+    SUBCASE("two correct sentences that share two clauses but open differently stay apart") {
+        // Trigram overlap of these pairs is 0.86 and 0.85: they were once one cluster.
+        CHECK_FALSE(
+            clustered("Stride 3 is odd, so the addresses 3L mod 32 are a permutation of "
+                      "the banks, and the time depends on the shared factor, not on how "
+                      "big the stride is (student 132).",
+                      "The stride 3 has no factor 2, so the addresses 3L mod 32 are a "
+                      "permutation of the banks, and the time depends on the shared "
+                      "factor, not on how big the stride is (student 136)."));
+        CHECK_FALSE(
+            clustered("Stride 3 is odd, so lane L lands in bank 3L mod 32, and it runs "
+                      "like stride 1, while 2 and 4 are 2-way and 4-way conflicts.",
+                      "Since gcd(3, 32) is 1, so lane L lands in bank 3L mod 32, and it "
+                      "runs like stride 1, while 2 and 4 are 2-way and 4-way conflicts."));
+        CHECK_FALSE(clustered(fixture,
+                              "Odd strides are conflict free because gcd(odd, 32) = 1, "
+                              "so 3 is as fast as 1."));
+    }
 }
 
 TEST_CASE("an interrupted batch never looks complete: page, gradebook and summary say so") {

@@ -296,6 +296,46 @@ TEST_CASE(
     }
 }
 
+TEST_CASE(
+    "an exercise with compile_error_gradable: false makes a compile error not gradable on "
+    "PrairieLearn, and only a compile error") {
+    // The day15 exercise, its paths made absolute, with the option set to false.
+    const std::filesystem::path exercise = scratch("strict-compile-exercise");
+    std::filesystem::remove_all(exercise);
+    std::filesystem::copy(kSource / "exercises" / "day15-bank-conflicts", exercise);
+    std::string yaml = read_text(exercise / "exercise.yaml");
+    for (std::size_t at = yaml.find("../../"); at != std::string::npos;
+         at = yaml.find("../../", at)) {
+        yaml.replace(at, 6, kSource.string() + "/");
+    }
+    const std::string option = "compile_error_gradable: true";
+    REQUIRE(yaml.find(option) != std::string::npos);
+    yaml.replace(yaml.find(option), option.size(), "compile_error_gradable: false");
+    write_text(exercise / "exercise.yaml", yaml);
+
+    const auto grade = [&](const std::string& fixture) {
+        const auto results = scratch(std::string("strict-") + fixture + ".json");
+        return run_grader({"grade", (kFixtures / "submissions" / fixture).string(), "--exercise",
+                           exercise.string(), "--backend", "sim", "--format", "prairielearn",
+                           "--output", results.string(), "--quiet"},
+                          results, kNoGpu);
+    };
+    const GraderRun compile = grade("compile_error");
+    REQUIRE(compile.report.is_object());
+    CHECK(compile.report["gradable"] == false);
+    REQUIRE(compile.report["format_errors"].is_array());
+    const std::string reason = compile.report["format_errors"][0].get<std::string>();
+    CHECK(reason.rfind("probe.cu did not compile: probe.cu:14:", 0) == 0);
+    CHECK(reason.find("this attempt does not count") != std::string::npos);
+    // A refused #include and a wrong signature are still grades.
+    for (const std::string fixture : {"forbidden_include", "wrong_signature"}) {
+        CAPTURE(fixture);
+        const GraderRun other = grade(fixture);
+        REQUIRE(other.report.is_object());
+        CHECK(other.report["gradable"] == true);
+    }
+}
+
 TEST_CASE("a malformed answers file is the student's, named by file and line") {
     const auto report = scratch("malformed.json");
     const GraderRun run = run_grader({"grade", (kFixtures / "submissions/malformed_yaml").string(),
@@ -450,7 +490,7 @@ TEST_CASE("on the simulator a student's kernel it cannot execute fails, exit 1, 
     CHECK(run.report["interruption"]["kind"] == "unsupported");
     const std::string summary = run.report["summary"].get<std::string>();
     CHECK(summary.find("the simulator does not support call") != std::string::npos);
-    CHECK(summary.find("probe.cu line 23") != std::string::npos);
+    CHECK(summary.find("(at probe.cu:23:") != std::string::npos);
     CHECK(summary.find("write the kernel without it, or ask for a grade on a GPU") !=
           std::string::npos);
 }
@@ -504,7 +544,7 @@ std::string readme_quote(const std::string& needle) {
 // The starter kit of Part 1 filled in, in a scratch folder: stride 8's ratio as given, and
 // probe.cu's read without its ";" where asked.
 std::filesystem::path filled_kit(const std::string& name, const std::string& ratio8,
-                                 bool drop_semicolon) {
+                                 bool drop_semicolon, bool drop_barrier = false) {
     const auto folder = scratch(name);
     std::filesystem::remove_all(folder);
     std::filesystem::create_directories(folder);
@@ -528,6 +568,9 @@ std::filesystem::path filled_kit(const std::string& name, const std::string& rat
     if (drop_semicolon) {
         replace(probe, "& kProbeMask];", "& kProbeMask]");
     }
+    if (drop_barrier) {
+        replace(probe, "    __syncthreads();\n", "");
+    }
     write_text(folder / "probe.cu", probe);
     return folder;
 }
@@ -548,6 +591,16 @@ TEST_CASE("student/README.md quotes report lines as the grader prints them") {
             {"grade", filled_kit("readme-semicolon", "7.91", true).string(), "--backend", "sim"},
             {}, kNoGpu);
         const std::string quote = readme_quote("probe.cu did not compile:");
+        CAPTURE(quote);
+        CHECK(run.output.find(quote) != std::string::npos);
+    }
+    SUBCASE("the kit's __syncthreads() deleted: the race, once, with its fix") {
+        const GraderRun run =
+            run_grader({"grade", filled_kit("readme-race", "7.91", false, true).string(),
+                        "--backend", "sim", "--seed", "1"},
+                       {}, kNoGpu);
+        std::string quote = readme_quote("; put __syncthreads() between probe.cu:");
+        quote = quote.substr(quote.find("with no __syncthreads()"));
         CAPTURE(quote);
         CHECK(run.output.find(quote) != std::string::npos);
     }

@@ -1178,7 +1178,7 @@ TEST_CASE("student text is scanned without regex: half a megabyte of blanks on o
     const std::string blanks(512 * 1024, ' ');
     const std::string ptx = ".file 1 \"/home/someone/probe.cu\"\n.loc 1 20 3\n" + blanks +
                             "\n\tmov.u64 %rd1, %clock64;" + blanks + "\n";
-    CHECK(grader::ptx_clock_reads(ptx) == std::vector<std::string>{"%clock64 at probe.cu line 20"});
+    CHECK(grader::ptx_clock_reads(ptx) == std::vector<std::string>{"%clock64 at probe.cu:20:3"});
     const std::string shortened = grader::ptx_without_host_paths(ptx);
     CHECK(contains(shortened, ".file 1 \"probe.cu\""));
     CHECK_FALSE(contains(shortened, "/home/someone"));

@@ -246,11 +246,14 @@ Report compile_failure_report() {
     report.checks = {
         check("submission_file", "Answers file", true, 1, 1, "complete"),
         check("compile_abi", "Compile and ABI", false, 0, 1,
-              "probeSharedStride could not be loaded through the fixed ABI."),
+              "probe.cu did not compile: probe.cu:12:5: error: identifier \"tile\" is "
+              "undefined"),
     };
-    report.checks[1].details = {"probe.cu:12:5: identifier \"tile\" is undefined"};
+    report.checks[1].details = {
+        "NVRTC could not compile probe.cu: probe.cu:12:5: error: identifier \"tile\" is "
+        "undefined"};
     report.compile_log =
-        "probe.cu(12): error: identifier \"tile\" is undefined\n"
+        "probe.cu:12:5: error: identifier \"tile\" is undefined\n"
         "      acc += tile[(tid * stride + k) & 2047];\n"
         "1 error detected in the compilation of \"probe.cu\".\n";
     return report;
@@ -610,7 +613,7 @@ TEST_CASE("a sentence flagged in the batch says so in every report the student r
     report.sentence_review.same_as_others = 2;
     const std::string expected =
         "set apart for your instructor's review: the same as the starter kit's example, and the "
-        "same as 2 other submissions' in this class";
+        "same or nearly the same as 2 other submissions' in this class";
     CHECK(text_of(report).find(expected) != std::string::npos);
     CHECK(grader::write_markdown(report).find(expected) != std::string::npos);
     CHECK(
@@ -648,7 +651,7 @@ TEST_CASE("a flagged sentence is found by its check's kind, whatever the exercis
 
 TEST_CASE("a compile failure shows the compile log") {
     const std::string text = text_of(compile_failure_report());
-    CHECK(text.find("Compile log\n  probe.cu(12): error: identifier \"tile\" is undefined\n") !=
+    CHECK(text.find("Compile log\n  probe.cu:12:5: error: identifier \"tile\" is undefined\n") !=
           std::string::npos);
     CHECK(text.find("[FAIL]    Compile and ABI  0/1") != std::string::npos);
 }
@@ -935,8 +938,14 @@ TEST_CASE("the exercise decides whether a compile error or a missing file is gra
         strict.missing_file_gradable = false;
         const json compiled = json::parse(grader::write_prairielearn(compile, strict));
         CHECK(compiled["gradable"] == false);
-        CHECK(compiled["format_errors"][0].get<std::string>().find("did not compile") !=
-              std::string::npos);
+        // The reason names the error where it is, and says the attempt is not counted.
+        const std::string reason = compiled["format_errors"][0].get<std::string>();
+        CHECK(reason.rfind("probe.cu did not compile: probe.cu:12:5: error: identifier", 0) == 0);
+        CHECK(reason.find("this attempt does not count") != std::string::npos);
+        for (const auto& test : compiled["tests"]) {
+            CHECK(test["points"] == 0);
+            CHECK(test["max_points"] == 0);
+        }
         const json absent = json::parse(grader::write_prairielearn(missing, strict));
         CHECK(absent["gradable"] == false);
         CHECK(absent["format_errors"][0].get<std::string>().find("missing probe.cu") !=

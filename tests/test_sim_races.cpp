@@ -81,8 +81,13 @@ TEST_CASE("the Part 2 transpose without its __syncthreads() races, named by line
     CHECK(first.word == first.byte_offset / 4);
     CHECK(contains(first.variable, "tile"));
     CAPTURE(first.message);
-    CHECK(contains(first.message, "transpose_without_barrier.cu:" + std::to_string(store_line)));
-    CHECK(contains(first.message, "transpose_without_barrier.cu:" + std::to_string(read_line)));
+    // FILE:LINE:COLUMN, the form of every location the grader writes.
+    REQUIRE(first.where.column > 0);
+    REQUIRE(first.earlier.column > 0);
+    CHECK(contains(first.message, "at transpose_without_barrier.cu:" + std::to_string(store_line) +
+                                      ":" + std::to_string(first.where.column) + ", "));
+    CHECK(contains(first.message, "at transpose_without_barrier.cu:" + std::to_string(read_line) +
+                                      ":" + std::to_string(first.earlier.column) + " "));
     CHECK(contains(first.message, "shared word " + std::to_string(first.word) + " (word " +
                                       std::to_string(first.word_in_variable) + " of tile)"));
     CHECK(contains(first.message, "warp " + std::to_string(first.thread.warp) + ", lane " +

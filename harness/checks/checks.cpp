@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include "common/text.hpp"
 #include "model/describe.hpp"
@@ -783,20 +784,36 @@ std::string race_fix(std::string_view race) {
     if (places.size() >= 2) {
         // In source order, so that a read racing a write and the write racing the read (the
         // same missing barrier, seen from both sides) are one fix.
-        const auto line_of = [](std::string_view place) {
-            const std::size_t colon = place.rfind(':');
-            const std::string_view digits =
-                colon == std::string_view::npos ? place : place.substr(colon + 1);
-            return std::make_pair(
-                place.substr(0, colon == std::string_view::npos ? 0 : colon),
-                digits.size() < 9 && !digits.empty() &&
-                        digits.find_first_not_of("0123456789") == std::string_view::npos
-                    ? std::stol(std::string(digits))
-                    : 0L);
+        // "probe.cu:25:9" (sim::location_text) as (file, line, column); (place, 0, 0) where it
+        // is not FILE:LINE[:COLUMN].
+        const auto position_of = [](std::string_view place) {
+            const auto number = [](std::string_view digits) {
+                return digits.size() < 9 && !digits.empty() &&
+                               digits.find_first_not_of("0123456789") == std::string_view::npos
+                           ? std::stol(std::string(digits))
+                           : -1L;
+            };
+            std::string_view file = place;
+            long numbers[2] = {-1, -1};
+            int count = 0;
+            for (; count < 2; ++count) {
+                const std::size_t colon = file.rfind(':');
+                if (colon == std::string_view::npos || number(file.substr(colon + 1)) < 0) {
+                    break;
+                }
+                numbers[count] = number(file.substr(colon + 1));
+                file = file.substr(0, colon);
+            }
+            if (count == 0) {
+                return std::make_tuple(place, 0L, 0L);
+            }
+            // One number is the line; two are the line and then the column.
+            return count == 1 ? std::make_tuple(file, numbers[0], 0L)
+                              : std::make_tuple(file, numbers[1], numbers[0]);
         };
         std::string_view first = places[1];
         std::string_view second = places[0];
-        if (line_of(second) < line_of(first)) {
+        if (position_of(second) < position_of(first)) {
             std::swap(first, second);
         }
         return "put __syncthreads() between " + std::string(first) + " and " + std::string(second);
@@ -1111,6 +1128,11 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     report.timing_rounds = m.timing_rounds;
     report.wall_seconds = m.wall_seconds;
     report.compile_log = m.student.log;
+    // NVRTC ran and refused the kernel (a typo, an undefined name): a platform may treat this
+    // attempt apart (PrairieLearn's compile_error_gradable). A source refused before compiling
+    // (a forbidden #include) is a rule broken, not a compile error, and stays a grade.
+    report.compile_error =
+        m.student.attempted && !m.student.ok && m.student.vetting_problems.empty();
     report.kernel_output = m.worker_output;
     report.interruption = m.interruption;
     report.stage_seconds = m.stage_seconds;

@@ -217,10 +217,10 @@ std::string sanitize_log(std::string_view log, std::string_view source_name,
 std::string ptx_without_host_paths(std::string_view ptx);
 
 // Where the PTX reads the GPU's clocks (%clock, %clock64, %globaltimer and its halves) or sleeps
-// (nanosleep), once per kind and source line: "%clock64 at probe.cu line 20". A kernel that reads
-// a clock can pace its own timings; the report flags it. At most max_reads, then one last entry
-// "and 4093 more (the list was cut)": the PTX is the student's text (`.file` and `.loc` lines
-// can be forged inside an asm comment). Scans each line once, without recursion.
+// (nanosleep), once per kind and place (line and column): "%clock64 at probe.cu:20:3". A kernel
+// that reads a clock can pace its own timings; the report flags it. At most max_reads, then one
+// last entry "and 4093 more (the list was cut)": the PTX is the student's text (`.file` and `.loc`
+// lines can be forged inside an asm comment). Scans each line once, without recursion.
 inline constexpr std::size_t kMaxClockReads = 16;
 std::vector<std::string> ptx_clock_reads(std::string_view ptx,
                                          std::size_t max_reads = kMaxClockReads);

@@ -98,9 +98,8 @@ std::string stop_message(const sim::LaunchResult& result, std::uint64_t budget) 
                                          : "");
         case sim::LaunchStatus::unsupported: {
             const auto& u = *result.unsupported;
-            return "the simulator does not support " + u.opcode + " (" +
-                   (u.where.file.empty() ? std::string("the kernel") : u.where.file) + " line " +
-                   std::to_string(u.where.line) + ")";
+            return "the simulator does not support " + u.opcode + " (at " +
+                   sim::location_text(u.where) + ")";
         }
         case sim::LaunchStatus::fault:
         case sim::LaunchStatus::completed:

@@ -123,7 +123,8 @@ struct SentenceCluster {
 };
 
 // The clusters of two members or more. Identical: equal text::comparison_key; near-identical:
-// character trigrams of that key overlapping by 85% or more (Jaccard), linked transitively.
+// at most one word in twelve of the longer changed, added or dropped (at least one), linked
+// transitively.
 std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& entries);
 
 // The flags of every submission that has one, by folder. Student ids compare without case and

@@ -47,7 +47,8 @@ std::string lane_table(const ExplainedWarp& warp) {
 }
 
 std::string line_name(const ExplainedLine& line) {
-    return (line.file.empty() ? std::string("line ") : text::visible_line(line.file) + " line ") +
+    // FILE:LINE, as the grader's other locations (every access of the line, whatever column).
+    return (line.file.empty() ? std::string("line ") : text::visible_line(line.file) + ":") +
            std::to_string(line.line) + (line.store ? " (store)" : " (load)");
 }
 

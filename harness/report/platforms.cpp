@@ -137,8 +137,21 @@ std::optional<std::string> not_gradable_reason(const Report& report,
                ": add the files and submit again.";
     }
     if (!options.compile_error_gradable && report.compile_error) {
-        return "The kernel did not compile, so nothing could be graded: see the compile log, "
-               "fix the error and submit again.";
+        // The compile check's first line names the error ("probe.cu did not compile:
+        // probe.cu:35:5: error: expected a \";\"").
+        std::string what = "The kernel did not compile";
+        for (const auto& check : report.checks) {
+            if (check.kind == "compile_abi" && !check.message.empty()) {
+                what = text::visible_line(check.message);
+                break;
+            }
+        }
+        while (!what.empty() && what.back() == '.') {
+            what.pop_back();
+        }
+        return what +
+               ". Nothing could be graded and this attempt does not count: fix the error (the "
+               "compile log is below) and submit again.";
     }
     return std::nullopt;
 }

@@ -231,14 +231,7 @@ std::string Executor::thread_text(const ThreadId& t) {
 }
 
 std::string Executor::at_text(const SourceLocation& where) const {
-    std::string text;
-    if (where.line > 0) {
-        text = (where.file.empty() ? std::string("line ") : where.file + " line ") +
-               std::to_string(where.line);
-    } else {
-        text = "PTX line " + std::to_string(where.ptx_line);
-    }
-    return text + " (" + where.instruction + ")";
+    return location_text(where) + " (" + where.instruction + ")";
 }
 
 void Executor::fault(const Warp& w, unsigned lane, std::uint32_t pc, const std::string& kind,
@@ -595,10 +588,16 @@ std::vector<Dim3> first_blocks(Dim3 grid, std::uint64_t count) {
 }
 
 std::string location_text(const SourceLocation& where) {
-    if (where.line > 0)
-        return (where.file.empty() ? std::string("line ") : where.file + ":") +
-               std::to_string(where.line);
-    return "PTX line " + std::to_string(where.ptx_line);
+    if (where.line <= 0) {
+        return "PTX line " + std::to_string(where.ptx_line);
+    }
+    if (where.file.empty()) {
+        return "line " + std::to_string(where.line);
+    }
+    // FILE:LINE:COLUMN, the form of the grader's other locations (and of compilers), which
+    // editors and notebooks turn into links.
+    return where.file + ":" + std::to_string(where.line) +
+           (where.column > 0 ? ":" + std::to_string(where.column) : std::string());
 }
 
 std::string_view to_string(LaunchStatus status) {

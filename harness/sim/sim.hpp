@@ -213,7 +213,8 @@ struct SourceLocation {
     std::string instruction;  // the PTX instruction's text, e.g. "ld.shared.f32 %f5, [%rd14]"
 };
 
-// "probe.cu:25"; "line 25" where the PTX names no file for it; "PTX line 67" where it has no .loc.
+// "probe.cu:25:9" (FILE:LINE:COLUMN; FILE:LINE where the .loc gives no column); "line 25" where
+// the PTX names no file for it; "PTX line 67" where it has no .loc.
 std::string location_text(const SourceLocation& where);
 
 struct ThreadId {

@@ -636,33 +636,101 @@ void write_not_graded(std::ostringstream& html, const ClassSummary& summary,
          << ".</p>\n</section>\n";
 }
 
+// Students whose one flag is a sentence shared with classmates are one row per cluster, their
+// folders folded: at 300 students, 116 rows each saying "sentence nearly the same as 98
+// others'" were most of this table, and the Sentences section lists each cluster once anyway.
 void write_review(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
-                  const std::map<std::string, SubmissionFlags>& flags) {
-    html << "<section class=\"card\" aria-labelledby=\"review-title\">\n"
-         << "<h2 id=\"review-title\">To look at twice</h2>\n"
-         << "<table id=\"review\">\n<thead><tr><th>folder</th><th>student id</th><th>why</th>"
-         << "</tr></thead>\n<tbody>\n";
+                  const std::map<std::string, SubmissionFlags>& flags,
+                  const std::vector<SentenceCluster>& clusters) {
+    std::map<std::size_t, std::vector<std::string>> only_shared;  // by cluster number
+    Markup page(html);
+    page.open("section", {{"class", "card"}, {"aria-labelledby", "review-title"}})
+        .line()
+        .element("h2", "To look at twice", {{"id", "review-title"}})
+        .line()
+        .open("table", {{"id", "review"}, {"class", "flag-rows"}})
+        .line()
+        .open("thead")
+        .open("tr")
+        .element("th", "folder")
+        .element("th", "student id")
+        .element("th", "why")
+        .close("tr")
+        .close("thead")
+        .line()
+        .open("tbody")
+        .line();
     for (const ClassEntry* entry : sorted) {
         const auto mine = flags.find(entry->student_folder);
         if (mine == flags.end()) {
             continue;
         }
-        html << "<tr class=\"review-row\"><td class=\"folder\">"
-             << escape_html(entry->student_folder) << "</td><td class=\"student\">"
-             << escape_html(entry->report.student_id) << "</td><td class=\"flags\">";
-        const auto lines = mine->second.lines();
-        for (std::size_t i = 0; i < lines.size(); ++i) {
-            html << (i > 0 ? "; " : "") << escape_html(lines[i]);
+        const SubmissionFlags& flag = mine->second;
+        if (flag.sentence_cluster > 0 && !flag.no_id && !flag.example_id &&
+            flag.same_id_as.empty() && !flag.no_sentence && !flag.sentence_same_as_example) {
+            only_shared[flag.sentence_cluster].push_back(entry->student_folder);
+            continue;
         }
-        html << "</td></tr>\n";
+        std::string why;
+        const auto lines = flag.lines();
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            why += (i > 0 ? "; " : "") + lines[i];
+        }
+        page.open("tr", {{"class", "review-row"}})
+            .element("td", entry->student_folder,
+                     {{"class", "folder"}, {"title", entry->student_folder}})
+            .element("td", entry->report.student_id,
+                     {{"class", "student"}, {"title", entry->report.student_id}})
+            .element("td", why, {{"class", "flags"}})
+            .close("tr")
+            .line();
+    }
+    for (const auto& [number, folders] : only_shared) {
+        const auto cluster =
+            std::find_if(clusters.begin(), clusters.end(),
+                         [n = number](const SentenceCluster& c) { return c.number == n; });
+        const bool identical = cluster == clusters.end() || cluster->identical;
+        std::string members;
+        for (std::size_t i = 0; i < folders.size(); ++i) {
+            members += (i > 0 ? ", " : "") + folders[i];
+        }
+        const std::string count = std::to_string(folders.size());
+        page.open("tr", {{"class", "review-cluster-row"}})
+            .open("td", {{"class", "folders"}, {"colspan", "2"}})
+            .open("details")
+            .element("summary", count + (folders.size() == 1 ? " student" : " students"))
+            .text(members)
+            .close("details")
+            .close("td")
+            .element("td",
+                     std::string("sentence ") + (identical ? "same as" : "nearly the same as") +
+                         " the others' of sentence cluster " + std::to_string(number) +
+                         " (listed under Sentences), and nothing else",
+                     {{"class", "flags"}})
+            .close("tr")
+            .line();
     }
     if (flags.empty()) {
-        html << "<tr><td colspan=\"3\">Every student id is distinct, and every sentence is "
-                "given and the student's own.</td></tr>\n";
+        page.open("tr")
+            .element("td",
+                     "Every student id is distinct, and every sentence is given and the "
+                     "student's own.",
+                     {{"colspan", "3"}})
+            .close("tr")
+            .line();
     }
-    html << "</tbody>\n</table>\n<p class=\"note\">Ids compare without case or surrounding "
-            "spaces; sentences compare without case, spacing or punctuation, against each other "
-            "and the starter kit's example.</p>\n</section>\n";
+    page.close("tbody")
+        .line()
+        .close("table")
+        .line()
+        .element("p",
+                 "Ids compare without case or surrounding spaces; sentences compare without "
+                 "case, spacing or punctuation, against each other and the starter kit's "
+                 "example.",
+                 {{"class", "note"}})
+        .line()
+        .close("section")
+        .line();
 }
 
 // The sentences, the one answer left for a person to read: each cluster once, with its members
@@ -758,7 +826,7 @@ void write_sentences(std::ostringstream& html, const std::vector<const ClassEntr
         .line()
         .element("p",
                  "Sentences compare without case, spacing or punctuation; near-identical ones (a "
-                 "word or a letter changed) share a cluster.",
+                 "word in twelve changed, added or dropped, at least one) share a cluster.",
                  {{"class", "note"}})
         .line()
         .close("section")
@@ -799,40 +867,119 @@ void write_skipped(std::ostringstream& html, const std::vector<SkippedEntry>& sk
     page.close("tbody").line().close("table").line().close("section").line();
 }
 
+// The first line of a reason, for a row's one line (the whole reason is in its details).
+std::string first_line(const std::string& text) {
+    return text.substr(0, text.find('\n'));
+}
+
+// One line a student, whatever the class's size: at 300 students, rows whose reasons, flags and
+// numbers wrapped (93 px each) were three quarters of the page. A row shows its folder, id,
+// verdict, score, report and the first line of its reason; the whole reason and the flags are
+// in the row's details, folded. Numbers shared by the whole class are said once above.
 void write_students(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
                     const std::map<std::string, SubmissionFlags>& flags) {
-    html << "<section class=\"card\" aria-labelledby=\"students-title\">\n"
-         << "<h2 id=\"students-title\">Students</h2>\n"
-         << "<table id=\"students\">\n<thead><tr><th>folder</th><th>student id</th>"
-         << "<th>verdict</th><th class=\"number\">score</th><th>numbers</th><th>flags</th>"
-         << "<th>reason</th><th>report</th></tr></thead>\n<tbody>\n";
+    std::set<std::string> sources;
+    for (const ClassEntry* entry : sorted) {
+        sources.insert(numbers_source(entry->report));
+    }
+    const bool one_source = sources.size() == 1;
+    Markup page(html);
+    page.open("section", {{"class", "card"}, {"aria-labelledby", "students-title"}})
+        .line()
+        .element("h2", "Students", {{"id", "students-title"}})
+        .line();
+    if (one_source) {
+        page.element("p", "Every student's numbers: " + *sources.begin() + ".",
+                     {{"class", "note"}, {"id", "students-numbers"}})
+            .line();
+    }
+    page.element("p",
+                 "One line a student: the first line of the reason, and how many flags; open "
+                 "the line for the whole reason and the flags.",
+                 {{"class", "note"}})
+        .line()
+        .open("table", {{"id", "students"}, {"class", "one-line"}})
+        .line()
+        .open("thead")
+        .open("tr")
+        .element("th", "folder")
+        .element("th", "student id")
+        .element("th", "verdict")
+        .element("th", "score", {{"class", "number"}});
+    if (!one_source) {
+        page.element("th", "numbers");
+    }
+    page.element("th", "reason and flags")
+        .element("th", "report")
+        .close("tr")
+        .close("thead")
+        .line()
+        .open("tbody")
+        .line();
     for (const ClassEntry* entry : sorted) {
         const Report& report = entry->report;
         const char* verdict = to_string(report.verdict);
-        html << "<tr class=\"student-row\"><td class=\"folder\">"
-             << escape_html(entry->student_folder) << "</td><td class=\"student\">"
-             << escape_html(report.student_id) << "</td><td><span class=\"badge " << verdict
-             << "\">" << verdict << "</span></td><td class=\"number\">"
-             << (report.verdict == Verdict::ungradable ? "–" : format_number(report.score, 2))
-             << " / " << format_number(report.max_score, 2) << "</td><td class=\"numbers\">"
-             << escape_html(numbers_source(report)) << "</td><td class=\"flags\">";
-        const auto mine = flags.find(entry->student_folder);
-        if (mine != flags.end()) {
-            const auto lines = mine->second.lines();
-            for (std::size_t i = 0; i < lines.size(); ++i) {
-                html << (i > 0 ? "; " : "") << escape_html(lines[i]);
-            }
+        page.open("tr", {{"class", "student-row"}})
+            .element("td", entry->student_folder,
+                     {{"class", "folder"}, {"title", entry->student_folder}})
+            .element("td", report.student_id, {{"class", "student"}, {"title", report.student_id}})
+            .open("td")
+            .element("span", verdict, {{"class", std::string("badge ") + verdict}})
+            .close("td")
+            .element(
+                "td",
+                (report.verdict == Verdict::ungradable ? "–" : format_number(report.score, 2)) +
+                    " / " + format_number(report.max_score, 2),
+                {{"class", "number"}});
+        if (!one_source) {
+            page.element("td", numbers_source(report), {{"class", "numbers"}});
         }
-        html << "</td><td class=\"reason\">" << escape_html(class_reason(report)) << "</td><td>";
-        if (entry->report_link.empty()) {
-            html << "–";
+        std::vector<std::string> lines;
+        if (const auto mine = flags.find(entry->student_folder); mine != flags.end()) {
+            lines = mine->second.lines();
+        }
+        const std::string reason = class_reason(report);
+        page.open("td", {{"class", "detail"}});
+        if (reason.empty() && lines.empty()) {
+            page.text("–");
         } else {
-            html << "<a href=\"" << escape_html(text::url_path(entry->report_link))
-                 << "\">report</a>";
+            page.open("details").open("summary");
+            if (!lines.empty()) {
+                page.element(
+                        "span",
+                        std::to_string(lines.size()) + (lines.size() == 1 ? " flag" : " flags"),
+                        {{"class", "badge review"}})
+                    .text(" ");
+            }
+            // Hidden while the details are open: the whole reason follows.
+            page.element("span",
+                         reason.empty() ? "no reason: " + lines.front() : first_line(reason),
+                         {{"class", "first-line"}})
+                .close("summary");
+            if (!reason.empty()) {
+                // The reason as written, its lines kept (text::html, not html_line).
+                page.open("div", {{"class", "reason"}});
+                html << text::html(reason);
+                page.close("div");
+            }
+            if (!lines.empty()) {
+                std::string joined;
+                for (std::size_t i = 0; i < lines.size(); ++i) {
+                    joined += (i > 0 ? "; " : "") + lines[i];
+                }
+                page.element("div", joined, {{"class", "flags"}});
+            }
+            page.close("details");
         }
-        html << "</td></tr>\n";
+        page.close("td").open("td");
+        if (entry->report_link.empty()) {
+            page.text("–");
+        } else {
+            page.element("a", "report", {{"href", text::url_path(entry->report_link)}});
+        }
+        page.close("td").close("tr").line();
     }
-    html << "</tbody>\n</table>\n</section>\n";
+    page.close("tbody").line().close("table").line().close("section").line();
 }
 
 }  // namespace
@@ -917,7 +1064,7 @@ std::string write_class_report_html(const ClassData& data, const ClassReportOpti
     write_failure_reasons(html, summary);
     write_checks(html, summary);
     write_not_graded(html, summary, options.unfinished);
-    write_review(html, sorted, flags);
+    write_review(html, sorted, flags, data.clusters);
     write_sentences(html, sorted, data.clusters, flags);
     write_skipped(html, options.skipped);
     write_students(html, sorted, flags);

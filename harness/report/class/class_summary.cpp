@@ -2,6 +2,7 @@
 // from the Reports once and read by every writer.
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -241,25 +242,73 @@ std::vector<std::string> SubmissionFlags::lines() const {
 
 namespace {
 
-// The distinct character trigrams of a comparison key, sorted.
-std::vector<std::string> trigrams(const std::string& key) {
-    std::vector<std::string> grams;
-    for (std::size_t i = 0; i + 3 <= key.size(); ++i) {
-        grams.push_back(key.substr(i, 3));
+// A sentence as words for comparing: split at every ASCII character that is not a letter or a
+// digit, each piece through text::comparison_key (case and Unicode punctuation folded), numbered
+// by `ids` so that words compare as integers. Long texts compare by their first words only.
+std::vector<std::uint32_t> sentence_words(const std::string& sentence,
+                                          std::map<std::string, std::uint32_t>& ids) {
+    constexpr std::size_t kMaxWords = 400;
+    std::vector<std::uint32_t> words;
+    std::size_t start = 0;
+    while (start < sentence.size() && words.size() < kMaxWords) {
+        std::size_t end = start;
+        while (end < sentence.size() &&
+               !(static_cast<unsigned char>(sentence[end]) < 0x80 &&
+                 std::isalnum(static_cast<unsigned char>(sentence[end])) == 0)) {
+            ++end;
+        }
+        if (end > start) {
+            const std::string word = text::comparison_key(sentence.substr(start, end - start));
+            if (!word.empty()) {
+                words.push_back(
+                    ids.emplace(word, static_cast<std::uint32_t>(ids.size())).first->second);
+            }
+        }
+        start = end + 1;
     }
-    std::sort(grams.begin(), grams.end());
-    grams.erase(std::unique(grams.begin(), grams.end()), grams.end());
-    return grams;
+    return words;
 }
 
-double jaccard(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-    if (a.empty() || b.empty()) {
-        return 0.0;
+// Whether two word lists are at most `limit` word edits apart (a word changed, added or
+// dropped): Levenshtein's distance within a band of width `limit`, stopping once every cell of a
+// row is over it.
+bool within_word_edits(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b,
+                       std::size_t limit) {
+    const std::size_t n = a.size();
+    const std::size_t m = b.size();
+    if ((n > m ? n - m : m - n) > limit) {
+        return false;
     }
-    std::vector<std::string> common;
-    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(common));
-    return static_cast<double>(common.size()) /
-           static_cast<double>(a.size() + b.size() - common.size());
+    const std::size_t over = limit + 1;
+    std::vector<std::size_t> previous(m + 1, over);
+    std::vector<std::size_t> current(m + 1, over);
+    for (std::size_t j = 0; j <= std::min(m, limit); ++j) {
+        previous[j] = j;
+    }
+    for (std::size_t i = 1; i <= n; ++i) {
+        const std::size_t from = i > limit ? i - limit : 1;
+        const std::size_t to = std::min(m, i + limit);
+        std::fill(current.begin(), current.end(), over);
+        current[0] = i <= limit ? i : over;
+        std::size_t row_best = current[0];
+        for (std::size_t j = from; j <= to; ++j) {
+            const std::size_t cost = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+            current[j] = std::min({cost, previous[j] + 1, current[j - 1] + 1, over});
+            row_best = std::min(row_best, current[j]);
+        }
+        if (row_best > limit) {
+            return false;
+        }
+        std::swap(previous, current);
+    }
+    return previous[m] <= limit;
+}
+
+// How many word edits still make two sentences near-identical: one in twelve words of the
+// longer, at least one. A word or two changed in a sentence of 30 words joins; another opening
+// clause (five words or more) does not.
+std::size_t near_identical_edits(std::size_t words_a, std::size_t words_b) {
+    return std::max<std::size_t>(1, std::max(words_a, words_b) / 12);
 }
 
 }  // namespace
@@ -289,14 +338,17 @@ std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& en
         }
         return i;
     };
-    std::vector<std::vector<std::string>> grams;
-    grams.reserve(keys.size());
+    std::map<std::string, std::uint32_t> word_ids;
+    std::vector<std::vector<std::uint32_t>> words;
+    words.reserve(keys.size());
     for (const std::string& key : keys) {
-        grams.push_back(trigrams(key));
+        words.push_back(sentence_words(by_key[key].front()->report.sentence, word_ids));
     }
     for (std::size_t i = 0; i < keys.size(); ++i) {
         for (std::size_t j = i + 1; j < keys.size(); ++j) {
-            if (root(i) != root(j) && jaccard(grams[i], grams[j]) >= 0.85) {
+            if (root(i) != root(j) && !words[i].empty() && !words[j].empty() &&
+                within_word_edits(words[i], words[j],
+                                  near_identical_edits(words[i].size(), words[j].size()))) {
                 parent[root(j)] = root(i);
             }
         }
