@@ -811,6 +811,15 @@ TEST_CASE("a batch killed halfway resumes: reports kept, the rest graded, one ro
                                           "--jobs", "2", "--resume", "--backend", "cuda"});
     INFO(resumed.output);
     CHECK(resumed.exit_code == cuda_batch_exit());
+    // The killed batch's device-server folder (a batch on "cuda" makes one) is gone with it.
+    std::filesystem::path temp = std::filesystem::temp_directory_path();
+    if (temp.string().size() > 60) {
+        temp = "/tmp";
+    }
+    const std::string killed = "grader-device-servers-" + std::to_string(pid) + "-";
+    for (const auto& entry : fs::directory_iterator(temp)) {
+        CHECK(entry.path().filename().string().rfind(killed, 0) != 0);
+    }
     CHECK_FALSE(fs::exists(output / ".gradebook.csv.Kill01"));
     CHECK_FALSE(fs::exists(output / kept_student / ".report.md.Kill02"));
     // A folder that is no student's is not the batch's to clean.

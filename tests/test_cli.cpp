@@ -95,7 +95,20 @@ TEST_CASE("a typo'd subcommand or flag suggests the right one") {
     const GraderRun flag = run_grader(
         {"grade", (kSource / "student" / "example").string(), "--exercice", "day15-padding"});
     CHECK(flag.exit_code == 2);
-    CHECK(flag.output.find("did you mean '--exercise'?") != std::string::npos);
+    CHECK(flag.output.rfind("grader: '--exercice' is not an option of 'grade'; did you mean "
+                            "'--exercise'?",
+                            0) == 0);
+    CHECK(flag.output.find("not expected") == std::string::npos);
+    // The wrong flag is named first even where the folder is wrong too.
+    const GraderRun both = run_grader({"grade", "/no/such/folder", "--fromat", "json"});
+    CHECK(both.exit_code == 2);
+    CHECK(both.output.rfind("grader: '--fromat' is not an option of 'grade'; did you mean "
+                            "'--format'?",
+                            0) == 0);
+    const GraderRun unknown = run_grader({"grade", "student/example", "--xyzzy"});
+    CHECK(unknown.exit_code == 2);
+    CHECK(unknown.output.find("'--xyzzy' is not an option of 'grade'") != std::string::npos);
+    CHECK(unknown.output.find("did you mean") == std::string::npos);
     // Nothing near: no suggestion rather than a wrong one.
     const GraderRun far = run_grader({"frobnicate"});
     CHECK(far.exit_code == 2);

@@ -1,10 +1,14 @@
 #include "batch/device_servers.hpp"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -38,6 +42,30 @@ namespace {
 
 using State = DeviceServers::State;
 
+constexpr const char* kFolderPrefix = "grader-device-servers-";
+
+// A batch killed with SIGKILL cannot remove its folder: the next batch of the same user removes
+// those whose batch (the process id in the name) is gone.
+void remove_abandoned_folders(const std::filesystem::path& base) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(base, error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(kFolderPrefix, 0) != 0) {
+            continue;
+        }
+        struct stat info {};
+        if (::lstat(entry.path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
+            info.st_uid != ::getuid()) {
+            continue;
+        }
+        const long pid = std::strtol(name.c_str() + std::strlen(kFolderPrefix), nullptr, 10);
+        if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+            std::error_code ignored;
+            std::filesystem::remove_all(entry.path(), ignored);
+        }
+    }
+}
+
 // Unix socket paths are short (108 bytes): the folder goes under the temporary folder where that
 // leaves room, else under /tmp.
 std::filesystem::path private_folder() {
@@ -45,7 +73,9 @@ std::filesystem::path private_folder() {
     if (base.string().size() > 60) {
         base = "/tmp";
     }
-    std::string pattern = (base / "grader-device-servers-XXXXXX").string();
+    remove_abandoned_folders(base);
+    std::string pattern =
+        (base / (kFolderPrefix + std::to_string(::getpid()) + "-XXXXXX")).string();
     if (::mkdtemp(pattern.data()) == nullptr) {  // mode 0700
         throw std::runtime_error("cannot make a folder for the device servers under " +
                                  base.string());

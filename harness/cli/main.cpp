@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         const std::vector<std::string> args(argv + 1, argv + argc);
-        const std::string hint = grader::cli::suggestion_for(app, args);
+        const auto suggestion = grader::cli::suggestion_for(app, args);
+        const std::string hint = suggestion ? suggestion->line() : "";
         const auto subcommands = app.get_subcommands({});
         const bool unknown_subcommand =
             !args.empty() && args[0].rfind("-", 0) != 0 &&
@@ -68,6 +69,23 @@ int main(int argc, char** argv) {
                       << "' is not a subcommand (grade, explain, sweep, batch, merge)"
                       << (hint.empty() ? "" : "; " + hint) << "\nRun with --help for more "
                       << "information.\n";
+            return kExitUsage;
+        }
+        std::string command;  // the subcommand the flag was given to, where one was
+        for (const std::string& arg : args) {
+            if (std::any_of(subcommands.begin(), subcommands.end(),
+                            [&](const CLI::App* sub) { return sub->get_name() == arg; })) {
+                command = arg;
+                break;
+            }
+        }
+        if (suggestion && suggestion->flag) {
+            // Before CLI11's own line, which lists every word after it as "not expected" and
+            // may complain first about a folder that the wrong flag made it read as one.
+            std::cerr << "grader: '" << grader::text::visible_line(suggestion->typed)
+                      << "' is not an option" << (command.empty() ? "" : " of '" + command + "'")
+                      << (hint.empty() ? "" : "; " + hint)
+                      << "\nRun with --help for more information.\n";
             return kExitUsage;
         }
         app.exit(e);

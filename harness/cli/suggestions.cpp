@@ -37,7 +37,8 @@ std::optional<std::string> nearest(const std::string& typed,
     return best;
 }
 
-std::string suggestion_for(const CLI::App& app, const std::vector<std::string>& args) {
+std::optional<Suggestion> suggestion_for(const CLI::App& app,
+                                         const std::vector<std::string>& args) {
     std::vector<std::string> subcommands;
     for (const CLI::App* sub : app.get_subcommands({})) {
         if (!sub->get_group().empty()) {  // hidden (internal) subcommands are not suggested
@@ -59,10 +60,7 @@ std::string suggestion_for(const CLI::App& app, const std::vector<std::string>& 
             if (std::find(known.begin(), known.end(), flag) != known.end()) {
                 continue;
             }
-            if (const auto near = nearest(flag, known)) {
-                return "did you mean '" + *near + "'?";
-            }
-            return {};
+            return Suggestion{flag, nearest(flag, known).value_or(""), true};
         }
         if (command == nullptr) {
             for (const CLI::App* sub : app.get_subcommands({})) {
@@ -71,12 +69,11 @@ std::string suggestion_for(const CLI::App& app, const std::vector<std::string>& 
                 }
             }
             if (command == nullptr) {
-                const auto near = nearest(arg, subcommands);
-                return near ? "did you mean '" + *near + "'?" : std::string();
+                return Suggestion{arg, nearest(arg, subcommands).value_or(""), false};
             }
         }
     }
-    return {};
+    return std::nullopt;
 }
 
 }  // namespace grader::cli

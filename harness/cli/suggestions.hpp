@@ -14,9 +14,16 @@ namespace grader::cli {
 std::optional<std::string> nearest(const std::string& typed,
                                    const std::vector<std::string>& candidates);
 
-// A line for a command line CLI11 refused, e.g. "did you mean 'grade'?" or "did you mean
-// '--exercise'?", for the first word that is neither a subcommand nor a flag the app knows;
-// empty where no known word is near.
-std::string suggestion_for(const CLI::App& app, const std::vector<std::string>& args);
+// The first word of a command line CLI11 refused that is neither a subcommand nor a flag the app
+// knows, and the known one nearest to it.
+struct Suggestion {
+    std::string typed;
+    std::string nearest;  // empty where no known word is near
+    bool flag = false;    // a --flag, not a subcommand
+
+    // "did you mean '--exercise'?"; empty without a nearest word.
+    std::string line() const { return nearest.empty() ? "" : "did you mean '" + nearest + "'?"; }
+};
+std::optional<Suggestion> suggestion_for(const CLI::App& app, const std::vector<std::string>& args);
 
 }  // namespace grader::cli

@@ -27,13 +27,20 @@ std::size_t handle_of(const LoadedKernel& kernel) {
     return static_cast<const RemoteKernel&>(kernel).handle;
 }
 
-json cases_json(const std::vector<TimedCase>& cases) {
-    json list = json::array();
-    for (const TimedCase& c : cases) {
-        list.push_back(
+// A request about several launches with one input: "time" or "count".
+Frame launches_request(const char* op, const std::vector<TimedCase>& launches,
+                       const InputSpec& input, const std::vector<float>& words,
+                       const LaunchGeometry& geometry) {
+    json cases = json::array();
+    for (const TimedCase& c : launches) {
+        cases.push_back(
             {{"handle", handle_of(*c.kernel)}, {"stride", c.stride}, {"reusable", c.reusable}});
     }
-    return list;
+    return Frame{json{{"op", op},
+                      {"cases", cases},
+                      {"input", input.id},
+                      {"geometry", wire::geometry_json(geometry)}},
+                 {wire::blob_of(words)}};
 }
 
 class RemoteDevice final : public Device {
@@ -172,11 +179,8 @@ public:
         if (local_) {
             return local_->time(launches, input, input_words, geometry);
         }
-        return wire::samples_of(call(Frame{json{{"op", "time"},
-                                                {"cases", cases_json(launches)},
-                                                {"input", input.id},
-                                                {"geometry", wire::geometry_json(geometry)}},
-                                           {wire::blob_of(input_words)}}));
+        return wire::samples_of(
+            call(launches_request("time", launches, input, input_words, geometry)));
     }
 
     void reload(const std::vector<LoadedKernel*>& kernels) override {
@@ -197,12 +201,8 @@ public:
         if (local_) {
             return local_->count(launches, input, input_words, geometry);
         }
-        return wire::counts_of(call(Frame{json{{"op", "count"},
-                                               {"cases", cases_json(launches)},
-                                               {"input", input.id},
-                                               {"geometry", wire::geometry_json(geometry)}},
-                                          {wire::blob_of(input_words)}})
-                                   .head);
+        return wire::counts_of(
+            call(launches_request("count", launches, input, input_words, geometry)).head);
     }
 
 private:
