@@ -38,14 +38,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kGradebookFile = "gradebook.csv";
-constexpr const char* kSummaryFile = "summary.json";
-constexpr const char* kClassReportFile = "class-report.html";
-constexpr const char* kLocksFolder = ".locks";
 // Held (flock) by the batch writing into the output folder, for as long as it runs.
 constexpr const char* kBatchLockFile = "batch.lock";
-// A report.json larger than this is not one the grader wrote.
-constexpr std::size_t kReportJsonMaxBytes = std::size_t{64} << 20;
 
 // Every format goes into the student's folder; report.json is written last, because its
 // presence is what marks the submission finished for --resume.
@@ -58,19 +52,6 @@ std::string utc_time(std::chrono::system_clock::time_point when, const char* for
     ::gmtime_r(&seconds, &parts);
     char text[64];
     std::strftime(text, sizeof text, format, &parts);
-    return text;
-}
-
-std::string hash_suffix(const std::string& bytes) {
-    // FNV-1a: stable across runs and machines, so a resumed batch finds the same folder.
-    std::uint64_t hash = 14695981039346656037ull;
-    for (const char c : bytes) {
-        hash ^= static_cast<unsigned char>(c);
-        hash *= 1099511628211ull;
-    }
-    char text[17];
-    std::snprintf(text, sizeof text, "%08llx",
-                  static_cast<unsigned long long>(hash & 0xffffffffull));
     return text;
 }
 
@@ -523,197 +504,10 @@ std::vector<int> visible_devices() {
     return devices;
 }
 
-std::string student_folder_name(const std::string& folder_name) {
-    const bool keep = !folder_name.empty() && folder_name != "." && folder_name != ".." &&
-                      folder_name.find('/') == std::string::npos &&
-                      text::visible_line(folder_name) == folder_name;
-    if (keep) {
-        return folder_name;
-    }
-    std::string safe;
-    for (const char c : folder_name) {
-        const auto byte = static_cast<unsigned char>(c);
-        const bool plain = (byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') ||
-                           (byte >= '0' && byte <= '9') || c == '-' || c == '_' || c == '.';
-        safe += plain ? c : '_';
-    }
-    if (!safe.empty() && safe[0] == '.') {
-        safe[0] = '_';
-    }
-    return safe.substr(0, 64) + "-" + hash_suffix(folder_name);
-}
-
-std::string submission_key(const std::string& folder_name) {
-    if (!folder_name.empty() && text::visible_line(folder_name) == folder_name) {
-        return folder_name;
-    }
-    static const char* digits = "0123456789abcdef";
-    std::string hex;
-    for (const char c : folder_name) {
-        const auto byte = static_cast<unsigned char>(c);
-        hex += digits[byte >> 4];
-        hex += digits[byte & 15];
-    }
-    return text::visible_line(folder_name) + " [" + hex + "]";
-}
-
-const std::set<std::string>& class_output_names() {
-    static const std::set<std::string> names = {kGradebookFile,     kSummaryFile,
-                                                kClassReportFile,   kLocksFolder,
-                                                kShardManifestFile, kPrairieLearnScoresFile};
-    return names;
-}
-
 // Where the kernel confined nothing: Landlock alone, or an empty mount namespace alone, still
 // keeps every host file from the compile (harness/isolation/confine.cpp words each case).
 bool compile_unconfined(const Environment& environment) {
     return environment.confinement.rfind("no confinement", 0) == 0;
-}
-
-namespace {
-
-// Whether a folder holds a submission's files itself: an answers file or a .cu source.
-bool holds_submission_files(const std::filesystem::path& folder) {
-    std::error_code error;
-    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
-        const std::filesystem::file_status status = entry.symlink_status(error);
-        const auto name = entry.path().filename();
-        if (std::filesystem::is_regular_file(status) &&
-            (name == "submission.yaml" || name.extension() == ".cu")) {
-            return true;
-        }
-    }
-    return false;
-}
-
-// A student who zipped the folder rather than its files has them one level down: grade that
-// folder where it is the only one and theirs hold none, as the Gradescope entry script does.
-// Links are never followed.
-std::filesystem::path folder_to_grade(const std::filesystem::path& folder) {
-    if (holds_submission_files(folder)) {
-        return folder;
-    }
-    std::error_code error;
-    std::vector<std::filesystem::path> inner;
-    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
-        if (std::filesystem::is_directory(entry.symlink_status(error)) &&
-            holds_submission_files(entry.path())) {
-            inner.push_back(entry.path());
-        }
-    }
-    return inner.size() == 1 ? inner.front() : folder;
-}
-
-}  // namespace
-
-ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
-                             const std::set<std::string>& also_reserved) {
-    std::error_code error;
-    std::filesystem::directory_iterator entries(submissions_dir, error);
-    if (error) {
-        throw BatchError("cannot read the class folder " + submissions_dir.string() + ": " +
-                         error.message());
-    }
-    ClassFolder found;
-    for (const auto& entry : entries) {
-        const std::string name = entry.path().filename().string();
-        if (name.empty() || name[0] == '.') {
-            found.skipped.push_back({name, "hidden (the name starts with '.')"});
-            continue;
-        }
-        // The entry itself, never what a link names: a student's folder that is a link would
-        // hand the grader any folder of the machine (and whether it exists) as a submission.
-        const std::filesystem::file_status status = entry.symlink_status(error);
-        if (std::filesystem::is_symlink(status)) {
-            found.skipped.push_back(
-                {name, "a symbolic link, not followed: a submission is a folder of its own"});
-            continue;
-        }
-        if (!std::filesystem::is_directory(status)) {
-            found.skipped.push_back(
-                {name, std::filesystem::is_regular_file(status)
-                           ? "a file, not a submission folder"
-                           : "neither a folder nor a file (a device, a FIFO or a socket)"});
-            continue;
-        }
-        found.submissions.push_back(
-            {name, student_folder_name(name), folder_to_grade(entry.path())});
-    }
-    std::sort(found.submissions.begin(), found.submissions.end(),
-              [](const BatchSubmission& a, const BatchSubmission& b) {
-                  return a.folder_name < b.folder_name;
-              });
-    std::sort(found.skipped.begin(), found.skipped.end(),
-              [](const SkippedEntry& a, const SkippedEntry& b) { return a.name < b.name; });
-    // A folder named like a class output ("gradebook.csv") would have its reports where the
-    // gradebook goes: it gets a suffix, as an odd name does.
-    for (auto& submission : found.submissions) {
-        if (class_output_names().count(submission.student) != 0 ||
-            also_reserved.count(submission.student) != 0) {
-            submission.student += "-" + hash_suffix(submission.folder_name);
-        }
-    }
-    // Two folders that end up with the same output name (a real folder named like another's
-    // renamed output) or the same gradebook key would file one student's grade under the other's
-    // name: refused, naming both.
-    std::map<std::string, const BatchSubmission*> by_output;
-    std::map<std::string, const BatchSubmission*> by_key;
-    for (const auto& submission : found.submissions) {
-        const auto output = by_output.emplace(submission.student, &submission);
-        const auto key = by_key.emplace(submission_key(submission.folder_name), &submission);
-        const BatchSubmission* other = !output.second ? output.first->second
-                                       : !key.second  ? key.first->second
-                                                      : nullptr;
-        if (other != nullptr) {
-            throw BatchError(
-                "the submission folders '" + submission_key(other->folder_name) + "' and '" +
-                submission_key(submission.folder_name) + "' would share " +
-                (!output.second
-                     ? "the output folder '" + text::visible_line(submission.student) + "'"
-                     : std::string("a row of the gradebook")) +
-                ": one student's grade would be filed under the other's name; rename one of "
-                "them in " +
-                text::visible_line(submissions_dir.string()));
-        }
-    }
-    return found;
-}
-
-bool output_has_reports(const std::filesystem::path& output_dir) {
-    std::error_code error;
-    for (const char* file : {kGradebookFile, kSummaryFile, kClassReportFile}) {
-        if (std::filesystem::exists(output_dir / file, error)) {
-            return true;
-        }
-    }
-    std::filesystem::directory_iterator entries(output_dir, error);
-    if (error) {
-        return false;
-    }
-    for (const auto& entry : entries) {
-        if (entry.is_directory(error) &&
-            std::filesystem::exists(entry.path() / report_file_name(Format::json, true), error)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-std::optional<Report> read_report_json(const std::filesystem::path& file) {
-    std::string why;
-    const auto text = read_file_bounded(file, kReportJsonMaxBytes, why);
-    if (!text) {
-        return std::nullopt;
-    }
-    const auto json = nlohmann::json::parse(*text, nullptr, false);
-    if (json.is_discarded() || !json.is_object()) {
-        return std::nullopt;
-    }
-    try {
-        return json.get<Report>();
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
 }
 
 std::vector<std::string> submission_file_names() {
@@ -776,6 +570,125 @@ ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEn
     stage.files = write_class_outputs(entries, output_dir, run(stage), finished_at, class_options);
     return stage;
 }
+
+namespace {
+
+// The jobs of this run, in class order: every submission of the scope, or those of --only; with
+// --resume (and in a shard's task) not those whose report is already there, which count as done.
+void queue_jobs(PoolState& state, const std::vector<BatchSubmission>& scope,
+                const std::set<std::string>& selected, const BatchOptions& options) {
+    BatchStatus& status = state.status;
+    for (const auto& submission : scope) {
+        if (!selected.empty()) {
+            if (selected.count(submission.student) != 0) {
+                state.jobs.push_back({submission});
+            }
+            continue;
+        }
+        if (options.resume || options.shard) {
+            auto kept = read_report_json(report_json_path(options.output_dir, submission.student));
+            // A shard's task may start again on another node: what the machine could not grade
+            // is graded again there.
+            if (kept && options.shard && kept->verdict == Verdict::ungradable) {
+                kept.reset();
+            }
+            if (kept) {
+                ++status.kept;
+                ++status.done;
+                count_verdict(status, kept->verdict);
+                continue;
+            }
+        }
+        state.jobs.push_back({submission});
+    }
+    status.total = status.kept + state.jobs.size();
+}
+
+// A shard's manifest as this task starts: the class, its share, and the runs before this one of
+// the same task.
+ShardManifest start_manifest(const Exercise& exercise, const BatchOptions& options,
+                             const ClassFolder& folder, const BatchResult& result,
+                             const BatchStatus& status) {
+    const std::vector<BatchSubmission>& submissions = folder.submissions;
+    ShardManifest manifest;
+    std::optional<ShardManifest> earlier;
+    try {
+        earlier = read_manifest(options.output_dir);
+    } catch (const std::exception&) {
+        earlier.reset();  // rewritten below
+    }
+    if (earlier && earlier->shard.index == options.shard->index &&
+        earlier->shard.count == options.shard->count) {
+        manifest.runs = earlier->runs;
+    }
+    manifest.shard = *options.shard;
+    manifest.class_digest = class_digest(submissions);
+    for (const auto& submission : submissions) {
+        manifest.class_students.push_back(submission.student);
+        manifest.class_folders.push_back(submission.folder_name);
+    }
+    manifest.skipped = folder.skipped;
+    manifest.assigned = result.assigned;
+    manifest.exercise_id = exercise.id;
+    manifest.exercise_digest = exercise_digest(exercise);
+    manifest.grader_version = kGraderVersion;
+    manifest.backend = status.backend;
+    manifest.host = host_name();
+    manifest.scheduler = scheduler_environment();
+    manifest.runs.push_back({result.started_at, "", 0, status.kept, false});
+    write_manifest(options.output_dir, manifest);
+    return manifest;
+}
+
+// Runs the pool's threads until every job is done, or the stop flag or an output failure stops
+// it: then the grades in flight are abandoned.
+void run_pool(const std::shared_ptr<PoolState>& state, std::size_t thread_count,
+              BatchResult& result) {
+    BatchStatus& status = state->status;
+    std::vector<std::thread> threads;
+    {
+        std::unique_lock lock(state->mutex);
+        state->progress->batch_started(state->snapshot());
+        state->running_threads = thread_count;
+    }
+    for (std::size_t i = 0; i < thread_count; ++i) {
+        threads.emplace_back(pool_thread, state);
+    }
+
+    {
+        std::unique_lock lock(state->mutex);
+        while (state->running_threads > 0) {
+            // Waking now and then is how the stop flag is seen: it is set from a signal watcher
+            // that cannot take this mutex.
+            state->changed.wait_for(lock, std::chrono::milliseconds(100));
+            if ((state->stop_requested() || state->fatal) && state->running_threads > 0) {
+                break;
+            }
+        }
+        state->closed = true;
+        result.interrupted = state->stop_requested();
+        result.abandoned = status.in_flight;
+        for (std::size_t i = state->next_job; i < state->jobs.size(); ++i) {
+            result.not_started.push_back(state->jobs[i].submission.student);
+        }
+        result.status = state->snapshot();
+        result.harness_errors = state->harness_errors;
+    }
+    if (result.abandoned.empty()) {
+        for (auto& thread : threads) {
+            thread.join();
+        }
+        state->servers.reset();  // every grade is done: the device servers stop
+    } else {
+        // Their grades are still running, and only the process's end stops them: they write
+        // nothing more once the pool is closed.
+        for (auto& thread : threads) {
+            thread.detach();
+        }
+    }
+}
+
+}  // namespace
 
 BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
                       BatchProgress& progress) {
@@ -848,59 +761,10 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
             exercise.directory);
     }
 
-    for (const auto& submission : scope) {
-        if (!selected.empty()) {
-            if (selected.count(submission.student) != 0) {
-                state->jobs.push_back({submission});
-            }
-            continue;
-        }
-        if (options.resume || options.shard) {
-            auto kept = read_report_json(report_json_path(options.output_dir, submission.student));
-            // A shard's task may start again on another node: what the machine could not grade
-            // is graded again there.
-            if (kept && options.shard && kept->verdict == Verdict::ungradable) {
-                kept.reset();
-            }
-            if (kept) {
-                ++status.kept;
-                ++status.done;
-                count_verdict(status, kept->verdict);
-                continue;
-            }
-        }
-        state->jobs.push_back({submission});
-    }
-    status.total = status.kept + state->jobs.size();
-
+    queue_jobs(*state, scope, selected, options);
     ShardManifest manifest;
     if (options.shard) {
-        std::optional<ShardManifest> earlier;
-        try {
-            earlier = read_manifest(options.output_dir);
-        } catch (const std::exception&) {
-            earlier.reset();  // rewritten below
-        }
-        if (earlier && earlier->shard.index == options.shard->index &&
-            earlier->shard.count == options.shard->count) {
-            manifest.runs = earlier->runs;
-        }
-        manifest.shard = *options.shard;
-        manifest.class_digest = class_digest(submissions);
-        for (const auto& submission : submissions) {
-            manifest.class_students.push_back(submission.student);
-            manifest.class_folders.push_back(submission.folder_name);
-        }
-        manifest.skipped = folder.skipped;
-        manifest.assigned = result.assigned;
-        manifest.exercise_id = exercise.id;
-        manifest.exercise_digest = exercise_digest(exercise);
-        manifest.grader_version = kGraderVersion;
-        manifest.backend = status.backend;
-        manifest.host = host_name();
-        manifest.scheduler = scheduler_environment();
-        manifest.runs.push_back({result.started_at, "", 0, status.kept, false});
-        write_manifest(options.output_dir, manifest);
+        manifest = start_manifest(exercise, options, folder, result, status);
     }
     const int wanted_jobs = options.jobs > 0 ? options.jobs
                                              : default_jobs(status.backend, status.devices.size(),
@@ -909,47 +773,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         std::min(static_cast<std::size_t>(wanted_jobs), state->jobs.size());
     status.jobs = wanted_jobs;
 
-    std::vector<std::thread> threads;
-    {
-        std::unique_lock lock(state->mutex);
-        progress.batch_started(state->snapshot());
-        state->running_threads = thread_count;
-    }
-    for (std::size_t i = 0; i < thread_count; ++i) {
-        threads.emplace_back(pool_thread, state);
-    }
-
-    {
-        std::unique_lock lock(state->mutex);
-        while (state->running_threads > 0) {
-            // Waking now and then is how the stop flag is seen: it is set from a signal watcher
-            // that cannot take this mutex.
-            state->changed.wait_for(lock, std::chrono::milliseconds(100));
-            if ((state->stop_requested() || state->fatal) && state->running_threads > 0) {
-                break;
-            }
-        }
-        state->closed = true;
-        result.interrupted = state->stop_requested();
-        result.abandoned = status.in_flight;
-        for (std::size_t i = state->next_job; i < state->jobs.size(); ++i) {
-            result.not_started.push_back(state->jobs[i].submission.student);
-        }
-        result.status = state->snapshot();
-        result.harness_errors = state->harness_errors;
-    }
-    if (result.abandoned.empty()) {
-        for (auto& thread : threads) {
-            thread.join();
-        }
-        state->servers.reset();  // every grade is done: the device servers stop
-    } else {
-        // Their grades are still running, and only the process's end stops them: they write
-        // nothing more once the pool is closed.
-        for (auto& thread : threads) {
-            thread.detach();
-        }
-    }
+    run_pool(state, thread_count, result);
 
     const auto finished_wall = std::chrono::system_clock::now();
     result.finished_at = utc_time(finished_wall, "%Y-%m-%dT%H:%M:%SZ");

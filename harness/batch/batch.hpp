@@ -34,6 +34,12 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// The class outputs a batch writes into its output folder, beside one folder per student.
+inline constexpr const char* kGradebookFile = "gradebook.csv";
+inline constexpr const char* kSummaryFile = "summary.json";
+inline constexpr const char* kClassReportFile = "class-report.html";
+inline constexpr const char* kLocksFolder = ".locks";
+
 struct BatchOptions {
     std::filesystem::path submissions_dir;  // one sub-folder per submission
     std::filesystem::path output_dir;       // created if missing

@@ -1,0 +1,226 @@
+// Reading a class folder and an output folder: which entries are submissions, the names their
+// reports are filed under, and the reports a batch already wrote.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "batch/batch.hpp"
+#include "batch/merge.hpp"
+#include "batch/shard.hpp"
+#include "common/text.hpp"
+#include "model/json.hpp"
+#include "report/writers.hpp"
+#include "text/text_safety.hpp"
+
+namespace grader {
+namespace {
+
+// A report.json larger than this is not one the grader wrote.
+constexpr std::size_t kReportJsonMaxBytes = std::size_t{64} << 20;
+
+std::string hash_suffix(const std::string& bytes) {
+    // FNV-1a: stable across runs and machines, so a resumed batch finds the same folder.
+    std::uint64_t hash = 14695981039346656037ull;
+    for (const char c : bytes) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 1099511628211ull;
+    }
+    char text[17];
+    std::snprintf(text, sizeof text, "%08llx",
+                  static_cast<unsigned long long>(hash & 0xffffffffull));
+    return text;
+}
+
+}  // namespace
+
+std::string student_folder_name(const std::string& folder_name) {
+    const bool keep = !folder_name.empty() && folder_name != "." && folder_name != ".." &&
+                      folder_name.find('/') == std::string::npos &&
+                      text::visible_line(folder_name) == folder_name;
+    if (keep) {
+        return folder_name;
+    }
+    std::string safe;
+    for (const char c : folder_name) {
+        const auto byte = static_cast<unsigned char>(c);
+        const bool plain = (byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') ||
+                           (byte >= '0' && byte <= '9') || c == '-' || c == '_' || c == '.';
+        safe += plain ? c : '_';
+    }
+    if (!safe.empty() && safe[0] == '.') {
+        safe[0] = '_';
+    }
+    return safe.substr(0, 64) + "-" + hash_suffix(folder_name);
+}
+
+std::string submission_key(const std::string& folder_name) {
+    if (!folder_name.empty() && text::visible_line(folder_name) == folder_name) {
+        return folder_name;
+    }
+    static const char* digits = "0123456789abcdef";
+    std::string hex;
+    for (const char c : folder_name) {
+        const auto byte = static_cast<unsigned char>(c);
+        hex += digits[byte >> 4];
+        hex += digits[byte & 15];
+    }
+    return text::visible_line(folder_name) + " [" + hex + "]";
+}
+
+const std::set<std::string>& class_output_names() {
+    static const std::set<std::string> names = {kGradebookFile,     kSummaryFile,
+                                                kClassReportFile,   kLocksFolder,
+                                                kShardManifestFile, kPrairieLearnScoresFile};
+    return names;
+}
+
+namespace {
+
+// Whether a folder holds a submission's files itself: an answers file or a .cu source.
+bool holds_submission_files(const std::filesystem::path& folder) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+        const std::filesystem::file_status status = entry.symlink_status(error);
+        const auto name = entry.path().filename();
+        if (std::filesystem::is_regular_file(status) &&
+            (name == "submission.yaml" || name.extension() == ".cu")) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// A student who zipped the folder rather than its files has them one level down: grade that
+// folder where it is the only one and theirs hold none, as the Gradescope entry script does.
+// Links are never followed.
+std::filesystem::path folder_to_grade(const std::filesystem::path& folder) {
+    if (holds_submission_files(folder)) {
+        return folder;
+    }
+    std::error_code error;
+    std::vector<std::filesystem::path> inner;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+        if (std::filesystem::is_directory(entry.symlink_status(error)) &&
+            holds_submission_files(entry.path())) {
+            inner.push_back(entry.path());
+        }
+    }
+    return inner.size() == 1 ? inner.front() : folder;
+}
+
+}  // namespace
+
+ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
+                             const std::set<std::string>& also_reserved) {
+    std::error_code error;
+    std::filesystem::directory_iterator entries(submissions_dir, error);
+    if (error) {
+        throw BatchError("cannot read the class folder " + submissions_dir.string() + ": " +
+                         error.message());
+    }
+    ClassFolder found;
+    for (const auto& entry : entries) {
+        const std::string name = entry.path().filename().string();
+        if (name.empty() || name[0] == '.') {
+            found.skipped.push_back({name, "hidden (the name starts with '.')"});
+            continue;
+        }
+        // The entry itself, never what a link names: a student's folder that is a link would
+        // hand the grader any folder of the machine (and whether it exists) as a submission.
+        const std::filesystem::file_status status = entry.symlink_status(error);
+        if (std::filesystem::is_symlink(status)) {
+            found.skipped.push_back(
+                {name, "a symbolic link, not followed: a submission is a folder of its own"});
+            continue;
+        }
+        if (!std::filesystem::is_directory(status)) {
+            found.skipped.push_back(
+                {name, std::filesystem::is_regular_file(status)
+                           ? "a file, not a submission folder"
+                           : "neither a folder nor a file (a device, a FIFO or a socket)"});
+            continue;
+        }
+        found.submissions.push_back(
+            {name, student_folder_name(name), folder_to_grade(entry.path())});
+    }
+    std::sort(found.submissions.begin(), found.submissions.end(),
+              [](const BatchSubmission& a, const BatchSubmission& b) {
+                  return a.folder_name < b.folder_name;
+              });
+    std::sort(found.skipped.begin(), found.skipped.end(),
+              [](const SkippedEntry& a, const SkippedEntry& b) { return a.name < b.name; });
+    // A folder named like a class output ("gradebook.csv") would have its reports where the
+    // gradebook goes: it gets a suffix, as an odd name does.
+    for (auto& submission : found.submissions) {
+        if (class_output_names().count(submission.student) != 0 ||
+            also_reserved.count(submission.student) != 0) {
+            submission.student += "-" + hash_suffix(submission.folder_name);
+        }
+    }
+    // Two folders that end up with the same output name (a real folder named like another's
+    // renamed output) or the same gradebook key would file one student's grade under the other's
+    // name: refused, naming both.
+    std::map<std::string, const BatchSubmission*> by_output;
+    std::map<std::string, const BatchSubmission*> by_key;
+    for (const auto& submission : found.submissions) {
+        const auto output = by_output.emplace(submission.student, &submission);
+        const auto key = by_key.emplace(submission_key(submission.folder_name), &submission);
+        const BatchSubmission* other = !output.second ? output.first->second
+                                       : !key.second  ? key.first->second
+                                                      : nullptr;
+        if (other != nullptr) {
+            throw BatchError(
+                "the submission folders '" + submission_key(other->folder_name) + "' and '" +
+                submission_key(submission.folder_name) + "' would share " +
+                (!output.second
+                     ? "the output folder '" + text::visible_line(submission.student) + "'"
+                     : std::string("a row of the gradebook")) +
+                ": one student's grade would be filed under the other's name; rename one of "
+                "them in " +
+                text::visible_line(submissions_dir.string()));
+        }
+    }
+    return found;
+}
+
+bool output_has_reports(const std::filesystem::path& output_dir) {
+    std::error_code error;
+    for (const char* file : {kGradebookFile, kSummaryFile, kClassReportFile}) {
+        if (std::filesystem::exists(output_dir / file, error)) {
+            return true;
+        }
+    }
+    std::filesystem::directory_iterator entries(output_dir, error);
+    if (error) {
+        return false;
+    }
+    for (const auto& entry : entries) {
+        if (entry.is_directory(error) &&
+            std::filesystem::exists(entry.path() / report_file_name(Format::json, true), error)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::optional<Report> read_report_json(const std::filesystem::path& file) {
+    std::string why;
+    const auto text = read_file_bounded(file, kReportJsonMaxBytes, why);
+    if (!text) {
+        return std::nullopt;
+    }
+    const auto json = nlohmann::json::parse(*text, nullptr, false);
+    if (json.is_discarded() || !json.is_object()) {
+        return std::nullopt;
+    }
+    try {
+        return json.get<Report>();
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace grader
