@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
@@ -259,6 +260,159 @@ void write_counted_chart(std::ostringstream& html, const ClassSummary& summary,
             "per request) for that kernel; the red line is the model's degree.</p>\n</section>\n";
 }
 
+namespace {
+
+// What the ratio chart's dots, bars and squares are, in the words of how the class was graded.
+void write_ratio_note(std::ostringstream& html, const ClassSummary& summary, Numbers numbers,
+                      const std::string& base) {
+    const bool sweep = summary.sweep;
+    html << "<p class=\"note\" id=\"ratio-note\">";
+    if (!sweep) {
+        html << (numbers == Numbers::modeled
+                     ? "No GPU timed these numbers: the class was graded on the PTX simulator, and "
+                       "each dot is one student's kernel as the simulator modeled it"
+                 : numbers == Numbers::mixed
+                     ? "This class mixes grades timed on a GPU (filled dots) and grades "
+                       "modeled on the PTX simulator (hollow dots); each dot is one "
+                       "student's kernel"
+                     : "Each dot is one student's kernel, timed on a GPU in that student's "
+                       "grade")
+             << ", over the " << escape_html(base)
+             << " in the same grade (dots are spread sideways so they do not hide each other). "
+                "The blue bars are the exercise's own kernels in the same grades (median over "
+                "the grades). Under each kernel, the conflict degree of its tile's column read; "
+                "a kernel's time is not that degree times another's, since global memory costs "
+                "too.</p>\n";
+    } else {
+        switch (numbers) {
+            case Numbers::timed:
+                html << "Each dot is one student's kernel at one stride, timed on a GPU in that "
+                        "student's grade: its time over its own time at stride 1";
+                break;
+            case Numbers::modeled:
+                html << "No GPU timed these numbers: the class was graded on the PTX simulator. "
+                        "Each "
+                        "dot is one student's kernel at one stride, as the simulator modeled it in "
+                        "that student's grade: its modeled cost (instructions plus 20 per "
+                        "shared-memory wavefront) over its own modeled cost at stride 1";
+                break;
+            case Numbers::mixed:
+                html
+                    << "This class mixes grades timed on a GPU (filled dots) and grades modeled on "
+                       "the PTX simulator (hollow dots: modeled costs, not times); each student's "
+                       "kind is in the table below. Each dot is one student's kernel at one "
+                       "stride, "
+                       "over its own value at stride 1";
+                break;
+            case Numbers::none:
+                html << "Each dot would be one student's kernel at one stride, over its own value "
+                        "at "
+                        "stride 1";
+                break;
+        }
+        html
+            << " (dots are spread sideways so they do not hide each other). The blue bar is the "
+               "reference kernel in the same grades (median over the grades). The square is the "
+               "model's conflict degree gcd(stride, "
+            << summary.banks
+            << ") on the same axis: the ratio a kernel would "
+               "show if its cost were all bank requests. Ratios can sit below it where stride 1 "
+               "has "
+               "costs of its own; the grade compares each student with the reference, not with the "
+               "degree.</p>\n";
+    }
+}
+
+// The chart's numbers as a table: strides (or kernels) across, so it stays short however many
+// strides the class drew.
+void write_stride_table(std::ostringstream& html, const ClassSummary& summary) {
+    const bool sweep = summary.sweep;
+    bool header_row = true;
+    const auto cells = [&](const char* heading, const auto& cell) {
+        const char* tag = header_row ? "th" : "td";
+        html << "<tr><th>" << heading << "</th>";
+        for (const StrideSummary& row : summary.strides) {
+            html << '<' << tag << " class=\"number\">" << cell(row) << "</" << tag << '>';
+        }
+        html << "</tr>\n";
+        header_row = false;
+    };
+    const auto spread = [](const StrideSummary& row, double RatioSpread::*field) {
+        return row.student_ratio ? format_number((*row.student_ratio).*field, 2) : "–";
+    };
+    html << "<div class=\"scroll\"><table id=\"stride-table\" class=\"compact\">\n<thead>\n";
+    if (sweep) {
+        cells("stride", [](const StrideSummary& row) { return std::to_string(row.stride); });
+    } else {
+        cells("kernel", [](const StrideSummary& row) { return escape_html(row.label); });
+    }
+    html << "</thead>\n<tbody>\n";
+    cells("degree", [](const StrideSummary& row) {
+        return row.degree > 0 ? std::to_string(row.degree) : std::string("–");
+    });
+    cells(sweep ? "reference" : "exercise's kernel", [](const StrideSummary& row) {
+        return row.reference_ratio ? format_number(*row.reference_ratio, 2) : "–";
+    });
+    cells("students", [](const StrideSummary& row) { return std::to_string(row.student_count); });
+    cells("student min", [&](const StrideSummary& row) { return spread(row, &RatioSpread::min); });
+    cells("student median",
+          [&](const StrideSummary& row) { return spread(row, &RatioSpread::median); });
+    cells("student max", [&](const StrideSummary& row) { return spread(row, &RatioSpread::max); });
+    html << "</tbody>\n</table></div>\n</section>\n";
+}
+
+// The ratio chart's legend, one row above the plot.
+void write_ratio_legend(std::ostringstream& html, bool sweep, unsigned banks, double left) {
+    double legend_x = left;
+    const double legend_y = 16;
+    const auto legend_text = [&](const std::string& label, double advance) {
+        html << "<text x=\"" << svg_number(legend_x + 20) << "\" y=\"" << svg_number(legend_y + 4)
+             << "\">" << label << "</text>\n";
+        legend_x += advance;
+    };
+    html << "<g id=\"ratio-legend\">\n";
+    for (Verdict verdict : {Verdict::pass, Verdict::fail, Verdict::ungradable}) {
+        html << "<circle cx=\"" << svg_number(legend_x + 8) << "\" cy=\"" << legend_y
+             << "\" r=\"4\" fill=\"" << verdict_color(verdict) << "\"/>";
+        legend_text(std::string("student, ") + to_string(verdict),
+                    verdict == Verdict::ungradable ? 160 : 120);
+    }
+    html << "<line x1=\"" << svg_number(legend_x) << "\" x2=\"" << svg_number(legend_x + 16)
+         << "\" y1=\"" << legend_y << "\" y2=\"" << legend_y
+         << "\" stroke=\"#1565c0\" stroke-width=\"2.5\"/>";
+    legend_text(sweep ? "reference kernel (median of the grades)"
+                      : "the exercise's kernel (median of the grades)",
+                265);
+    if (sweep) {
+        html << "<rect x=\"" << svg_number(legend_x + 3) << "\" y=\"" << legend_y - 5
+             << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" "
+                "stroke-width=\"1.5\"/>";
+        legend_text("model: degree gcd(stride, " + std::to_string(banks) + ")", 0);
+    }
+    html << "</g>\n";
+}
+
+// The ratio chart's y axis, as powers of two: log2 from one under every value to one above,
+// bounded so that one absurd ratio cannot flatten the class; values past the bounds sit on the
+// edge.
+std::pair<int, int> y_powers(const ClassSummary& summary) {
+    double low = 1.0, high = static_cast<double>(summary.banks);
+    for (const StrideSummary& row : summary.strides) {
+        if (row.student_ratio) {
+            low = std::min(low, row.student_ratio->min);
+            high = std::max(high, row.student_ratio->max);
+        }
+        if (row.reference_ratio) {
+            low = std::min(low, *row.reference_ratio);
+            high = std::max(high, *row.reference_ratio);
+        }
+    }
+    return {std::max(-6, static_cast<int>(std::floor(std::log2(low / 1.05)))),
+            std::min(12, static_cast<int>(std::ceil(std::log2(high * 1.05))))};
+}
+
+}  // namespace
+
 void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
                        const std::vector<const ClassEntry*>& sorted) {
     const Numbers numbers = numbers_of(summary);
@@ -296,21 +450,7 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     html << "<section class=\"card\" aria-labelledby=\"ratio-chart-title\">\n"
          << "<h2 id=\"ratio-chart-title\">" << escape_html(title) << "</h2>\n";
 
-    // The y axis is log2 from a power of two under every value to one above, bounded so that
-    // one absurd ratio cannot flatten the class; values past the bounds sit on the edge.
-    double low = 1.0, high = static_cast<double>(summary.banks);
-    for (const StrideSummary& row : summary.strides) {
-        if (row.student_ratio) {
-            low = std::min(low, row.student_ratio->min);
-            high = std::max(high, row.student_ratio->max);
-        }
-        if (row.reference_ratio) {
-            low = std::min(low, *row.reference_ratio);
-            high = std::max(high, *row.reference_ratio);
-        }
-    }
-    const int low_power = std::max(-6, static_cast<int>(std::floor(std::log2(low / 1.05))));
-    const int high_power = std::min(12, static_cast<int>(std::ceil(std::log2(high * 1.05))));
+    const auto [low_power, high_power] = y_powers(summary);
 
     const double view_width = 960, view_height = 460;
     const double left = 64, right = 16, top_margin = 44, bottom = 70;
@@ -428,124 +568,11 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
         }
     }
 
-    // Legend, one row above the plot.
-    double legend_x = left;
-    const double legend_y = 16;
-    const auto legend_text = [&](const std::string& label, double advance) {
-        html << "<text x=\"" << svg_number(legend_x + 20) << "\" y=\"" << svg_number(legend_y + 4)
-             << "\">" << label << "</text>\n";
-        legend_x += advance;
-    };
-    html << "<g id=\"ratio-legend\">\n";
-    for (Verdict verdict : {Verdict::pass, Verdict::fail, Verdict::ungradable}) {
-        html << "<circle cx=\"" << svg_number(legend_x + 8) << "\" cy=\"" << legend_y
-             << "\" r=\"4\" fill=\"" << verdict_color(verdict) << "\"/>";
-        legend_text(std::string("student, ") + to_string(verdict),
-                    verdict == Verdict::ungradable ? 160 : 120);
-    }
-    html << "<line x1=\"" << svg_number(legend_x) << "\" x2=\"" << svg_number(legend_x + 16)
-         << "\" y1=\"" << legend_y << "\" y2=\"" << legend_y
-         << "\" stroke=\"#1565c0\" stroke-width=\"2.5\"/>";
-    legend_text(sweep ? "reference kernel (median of the grades)"
-                      : "the exercise's kernel (median of the grades)",
-                265);
-    if (sweep) {
-        html << "<rect x=\"" << svg_number(legend_x + 3) << "\" y=\"" << legend_y - 5
-             << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" "
-                "stroke-width=\"1.5\"/>";
-        legend_text("model: degree gcd(stride, " + std::to_string(summary.banks) + ")", 0);
-    }
-    html << "</g>\n</svg>\n";
+    write_ratio_legend(html, summary.sweep, summary.banks, left);
+    html << "</svg>\n";
 
-    html << "<p class=\"note\" id=\"ratio-note\">";
-    if (!sweep) {
-        html << (numbers == Numbers::modeled
-                     ? "No GPU timed these numbers: the class was graded on the PTX simulator, and "
-                       "each dot is one student's kernel as the simulator modeled it"
-                 : numbers == Numbers::mixed
-                     ? "This class mixes grades timed on a GPU (filled dots) and grades "
-                       "modeled on the PTX simulator (hollow dots); each dot is one "
-                       "student's kernel"
-                     : "Each dot is one student's kernel, timed on a GPU in that student's "
-                       "grade")
-             << ", over the " << escape_html(base)
-             << " in the same grade (dots are spread sideways so they do not hide each other). "
-                "The blue bars are the exercise's own kernels in the same grades (median over "
-                "the grades). Under each kernel, the conflict degree of its tile's column read; "
-                "a kernel's time is not that degree times another's, since global memory costs "
-                "too.</p>\n";
-    } else {
-        switch (numbers) {
-            case Numbers::timed:
-                html << "Each dot is one student's kernel at one stride, timed on a GPU in that "
-                        "student's grade: its time over its own time at stride 1";
-                break;
-            case Numbers::modeled:
-                html << "No GPU timed these numbers: the class was graded on the PTX simulator. "
-                        "Each "
-                        "dot is one student's kernel at one stride, as the simulator modeled it in "
-                        "that student's grade: its modeled cost (instructions plus 20 per "
-                        "shared-memory wavefront) over its own modeled cost at stride 1";
-                break;
-            case Numbers::mixed:
-                html
-                    << "This class mixes grades timed on a GPU (filled dots) and grades modeled on "
-                       "the PTX simulator (hollow dots: modeled costs, not times); each student's "
-                       "kind is in the table below. Each dot is one student's kernel at one "
-                       "stride, "
-                       "over its own value at stride 1";
-                break;
-            case Numbers::none:
-                html << "Each dot would be one student's kernel at one stride, over its own value "
-                        "at "
-                        "stride 1";
-                break;
-        }
-        html
-            << " (dots are spread sideways so they do not hide each other). The blue bar is the "
-               "reference kernel in the same grades (median over the grades). The square is the "
-               "model's conflict degree gcd(stride, "
-            << summary.banks
-            << ") on the same axis: the ratio a kernel would "
-               "show if its cost were all bank requests. Ratios can sit below it where stride 1 "
-               "has "
-               "costs of its own; the grade compares each student with the reference, not with the "
-               "degree.</p>\n";
-    }
-
-    // Strides across, so the table stays short however many strides the class drew.
-    bool header_row = true;
-    const auto cells = [&](const char* heading, const auto& cell) {
-        const char* tag = header_row ? "th" : "td";
-        html << "<tr><th>" << heading << "</th>";
-        for (const StrideSummary& row : summary.strides) {
-            html << '<' << tag << " class=\"number\">" << cell(row) << "</" << tag << '>';
-        }
-        html << "</tr>\n";
-        header_row = false;
-    };
-    const auto spread = [](const StrideSummary& row, double RatioSpread::*field) {
-        return row.student_ratio ? format_number((*row.student_ratio).*field, 2) : "–";
-    };
-    html << "<div class=\"scroll\"><table id=\"stride-table\" class=\"compact\">\n<thead>\n";
-    if (sweep) {
-        cells("stride", [](const StrideSummary& row) { return std::to_string(row.stride); });
-    } else {
-        cells("kernel", [](const StrideSummary& row) { return escape_html(row.label); });
-    }
-    html << "</thead>\n<tbody>\n";
-    cells("degree", [](const StrideSummary& row) {
-        return row.degree > 0 ? std::to_string(row.degree) : std::string("–");
-    });
-    cells(sweep ? "reference" : "exercise's kernel", [](const StrideSummary& row) {
-        return row.reference_ratio ? format_number(*row.reference_ratio, 2) : "–";
-    });
-    cells("students", [](const StrideSummary& row) { return std::to_string(row.student_count); });
-    cells("student min", [&](const StrideSummary& row) { return spread(row, &RatioSpread::min); });
-    cells("student median",
-          [&](const StrideSummary& row) { return spread(row, &RatioSpread::median); });
-    cells("student max", [&](const StrideSummary& row) { return spread(row, &RatioSpread::max); });
-    html << "</tbody>\n</table></div>\n</section>\n";
+    write_ratio_note(html, summary, numbers, base);
+    write_stride_table(html, summary);
 }
 
 }  // namespace grader::class_detail
