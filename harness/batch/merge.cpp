@@ -85,42 +85,9 @@ void copy_student(const std::filesystem::path& from, const std::filesystem::path
     }
 }
 
-}  // namespace
-
-MergeRefused::MergeRefused(const std::vector<std::string>& problems, std::vector<int> rerun)
-    : std::runtime_error(joined(problems, "\n")), problems_(problems), rerun_(std::move(rerun)) {}
-
-MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) {
-    const auto began = std::chrono::steady_clock::now();
-    std::vector<std::string> problems;
-    std::set<int> rerun;
-
-    for (const auto& dir : options.shard_dirs) {
-        if (within(options.output_dir, dir) || within(dir, options.output_dir)) {
-            throw BatchError("--output " + options.output_dir.string() + " and the shard " +
-                             dir.string() +
-                             " overlap: write the merged class into a folder of its own");
-        }
-    }
-
-    // Every manifest, and the first one as the class's description.
-    std::vector<LoadedShard> shards;
-    for (const auto& dir : options.shard_dirs) {
-        try {
-            if (auto manifest = read_manifest(dir)) {
-                shards.push_back({dir, std::move(*manifest)});
-            } else {
-                problems.push_back(dir.string() + " holds no " + kShardManifestFile +
-                                   ": its task never started, or this is not a shard's folder");
-            }
-        } catch (const std::exception& error) {
-            problems.push_back(text::visible_line(error.what()));
-        }
-    }
-    if (shards.empty()) {
-        problems.push_back("no shard to merge");
-        throw MergeRefused(problems, {});
-    }
+// Refuses shards that graded another class, exercise, grader or backend, or of another split.
+void refuse_disagreeing(const Exercise& exercise, const std::vector<LoadedShard>& shards,
+                        std::vector<std::string>& problems) {
     const ShardManifest& first = shards.front().manifest;
     const std::string first_name = shards.front().dir.string();
     const std::string digest = exercise_digest(exercise);
@@ -154,8 +121,14 @@ MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) 
     if (disagree) {
         throw MergeRefused(problems, {});
     }
+}
 
-    // Which folder holds each shard index, and each student's report.
+// Which shard holds each student's report. Problems (a shard given twice or missing, a student
+// with no report or with two) are added to `problems`, with the shard indexes to run again.
+std::map<std::string, std::vector<const LoadedShard*>> reports_by_student(
+    const std::vector<LoadedShard>& shards, std::vector<std::string>& problems,
+    std::set<int>& rerun) {
+    const ShardManifest& first = shards.front().manifest;
     const int count = first.shard.count;
     std::map<int, std::vector<std::string>> dirs_of_index;
     for (const auto& shard : shards) {
@@ -208,6 +181,49 @@ MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) 
                            " students have no report in any shard: " + joined(names, ", ") +
                            (missing.size() > shown ? ", ..." : ""));
     }
+    return holders;
+}
+
+}  // namespace
+
+MergeRefused::MergeRefused(const std::vector<std::string>& problems, std::vector<int> rerun)
+    : std::runtime_error(joined(problems, "\n")), problems_(problems), rerun_(std::move(rerun)) {}
+
+MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) {
+    const auto began = std::chrono::steady_clock::now();
+    std::vector<std::string> problems;
+    std::set<int> rerun;
+
+    for (const auto& dir : options.shard_dirs) {
+        if (within(options.output_dir, dir) || within(dir, options.output_dir)) {
+            throw BatchError("--output " + options.output_dir.string() + " and the shard " +
+                             dir.string() +
+                             " overlap: write the merged class into a folder of its own");
+        }
+    }
+
+    // Every manifest, and the first one as the class's description.
+    std::vector<LoadedShard> shards;
+    for (const auto& dir : options.shard_dirs) {
+        try {
+            if (auto manifest = read_manifest(dir)) {
+                shards.push_back({dir, std::move(*manifest)});
+            } else {
+                problems.push_back(dir.string() + " holds no " + kShardManifestFile +
+                                   ": its task never started, or this is not a shard's folder");
+            }
+        } catch (const std::exception& error) {
+            problems.push_back(text::visible_line(error.what()));
+        }
+    }
+    if (shards.empty()) {
+        problems.push_back("no shard to merge");
+        throw MergeRefused(problems, {});
+    }
+    const ShardManifest& first = shards.front().manifest;
+    refuse_disagreeing(exercise, shards, problems);
+    const int count = first.shard.count;
+    const auto holders = reports_by_student(shards, problems, rerun);
     if (!problems.empty()) {
         throw MergeRefused(problems, std::vector<int>(rerun.begin(), rerun.end()));
     }
