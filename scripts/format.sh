@@ -4,8 +4,9 @@
 #   scripts/format.sh --check   changes nothing: names each file that differs, exit 1 if any
 # The files: harness/ and tests/ (*.cpp, *.hpp, *.cu, *.h), without tests/fixtures/, whose
 # kernels' line numbers are in their expected messages. CLANG_FORMAT picks the tool (default
-# clang-format, Debian's package of that name). Without it: exit 77, which CTest's `format` test
-# reports as skipped.
+# clang-format, Debian's package of that name). Without it, or with another major version than
+# the tree's: exit 77, which CTest's `format` test reports as skipped; with GRADER_FORMAT_REQUIRED=1
+# (set by .ci/run) exit 1 instead, so that CI cannot pass with its formatting unchecked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=fix
@@ -16,9 +17,13 @@ case "${1:-}" in
   *) echo "format: unknown argument '$1'" >&2; exit 2 ;;
 esac
 tool="${CLANG_FORMAT:-clang-format}"
+unchecked=77
+if [ "${GRADER_FORMAT_REQUIRED:-0}" = 1 ]; then
+  unchecked=1
+fi
 if ! command -v "$tool" >/dev/null 2>&1; then
   echo "format: $tool is not installed (apt-get install clang-format): formatting not checked" >&2
-  exit 77
+  exit "$unchecked"
 fi
 # clang-format's releases format the same file differently: the tree is formatted with Debian 12's
 # clang-format 14, and another major version is not asked to agree with it (exit 77: skipped).
@@ -27,7 +32,7 @@ major=$("$tool" --version | sed -n 's/.*version \([0-9][0-9]*\)\..*/\1/p' | head
 if [ "$mode" = check ] && [ "$major" != "$formatted_with" ]; then
   echo "format: $tool is version ${major:-unknown}; the tree is formatted with clang-format" \
     "$formatted_with, whose output differs: formatting not checked" >&2
-  exit 77
+  exit "$unchecked"
 fi
 mapfile -d '' files < <(find harness tests -path tests/fixtures -prune -o -type f \
   \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.h' \) -print0 | sort -z)

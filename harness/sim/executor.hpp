@@ -298,6 +298,20 @@ private:
     const std::uint64_t* src(Warp& w, const Instruction& in, int k) {
         return in.src[k] >= 0 ? reg(w, in.src[k]) : nullptr;
     }
+    // The destination and the first `Sources` sources at once, as the family functions read them
+    // (o.d[lane], o.a[lane], ...); sources beyond `Sources` are nullptr.
+    struct Operands {
+        std::uint64_t* d;
+        const std::uint64_t* a;
+        const std::uint64_t* b;
+        const std::uint64_t* c;
+    };
+    template <int Sources>
+    Operands operands(Warp& w, const Instruction& in) {
+        static_assert(Sources >= 1 && Sources <= 3, "a family reads one to three sources");
+        return {dst(w, in), src(w, in, 0), Sources >= 2 ? src(w, in, 1) : nullptr,
+                Sources >= 3 ? src(w, in, 2) : nullptr};
+    }
 
     // Runs the instruction's family (opcodes.def) on the lanes of `exec`.
     void execute(Warp& w, const Instruction& in, std::uint32_t exec);

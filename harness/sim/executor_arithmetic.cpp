@@ -114,92 +114,82 @@ void Executor::execute_ftz(Warp& w, const Instruction& in, std::uint32_t exec) {
 }
 
 void execute_add_sub(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
+    const auto o = self.operands<2>(w, in);
     dispatch_any(in.type, [&](auto zero) {
         using T = decltype(zero);
         const bool add = in.op == Op::add;
         if constexpr (std::is_floating_point_v<T>) {
             for_lanes(exec, [&](unsigned l) {
-                T r = add ? as<T>(a[l]) + as<T>(b[l]) : as<T>(a[l]) - as<T>(b[l]);
+                T r = add ? as<T>(o.a[l]) + as<T>(o.b[l]) : as<T>(o.a[l]) - as<T>(o.b[l]);
                 if (in.saturate)
                     r = saturate_unit(r);
-                d[l] = bits_of<T>(r);
+                o.d[l] = bits_of<T>(r);
             });
         } else if (in.saturate && std::is_same_v<T, std::int32_t>) {
             for_lanes(exec, [&](unsigned l) {
-                const std::int64_t x = as<std::int32_t>(a[l]), y = as<std::int32_t>(b[l]);
+                const std::int64_t x = as<std::int32_t>(o.a[l]), y = as<std::int32_t>(o.b[l]);
                 std::int64_t r = add ? x + y : x - y;
                 r = std::min<std::int64_t>(INT32_MAX, std::max<std::int64_t>(INT32_MIN, r));
-                d[l] = bits_of<std::int32_t>(static_cast<std::int32_t>(r));
+                o.d[l] = bits_of<std::int32_t>(static_cast<std::int32_t>(r));
             });
         } else {
             using U = Unsigned<T>;
             for_lanes(exec, [&](unsigned l) {
-                const U x = as<U>(a[l]), y = as<U>(b[l]);
-                d[l] = bits_of<U>(static_cast<U>(add ? x + y : x - y));
+                const U x = as<U>(o.a[l]), y = as<U>(o.b[l]);
+                o.d[l] = bits_of<U>(static_cast<U>(add ? x + y : x - y));
             });
         }
     });
 }
 
 void execute_mul_lo(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
+    const auto o = self.operands<2>(w, in);
     dispatch_any(in.type, [&](auto zero) {
         using T = decltype(zero);
         if constexpr (std::is_floating_point_v<T>) {
             for_lanes(exec, [&](unsigned l) {
-                T r = as<T>(a[l]) * as<T>(b[l]);
+                T r = as<T>(o.a[l]) * as<T>(o.b[l]);
                 if (in.saturate)
                     r = saturate_unit(r);
-                d[l] = bits_of<T>(r);
+                o.d[l] = bits_of<T>(r);
             });
         } else {
             using U = Unsigned<T>;
             using W = std::conditional_t<(sizeof(U) < 4), std::uint32_t, U>;
             for_lanes(exec, [&](unsigned l) {
-                d[l] = bits_of<U>(
-                    static_cast<U>(static_cast<W>(as<U>(a[l])) * static_cast<W>(as<U>(b[l]))));
+                o.d[l] = bits_of<U>(
+                    static_cast<U>(static_cast<W>(as<U>(o.a[l])) * static_cast<W>(as<U>(o.b[l]))));
             });
         }
     });
 }
 
 void execute_mul_hi(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
+    const auto o = self.operands<2>(w, in);
     dispatch_int(in.type, [&](auto zero) {
         using T = decltype(zero);
-        for_lanes(exec,
-                  [&](unsigned l) { d[l] = bits_of<T>(mul_high<T>(as<T>(a[l]), as<T>(b[l]))); });
+        for_lanes(exec, [&](unsigned l) {
+            o.d[l] = bits_of<T>(mul_high<T>(as<T>(o.a[l]), as<T>(o.b[l])));
+        });
     });
 }
 
 void execute_mul_wide(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
+    const auto o = self.operands<2>(w, in);
     dispatch_int(in.type, [&](auto zero) {
         using T = decltype(zero);
         if constexpr (sizeof(T) <= 4) {  // PTX has no mul.wide of 64-bit operands
             using W = typename Wider<T>::type;
             for_lanes(exec, [&](unsigned l) {
-                d[l] = bits_of<W>(
-                    static_cast<W>(static_cast<W>(as<T>(a[l])) * static_cast<W>(as<T>(b[l]))));
+                o.d[l] = bits_of<W>(
+                    static_cast<W>(static_cast<W>(as<T>(o.a[l])) * static_cast<W>(as<T>(o.b[l]))));
             });
         }
     });
 }
 
 void execute_mad(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
-    const std::uint64_t* c = self.src(w, in, 2);
+    const auto o = self.operands<3>(w, in);
     dispatch_int(in.type, [&](auto zero) {
         using T = decltype(zero);
         using U = Unsigned<T>;
@@ -207,26 +197,24 @@ void execute_mad(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
         const bool high = in.op == Op::mad_hi;
         for_lanes(exec, [&](unsigned l) {
             const U product =
-                high ? static_cast<U>(mul_high<T>(as<T>(a[l]), as<T>(b[l])))
-                     : static_cast<U>(static_cast<W>(as<U>(a[l])) * static_cast<W>(as<U>(b[l])));
+                high
+                    ? static_cast<U>(mul_high<T>(as<T>(o.a[l]), as<T>(o.b[l])))
+                    : static_cast<U>(static_cast<W>(as<U>(o.a[l])) * static_cast<W>(as<U>(o.b[l])));
             if (in.saturate && std::is_same_v<T, std::int32_t>) {
                 const std::int64_t r = static_cast<std::int64_t>(static_cast<T>(product)) +
-                                       static_cast<std::int64_t>(as<T>(c[l]));
-                d[l] = bits_of<std::int32_t>(static_cast<std::int32_t>(
+                                       static_cast<std::int64_t>(as<T>(o.c[l]));
+                o.d[l] = bits_of<std::int32_t>(static_cast<std::int32_t>(
                     std::min<std::int64_t>(INT32_MAX, std::max<std::int64_t>(INT32_MIN, r))));
             } else {
-                d[l] = bits_of<U>(
-                    static_cast<U>(static_cast<W>(product) + static_cast<W>(as<U>(c[l]))));
+                o.d[l] = bits_of<U>(
+                    static_cast<U>(static_cast<W>(product) + static_cast<W>(as<U>(o.c[l]))));
             }
         });
     });
 }
 
 void execute_mad_wide(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
-    const std::uint64_t* c = self.src(w, in, 2);
+    const auto o = self.operands<3>(w, in);
     dispatch_int(in.type, [&](auto zero) {
         using T = decltype(zero);
         if constexpr (sizeof(T) == 2 || sizeof(T) == 4) {
@@ -234,47 +222,43 @@ void execute_mad_wide(Executor& self, Warp& w, const Instruction& in, std::uint3
             using UW = Unsigned<W>;
             for_lanes(exec, [&](unsigned l) {
                 const UW product =
-                    static_cast<UW>(static_cast<W>(as<T>(a[l])) * static_cast<W>(as<T>(b[l])));
-                d[l] = bits_of<UW>(static_cast<UW>(product + as<UW>(c[l])));
+                    static_cast<UW>(static_cast<W>(as<T>(o.a[l])) * static_cast<W>(as<T>(o.b[l])));
+                o.d[l] = bits_of<UW>(static_cast<UW>(product + as<UW>(o.c[l])));
             });
         }
     });
 }
 
 void execute_fma(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
-    const std::uint64_t* c = self.src(w, in, 2);
+    const auto o = self.operands<3>(w, in);
     if (in.type == Type::f32) {
         for_lanes(exec, [&](unsigned l) {
-            float r = std::fma(as<float>(a[l]), as<float>(b[l]), as<float>(c[l]));
+            float r = std::fma(as<float>(o.a[l]), as<float>(o.b[l]), as<float>(o.c[l]));
             if (in.saturate)
                 r = saturate_unit(r);
-            d[l] = bits_of<float>(r);
+            o.d[l] = bits_of<float>(r);
         });
     } else {
         for_lanes(exec, [&](unsigned l) {
-            d[l] = bits_of<double>(std::fma(as<double>(a[l]), as<double>(b[l]), as<double>(c[l])));
+            o.d[l] = bits_of<double>(
+                std::fma(as<double>(o.a[l]), as<double>(o.b[l]), as<double>(o.c[l])));
         });
     }
 }
 
 void execute_div_rem(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
+    const auto o = self.operands<2>(w, in);
     dispatch_any(in.type, [&](auto zero) {
         using T = decltype(zero);
         const bool quotient = in.op == Op::div;
         if constexpr (std::is_floating_point_v<T>) {
             for_lanes(exec, [&](unsigned l) {
-                const T x = as<T>(a[l]), y = as<T>(b[l]);
-                d[l] = bits_of<T>(quotient ? x / y : std::fmod(x, y));
+                const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
+                o.d[l] = bits_of<T>(quotient ? x / y : std::fmod(x, y));
             });
         } else {
             for_lanes(exec, [&](unsigned l) {
-                const T x = as<T>(a[l]), y = as<T>(b[l]);
+                const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
                 T r;
                 if (y == 0) {
                     r = quotient ? static_cast<T>(~Unsigned<T>(0)) : x;  // as the GPU: no trap
@@ -284,90 +268,81 @@ void execute_div_rem(Executor& self, Warp& w, const Instruction& in, std::uint32
                 } else {
                     r = quotient ? static_cast<T>(x / y) : static_cast<T>(x % y);
                 }
-                d[l] = bits_of<T>(r);
+                o.d[l] = bits_of<T>(r);
             });
         }
     });
 }
 
 void execute_min_max(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
+    const auto o = self.operands<2>(w, in);
     dispatch_any(in.type, [&](auto zero) {
         using T = decltype(zero);
         const bool lowest = in.op == Op::min;
         for_lanes(exec, [&](unsigned l) {
-            const T x = as<T>(a[l]), y = as<T>(b[l]);
+            const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
             if constexpr (std::is_floating_point_v<T>) {
-                d[l] = bits_of<T>(lowest ? std::fmin(x, y) : std::fmax(x, y));
+                o.d[l] = bits_of<T>(lowest ? std::fmin(x, y) : std::fmax(x, y));
             } else {
-                d[l] = bits_of<T>(lowest ? std::min(x, y) : std::max(x, y));
+                o.d[l] = bits_of<T>(lowest ? std::min(x, y) : std::max(x, y));
             }
         });
     });
 }
 
 void execute_neg_abs(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
+    const auto o = self.operands<1>(w, in);
     dispatch_any(in.type, [&](auto zero) {
         using T = decltype(zero);
         const bool negate = in.op == Op::neg;
         for_lanes(exec, [&](unsigned l) {
-            const T x = as<T>(a[l]);
+            const T x = as<T>(o.a[l]);
             if constexpr (std::is_floating_point_v<T>) {
-                d[l] = bits_of<T>(negate ? -x : std::fabs(x));
+                o.d[l] = bits_of<T>(negate ? -x : std::fabs(x));
             } else {
                 using U = Unsigned<T>;
                 const U minus = static_cast<U>(U(0) - static_cast<U>(x));
-                d[l] = bits_of<U>(negate || x < T(0) ? minus : static_cast<U>(x));
+                o.d[l] = bits_of<U>(negate || x < T(0) ? minus : static_cast<U>(x));
             }
         });
     });
 }
 
 void execute_sad(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
-    const std::uint64_t* c = self.src(w, in, 2);
+    const auto o = self.operands<3>(w, in);
     dispatch_int(in.type, [&](auto zero) {
         using T = decltype(zero);
         using U = Unsigned<T>;
         for_lanes(exec, [&](unsigned l) {
-            const T x = as<T>(a[l]), y = as<T>(b[l]);
+            const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
             const U diff = x > y ? static_cast<U>(static_cast<U>(x) - static_cast<U>(y))
                                  : static_cast<U>(static_cast<U>(y) - static_cast<U>(x));
-            d[l] = bits_of<U>(static_cast<U>(diff + as<U>(c[l])));
+            o.d[l] = bits_of<U>(static_cast<U>(diff + as<U>(o.c[l])));
         });
     });
 }
 
 void execute_copysign(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
+    const auto o = self.operands<2>(w, in);
     // PTX: the sign of a, the magnitude of b.
     if (in.type == Type::f32) {
         for_lanes(exec, [&](unsigned l) {
-            d[l] = bits_of<float>(std::copysign(as<float>(b[l]), as<float>(a[l])));
+            o.d[l] = bits_of<float>(std::copysign(as<float>(o.b[l]), as<float>(o.a[l])));
         });
     } else {
         for_lanes(exec, [&](unsigned l) {
-            d[l] = bits_of<double>(std::copysign(as<double>(b[l]), as<double>(a[l])));
+            o.d[l] = bits_of<double>(std::copysign(as<double>(o.b[l]), as<double>(o.a[l])));
         });
     }
 }
 
 void execute_float_unary(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
+    const auto o = self.operands<1>(w, in);
     dispatch_any(in.type, [&](auto zero) {
         using T = decltype(zero);
         if constexpr (std::is_floating_point_v<T>) {
             for_lanes(exec, [&](unsigned l) {
-                const T x = as<T>(a[l]);
+                const T x = as<T>(o.a[l]);
                 T r = x;
                 switch (in.op) {
                     case Op::rcp:
@@ -392,7 +367,7 @@ void execute_float_unary(Executor& self, Warp& w, const Instruction& in, std::ui
                         r = std::cos(x);
                         break;
                 }
-                d[l] = bits_of<T>(r);
+                o.d[l] = bits_of<T>(r);
             });
         }
     });

@@ -33,14 +33,13 @@ F round_float(F x, Rounding r) {
 }  // namespace
 
 void execute_mov(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
+    const auto o = self.operands<1>(w, in);
     if (in.type == Type::pred) {
-        for_lanes(exec, [&](unsigned l) { d[l] = a[l] != 0; });
+        for_lanes(exec, [&](unsigned l) { o.d[l] = o.a[l] != 0; });
     } else {
         const unsigned bits = type_bits(in.type);
         const std::uint64_t keep = low_bits(bits);
-        for_lanes(exec, [&](unsigned l) { d[l] = a[l] & keep; });
+        for_lanes(exec, [&](unsigned l) { o.d[l] = o.a[l] & keep; });
     }
 }
 
@@ -68,18 +67,14 @@ void execute_mov_unpack(Executor& self, Warp& w, const Instruction& in, std::uin
 }
 
 void execute_selp(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
-    const std::uint64_t* b = self.src(w, in, 1);
-    const std::uint64_t* c = self.src(w, in, 2);
+    const auto o = self.operands<3>(w, in);
     const unsigned bits = type_bits(in.type);
     const std::uint64_t keep = low_bits(bits);
-    for_lanes(exec, [&](unsigned l) { d[l] = (c[l] != 0 ? a[l] : b[l]) & keep; });
+    for_lanes(exec, [&](unsigned l) { o.d[l] = (o.c[l] != 0 ? o.a[l] : o.b[l]) & keep; });
 }
 
 void execute_cvta(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
+    const auto o = self.operands<1>(w, in);
     std::uint64_t window = 0;
     if (in.space == Space::shared)
         window = kSharedWindow;
@@ -88,9 +83,9 @@ void execute_cvta(Executor& self, Warp& w, const Instruction& in, std::uint32_t 
     const unsigned bits = type_bits(in.type);
     const std::uint64_t keep = low_bits(bits);
     if (in.op == Op::cvta_to_generic) {
-        for_lanes(exec, [&](unsigned l) { d[l] = (a[l] + window) & keep; });
+        for_lanes(exec, [&](unsigned l) { o.d[l] = (o.a[l] + window) & keep; });
     } else {
-        for_lanes(exec, [&](unsigned l) { d[l] = (a[l] - window) & keep; });
+        for_lanes(exec, [&](unsigned l) { o.d[l] = (o.a[l] - window) & keep; });
     }
 }
 
@@ -204,8 +199,7 @@ void execute_setp(Executor& self, Warp& w, const Instruction& in, std::uint32_t 
 // Float rounding modes other than round-to-nearest for float results (.rz/.rm/.rp) are
 // computed as round-to-nearest.
 void execute_cvt(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
-    std::uint64_t* d = self.dst(w, in);
-    const std::uint64_t* a = self.src(w, in, 0);
+    const auto o = self.operands<1>(w, in);
     const Type to = in.type;
     const Type from = in.source_type;
     dispatch_any(from, [&](auto source_zero) {
@@ -213,7 +207,7 @@ void execute_cvt(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
         dispatch_any(to, [&](auto target_zero) {
             using D = decltype(target_zero);
             for_lanes(exec, [&](unsigned l) {
-                const S x = as<S>(a[l]);
+                const S x = as<S>(o.a[l]);
                 D r{};
                 if constexpr (std::is_floating_point_v<D>) {
                     if constexpr (std::is_floating_point_v<S>) {
@@ -263,7 +257,7 @@ void execute_cvt(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
                                 : static_cast<std::uint64_t>(x)));
                     }
                 }
-                d[l] = bits_of<D>(r);
+                o.d[l] = bits_of<D>(r);
             });
         });
     });
