@@ -32,13 +32,17 @@ mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
 padding=(--exercise exercises/day15-padding)
+# Every scratch folder of this run lies in one folder of its own, removed at the end.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-XXXXXX")
+chmod 755 "$scratch"  # the user nobody reads a report it writes there
+trap 'rm -rf "$scratch"' EXIT
 
 section() { printf '\n==== %s (%s) ====\n' "$*" "$(date -u +%H:%M:%SZ)"; }
 
-# Runs the rest of the line as the user nobody, with a home of its own in /tmp.
+# Runs the rest of the line as the user nobody, with a home of its own in the scratch folder.
 as_nobody() {
-  mkdir -p /tmp/nobody-home && chown nobody /tmp/nobody-home
-  setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=/tmp/nobody-home "$@"
+  mkdir -p $scratch/nobody-home && chown nobody $scratch/nobody-home
+  setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=$scratch/nobody-home "$@"
 }
 
 run_machine() {
@@ -76,17 +80,17 @@ run_fixtures() {
 
 run_hostile() {
   section "hostile submissions through grader grade on the GPU"
-  local scratch=/tmp/gpu-check-hostile
-  rm -rf "$scratch" && mkdir -p "$scratch"
+  local reports="$scratch/hostile"
+  rm -rf "$reports" && mkdir -p "$reports"
   for folder in tests/fixtures/hostile/*/; do
     local name exercise=()
     name=$(basename "$folder")
     [ -f "$folder/probe.cu" ] || [ -f "$folder/transpose.cu" ] || continue
     [ -f "$folder/transpose.cu" ] && exercise=("${padding[@]}")
     timeout 300 "$grader" grade "$folder" "${exercise[@]}" --seed 7 --format json \
-      --output "$scratch/$name.json" --quiet >/dev/null 2>&1
+      --output "$reports/$name.json" --quiet >/dev/null 2>&1
     local code=$?
-    python3 - "$scratch/$name.json" "$name" "$code" <<'EOF'
+    python3 - "$reports/$name.json" "$name" "$code" <<'EOF'
 import json, sys
 path, name, code = sys.argv[1:]
 try:
@@ -108,10 +112,11 @@ run_counters() {
   section "CUPTI counters and a grade as the user nobody"
   chmod -R a+rX "$root" 2>/dev/null
   as_nobody "$root/$build/tests/test_counters" 2>&1 | tail -40
-  as_nobody "$grader" grade student/example/ --seed 7 --format json --output /tmp/nobody-report.json --quiet
+  mkdir -p "$scratch/nobody" && chown nobody "$scratch/nobody"
+  as_nobody "$grader" grade student/example/ --seed 7 --format json --output "$scratch/nobody/report.json" --quiet
   echo "exit status: $?"
-  cp /tmp/nobody-report.json "$out/nobody-probe-report.json" 2>/dev/null
-  python3 - /tmp/nobody-report.json <<'EOF'
+  cp $scratch/nobody/report.json "$out/nobody-probe-report.json" 2>/dev/null
+  python3 - $scratch/nobody/report.json <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print("verdict:", r["verdict"], r["score"], "/", r["max_score"])
@@ -143,54 +148,54 @@ run_isolation() {
 
 run_class() {
   section "batch: a generated class of 100 (scripts/bench/make_class.py, batch_bench.py)"
-  rm -rf /tmp/class /tmp/class-out
-  python3 "$root/scripts/bench/make_class.py" /tmp/class --size 100 --seed 1
-  python3 "$root/scripts/bench/batch_bench.py" "$grader" /tmp/class /tmp/class-out --timeout 5
-  cp /tmp/class-out/gradebook.csv /tmp/class-out/class-report.html "$out/" 2>/dev/null
+  rm -rf $scratch/class $scratch/class-out
+  python3 "$root/scripts/bench/make_class.py" $scratch/class --size 100 --seed 1
+  python3 "$root/scripts/bench/batch_bench.py" "$grader" $scratch/class $scratch/class-out --timeout 5
+  cp $scratch/class-out/gradebook.csv $scratch/class-out/class-report.html "$out/" 2>/dev/null
 
   section "batch killed with SIGKILL midway, then resumed"
-  rm -rf /tmp/class-kill
-  "$grader" batch /tmp/class --output /tmp/class-kill --timeout 5 --quiet &
+  rm -rf $scratch/class-kill
+  "$grader" batch $scratch/class --output $scratch/class-kill --timeout 5 --quiet &
   local batch_pid=$!
   sleep 8
   kill -KILL "$batch_pid"
   wait "$batch_pid" 2>/dev/null
-  echo "reports before the kill: $(ls /tmp/class-kill/*/report.json 2>/dev/null | wc -l)"
-  "$grader" batch /tmp/class --output /tmp/class-kill --timeout 5 --resume --quiet
+  echo "reports before the kill: $(ls $scratch/class-kill/*/report.json 2>/dev/null | wc -l)"
+  "$grader" batch $scratch/class --output $scratch/class-kill --timeout 5 --resume --quiet
   echo "resume exit status: $?"
   local submissions rows unique
-  submissions=$(find /tmp/class -mindepth 1 -maxdepth 1 -type d ! -name '.*' | wc -l)
-  rows=$(python3 -c 'import csv,sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1], encoding="utf-8-sig"))))' /tmp/class-kill/gradebook.csv)
-  unique=$(python3 -c 'import csv,sys; print(len({r["folder"] for r in csv.DictReader(open(sys.argv[1], encoding="utf-8-sig"))}))' /tmp/class-kill/gradebook.csv)
+  submissions=$(find $scratch/class -mindepth 1 -maxdepth 1 -type d ! -name '.*' | wc -l)
+  rows=$(python3 -c 'import csv,sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1], encoding="utf-8-sig"))))' $scratch/class-kill/gradebook.csv)
+  unique=$(python3 -c 'import csv,sys; print(len({r["folder"] for r in csv.DictReader(open(sys.argv[1], encoding="utf-8-sig"))}))' $scratch/class-kill/gradebook.csv)
   echo "submissions: $submissions, gradebook rows: $rows, distinct folders: $unique"
 }
 
 run_share() {
   section "two batches sharing GPU 0 at once (halves of the class), then --devices 0,0"
-  [ -d /tmp/class ] || python3 "$root/scripts/bench/make_class.py" /tmp/class --size 100 --seed 1
-  rm -rf /tmp/half-a /tmp/half-b /tmp/share-a /tmp/share-b /tmp/share-00
-  mkdir -p /tmp/half-a /tmp/half-b
+  [ -d $scratch/class ] || python3 "$root/scripts/bench/make_class.py" $scratch/class --size 100 --seed 1
+  rm -rf $scratch/half-a $scratch/half-b $scratch/share-a $scratch/share-b $scratch/share-00
+  mkdir -p $scratch/half-a $scratch/half-b
   local i=0
-  for d in /tmp/class/*/; do
+  for d in $scratch/class/*/; do
     [ -f "$d/probe.cu" ] || continue
-    if [ $((i % 2)) -eq 0 ]; then cp -r "$d" /tmp/half-a/; else cp -r "$d" /tmp/half-b/; fi
+    if [ $((i % 2)) -eq 0 ]; then cp -r "$d" $scratch/half-a/; else cp -r "$d" $scratch/half-b/; fi
     i=$((i + 1))
     [ "$i" -lt 40 ] || break
   done
   local began=$SECONDS
-  "$grader" batch /tmp/half-a --output /tmp/share-a --timeout 5 --quiet &
+  "$grader" batch $scratch/half-a --output $scratch/share-a --timeout 5 --quiet &
   local a=$!
-  "$grader" batch /tmp/half-b --output /tmp/share-b --timeout 5 --quiet &
+  "$grader" batch $scratch/half-b --output $scratch/share-b --timeout 5 --quiet &
   local b=$!
   wait "$a"; echo "batch A exit status: $?"
   wait "$b"; echo "batch B exit status: $?"
   echo "both batches: $((SECONDS - began)) s"
-  python3 "$root/scripts/bench/timing_overlap.py" /tmp/share-a /tmp/share-b
+  python3 "$root/scripts/bench/timing_overlap.py" $scratch/share-a $scratch/share-b
   section "grader batch --devices 0,0"
   began=$SECONDS
-  "$grader" batch /tmp/half-a --output /tmp/share-00 --timeout 5 --devices 0,0 --quiet
+  "$grader" batch $scratch/half-a --output $scratch/share-00 --timeout 5 --devices 0,0 --quiet
   echo "exit status: $?, $((SECONDS - began)) s"
-  python3 "$root/scripts/bench/timing_overlap.py" /tmp/share-00
+  python3 "$root/scripts/bench/timing_overlap.py" $scratch/share-00
 }
 
 run_ncu() {
@@ -207,15 +212,15 @@ run_shards() {
   local gpus
   gpus=$(nvidia-smi -L | wc -l)
   section "shards: the class of 100 as $gpus tasks, one per GPU, then grader merge"
-  [ -d /tmp/class ] || python3 "$root/scripts/bench/make_class.py" /tmp/class --size 100 --seed 1
-  rm -rf /tmp/shards-one /tmp/shards-run
+  [ -d $scratch/class ] || python3 "$root/scripts/bench/make_class.py" $scratch/class --size 100 --seed 1
+  rm -rf $scratch/shards-one $scratch/shards-run
   local began=$SECONDS
-  "$grader" batch /tmp/class --output /tmp/shards-one --timeout 5 --backend cuda --quiet
+  "$grader" batch $scratch/class --output $scratch/shards-one --timeout 5 --backend cuda --quiet
   echo "one batch on every GPU: exit $?, $((SECONDS - began)) s"
   began=$SECONDS
   local pids=() i
   for ((i = 0; i < gpus; i++)); do
-    CUDA_VISIBLE_DEVICES=$i "$grader" batch /tmp/class --output "/tmp/shards-run/shards/$i" \
+    CUDA_VISIBLE_DEVICES=$i "$grader" batch $scratch/class --output "$scratch/shards-run/shards/$i" \
       --shard "$i/$gpus" --backend cuda --timeout 5 --quiet &
     pids+=($!)
   done
@@ -223,9 +228,9 @@ run_shards() {
   echo "$gpus tasks: $((SECONDS - began)) s"
   local merge_began
   merge_began=$(date +%s.%N)
-  "$grader" merge /tmp/shards-run/shards/* --output /tmp/shards-run/class
+  "$grader" merge $scratch/shards-run/shards/* --output $scratch/shards-run/class
   echo "merge exit $?, $(python3 -c "import time; print(round(time.time() - $merge_began, 2))") s"
-  python3 - /tmp/shards-run /tmp/shards-one <<'PY'
+  python3 - $scratch/shards-run $scratch/shards-one <<'PY'
 import csv, glob, json, sys
 run, one = sys.argv[1], sys.argv[2]
 for path in sorted(glob.glob(f"{run}/shards/*/shard.json")):
