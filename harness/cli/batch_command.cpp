@@ -194,6 +194,62 @@ private:
 
 class SilentProgress : public BatchProgress {};
 
+// What the class as a whole asks the instructor to know: an unconfined compile, entries of the
+// class folder that are no submission, an empty class.
+void warn_about_class(const BatchResult& result, const BatchCommandOptions& options) {
+    // Each said once for the class, not once per student.
+    if (!result.unconfined_compile.empty()) {
+        // Inside a container, "grade in a container" is no advice: what is missing is the host
+        // kernel's Landlock or the container's leave to use it.
+        std::error_code no_file;
+        const bool in_container = std::filesystem::exists("/.dockerenv", no_file) ||
+                                  std::filesystem::exists("/run/.containerenv", no_file);
+        spdlog::warn(
+            "the students' code was compiled without confinement on this machine ({}): a "
+            "submission's compile could read any file this user can{}",
+            text::visible_line(result.unconfined_compile),
+            in_container ? " in this container; the host's kernel needs Landlock (Linux 5.13 or "
+                           "later) and the container's seccomp profile must allow the landlock_* "
+                           "calls (Docker's default does from 20.10.18; docs/docker.md)"
+                         : "; grade in a container or on a kernel with Landlock");
+    }
+    for (const auto& skipped : result.skipped) {
+        spdlog::warn("skipped '{}' in the class folder: {}", text::visible_line(skipped.name),
+                     skipped.reason);
+    }
+    if (result.entries.empty() && result.abandoned.empty() && result.not_started.empty()) {
+        spdlog::warn(
+            "{} holds no submission folder: the class outputs are empty (a class folder "
+            "has one sub-folder per student, each with the exercise's files)",
+            text::visible_line(options.submissions.string()));
+    }
+}
+
+// The run in a few lines on standard output: counts, flags, the files written.
+void print_summary(const BatchResult& result) {
+    const BatchStatus& status = result.status;
+    std::printf(
+        "%zu submissions graded in %s s (%s/min), %zu kept: %zu pass, %zu fail, "
+        "%zu ungradable\n",
+        status.graded, format_number(result.wall_seconds, 1).c_str(),
+        format_number(per_minute(status), 1).c_str(), status.kept, status.passed, status.failed,
+        status.ungradable);
+    if (result.harness_errors > 0) {
+        std::printf("%zu of them could not be graded by the harness: see their reports\n",
+                    result.harness_errors);
+    }
+    if (result.flagged > 0) {
+        std::printf(
+            "%zu submissions to look at twice (a shared or missing student id, a copied or "
+            "missing sentence): see the flags in the gradebook and the class page\n",
+            result.flagged);
+    }
+    for (const auto& file : result.class_outputs) {
+        std::printf("wrote %s\n", text::visible_line(file.string()).c_str());
+    }
+    std::fflush(stdout);
+}
+
 int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& global) {
     const std::string output_shown = text::visible_line(options.output.string());
     std::error_code unreadable;  // a name the system refuses is check_output_folder's to say
@@ -286,55 +342,10 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     if (on_terminal && !global.quiet) {
         terminal.finish();
     }
-    // Said once for the class, not once per student.
-    if (!result.unconfined_compile.empty()) {
-        // Inside a container, "grade in a container" is no advice: what is missing is the host
-        // kernel's Landlock or the container's leave to use it.
-        std::error_code no_file;
-        const bool in_container = std::filesystem::exists("/.dockerenv", no_file) ||
-                                  std::filesystem::exists("/run/.containerenv", no_file);
-        spdlog::warn(
-            "the students' code was compiled without confinement on this machine ({}): a "
-            "submission's compile could read any file this user can{}",
-            text::visible_line(result.unconfined_compile),
-            in_container ? " in this container; the host's kernel needs Landlock (Linux 5.13 or "
-                           "later) and the container's seccomp profile must allow the landlock_* "
-                           "calls (Docker's default does from 20.10.18; docs/docker.md)"
-                         : "; grade in a container or on a kernel with Landlock");
-    }
-    for (const auto& skipped : result.skipped) {
-        spdlog::warn("skipped '{}' in the class folder: {}", text::visible_line(skipped.name),
-                     skipped.reason);
-    }
-    if (result.entries.empty() && result.abandoned.empty() && result.not_started.empty()) {
-        spdlog::warn(
-            "{} holds no submission folder: the class outputs are empty (a class folder "
-            "has one sub-folder per student, each with the exercise's files)",
-            text::visible_line(options.submissions.string()));
-    }
-
+    warn_about_class(result, options);
     const BatchStatus& status = result.status;
     if (!global.quiet) {
-        std::printf(
-            "%zu submissions graded in %s s (%s/min), %zu kept: %zu pass, %zu fail, "
-            "%zu ungradable\n",
-            status.graded, format_number(result.wall_seconds, 1).c_str(),
-            format_number(per_minute(status), 1).c_str(), status.kept, status.passed, status.failed,
-            status.ungradable);
-        if (result.harness_errors > 0) {
-            std::printf("%zu of them could not be graded by the harness: see their reports\n",
-                        result.harness_errors);
-        }
-        if (result.flagged > 0) {
-            std::printf(
-                "%zu submissions to look at twice (a shared or missing student id, a copied or "
-                "missing sentence): see the flags in the gradebook and the class page\n",
-                result.flagged);
-        }
-        for (const auto& file : result.class_outputs) {
-            std::printf("wrote %s\n", text::visible_line(file.string()).c_str());
-        }
-        std::fflush(stdout);
+        print_summary(result);
     }
     if (stop_requested.load()) {
         spdlog::error(

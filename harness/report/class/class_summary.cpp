@@ -514,6 +514,65 @@ std::string class_reason(const Report& report) {
     return report.summary;
 }
 
+namespace {
+
+// One entry's share of the class's counts: its verdict, score, how its numbers were made, its
+// checks and the root cause of its failure.
+void count_entry(const ClassEntry& entry, ClassSummary& summary,
+                 std::map<std::string, FailureReason>& reasons, std::set<std::string>& devices) {
+    const Report& report = entry.report;
+    switch (report.verdict) {
+        case Verdict::pass:
+            ++summary.passed;
+            break;
+        case Verdict::fail:
+            ++summary.failed;
+            break;
+        case Verdict::ungradable:
+            ++summary.ungradable;
+            summary.not_graded.push_back({entry.student_folder, class_reason(report)});
+            break;
+    }
+    summary.max_score = std::max(summary.max_score, report.max_score);
+    if (report.verdict != Verdict::ungradable) {
+        summary.graded_scores.push_back(report.score);
+    }
+    if (summary.exercise_id.empty()) {
+        summary.exercise_id = report.exercise_id;
+    }
+    if (summary.exercise_title.empty()) {
+        summary.exercise_title = report.exercise_title;
+        summary.banks = report.banks;
+    }
+    if (timed_on_gpu(report)) {
+        ++summary.timed;
+        if (!report.environment.device_name.empty()) {
+            devices.insert(report.environment.device_name);
+        }
+    } else if (modeled(report)) {
+        ++summary.modeled;
+    }
+
+    for (const CheckResult& check : report.checks) {
+        for (CheckSummary& column : summary.checks) {
+            if (column.id == check.id) {
+                ++column.reported;
+                column.passed += check.status == CheckStatus::passed ? 1 : 0;
+                column.failed += check.status == CheckStatus::failed ? 1 : 0;
+                column.not_run += check.status == CheckStatus::not_run ? 1 : 0;
+            }
+        }
+    }
+    if (const auto cause = root_cause(report)) {
+        FailureReason& reason = reasons[cause->key];
+        reason.key = cause->key;
+        reason.reason = cause->reason;
+        reason.folders.push_back(entry.student_folder);  // entries arrive sorted
+    }
+}
+
+}  // namespace
+
 ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
     const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
     ClassSummary summary;
@@ -531,54 +590,7 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
 
     for (const ClassEntry* entry : sorted) {
         const Report& report = entry->report;
-        switch (report.verdict) {
-            case Verdict::pass:
-                ++summary.passed;
-                break;
-            case Verdict::fail:
-                ++summary.failed;
-                break;
-            case Verdict::ungradable:
-                ++summary.ungradable;
-                summary.not_graded.push_back({entry->student_folder, class_reason(report)});
-                break;
-        }
-        summary.max_score = std::max(summary.max_score, report.max_score);
-        if (report.verdict != Verdict::ungradable) {
-            summary.graded_scores.push_back(report.score);
-        }
-        if (summary.exercise_id.empty()) {
-            summary.exercise_id = report.exercise_id;
-        }
-        if (summary.exercise_title.empty()) {
-            summary.exercise_title = report.exercise_title;
-            summary.banks = report.banks;
-        }
-        if (timed_on_gpu(report)) {
-            ++summary.timed;
-            if (!report.environment.device_name.empty()) {
-                devices.insert(report.environment.device_name);
-            }
-        } else if (modeled(report)) {
-            ++summary.modeled;
-        }
-
-        for (const CheckResult& check : report.checks) {
-            for (CheckSummary& column : summary.checks) {
-                if (column.id == check.id) {
-                    ++column.reported;
-                    column.passed += check.status == CheckStatus::passed ? 1 : 0;
-                    column.failed += check.status == CheckStatus::failed ? 1 : 0;
-                    column.not_run += check.status == CheckStatus::not_run ? 1 : 0;
-                }
-            }
-        }
-        if (const auto cause = root_cause(report)) {
-            FailureReason& reason = reasons[cause->key];
-            reason.key = cause->key;
-            reason.reason = cause->reason;
-            reason.folders.push_back(entry->student_folder);  // entries arrive sorted
-        }
+        count_entry(*entry, summary, reasons, devices);
 
         if (summary.ratio_base.empty() && !report.ratio_base.empty()) {
             summary.ratio_base = report.ratio_base;
