@@ -410,6 +410,204 @@ ChildResult spawn_failure(std::string error, double limit_seconds) {
     return result;
 }
 
+// Watches a started child until it ends: its output and messages read as they come, its input
+// written as it reads it, its time and memory held to the limits, the group killed at a limit.
+class Supervision {
+public:
+    Supervision(ChildProcess& child, pid_t pid, const ChildLimits& limits,
+                const std::function<double(const std::string& line)>& on_message,
+                Clock::time_point start, Fd& output, Fd& messages, Fd& input_writer,
+                const std::optional<std::string>& input, std::size_t page_size)
+        : child_(child),
+          pid_(pid),
+          limits_(limits),
+          on_message_(on_message),
+          start_(start),
+          output_(output),
+          messages_(messages),
+          input_writer_(input_writer),
+          input_(input),
+          page_size_(page_size),
+          deadline_(start + to_duration(limits.seconds)),
+          next_memory_sample_(start + memory_sample_period) {
+        result_.limit_seconds = limits.seconds;
+    }
+
+    ChildResult run() {
+        while (true) {
+            Clock::time_point now = Clock::now();
+            if (!exited_ && child_.has_exited()) {
+                exited_ = true;
+                exited_at_ = now;
+                result_.seconds = seconds_between(start_, now);
+                // Grandchildren left behind die with the group; then the pipes reach EOF.
+                child_.kill_group();
+                input_writer_.reset();
+            }
+            const bool pipes_open = output_.open() || messages_.open();
+            if (exited_ && (!pipes_open || now - exited_at_ >= drain_grace)) {
+                break;
+            }
+            if (!exited_ && !killed_) {
+                if (now >= deadline_) {
+                    kill_for(ChildResult::End::timed_out);
+                } else if (now >= next_memory_sample_) {
+                    const std::size_t resident = group_resident_bytes(pid_, page_size_);
+                    result_.peak_memory_bytes = std::max(result_.peak_memory_bytes, resident);
+                    if (resident > limits_.memory_bytes) {
+                        kill_for(ChildResult::End::memory_exceeded);
+                    }
+                    next_memory_sample_ = now + memory_sample_period;
+                }
+            }
+
+            // Child exit is not an fd event, so poll wakes at least every sample period; with the
+            // pipes closed it only waits for the exit, so it checks more often.
+            Clock::duration wait = pipes_open ? Clock::duration(memory_sample_period)
+                                              : Clock::duration(std::chrono::milliseconds(5));
+            if (!exited_ && !killed_) {
+                wait = std::min(wait, std::max(Clock::duration::zero(), deadline_ - now));
+                wait = std::min(wait, std::max(Clock::duration::zero(), next_memory_sample_ - now));
+            }
+            const int wait_ms =
+                static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
+
+            std::array<pollfd, 3> fds{};
+            nfds_t count = 0;
+            Fd* polled[3] = {nullptr, nullptr, nullptr};
+            for (Fd* fd : {&output_, &messages_, &input_writer_}) {
+                if (fd->open()) {
+                    fds[count].fd = fd->get();
+                    fds[count].events = fd == &input_writer_ ? POLLOUT : POLLIN;
+                    polled[count] = fd;
+                    ++count;
+                }
+            }
+            const int ready = ::poll(fds.data(), count, wait_ms);
+            if (ready < 0) {
+                if (errno == EINTR) {
+                    continue;
+                }
+                throw std::system_error(errno, std::system_category(), "run_child: poll");
+            }
+            for (nfds_t index = 0; index < count; ++index) {
+                if (fds[index].revents == 0) {
+                    continue;
+                }
+                Fd& fd = *polled[index];
+                if (&fd == &input_writer_) {
+                    send_input();
+                    continue;
+                }
+                const ssize_t length = ::read(fd.get(), buffer_.data(), buffer_.size());
+                if (length > 0) {
+                    const auto size = static_cast<std::size_t>(length);
+                    if (&fd == &output_) {
+                        take_output(buffer_.data(), size);
+                    } else {
+                        take_messages(buffer_.data(), size);
+                    }
+                } else if (length == 0 || (errno != EINTR && errno != EAGAIN)) {
+                    fd.reset();  // EOF: every writer (child and grandchildren) has closed it
+                }
+            }
+        }
+
+        const int status = child_.wait_status();
+        if (!killed_) {
+            if (WIFSIGNALED(status)) {
+                result_.end = ChildResult::End::signaled;
+                result_.signal = WTERMSIG(status);
+            } else {
+                result_.end = ChildResult::End::exited;
+                result_.exit_code = WEXITSTATUS(status);
+            }
+        } else if (WIFSIGNALED(status)) {
+            result_.signal = WTERMSIG(status);
+        }
+        return result_;
+    }
+
+private:
+    void kill_for(ChildResult::End reason) {
+        result_.end = reason;
+        killed_ = true;
+        child_.kill_group();
+    }
+
+    void take_output(const char* data, std::size_t length) {
+        result_.output_total_bytes += length;
+        const std::size_t room =
+            limits_.output_bytes - std::min(limits_.output_bytes, result_.output.size());
+        result_.output.append(data, std::min(room, length));
+        if (length > room) {
+            result_.output_truncated = true;
+        }
+    }
+
+    void take_messages(const char* data, std::size_t length) {
+        if (killed_) {
+            return;  // the end is decided; what is still buffered no longer matters
+        }
+        message_total_ += length;
+        if (message_total_ > limits_.message_bytes) {
+            kill_for(ChildResult::End::message_overflow);
+            return;
+        }
+        partial_line_.append(data, length);
+        std::size_t line_start = 0;
+        for (std::size_t newline = partial_line_.find('\n'); newline != std::string::npos;
+             newline = partial_line_.find('\n', line_start)) {
+            const std::string line = partial_line_.substr(line_start, newline - line_start);
+            line_start = newline + 1;
+            if (!on_message_) {
+                continue;
+            }
+            const double next_stage_seconds = on_message_(line);
+            if (next_stage_seconds > 0 && !exited_) {
+                deadline_ = Clock::now() + to_duration(next_stage_seconds);
+                result_.limit_seconds = next_stage_seconds;
+            }
+        }
+        partial_line_.erase(0, line_start);
+    }
+
+    // Writes what the child's stdin takes now.
+    void send_input() {
+        const ssize_t sent = ::send(input_writer_.get(), input_->data() + input_sent_,
+                                    input_->size() - input_sent_, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent > 0) {
+            input_sent_ += static_cast<std::size_t>(sent);
+        }
+        // Done, or the child stopped reading (EPIPE, ECONNRESET): either way stdin ends here.
+        if (input_sent_ == input_->size() ||
+            (sent < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            input_writer_.reset();
+        }
+    }
+
+    ChildProcess& child_;
+    const pid_t pid_;
+    const ChildLimits& limits_;
+    const std::function<double(const std::string& line)>& on_message_;
+    const Clock::time_point start_;
+    Fd& output_;
+    Fd& messages_;
+    Fd& input_writer_;
+    const std::optional<std::string>& input_;
+    const std::size_t page_size_;
+    ChildResult result_;
+    Clock::time_point deadline_;
+    Clock::time_point next_memory_sample_;
+    Clock::time_point exited_at_{};
+    bool exited_ = false;
+    bool killed_ = false;  // by us, for the reason in result_.end
+    std::size_t message_total_ = 0;
+    std::size_t input_sent_ = 0;
+    std::string partial_line_;
+    std::array<char, 64 * 1024> buffer_{};
+};
+
 }  // namespace
 
 ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& limits,
@@ -521,169 +719,12 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& l
             ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
         }
     }
-    std::size_t input_sent = 0;
     if (input && input->empty()) {
         input_writer.reset();
     }
-    const auto send_input = [&] {
-        const ssize_t sent = ::send(input_writer.get(), input->data() + input_sent,
-                                    input->size() - input_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (sent > 0) {
-            input_sent += static_cast<std::size_t>(sent);
-        }
-        // Done, or the child stopped reading (EPIPE, ECONNRESET): either way stdin ends here.
-        if (input_sent == input->size() ||
-            (sent < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-            input_writer.reset();
-        }
-    };
-
-    ChildResult result;
-    result.limit_seconds = limits.seconds;
-    Clock::time_point deadline = start + to_duration(limits.seconds);
-    Clock::time_point next_memory_sample = start + memory_sample_period;
-    Clock::time_point exited_at{};
-    bool exited = false;
-    bool killed = false;  // by us, for the reason in result.end
-    std::size_t message_total = 0;
-    std::string partial_line;
-    std::array<char, 64 * 1024> buffer{};
-
-    const auto kill_for = [&](ChildResult::End reason) {
-        result.end = reason;
-        killed = true;
-        child.kill_group();
-    };
-
-    const auto take_output = [&](const char* data, std::size_t length) {
-        result.output_total_bytes += length;
-        const std::size_t room =
-            limits.output_bytes - std::min(limits.output_bytes, result.output.size());
-        result.output.append(data, std::min(room, length));
-        if (length > room) {
-            result.output_truncated = true;
-        }
-    };
-
-    const auto take_messages = [&](const char* data, std::size_t length) {
-        if (killed) {
-            return;  // the end is decided; what is still buffered no longer matters
-        }
-        message_total += length;
-        if (message_total > limits.message_bytes) {
-            kill_for(ChildResult::End::message_overflow);
-            return;
-        }
-        partial_line.append(data, length);
-        std::size_t line_start = 0;
-        for (std::size_t newline = partial_line.find('\n'); newline != std::string::npos;
-             newline = partial_line.find('\n', line_start)) {
-            const std::string line = partial_line.substr(line_start, newline - line_start);
-            line_start = newline + 1;
-            if (!on_message) {
-                continue;
-            }
-            const double next_stage_seconds = on_message(line);
-            if (next_stage_seconds > 0 && !exited) {
-                deadline = Clock::now() + to_duration(next_stage_seconds);
-                result.limit_seconds = next_stage_seconds;
-            }
-        }
-        partial_line.erase(0, line_start);
-    };
-
-    while (true) {
-        Clock::time_point now = Clock::now();
-        if (!exited && child.has_exited()) {
-            exited = true;
-            exited_at = now;
-            result.seconds = seconds_between(start, now);
-            // Grandchildren left behind die with the group; then the pipes reach EOF.
-            child.kill_group();
-            input_writer.reset();
-        }
-        const bool pipes_open = output.read_end.open() || messages.read_end.open();
-        if (exited && (!pipes_open || now - exited_at >= drain_grace)) {
-            break;
-        }
-        if (!exited && !killed) {
-            if (now >= deadline) {
-                kill_for(ChildResult::End::timed_out);
-            } else if (now >= next_memory_sample) {
-                const std::size_t resident = group_resident_bytes(pid, page_size);
-                result.peak_memory_bytes = std::max(result.peak_memory_bytes, resident);
-                if (resident > limits.memory_bytes) {
-                    kill_for(ChildResult::End::memory_exceeded);
-                }
-                next_memory_sample = now + memory_sample_period;
-            }
-        }
-
-        // Child exit is not an fd event, so poll wakes at least every sample period; with the
-        // pipes closed it only waits for the exit, so it checks more often.
-        Clock::duration wait = pipes_open ? Clock::duration(memory_sample_period)
-                                          : Clock::duration(std::chrono::milliseconds(5));
-        if (!exited && !killed) {
-            wait = std::min(wait, std::max(Clock::duration::zero(), deadline - now));
-            wait = std::min(wait, std::max(Clock::duration::zero(), next_memory_sample - now));
-        }
-        const int wait_ms =
-            static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
-
-        std::array<pollfd, 3> fds{};
-        nfds_t count = 0;
-        Fd* polled[3] = {nullptr, nullptr, nullptr};
-        for (Fd* fd : {&output.read_end, &messages.read_end, &input_writer}) {
-            if (fd->open()) {
-                fds[count].fd = fd->get();
-                fds[count].events = fd == &input_writer ? POLLOUT : POLLIN;
-                polled[count] = fd;
-                ++count;
-            }
-        }
-        const int ready = ::poll(fds.data(), count, wait_ms);
-        if (ready < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            throw std::system_error(errno, std::system_category(), "run_child: poll");
-        }
-        for (nfds_t index = 0; index < count; ++index) {
-            if (fds[index].revents == 0) {
-                continue;
-            }
-            Fd& fd = *polled[index];
-            if (&fd == &input_writer) {
-                send_input();
-                continue;
-            }
-            const ssize_t length = ::read(fd.get(), buffer.data(), buffer.size());
-            if (length > 0) {
-                const auto size = static_cast<std::size_t>(length);
-                if (&fd == &output.read_end) {
-                    take_output(buffer.data(), size);
-                } else {
-                    take_messages(buffer.data(), size);
-                }
-            } else if (length == 0 || (errno != EINTR && errno != EAGAIN)) {
-                fd.reset();  // EOF: every writer (child and grandchildren) has closed it
-            }
-        }
-    }
-
-    const int status = child.wait_status();
-    if (!killed) {
-        if (WIFSIGNALED(status)) {
-            result.end = ChildResult::End::signaled;
-            result.signal = WTERMSIG(status);
-        } else {
-            result.end = ChildResult::End::exited;
-            result.exit_code = WEXITSTATUS(status);
-        }
-    } else if (WIFSIGNALED(status)) {
-        result.signal = WTERMSIG(status);
-    }
-    return result;
+    return Supervision(child, pid, limits, on_message, start, output.read_end, messages.read_end,
+                       input_writer, input, page_size)
+        .run();
 }
 
 }  // namespace grader
