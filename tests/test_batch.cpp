@@ -446,8 +446,13 @@ TEST_CASE(
     CHECK(gradebook_folders(options.output_dir) == std::vector<std::string>{"alice", "bob"});
 }
 
-TEST_CASE("a class with hostile submissions is graded to the end, one row and every file each") {
-    const auto root = scratch("class");
+namespace {
+
+// The hostile class: fixtures that fail every way, a 20 MB source, Latin-1 answers and folder
+// name, an empty folder, a name with punctuation, entries that are no submission, and a link to a
+// folder outside the class whose source carries `token`.
+void make_hostile_class(const fs::path& root, const std::string& latin1_name,
+                        const std::string& token) {
     const auto dir = root / "class";
     fs::create_directories(dir);
     for (const char* fixture :
@@ -477,10 +482,7 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
     write_text(dir / "empty_folder" / "README.txt", "I will hand it in tomorrow\n");
     copy_fixture("correct", dir / "Doe, Jane (late)");
     // A Latin-1 folder name: the output folder gets a safe name that still says whose it is.
-    const std::string latin1_name = "Jos\xe9";
     copy_fixture("correct", dir / latin1_name);
-    const std::string latin1_folder = grader::student_folder_name(latin1_name);
-    CHECK(latin1_folder.rfind("Jos_-", 0) == 0);
     // Not submissions.
     fs::create_directories(dir / ".hidden");
     copy_fixture("correct", dir / ".hidden" / "x");
@@ -488,9 +490,21 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
     // A link to a folder outside the class whose files carry a token: not graded, never read.
     const auto elsewhere = root / "elsewhere";
     copy_fixture("correct", elsewhere);
-    const std::string token = "LINKED-FOLDER-TOKEN-5b1e";
     write_text(elsewhere / "probe.cu", "// " + token + "\n" + read_text(elsewhere / "probe.cu"));
     fs::create_directory_symlink(elsewhere, dir / "linked");
+}
+
+}  // namespace
+
+TEST_CASE("a class with hostile submissions is graded to the end, one row and every file each") {
+    const auto root = scratch("class");
+    const auto dir = root / "class";
+    const std::string latin1_name = "Jos\xe9";
+    const std::string token = "LINKED-FOLDER-TOKEN-5b1e";
+    make_hostile_class(root, latin1_name, token);
+    // A Latin-1 folder name: the output folder gets a safe name that still says whose it is.
+    const std::string latin1_folder = grader::student_folder_name(latin1_name);
+    CHECK(latin1_folder.rfind("Jos_-", 0) == 0);
 
     const std::set<std::string> expected = {
         "correct",     "compile_error",  "forbidden_include", "missing_probe",    "malformed_yaml",

@@ -1,3 +1,6 @@
+// The GPUs a batch grades on: which the machine shows, how many grades run at once on them, and
+// the device servers that hold them (device_servers.hpp).
+
 #include "batch/device_servers.hpp"
 
 #include <signal.h>
@@ -5,15 +8,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 
+#include "batch/batch.hpp"
 #include "device/device_server.hpp"
 #include "device/wire.hpp"
 #include "isolation/child.hpp"
@@ -202,6 +208,53 @@ int DeviceServers::starts() const {
         starts += server.starts;
     }
     return starts;
+}
+
+int default_jobs(const std::string& backend, std::size_t devices, bool device_server) {
+    const int gpus = static_cast<int>(devices);
+    if (backend == "cuda" && device_server) {
+        const int half_cores = static_cast<int>(std::thread::hardware_concurrency() / 2);
+        return std::max(2, std::min(4 * gpus, half_cores));
+    }
+    return std::max(2, gpus + 1);
+}
+
+std::vector<int> visible_devices() {
+    std::vector<int> devices;
+    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+        // CUDA numbers the listed devices from 0 and stops at the first entry it cannot use;
+        // "-1" (or nothing) hides them all.
+        std::string list = visible;
+        std::size_t start = 0;
+        while (start <= list.size()) {
+            const std::size_t comma = std::min(list.find(',', start), list.size());
+            const std::string entry = list.substr(start, comma - start);
+            if (entry.empty() || entry[0] == '-') {
+                break;
+            }
+            devices.push_back(static_cast<int>(devices.size()));
+            start = comma + 1;
+        }
+        return devices;
+    }
+    std::error_code error;
+    std::filesystem::directory_iterator nodes("/dev", error);
+    if (error) {
+        return devices;
+    }
+    std::size_t count = 0;
+    for (const auto& node : nodes) {
+        const std::string name = node.path().filename().string();
+        if (name.size() > 6 && name.compare(0, 6, "nvidia") == 0 &&
+            std::all_of(name.begin() + 6, name.end(),
+                        [](char c) { return c >= '0' && c <= '9'; })) {
+            ++count;
+        }
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        devices.push_back(static_cast<int>(i));
+    }
+    return devices;
 }
 
 }  // namespace grader
