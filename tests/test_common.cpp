@@ -125,3 +125,10 @@ TEST_CASE("a student's file is read only where it is a plain file of its own") {
     }
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("FNV-1a and hex: the names and digests a later run must find again") {
+    CHECK(grader::fnv1a("") == grader::kFnv1aOffset);
+    CHECK(grader::fnv1a("a") == 0xaf63dc4c8601ec8cull);  // the published test vector
+    CHECK(grader::fnv1a("bc", grader::fnv1a("a")) == grader::fnv1a("abc"));
+    CHECK(grader::hex_bytes(std::string("\x01\xff J", 4)) == "01ff204a");
+}

@@ -22,12 +22,8 @@ namespace {
 constexpr std::size_t kReportJsonMaxBytes = std::size_t{64} << 20;
 
 std::string hash_suffix(const std::string& bytes) {
-    // FNV-1a: stable across runs and machines, so a resumed batch finds the same folder.
-    std::uint64_t hash = 14695981039346656037ull;
-    for (const char c : bytes) {
-        hash ^= static_cast<unsigned char>(c);
-        hash *= 1099511628211ull;
-    }
+    // Stable across runs and machines, so a resumed batch finds the same folder.
+    const std::uint64_t hash = fnv1a(bytes);
     char text[17];
     std::snprintf(text, sizeof text, "%08llx",
                   static_cast<unsigned long long>(hash & 0xffffffffull));
@@ -60,14 +56,7 @@ std::string submission_key(const std::string& folder_name) {
     if (!folder_name.empty() && text::visible_line(folder_name) == folder_name) {
         return folder_name;
     }
-    static const char* digits = "0123456789abcdef";
-    std::string hex;
-    for (const char c : folder_name) {
-        const auto byte = static_cast<unsigned char>(c);
-        hex += digits[byte >> 4];
-        hex += digits[byte & 15];
-    }
-    return text::visible_line(folder_name) + " [" + hex + "]";
+    return text::visible_line(folder_name) + " [" + hex_bytes(folder_name) + "]";
 }
 
 const std::set<std::string>& class_output_names() {

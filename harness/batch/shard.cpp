@@ -22,12 +22,7 @@ constexpr std::size_t kExerciseFileMaxBytes = std::size_t{16} << 20;
 
 class Fnv1a64 {
 public:
-    void add(std::string_view bytes) {
-        for (const char c : bytes) {
-            hash_ ^= static_cast<unsigned char>(c);
-            hash_ *= 1099511628211ull;
-        }
-    }
+    void add(std::string_view bytes) { hash_ = fnv1a(bytes, hash_); }
     // A length before each piece, so that ("ab","c") and ("a","bc") differ.
     void add_piece(std::string_view bytes) {
         add(std::to_string(bytes.size()) + ":");
@@ -40,19 +35,8 @@ public:
     }
 
 private:
-    std::uint64_t hash_ = 14695981039346656037ull;
+    std::uint64_t hash_ = kFnv1aOffset;
 };
-
-std::string to_hex(const std::string& bytes) {
-    static const char* digits = "0123456789abcdef";
-    std::string hex;
-    for (const char c : bytes) {
-        const auto byte = static_cast<unsigned char>(c);
-        hex += digits[byte >> 4];
-        hex += digits[byte & 15];
-    }
-    return hex;
-}
 
 std::string from_hex(const std::string& hex) {
     if (hex.size() % 2 != 0) {
@@ -191,11 +175,11 @@ nlohmann::json manifest_to_json(const ShardManifest& manifest) {
     nlohmann::json skipped = nlohmann::json::array();
     for (const auto& entry : manifest.skipped) {
         // A name is any bytes; JSON holds text.
-        skipped.push_back({{"name_hex", to_hex(entry.name)}, {"reason", entry.reason}});
+        skipped.push_back({{"name_hex", hex_bytes(entry.name)}, {"reason", entry.reason}});
     }
     nlohmann::json folders_hex = nlohmann::json::array();
     for (const auto& folder : manifest.class_folders) {
-        folders_hex.push_back(to_hex(folder));
+        folders_hex.push_back(hex_bytes(folder));
     }
     nlohmann::json gpus = nlohmann::json::array();
     for (const auto& gpu : manifest.gpus) {

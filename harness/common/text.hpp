@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -28,6 +29,14 @@ std::string format_number(double value, int decimals);
 
 // Levenshtein's distance between two names: the "did you mean" of keys, subcommands and flags.
 std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// FNV-1a (64 bits) of bytes, continuing from `hash`: stable across runs and machines, for names
+// and digests a later run must find again (not for security).
+inline constexpr std::uint64_t kFnv1aOffset = 14695981039346656037ull;
+std::uint64_t fnv1a(std::string_view bytes, std::uint64_t hash = kFnv1aOffset);
+
+// Each byte as two lowercase hex digits.
+std::string hex_bytes(std::string_view bytes);
 
 }  // namespace grader
 
