@@ -165,6 +165,7 @@ struct Through {
     std::filesystem::path server;
     std::vector<std::string>* local = nullptr;
     std::chrono::milliseconds reconnect{300};
+    const Exercise* exercise = nullptr;  // null: Part 1
 };
 
 Graded grade_with(const FakeDevice::Script& script,
@@ -174,9 +175,10 @@ Graded grade_with(const FakeDevice::Script& script,
         std::filesystem::temp_directory_path() /
         ("grader-test-pipeline-cache-" + std::to_string(::getpid()));
     ::setenv("GRADER_CACHE_DIR", cache.c_str(), 1);
+    const Exercise& exercise = through.exercise != nullptr ? *through.exercise : day15();
     Graded graded;
     WorkerOptions options;
-    options.exercise_dir = day15().directory;
+    options.exercise_dir = exercise.directory;
     options.submission_dir = std::filesystem::path(GRADER_SOURCE_DIR) / submission;
     options.seed = 7;
     options.backend = "cuda";
@@ -184,21 +186,23 @@ Graded grade_with(const FakeDevice::Script& script,
     choice.backend = "cuda";
     choice.arch = "sm_90";
     std::vector<std::string>& events = graded.events;
-    choice.open = [&script, &events]() -> std::unique_ptr<Device> {
-        return std::make_unique<FakeDevice>(day15(), script, events);
+    choice.open = [&script, &events, &exercise]() -> std::unique_ptr<Device> {
+        return std::make_unique<FakeDevice>(exercise, script, events);
     };
     if (!through.server.empty()) {
         std::vector<std::string>& local = *through.local;
-        choice.open = [&script, &local, &through]() -> std::unique_ptr<Device> {
+        choice.open = [&script, &local, &through, &exercise]() -> std::unique_ptr<Device> {
             return open_remote_device(
                 through.server, 7,
-                [&script, &local] { return std::make_unique<FakeDevice>(day15(), script, local); },
+                [&script, &local, &exercise] {
+                    return std::make_unique<FakeDevice>(exercise, script, local);
+                },
                 through.reconnect);
         };
     }
     PipelineHooks hooks;
     hooks.grader_executable = GRADER_BINARY;
-    run_pipeline(day15(), options, graded.seen, choice, hooks);
+    run_pipeline(exercise, options, graded.seen, choice, hooks);
     return graded;
 }
 
@@ -399,18 +403,19 @@ namespace {
 // A device server over the fake, on a thread of the test, in a folder of its own.
 class FakeServer {
 public:
-    explicit FakeServer(const FakeDevice::Script& script)
+    explicit FakeServer(const FakeDevice::Script& script, const Exercise& exercise = day15())
         : folder_(std::filesystem::temp_directory_path() /
                   ("grader-test-server-" + std::to_string(::getpid()))),
-          script_(script) {
+          script_(script),
+          exercise_(exercise) {
         std::filesystem::remove_all(folder_);
         std::filesystem::create_directories(folder_);
         socket_ = folder_ / "gpu0.sock";
         const int listening = listen_on(socket_);
         thread_ = std::thread([this, listening] {
-            stopped_ = serve_device_sessions(listening, day15(), [this](std::uint64_t seed) {
+            stopped_ = serve_device_sessions(listening, exercise_, [this](std::uint64_t seed) {
                 seeds_.push_back(seed);
-                return std::make_unique<FakeDevice>(day15(), script_, events_);
+                return std::make_unique<FakeDevice>(exercise_, script_, events_);
             });
             ::close(listening);
             std::filesystem::remove(socket_);
@@ -446,6 +451,7 @@ private:
     std::filesystem::path folder_;
     std::filesystem::path socket_;
     FakeDevice::Script script_;
+    const Exercise& exercise_;
     std::vector<std::string> events_;
     std::vector<std::uint64_t> seeds_;
     std::string stopped_;
@@ -565,6 +571,51 @@ TEST_CASE(
     CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& note) {
         return note.find("device server did not answer within 300 ms") != std::string::npos;
     }));
+}
+
+TEST_CASE(
+    "Part 2 through a device server: what the device gives, and nothing reused where every "
+    "exercise kernel is timed against the copy the student's is paired with") {
+    static const Exercise padding =
+        load_exercise(std::filesystem::path(GRADER_SOURCE_DIR) / "exercises/day15-padding");
+    Through alone;
+    alone.exercise = &padding;
+    const Graded direct = grade_with({}, "student/padding/example", alone);
+    FakeServer server({}, padding);
+    std::vector<std::string> local;
+    Through through{server.socket(), &local};
+    through.exercise = &padding;
+    const Graded first = grade_with({}, "student/padding/example", through);
+    const Graded second = grade_with({}, "student/padding/example", through);
+    server.stop();
+    CHECK(local.empty());
+    const auto timed = [](const std::vector<std::string>& events) {
+        return std::count_if(events.begin(), events.end(),
+                             [](const std::string& e) { return e.rfind("timed ", 0) == 0; });
+    };
+    REQUIRE(timed(direct.events) == 1);
+    CHECK(timed(server.events()) == 2);
+    const auto direct_timed =
+        *std::find_if(direct.events.begin(), direct.events.end(),
+                      [](const std::string& e) { return e.rfind("timed ", 0) == 0; });
+    CHECK(std::count(server.events().begin(), server.events().end(), direct_timed) == 2);
+    for (const Graded* graded : {&first, &second}) {
+        const Measurements& m = graded->seen.measurements;
+        REQUIRE_FALSE(m.interruption);
+        REQUIRE(m.runs.size() == direct.seen.measurements.runs.size());
+        for (const KernelRun& run : direct.seen.measurements.runs) {
+            INFO(run.kernel);
+            const KernelRun* through_run = m.run(run.kernel, run.stride);
+            REQUIRE(through_run != nullptr);
+            CHECK(through_run->ratio == run.ratio);
+            for (const OutputComparison& output : through_run->outputs) {
+                CHECK(output.ok);
+            }
+        }
+        for (const std::string& note : m.environment.notes) {
+            CHECK(note.find("timed them once") == std::string::npos);
+        }
+    }
 }
 
 TEST_CASE("a grade whose server stopped is served by the next one on the same socket") {
