@@ -494,14 +494,16 @@ CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(
         }
         session_holder.reset();
         step("disable");
-        if (impl_->keep_session) {
-            impl_->kept_counter_data = counter_data;
-        }
         for (std::size_t i = 0; i < launches.size(); ++i) {
             result.value.push_back(
                 counts_from_values(impl_->host->evaluate(counter_data, i, metrics)));
         }
         step("evaluate");
+        if (impl_->keep_session) {
+            // The buffer itself, not a copy: SetConfig was given its address, and the kept
+            // session may touch it until the next count's SetConfig or the session's end.
+            impl_->kept_counter_data.swap(counter_data);
+        }
         result.availability = CounterAvailability::available;
         result.reason.clear();
     } catch (const CuptiFailure& failure) {
