@@ -201,15 +201,6 @@ std::filesystem::path DeviceServers::socket_for(int device) {
     return server.given_up ? std::filesystem::path{} : server.socket;
 }
 
-int DeviceServers::starts() const {
-    const std::lock_guard lock(state_->mutex);
-    int starts = 0;
-    for (const auto& [device, server] : state_->servers) {
-        starts += server.starts;
-    }
-    return starts;
-}
-
 int default_jobs(const std::string& backend, std::size_t devices, bool device_server) {
     const int gpus = static_cast<int>(devices);
     if (backend == "cuda" && device_server) {

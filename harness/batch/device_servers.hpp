@@ -23,9 +23,6 @@ public:
     // then opens the GPU itself, as a grade alone does.
     std::filesystem::path socket_for(int device);
 
-    // How many times the servers were started, for the batch's figures.
-    int starts() const;
-
     struct State;  // defined in the .cpp; the servers' threads share it
 
 private:

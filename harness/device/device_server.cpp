@@ -151,6 +151,7 @@ public:
 private:
     void release() {
         kernels_.clear();
+        images_.clear();
         if (device_ && device_->held()) {
             device_->release();
         }
@@ -202,14 +203,14 @@ private:
                 reply["param_source"] = kernel.param_source;
                 reply["static_shared_bytes"] = kernel.static_shared_bytes;
                 reply["registers"] = kernel.registers;
-                images_.push_back(std::to_string(std::hash<std::string>{}(compiled.cubin)));
+                images_[result.kernel.get()] =
+                    std::to_string(std::hash<std::string>{}(compiled.cubin));
                 kernels_.push_back(std::move(result.kernel));
             }
             return Frame{reply, {}};
         }
         if (op == "geometry") {
-            geometry_ = device_->geometry(kernel_at(head.at("handle")));
-            return Frame{wire::geometry_json(geometry_), {}};
+            return Frame{wire::geometry_json(device_->geometry(kernel_at(head.at("handle")))), {}};
         }
         if (op == "describe") {
             Environment environment = head.at("environment").get<Environment>();
@@ -266,11 +267,7 @@ private:
 
     std::string reuse_key(const TimedCase& c, const InputSpec& input,
                           const LaunchGeometry& geometry) const {
-        std::size_t index = 0;
-        while (kernels_[index].get() != c.kernel) {
-            ++index;
-        }
-        return c.kernel->id + "|" + images_[index] + "|" + std::to_string(c.stride) + "|" +
+        return c.kernel->id + "|" + images_.at(c.kernel) + "|" + std::to_string(c.stride) + "|" +
                input.id + "|" + wire::geometry_json(geometry).dump();
     }
 
@@ -352,8 +349,7 @@ private:
     std::map<std::string, DeviceLaunch>& reused_runs_;  // an exercise kernel's runs, by input
     std::unique_ptr<Device> device_;
     std::vector<std::unique_ptr<LoadedKernel>> kernels_;
-    std::vector<std::string> images_;  // a hash of each loaded kernel's image, by handle
-    LaunchGeometry geometry_;
+    std::map<const LoadedKernel*, std::string> images_;  // a hash of each kernel's image
 };
 
 }  // namespace
