@@ -413,10 +413,13 @@ public:
         socket_ = folder_ / "gpu0.sock";
         const int listening = listen_on(socket_);
         thread_ = std::thread([this, listening] {
-            stopped_ = serve_device_sessions(listening, exercise_, [this](std::uint64_t seed) {
-                seeds_.push_back(seed);
-                return std::make_unique<FakeDevice>(exercise_, script_, events_);
-            });
+            stopped_ = serve_device_sessions(
+                listening, exercise_,
+                [this](std::uint64_t seed) {
+                    seeds_.push_back(seed);
+                    return std::make_unique<FakeDevice>(exercise_, script_, events_);
+                },
+                [this](const SessionAccount& account) { accounts_.push_back(account); });
             ::close(listening);
             std::filesystem::remove(socket_);
         });
@@ -445,6 +448,7 @@ public:
     const std::vector<std::string>& events() const { return events_; }
     const std::vector<std::uint64_t>& seeds() const { return seeds_; }
     const std::string& stopped() const { return stopped_; }
+    const std::vector<SessionAccount>& accounts() const { return accounts_; }
 
 private:
     static void wire_stop(int fd);
@@ -455,6 +459,7 @@ private:
     std::vector<std::string> events_;
     std::vector<std::uint64_t> seeds_;
     std::string stopped_;
+    std::vector<SessionAccount> accounts_;
     std::thread thread_;
 };
 
@@ -479,6 +484,22 @@ TEST_CASE(
     CHECK(server.stopped() == "asked to stop");
     CHECK(local.empty());  // no grade had to open a device of its own
     CHECK(server.seeds() == std::vector<std::uint64_t>{7, 7});
+    // Each session's account: the lock held, and within it each kind of request answered and the
+    // waits for the grade's next request, which add up to no more than the time held.
+    REQUIRE(server.accounts().size() == 2);
+    for (const SessionAccount& account : server.accounts()) {
+        double answering = 0.0;
+        for (const auto& [op, seconds] : account.request_seconds) {
+            answering += seconds;
+        }
+        for (const char* op : {"load", "run", "time", "count", "reload"}) {
+            CHECK_MESSAGE(account.request_seconds.count(op) == 1, op);
+        }
+        CHECK(account.held_seconds > 0.0);
+        CHECK(answering > 0.0);
+        CHECK(account.waiting_seconds > 0.0);
+        CHECK(answering + account.waiting_seconds <= account.held_seconds + 1e-3);
+    }
 
     // Two sessions, each inside its own acquire and release, in the server's events.
     const std::vector<std::string>& events = server.events();

@@ -631,7 +631,11 @@ void run_pool(const std::shared_ptr<PoolState>& state, std::size_t thread_count,
         for (auto& thread : threads) {
             thread.join();
         }
-        state->servers.reset();  // every grade is done: the device servers stop
+        if (state->servers) {  // every grade is done: the device servers stop
+            state->servers->stop();
+            result.device_servers = state->servers->accounts();
+            state->servers.reset();
+        }
     } else {
         // Their grades are still running, and only the process's end stops them: they write
         // nothing more once the pool is closed.

@@ -149,6 +149,8 @@ struct BatchResult {
     std::string unconfined_compile;
     // Where options.shard was given: the names it was given, in class order.
     std::vector<std::string> assigned;
+    // Where the grades went through device servers: where each GPU's time went, a line per GPU.
+    std::vector<std::string> device_servers;
 };
 
 // Whether an environment says the student's compile ran unconfined: its confinement text is

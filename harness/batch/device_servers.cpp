@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "batch/batch.hpp"
+#include "common/text.hpp"
 #include "device/device_server.hpp"
 #include "device/wire.hpp"
 #include "isolation/child.hpp"
@@ -33,6 +34,9 @@ struct DeviceServers::State {
         bool ready = false;     // listening now
         bool given_up = false;  // three starts in a row ended before listening
         int starts = 0;
+        double starting_seconds = 0.0;  // from each start to listening, summed
+        int sessions = 0;
+        SessionAccount served;  // summed over the sessions
         std::thread thread;
     };
     std::filesystem::path executable;
@@ -105,12 +109,29 @@ void keep_serving(const std::shared_ptr<State>& state, int device) {
         limits.seconds = 365.0 * 24 * 3600;  // as long as the batch
         limits.memory_bytes = std::size_t{32} << 30;
         bool listened = false;
+        const auto started = std::chrono::steady_clock::now();
         const auto on_message = [&](const std::string& line) {
-            if (line.find("\"ready\"") != std::string::npos) {
-                const std::lock_guard guard(state->mutex);
+            const nlohmann::json message = nlohmann::json::parse(line, nullptr, false);
+            if (!message.is_object()) {
+                return 0.0;
+            }
+            const std::string type = message.value("type", "");
+            const std::lock_guard guard(state->mutex);
+            if (type == "ready") {
                 server.ready = true;
+                server.starting_seconds +=
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                        .count();
                 listened = true;
                 state->changed.notify_all();
+            } else if (type == "session") {
+                ++server.sessions;
+                server.served.held_seconds += message.value("held_seconds", 0.0);
+                server.served.waiting_seconds += message.value("waiting_seconds", 0.0);
+                for (const auto& [op, seconds] :
+                     message.value("request_seconds", nlohmann::json::object()).items()) {
+                    server.served.request_seconds[op] += seconds.get<double>();
+                }
             }
             return 0.0;
         };
@@ -138,8 +159,40 @@ DeviceServers::DeviceServers(std::filesystem::path grader_executable,
     state_->folder = private_folder();
 }
 
+std::vector<std::string> DeviceServers::accounts() const {
+    const std::lock_guard lock(state_->mutex);
+    std::vector<std::string> lines;
+    for (const auto& [device, server] : state_->servers) {
+        const SessionAccount& served = server.served;
+        std::string requests;
+        double answering = 0.0;
+        for (const auto& [op, seconds] : served.request_seconds) {
+            answering += seconds;
+            requests +=
+                (requests.empty() ? "" : ", ") + op + " " + format_number(seconds, 2) + " s";
+        }
+        lines.push_back("GPU " + std::to_string(device) +
+                        "'s device server: " + std::to_string(server.sessions) +
+                        " grades held the GPU " + format_number(served.held_seconds, 1) +
+                        " s: answering " + format_number(answering, 1) + " s (" + requests +
+                        "), waiting for their workers " + format_number(served.waiting_seconds, 1) +
+                        " s; started " + std::to_string(server.starts) + " time" +
+                        (server.starts == 1 ? "" : "s") + " (" +
+                        format_number(server.starting_seconds, 1) +
+                        " s to listening in all; a kernel that faults or hangs ends its server)");
+    }
+    return lines;
+}
+
 DeviceServers::~DeviceServers() {
+    stop();
+}
+
+void DeviceServers::stop() {
     std::unique_lock lock(state_->mutex);
+    if (state_->stopping) {
+        return;
+    }
     state_->stopping = true;
     for (auto& [device, server] : state_->servers) {
         if (!server.ready) {

@@ -8,13 +8,18 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace grader {
 
 class DeviceServers {
 public:
     DeviceServers(std::filesystem::path grader_executable, std::filesystem::path exercise_dir);
-    ~DeviceServers();  // asks every server to stop, and waits a little for them
+    ~DeviceServers();  // stop()
+
+    // Asks every server to stop, and waits a little for them (a server busy with an abandoned
+    // grade ends with this process). Once only.
+    void stop();
     DeviceServers(const DeviceServers&) = delete;
     DeviceServers& operator=(const DeviceServers&) = delete;
 
@@ -22,6 +27,11 @@ public:
     // Empty where it would not start (three starts in a row ended before listening): the grade
     // then opens the GPU itself, as a grade alone does.
     std::filesystem::path socket_for(int device);
+
+    // Where each server's GPU time went, a line per GPU, for the batch's last words: the grades
+    // served, the lock held, answering each kind of request, waiting for the grades' workers, and
+    // the server's starts (a kernel that faults or hangs ends its server).
+    std::vector<std::string> accounts() const;
 
     struct State;  // defined in the .cpp; the servers' threads share it
 

@@ -238,6 +238,9 @@ void print_summary(const BatchResult& result) {
         std::printf("%zu of them could not be graded by the harness: see their reports\n",
                     result.harness_errors);
     }
+    for (const auto& line : result.device_servers) {
+        std::printf("%s\n", line.c_str());
+    }
     if (result.flagged > 0) {
         std::printf(
             "%zu submissions to look at twice (a shared or missing student id, a copied or "

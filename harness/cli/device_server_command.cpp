@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "device/cuda_device.hpp"
+#include "device/device_server.hpp"
 #include "exercise/exercise.hpp"
 
 namespace grader::cli {
@@ -23,13 +25,25 @@ void add_device_server_command(CLI::App& app, Runner& run) {
     command->callback([exercise_dir, device, socket, &run] {
         run = [exercise_dir, device, socket]() -> int {
             const Exercise exercise = load_exercise(*exercise_dir);
-            // The batch reads one message on file descriptor 3 (isolation/child.hpp): ready.
-            serve_gpu(exercise, *device, *socket, [] {
-                const char ready[] = "{\"type\":\"ready\"}\n";
-                if (::write(3, ready, sizeof ready - 1) < 0) {
-                    std::cerr << "grader __device-server: cannot tell the batch it is ready\n";
+            // The batch reads its messages on file descriptor 3 (isolation/child.hpp), a JSON
+            // object a line: ready, then one per session with where its time went.
+            const auto tell_batch = [](const nlohmann::json& message) {
+                const std::string line = message.dump() + "\n";
+                if (::write(3, line.data(), line.size()) < 0) {
+                    std::cerr << "grader __device-server: cannot write to the batch\n";
                 }
-            });
+            };
+            serve_gpu(
+                exercise, *device, *socket,
+                [&] {
+                    tell_batch({{"type", "ready"}});
+                },
+                [&](const SessionAccount& account) {
+                    tell_batch({{"type", "session"},
+                                {"held_seconds", account.held_seconds},
+                                {"waiting_seconds", account.waiting_seconds},
+                                {"request_seconds", account.request_seconds}});
+                });
         };  // serve_gpu ends the process
     });
 }

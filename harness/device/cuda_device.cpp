@@ -356,7 +356,7 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
 }
 
 void serve_gpu(const Exercise& exercise, int ordinal, const std::filesystem::path& socket,
-               const std::function<void()>& ready) {
+               const std::function<void()>& ready, const SessionEnded& ended) {
     const cuda::DeviceInfo info = cuda::query_device(ordinal);
     const cuda::PrimaryContext context(ordinal);  // kept: every session retains this one
     std::optional<counters::SharedMemoryCounter> counter;
@@ -371,9 +371,12 @@ void serve_gpu(const Exercise& exercise, int ordinal, const std::filesystem::pat
     counter->keep_session(true);
     const int listening = listen_on(socket);
     ready();
-    const std::string stopped = serve_device_sessions(listening, exercise, [&](std::uint64_t seed) {
-        return std::make_unique<CudaDevice>(exercise, ordinal, seed, &*counter);
-    });
+    const std::string stopped = serve_device_sessions(
+        listening, exercise,
+        [&](std::uint64_t seed) {
+            return std::make_unique<CudaDevice>(exercise, ordinal, seed, &*counter);
+        },
+        ended);
     ::close(listening);
     std::filesystem::remove(socket);
     // The context may be lost (a kernel faulted): no teardown of the profiler or the context on

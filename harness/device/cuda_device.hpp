@@ -13,6 +13,7 @@
 #include "cuda/resources.hpp"
 #include "device/device.hpp"
 #include "device/device_lock.hpp"
+#include "device/device_server.hpp"
 
 namespace grader {
 
@@ -90,11 +91,11 @@ private:
 
 // `grader __device-server`: GPU `ordinal`'s context and counter, opened once (the counter under
 // the GPU's lock), then the sessions of device_server.hpp on `socket` until one ends with a
-// fault, or it is asked to stop. `ready` is called once the socket listens. Says why it stopped on
-// standard error, then ends the process without tearing the profiler or the context down (a
-// kernel's fault may have lost the context).
+// fault, or it is asked to stop. `ready` is called once the socket listens, `ended` after each
+// session. Says why it stopped on standard error, then ends the process without tearing the
+// profiler or the context down (a kernel's fault may have lost the context).
 [[noreturn]] void serve_gpu(const Exercise& exercise, int ordinal,
-                            const std::filesystem::path& socket,
-                            const std::function<void()>& ready);
+                            const std::filesystem::path& socket, const std::function<void()>& ready,
+                            const SessionEnded& ended);
 
 }  // namespace grader

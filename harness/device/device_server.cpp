@@ -26,6 +26,11 @@ namespace {
 
 using nlohmann::json;
 using wire::Frame;
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double>(to - from).count();
+}
 
 sockaddr_un address_of(const std::filesystem::path& path) {
     sockaddr_un address{};
@@ -94,7 +99,7 @@ public:
         : fd_(fd), exercise_(exercise), reused_(reused), reused_runs_(reused_runs) {}
 
     // Empty where the session ended as sessions do; else why the server must stop.
-    std::string serve(const SessionDevice& session_device) {
+    std::string serve(const SessionDevice& session_device, SessionAccount& account) {
         std::optional<Frame> begin = wire::receive(fd_);
         if (!begin) {
             return {};
@@ -111,16 +116,21 @@ public:
             device_->set_shared_poison(poison);
         }
         const std::string bus_id = device_->acquire();
+        const auto held_from = Clock::now();
         wire::send(fd_, Frame{json{{"bus_id", bus_id},
                                    {"times", device_->times()},
                                    {"counts_as_it_runs", device_->counts_as_it_runs()}},
                               {}});
         ClientWatch watch(fd_);
+        auto waiting_from = Clock::now();
         while (std::optional<Frame> request = wire::receive(fd_)) {
+            const auto answering_from = Clock::now();
+            account.waiting_seconds += seconds_between(waiting_from, answering_from);
             const std::string op = request->head.at("op").get<std::string>();
             if (op == "release") {
                 release();
                 wire::send(fd_, Frame{json::object(), {}});
+                account.held_seconds = seconds_between(held_from, Clock::now());
                 return {};
             }
             watch.busy(true);
@@ -137,10 +147,14 @@ public:
             }
             watch.busy(false);
             wire::send(fd_, reply);
+            waiting_from = Clock::now();
+            account.request_seconds[op] += seconds_between(answering_from, waiting_from);
             if (lost) {
+                account.held_seconds = seconds_between(held_from, Clock::now());
                 return "a kernel faulted, which leaves the device's context unusable";
             }
         }
+        account.held_seconds = seconds_between(held_from, Clock::now());
         return {};  // the client went away between requests; the device is released below
     }
 
@@ -383,7 +397,7 @@ int connect_to(const std::filesystem::path& path) {
 }
 
 std::string serve_device_sessions(int listen_fd, const Exercise& exercise,
-                                  const SessionDevice& session_device) {
+                                  const SessionDevice& session_device, const SessionEnded& ended) {
     std::map<std::string, ReusedRow> reused;
     std::map<std::string, DeviceLaunch> reused_runs;
     for (;;) {
@@ -395,15 +409,19 @@ std::string serve_device_sessions(int listen_fd, const Exercise& exercise,
             return std::string("accepting a grade failed: ") + std::strerror(errno);
         }
         std::string stop;
+        SessionAccount account;
         try {
             Session session(client, exercise, reused, reused_runs);
-            stop = session.serve(session_device);
+            stop = session.serve(session_device, account);
         } catch (const wire::WireError&) {
             // The grade went away between requests: its session is over, the device is fine.
         } catch (const std::exception& error) {
             stop = std::string("a session failed: ") + error.what();
         }
         ::close(client);
+        if (ended && account.held_seconds > 0.0) {
+            ended(account);
+        }
         if (!stop.empty()) {
             return stop;
         }

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -30,12 +31,25 @@ namespace grader {
 // context and counter.
 using SessionDevice = std::function<std::unique_ptr<Device>(std::uint64_t seed)>;
 
+// Where one session's time went, for the batch's account of its GPU: the lock held from the
+// grade's acquire to its release, of which answering each kind of request ("run", "time",
+// "count", "load", ...) and waiting for the grade's next request (its worker's CPU work and the
+// transfers).
+struct SessionAccount {
+    double held_seconds = 0.0;
+    double waiting_seconds = 0.0;
+    std::map<std::string, double> request_seconds;
+};
+using SessionEnded = std::function<void(const SessionAccount&)>;
+
 // Serves sessions on the listening socket one at a time, in the order their clients connect,
 // until a session ends with a launch that faulted (the context is lost) or `listen_fd` fails.
 // Returns why it stopped, one sentence. Exits the process (_exit) where a client goes away in the
 // middle of a request, which is where a kernel may still be running.
+// `ended` hears of every session that ends as sessions do.
 std::string serve_device_sessions(int listen_fd, const Exercise& exercise,
-                                  const SessionDevice& session_device);
+                                  const SessionDevice& session_device,
+                                  const SessionEnded& ended = {});
 
 // A listening Unix socket at `path` (which must not exist), or throws std::runtime_error.
 int listen_on(const std::filesystem::path& path);
