@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "checks/checks.hpp"
 #include "device/device.hpp"
 #include "device/device_server.hpp"
 #include "grade/pipeline.hpp"
@@ -40,7 +41,8 @@ public:
         std::string refuse_load;  // a kernel id whose load the device refuses
         DeviceLaunch::End time_end = DeviceLaunch::End::completed;
         DeviceLaunch::End count_end = DeviceLaunch::End::completed;
-        bool counters = true;  // false: count() cannot count, with the reason below
+        bool counters = true;             // false: count() cannot count, with the reason below
+        std::optional<double> kernel_ms;  // what every launch took on the device, where it says
     };
     FakeDevice(const Exercise& exercise, Script script, std::vector<std::string>& events)
         : exercise_(exercise), script_(std::move(script)), events_(events) {}
@@ -78,6 +80,7 @@ public:
             return launch;
         }
         launch.outputs = outputs(input.id, geometry);
+        launch.kernel_ms = script_.kernel_ms;
         return launch;
     }
     bool times() const override { return true; }
@@ -154,8 +157,18 @@ private:
     bool held_ = false;
 };
 
+// Observations that also keep every stage's limit, by the stage's name.
+class StageLimits final : public Observations {
+public:
+    void stage(const Stage& stage, const StageLimit& limit) override {
+        Observations::stage(stage, limit);
+        limits.emplace_back(to_string(stage), limit);
+    }
+    std::vector<std::pair<std::string, StageLimit>> limits;
+};
+
 struct Graded {
-    Observations seen;
+    StageLimits seen;
     std::vector<std::string> events;
 };
 
@@ -250,6 +263,48 @@ TEST_CASE("a correct grade: every case runs, is timed and counted while the devi
                       [](const OutputComparison& o) { return o.ok; }));
     CHECK(m.environment.gpu_bus_id == "fake-bus");
     CHECK(m.environment.gpu_held_until >= m.environment.gpu_held_from);
+}
+
+TEST_CASE("the student's runs are waited for 50 times the oracle's time for the same launches") {
+    // 4 ms a launch, two inputs: 50 x 8 ms is under the floor of a second.
+    FakeDevice::Script quick;
+    quick.kernel_ms = 4.0;
+    const Graded fast = grade_with(quick);
+    // 40 ms a launch: 50 x 80 ms = 4 s, under the run limit of 30 s.
+    FakeDevice::Script slow;
+    slow.kernel_ms = 40.0;
+    const Graded slower = grade_with(slow);
+    // A device that does not time its launches (the simulator): the run limit.
+    const Graded untimed = grade_with({});
+    const double run_limit = day15().limits.run_seconds;
+    for (const auto* graded : {&fast, &slower, &untimed}) {
+        std::size_t student_runs = 0;
+        for (const auto& [stage, limit] : graded->seen.limits) {
+            CAPTURE(stage);
+            if (stage.rfind("run student", 0) == 0) {
+                ++student_runs;
+                const double expected = graded == &fast     ? kHangFloorSeconds
+                                        : graded == &slower ? 4.0
+                                                            : run_limit;
+                CHECK(limit.seconds == doctest::Approx(expected));
+                if (graded == &untimed) {
+                    CHECK(limit.basis.empty());
+                } else {
+                    CHECK(limit.basis.find("50 times the reference probe's " +
+                                           std::string(graded == &fast ? "8" : "80") +
+                                           " ms for the same launches") == 0);
+                }
+            } else if (stage.rfind("run ", 0) == 0) {
+                // The exercise's own kernels keep the run limit.
+                CHECK(limit.seconds == doctest::Approx(run_limit));
+            }
+        }
+        CHECK(student_runs ==
+              student_strides_to_run(day15(), graded->seen.measurements.unnamed_strides).size());
+    }
+    // Never more than the run limit.
+    CHECK(student_run_limit(2000.0, "the oracle", 30.0).seconds == doctest::Approx(30.0));
+    CHECK(student_run_limit(2000.0, "the oracle", 30.0).basis.empty());
 }
 
 TEST_CASE("the student's compile outcome is sent once; loading sends only what it adds") {
@@ -637,6 +692,32 @@ TEST_CASE(
             CHECK(note.find("timed them once") == std::string::npos);
         }
     }
+}
+
+TEST_CASE("through a device server the student's limits are as the device's own, reused runs too") {
+    FakeDevice::Script script;
+    script.kernel_ms = 30.0;
+    const Graded direct = grade_with(script);
+    FakeServer server(script);
+    std::vector<std::string> local;
+    const Graded first = grade_with(script, "student/example", {server.socket(), &local});
+    const Graded second = grade_with(script, "student/example", {server.socket(), &local});
+    server.stop();
+    // The second grade's oracle runs on the all-ones input were the first's: their times came
+    // with them, so its limits are the same.
+    const auto student_limits = [](const Graded& graded) {
+        std::vector<std::pair<std::string, double>> found;
+        for (const auto& [stage, limit] : graded.seen.limits) {
+            if (stage.rfind("run student", 0) == 0) {
+                found.emplace_back(stage, limit.seconds);
+            }
+        }
+        return found;
+    };
+    REQUIRE(!student_limits(direct).empty());
+    CHECK(student_limits(direct).front().second == doctest::Approx(3.0));
+    CHECK(student_limits(first) == student_limits(direct));
+    CHECK(student_limits(second) == student_limits(direct));
 }
 
 TEST_CASE("a grade whose server stopped is served by the next one on the same socket") {

@@ -50,12 +50,12 @@ const CudaKernel& cuda_kernel(const LoadedKernel& kernel) {
 }  // namespace
 
 CudaDevice::CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed,
-                       counters::SharedMemoryCounter* counter)
-    : exercise_(exercise), seed_(seed), info_(cuda::query_device(ordinal)), counter_(counter) {
+                       GpuServerState* server)
+    : exercise_(exercise), seed_(seed), info_(cuda::query_device(ordinal)), server_(server) {
     const auto began = std::chrono::steady_clock::now();
     context_.emplace(ordinal);
     stream_.emplace();
-    if (counter_ == nullptr) {
+    if (server_ == nullptr) {
         // CUPTI's libraries take about 0.3 s to load (libnvperf_host is 32 MB): on a thread of
         // their own, beside the compile, the correctness runs and the timing. The profiler
         // itself starts only after the timing (count_launches), so that a grade alone times with
@@ -227,8 +227,13 @@ DeviceLaunch CudaDevice::run(const LoadedKernel& kernel, const InputSpec& input,
         if (input.poison_shared) {
             poison_shared_memory();
         }
+        cuda::Event began;
+        cuda::Event ended;
+        began.record(*stream_);
         enqueue(kernel, in.get(), out.get(), elements, stride, geometry, stream_->get());
+        ended.record(*stream_);
         stream_->synchronize();
+        launch.kernel_ms = static_cast<double>(cuda::elapsed_ms(began, ended));
         launch.outputs.resize(elements);
         out.download(launch.outputs.data(), elements * sizeof(float));
     } catch (const cuda::DriverError& error) {
@@ -272,7 +277,15 @@ TimingSamples CudaDevice::time_rounds(const std::vector<TimedCase>& launches,
                              enqueue(*c.kernel, in, out, elements, c.stride, geometry, stream);
                          }});
     }
-    const InterleavedTiming timing = time_interleaved(timed, exercise_.timing, seed_, *stream_);
+    TimingSpec spec = exercise_.timing;
+    if (server_ != nullptr && server_->last_timed &&
+        std::chrono::steady_clock::now() - *server_->last_timed < kClocksStayUp) {
+        spec.warmup_ms = 0.0;
+    }
+    const InterleavedTiming timing = time_interleaved(timed, spec, seed_, *stream_);
+    if (server_ != nullptr) {
+        server_->last_timed = std::chrono::steady_clock::now();
+    }
     TimingSamples samples;
     for (std::size_t i = 0; i < timing.rows.size(); ++i) {
         samples.per_round_ms.push_back(timing.rows[i].per_launch_ms);
@@ -316,14 +329,15 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
     HardwareCounts result;
     // A grade's own counter opens after timing and is gone before anything is timed again.
     std::optional<counters::SharedMemoryCounter> own;
-    if (counter_ == nullptr) {
+    counters::SharedMemoryCounter* const served = server_ != nullptr ? server_->counter : nullptr;
+    if (served == nullptr) {
         if (counter_libraries_.valid()) {
             counter_libraries_.get();
         }
         own.emplace(counters::SharedMemoryCounter::open(context_->get(), info_.ordinal,
                                                         counters::InstructionCounter::hardware));
     }
-    counters::SharedMemoryCounter& counter = counter_ != nullptr ? *counter_ : *own;
+    counters::SharedMemoryCounter& counter = served != nullptr ? *served : *own;
     if (!counter.available()) {
         result.reason = counter.reason();
         return result;
@@ -371,10 +385,12 @@ void serve_gpu(const Exercise& exercise, int ordinal, const std::filesystem::pat
     counter->keep_session(true);
     const int listening = listen_on(socket);
     ready();
+    GpuServerState state;
+    state.counter = &*counter;
     const std::string stopped = serve_device_sessions(
         listening, exercise,
         [&](std::uint64_t seed) {
-            return std::make_unique<CudaDevice>(exercise, ordinal, seed, &*counter);
+            return std::make_unique<CudaDevice>(exercise, ordinal, seed, &state);
         },
         ended);
     ::close(listening);

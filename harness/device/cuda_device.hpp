@@ -3,6 +3,7 @@
 // The GPU: kernels loaded through the driver API on the device's primary context, launched on a
 // stream of the grader's own, timed in interleaved rounds.
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -21,14 +22,26 @@ namespace counters {
 class SharedMemoryCounter;
 }
 
+// What a device server keeps for each session's device: its counter, open on the same primary
+// context for the server's life, and when its GPU last finished timing a grade.
+struct GpuServerState {
+    counters::SharedMemoryCounter* counter = nullptr;
+    std::optional<std::chrono::steady_clock::time_point> last_timed;
+};
+
+// A GPU that finished timing a grade this recently has its clocks up: the next grade's timing
+// skips the clock warm-up (the exercise's timing.warmup_ms). In a class the GPU's sessions
+// follow one another within milliseconds; a grade alone, or a server's first grade, warms up.
+inline constexpr std::chrono::milliseconds kClocksStayUp{500};
+
 class CudaDevice final : public Device {
 public:
     // Creates the context on GPU `ordinal` and starts loading CUPTI's libraries beside it. Throws
-    // cuda::DriverUnavailable without a GPU. Where `counter` is given (a device server's, open on
-    // the same primary context for the server's life), count() uses it; otherwise count() opens
-    // a counter of its own after the timing.
+    // cuda::DriverUnavailable without a GPU. Where `server` is given (a device server's session),
+    // count() uses the server's counter and time() its record of the GPU's clocks; otherwise
+    // count() opens a counter of its own after the timing.
     CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed,
-               counters::SharedMemoryCounter* counter = nullptr);
+               GpuServerState* server = nullptr);
     ~CudaDevice() override;
 
     // The kernel that fills shared memory with NaN before an input that asks for it.
@@ -85,8 +98,8 @@ private:
     bool param_info_missing_ = false;  // the driver predates cuFuncGetParamInfo
     LaunchGeometry geometry_;
     DeviceLock lock_;
-    counters::SharedMemoryCounter* counter_ = nullptr;  // the device server's
-    std::future<void> counter_libraries_;               // without one: loading CUPTI
+    GpuServerState* server_ = nullptr;     // a device server's session: the server's
+    std::future<void> counter_libraries_;  // without one: loading CUPTI
 };
 
 // `grader __device-server`: GPU `ordinal`'s context and counter, opened once (the counter under

@@ -60,6 +60,10 @@ struct DeviceLaunch {
     // Shared-memory races the device saw, one sentence each (line, word, lanes), bounded: they
     // fail the output check even where the values came out right.
     std::vector<std::string> races;
+    // The launch's own time on the device (between two events around it), where the device
+    // measures one (a GPU): what a student's launch of the same case may take is measured
+    // against the exercise's (stage.hpp, student_run_limit).
+    std::optional<double> kernel_ms;
 };
 
 // One launch to time: a kernel at a stride, with the timing input.

@@ -84,6 +84,12 @@ private:
     std::thread thread_;
 };
 
+// An input's words as a session received them, with their hash (for what is reused by input).
+struct SessionInput {
+    std::vector<float> words;
+    std::string hash;
+};
+
 // The samples of an exercise's reusable launch, from the first grade that timed it.
 struct ReusedRow {
     std::vector<double> per_round_ms;
@@ -190,6 +196,23 @@ private:
         throw std::runtime_error("the exercise has no input '" + wanted + "'");
     }
 
+    // The input's words: sent with the session's first request that uses them, kept for the
+    // session's later ones.
+    const SessionInput& words_of(const InputSpec& input, const Frame& request) {
+        if (!request.blobs.empty()) {
+            SessionInput& kept = inputs_[input.id];
+            kept.words = wire::floats_of(request.blobs.front());
+            kept.hash = std::to_string(std::hash<std::string>{}(request.blobs.front()));
+            return kept;
+        }
+        const auto found = inputs_.find(input.id);
+        if (found == inputs_.end()) {
+            throw std::runtime_error("the grade named input '" + input.id +
+                                     "' without sending its words");
+        }
+        return found->second;
+    }
+
     std::vector<TimedCase> cases_of(const json& cases) const {
         std::vector<TimedCase> timed;
         for (const json& c : cases) {
@@ -234,20 +257,19 @@ private:
         if (op == "run") {
             const LoadedKernel& kernel = kernel_at(head.at("handle"));
             const InputSpec& input = input_of(head.at("input"));
+            const SessionInput& words = words_of(input, request);
             const int stride = head.at("stride").get<int>();
             const LaunchGeometry geometry = wire::geometry_of(head.at("geometry"));
             // What an exercise kernel computes from the same words (an input that is no seed's,
             // such as all ones) is the same for every grade: run once per server.
             std::string key;
             if (kernel.id != kStudentKernel && !input.poison_shared) {
-                key = reuse_key({&kernel, stride, true}, input, geometry) + "|" +
-                      std::to_string(std::hash<std::string>{}(request.blobs.at(0)));
+                key = reuse_key({&kernel, stride, true}, input, geometry) + "|" + words.hash;
                 if (const auto found = reused_runs_.find(key); found != reused_runs_.end()) {
                     return wire::launch_frame(found->second);
                 }
             }
-            const DeviceLaunch launch =
-                device_->run(kernel, input, wire::floats_of(request.blobs.at(0)), stride, geometry);
+            const DeviceLaunch launch = device_->run(kernel, input, words.words, stride, geometry);
             lost = launch.end == DeviceLaunch::End::fault;
             if (!key.empty() && launch.end == DeviceLaunch::End::completed) {
                 reused_runs_.emplace(key, launch);
@@ -255,16 +277,18 @@ private:
             return wire::launch_frame(launch);
         }
         if (op == "time") {
+            const InputSpec& input = input_of(head.at("input"));
             const TimingSamples samples =
-                time(cases_of(head.at("cases")), input_of(head.at("input")),
-                     wire::floats_of(request.blobs.at(0)), wire::geometry_of(head.at("geometry")));
+                time(cases_of(head.at("cases")), input, words_of(input, request).words,
+                     wire::geometry_of(head.at("geometry")));
             lost = samples.end == DeviceLaunch::End::fault;
             return wire::samples_frame(samples);
         }
         if (op == "count") {
-            const HardwareCounts counts = device_->count(
-                cases_of(head.at("cases")), input_of(head.at("input")),
-                wire::floats_of(request.blobs.at(0)), wire::geometry_of(head.at("geometry")));
+            const InputSpec& input = input_of(head.at("input"));
+            const HardwareCounts counts =
+                device_->count(cases_of(head.at("cases")), input, words_of(input, request).words,
+                               wire::geometry_of(head.at("geometry")));
             lost = counts.end == DeviceLaunch::End::fault;
             return Frame{wire::counts_json(counts), {}};
         }
@@ -364,6 +388,7 @@ private:
     std::unique_ptr<Device> device_;
     std::vector<std::unique_ptr<LoadedKernel>> kernels_;
     std::map<const LoadedKernel*, std::string> images_;  // a hash of each kernel's image
+    std::map<std::string, SessionInput> inputs_;         // by input id
 };
 
 }  // namespace

@@ -5,7 +5,9 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "device/device_server.hpp"
@@ -29,8 +31,7 @@ std::size_t handle_of(const LoadedKernel& kernel) {
 
 // A request about several launches with one input: "time" or "count".
 Frame launches_request(const char* op, const std::vector<TimedCase>& launches,
-                       const InputSpec& input, const std::vector<float>& words,
-                       const LaunchGeometry& geometry) {
+                       const InputSpec& input, const LaunchGeometry& geometry) {
     json cases = json::array();
     for (const TimedCase& c : launches) {
         cases.push_back(
@@ -40,7 +41,7 @@ Frame launches_request(const char* op, const std::vector<TimedCase>& launches,
                       {"cases", cases},
                       {"input", input.id},
                       {"geometry", wire::geometry_json(geometry)}},
-                 {wire::blob_of(words)}};
+                 {}};
 }
 
 class RemoteDevice final : public Device {
@@ -165,12 +166,14 @@ public:
         if (local_) {
             return local_->run(kernel, input, input_words, stride, geometry);
         }
-        return wire::launch_of(call(Frame{json{{"op", "run"},
-                                               {"handle", handle_of(kernel)},
-                                               {"input", input.id},
-                                               {"stride", stride},
-                                               {"geometry", wire::geometry_json(geometry)}},
-                                          {wire::blob_of(input_words)}}));
+        return wire::launch_of(
+            call(with_input(Frame{json{{"op", "run"},
+                                       {"handle", handle_of(kernel)},
+                                       {"input", input.id},
+                                       {"stride", stride},
+                                       {"geometry", wire::geometry_json(geometry)}},
+                                  {}},
+                            input, input_words)));
     }
 
     TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
@@ -179,8 +182,8 @@ public:
         if (local_) {
             return local_->time(launches, input, input_words, geometry);
         }
-        return wire::samples_of(
-            call(launches_request("time", launches, input, input_words, geometry)));
+        return wire::samples_of(call(
+            with_input(launches_request("time", launches, input, geometry), input, input_words)));
     }
 
     void reload(const std::vector<LoadedKernel*>& kernels) override {
@@ -201,8 +204,9 @@ public:
         if (local_) {
             return local_->count(launches, input, input_words, geometry);
         }
-        return wire::counts_of(
-            call(launches_request("count", launches, input, input_words, geometry)).head);
+        return wire::counts_of(call(with_input(launches_request("count", launches, input, geometry),
+                                               input, input_words))
+                                   .head);
     }
 
 private:
@@ -235,6 +239,16 @@ private:
             ::close(fd_);
             fd_ = -1;
         }
+        inputs_sent_.clear();
+    }
+
+    // The input's words go to the server once a session (Part 2's are 64 MB); later requests
+    // name the input only.
+    Frame with_input(Frame request, const InputSpec& input, const std::vector<float>& words) {
+        if (inputs_sent_.insert(input.id).second) {
+            request.blobs.push_back(wire::blob_of(words));
+        }
+        return request;
     }
 
     std::filesystem::path socket_;
@@ -244,6 +258,7 @@ private:
     std::unique_ptr<Device> local_;
     std::optional<CompiledKernel> poison_;
     int fd_ = -1;
+    std::set<std::string> inputs_sent_;  // this session's inputs the server has
     bool times_ = true;
     bool counts_as_it_runs_ = false;
 };

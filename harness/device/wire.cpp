@@ -162,6 +162,9 @@ Frame launch_frame(const DeviceLaunch& launch) {
     if (launch.counts) {
         frame.head["counts"] = *launch.counts;
     }
+    if (launch.kernel_ms) {
+        frame.head["kernel_ms"] = *launch.kernel_ms;
+    }
     frame.blobs.push_back(blob_of(launch.outputs));
     return frame;
 }
@@ -174,6 +177,9 @@ DeviceLaunch launch_of(const Frame& frame) {
     launch.races = frame.head.at("races").get<std::vector<std::string>>();
     if (frame.head.contains("counts")) {
         launch.counts = frame.head.at("counts").get<SharedAccessCounts>();
+    }
+    if (frame.head.contains("kernel_ms")) {
+        launch.kernel_ms = frame.head.at("kernel_ms").get<double>();
     }
     if (frame.blobs.size() != 1) {
         throw WireError("a launch's answer without its output");

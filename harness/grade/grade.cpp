@@ -57,7 +57,7 @@ std::string signal_name(int signal) {
 // fault it is.
 std::optional<Interruption> interruption_from(const ChildResult& child,
                                               const std::optional<Stage>& stage,
-                                              double limit_seconds) {
+                                              const StageLimit& limit) {
     const Stage where_stage = stage.value_or(Stage{Stage::Kind::answers});
     const std::string where =
         stage ? "at stage '" + to_string(*stage) + "'" : std::string("before it started");
@@ -78,7 +78,9 @@ std::optional<Interruption> interruption_from(const ChildResult& child,
                          std::string(where_stage.kind == Stage::Kind::compile ? "the compile"
                                                                               : "the kernel") +
                              " did not finish within the time limit of " +
-                             format_number(limit_seconds, 1) + " s " + where + "; it was stopped");
+                             format_number(limit.seconds, 1) + " s " + where +
+                             (limit.basis.empty() ? std::string() : " (" + limit.basis + ")") +
+                             "; it was stopped");
         case ChildResult::End::memory_exceeded:
             return blame(where_stage, Ending::memory_limit,
                          "the grader's worker went over its memory limit (" +
@@ -215,7 +217,7 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
 
     WorkerResult result;
     Observations& seen = result.observations;
-    double stage_limit = limits.seconds;
+    StageLimit stage_limit{limits.seconds};
     auto stage_began = std::chrono::steady_clock::now();
     const auto close_stage = [&] {
         const auto now = std::chrono::steady_clock::now();
@@ -232,9 +234,9 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
         Forward(Observations& target, const std::function<void()>& before_stage,
                 const GradeOptions& grade)
             : target_(target), before_stage_(before_stage), grade_(grade) {}
-        void stage(const Stage& stage, double limit_seconds) override {
+        void stage(const Stage& stage, const StageLimit& limit) override {
             before_stage_();
-            target_.stage(stage, limit_seconds);
+            target_.stage(stage, limit);
             if (grade_.on_stage) {
                 grade_.on_stage(to_string(stage));
             }
@@ -261,7 +263,7 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
         try {
             const double limit = dispatch_message(line, forward);
             if (limit > 0) {
-                stage_limit = limit;
+                stage_limit = seen.current_limit;
             }
             return limit;
         } catch (const std::invalid_argument& error) {

@@ -185,8 +185,13 @@ void FdProgressSink::write_line(const nlohmann::json& message) {
     }
 }
 
-void FdProgressSink::stage(const Stage& stage, double limit_seconds) {
-    write_line({{"type", "stage"}, {"stage", stage_json(stage)}, {"limit_seconds", limit_seconds}});
+void FdProgressSink::stage(const Stage& stage, const StageLimit& limit) {
+    nlohmann::json message = {
+        {"type", "stage"}, {"stage", stage_json(stage)}, {"limit_seconds", limit.seconds}};
+    if (!limit.basis.empty()) {
+        message["limit_basis"] = limit.basis;
+    }
+    write_line(message);
 }
 void FdProgressSink::submission(const Submission& value) {
     write_line({{"type", "submission"}, {"value", value}});
@@ -220,9 +225,9 @@ void FdProgressSink::explanation(const Explanation& value) {
     write_line({{"type", "explanation"}, {"value", value}});
 }
 
-void Observations::stage(const Stage& stage, double limit_seconds) {
+void Observations::stage(const Stage& stage, const StageLimit& limit) {
     current_stage = stage;
-    current_limit_seconds = limit_seconds;
+    current_limit = limit;
 }
 void Observations::submission(const Submission& value) {
     answers = value;
@@ -271,9 +276,10 @@ double dispatch_message(const std::string& line, ProgressSink& sink) {
     try {
         const std::string type = message.value("type", "");
         if (type == "stage") {
-            const double limit = message.value("limit_seconds", 0.0);
+            const StageLimit limit{message.value("limit_seconds", 0.0),
+                                   message.value("limit_basis", std::string())};
             sink.stage(stage_from_json(message.at("stage")), limit);
-            return limit;
+            return limit.seconds;
         }
         const nlohmann::json& value = message.at("value");
         if (type == "submission") {

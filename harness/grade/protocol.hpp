@@ -4,6 +4,7 @@
 // sent once as it happens, so nothing already observed is lost when the worker is killed mid-way
 // and no message repeats what an earlier one said:
 //   {"type":"stage","stage":{"kind":"run","kernel":"student","stride":8},"limit_seconds":30}
+//                                               (with "limit_basis" where the limit has one)
 //   {"type":"submission","value":{...}}        the answers file, read
 //   {"type":"environment","value":{...}}
 //   {"type":"compiled","kernel":"student","value":{...}}
@@ -56,7 +57,7 @@ struct LoadFacts {
 class ProgressSink {
 public:
     virtual ~ProgressSink() = default;
-    virtual void stage(const Stage& stage, double limit_seconds) = 0;
+    virtual void stage(const Stage& stage, const StageLimit& limit) = 0;
     virtual void submission(const Submission& value) = 0;
     virtual void environment(const Environment& value) = 0;
     virtual void compiled(const std::string& kernel, const CompileOutcome& value) = 0;
@@ -71,7 +72,7 @@ public:
 class FdProgressSink final : public ProgressSink {
 public:
     explicit FdProgressSink(int fd) : fd_(fd) {}
-    void stage(const Stage& stage, double limit_seconds) override;
+    void stage(const Stage& stage, const StageLimit& limit) override;
     void submission(const Submission& value) override;
     void environment(const Environment& value) override;
     void compiled(const std::string& kernel, const CompileOutcome& value) override;
@@ -90,7 +91,7 @@ private:
 // sink for tests.
 class Observations : public ProgressSink {
 public:
-    void stage(const Stage& stage, double limit_seconds) override;
+    void stage(const Stage& stage, const StageLimit& limit) override;
     void submission(const Submission& value) override;
     void environment(const Environment& value) override;
     void compiled(const std::string& kernel, const CompileOutcome& value) override;
@@ -104,7 +105,7 @@ public:
     std::optional<Submission> answers;
     std::optional<Explanation> lane_tables;
     std::optional<Stage> current_stage;
-    double current_limit_seconds = 0.0;
+    StageLimit current_limit;
 };
 
 // Decodes one line of the worker's and passes it to `sink`. Returns the new stage's time limit

@@ -9,6 +9,7 @@
 #include <deque>
 #include <future>
 #include <map>
+#include <numeric>
 #include <optional>
 
 #include "checks/checks.hpp"
@@ -382,7 +383,7 @@ private:
             const LoadedKernel& kernel = *loaded_.at(spec->id);
             for (const int stride : strides_of(exercise_, spec->id, figures_.unnamed_strides)) {
                 const Stage stage{Stage::Kind::run, spec->id, stride};
-                sink_.stage(stage, run_limit_);
+                sink_.stage(stage, spec->is_student() ? student_limit(stride) : run_limit_);
                 PendingRun current;
                 KernelRun& run = current.run;
                 run.kernel = spec->id;
@@ -415,6 +416,9 @@ private:
                         }
                     }
                     if (spec->id == oracle) {
+                        if (launch.kernel_ms) {
+                            oracle_ms_[stride].push_back(*launch.kernel_ms);
+                        }
                         oracle_outputs_[{input.id, stride}] = std::move(launch.outputs);
                     } else if (spec->is_student()) {
                         // The oracle's runs all came first: nothing writes the map meanwhile.
@@ -434,6 +438,19 @@ private:
         }
         report_compared(true);
         return true;
+    }
+
+    // The limit of the student's runs at `stride`: student_run_limit() of what the oracle took
+    // for the same launches, where the device timed each of them (a GPU); else the run limit.
+    StageLimit student_limit(int stride) const {
+        const auto found = oracle_ms_.find(stride);
+        if (found == oracle_ms_.end() || found->second.size() != exercise_.inputs.size()) {
+            return run_limit_;
+        }
+        const double oracle_ms = std::accumulate(found->second.begin(), found->second.end(), 0.0);
+        const KernelSpec& oracle = *exercise_.oracle();
+        return student_run_limit(
+            oracle_ms, "the " + (oracle.label.empty() ? oracle.name : oracle.label), run_limit_);
     }
 
     // The base a case's ratio is taken against: the same kernel at the ratio's stride, or the
@@ -725,6 +742,8 @@ private:
     std::vector<KernelRun> runs_;
     std::vector<std::vector<float>> inputs_;
     std::map<std::pair<std::string, int>, std::vector<float>> oracle_outputs_;
+    // The oracle's time on the device at each stride, one entry per input (where it has one).
+    std::map<int, std::vector<double>> oracle_ms_;
     std::future<SimulatorWitness> simulator_;
 };
 
