@@ -115,9 +115,12 @@ def run_class(grader, class_dir, out_dir, extra, env, timeout):
     command = [grader, "batch", class_dir, "--output", out_dir, "--quiet",
                "--timeout", f"{timeout:g}"] + extra
     began = time.perf_counter()
-    status = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=dict(os.environ, **env)).returncode
+    proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                          env=dict(os.environ, **env))
+    status = proc.returncode
     wall = time.perf_counter() - began
+    # Where each GPU's time went, as the batch says of its device servers.
+    servers = [line for line in proc.stdout.splitlines() if "device server:" in line]
     verdicts, groups = {}, Counter()
     for student in sorted(os.listdir(class_dir)):
         path = os.path.join(out_dir, student, "report.json")
@@ -129,7 +132,8 @@ def run_class(grader, class_dir, out_dir, extra, env, timeout):
         verdicts[student] = report.get("verdict")
         for stage, seconds in (report.get("stage_seconds") or {}).items():
             groups[stage_group(stage)] += float(seconds or 0.0)
-    return {"wall": wall, "status": status, "verdicts": verdicts, "groups": groups}
+    return {"wall": wall, "status": status, "verdicts": verdicts, "groups": groups,
+            "servers": servers}
 
 
 def alone_agreement(grader, class_dir, verdicts, count, extra, env, timeout, work):
@@ -230,6 +234,7 @@ def main():
             notes.append(f"class {v['label']}: exit {c['status']}, {graded} reports, verdicts "
                          f"{dict(Counter(c['verdicts'].values()))}; summed over the reports: " +
                          ", ".join(f"{g} {s:.1f} s" for g, s in c["groups"].most_common()))
+            notes.extend(f"class {v['label']}: {line}" for line in c["servers"])
             if v["label"] == "now":
                 now_verdicts = c["verdicts"]
                 n, different = alone_agreement(v["grader"], class_dir, c["verdicts"], args.alone,
@@ -248,6 +253,7 @@ def main():
                          f"{len(c['verdicts'])} reports, {same} verdicts as in 'now'; summed "
                          "over the reports: " + ", ".join(
                              f"{g} {s:.1f} s" for g, s in c["groups"].most_common()))
+            notes.extend(f"class {label}: {line}" for line in c["servers"])
         table.append((f"the class of {args.class_size} through grader batch", cells,
                       GOALS["class"]))
 
