@@ -13,7 +13,8 @@
 #   bench     issue 19's table (scripts/bench/table_bench.py): 20 grades of each exercise's
 #             example (the probe also without counters) and the class of 100 through grader
 #             batch, beside the grader from before (.carry/before/bin/grader, made by
-#             scripts/bench/build-before.sh): walls, stages, ratio spreads, verdict flips
+#             scripts/bench/build-before.sh): walls, stages, ratio spreads, verdict flips;
+#             then a grade alone of each, stage by stage (scripts/bench/worker_timeline.py)
 #   isolation a faulting, a hanging and a trapping kernel between two correct ones in one batch
 #   class     the class of 100 through grader batch; SIGKILL midway and --resume
 #   share     two batches sharing one GPU at once; --devices 0,0
@@ -139,6 +140,10 @@ run_bench() {
   section "benchmark: issue 19's table, this grader beside the one before (table_bench.py)"
   python3 "$root/scripts/bench/table_bench.py" "$grader" "${before[@]}" --rows gpu --runs 20 \
     --class-size 100 --timeout 5
+  section "a grade alone, stage by stage (worker_timeline.py): Part 1, then Part 2"
+  python3 "$root/scripts/bench/worker_timeline.py" "$grader" student/example --runs 3
+  python3 "$root/scripts/bench/worker_timeline.py" "$grader" student/padding/example --runs 2 \
+    --exercise exercises/day15-padding
 }
 
 run_isolation() {

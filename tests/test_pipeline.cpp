@@ -263,6 +263,22 @@ TEST_CASE("a correct grade: every case runs, is timed and counted while the devi
                       [](const OutputComparison& o) { return o.ok; }));
     CHECK(m.environment.gpu_bus_id == "fake-bus");
     CHECK(m.environment.gpu_held_until >= m.environment.gpu_held_from);
+
+    // The oracle runs on the device, with every input, only where the student's kernel runs:
+    // nothing reads its outputs at a stride of its own. Every stride is still timed.
+    const std::vector<int> student = student_strides_to_run(day15(), m.unnamed_strides);
+    const std::vector<int> reference = reference_strides_to_run(day15(), m.unnamed_strides);
+    REQUIRE(reference.size() > student.size());
+    for (const int stride : reference) {
+        const bool students = std::find(student.begin(), student.end(), stride) != student.end();
+        CAPTURE(stride);
+        CHECK(std::count(graded.events.begin(), graded.events.end(),
+                         "run reference " + std::to_string(stride)) ==
+              (students ? static_cast<long>(day15().inputs.size()) : 0));
+        const KernelRun* run = m.run("reference", stride);
+        REQUIRE(run != nullptr);
+        CHECK(run->timing);
+    }
 }
 
 TEST_CASE("the student's runs are waited for 50 times the oracle's time for the same launches") {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 
 #include "counters/counters.hpp"
@@ -60,8 +61,12 @@ CudaDevice::CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed
         // their own, beside the compile, the correctness runs and the timing. The profiler
         // itself starts only after the timing (count_launches), so that a grade alone times with
         // nothing of CUPTI running.
-        counter_libraries_ =
-            std::async(std::launch::async, [] { counters::load_counter_libraries(); });
+        counter_libraries_ = std::async(std::launch::async, [this] {
+            const auto began = std::chrono::steady_clock::now();
+            counters::load_counter_libraries();
+            libraries_seconds_ =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+        });
     }
     context_seconds_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
@@ -330,12 +335,27 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
     // A grade's own counter opens after timing and is gone before anything is timed again.
     std::optional<counters::SharedMemoryCounter> own;
     counters::SharedMemoryCounter* const served = server_ != nullptr ? server_->counter : nullptr;
+    // GRADER_TRACE_COUNT=1: where a grade's count goes, on standard error (for the benchmarks).
+    const bool trace = std::getenv("GRADER_TRACE_COUNT") != nullptr;
+    const auto now = [] { return std::chrono::steady_clock::now(); };
+    const auto since = [&](std::chrono::steady_clock::time_point from) {
+        return std::chrono::duration<double>(now() - from).count();
+    };
+    auto step = now();
     if (served == nullptr) {
         if (counter_libraries_.valid()) {
             counter_libraries_.get();
         }
+        const double waited = since(step);
+        step = now();
         own.emplace(counters::SharedMemoryCounter::open(context_->get(), info_.ordinal,
                                                         counters::InstructionCounter::hardware));
+        if (trace) {
+            std::cerr << "grader: count: CUPTI's libraries loaded in " << libraries_seconds_
+                      << " s (waited " << waited << " s for them), the counter opened in "
+                      << since(step) << " s\n";
+        }
+        step = now();
     }
     counters::SharedMemoryCounter& counter = served != nullptr ? *served : *own;
     if (!counter.available()) {
@@ -352,12 +372,20 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
         });
     }
     const auto counts = counter.count_each(counted);
+    const std::string description = counter.description();
+    if (trace) {  // the counter is not used again
+        std::cerr << "grader: count: " << counted.size() << " launches counted in " << since(step)
+                  << " s\n";
+        step = now();
+        own.reset();
+        std::cerr << "grader: count: the counter closed in " << since(step) << " s\n";
+    }
     if (!counts.counted()) {
         result.reason = counts.reason;
         return result;
     }
     result.counted = true;
-    result.description = counter.description();
+    result.description = description;
     for (const auto& hardware : counts.value) {
         SharedAccessCounts shared;
         shared.load_requests = hardware.load_instructions;

@@ -100,6 +100,7 @@ private:
     DeviceLock lock_;
     GpuServerState* server_ = nullptr;     // a device server's session: the server's
     std::future<void> counter_libraries_;  // without one: loading CUPTI
+    double libraries_seconds_ = 0.0;       // how long that took
 };
 
 // `grader __device-server`: GPU `ordinal`'s context and counter, opened once (the counter under

@@ -389,6 +389,9 @@ private:
                 run.kernel = spec->id;
                 run.stride = stride;
                 for (std::size_t i = 0; i < exercise_.inputs.size(); ++i) {
+                    if (!launch_is_read(*spec, stride, i)) {
+                        continue;
+                    }
                     const InputSpec& input = exercise_.inputs[i];
                     DeviceLaunch launch = device().run(kernel, input, inputs[i], stride, geometry_);
                     if (launch.end != DeviceLaunch::End::completed) {
@@ -438,6 +441,25 @@ private:
         }
         report_compared(true);
         return true;
+    }
+
+    // Whether anything reads an exercise kernel's run with input `i` at `stride`, in a grade of
+    // the student's kernel: where the student's kernel runs at that stride, its outputs (the
+    // oracle's are compared), its time (the student's limit) and the simulator's instruction
+    // count (the student's budget); at any stride, the simulator's count and modeled cost of the
+    // timing input. An exercise kernel's run at a stride of its own is otherwise left out (on a
+    // GPU its outputs were never read; it is still timed, and checked there by the timed
+    // launches' own outputs).
+    bool launch_is_read(const KernelSpec& spec, int stride, std::size_t i) const {
+        if (spec.is_student() || loaded_.count(std::string(kStudentKernel)) == 0) {
+            return true;
+        }
+        const std::vector<int> student =
+            strides_of(exercise_, std::string(kStudentKernel), figures_.unnamed_strides);
+        if (std::find(student.begin(), student.end(), stride) != student.end()) {
+            return true;
+        }
+        return i == 0 && device_->counts_as_it_runs();
     }
 
     // The limit of the student's runs at `stride`: student_run_limit() of what the oracle took

@@ -111,6 +111,7 @@ def main():
     verdicts, missing = {}, []
     groups = Counter()
     stage_totals = Counter()
+    rounds = []  # each timed grade's timing rounds
     report_wall = 0.0
     for student in students:
         report = read_json(os.path.join(args.out_dir, student, "report.json"))
@@ -118,6 +119,8 @@ def main():
             missing.append(student)
             continue
         verdicts[student] = report["verdict"]
+        if report.get("timing_rounds"):
+            rounds.append(int(report["timing_rounds"]))
         wall = float(report.get("wall_seconds") or 0.0)
         report_wall += wall
         staged = 0.0
@@ -188,6 +191,10 @@ def main():
     others = sorted((s, v) for s, v in stage_totals.items() if stage_group(s) == "other")
     if others:
         print("  other: " + ", ".join(f"{s} {v:.2f} s" for s, v in others))
+    if rounds:
+        rounds.sort()
+        print(f"  timing rounds per timed grade: median {rounds[len(rounds) // 2]}, "
+              f"min {rounds[0]}, max {rounds[-1]} ({len(rounds)} grades)")
     print()
     print("verdicts: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())))
     if counts and set(counts) == {"ungradable"}:

@@ -112,7 +112,8 @@ def stage_group(stage):
 
 def run_class(grader, class_dir, out_dir, extra, env, timeout):
     shutil.rmtree(out_dir, ignore_errors=True)
-    command = [grader, "batch", class_dir, "--output", out_dir, "--quiet",
+    # Not --quiet: the last words name where each device server's time went.
+    command = [grader, "batch", class_dir, "--output", out_dir,
                "--timeout", f"{timeout:g}"] + extra
     began = time.perf_counter()
     proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -219,6 +220,9 @@ def main():
                        {l: f"{median(p2[l]['walls']):.3f} s" for l in labels}, GOALS["part2"]))
         for label in labels:
             notes.append("Part 2 " + quality(label, p2))
+            stages = p2[label]["stages"]
+            notes.append(f"Part 2 {label}: per grade, mean seconds by stage: " + ", ".join(
+                f"{s} {t / args.runs:.3f}" for s, t in sorted(stages.items(), key=lambda x: -x[1])))
 
         class_dir = os.path.join(work, "class")
         subprocess.run([sys.executable, os.path.join(HERE, "make_class.py"), class_dir,
