@@ -128,8 +128,7 @@ public:
             std::async(std::launch::async, [this] {
                 std::vector<std::vector<float>> made;
                 for (const InputSpec& input : exercise_.inputs) {
-                    made.push_back(
-                        make_input(input, exercise_.buffers.input_words, options_.seed));
+                    made.push_back(make_input(input, exercise_.buffers.input_words, options_.seed));
                 }
                 return made;
             });
