@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A grade alone, stage by stage: runs `grader __worker` (the process `grader grade` starts for a
 grade) on a submission and prints when each stage began, from the worker's own messages, with
-the count's own steps (GRADER_TRACE_COUNT=1: CUPTI's libraries, the counter's open, the counted
-launches, the close) and the process's end. What issue 19's closing note calls a timeline.
+the count's own steps (GRADER_TRACE_STEPS=1: CUPTI's libraries, the counter's open, the counted
+launches, the close), the device's release and the process's end. What issue 19's closing note calls a timeline.
 
 Usage: worker_timeline.py GRADER SUBMISSION [--exercise DIR] [--runs N] [--seed S]
 """
@@ -29,7 +29,7 @@ def stage_name(stage):
 
 def one_run(grader, submission, exercise, seed):
     read_end, write_end = os.pipe()
-    env = dict(os.environ, GRADER_TRACE_COUNT="1")
+    env = dict(os.environ, GRADER_TRACE_STEPS="1")
     began = time.perf_counter()
     proc = subprocess.Popen(
         [grader, "__worker", "--exercise", exercise, "--device", "0", "--seed", str(seed),
@@ -49,11 +49,14 @@ def one_run(grader, submission, exercise, seed):
                     continue
                 if message.get("type") == "stage":
                     events.append((at, "stage " + stage_name(message.get("stage", {}))))
+                elif (message.get("type") == "measured"
+                      and (message.get("value") or {}).get("wall_seconds")):
+                    events.append((at, "the grade's last message"))
 
     reader = threading.Thread(target=read_messages)
     reader.start()
     for line in proc.stderr:
-        if line.startswith("grader: count:"):
+        if line.startswith("grader: count:") or line.startswith("grader: release:"):
             events.append((time.perf_counter() - began, line.strip()))
     proc.wait()
     reader.join()
