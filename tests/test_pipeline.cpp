@@ -710,6 +710,34 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("a server's session account crosses to the batch as one line, and adds up") {
+    SessionAccount account;
+    account.held_seconds = 0.25;
+    account.waiting_seconds = 0.03;
+    account.request_seconds = {{"run", 0.04}, {"time", 0.1}, {"count", 0.02}};
+    // As the server writes it to its message pipe, and as the batch reads the line.
+    const std::string line = wire::session_json(account).dump();
+    const SessionAccount read = wire::session_of(nlohmann::json::parse(line));
+    CHECK(nlohmann::json::parse(line).at("type") == "session");
+    CHECK(read.held_seconds == doctest::Approx(0.25));
+    CHECK(read.waiting_seconds == doctest::Approx(0.03));
+    CHECK(read.request_seconds == account.request_seconds);
+    SessionAccount total;
+    total.add(read);
+    total.add(read);
+    CHECK(total.held_seconds == doctest::Approx(0.5));
+    CHECK(total.request_seconds.at("time") == doctest::Approx(0.2));
+    // What is not a number (a NaN is written as null) counts as nothing; the batch goes on.
+    const SessionAccount odd = wire::session_of(
+        nlohmann::json::parse(R"({"type":"session","held_seconds":null,"waiting_seconds":"x",)"
+                              R"("request_seconds":{"run":null,"time":0.5}})"));
+    CHECK(odd.held_seconds == 0.0);
+    CHECK(odd.waiting_seconds == 0.0);
+    CHECK(odd.request_seconds.at("run") == 0.0);
+    CHECK(odd.request_seconds.at("time") == doctest::Approx(0.5));
+    CHECK(wire::session_of(nlohmann::json::parse("[1, 2]")).request_seconds.empty());
+}
+
 TEST_CASE("through a device server the student's limits are as the device's own, reused runs too") {
     FakeDevice::Script script;
     script.kernel_ms = 30.0;

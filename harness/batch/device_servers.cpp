@@ -93,25 +93,6 @@ std::filesystem::path private_folder() {
     return pattern;
 }
 
-// A session's account, as the server sent it, added to its server's: what is not a number in
-// it is left out (the batch must not stop over an account).
-void add_session(SessionAccount& served, const nlohmann::json& message) {
-    const auto seconds_at = [](const nlohmann::json& value) {
-        return value.is_number() ? value.get<double>() : 0.0;
-    };
-    if (message.contains("held_seconds")) {
-        served.held_seconds += seconds_at(message["held_seconds"]);
-    }
-    if (message.contains("waiting_seconds")) {
-        served.waiting_seconds += seconds_at(message["waiting_seconds"]);
-    }
-    if (message.contains("request_seconds") && message["request_seconds"].is_object()) {
-        for (const auto& [op, seconds] : message["request_seconds"].items()) {
-            served.request_seconds[op] += seconds_at(seconds);
-        }
-    }
-}
-
 // Runs GPU `device`'s server until the batch stops, starting it again whenever it ends (a kernel
 // faulted, or one hung and its grade's worker was killed).
 void keep_serving(const std::shared_ptr<State>& state, int device) {
@@ -145,7 +126,7 @@ void keep_serving(const std::shared_ptr<State>& state, int device) {
                 state->changed.notify_all();
             } else if (type == "session") {
                 ++server.sessions;
-                add_session(server.served, message);
+                server.served.add(wire::session_of(message));
             }
             return 0.0;
         };

@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "device/cuda_device.hpp"
 #include "device/device_server.hpp"
+#include "device/wire.hpp"
 #include "exercise/exercise.hpp"
 
 namespace grader::cli {
@@ -38,12 +39,7 @@ void add_device_server_command(CLI::App& app, Runner& run) {
                 [&] {
                     tell_batch({{"type", "ready"}});
                 },
-                [&](const SessionAccount& account) {
-                    tell_batch({{"type", "session"},
-                                {"held_seconds", account.held_seconds},
-                                {"waiting_seconds", account.waiting_seconds},
-                                {"request_seconds", account.request_seconds}});
-                });
+                [&](const SessionAccount& account) { tell_batch(wire::session_json(account)); });
         };  // serve_gpu ends the process
     });
 }

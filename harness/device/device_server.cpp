@@ -393,6 +393,14 @@ private:
 
 }  // namespace
 
+void SessionAccount::add(const SessionAccount& other) {
+    held_seconds += other.held_seconds;
+    waiting_seconds += other.waiting_seconds;
+    for (const auto& [op, seconds] : other.request_seconds) {
+        request_seconds[op] += seconds;
+    }
+}
+
 int listen_on(const std::filesystem::path& path) {
     const sockaddr_un address = address_of(path);
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -39,6 +39,9 @@ struct SessionAccount {
     double held_seconds = 0.0;
     double waiting_seconds = 0.0;
     std::map<std::string, double> request_seconds;
+
+    // Adds another's figures to these (a server's sessions, summed).
+    void add(const SessionAccount& other);
 };
 using SessionEnded = std::function<void(const SessionAccount&)>;
 

@@ -238,4 +238,35 @@ HardwareCounts counts_of(const nlohmann::json& j) {
     return counts;
 }
 
+nlohmann::json session_json(const SessionAccount& account) {
+    return {{"type", "session"},
+            {"held_seconds", account.held_seconds},
+            {"waiting_seconds", account.waiting_seconds},
+            {"request_seconds", account.request_seconds}};
+}
+
+SessionAccount session_of(const nlohmann::json& j) {
+    const auto seconds_at = [](const nlohmann::json& value) {
+        return value.is_number() ? value.get<double>() : 0.0;
+    };
+    SessionAccount account;
+    if (!j.is_object()) {
+        return account;
+    }
+    if (const auto held = j.find("held_seconds"); held != j.end()) {
+        account.held_seconds = seconds_at(*held);
+    }
+    if (const auto waiting = j.find("waiting_seconds"); waiting != j.end()) {
+        account.waiting_seconds = seconds_at(*waiting);
+    }
+    // Kept in a variable while ranged over: items() of a temporary reads it after its end.
+    if (const auto requests = j.find("request_seconds");
+        requests != j.end() && requests->is_object()) {
+        for (const auto& [op, seconds] : requests->items()) {
+            account.request_seconds[op] = seconds_at(seconds);
+        }
+    }
+    return account;
+}
+
 }  // namespace grader::wire

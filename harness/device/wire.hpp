@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "device/device.hpp"
+#include "device/device_server.hpp"
 
 namespace grader::wire {
 
@@ -45,5 +46,11 @@ nlohmann::json counts_json(const HardwareCounts& counts);
 HardwareCounts counts_of(const nlohmann::json& j);
 nlohmann::json end_json(DeviceLaunch::End end);
 DeviceLaunch::End end_of(const nlohmann::json& j);
+
+// A server's account of one session, as it tells the batch: one JSON object a line on its message
+// pipe, {"type": "session", ...}. Reading leaves out what is not a number: a batch does not stop
+// over an account.
+nlohmann::json session_json(const SessionAccount& account);
+SessionAccount session_of(const nlohmann::json& j);
 
 }  // namespace grader::wire
