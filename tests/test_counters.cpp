@@ -850,6 +850,32 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("a counter opened to count at once learns at its first count what a probed one knew") {
+    Gpu* gpu = gpu_or_skip();
+    if (gpu == nullptr) {
+        return;
+    }
+    SharedMemoryCounter& probed = gpu->shared_counter();  // opened with the empty session
+    // A grade's own counter (CudaDevice::count) opens without the empty session and counts.
+    SharedMemoryCounter quick = SharedMemoryCounter::open(
+        gpu->context.get(), gpu->device.ordinal, InstructionCounter::hardware,
+        SharedMemoryCounter::Probe::at_first_count);
+    GpuKernel probe(gpu->probe, gpu->probe_shape, gpu->probe_params(8));
+    const auto counted = quick.count([&] { probe.launch(nullptr); });
+    std::cout << "figure: probed " << to_string(probed.availability()) << " (" << probed.reason()
+              << "), at the first count " << to_string(counted.availability) << " ("
+              << counted.reason << ")" << std::endl;
+    // As root both count; as the user nobody both say the counters are not permitted, the one
+    // at open, the other at its first count.
+    CHECK(counted.availability == probed.availability());
+    if (probed.available()) {
+        REQUIRE(counted.counted());
+        CHECK(counted.value.load_wavefronts == counted.value.load_instructions * 8);
+    } else {
+        CHECK_FALSE(counted.reason.empty());
+    }
+}
+
 TEST_CASE("once the last counter is gone, the probe times as it did before CUPTI was loaded") {
     Gpu* gpu = gpu_or_skip();
     if (gpu == nullptr) {

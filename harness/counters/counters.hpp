@@ -134,13 +134,21 @@ class SharedMemoryCounter {
 public:
     using Launch = std::function<void()>;
 
+    // Whether open() tries an empty profiling session: a counter opened long before its first
+    // count (a device server's) learns there whether the user may count; one opened to count at
+    // once learns it from that count, with the same reason, and saves the session.
+    enum class Probe { empty_session, at_first_count };
+
     // Loads CUPTI, checks that the device supports its profiler, builds the metric configuration
-    // and tries one empty profiling session, so that a user without the counters learns it here.
-    // device_ordinal is the context's device (CUPTI names devices by ordinal). Never throws for
-    // the environment; check available(). CUPTI's profiler stays initialised (its hooks in the
-    // driver) until the last counter of the process is destroyed: time nothing while one exists.
+    // and (Probe::empty_session) tries one empty profiling session, so that a user without the
+    // counters learns it here. device_ordinal is the context's device (CUPTI names devices by
+    // ordinal). Never throws for the environment; check available(), and each count's result.
+    // CUPTI's profiler stays initialised (its hooks in the driver) until the last counter of the
+    // process is destroyed: time nothing while one exists. GRADER_TRACE_STEPS=1 times its steps
+    // on standard error.
     static SharedMemoryCounter open(CUcontext context, int device_ordinal,
-                                    InstructionCounter instructions = InstructionCounter::hardware);
+                                    InstructionCounter instructions = InstructionCounter::hardware,
+                                    Probe probe = Probe::empty_session);
 
     SharedMemoryCounter(SharedMemoryCounter&&) noexcept;
     SharedMemoryCounter& operator=(SharedMemoryCounter&&) noexcept;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -350,7 +351,7 @@ int SharedMemoryCounter::passes() const {
 }
 
 SharedMemoryCounter SharedMemoryCounter::open(CUcontext context, int device_ordinal,
-                                              InstructionCounter instructions) {
+                                              InstructionCounter instructions, Probe probe) {
     auto impl = std::make_unique<Impl>();
     impl->context = context;
     impl->device = device_ordinal;
@@ -362,17 +363,36 @@ SharedMemoryCounter SharedMemoryCounter::open(CUcontext context, int device_ordi
     }
     const CuptiApi& api = library.api;
     impl->api = &api;
+    const bool trace = std::getenv("GRADER_TRACE_STEPS") != nullptr;
+    auto step_began = std::chrono::steady_clock::now();
+    std::string steps;
+    const auto step = [&](const char* name) {
+        const auto now = std::chrono::steady_clock::now();
+        steps += std::string(steps.empty() ? "" : ", ") + name + " " +
+                 std::to_string(std::chrono::duration<double>(now - step_began).count()) + " s";
+        step_began = now;
+    };
     try {
         impl->profiler = std::make_unique<ProfilerInitialization>(api);
+        step("initialize");
         check_device_support(api, device_ordinal, CUPTI_PROFILER_RANGE_PROFILING, "range profiler");
         const std::string chip = chip_name(api, device_ordinal);
+        step("device");
         impl->host = std::make_unique<ProfilerHost>(api, chip, counter_availability(api, context));
+        step("host");
         impl->metrics = shared_memory_metrics(instructions);
         impl->config_image = impl->host->config_image(impl->metrics);
         impl->passes = impl->host->passes(impl->config_image);
-        // An empty session: where the counters are reserved for administrators, this is where
-        // CUPTI says so, before any grading time is spent on counting.
-        { const RangeProfilerSession probe(api, context); }
+        step("configuration");
+        if (probe == Probe::empty_session) {
+            // An empty session: where the counters are reserved for administrators, this is
+            // where CUPTI says so, before any grading time is spent on counting.
+            { const RangeProfilerSession session(api, context); }
+            step("empty session");
+        }
+        if (trace) {
+            std::cerr << "grader: count: open: " << steps << "\n";
+        }
         impl->availability = CounterAvailability::available;
         impl->description = "CUPTI " + library.path + " (chip " + chip + ", " +
                             std::to_string(impl->passes) + " replay pass" +

@@ -51,7 +51,7 @@ int SharedMemoryCounter::passes() const {
     return 0;
 }
 
-SharedMemoryCounter SharedMemoryCounter::open(CUcontext, int, InstructionCounter) {
+SharedMemoryCounter SharedMemoryCounter::open(CUcontext, int, InstructionCounter, Probe) {
     return SharedMemoryCounter(std::make_unique<Impl>());
 }
 

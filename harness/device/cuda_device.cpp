@@ -62,10 +62,10 @@ CudaDevice::CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed
         // timing. The profiler itself starts only after the timing (count_launches), so that a
         // grade alone times with nothing of CUPTI running.
         counter_libraries_ = std::async(std::launch::async, [this] {
-            const auto began = std::chrono::steady_clock::now();
+            const auto loading = std::chrono::steady_clock::now();
             counters::load_counter_libraries();
             libraries_seconds_ =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - loading).count();
         });
     }
     context_seconds_ =
@@ -354,8 +354,10 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
         }
         const double waited = since(step);
         step = now();
-        own.emplace(counters::SharedMemoryCounter::open(context_->get(), info_.ordinal,
-                                                        counters::InstructionCounter::hardware));
+        // It counts at once: a user without the counters learns it from that count.
+        own.emplace(counters::SharedMemoryCounter::open(
+            context_->get(), info_.ordinal, counters::InstructionCounter::hardware,
+            counters::SharedMemoryCounter::Probe::at_first_count));
         if (trace) {
             std::cerr << "grader: count: CUPTI's libraries loaded in " << libraries_seconds_
                       << " s (waited " << waited << " s for them), the counter opened in "
