@@ -175,6 +175,8 @@ def main():
     parser.add_argument("--class-size", type=int, default=100)
     parser.add_argument("--alone", type=int, default=12)
     parser.add_argument("--timeout", type=float, default=5.0)
+    parser.add_argument("--no-class-variants", action="store_true",
+                        help="leave out the class with --own-contexts and with --jobs 2")
     parser.add_argument("--out", help="a folder for the first reports and the table")
     args = parser.parse_args()
 
@@ -247,8 +249,9 @@ def main():
                              + "".join(f"; {s}: batch {b}, alone {a}" for s, b, a in different))
         # This grader's class without its device servers (every grade opens the GPU and its
         # counters itself), and with the jobs of before: where the class's time went.
-        for label, extra in (("now, --own-contexts", ["--own-contexts"]),
-                             ("now, --jobs 2", ["--jobs", "2"])):
+        class_variants = () if args.no_class_variants else (
+            ("now, --own-contexts", ["--own-contexts"]), ("now, --jobs 2", ["--jobs", "2"]))
+        for label, extra in class_variants:
             c = run_class(variants[0]["grader"], class_dir,
                           os.path.join(work, "class-" + extra[0].strip("-")), extra,
                           variants[0]["env"], args.timeout)
