@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sim/banks.hpp"
 #include "sim/program.hpp"
 #include "sim/races.hpp"
 #include "sim/sim.hpp"
@@ -37,8 +38,10 @@ constexpr std::size_t kLocalPage = 4096;
 inline unsigned ctz(std::uint32_t m) {
     return static_cast<unsigned>(__builtin_ctz(m));
 }
+// Without a popcnt instruction in the target, __builtin_popcount is a call: a whole warp, the
+// usual case, is counted without it.
 inline unsigned popcount(std::uint32_t m) {
-    return static_cast<unsigned>(__builtin_popcount(m));
+    return m == ~0u ? 32 : static_cast<unsigned>(__builtin_popcount(m));
 }
 
 template <class F>
@@ -369,6 +372,8 @@ private:
     void record_race(const Warp& w, unsigned lane, const RaceHit& hit, std::uint64_t byte_offset);
 
     // ---- bank accounting (the rule itself is in banks.cpp) ----
+
+    BankCostCache bank_costs_;
 
     void record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
                        const std::array<std::uint64_t, 32>& offsets, std::uint32_t bytes_per_lane);

@@ -247,28 +247,59 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
 // is inside the block's shared memory and aligned. False, having done nothing, otherwise.
 bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
                                  const std::uint64_t* base) {
-    std::uint32_t outside = 0;
-    for_lanes(exec, [&](unsigned lane) {
-        const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
-        outside |= static_cast<std::uint32_t>(address >= shared_bytes_ ||
-                                              4 > shared_bytes_ - address || (address & 3));
-    });
+    if (shared_bytes_ < 4)
+        return false;
+    const std::uint64_t last_word_at = shared_bytes_ - 4;
+    const auto offset = static_cast<std::uint64_t>(in.offset);
+    // Only exec's lanes are written and read.
+    std::array<std::uint64_t, 32> offsets;
+    std::uint64_t outside = 0;
+    if (exec == ~0u) {
+        for (unsigned lane = 0; lane < 32; ++lane) {
+            const std::uint64_t address = base[lane] + offset;
+            offsets[lane] = address;
+            outside |= static_cast<std::uint64_t>(address > last_word_at) | (address & 3);
+        }
+    } else {
+        for_lanes(exec, [&](unsigned lane) {
+            const std::uint64_t address = base[lane] + offset;
+            offsets[lane] = address;
+            outside |= static_cast<std::uint64_t>(address > last_word_at) | (address & 3);
+        });
+    }
     if (outside != 0)
         return false;
-    std::array<std::uint64_t, 32> offsets{};
+    // Each lane's word; then, for the lanes whose word is not settled for the race tracker or
+    // was never written (rare after a kernel's first reads), what the tracker and the
+    // uninitialised-read note need, in lane order.
     std::uint64_t* value = reg(w, in.dst[0]);
-    for_lanes(exec, [&](unsigned lane) {
-        const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
+    const std::byte* shared = shared_.data();
+    const std::uint8_t* written = shared_written_.data();
+    std::uint32_t unsettled = 0;
+    const auto load = [&](unsigned lane) {
+        const std::uint64_t address = offsets[lane];
         const std::size_t word = address / 4;
-        offsets[lane] = address;
+        std::uint32_t v;
+        std::memcpy(&v, shared + address, 4);
+        value[lane] = v;
+        unsettled |= static_cast<std::uint32_t>(!races_.settled(word) || !written[word]) << lane;
+    };
+    if (exec == ~0u) {
+        for (unsigned lane = 0; lane < 32; ++lane)
+            load(lane);
+    } else {
+        for_lanes(exec, load);
+    }
+    bool first_unwritten = !result_.uninitialized_shared_read;
+    for_lanes(unsettled, [&](unsigned lane) {
+        const std::size_t word = offsets[lane] / 4;
         const RaceHit hit = races_.read(word, w.index, lane, w.pc);
         if (hit.kind != RaceKind::none)
             record_race(w, lane, hit, word * 4);
-        if (!shared_written_[word] && !result_.uninitialized_shared_read)
+        if (first_unwritten && !written[word]) {
             record_uninitialized(w, lane, word * 4);
-        std::uint32_t v;
-        std::memcpy(&v, shared_.data() + address, 4);
-        value[lane] = v;
+            first_unwritten = false;
+        }
     });
     if (access_raced_) {
         ++result_.race_count;
@@ -517,7 +548,7 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
         counts_.shared_accesses.push_back(std::move(stats));
     }
     SharedAccessStats& stats = counts_.shared_accesses[static_cast<std::size_t>(index)];
-    const BankCost cost = bank_cost(lanes, offsets, bytes_per_lane);
+    const BankCost cost = bank_costs_.cost(lanes, offsets, bytes_per_lane);
     const std::uint32_t fronts = cost.wavefronts;
     const std::uint32_t ideal = cost.ideal;
     const std::uint32_t degree = cost.degree;

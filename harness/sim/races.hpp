@@ -12,6 +12,7 @@
 // Epochs and store stamps are counters over the whole launch, so a new block or barrier costs
 // one increment, not a pass over the words.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -43,6 +44,7 @@ public:
         if (words_.size() != words) {
             words_.assign(words, WordState{});
             where_.assign(words, WordSource{});
+            settled_.assign(words, 0);
         }
         next_epoch();
     }
@@ -56,6 +58,11 @@ public:
             store_stamp_ = 1;
         }
     }
+
+    // True when read() of `word` would find no race and change nothing, whichever warp reads it:
+    // more than one warp has read it in this epoch and none has written it. A warp-wide load whose
+    // every word is settled skips read() (the probe's loop, after its first two warps).
+    bool settled(std::size_t word) const { return settled_[word] == epoch_; }
 
     RaceHit read(std::size_t word, std::uint32_t warp, unsigned lane, std::uint32_t pc) {
         WordState& s = words_[word];
@@ -74,6 +81,8 @@ public:
             // Keep the first reader: it is the one a later write by another warp names.
             s.many_readers = true;
         }
+        if (s.many_readers && s.write_epoch != epoch_)
+            settled_[word] = epoch_;
         return hit;
     }
 
@@ -150,6 +159,7 @@ private:
     void note_write(std::size_t word, std::uint32_t warp, unsigned lane, std::uint32_t pc) {
         WordState& s = words_[word];
         s.write_epoch = epoch_;
+        settled_[word] = 0;
         s.writer = static_cast<std::uint16_t>(warp);
         s.writer_lane = static_cast<std::uint8_t>(lane);
         where_[word].write_pc = pc;
@@ -161,12 +171,14 @@ private:
                 s.write_epoch = 0;
                 s.read_epoch = 0;
             }
+            std::fill(settled_.begin(), settled_.end(), 0);
             epoch_ = 1;
         }
     }
 
     std::vector<WordState> words_;
     std::vector<WordSource> where_;
+    std::vector<std::uint32_t> settled_;  // the epoch in which the word became settled, or 0
     std::uint32_t epoch_ = 0;
     std::uint32_t store_stamp_ = 0;
 };
