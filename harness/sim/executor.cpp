@@ -175,6 +175,7 @@ void Executor::swap_block(BlockState& state) {
     std::swap(warps_, state.warps);
     std::swap(shared_, state.shared);
     std::swap(shared_written_, state.shared_written);
+    std::swap(unwritten_words_, state.unwritten_words);
     std::swap(races_, state.races);
     std::swap(reduction_true_, state.reduction_true);
     std::swap(reduction_arrived_, state.reduction_arrived);
@@ -276,6 +277,7 @@ void Executor::start_block(Dim3 b) {
         std::memcpy(&shared_[k], &word, 4);
     }
     shared_written_.assign((shared_bytes_ + 3) / 4, 0);
+    unwritten_words_ = shared_written_.size();
     races_.start_block((shared_bytes_ + 3) / 4);
     reduction_true_ = 0;
     reduction_arrived_ = 0;

@@ -185,6 +185,7 @@ struct BlockState {
     std::vector<Warp> warps;
     std::vector<std::byte> shared;
     std::vector<std::uint8_t> shared_written;
+    std::size_t unwritten_words = 0;
     RaceTracker races;
     std::uint64_t reduction_true = 0;
     std::uint64_t reduction_arrived = 0;
@@ -242,6 +243,11 @@ private:
     std::uint64_t reduction_arrived_ = 0;
     std::vector<std::byte> shared_;
     std::vector<std::uint8_t> shared_written_;  // one flag per 32-bit word
+    std::size_t unwritten_words_ = 0;           // its flags still 0
+    void note_written(std::size_t word) {
+        unwritten_words_ -= shared_written_[word] ^ 1u;
+        shared_written_[word] = 1;
+    }
     RaceTracker races_;
     bool access_raced_ = false;  // the warp-wide access being executed found a race
     // The (line, earlier line, kind) of each race reported, to report each once.

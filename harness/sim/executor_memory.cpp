@@ -197,7 +197,7 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
             const std::size_t last_word = (shared_offsets[lane] + total - 1) / 4;
             if (store) {
                 for (std::size_t word = first_word; word <= last_word; ++word)
-                    shared_written_[word] = 1;
+                    note_written(word);
             } else {
                 for (std::size_t word = first_word; word <= last_word; ++word) {
                     const RaceHit hit = races_.read(word, w.index, lane, w.pc);
@@ -253,44 +253,58 @@ bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t e
     const auto offset = static_cast<std::uint64_t>(in.offset);
     // Only exec's lanes are written and read.
     std::array<std::uint64_t, 32> offsets;
+    // Bit 63 of (last_word_at - address) | address is set where address > last_word_at (both
+    // below 2^63, as a shared offset is) or address is at 2^63 or more: a test the compiler
+    // vectorises, as it does not a comparison of 64-bit unsigned values.
     std::uint64_t outside = 0;
+    std::uint64_t misaligned = 0;
+    const auto check = [&](unsigned lane) {
+        const std::uint64_t address = base[lane] + offset;
+        offsets[lane] = address;
+        outside |= (last_word_at - address) | address;
+        misaligned |= address;
+    };
     if (exec == ~0u) {
-        for (unsigned lane = 0; lane < 32; ++lane) {
-            const std::uint64_t address = base[lane] + offset;
-            offsets[lane] = address;
-            outside |= static_cast<std::uint64_t>(address > last_word_at) | (address & 3);
-        }
+        for (unsigned lane = 0; lane < 32; ++lane)
+            check(lane);
     } else {
-        for_lanes(exec, [&](unsigned lane) {
-            const std::uint64_t address = base[lane] + offset;
-            offsets[lane] = address;
-            outside |= static_cast<std::uint64_t>(address > last_word_at) | (address & 3);
-        });
+        for_lanes(exec, check);
     }
-    if (outside != 0)
+    if ((outside >> 63) != 0 || (misaligned & 3) != 0)
         return false;
     // Each lane's word; then, for the lanes whose word is not settled for the race tracker or
     // was never written (rare after a kernel's first reads), what the tracker and the
     // uninitialised-read note need, in lane order.
+    // Once every word of the block has been written (the probe's tile, after its first loop),
+    // only the race tracker is asked.
     std::uint64_t* value = reg(w, in.dst[0]);
     const std::byte* shared = shared_.data();
     const std::uint8_t* written = shared_written_.data();
+    bool first_unwritten = !result_.uninitialized_shared_read;
     std::uint32_t unsettled = 0;
-    const auto load = [&](unsigned lane) {
+    const auto load = [&](unsigned lane, auto check_written) {
         const std::uint64_t address = offsets[lane];
         const std::size_t word = address / 4;
         std::uint32_t v;
         std::memcpy(&v, shared + address, 4);
         value[lane] = v;
-        unsettled |= static_cast<std::uint32_t>(!races_.settled(word) || !written[word]) << lane;
+        bool odd = !races_.settled(word);
+        if constexpr (decltype(check_written)::value)
+            odd = odd | !written[word];
+        unsettled |= static_cast<std::uint32_t>(odd) << lane;
     };
-    if (exec == ~0u) {
-        for (unsigned lane = 0; lane < 32; ++lane)
-            load(lane);
-    } else {
-        for_lanes(exec, load);
-    }
-    bool first_unwritten = !result_.uninitialized_shared_read;
+    const auto load_all = [&](auto check_written) {
+        if (exec == ~0u) {
+            for (unsigned lane = 0; lane < 32; ++lane)
+                load(lane, check_written);
+        } else {
+            for_lanes(exec, [&](unsigned lane) { load(lane, check_written); });
+        }
+    };
+    if (first_unwritten && unwritten_words_ != 0)
+        load_all(std::true_type{});
+    else
+        load_all(std::false_type{});
     for_lanes(unsettled, [&](unsigned lane) {
         const std::size_t word = offsets[lane] / 4;
         const RaceHit hit = races_.read(word, w.index, lane, w.pc);
@@ -358,7 +372,7 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
                 shared_offsets[lane] = r.shared_offset;
                 for (std::size_t word = r.shared_offset / 4;
                      word <= (r.shared_offset + sizeof(T) - 1) / 4; ++word) {
-                    shared_written_[word] = 1;
+                    note_written(word);
                     races_.atomic_write(word, w.index, lane, w.pc);
                 }
             }
