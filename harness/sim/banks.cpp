@@ -134,6 +134,12 @@ bool BankCostCache::Shape::same(const Shape& other) const {
 
 BankCost BankCostCache::cost(std::uint32_t lanes, const std::array<std::uint64_t, 32>& offsets,
                              std::uint32_t bytes_per_lane) {
+    std::uint32_t slot = 0;
+    return cost(lanes, offsets, bytes_per_lane, slot);
+}
+
+BankCost BankCostCache::cost(std::uint32_t lanes, const std::array<std::uint64_t, 32>& offsets,
+                             std::uint32_t bytes_per_lane, std::uint32_t& last_slot) {
     if (lanes == 0)
         return bank_cost(lanes, offsets, bytes_per_lane);
     // Filled lane by lane, not zero-initialised first: the compiler's memset of it cost as much
@@ -161,13 +167,16 @@ BankCost BankCostCache::cost(std::uint32_t lanes, const std::array<std::uint64_t
     }
     if ((high >> 32) != 0)
         return bank_cost(lanes, offsets, bytes_per_lane);
+    if (slots_[last_slot].shape.same(shape))
+        return slots_[last_slot].cost;
     std::uint32_t hash = lanes * 0x9e3779b1u ^ bytes_per_lane;
     for (unsigned lane = 0; lane < 32; ++lane)
         hash += shape.words[lane] * (0x85ebca6bu + 2 * lane);
     hash ^= hash >> 15;
     hash *= 0x2c1b3c6du;
     hash ^= hash >> 13;
-    Slot& slot = slots_[hash & (kSlots - 1)];
+    last_slot = hash & (kSlots - 1);
+    Slot& slot = slots_[last_slot];
     if (!slot.shape.same(shape)) {
         slot.shape = shape;
         slot.cost = bank_cost(lanes, offsets, bytes_per_lane);

@@ -39,6 +39,10 @@ public:
     BankCostCache();
     BankCost cost(std::uint32_t lanes, const std::array<std::uint64_t, 32>& offsets,
                   std::uint32_t bytes_per_lane);
+    // The same, looking first where the caller's previous request was found (an instruction's
+    // requests mostly repeat its previous shape) and updating that.
+    BankCost cost(std::uint32_t lanes, const std::array<std::uint64_t, 32>& offsets,
+                  std::uint32_t bytes_per_lane, std::uint32_t& last_slot);
 
 private:
     struct Shape {

@@ -380,6 +380,7 @@ private:
     // ---- bank accounting (the rule itself is in banks.cpp) ----
 
     BankCostCache bank_costs_;
+    std::vector<std::uint32_t> bank_cost_slot_;  // per instruction: where its last request was
 
     void record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
                        const std::array<std::uint64_t, 32>& offsets, std::uint32_t bytes_per_lane);

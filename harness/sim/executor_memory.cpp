@@ -562,7 +562,7 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
         counts_.shared_accesses.push_back(std::move(stats));
     }
     SharedAccessStats& stats = counts_.shared_accesses[static_cast<std::size_t>(index)];
-    const BankCost cost = bank_costs_.cost(lanes, offsets, bytes_per_lane);
+    const BankCost cost = bank_costs_.cost(lanes, offsets, bytes_per_lane, bank_cost_slot_[w.pc]);
     const std::uint32_t fronts = cost.wavefronts;
     const std::uint32_t ideal = cost.ideal;
     const std::uint32_t degree = cost.degree;
