@@ -164,3 +164,26 @@ TEST_CASE("a word settled by two warps' reads is unsettled by a write, a barrier
         CHECK_FALSE(races.settled(3));
     }
 }
+
+TEST_CASE("the block is all settled once two warps have read every word, until a write") {
+    RaceTracker races = block_of(2);
+    for (const std::uint32_t warp : {0u, 1u}) {
+        CHECK_FALSE(races.all_settled());
+        races.read(0, warp, 0, 10);
+        races.read(0, warp, 1, 10);  // a word read twice is counted once
+        races.read(1, warp, 0, 10);
+    }
+    CHECK(races.all_settled());
+    races.read(1, 2, 0, 10);
+    CHECK(races.all_settled());
+    races.start_store();
+    store(races, 1, 2, 0, 20, 0, 1);
+    CHECK_FALSE(races.all_settled());
+    races.barrier();
+    races.read(0, 0, 0, 30);
+    races.read(0, 1, 0, 30);
+    CHECK_FALSE(races.all_settled());  // word 1 not read since the barrier
+    races.read(1, 0, 0, 30);
+    races.read(1, 1, 0, 30);
+    CHECK(races.all_settled());
+}

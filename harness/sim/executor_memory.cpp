@@ -301,10 +301,26 @@ bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t e
             for_lanes(exec, [&](unsigned lane) { load(lane, check_written); });
         }
     };
-    if (first_unwritten && unwritten_words_ != 0)
+    const bool check_written = first_unwritten && unwritten_words_ != 0;
+    if (!check_written && races_.all_settled()) {
+        // Nothing to note for any word (the probe's loop once every word has been read by two
+        // warps): the words alone.
+        const auto load_word = [&](unsigned lane) {
+            std::uint32_t v;
+            std::memcpy(&v, shared + offsets[lane], 4);
+            value[lane] = v;
+        };
+        if (exec == ~0u) {
+            for (unsigned lane = 0; lane < 32; ++lane)
+                load_word(lane);
+        } else {
+            for_lanes(exec, load_word);
+        }
+    } else if (check_written) {
         load_all(std::true_type{});
-    else
+    } else {
         load_all(std::false_type{});
+    }
     for_lanes(unsettled, [&](unsigned lane) {
         const std::size_t word = offsets[lane] / 4;
         const RaceHit hit = races_.read(word, w.index, lane, w.pc);
