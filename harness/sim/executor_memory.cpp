@@ -273,10 +273,10 @@ bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t e
     if ((outside >> 63) != 0 || (misaligned & 3) != 0)
         return false;
     // Each lane's word; then, for the lanes whose word is not settled for the race tracker or
-    // was never written (rare after a kernel's first reads), what the tracker and the
-    // uninitialised-read note need, in lane order.
-    // Once every word of the block has been written (the probe's tile, after its first loop),
-    // only the race tracker is asked.
+    // was never written (few after a kernel's first reads), what the tracker and the
+    // uninitialised-read note need, in lane order. Once every word of the block has been written
+    // (the probe's tile, after its first loop), or the launch's first uninitialised read has been
+    // noted, only the race tracker is asked.
     std::uint64_t* value = reg(w, in.dst[0]);
     const std::byte* shared = shared_.data();
     const std::uint8_t* written = shared_written_.data();
