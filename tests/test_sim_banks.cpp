@@ -99,3 +99,49 @@ TEST_CASE("a partially active warp counts only its active lanes") {
     // Lanes 0 and 1 at stride 32: two words in bank 0.
     CHECK(sim::bank_cost(0x00000003u, strided(32, 4), 4).degree == 2);
 }
+
+TEST_CASE("distinct words in a bank are counted alike however far apart they lie") {
+    // Lane pairs share a word and the words of one bank are 32 rows of 32 words apart: within
+    // 8 KiB (64 rows) and far beyond it, as a tile's words and a large buffer's are.
+    for (const std::uint64_t rows_apart : {1, 2, 63, 64, 65, 1000}) {
+        CAPTURE(rows_apart);
+        std::array<std::uint64_t, 32> offsets{};
+        for (unsigned lane = 0; lane < 32; ++lane)
+            offsets[lane] = (lane / 2) * rows_apart * 32 * 4;
+        const auto cost = sim::bank_cost(kAllLanes, offsets, 4);
+        CHECK(cost.degree == 16);
+        CHECK(cost.wavefronts == 16);
+    }
+}
+
+TEST_CASE("the cache of bank costs gives bank_cost's counts for every shape, moved or not") {
+    // Shapes as loops ask for them (a stride, lanes wrapping around a tile), moved by any number
+    // of words and asked again; the whole warp, then some of its lanes at the same addresses.
+    sim::BankCostCache cache;
+    std::uint64_t draw = 12345;
+    const auto next = [&](std::uint64_t below) {
+        draw = draw * 6364136223846793005ull + 1442695040888963407ull;
+        return (draw >> 33) % below;
+    };
+    for (int round = 0; round < 4000; ++round) {
+        const std::uint32_t bytes = std::array<std::uint32_t, 5>{1, 2, 4, 8, 16}[next(5)];
+        const std::uint64_t stride = next(70);
+        const std::uint64_t tile_words = std::uint64_t{1} << (6 + next(7));
+        const std::uint64_t start = next(4096);
+        std::array<std::uint64_t, 32> offsets{};
+        const std::uint64_t elements = tile_words * 4 / bytes;
+        for (unsigned lane = 0; lane < 32; ++lane)
+            offsets[lane] = ((start + lane * stride) % elements) * bytes;
+        const auto some = static_cast<std::uint32_t>(next(1ull << 32));
+        for (const std::uint32_t lanes : {kAllLanes, some}) {
+            CAPTURE(bytes);
+            CAPTURE(stride);
+            CAPTURE(lanes);
+            const auto expected = sim::bank_cost(lanes, offsets, bytes);
+            const auto cached = cache.cost(lanes, offsets, bytes);
+            CHECK(cached.degree == expected.degree);
+            CHECK(cached.ideal == expected.ideal);
+            CHECK(cached.wavefronts == expected.wavefronts);
+        }
+    }
+}

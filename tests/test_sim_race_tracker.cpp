@@ -133,3 +133,57 @@ TEST_CASE("atomics do not race with each other, but a plain read by another warp
     CHECK(hit.kind == RaceKind::read_after_write);
     CHECK(hit.warp == 1);
 }
+
+TEST_CASE("a word settled by two warps' reads is unsettled by a write, a barrier or a new block") {
+    RaceTracker races = block_of(8);
+    CHECK_FALSE(races.settled(3));
+    CHECK(races.read(3, 0, 0, 10).kind == RaceKind::none);
+    CHECK_FALSE(races.settled(3));  // one warp's read: another warp's write would race with it
+    CHECK(races.read(3, 1, 0, 10).kind == RaceKind::none);
+    CHECK(races.settled(3));
+
+    SUBCASE("a write in the same epoch races, and so do the reads after it") {
+        races.start_store();
+        CHECK(store(races, 3, 2, 0, 20, 0, 1).kind == RaceKind::write_after_read);
+        CHECK_FALSE(races.settled(3));
+        CHECK(races.read(3, 0, 0, 30).kind == RaceKind::read_after_write);
+        CHECK(races.read(3, 1, 0, 30).kind == RaceKind::read_after_write);
+        CHECK_FALSE(races.settled(3));
+    }
+    SUBCASE("an atomic in the same epoch") {
+        races.atomic_write(3, 2, 0, 20);
+        CHECK_FALSE(races.settled(3));
+        CHECK(races.read(3, 0, 0, 30).kind == RaceKind::read_after_write);
+    }
+    SUBCASE("a barrier") {
+        races.barrier();
+        CHECK_FALSE(races.settled(3));
+    }
+    SUBCASE("a new block") {
+        races.start_block(8);
+        CHECK_FALSE(races.settled(3));
+    }
+}
+
+TEST_CASE("the block is all settled once two warps have read every word, until a write") {
+    RaceTracker races = block_of(2);
+    for (const std::uint32_t warp : {0u, 1u}) {
+        CHECK_FALSE(races.all_settled());
+        races.read(0, warp, 0, 10);
+        races.read(0, warp, 1, 10);  // a word read twice is counted once
+        races.read(1, warp, 0, 10);
+    }
+    CHECK(races.all_settled());
+    races.read(1, 2, 0, 10);
+    CHECK(races.all_settled());
+    races.start_store();
+    store(races, 1, 2, 0, 20, 0, 1);
+    CHECK_FALSE(races.all_settled());
+    races.barrier();
+    races.read(0, 0, 0, 30);
+    races.read(0, 1, 0, 30);
+    CHECK_FALSE(races.all_settled());  // word 1 not read since the barrier
+    races.read(1, 0, 0, 30);
+    races.read(1, 1, 0, 30);
+    CHECK(races.all_settled());
+}

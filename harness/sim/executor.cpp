@@ -91,6 +91,7 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
         std::fill_n(register_image_.begin() + static_cast<std::ptrdiff_t>(c.slot) * 32, 32, value);
     }
     shared_stat_index_.assign(entry.code.size(), -1);
+    bank_cost_slot_.assign(entry.code.size(), 0);
     // Instructions that read a clock: the clock's slots are brought up to date before them.
     reads_clock_.assign(entry.code.size(), 0);
     for (std::size_t pc = 0; pc < entry.code.size(); ++pc) {
@@ -175,6 +176,7 @@ void Executor::swap_block(BlockState& state) {
     std::swap(warps_, state.warps);
     std::swap(shared_, state.shared);
     std::swap(shared_written_, state.shared_written);
+    std::swap(unwritten_words_, state.unwritten_words);
     std::swap(races_, state.races);
     std::swap(reduction_true_, state.reduction_true);
     std::swap(reduction_arrived_, state.reduction_arrived);
@@ -276,6 +278,7 @@ void Executor::start_block(Dim3 b) {
         std::memcpy(&shared_[k], &word, 4);
     }
     shared_written_.assign((shared_bytes_ + 3) / 4, 0);
+    unwritten_words_ = shared_written_.size();
     races_.start_block((shared_bytes_ + 3) / 4);
     reduction_true_ = 0;
     reduction_arrived_ = 0;
@@ -449,14 +452,30 @@ void Executor::run_warp(Warp& w) {
         reschedule(w);
     const Instruction* code = entry_.code.data();
     const std::uint32_t code_size = static_cast<std::uint32_t>(entry_.code.size());
-    for (std::uint32_t n = 0; n < options_.warp_slice && w.mask != 0; ++n) {
+    // The slice's instruction counts stay in registers (the family functions' stores to the
+    // register file could otherwise alias them) and are added to the launch's however the slice
+    // ends, a fault or a timeout included.
+    struct Tally {
+        LaunchCounts& counts;
+        std::uint64_t warp_instructions = 0;
+        std::uint64_t thread_instructions = 0;
+        ~Tally() {
+            counts.warp_instructions += warp_instructions;
+            counts.thread_instructions += thread_instructions;
+        }
+    } tally{counts_};
+    const std::uint64_t budget_left =
+        options_.instruction_budget -
+        std::min(options_.instruction_budget, counts_.warp_instructions);
+    const std::uint32_t slice = options_.warp_slice;
+    for (std::uint32_t n = 0; n < slice && w.mask != 0; ++n) {
         if (w.pc >= code_size) {
             fault(w, ctz(w.mask), code_size - 1, "launch",
                   "execution ran past the end of the kernel", 0);
         }
         const Instruction& in = code[w.pc];
-        if (++counts_.warp_instructions > options_.instruction_budget) {
-            counts_.warp_instructions = options_.instruction_budget;
+        if (++tally.warp_instructions > budget_left) {
+            tally.warp_instructions = budget_left;
             result_.last_location = entry_.locations[w.pc];
             result_.message = "timed out: the instruction budget of " +
                               std::to_string(options_.instruction_budget) +
@@ -465,7 +484,7 @@ void Executor::run_warp(Warp& w) {
             throw Stop{LaunchStatus::budget_exceeded};
         }
         const std::uint32_t exec = in.guard >= 0 ? guard_mask(w, in) : w.mask;
-        counts_.thread_instructions += popcount(exec);
+        tally.thread_instructions += popcount(exec);
         w.cycles += kIssueCycles;
         switch (in.op) {
             case Op::bra: {

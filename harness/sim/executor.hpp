@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sim/banks.hpp"
 #include "sim/program.hpp"
 #include "sim/races.hpp"
 #include "sim/sim.hpp"
@@ -37,8 +38,10 @@ constexpr std::size_t kLocalPage = 4096;
 inline unsigned ctz(std::uint32_t m) {
     return static_cast<unsigned>(__builtin_ctz(m));
 }
+// Without a popcnt instruction in the target, __builtin_popcount is a call: a whole warp, the
+// usual case, is counted without it.
 inline unsigned popcount(std::uint32_t m) {
-    return static_cast<unsigned>(__builtin_popcount(m));
+    return m == ~0u ? 32 : static_cast<unsigned>(__builtin_popcount(m));
 }
 
 template <class F>
@@ -182,6 +185,7 @@ struct BlockState {
     std::vector<Warp> warps;
     std::vector<std::byte> shared;
     std::vector<std::uint8_t> shared_written;
+    std::size_t unwritten_words = 0;
     RaceTracker races;
     std::uint64_t reduction_true = 0;
     std::uint64_t reduction_arrived = 0;
@@ -239,6 +243,11 @@ private:
     std::uint64_t reduction_arrived_ = 0;
     std::vector<std::byte> shared_;
     std::vector<std::uint8_t> shared_written_;  // one flag per 32-bit word
+    std::size_t unwritten_words_ = 0;           // its flags still 0
+    void note_written(std::size_t word) {
+        unwritten_words_ -= shared_written_[word] ^ 1u;
+        shared_written_[word] = 1;
+    }
     RaceTracker races_;
     bool access_raced_ = false;  // the warp-wide access being executed found a race
     // The (line, earlier line, kind) of each race reported, to report each once.
@@ -369,6 +378,9 @@ private:
     void record_race(const Warp& w, unsigned lane, const RaceHit& hit, std::uint64_t byte_offset);
 
     // ---- bank accounting (the rule itself is in banks.cpp) ----
+
+    BankCostCache bank_costs_;
+    std::vector<std::uint32_t> bank_cost_slot_;  // per instruction: where its last request was
 
     void record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
                        const std::array<std::uint64_t, 32>& offsets, std::uint32_t bytes_per_lane);

@@ -197,7 +197,7 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
             const std::size_t last_word = (shared_offsets[lane] + total - 1) / 4;
             if (store) {
                 for (std::size_t word = first_word; word <= last_word; ++word)
-                    shared_written_[word] = 1;
+                    note_written(word);
             } else {
                 for (std::size_t word = first_word; word <= last_word; ++word) {
                     const RaceHit hit = races_.read(word, w.index, lane, w.pc);
@@ -247,28 +247,89 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
 // is inside the block's shared memory and aligned. False, having done nothing, otherwise.
 bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
                                  const std::uint64_t* base) {
-    std::uint32_t outside = 0;
-    for_lanes(exec, [&](unsigned lane) {
-        const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
-        outside |= static_cast<std::uint32_t>(address >= shared_bytes_ ||
-                                              4 > shared_bytes_ - address || (address & 3));
-    });
-    if (outside != 0)
+    if (shared_bytes_ < 4)
         return false;
-    std::array<std::uint64_t, 32> offsets{};
-    std::uint64_t* value = reg(w, in.dst[0]);
-    for_lanes(exec, [&](unsigned lane) {
-        const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
-        const std::size_t word = address / 4;
+    const std::uint64_t last_word_at = shared_bytes_ - 4;
+    const auto offset = static_cast<std::uint64_t>(in.offset);
+    // Only exec's lanes are written and read.
+    std::array<std::uint64_t, 32> offsets;
+    // Bit 63 of (last_word_at - address) | address is set where address > last_word_at (both
+    // below 2^63, as a shared offset is) or address is at 2^63 or more: a test the compiler
+    // vectorises, as it does not a comparison of 64-bit unsigned values.
+    std::uint64_t outside = 0;
+    std::uint64_t misaligned = 0;
+    const auto check = [&](unsigned lane) {
+        const std::uint64_t address = base[lane] + offset;
         offsets[lane] = address;
+        outside |= (last_word_at - address) | address;
+        misaligned |= address;
+    };
+    if (exec == ~0u) {
+        for (unsigned lane = 0; lane < 32; ++lane)
+            check(lane);
+    } else {
+        for_lanes(exec, check);
+    }
+    if ((outside >> 63) != 0 || (misaligned & 3) != 0)
+        return false;
+    // Each lane's word; then, for the lanes whose word is not settled for the race tracker or
+    // was never written (few after a kernel's first reads), what the tracker and the
+    // uninitialised-read note need, in lane order. Once every word of the block has been written
+    // (the probe's tile, after its first loop), or the launch's first uninitialised read has been
+    // noted, only the race tracker is asked.
+    std::uint64_t* value = reg(w, in.dst[0]);
+    const std::byte* shared = shared_.data();
+    const std::uint8_t* written = shared_written_.data();
+    bool first_unwritten = !result_.uninitialized_shared_read;
+    std::uint32_t unsettled = 0;
+    const auto load = [&](unsigned lane, auto check_written) {
+        const std::uint64_t address = offsets[lane];
+        const std::size_t word = address / 4;
+        std::uint32_t v;
+        std::memcpy(&v, shared + address, 4);
+        value[lane] = v;
+        bool odd = !races_.settled(word);
+        if constexpr (decltype(check_written)::value)
+            odd = odd | !written[word];
+        unsettled |= static_cast<std::uint32_t>(odd) << lane;
+    };
+    const auto load_all = [&](auto check_written) {
+        if (exec == ~0u) {
+            for (unsigned lane = 0; lane < 32; ++lane)
+                load(lane, check_written);
+        } else {
+            for_lanes(exec, [&](unsigned lane) { load(lane, check_written); });
+        }
+    };
+    const bool check_written = first_unwritten && unwritten_words_ != 0;
+    if (!check_written && races_.all_settled()) {
+        // Nothing to note for any word (the probe's loop once every word has been read by two
+        // warps): the words alone.
+        const auto load_word = [&](unsigned lane) {
+            std::uint32_t v;
+            std::memcpy(&v, shared + offsets[lane], 4);
+            value[lane] = v;
+        };
+        if (exec == ~0u) {
+            for (unsigned lane = 0; lane < 32; ++lane)
+                load_word(lane);
+        } else {
+            for_lanes(exec, load_word);
+        }
+    } else if (check_written) {
+        load_all(std::true_type{});
+    } else {
+        load_all(std::false_type{});
+    }
+    for_lanes(unsettled, [&](unsigned lane) {
+        const std::size_t word = offsets[lane] / 4;
         const RaceHit hit = races_.read(word, w.index, lane, w.pc);
         if (hit.kind != RaceKind::none)
             record_race(w, lane, hit, word * 4);
-        if (!shared_written_[word] && !result_.uninitialized_shared_read)
+        if (first_unwritten && !written[word]) {
             record_uninitialized(w, lane, word * 4);
-        std::uint32_t v;
-        std::memcpy(&v, shared_.data() + address, 4);
-        value[lane] = v;
+            first_unwritten = false;
+        }
     });
     if (access_raced_) {
         ++result_.race_count;
@@ -327,7 +388,7 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
                 shared_offsets[lane] = r.shared_offset;
                 for (std::size_t word = r.shared_offset / 4;
                      word <= (r.shared_offset + sizeof(T) - 1) / 4; ++word) {
-                    shared_written_[word] = 1;
+                    note_written(word);
                     races_.atomic_write(word, w.index, lane, w.pc);
                 }
             }
@@ -517,7 +578,7 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
         counts_.shared_accesses.push_back(std::move(stats));
     }
     SharedAccessStats& stats = counts_.shared_accesses[static_cast<std::size_t>(index)];
-    const BankCost cost = bank_cost(lanes, offsets, bytes_per_lane);
+    const BankCost cost = bank_costs_.cost(lanes, offsets, bytes_per_lane, bank_cost_slot_[w.pc]);
     const std::uint32_t fronts = cost.wavefronts;
     const std::uint32_t ideal = cost.ideal;
     const std::uint32_t degree = cost.degree;

@@ -12,6 +12,7 @@
 // Epochs and store stamps are counters over the whole launch, so a new block or barrier costs
 // one increment, not a pass over the words.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -43,6 +44,7 @@ public:
         if (words_.size() != words) {
             words_.assign(words, WordState{});
             where_.assign(words, WordSource{});
+            settled_.assign(words, 0);
         }
         next_epoch();
     }
@@ -56,6 +58,13 @@ public:
             store_stamp_ = 1;
         }
     }
+
+    // True when read() of `word` would find no race and change nothing, whichever warp reads it:
+    // more than one warp has read it in this epoch and none has written it. A warp-wide load whose
+    // every word is settled skips read() (the probe's loop, after its first two warps).
+    bool settled(std::size_t word) const { return settled_[word] == epoch_; }
+    // Every word of the block settled: a load need not look at any.
+    bool all_settled() const { return settled_words_ == settled_.size(); }
 
     RaceHit read(std::size_t word, std::uint32_t warp, unsigned lane, std::uint32_t pc) {
         WordState& s = words_[word];
@@ -73,6 +82,10 @@ public:
         } else if (s.reader != warp && !s.many_readers) {
             // Keep the first reader: it is the one a later write by another warp names.
             s.many_readers = true;
+        }
+        if (s.many_readers && s.write_epoch != epoch_ && settled_[word] != epoch_) {
+            settled_[word] = epoch_;
+            ++settled_words_;
         }
         return hit;
     }
@@ -150,23 +163,29 @@ private:
     void note_write(std::size_t word, std::uint32_t warp, unsigned lane, std::uint32_t pc) {
         WordState& s = words_[word];
         s.write_epoch = epoch_;
+        settled_words_ -= settled_[word] == epoch_;
+        settled_[word] = 0;
         s.writer = static_cast<std::uint16_t>(warp);
         s.writer_lane = static_cast<std::uint8_t>(lane);
         where_[word].write_pc = pc;
     }
 
     void next_epoch() {
+        settled_words_ = 0;
         if (++epoch_ == 0) {
             for (WordState& s : words_) {
                 s.write_epoch = 0;
                 s.read_epoch = 0;
             }
+            std::fill(settled_.begin(), settled_.end(), 0);
             epoch_ = 1;
         }
     }
 
     std::vector<WordState> words_;
     std::vector<WordSource> where_;
+    std::vector<std::uint32_t> settled_;  // the epoch in which the word became settled, or 0
+    std::size_t settled_words_ = 0;       // words settled in this epoch
     std::uint32_t epoch_ = 0;
     std::uint32_t store_stamp_ = 0;
 };
