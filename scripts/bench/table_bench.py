@@ -226,43 +226,44 @@ def main():
             notes.append(f"Part 2 {label}: per grade, mean seconds by stage: " + ", ".join(
                 f"{s} {t / args.runs:.3f}" for s, t in sorted(stages.items(), key=lambda x: -x[1])))
 
-        class_dir = os.path.join(work, "class")
-        subprocess.run([sys.executable, os.path.join(HERE, "make_class.py"), class_dir,
-                        "--size", str(args.class_size), "--seed", "1"],
-                       stdout=subprocess.DEVNULL, check=True)
-        cells = {}
-        for v in variants:
-            c = run_class(v["grader"], class_dir, os.path.join(work, f"class-{v['label']}"), [],
-                          v["env"], args.timeout)
-            graded = len(c["verdicts"])
-            cells[v["label"]] = (f"{c['wall']:.1f} s ({graded / c['wall'] * 60:.1f}/min)"
-                                 if c["wall"] > 0 else "-")
-            notes.append(f"class {v['label']}: exit {c['status']}, {graded} reports, verdicts "
-                         f"{dict(Counter(c['verdicts'].values()))}; summed over the reports: " +
-                         ", ".join(f"{g} {s:.1f} s" for g, s in c["groups"].most_common()))
-            notes.extend(f"class {v['label']}: {line}" for line in c["servers"])
-            if v["label"] == "now":
-                now_verdicts = c["verdicts"]
-                n, different = alone_agreement(v["grader"], class_dir, c["verdicts"], args.alone,
-                                               [], v["env"], args.timeout, work)
-                notes.append(f"class now: {n} graded alone, {len(different)} verdicts different"
-                             + "".join(f"; {s}: batch {b}, alone {a}" for s, b, a in different))
-        # This grader's class without its device servers (every grade opens the GPU and its
-        # counters itself), and with the jobs of before: where the class's time went.
-        class_variants = () if args.no_class_variants else (
-            ("now, --own-contexts", ["--own-contexts"]), ("now, --jobs 2", ["--jobs", "2"]))
-        for label, extra in class_variants:
-            c = run_class(variants[0]["grader"], class_dir,
-                          os.path.join(work, "class-" + extra[0].strip("-")), extra,
-                          variants[0]["env"], args.timeout)
-            same = sum(1 for s, v in c["verdicts"].items() if now_verdicts.get(s) == v)
-            notes.append(f"class {label}: {c['wall']:.1f} s, exit {c['status']}, "
-                         f"{len(c['verdicts'])} reports, {same} verdicts as in 'now'; summed "
-                         "over the reports: " + ", ".join(
-                             f"{g} {s:.1f} s" for g, s in c["groups"].most_common()))
-            notes.extend(f"class {label}: {line}" for line in c["servers"])
-        table.append((f"the class of {args.class_size} through grader batch", cells,
-                      GOALS["class"]))
+        if args.class_size > 0:  # --class-size 0: the grades alone only
+            class_dir = os.path.join(work, "class")
+            subprocess.run([sys.executable, os.path.join(HERE, "make_class.py"), class_dir,
+                            "--size", str(args.class_size), "--seed", "1"],
+                           stdout=subprocess.DEVNULL, check=True)
+            cells = {}
+            for v in variants:
+                c = run_class(v["grader"], class_dir, os.path.join(work, f"class-{v['label']}"), [],
+                              v["env"], args.timeout)
+                graded = len(c["verdicts"])
+                cells[v["label"]] = (f"{c['wall']:.1f} s ({graded / c['wall'] * 60:.1f}/min)"
+                                     if c["wall"] > 0 else "-")
+                notes.append(f"class {v['label']}: exit {c['status']}, {graded} reports, verdicts "
+                             f"{dict(Counter(c['verdicts'].values()))}; summed over the reports: " +
+                             ", ".join(f"{g} {s:.1f} s" for g, s in c["groups"].most_common()))
+                notes.extend(f"class {v['label']}: {line}" for line in c["servers"])
+                if v["label"] == "now":
+                    now_verdicts = c["verdicts"]
+                    n, different = alone_agreement(v["grader"], class_dir, c["verdicts"], args.alone,
+                                                   [], v["env"], args.timeout, work)
+                    notes.append(f"class now: {n} graded alone, {len(different)} verdicts different"
+                                 + "".join(f"; {s}: batch {b}, alone {a}" for s, b, a in different))
+            # This grader's class without its device servers (every grade opens the GPU and its
+            # counters itself), and with the jobs of before: where the class's time went.
+            class_variants = () if args.no_class_variants else (
+                ("now, --own-contexts", ["--own-contexts"]), ("now, --jobs 2", ["--jobs", "2"]))
+            for label, extra in class_variants:
+                c = run_class(variants[0]["grader"], class_dir,
+                              os.path.join(work, "class-" + extra[0].strip("-")), extra,
+                              variants[0]["env"], args.timeout)
+                same = sum(1 for s, v in c["verdicts"].items() if now_verdicts.get(s) == v)
+                notes.append(f"class {label}: {c['wall']:.1f} s, exit {c['status']}, "
+                             f"{len(c['verdicts'])} reports, {same} verdicts as in 'now'; summed "
+                             "over the reports: " + ", ".join(
+                                 f"{g} {s:.1f} s" for g, s in c["groups"].most_common()))
+                notes.extend(f"class {label}: {line}" for line in c["servers"])
+            table.append((f"the class of {args.class_size} through grader batch", cells,
+                          GOALS["class"]))
 
     if args.rows in ("sim", "all"):
         sim = ["--backend", "sim"]
