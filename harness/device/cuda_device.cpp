@@ -58,8 +58,9 @@ CudaDevice::CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed
     stream_.emplace();
     if (server_ == nullptr) {
         // CUPTI's libraries take about 0.15 s to load on the H200's host (libnvperf_host is
-        // 32 MB): on a thread of their own, beside the compile and the correctness runs. The
-        // counter opens around the timing (time()), and counts after it (count_launches).
+        // 32 MB): on a thread of their own, beside the compile, the correctness runs and the
+        // timing. The profiler itself starts only after the timing (count_launches), so that a
+        // grade alone times with nothing of CUPTI running.
         counter_libraries_ = std::async(std::launch::async, [this] {
             const auto loading = std::chrono::steady_clock::now();
             counters::load_counter_libraries();
@@ -87,10 +88,6 @@ std::string CudaDevice::acquire() {
 
 void CudaDevice::release() {
     const auto began = std::chrono::steady_clock::now();
-    if (own_counter_.valid()) {
-        own_counter_
-            .get();  // a grade stopped before its count: the counter goes before the context
-    }
     // What lives in the context goes before the context, and the context before the lock: the
     // next grade must find the GPU as this one found it.
     poison_module_.reset();
@@ -259,21 +256,6 @@ DeviceLaunch CudaDevice::run(const LoadedKernel& kernel, const InputSpec& input,
 TimingSamples CudaDevice::time(const std::vector<TimedCase>& launches, const InputSpec& input,
                                const std::vector<float>& input_words,
                                const LaunchGeometry& geometry) {
-    if (server_ == nullptr && !own_counter_.valid() && counter_libraries_.valid() &&
-        counter_libraries_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-        // The grade's own counter: its driver half (CUPTI's profiler initialization, 17 ms on
-        // the H200) here, before the timing; its host half (0.13 s of CUPTI's host library, no
-        // driver call) on a thread beside the timing. No profiling session runs while the
-        // timing does, as in a device server, whose profiler is initialised for its life. Where
-        // the libraries are still loading, the counter opens after the timing instead.
-        counter_libraries_.get();
-        own_counter_ =
-            std::async(std::launch::async, [opening = counters::SharedMemoryCounter::begin_open(
-                                                context_->get(), info_.ordinal,
-                                                counters::InstructionCounter::hardware)]() mutable {
-                return counters::SharedMemoryCounter::finish_open(std::move(opening));
-            });
-    }
     try {
         return time_rounds(launches, input, input_words, geometry);
     } catch (const cuda::DriverError& error) {
@@ -372,17 +354,13 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
         }
         const double waited = since(step);
         step = now();
-        if (own_counter_.valid()) {
-            own.emplace(own_counter_.get());  // opened beside the timing
-        } else {
-            // It counts at once: a user without the counters learns it from that count.
-            own.emplace(counters::SharedMemoryCounter::open(
-                context_->get(), info_.ordinal, counters::InstructionCounter::hardware,
-                counters::SharedMemoryCounter::Probe::at_first_count));
-        }
+        // It counts at once: a user without the counters learns it from that count.
+        own.emplace(counters::SharedMemoryCounter::open(
+            context_->get(), info_.ordinal, counters::InstructionCounter::hardware,
+            counters::SharedMemoryCounter::Probe::at_first_count));
         if (trace) {
             std::cerr << "grader: count: CUPTI's libraries loaded in " << libraries_seconds_
-                      << " s (waited " << waited << " s for them), the counter ready in "
+                      << " s (waited " << waited << " s for them), the counter opened in "
                       << since(step) << " s\n";
         }
         step = now();

@@ -11,13 +11,16 @@
 #include <memory>
 #include <optional>
 
-#include "counters/counters.hpp"
 #include "cuda/resources.hpp"
 #include "device/device.hpp"
 #include "device/device_lock.hpp"
 #include "device/device_server.hpp"
 
 namespace grader {
+
+namespace counters {
+class SharedMemoryCounter;
+}
 
 // What a device server keeps for each session's device: its counter, open on the same primary
 // context for the server's life, and when its GPU last finished timing a grade.
@@ -98,8 +101,6 @@ private:
     GpuServerState* server_ = nullptr;     // a device server's session: the server's
     std::future<void> counter_libraries_;  // without one: loading CUPTI
     double libraries_seconds_ = 0.0;       // how long that took
-    // Without one: the grade's own counter, its host half opening beside the timing.
-    std::future<counters::SharedMemoryCounter> own_counter_;
 };
 
 // `grader __device-server`: GPU `ordinal`'s context and counter, opened once (the counter under
