@@ -125,13 +125,7 @@ void write_review(std::ostringstream& html, const std::vector<const ClassEntry*>
         .line()
         .open("table", {{"id", "review"}, {"class", "flag-rows"}})
         .line()
-        .open("thead")
-        .open("tr")
-        .element("th", "folder")
-        .element("th", "student id")
-        .element("th", "why")
-        .close("tr")
-        .close("thead")
+        .table_head({{"folder", ""}, {"student id", ""}, {"why", ""}})
         .line()
         .open("tbody")
         .line();
@@ -221,13 +215,7 @@ void write_sentences(std::ostringstream& html, const std::vector<const ClassEntr
         .line()
         .open("table", {{"id", "sentences"}})
         .line()
-        .open("thead")
-        .open("tr")
-        .element("th", "sentence")
-        .element("th", "students", {{"class", "number"}})
-        .element("th", "who")
-        .close("tr")
-        .close("thead")
+        .table_head({{"sentence", ""}, {"students", "number"}, {"who", ""}})
         .line()
         .open("tbody")
         .line();
@@ -280,12 +268,7 @@ void write_sentences(std::ostringstream& html, const std::vector<const ClassEntr
                                 ? std::string("1 sentence of its own")
                                 : std::to_string(own.size()) + " sentences of their own")
         .open("table", {{"id", "own-sentences"}})
-        .open("thead")
-        .open("tr")
-        .element("th", "sentence")
-        .element("th", "folder")
-        .close("tr")
-        .close("thead")
+        .table_head({{"sentence", ""}, {"folder", ""}})
         .open("tbody")
         .line();
     for (const ClassEntry* entry : own) {
@@ -316,12 +299,7 @@ void write_skipped(std::ostringstream& html, const std::vector<SkippedEntry>& sk
         .line()
         .open("table", {{"id", "skipped"}})
         .line()
-        .open("thead")
-        .open("tr")
-        .element("th", "name")
-        .element("th", "why")
-        .close("tr")
-        .close("thead")
+        .table_head({{"name", ""}, {"why", ""}})
         .line()
         .open("tbody")
         .line();
@@ -351,6 +329,19 @@ std::string first_line(const std::string& text) {
 // numbers wrapped (93 px each) were three quarters of the page. A row shows its folder, id,
 // verdict, score, report and the first line of its reason; the whole reason and the flags are
 // in the row's details, folded. Numbers shared by the whole class are said once above.
+// The students' table's headings: "numbers" (the figures' source) only where the class's
+// figures come from more than one.
+std::vector<Markup::Heading> student_headings(bool one_source) {
+    std::vector<Markup::Heading> headings = {
+        {"folder", ""}, {"student id", ""}, {"verdict", ""}, {"score", "number"}};
+    if (!one_source) {
+        headings.push_back({"numbers", ""});
+    }
+    headings.push_back({"reason and flags", ""});
+    headings.push_back({"report", ""});
+    return headings;
+}
+
 void write_students(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
                     const std::map<std::string, SubmissionFlags>& flags) {
     std::set<std::string> sources;
@@ -375,19 +366,7 @@ void write_students(std::ostringstream& html, const std::vector<const ClassEntry
         .line()
         .open("table", {{"id", "students"}, {"class", "one-line"}})
         .line()
-        .open("thead")
-        .open("tr")
-        .element("th", "folder")
-        .element("th", "student id")
-        .element("th", "verdict")
-        .element("th", "score", {{"class", "number"}});
-    if (!one_source) {
-        page.element("th", "numbers");
-    }
-    page.element("th", "reason and flags")
-        .element("th", "report")
-        .close("tr")
-        .close("thead")
+        .table_head(student_headings(one_source))
         .line()
         .open("tbody")
         .line();

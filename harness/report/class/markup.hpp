@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "text/text_safety.hpp"
 
@@ -39,6 +40,23 @@ public:
     // One element holding text: <td class="x">text</td>.
     Markup& element(std::string_view tag, const std::string& content, Attributes attributes = {}) {
         return open(tag, attributes).text(content).close(tag);
+    }
+    // A table's column headings, <thead><tr><th>...</th>...</tr></thead>, each with its CSS class
+    // where it has one ("number" right-aligns a column of figures).
+    struct Heading {
+        std::string text;
+        std::string css_class;
+    };
+    Markup& table_head(const std::vector<Heading>& headings) {
+        open("thead").open("tr");
+        for (const Heading& heading : headings) {
+            if (heading.css_class.empty()) {
+                element("th", heading.text);
+            } else {
+                element("th", heading.text, {{"class", heading.css_class}});
+            }
+        }
+        return close("tr").close("thead");
     }
     Markup& line() {
         out_ << '\n';
