@@ -123,6 +123,11 @@ public:
         }
         const std::string bus_id = device_->acquire();
         const auto held_from = Clock::now();
+        // Every way out of the session's requests says how long it held the device.
+        const auto held = [&account, held_from](std::string stop) {
+            account.held_seconds = seconds_between(held_from, Clock::now());
+            return stop;
+        };
         wire::send(fd_, Frame{json{{"bus_id", bus_id},
                                    {"times", device_->times()},
                                    {"counts_as_it_runs", device_->counts_as_it_runs()}},
@@ -136,8 +141,7 @@ public:
             if (op == "release") {
                 release();
                 wire::send(fd_, Frame{json::object(), {}});
-                account.held_seconds = seconds_between(held_from, Clock::now());
-                return {};
+                return held({});
             }
             watch.busy(true);
             bool lost = false;
@@ -149,19 +153,17 @@ public:
                 // device may be in any state, so the server goes with it.
                 watch.busy(false);
                 wire::send(fd_, Frame{json{{"error", error.what()}}, {}});
-                return std::string("the device failed: ") + error.what();
+                return held(std::string("the device failed: ") + error.what());
             }
             watch.busy(false);
             wire::send(fd_, reply);
             waiting_from = Clock::now();
             account.request_seconds[op] += seconds_between(answering_from, waiting_from);
             if (lost) {
-                account.held_seconds = seconds_between(held_from, Clock::now());
-                return "a kernel faulted, which leaves the device's context unusable";
+                return held("a kernel faulted, which leaves the device's context unusable");
             }
         }
-        account.held_seconds = seconds_between(held_from, Clock::now());
-        return {};  // the client went away between requests; the device is released below
+        return held({});  // the client went away between requests; the device is released below
     }
 
     ~Session() { release(); }
