@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -873,6 +874,22 @@ TEST_CASE("a counter opened to count at once learns at its first count what a pr
         CHECK(counted.value.load_wavefronts == counted.value.load_instructions * 8);
     } else {
         CHECK_FALSE(counted.reason.empty());
+    }
+
+    // Opened in two halves, the host half on another thread (as a grade does beside its
+    // timing): the same counts, or the same refusal.
+    auto halves =
+        std::async(std::launch::async, [opening = SharedMemoryCounter::begin_open(
+                                            gpu->context.get(), gpu->device.ordinal)]() mutable {
+            return SharedMemoryCounter::finish_open(std::move(opening));
+        });
+    SharedMemoryCounter two = halves.get();
+    const auto counted_two = two.count([&] { probe.launch(nullptr); });
+    CHECK(counted_two.availability == counted.availability);
+    if (counted.counted()) {
+        REQUIRE(counted_two.counted());
+        CHECK(counted_two.value.load_wavefronts == counted.value.load_wavefronts);
+        CHECK(counted_two.value.load_instructions == counted.value.load_instructions);
     }
 }
 

@@ -58,9 +58,8 @@ CudaDevice::CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed
     stream_.emplace();
     if (server_ == nullptr) {
         // CUPTI's libraries take about 0.15 s to load on the H200's host (libnvperf_host is
-        // 32 MB): on a thread of their own, beside the compile, the correctness runs and the
-        // timing. The profiler itself starts only after the timing (count_launches), so that a
-        // grade alone times with nothing of CUPTI running.
+        // 32 MB): on a thread of their own, beside the compile and the correctness runs. The
+        // counter opens around the timing (time()), and counts after it (count_launches).
         counter_libraries_ = std::async(std::launch::async, [this] {
             const auto loading = std::chrono::steady_clock::now();
             counters::load_counter_libraries();
@@ -88,6 +87,10 @@ std::string CudaDevice::acquire() {
 
 void CudaDevice::release() {
     const auto began = std::chrono::steady_clock::now();
+    if (own_counter_.valid()) {
+        own_counter_
+            .get();  // a grade stopped before its count: the counter goes before the context
+    }
     // What lives in the context goes before the context, and the context before the lock: the
     // next grade must find the GPU as this one found it.
     poison_module_.reset();
@@ -256,6 +259,24 @@ DeviceLaunch CudaDevice::run(const LoadedKernel& kernel, const InputSpec& input,
 TimingSamples CudaDevice::time(const std::vector<TimedCase>& launches, const InputSpec& input,
                                const std::vector<float>& input_words,
                                const LaunchGeometry& geometry) {
+    if (server_ == nullptr && !own_counter_.valid() && counter_libraries_.valid()) {
+        // The grade's own counter: its driver half (CUPTI's profiler initialization, 17 ms on
+        // the H200) here, before the timing; its host half (0.13 s of CUPTI's host library, no
+        // driver call) on a thread beside the timing. No profiling session runs while the
+        // timing does, as in a device server, whose profiler is initialised for its life. The
+        // libraries, if still loading, are waited for here rather than after the timing: the
+        // count needs them either way.
+        const auto waiting = std::chrono::steady_clock::now();
+        counter_libraries_.get();
+        libraries_waited_seconds_ =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
+        own_counter_ =
+            std::async(std::launch::async, [opening = counters::SharedMemoryCounter::begin_open(
+                                                context_->get(), info_.ordinal,
+                                                counters::InstructionCounter::hardware)]() mutable {
+                return counters::SharedMemoryCounter::finish_open(std::move(opening));
+            });
+    }
     try {
         return time_rounds(launches, input, input_words, geometry);
     } catch (const cuda::DriverError& error) {
@@ -340,7 +361,8 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
     HardwareCounts result;
     // A grade's own counter opens after timing and is gone before anything is timed again.
     std::optional<counters::SharedMemoryCounter> own;
-    counters::SharedMemoryCounter* const served = server_ != nullptr ? server_->counter : nullptr;
+    counters::SharedMemoryCounter* const served =
+        server_ != nullptr ? &server_->counter() : nullptr;
     // GRADER_TRACE_STEPS=1: where a grade's count goes, on standard error (for the benchmarks).
     const bool trace = std::getenv("GRADER_TRACE_STEPS") != nullptr;
     const auto now = [] { return std::chrono::steady_clock::now(); };
@@ -352,15 +374,19 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
         if (counter_libraries_.valid()) {
             counter_libraries_.get();
         }
-        const double waited = since(step);
+        const double waited = since(step) + libraries_waited_seconds_;
         step = now();
-        // It counts at once: a user without the counters learns it from that count.
-        own.emplace(counters::SharedMemoryCounter::open(
-            context_->get(), info_.ordinal, counters::InstructionCounter::hardware,
-            counters::SharedMemoryCounter::Probe::at_first_count));
+        if (own_counter_.valid()) {
+            own.emplace(own_counter_.get());  // opened beside the timing
+        } else {
+            // It counts at once: a user without the counters learns it from that count.
+            own.emplace(counters::SharedMemoryCounter::open(
+                context_->get(), info_.ordinal, counters::InstructionCounter::hardware,
+                counters::SharedMemoryCounter::Probe::at_first_count));
+        }
         if (trace) {
             std::cerr << "grader: count: CUPTI's libraries loaded in " << libraries_seconds_
-                      << " s (waited " << waited << " s for them), the counter opened in "
+                      << " s (waited " << waited << " s for them), the counter ready in "
                       << since(step) << " s\n";
         }
         step = now();
@@ -405,29 +431,36 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
     return result;
 }
 
+counters::SharedMemoryCounter& GpuServerState::counter() {
+    if (!opened) {
+        opened.emplace(opening.get());
+        // One profiling session for every count of the server's life: starting a session's
+        // first pass took 0.15 s on an H200, a later pass in the same session 1.5 ms.
+        opened->keep_session(true);
+    }
+    return *opened;
+}
+
 void serve_gpu(const Exercise& exercise, int ordinal, const std::filesystem::path& socket,
                const std::function<void()>& ready, const SessionEnded& ended) {
-    // CUPTI's libraries (0.15 s) load beside the context's creation (0.12 s): a server that
-    // starts again after a fault keeps the other grades waiting for both.
+    // A server that starts again after a fault keeps the other grades waiting: it listens as soon
+    // as its context is made. CUPTI's libraries (0.15 s) load beside the context's creation
+    // (0.12 s); the counter's driver half follows (17 ms), and its host half (0.13 s of CUPTI's
+    // host library, no driver call) runs beside the first grade's requests. The first count
+    // learns whether this user may count, as a grade's own counter does.
     std::future<void> libraries =
         std::async(std::launch::async, [] { counters::load_counter_libraries(); });
-    const cuda::DeviceInfo info = cuda::query_device(ordinal);
     const cuda::PrimaryContext context(ordinal);  // kept: every session retains this one
     libraries.get();
-    std::optional<counters::SharedMemoryCounter> counter;
-    {
-        // Opening runs an empty profiling session on the GPU: not while another grade times.
-        const DeviceLock lock(gpu_lock_path(info.pci_bus_id));
-        counter.emplace(counters::SharedMemoryCounter::open(
-            context.get(), ordinal, counters::InstructionCounter::hardware));
-    }
-    // One profiling session for every count of the server's life: starting a session's first
-    // pass took 0.15 s on an H200, a later pass in the same session 1.5 ms.
-    counter->keep_session(true);
+    GpuServerState state;
+    state.opening =
+        std::async(std::launch::async,
+                   [opening = counters::SharedMemoryCounter::begin_open(
+                        context.get(), ordinal, counters::InstructionCounter::hardware)]() mutable {
+                       return counters::SharedMemoryCounter::finish_open(std::move(opening));
+                   });
     const int listening = listen_on(socket);
     ready();
-    GpuServerState state;
-    state.counter = &*counter;
     const std::string stopped = serve_device_sessions(
         listening, exercise,
         [&](std::uint64_t seed) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "counters/counters.hpp"
 #include "cuda/resources.hpp"
 #include "device/device.hpp"
 #include "device/device_lock.hpp"
@@ -18,15 +19,16 @@
 
 namespace grader {
 
-namespace counters {
-class SharedMemoryCounter;
-}
-
 // What a device server keeps for each session's device: its counter, open on the same primary
 // context for the server's life, and when its GPU last finished timing a grade.
 struct GpuServerState {
-    counters::SharedMemoryCounter* counter = nullptr;
+    // The counter's host half, opening on a thread of its own while the server answers its first
+    // grade (SharedMemoryCounter::begin_open); counter() waits for it at the first count.
+    std::future<counters::SharedMemoryCounter> opening;
+    std::optional<counters::SharedMemoryCounter> opened;
     std::optional<std::chrono::steady_clock::time_point> last_timed;
+
+    counters::SharedMemoryCounter& counter();
 };
 
 // A GPU that finished timing a grade this recently has its clocks up: the next grade's timing
@@ -98,9 +100,12 @@ private:
     bool param_info_missing_ = false;  // the driver predates cuFuncGetParamInfo
     LaunchGeometry geometry_;
     DeviceLock lock_;
-    GpuServerState* server_ = nullptr;     // a device server's session: the server's
-    std::future<void> counter_libraries_;  // without one: loading CUPTI
-    double libraries_seconds_ = 0.0;       // how long that took
+    GpuServerState* server_ = nullptr;       // a device server's session: the server's
+    std::future<void> counter_libraries_;    // without one: loading CUPTI
+    double libraries_seconds_ = 0.0;         // how long that took
+    double libraries_waited_seconds_ = 0.0;  // how long time() waited for them
+    // Without one: the grade's own counter, its host half opening beside the timing.
+    std::future<counters::SharedMemoryCounter> own_counter_;
 };
 
 // `grader __device-server`: GPU `ordinal`'s context and counter, opened once (the counter under
