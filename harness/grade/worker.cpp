@@ -154,6 +154,7 @@ public:
         const std::optional<HardwareCounts> hardware = count_on_device();
         // The GPU's work is done: it goes to the next grade before the witness is waited for.
         release_device();
+        collect_timed_checks();
         if (hardware) {
             merge_counts(*hardware);
         }
@@ -541,7 +542,7 @@ private:
             cases.push_back({loaded_.at(run.kernel).get(), run.stride, reusable(run)});
         }
         device().reload(loaded_kernels());
-        const TimingSamples samples =
+        TimingSamples samples =
             device().time(cases, exercise_.inputs.front(), inputs_.front(), geometry_);
         if (!samples.notes.empty()) {
             environment_.notes.insert(environment_.notes.end(), samples.notes.begin(),
@@ -572,17 +573,23 @@ private:
                 runs_[i].ratio_max = ratio->max;
             }
         }
-        // The timed launches are checked as the correctness runs were.
+        // The timed launches are checked as the correctness runs were, on threads of their own:
+        // the count needs none of it, so the GPU goes on (collect_timed_checks()).
         const InputSpec& input = exercise_.inputs.front();
         for (std::size_t i = 0; i < samples.final_outputs.size() && i < runs_.size(); ++i) {
             if (runs_[i].kernel != kStudentKernel) {
                 continue;
             }
-            OutputComparison timed =
-                compare_outputs(input.id, samples.final_outputs[i],
-                                oracle_outputs_[{input.id, runs_[i].stride}], output_placement());
-            timed.timed = true;
-            runs_[i].outputs.push_back(timed);
+            timed_checks_.emplace_back(
+                i, std::async(std::launch::async,
+                              [id = input.id, words = std::move(samples.final_outputs[i]),
+                               &oracle_words = oracle_outputs_[{input.id, runs_[i].stride}],
+                               placement = output_placement()] {
+                                  OutputComparison timed =
+                                      compare_outputs(id, words, oracle_words, placement);
+                                  timed.timed = true;
+                                  return timed;
+                              }));
         }
         for (const KernelRun& run : runs_) {
             sink_.run(run);
@@ -590,6 +597,15 @@ private:
         figures_.timing_rounds = samples.rounds;
         figures_.timing_seconds = samples.seconds;
         return true;
+    }
+
+    // The timed launches' checks, each added to its run once it is in.
+    void collect_timed_checks() {
+        for (auto& [i, check] : timed_checks_) {
+            runs_[i].outputs.push_back(check.get());
+            sink_.run(runs_[i]);
+        }
+        timed_checks_.clear();
     }
 
     // What the simulator sees of the student's kernel, from its PTX, on one block per stride,
@@ -748,6 +764,7 @@ private:
 
     void finish() {
         release_device();
+        collect_timed_checks();  // where the count stopped the grade
         if (simulator_.valid()) {
             simulator_.wait();  // it reads this grade's members
         }
@@ -774,6 +791,8 @@ private:
     // The oracle's time on the device at each stride, one entry per input (where it has one).
     std::map<int, std::vector<double>> oracle_ms_;
     std::future<SimulatorWitness> simulator_;
+    // The timed launches' checks, by index in runs_, while they run (time_cases()).
+    std::vector<std::pair<std::size_t, std::future<OutputComparison>>> timed_checks_;
 };
 
 }  // namespace
