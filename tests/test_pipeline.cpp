@@ -570,6 +570,15 @@ TEST_CASE(
         CHECK(answering > 0.0);
         CHECK(account.waiting_seconds > 0.0);
         CHECK(answering + account.waiting_seconds <= account.held_seconds + 1e-3);
+        // The waits, by the request that ended each: they add up to the whole wait.
+        double waits = 0.0;
+        for (const auto& [op, seconds] : account.waiting_before) {
+            CHECK_MESSAGE(account.request_seconds.count(op) + (op == "release" ? 1 : 0) == 1, op);
+            waits += seconds;
+        }
+        CHECK(waits == doctest::Approx(account.waiting_seconds));
+        CHECK(account.setup_seconds > 0.0);
+        CHECK(account.teardown_seconds > 0.0);
     }
 
     // Two sessions, each inside its own acquire and release, in the server's events.
@@ -715,6 +724,10 @@ TEST_CASE("a server's session account crosses to the batch as one line, and adds
     account.held_seconds = 0.25;
     account.waiting_seconds = 0.03;
     account.request_seconds = {{"run", 0.04}, {"time", 0.1}, {"count", 0.02}};
+    account.waiting_before = {{"run", 0.02}, {"count", 0.01}};
+    account.setup_seconds = 0.004;
+    account.teardown_seconds = 0.002;
+    account.idle_seconds = 0.5;
     // As the server writes it to its message pipe, and as the batch reads the line.
     const std::string line = wire::session_json(account).dump();
     const SessionAccount read = wire::session_of(nlohmann::json::parse(line));
@@ -722,6 +735,10 @@ TEST_CASE("a server's session account crosses to the batch as one line, and adds
     CHECK(read.held_seconds == doctest::Approx(0.25));
     CHECK(read.waiting_seconds == doctest::Approx(0.03));
     CHECK(read.request_seconds == account.request_seconds);
+    CHECK(read.waiting_before == account.waiting_before);
+    CHECK(read.setup_seconds == doctest::Approx(0.004));
+    CHECK(read.teardown_seconds == doctest::Approx(0.002));
+    CHECK(read.idle_seconds == doctest::Approx(0.5));
     SessionAccount total;
     total.add(read);
     total.add(read);

@@ -159,21 +159,33 @@ std::vector<std::string> DeviceServers::accounts() const {
     std::vector<std::string> lines;
     for (const auto& [device, server] : state_->servers) {
         const SessionAccount& served = server.served;
-        std::string requests;
+        const auto by_op = [](const std::map<std::string, double>& seconds_by_op,
+                              const char* prefix) {
+            std::string listed;
+            for (const auto& [op, seconds] : seconds_by_op) {
+                listed += (listed.empty() ? "" : ", ") + std::string(prefix) + op + " " +
+                          format_number(seconds, 2) + " s";
+            }
+            return listed;
+        };
         double answering = 0.0;
         for (const auto& [op, seconds] : served.request_seconds) {
             answering += seconds;
-            requests +=
-                (requests.empty() ? "" : ", ") + op + " " + format_number(seconds, 2) + " s";
         }
+        const std::string requests = by_op(served.request_seconds, "");
+        const std::string waits = by_op(served.waiting_before, "before ");
         lines.push_back("GPU " + std::to_string(device) +
                         "'s device server: " + std::to_string(server.sessions) +
                         " grades held the GPU " + format_number(served.held_seconds, 1) +
                         " s: answering " + format_number(answering, 1) + " s (" + requests +
                         "), waiting for their workers " + format_number(served.waiting_seconds, 1) +
-                        " s; started " + std::to_string(server.starts) + " time" +
-                        (server.starts == 1 ? "" : "s") + " (" +
-                        format_number(server.starting_seconds, 1) +
+                        " s" + (waits.empty() ? "" : " (" + waits + ")") +
+                        "; between grades, setting one up " +
+                        format_number(served.setup_seconds, 1) + " s, ending one " +
+                        format_number(served.teardown_seconds, 1) + " s, idle " +
+                        format_number(served.idle_seconds, 1) + " s; started " +
+                        std::to_string(server.starts) + " time" + (server.starts == 1 ? "" : "s") +
+                        " (" + format_number(server.starting_seconds, 1) +
                         " s to listening in all; a kernel that faults or hangs ends its server)");
     }
     return lines;

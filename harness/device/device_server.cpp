@@ -114,6 +114,7 @@ public:
             wire::send(fd_, Frame{json{{"stopping", true}}, {}});
             return "asked to stop";
         }
+        const auto setting_up = Clock::now();
         device_ = session_device(begin->head.at("seed").get<std::uint64_t>());
         if (begin->head.contains("poison")) {
             CompiledKernel poison;
@@ -132,12 +133,15 @@ public:
                                    {"times", device_->times()},
                                    {"counts_as_it_runs", device_->counts_as_it_runs()}},
                               {}});
+        account.setup_seconds = seconds_between(setting_up, Clock::now());
         ClientWatch watch(fd_);
         auto waiting_from = Clock::now();
         while (std::optional<Frame> request = wire::receive(fd_)) {
             const auto answering_from = Clock::now();
-            account.waiting_seconds += seconds_between(waiting_from, answering_from);
             const std::string op = request->head.at("op").get<std::string>();
+            const double waited = seconds_between(waiting_from, answering_from);
+            account.waiting_seconds += waited;
+            account.waiting_before[op] += waited;
             if (op == "release") {
                 release();
                 wire::send(fd_, Frame{json::object(), {}});
@@ -401,6 +405,12 @@ void SessionAccount::add(const SessionAccount& other) {
     for (const auto& [op, seconds] : other.request_seconds) {
         request_seconds[op] += seconds;
     }
+    for (const auto& [op, seconds] : other.waiting_before) {
+        waiting_before[op] += seconds;
+    }
+    idle_seconds += other.idle_seconds;
+    setup_seconds += other.setup_seconds;
+    teardown_seconds += other.teardown_seconds;
 }
 
 int listen_on(const std::filesystem::path& path) {
@@ -435,6 +445,7 @@ std::string serve_device_sessions(int listen_fd, const Exercise& exercise,
                                   const SessionDevice& session_device, const SessionEnded& ended) {
     std::map<std::string, ReusedRow> reused;
     std::map<std::string, DeviceLaunch> reused_runs;
+    auto idle_from = Clock::now();
     for (;;) {
         const int client = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
         if (client < 0) {
@@ -445,15 +456,22 @@ std::string serve_device_sessions(int listen_fd, const Exercise& exercise,
         }
         std::string stop;
         SessionAccount account;
+        account.idle_seconds = seconds_between(idle_from, Clock::now());
+        std::optional<Clock::time_point> served;
         try {
             Session session(client, exercise, reused, reused_runs);
             stop = session.serve(session_device, account);
+            served = Clock::now();
         } catch (const wire::WireError&) {
             // The grade went away between requests: its session is over, the device is fine.
         } catch (const std::exception& error) {
             stop = std::string("a session failed: ") + error.what();
         }
         ::close(client);
+        idle_from = Clock::now();
+        if (served) {
+            account.teardown_seconds = seconds_between(*served, idle_from);
+        }
         if (ended && account.held_seconds > 0.0) {
             ended(account);
         }

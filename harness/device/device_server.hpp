@@ -39,6 +39,13 @@ struct SessionAccount {
     double held_seconds = 0.0;
     double waiting_seconds = 0.0;
     std::map<std::string, double> request_seconds;
+    // waiting_seconds by the request that ended each wait: what the worker did in between.
+    std::map<std::string, double> waiting_before;
+    // Outside the time held: the server idle before the session (no grade had asked for the
+    // GPU), setting it up (the grade's first message, its device, the lock), and ending it.
+    double idle_seconds = 0.0;
+    double setup_seconds = 0.0;
+    double teardown_seconds = 0.0;
 
     // Adds another's figures to these (a server's sessions, summed).
     void add(const SessionAccount& other);

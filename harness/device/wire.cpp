@@ -242,7 +242,11 @@ nlohmann::json session_json(const SessionAccount& account) {
     return {{"type", "session"},
             {"held_seconds", account.held_seconds},
             {"waiting_seconds", account.waiting_seconds},
-            {"request_seconds", account.request_seconds}};
+            {"request_seconds", account.request_seconds},
+            {"waiting_before", account.waiting_before},
+            {"idle_seconds", account.idle_seconds},
+            {"setup_seconds", account.setup_seconds},
+            {"teardown_seconds", account.teardown_seconds}};
 }
 
 SessionAccount session_of(const nlohmann::json& j) {
@@ -253,19 +257,27 @@ SessionAccount session_of(const nlohmann::json& j) {
     if (!j.is_object()) {
         return account;
     }
-    if (const auto held = j.find("held_seconds"); held != j.end()) {
-        account.held_seconds = seconds_at(*held);
-    }
-    if (const auto waiting = j.find("waiting_seconds"); waiting != j.end()) {
-        account.waiting_seconds = seconds_at(*waiting);
-    }
-    // Kept in a variable while ranged over: items() of a temporary reads it after its end.
-    if (const auto requests = j.find("request_seconds");
-        requests != j.end() && requests->is_object()) {
-        for (const auto& [op, seconds] : requests->items()) {
-            account.request_seconds[op] = seconds_at(seconds);
+    const std::pair<const char*, double*> seconds[] = {
+        {"held_seconds", &account.held_seconds},
+        {"waiting_seconds", &account.waiting_seconds},
+        {"idle_seconds", &account.idle_seconds},
+        {"setup_seconds", &account.setup_seconds},
+        {"teardown_seconds", &account.teardown_seconds}};
+    for (const auto& [key, into] : seconds) {
+        if (const auto found = j.find(key); found != j.end()) {
+            *into = seconds_at(*found);
         }
     }
+    // Kept in a variable while ranged over: items() of a temporary reads it after its end.
+    const auto by_op = [&j, &seconds_at](const char* key, std::map<std::string, double>& into) {
+        if (const auto found = j.find(key); found != j.end() && found->is_object()) {
+            for (const auto& [op, seconds] : found->items()) {
+                into[op] = seconds_at(seconds);
+            }
+        }
+    };
+    by_op("request_seconds", account.request_seconds);
+    by_op("waiting_before", account.waiting_before);
     return account;
 }
 
