@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <regex>
 
 #include "cuda/driver_api.hpp"
 #include "cuda/resources.hpp"
@@ -62,9 +63,21 @@ TEST_CASE("a faulting, a hanging and a trapping kernel between two correct ones 
         }
     }
     const auto out = root / "out";
-    const GraderRun batch = run_grader({"batch", class_dir.string(), "--output", out.string(),
-                                        "--jobs", "1", "--timeout", "5", "--quiet"});
+    const GraderRun batch = run_grader(
+        {"batch", class_dir.string(), "--output", out.string(), "--jobs", "1", "--timeout", "5"});
     CAPTURE(batch.output);
+    // Through the batch's device server, which a fault or a hang ends and the batch starts
+    // again: the correct grades and the faulting ones ended sessions of it (a grade that made a
+    // context of its own would pass this test without testing the server).
+    const std::smatch served = [&batch] {
+        static const std::regex line(R"(GPU 0's device server: (\d+) grades held the GPU)");
+        std::smatch match;
+        std::regex_search(batch.output, match, line);
+        return match;
+    }();
+    REQUIRE(served.size() == 2);
+    CHECK(std::stoi(served[1].str()) >= 3);
+    CHECK(batch.output.find("could not start") == std::string::npos);
     for (const auto& [name, fixture] : students) {
         CAPTURE(name);
         const auto report_file = out / name / "report.json";

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -24,6 +25,7 @@
 #include "device/device_server.hpp"
 #include "device/wire.hpp"
 #include "isolation/child.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 
@@ -33,6 +35,7 @@ struct DeviceServers::State {
         std::filesystem::path socket;
         bool ready = false;     // listening now
         bool given_up = false;  // three starts in a row ended before listening
+        std::string why_not;    // how the last start that ended before listening ended
         int starts = 0;
         double starting_seconds = 0.0;  // from each start to listening, summed
         int sessions = 0;
@@ -93,6 +96,30 @@ std::filesystem::path private_folder() {
     return pattern;
 }
 
+// How a server's process ended, in a few words: its status and its last line of output.
+std::string how_it_ended(const ChildResult& ended) {
+    std::string how = ended.end == ChildResult::End::exited
+                          ? "exit status " + std::to_string(ended.exit_code)
+                          : std::string(to_string(ended.end));
+    if (ended.end == ChildResult::End::signaled) {
+        how += " " + std::to_string(ended.signal);
+    }
+    if (ended.end == ChildResult::End::spawn_failed) {
+        how += ": " + ended.error;
+    }
+    std::string output = ended.output;
+    while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) {
+        output.pop_back();
+    }
+    if (const std::size_t last = output.rfind('\n'); last != std::string::npos) {
+        output.erase(0, last + 1);
+    }
+    if (!output.empty()) {
+        how += ": " + text::shorten(output, 300);
+    }
+    return how;
+}
+
 // Runs GPU `device`'s server until the batch stops, starting it again whenever it ends (a kernel
 // faulted, or one hung and its grade's worker was killed).
 void keep_serving(const std::shared_ptr<State>& state, int device) {
@@ -130,17 +157,28 @@ void keep_serving(const std::shared_ptr<State>& state, int device) {
             }
             return 0.0;
         };
-        run_child({state->executable.string(), "__device-server", "--exercise",
-                   state->exercise_dir.string(), "--device", std::to_string(device), "--socket",
-                   socket.string()},
-                  limits, on_message);
+        const ChildResult ended = run_child({state->executable.string(), "__device-server",
+                                             "--exercise", state->exercise_dir.string(), "--device",
+                                             std::to_string(device), "--socket", socket.string()},
+                                            limits, on_message);
         std::filesystem::remove(socket, ignored);
         lock.lock();
         server.ready = false;
         failed_in_a_row = listened ? 0 : failed_in_a_row + 1;
+        if (!listened) {
+            server.why_not = how_it_ended(ended);
+        }
         state->changed.notify_all();
     }
     server.given_up = !state->stopping;
+    if (server.given_up) {
+        // The batch goes on, each grade with a context of its own (as --own-contexts): slower,
+        // and said at once, on standard error, even with --quiet.
+        std::fprintf(stderr,
+                     "batch: GPU %d's device server could not start (%s); each grade now makes a "
+                     "context of its own, about three times slower\n",
+                     device, server.why_not.c_str());
+    }
     state->changed.notify_all();
 }
 
@@ -158,6 +196,11 @@ std::vector<std::string> DeviceServers::accounts() const {
     const std::lock_guard lock(state_->mutex);
     std::vector<std::string> lines;
     for (const auto& [device, server] : state_->servers) {
+        if (server.given_up) {
+            lines.push_back("GPU " + std::to_string(device) + "'s device server could not start (" +
+                            server.why_not + "): each grade made a context of its own");
+            continue;
+        }
         const SessionAccount& served = server.served;
         const auto by_op = [](const std::map<std::string, double>& seconds_by_op,
                               const char* prefix) {

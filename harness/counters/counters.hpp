@@ -144,23 +144,11 @@ public:
     // counters learns it here. device_ordinal is the context's device (CUPTI names devices by
     // ordinal). Never throws for the environment; check available(), and each count's result.
     // CUPTI's profiler stays initialised (its hooks in the driver) until the last counter of the
-    // process is destroyed. No profiling session runs outside a count (or a kept session): on the
-    // H200 the probe timed alike before CUPTI was loaded, with a counter open and with a session
-    // kept enabled (test_counters). GRADER_TRACE_STEPS=1 times its steps on standard error.
+    // process is destroyed: time nothing while one exists. GRADER_TRACE_STEPS=1 times its steps
+    // on standard error.
     static SharedMemoryCounter open(CUcontext context, int device_ordinal,
                                     InstructionCounter instructions = InstructionCounter::hardware,
                                     Probe probe = Probe::empty_session);
-
-    // open() in two halves (Probe::at_first_count), for a grade that counts right after its
-    // timing: begin_open() makes open()'s driver calls (CUPTI's profiler initialization, the
-    // device's support and counter availability) on the calling thread, with the context
-    // current; finish_open() does the rest, the metric configuration in CUPTI's host library
-    // (0.13 s on the H200's host, and no driver call), and may run on another thread, beside the
-    // timing. Never throws for the environment.
-    class Opening;
-    static Opening begin_open(CUcontext context, int device_ordinal,
-                              InstructionCounter instructions = InstructionCounter::hardware);
-    static SharedMemoryCounter finish_open(Opening opening);
 
     SharedMemoryCounter(SharedMemoryCounter&&) noexcept;
     SharedMemoryCounter& operator=(SharedMemoryCounter&&) noexcept;
@@ -200,22 +188,6 @@ private:
     struct Impl;
     explicit SharedMemoryCounter(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
-};
-
-// A counter between begin_open() and finish_open().
-class SharedMemoryCounter::Opening {
-public:
-    Opening(Opening&&) noexcept;
-    Opening& operator=(Opening&&) noexcept;
-    Opening(const Opening&) = delete;
-    Opening& operator=(const Opening&) = delete;
-    ~Opening();
-
-private:
-    friend class SharedMemoryCounter;
-    struct State;
-    explicit Opening(std::unique_ptr<State> state);
-    std::unique_ptr<State> state_;
 };
 
 // One line for a report where the GPU's (SASS) totals and the simulator's (PTX) totals of the

@@ -350,111 +350,61 @@ int SharedMemoryCounter::passes() const {
     return static_cast<int>(impl_->passes);
 }
 
-// What begin_open() found, for finish_open(): the counter so far, and what its host half needs.
-struct SharedMemoryCounter::Opening::State {
-    std::unique_ptr<Impl> impl;
-    InstructionCounter instructions = InstructionCounter::hardware;
-    std::string chip;
-    std::vector<std::uint8_t> availability_image;
-    bool finished = false;  // nothing left to do: no CUPTI, or a driver call failed
-    std::string steps;      // GRADER_TRACE_STEPS: each step's time
-    std::chrono::steady_clock::time_point step_began = std::chrono::steady_clock::now();
-
-    void step(const char* name) {
+SharedMemoryCounter SharedMemoryCounter::open(CUcontext context, int device_ordinal,
+                                              InstructionCounter instructions, Probe probe) {
+    auto impl = std::make_unique<Impl>();
+    impl->context = context;
+    impl->device = device_ordinal;
+    const CuptiLibrary& library = cupti();
+    if (!library.loaded) {
+        impl->availability = CounterAvailability::no_cupti;
+        impl->reason = library.why_not;
+        return SharedMemoryCounter(std::move(impl));
+    }
+    const CuptiApi& api = library.api;
+    impl->api = &api;
+    const bool trace = std::getenv("GRADER_TRACE_STEPS") != nullptr;
+    auto step_began = std::chrono::steady_clock::now();
+    std::string steps;
+    const auto step = [&](const char* name) {
         const auto now = std::chrono::steady_clock::now();
         steps += std::string(steps.empty() ? "" : ", ") + name + " " +
                  std::to_string(std::chrono::duration<double>(now - step_began).count()) + " s";
         step_began = now;
-    }
-};
-
-SharedMemoryCounter::Opening::Opening(std::unique_ptr<State> state) : state_(std::move(state)) {}
-SharedMemoryCounter::Opening::Opening(Opening&&) noexcept = default;
-SharedMemoryCounter::Opening& SharedMemoryCounter::Opening::operator=(Opening&&) noexcept = default;
-SharedMemoryCounter::Opening::~Opening() = default;
-
-SharedMemoryCounter::Opening SharedMemoryCounter::begin_open(CUcontext context, int device_ordinal,
-                                                             InstructionCounter instructions) {
-    auto state = std::make_unique<Opening::State>();
-    state->instructions = instructions;
-    state->impl = std::make_unique<Impl>();
-    Impl& impl = *state->impl;
-    impl.context = context;
-    impl.device = device_ordinal;
-    const CuptiLibrary& library = cupti();
-    if (!library.loaded) {
-        impl.availability = CounterAvailability::no_cupti;
-        impl.reason = library.why_not;
-        state->finished = true;
-        return Opening(std::move(state));
-    }
-    const CuptiApi& api = library.api;
-    impl.api = &api;
+    };
     try {
-        impl.profiler = std::make_unique<ProfilerInitialization>(api);
-        state->step("initialize");
+        impl->profiler = std::make_unique<ProfilerInitialization>(api);
+        step("initialize");
         check_device_support(api, device_ordinal, CUPTI_PROFILER_RANGE_PROFILING, "range profiler");
-        state->chip = chip_name(api, device_ordinal);
-        state->availability_image = counter_availability(api, context);
-        state->step("device");
-    } catch (const CuptiFailure& failure) {
-        impl.fail(failure);
-        // A counter that cannot count leaves no CUPTI state (nor driver hooks) behind.
-        impl.profiler.reset();
-        state->finished = true;
-    }
-    return Opening(std::move(state));
-}
-
-SharedMemoryCounter SharedMemoryCounter::finish_open(Opening opening) {
-    Opening::State& state = *opening.state_;
-    std::unique_ptr<Impl> impl = std::move(state.impl);
-    if (!state.finished) {
-        const CuptiApi& api = *impl->api;
-        try {
-            impl->host = std::make_unique<ProfilerHost>(api, state.chip,
-                                                        std::move(state.availability_image));
-            state.step("host");
-            impl->metrics = shared_memory_metrics(state.instructions);
-            impl->config_image = impl->host->config_image(impl->metrics);
-            impl->passes = impl->host->passes(impl->config_image);
-            state.step("configuration");
-            impl->availability = CounterAvailability::available;
-            impl->description = "CUPTI " + cupti().path + " (chip " + state.chip + ", " +
-                                std::to_string(impl->passes) + " replay pass" +
-                                (impl->passes == 1 ? "" : "es") + " per count)";
-            impl->chip = state.chip;  // the SASS metrics are looked up at the first count_by_line
-        } catch (const CuptiFailure& failure) {
-            // Host work only: the profiler's driver hooks go with the counter, on the thread
-            // that counts (this one may run beside a timing).
-            impl->fail(failure);
-            impl->host.reset();
-        }
-    }
-    if (std::getenv("GRADER_TRACE_STEPS") != nullptr && !state.steps.empty()) {
-        std::cerr << "grader: count: open: " << state.steps << "\n";
-    }
-    return SharedMemoryCounter(std::move(impl));
-}
-
-SharedMemoryCounter SharedMemoryCounter::open(CUcontext context, int device_ordinal,
-                                              InstructionCounter instructions, Probe probe) {
-    SharedMemoryCounter counter = finish_open(begin_open(context, device_ordinal, instructions));
-    Impl& impl = *counter.impl_;
-    if (!counter.available()) {
-        impl.profiler.reset();  // no CUPTI state (nor driver hooks) left behind
-    } else if (probe == Probe::empty_session) {
-        try {
+        const std::string chip = chip_name(api, device_ordinal);
+        step("device");
+        impl->host = std::make_unique<ProfilerHost>(api, chip, counter_availability(api, context));
+        step("host");
+        impl->metrics = shared_memory_metrics(instructions);
+        impl->config_image = impl->host->config_image(impl->metrics);
+        impl->passes = impl->host->passes(impl->config_image);
+        step("configuration");
+        if (probe == Probe::empty_session) {
             // An empty session: where the counters are reserved for administrators, this is
             // where CUPTI says so, before any grading time is spent on counting.
-            const RangeProfilerSession session(*impl.api, context);
-        } catch (const CuptiFailure& failure) {
-            impl.fail(failure);
-            impl.host.reset();
-            impl.profiler.reset();
+            { const RangeProfilerSession session(api, context); }
+            step("empty session");
         }
+        if (trace) {
+            std::cerr << "grader: count: open: " << steps << "\n";
+        }
+        impl->availability = CounterAvailability::available;
+        impl->description = "CUPTI " + library.path + " (chip " + chip + ", " +
+                            std::to_string(impl->passes) + " replay pass" +
+                            (impl->passes == 1 ? "" : "es") + " per count)";
+        impl->chip = chip;  // the SASS metrics are looked up at the first count_by_line
+    } catch (const CuptiFailure& failure) {
+        impl->fail(failure);
+        // A counter that cannot count leaves no CUPTI state (nor driver hooks) behind.
+        impl->host.reset();
+        impl->profiler.reset();
     }
-    return counter;
+    return SharedMemoryCounter(std::move(impl));
 }
 
 CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(

@@ -55,20 +55,6 @@ SharedMemoryCounter SharedMemoryCounter::open(CUcontext, int, InstructionCounter
     return SharedMemoryCounter(std::make_unique<Impl>());
 }
 
-struct SharedMemoryCounter::Opening::State {};
-SharedMemoryCounter::Opening::Opening(std::unique_ptr<State> state) : state_(std::move(state)) {}
-SharedMemoryCounter::Opening::Opening(Opening&&) noexcept = default;
-SharedMemoryCounter::Opening& SharedMemoryCounter::Opening::operator=(Opening&&) noexcept = default;
-SharedMemoryCounter::Opening::~Opening() = default;
-
-SharedMemoryCounter::Opening SharedMemoryCounter::begin_open(CUcontext, int, InstructionCounter) {
-    return Opening(std::make_unique<Opening::State>());
-}
-
-SharedMemoryCounter SharedMemoryCounter::finish_open(Opening) {
-    return SharedMemoryCounter(std::make_unique<Impl>());
-}
-
 CountResult<SharedMemoryCounts> SharedMemoryCounter::count(const Launch&) {
     return {CounterAvailability::no_cupti, impl_->reason, {}};
 }

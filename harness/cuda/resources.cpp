@@ -3,14 +3,21 @@
 #include "cuda/driver_api.hpp"
 
 namespace grader::cuda {
+namespace {
 
-DeviceInfo query_device(int ordinal) {
-    const auto& api = driver();
-    const CUresult init = api.cuInit(0);
+// cuInit, before any other driver call of the process; a later call returns at once.
+void initialize_driver() {
+    const CUresult init = driver().cuInit(0);
     if (init != CUDA_SUCCESS) {
         throw DriverUnavailable("the NVIDIA driver is present but cuInit failed: " +
                                 describe(init));
     }
+}
+
+}  // namespace
+
+DeviceInfo query_device(int ordinal) {
+    initialize_driver();
     int count = 0;
     GRADER_DRIVER_CALL(cuDeviceGetCount(&count));
     if (ordinal < 0 || ordinal >= count) {
@@ -41,6 +48,7 @@ DeviceInfo query_device(int ordinal) {
 }
 
 PrimaryContext::PrimaryContext(int ordinal) {
+    initialize_driver();  // made first by a device server, with no query_device() before it
     GRADER_DRIVER_CALL(cuDeviceGet(&device_, ordinal));
     GRADER_DRIVER_CALL(cuDevicePrimaryCtxRetain(&context_, device_));
     make_current();
