@@ -876,14 +876,15 @@ TEST_CASE("a counter opened to count at once learns at its first count what a pr
         CHECK_FALSE(counted.reason.empty());
     }
 
-    // Opened in two halves, the host half on another thread (as a grade does beside its
-    // timing): the same counts, or the same refusal.
-    auto halves =
-        std::async(std::launch::async, [opening = SharedMemoryCounter::begin_open(
-                                            gpu->context.get(), gpu->device.ordinal)]() mutable {
-            return SharedMemoryCounter::finish_open(std::move(opening));
-        });
-    SharedMemoryCounter two = halves.get();
+    // Opened on another thread (as a grade opens its own beside its timing, and a device server
+    // beside its first grade): the same counts, or the same refusal.
+    auto elsewhere = std::async(std::launch::async, [&gpu] {
+        gpu->context.make_current();
+        return SharedMemoryCounter::open(gpu->context.get(), gpu->device.ordinal,
+                                         InstructionCounter::hardware,
+                                         SharedMemoryCounter::Probe::at_first_count);
+    });
+    SharedMemoryCounter two = elsewhere.get();
     const auto counted_two = two.count([&] { probe.launch(nullptr); });
     CHECK(counted_two.availability == counted.availability);
     if (counted.counted()) {

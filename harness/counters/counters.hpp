@@ -144,8 +144,10 @@ public:
     // counters learns it here. device_ordinal is the context's device (CUPTI names devices by
     // ordinal). Never throws for the environment; check available(), and each count's result.
     // CUPTI's profiler stays initialised (its hooks in the driver) until the last counter of the
-    // process is destroyed: time nothing while one exists. GRADER_TRACE_STEPS=1 times its steps
-    // on standard error.
+    // process is destroyed. No profiling session runs outside a count (or a kept session): on the
+    // H200 the probe timed alike before CUPTI was loaded, with a counter open and with a session
+    // kept enabled (test_counters), and a grade timed as well with its counter opening on
+    // another thread beside the timing. GRADER_TRACE_STEPS=1 times its steps on standard error.
     static SharedMemoryCounter open(CUcontext context, int device_ordinal,
                                     InstructionCounter instructions = InstructionCounter::hardware,
                                     Probe probe = Probe::empty_session);

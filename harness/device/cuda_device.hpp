@@ -22,8 +22,8 @@ namespace grader {
 // What a device server keeps for each session's device: its counter, open on the same primary
 // context for the server's life, and when its GPU last finished timing a grade.
 struct GpuServerState {
-    // The counter's host half, opening on a thread of its own while the server answers its first
-    // grade (SharedMemoryCounter::begin_open); counter() waits for it at the first count.
+    // The counter, opening on a thread of its own while the server answers its first grade;
+    // counter() waits for it at the first count.
     std::future<counters::SharedMemoryCounter> opening;
     std::optional<counters::SharedMemoryCounter> opened;
     std::optional<std::chrono::steady_clock::time_point> last_timed;
@@ -100,11 +100,10 @@ private:
     bool param_info_missing_ = false;  // the driver predates cuFuncGetParamInfo
     LaunchGeometry geometry_;
     DeviceLock lock_;
-    GpuServerState* server_ = nullptr;       // a device server's session: the server's
-    std::future<void> counter_libraries_;    // without one: loading CUPTI
-    double libraries_seconds_ = 0.0;         // how long that took
-    double libraries_waited_seconds_ = 0.0;  // how long time() waited for them
-    // Without one: the grade's own counter, its host half opening beside the timing.
+    GpuServerState* server_ = nullptr;     // a device server's session: the server's
+    std::future<void> counter_libraries_;  // without one: loading CUPTI
+    double libraries_seconds_ = 0.0;       // how long that took
+    // Without one: the grade's own counter, opening beside the timing.
     std::future<counters::SharedMemoryCounter> own_counter_;
 };
 
