@@ -613,6 +613,15 @@ TEST_CASE(
     const auto first_oracle = runs_of(events.begin(), split, "run reference");
     const auto second_oracle = runs_of(split, events.end(), "run reference");
     CHECK(first_oracle == runs_of(direct.events.begin(), direct.events.end(), "run reference"));
+    // Each run is queued one ahead of its turn (Device::queue_run): the first grade's runs are
+    // the direct grade's, once each, in the same order.
+    const auto runs = [](auto from, auto to) {
+        std::vector<std::string> found;
+        std::copy_if(from, to, std::back_inserter(found),
+                     [](const std::string& e) { return e.rfind("run ", 0) == 0; });
+        return found;
+    };
+    CHECK(runs(events.begin(), split) == runs(direct.events.begin(), direct.events.end()));
     CHECK(second_oracle * 2 == first_oracle);
     CHECK(runs_of(split, events.end(), "run student") ==
           runs_of(direct.events.begin(), direct.events.end(), "run student"));
@@ -779,6 +788,68 @@ TEST_CASE("through a device server the student's limits are as the device's own,
     CHECK(student_limits(direct).front().second == doctest::Approx(3.0));
     CHECK(student_limits(first) == student_limits(direct));
     CHECK(student_limits(second) == student_limits(direct));
+}
+
+TEST_CASE(
+    "a launch the device refuses through a server stops the grade there; the run queued behind "
+    "it is dropped, and the server serves the next grade") {
+    FakeDevice::Script refusing;
+    refusing.run_ends[{"student", 8}] = DeviceLaunch::End::refused;
+    const Graded direct = grade_with(refusing);
+    FakeServer server(refusing);
+    std::vector<std::string> local;
+    const Graded refused = grade_with(refusing, "student/example", {server.socket(), &local});
+    const Measurements& m = refused.seen.measurements;
+    REQUIRE(m.interruption);
+    CHECK(m.interruption->stage == "run student stride 8");
+    CHECK(m.interruption->kind == StopKind::launch);
+    CHECK(m.interruption->students_fault);
+    // What the grade reports is the direct grade's: the runs before the refused one.
+    REQUIRE(m.runs.size() == direct.seen.measurements.runs.size());
+    CHECK(m.interruption->message == direct.seen.measurements.interruption->message);
+    // The session ended as sessions do (the queued run's reply read and dropped), and the
+    // server goes on: the next grade is served, not graded on a device of its own.
+    const Graded next = grade_with({}, "student/example", {server.socket(), &local});
+    REQUIRE(next.seen.measurements.interruption);  // the same script: refused again
+    CHECK(next.seen.measurements.interruption->stage == "run student stride 8");
+    server.stop();
+    CHECK(server.stopped() == "asked to stop");
+    CHECK(local.empty());
+    CHECK(server.accounts().size() == 2);
+    const std::vector<std::string>& events = server.events();
+    REQUIRE(std::count(events.begin(), events.end(), "acquire") == 2);
+    const auto split = std::find(events.begin() + 1, events.end(), "acquire");
+    check_lock_brackets({events.begin(), split});
+    check_lock_brackets({split, events.end()});
+    // The server had the next run already (queued while the grade read the refused one's
+    // reply): it ran, and its reply was dropped.
+    const auto runs = [](auto from, auto to) {
+        return std::count_if(from, to,
+                             [](const std::string& e) { return e.rfind("run ", 0) == 0; });
+    };
+    CHECK(runs(events.begin(), split) == runs(direct.events.begin(), direct.events.end()) + 1);
+}
+
+TEST_CASE("through a server the count, asked for ahead of reading the timing, ends as directly") {
+    FakeDevice::Script counting;
+    counting.count_end = DeviceLaunch::End::refused;
+    FakeServer server(counting);
+    std::vector<std::string> local;
+    const Graded refused = grade_with(counting, "student/example", {server.socket(), &local});
+    REQUIRE(refused.seen.measurements.interruption);
+    CHECK(refused.seen.measurements.interruption->stage == "count");
+    CHECK(refused.seen.measurements.interruption->kind == StopKind::launch);
+    // Every run keeps its timing: the samples were read after the count was asked for.
+    for (const KernelRun& run : refused.seen.measurements.runs) {
+        INFO(run.kernel << " stride " << run.stride);
+        CHECK(run.timing.has_value());
+    }
+    server.stop();
+    CHECK(server.stopped() == "asked to stop");
+    CHECK(local.empty());
+    const std::vector<std::string>& events = server.events();
+    CHECK(std::count(events.begin(), events.end(), "count") == 1);
+    check_lock_brackets(events);
 }
 
 TEST_CASE("a grade whose server stopped is served by the next one on the same socket") {

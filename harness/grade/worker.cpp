@@ -387,6 +387,32 @@ private:
             }
         };
         static const std::vector<float> no_outputs;
+        // Every launch in order, each queued on the device one launch ahead of its run
+        // (Device::queue_run): a device server runs it while this grade reads the one before.
+        struct Planned {
+            const LoadedKernel* kernel;
+            int stride;
+            std::size_t input;
+        };
+        std::vector<Planned> plan;
+        for (const KernelSpec* spec : order) {
+            for (const int stride : strides_of(exercise_, spec->id, figures_.unnamed_strides)) {
+                for (std::size_t i = 0; i < exercise_.inputs.size(); ++i) {
+                    if (launch_is_read(*spec, stride, i)) {
+                        plan.push_back({loaded_.at(spec->id).get(), stride, i});
+                    }
+                }
+            }
+        }
+        std::size_t next = 0;  // plan's next launch to run
+        const auto queue = [&](std::size_t index) {
+            if (index < plan.size()) {
+                const Planned& p = plan[index];
+                device().queue_run(*p.kernel, exercise_.inputs[p.input], inputs[p.input], p.stride,
+                                   geometry_);
+            }
+        };
+        queue(0);
         for (const KernelSpec* spec : order) {
             const LoadedKernel& kernel = *loaded_.at(spec->id);
             for (const int stride : strides_of(exercise_, spec->id, figures_.unnamed_strides)) {
@@ -401,6 +427,7 @@ private:
                         continue;
                     }
                     const InputSpec& input = exercise_.inputs[i];
+                    queue(++next);
                     DeviceLaunch launch = device().run(kernel, input, inputs[i], stride, geometry_);
                     if (launch.end != DeviceLaunch::End::completed) {
                         report_compared(true);
@@ -554,6 +581,11 @@ private:
                  "a kernel failed during the timing rounds: " + samples.message);
             return false;
         }
+        // The count, asked for before this grade reads the samples (count_on_device()).
+        if (const std::vector<TimedCase> counted = count_cases(); !counted.empty()) {
+            device().queue_count(loaded_kernels(), counted, exercise_.inputs.front(),
+                                 inputs_.front(), geometry_);
+        }
         for (std::size_t i = 0; i < runs_.size(); ++i) {
             if (samples.per_round_ms[i].empty()) {
                 continue;
@@ -669,21 +701,28 @@ private:
         return counted;
     }
 
+    // The launches the device counts after timing: the student's, on a device that does not
+    // count as it runs; none otherwise.
+    std::vector<TimedCase> count_cases() {
+        std::vector<TimedCase> cases;
+        if (device().counts_as_it_runs()) {
+            return cases;
+        }
+        for (const KernelRun* run : counted_runs()) {
+            cases.push_back({loaded_.at(run->kernel).get(), run->stride});
+        }
+        return cases;
+    }
+
     // On a GPU, after timing: the hardware's own count of the student's shared-memory traffic.
     // Nothing where the device counts as it runs, or where a kernel failed while counted.
     std::optional<HardwareCounts> count_on_device() {
-        if (device().counts_as_it_runs() || runs_.empty()) {
+        const std::vector<TimedCase> cases = count_cases();
+        if (cases.empty()) {
             return std::nullopt;
         }
         const Stage stage{Stage::Kind::count, std::string(kStudentKernel)};
         sink_.stage(stage, run_limit_);
-        std::vector<TimedCase> cases;
-        for (const KernelRun* run : counted_runs()) {
-            cases.push_back({loaded_.at(run->kernel).get(), run->stride});
-        }
-        if (cases.empty()) {
-            return std::nullopt;
-        }
         device().reload(loaded_kernels());
         HardwareCounts hardware =
             device().count(cases, exercise_.inputs.front(), inputs_.front(), geometry_);
