@@ -127,15 +127,9 @@ public:
     // server runs it while the grade reads the run before). Each queued call is then made with
     // the same arguments, in the order queued; any other call first waits out what was queued
     // and drops it. Where the device starts nothing early, nothing happens.
-    virtual void queue_run(const LoadedKernel& kernel, const InputSpec& input,
-                           const std::vector<float>& input_words, int stride,
-                           const LaunchGeometry& geometry) {
-        (void)kernel;
-        (void)input;
-        (void)input_words;
-        (void)stride;
-        (void)geometry;
-    }
+    virtual void queue_run(const LoadedKernel& /*kernel*/, const InputSpec& /*input*/,
+                           const std::vector<float>& /*input_words*/, int /*stride*/,
+                           const LaunchGeometry& /*geometry*/) {}
 
     // Whether time() measures (a GPU) or models (the simulator: only where the exercise lets its
     // model stand in for time).
@@ -152,16 +146,10 @@ public:
 
     // reload(kernels) and then count(...) asked for ahead, as queue_run() asks for a run: a
     // device server starts them while the grade reads the timing.
-    virtual void queue_count(const std::vector<LoadedKernel*>& kernels,
-                             const std::vector<TimedCase>& launches, const InputSpec& input,
-                             const std::vector<float>& input_words,
-                             const LaunchGeometry& geometry) {
-        (void)kernels;
-        (void)launches;
-        (void)input;
-        (void)input_words;
-        (void)geometry;
-    }
+    virtual void queue_count(const std::vector<LoadedKernel*>& /*kernels*/,
+                             const std::vector<TimedCase>& /*launches*/, const InputSpec& /*input*/,
+                             const std::vector<float>& /*input_words*/,
+                             const LaunchGeometry& /*geometry*/) {}
 
     // The hardware's own count of each launch's shared-memory traffic, after timing (counting
     // replays the launches with a profiler attached). The simulator counts as it runs: none here.
