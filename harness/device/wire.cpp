@@ -257,13 +257,13 @@ SessionAccount session_of(const nlohmann::json& j) {
     if (!j.is_object()) {
         return account;
     }
-    const std::pair<const char*, double*> seconds[] = {
+    const std::pair<const char*, double*> totals[] = {
         {"held_seconds", &account.held_seconds},
         {"waiting_seconds", &account.waiting_seconds},
         {"idle_seconds", &account.idle_seconds},
         {"setup_seconds", &account.setup_seconds},
         {"teardown_seconds", &account.teardown_seconds}};
-    for (const auto& [key, into] : seconds) {
+    for (const auto& [key, into] : totals) {
         if (const auto found = j.find(key); found != j.end()) {
             *into = seconds_at(*found);
         }
