@@ -14,12 +14,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "batch/batch.hpp"
+#include "batch/device_servers.hpp"
 #include "grader_run.hpp"
 
 using namespace grader::testing;
@@ -276,6 +278,33 @@ TEST_CASE("the GPUs are counted from CUDA_VISIBLE_DEVICES without touching CUDA"
     } else {
         ::unsetenv("CUDA_VISIBLE_DEVICES");
     }
+}
+
+TEST_CASE("a GPU's device server that cannot start is given up after three starts, and says why") {
+    // A stand-in for `grader __device-server` that fails as one does where the GPU will not open:
+    // a line on its standard error, then exit status 1, before it ever listens.
+    const fs::path dir = scratch("server_cannot_start");
+    const fs::path fake = dir / "fake-grader";
+    {
+        std::ofstream script(fake);
+        script << "#!/bin/sh\necho started >> \"$(dirname \"$0\")/starts\"\n"
+               << "echo 'grader: CUDA_ERROR_NOT_INITIALIZED (initialization error)' >&2\n"
+               << "exit 1\n";
+    }
+    fs::permissions(fake, fs::perms::owner_all);
+    grader::DeviceServers servers(fake,
+                                  fs::path(GRADER_SOURCE_DIR) / "exercises/day15-bank-conflicts");
+    // The grades then open the GPU themselves: no socket to go through.
+    CHECK(servers.socket_for(0).empty());
+    const std::vector<std::string> lines = servers.accounts();
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0] ==
+          "GPU 0's device server could not start (exit status 1: grader: "
+          "CUDA_ERROR_NOT_INITIALIZED (initialization error)): each grade made a context of its "
+          "own");
+    std::ifstream starts(dir / "starts");
+    std::string all((std::istreambuf_iterator<char>(starts)), std::istreambuf_iterator<char>());
+    CHECK(all == "started\nstarted\nstarted\n");
 }
 
 TEST_CASE("a submission zipped one folder down is graded from that folder, as on Gradescope") {
