@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
+#include <iostream>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -43,6 +45,7 @@ public:
         DeviceLaunch::End count_end = DeviceLaunch::End::completed;
         bool counters = true;             // false: count() cannot count, with the reason below
         std::optional<double> kernel_ms;  // what every launch took on the device, where it says
+        std::uint32_t blocks = 4;         // the grid, and so each launch's outputs
     };
     FakeDevice(const Exercise& exercise, Script script, std::vector<std::string>& events)
         : exercise_(exercise), script_(std::move(script)), events_(events) {}
@@ -67,7 +70,7 @@ public:
         return result;
     }
     LaunchGeometry geometry(const LoadedKernel&) override {
-        return {Dim3Spec{4, 1, 1}, exercise_.launch.block};
+        return {Dim3Spec{script_.blocks, 1, 1}, exercise_.launch.block};
     }
     DeviceLaunch run(const LoadedKernel& kernel, const InputSpec& input, const std::vector<float>&,
                      int stride, const LaunchGeometry& geometry) override {
@@ -850,6 +853,51 @@ TEST_CASE("through a server the count, asked for ahead of reading the timing, en
     const std::vector<std::string>& events = server.events();
     CHECK(std::count(events.begin(), events.end(), "count") == 1);
     check_lock_brackets(events);
+}
+
+TEST_CASE(
+    "through a server, an input's words asked for ahead wait while a large reply comes: neither "
+    "side blocks the other") {
+    // Two inputs of 16 MB each and 4 MB of outputs a launch: the second input's words go with
+    // the first run that uses it, which the grade asks for while the server sends the run
+    // before's outputs. Sent at once, both would be writing, neither reading.
+    static const Exercise large = [] {
+        Exercise exercise = day15();
+        exercise.buffers.input_words = std::uint64_t{1} << 22;
+        return exercise;
+    }();
+    FakeDevice::Script script;
+    script.blocks = 4096;  // 4096 blocks of 256 threads: a million outputs
+    FakeServer server(script, large);
+    std::vector<std::string> local;
+    auto graded = std::async(std::launch::async, [&] {
+        return grade_with(script, "student/example",
+                          {server.socket(), &local, std::chrono::milliseconds(300), &large});
+    });
+    if (graded.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+        std::cerr << "the grade and its device server wait on each other\n";
+        std::_Exit(1);  // the stuck threads cannot be joined
+    }
+    const Graded result = graded.get();
+    REQUIRE_FALSE(result.seen.measurements.interruption);
+    CHECK(local.empty());
+    server.stop();
+    // Every run once, in the order of a grade on the device itself.
+    const Graded direct = grade_with(script, "student/example",
+                                     {{}, nullptr, std::chrono::milliseconds(300), &large});
+    const auto runs = [](const std::vector<std::string>& events) {
+        std::vector<std::string> found;
+        std::copy_if(events.begin(), events.end(), std::back_inserter(found),
+                     [](const std::string& e) { return e.rfind("run ", 0) == 0; });
+        return found;
+    };
+    CHECK(runs(server.events()) == runs(direct.events));
+    for (const KernelRun& run : result.seen.measurements.runs) {
+        INFO(run.kernel << " stride " << run.stride);
+        for (const OutputComparison& output : run.outputs) {
+            CHECK(output.ok);
+        }
+    }
 }
 
 TEST_CASE("a grade whose server stopped is served by the next one on the same socket") {

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <optional>
@@ -228,22 +229,36 @@ private:
         if (fd_ < 0) {
             throw std::runtime_error("the device server is not connected for '" + op + "'");
         }
-        if (!queued_.empty() && queued_.front() == request.head) {
-            queued_.pop_front();  // sent ahead (ahead()): its reply is the next
-            return reply_to(op);
-        }
-        // Requests sent ahead and not asked for: their replies come first, and are dropped.
-        while (!queued_.empty()) {
-            const std::string queued = queued_.front().at("op").get<std::string>();
+        if (!queued_.empty() && queued_.front().head == request.head) {
+            // Asked for ahead (ahead()): sent then, or held until now.
+            Ahead front = std::move(queued_.front());
             queued_.pop_front();
-            (void)reply_to(queued);
+            if (front.held) {
+                send_or_throw(*front.held, op);
+            }
+            Frame reply = reply_to(op);
+            send_held();
+            return reply;
         }
+        // Requests asked for ahead and not asked for now: the replies of those sent come first,
+        // and are dropped; those held are not sent.
+        while (!queued_.empty()) {
+            const Ahead dropped = std::move(queued_.front());
+            queued_.pop_front();
+            if (!dropped.held) {
+                (void)reply_to(dropped.head.at("op").get<std::string>());
+            }
+        }
+        send_or_throw(request, op);
+        return reply_to(op);
+    }
+
+    void send_or_throw(const Frame& request, const std::string& op) const {
         try {
             wire::send(fd_, request);
         } catch (const wire::WireError& error) {
             throw std::runtime_error(std::string(error.what()) + " during '" + op + "'");
         }
-        return reply_to(op);
     }
 
     // The server's next reply, to a request `op` sent before; std::runtime_error as call().
@@ -273,10 +288,21 @@ private:
         queued_.clear();
     }
 
-    // Sends `request` now, for the call with the same head to read its reply (call()). A request
-    // that cannot be sent is left for that call, which says why.
-    void ahead(const Frame& request) {
+    // Sends `request` now, for the call with the same head to read its reply (call()), unless
+    // it must wait (held: sent by send_held() or by that call). A request with blobs (an input's
+    // words) waits while the server has a reply to send: both sides writing a large message at
+    // once, neither reading, would wait on each other for ever. What comes after a held request
+    // waits too, to keep the order. A request that cannot be sent is left for that call, which
+    // says why.
+    void ahead(Frame request) {
         if (fd_ < 0) {
+            return;
+        }
+        const bool held_before = std::any_of(queued_.begin(), queued_.end(),
+                                             [](const Ahead& a) { return a.held.has_value(); });
+        if (held_before || (!request.blobs.empty() && !queued_.empty())) {
+            json head = request.head;
+            queued_.push_back({std::move(head), std::move(request)});
             return;
         }
         try {
@@ -284,7 +310,29 @@ private:
         } catch (const wire::WireError&) {
             return;
         }
-        queued_.push_back(request.head);
+        queued_.push_back({request.head, std::nullopt});
+    }
+
+    // After a reply is read: the held requests that may go now, in order. One with blobs goes
+    // only where no reply is outstanding (every request before it answered).
+    void send_held() const {
+        bool outstanding = false;
+        for (Ahead& queued : queued_) {
+            if (!queued.held) {
+                outstanding = true;
+                continue;
+            }
+            if (outstanding && !queued.held->blobs.empty()) {
+                return;
+            }
+            try {
+                wire::send(fd_, *queued.held);
+            } catch (const wire::WireError&) {
+                return;  // its call sends it again, and says why
+            }
+            queued.held.reset();
+            outstanding = true;
+        }
     }
 
     static Frame reload_request(const std::vector<LoadedKernel*>& kernels) {
@@ -324,7 +372,12 @@ private:
     std::optional<CompiledKernel> poison_;
     int fd_ = -1;
     std::set<std::string> inputs_sent_;  // this session's inputs the server has
-    mutable std::deque<json> queued_;    // requests sent ahead (ahead()), not yet asked for
+    // Requests asked for ahead (ahead()), not yet asked for: sent, or held until they may go.
+    struct Ahead {
+        json head;
+        std::optional<Frame> held;
+    };
+    mutable std::deque<Ahead> queued_;
     bool times_ = true;
     bool counts_as_it_runs_ = false;
 };
