@@ -46,6 +46,8 @@ public:
         bool counters = true;             // false: count() cannot count, with the reason below
         std::optional<double> kernel_ms;  // what every launch took on the device, where it says
         std::uint32_t blocks = 4;         // the grid, and so each launch's outputs
+        // A run at which the device itself fails (throws), as a driver call outside any kernel.
+        std::optional<std::pair<std::string, int>> device_fails_at;
     };
     FakeDevice(const Exercise& exercise, Script script, std::vector<std::string>& events)
         : exercise_(exercise), script_(std::move(script)), events_(events) {}
@@ -75,6 +77,9 @@ public:
     DeviceLaunch run(const LoadedKernel& kernel, const InputSpec& input, const std::vector<float>&,
                      int stride, const LaunchGeometry& geometry) override {
         events_.push_back("run " + kernel.id + " " + std::to_string(stride));
+        if (script_.device_fails_at == std::make_pair(kernel.id, stride)) {
+            throw std::runtime_error("scripted device failure");
+        }
         DeviceLaunch launch;
         const auto scripted = script_.run_ends.find({kernel.id, stride});
         if (scripted != script_.run_ends.end()) {
@@ -898,6 +903,34 @@ TEST_CASE(
             CHECK(output.ok);
         }
     }
+}
+
+TEST_CASE(
+    "a device that fails outside any kernel in the student's stage is the machine's fault, there "
+    "and through a server that goes away") {
+    FakeDevice::Script failing;
+    failing.device_fails_at = std::make_pair(std::string("student"), 8);
+    FakeServer server(failing);
+    std::vector<std::string> local;
+    for (const bool through_server : {false, true}) {
+        INFO("through a server: " << through_server);
+        const Graded graded =
+            through_server ? grade_with(failing, "student/example", {server.socket(), &local})
+                           : grade_with(failing);
+        const Measurements& m = graded.seen.measurements;
+        REQUIRE(m.interruption);
+        CHECK(m.interruption->stage == "run student stride 8");
+        CHECK(m.interruption->kind == StopKind::crash);
+        CHECK_FALSE(m.interruption->students_fault);
+        CHECK(m.interruption->message.find("scripted device failure") != std::string::npos);
+        // What was graded before it is kept: the runs at the strides before.
+        CHECK(m.run("student", 1) != nullptr);
+        CHECK(m.run("student", 3) != nullptr);
+        CHECK(m.wall_seconds > 0.0);  // the grade finished as grades do
+    }
+    server.join();  // a device that failed is not trusted with another grade
+    CHECK(server.stopped().find("the device failed") != std::string::npos);
+    CHECK(local.empty());
 }
 
 TEST_CASE("a grade whose server stopped is served by the next one on the same socket") {

@@ -119,7 +119,7 @@ public:
         sink_.environment(environment_);
 
         if (with_student) {
-            sink_.stage({Stage::Kind::answers}, exercise_.limits.compile_seconds);
+            enter({Stage::Kind::answers}, exercise_.limits.compile_seconds);
             sink_.submission(load_submission(options_.submission_dir, exercise_));
         }
         // The inputs are the CPU's work, made beside the compile (Part 2's 16M random words take
@@ -136,22 +136,29 @@ public:
             return finish();
         }
         inputs_ = inputs.get();
-        if (!load()) {
+        std::optional<HardwareCounts> hardware;
+        try {
+            if (!load() || !run_cases()) {
+                return finish();
+            }
+            if (!device().counts_as_it_runs()) {
+                // CPU work while the GPU is timed: the simulator's count of the student's kernel.
+                simulator_ = std::async(std::launch::async, [this, strides = student_strides()] {
+                    return simulate_student(strides);
+                });
+            }
+            if (!time_cases()) {
+                return finish();
+            }
+            hardware = count_on_device();
+        } catch (const std::runtime_error& error) {
+            // The device itself failed outside any kernel (a device server that went away, a
+            // driver call that failed): the machine's fault, at the stage it happened in, even
+            // where that stage runs the student's code. A kernel's own end is an outcome, never
+            // an exception (device.hpp).
+            stop(stage_, Ending::harness_error, std::string("the device failed: ") + error.what());
             return finish();
         }
-        if (!run_cases()) {
-            return finish();
-        }
-        if (!device().counts_as_it_runs()) {
-            // CPU work while the GPU is timed: the simulator's count of the student's kernel.
-            simulator_ = std::async(std::launch::async, [this, strides = student_strides()] {
-                return simulate_student(strides);
-            });
-        }
-        if (!time_cases()) {
-            return finish();
-        }
-        const std::optional<HardwareCounts> hardware = count_on_device();
         // The GPU's work is done: it goes to the next grade before the witness is waited for.
         release_device();
         collect_timed_checks();
@@ -172,7 +179,7 @@ private:
         const double compile_limit =
             exercise_.limits.compile_seconds * static_cast<double>(exercise_.kernels.size() + 1) +
             5.0;
-        sink_.stage({Stage::Kind::compile}, compile_limit);
+        enter({Stage::Kind::compile}, compile_limit);
         const std::string& arch = choice_.arch;
         const bool opens = static_cast<bool>(choice_.open);
         const KernelSources sources = load_kernel_sources(
@@ -286,14 +293,14 @@ private:
     bool load() {
         // Compiles overlap freely; a GPU itself is used by one grade at a time, machine-wide.
         if (device().locks()) {
-            sink_.stage({Stage::Kind::wait_for_device}, 7 * 24 * 3600.0);
+            enter({Stage::Kind::wait_for_device}, 7 * 24 * 3600.0);
             const std::string held = device().acquire();
             environment_.gpu_bus_id = held;
             environment_.gpu_held_from = unix_seconds();
             sink_.environment(environment_);
         }
         const Stage stage{Stage::Kind::load};
-        sink_.stage(stage, run_limit_);
+        enter(stage, run_limit_);
         for (const KernelSpec& spec : exercise_.kernels) {
             const auto found = compiled_.find(spec.id);
             if (found == compiled_.end()) {
@@ -417,7 +424,7 @@ private:
             const LoadedKernel& kernel = *loaded_.at(spec->id);
             for (const int stride : strides_of(exercise_, spec->id, figures_.unnamed_strides)) {
                 const Stage stage{Stage::Kind::run, spec->id, stride};
-                sink_.stage(stage, spec->is_student() ? student_limit(stride) : run_limit_);
+                enter(stage, spec->is_student() ? student_limit(stride) : run_limit_);
                 PendingRun current;
                 KernelRun& run = current.run;
                 run.kernel = spec->id;
@@ -428,13 +435,24 @@ private:
                     }
                     const InputSpec& input = exercise_.inputs[i];
                     queue(++next);
-                    DeviceLaunch launch = device().run(kernel, input, inputs[i], stride, geometry_);
-                    if (launch.end != DeviceLaunch::End::completed) {
+                    // What was compared so far is reported before the grade stops, whichever
+                    // way it stops.
+                    const auto report_all = [&] {
                         report_compared(true);
                         for (auto& output : current.outputs) {
                             run.outputs.push_back(output.get());
                         }
                         sink_.run(run);
+                    };
+                    DeviceLaunch launch;
+                    try {
+                        launch = device().run(kernel, input, inputs[i], stride, geometry_);
+                    } catch (const std::runtime_error&) {
+                        report_all();  // the device failed (Grade::run says so)
+                        throw;
+                    }
+                    if (launch.end != DeviceLaunch::End::completed) {
+                        report_all();
                         stop(stage, ending_of(launch.end),
                              who(exercise_, spec->id) + " failed" +
                                  (stride > 0 ? " at stride " + std::to_string(stride) : "") + ": " +
@@ -563,7 +581,7 @@ private:
             return r.kernel == kStudentKernel;
         });
         const Stage stage{Stage::Kind::time, student_timed ? std::string(kStudentKernel) : ""};
-        sink_.stage(stage, run_limit_);
+        enter(stage, run_limit_);
         std::vector<TimedCase> cases;
         for (const KernelRun& run : runs_) {
             cases.push_back({loaded_.at(run.kernel).get(), run.stride, reusable(run)});
@@ -722,7 +740,7 @@ private:
             return std::nullopt;
         }
         const Stage stage{Stage::Kind::count, std::string(kStudentKernel)};
-        sink_.stage(stage, run_limit_);
+        enter(stage, run_limit_);
         device().reload(loaded_kernels());
         HardwareCounts hardware =
             device().count(cases, exercise_.inputs.front(), inputs_.front(), geometry_);
@@ -787,6 +805,13 @@ private:
         sink_.environment(environment_);
     }
 
+    // Tells the parent that `stage` begins, with its limit (its deadline, and whose fault a stop
+    // in it is).
+    void enter(const Stage& stage, const StageLimit& limit) {
+        stage_ = stage;
+        sink_.stage(stage, limit);
+    }
+
     void stop(const Stage& stage, Ending ending, const std::string& message) {
         sink_.interruption(blame(stage, ending, message));
     }
@@ -830,6 +855,7 @@ private:
     // The oracle's time on the device at each stride, one entry per input (where it has one).
     std::map<int, std::vector<double>> oracle_ms_;
     std::future<SimulatorWitness> simulator_;
+    Stage stage_{Stage::Kind::answers};  // the stage entered last (enter())
     // The timed launches' checks, by index in runs_, while they run (time_cases()).
     std::vector<std::pair<std::size_t, std::future<OutputComparison>>> timed_checks_;
 };
