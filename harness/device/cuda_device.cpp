@@ -88,8 +88,12 @@ std::string CudaDevice::acquire() {
 void CudaDevice::release() {
     const auto began = std::chrono::steady_clock::now();
     if (own_counter_.valid()) {
-        own_counter_
-            .get();  // a grade stopped before its count: the counter goes before the context
+        // A grade stopped before its count: the counter goes before the context. It never
+        // throws for the environment; nothing else of it matters now.
+        try {
+            (void)own_counter_.get();
+        } catch (const std::exception&) {
+        }
     }
     // What lives in the context goes before the context, and the context before the lock: the
     // next grade must find the GPU as this one found it.
@@ -259,7 +263,11 @@ DeviceLaunch CudaDevice::run(const LoadedKernel& kernel, const InputSpec& input,
 TimingSamples CudaDevice::time(const std::vector<TimedCase>& launches, const InputSpec& input,
                                const std::vector<float>& input_words,
                                const LaunchGeometry& geometry) {
-    if (server_ == nullptr && !own_counter_.valid() && counter_libraries_.valid()) {
+    const bool counts_follow =
+        std::any_of(launches.begin(), launches.end(),
+                    [](const TimedCase& c) { return c.kernel->id == kStudentKernel; });
+    if (server_ == nullptr && !own_counter_.valid() && counter_libraries_.valid() &&
+        counts_follow) {
         // The grade's own counter opens on a thread beside the timing (0.17 s on the H200: the
         // profiler's initialization, then 0.15 s in CUPTI's first calls). No profiling session
         // runs while the timing does, as in a device server, whose profiler is initialised for
@@ -357,10 +365,13 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
                                           const std::vector<float>& input_words,
                                           const LaunchGeometry& geometry) {
     HardwareCounts result;
-    // A grade's own counter opens after timing and is gone before anything is timed again.
+    // A grade's own counter (opened beside the timing) is gone before anything is timed again.
     std::optional<counters::SharedMemoryCounter> own;
-    counters::SharedMemoryCounter* const served =
-        server_ != nullptr ? &server_->counter() : nullptr;
+    counters::SharedMemoryCounter* const served = server_ != nullptr ? server_->counter() : nullptr;
+    if (server_ != nullptr && served == nullptr) {
+        result.reason = server_->why_not;
+        return result;
+    }
     // GRADER_TRACE_STEPS=1: where a grade's count goes, on standard error (for the benchmarks).
     const bool trace = std::getenv("GRADER_TRACE_STEPS") != nullptr;
     const auto now = [] { return std::chrono::steady_clock::now(); };
@@ -429,14 +440,30 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
     return result;
 }
 
-counters::SharedMemoryCounter& GpuServerState::counter() {
-    if (!opened) {
-        opened.emplace(opening.get());
+counters::SharedMemoryCounter* GpuServerState::counter() {
+    if (!opened && opening.valid()) {
+        // The open took 0.17 s on the H200, begun when the server started. One that is not done
+        // within kCounterOpenWait, or fails, leaves this count to the simulator's witness (the
+        // next count waits again, where the open is still under way): never the grade's failure,
+        // nor one the stage's deadline could blame on the student's launches.
+        if (opening.wait_for(kCounterOpenWait) != std::future_status::ready) {
+            why_not = "CUPTI's counter had not opened within " +
+                      std::to_string(kCounterOpenWait.count()) +
+                      " s of the count in this GPU's device server";
+            return nullptr;
+        }
+        try {
+            opened.emplace(opening.get());
+        } catch (const std::exception& error) {
+            why_not = std::string("CUPTI's counter failed to open in this GPU's device server: ") +
+                      error.what();
+            return nullptr;
+        }
         // One profiling session for every count of the server's life: starting a session's
         // first pass took 0.15 s on an H200, a later pass in the same session 1.5 ms.
         opened->keep_session(true);
     }
-    return *opened;
+    return opened ? &*opened : nullptr;
 }
 
 void serve_gpu(const Exercise& exercise, int ordinal, const std::filesystem::path& socket,

@@ -22,14 +22,17 @@ namespace grader {
 // What a device server keeps for each session's device: its counter, open on the same primary
 // context for the server's life, and when its GPU last finished timing a grade.
 struct GpuServerState {
-    // The counter, opening on a thread of its own while the server answers its first grade;
-    // counter() waits for it at the first count.
+    // The counter, opening on a thread of its own while the server answers its first grade.
     std::future<counters::SharedMemoryCounter> opening;
     std::optional<counters::SharedMemoryCounter> opened;
+    std::string why_not;  // where it could not be had
     std::optional<std::chrono::steady_clock::time_point> last_timed;
 
-    counters::SharedMemoryCounter& counter();
+    // The open counter, waited for at the first count (at most kCounterOpenWait); null where it
+    // could not be had, with why_not saying why.
+    counters::SharedMemoryCounter* counter();
 };
+inline constexpr std::chrono::seconds kCounterOpenWait{2};
 
 // A GPU that finished timing a grade this recently has its clocks up: the next grade's timing
 // skips the clock warm-up (the exercise's timing.warmup_ms). In a class the GPU's sessions
