@@ -1,6 +1,7 @@
 // The grade's side of the device server (device_server.hpp): every call of the Device interface
 // as a request on the server's socket, or, where no server answered, on a device of its own.
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,10 @@ class RemoteKernel final : public LoadedKernel {
 public:
     std::size_t handle = 0;
 };
+
+// How long a grade that stops waits, at its release, for the runs it had asked for ahead: well
+// inside the shortest limit of the stage it stopped in (a student's run: at least 1 s).
+constexpr std::chrono::milliseconds kQueuedRunsWait{500};
 
 std::size_t handle_of(const LoadedKernel& kernel) {
     return static_cast<const RemoteKernel&>(kernel).handle;
@@ -108,13 +113,15 @@ public:
             local_->release();
             return;
         }
-        if (fd_ >= 0) {
+        if (fd_ >= 0 && settled_within(kQueuedRunsWait)) {
             try {
                 call(Frame{json{{"op", "release"}}, {}});
             } catch (const std::exception&) {
                 // A server that stopped after a fault has released everything already.
             }
         }
+        // Else the grade stopped (a refused launch) with a run still going that nobody asked
+        // for: the connection goes, and the server with it, as for a kernel that hangs.
         disconnect();
     }
 
@@ -247,6 +254,8 @@ private:
             queued_.pop_front();
             if (!dropped.held) {
                 (void)reply_to(dropped.head.at("op").get<std::string>());
+            } else {
+                unsent(*dropped.held);
             }
         }
         send_or_throw(request, op);
@@ -308,9 +317,43 @@ private:
         try {
             wire::send(fd_, request);
         } catch (const wire::WireError&) {
+            unsent(request);
             return;
         }
         queued_.push_back({request.head, std::nullopt});
+    }
+
+    // Whether what was asked for ahead was answered within `wait` (the replies read and dropped,
+    // the held requests dropped unsent), so that the connection can be used again.
+    bool settled_within(std::chrono::milliseconds wait) const {
+        const auto deadline = std::chrono::steady_clock::now() + wait;
+        while (!queued_.empty()) {
+            const Ahead dropped = std::move(queued_.front());
+            queued_.pop_front();
+            if (dropped.held) {
+                unsent(*dropped.held);
+                continue;
+            }
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            pollfd readable{fd_, POLLIN, 0};
+            if (::poll(&readable, 1, static_cast<int>(std::max<long long>(0, left.count()))) <= 0) {
+                return false;
+            }
+            try {
+                (void)reply_to(dropped.head.at("op").get<std::string>());
+            } catch (const std::runtime_error&) {
+                return false;  // the server stopped (after a fault): nothing more to say to it
+            }
+        }
+        return true;
+    }
+
+    // A request that never reached the server: the input's words it carried are not there.
+    void unsent(const Frame& request) const {
+        if (!request.blobs.empty() && request.head.contains("input")) {
+            inputs_sent_.erase(request.head.at("input").get<std::string>());
+        }
     }
 
     // After a reply is read: the held requests that may go now, in order. One with blobs goes
@@ -371,7 +414,7 @@ private:
     std::unique_ptr<Device> local_;
     std::optional<CompiledKernel> poison_;
     int fd_ = -1;
-    std::set<std::string> inputs_sent_;  // this session's inputs the server has
+    mutable std::set<std::string> inputs_sent_;  // this session's inputs the server has
     // Requests asked for ahead (ahead()), not yet asked for: sent, or held until they may go.
     struct Ahead {
         json head;
