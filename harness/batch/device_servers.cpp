@@ -196,7 +196,7 @@ std::vector<std::string> DeviceServers::accounts() const {
     const std::lock_guard lock(state_->mutex);
     std::vector<std::string> lines;
     for (const auto& [device, server] : state_->servers) {
-        if (server.given_up) {
+        if (server.given_up && server.sessions == 0) {
             lines.push_back("GPU " + std::to_string(device) + "'s device server could not start (" +
                             server.why_not + "): each grade made a context of its own");
             continue;
@@ -229,7 +229,10 @@ std::vector<std::string> DeviceServers::accounts() const {
                         format_number(served.idle_seconds, 1) + " s; started " +
                         std::to_string(server.starts) + " time" + (server.starts == 1 ? "" : "s") +
                         " (" + format_number(server.starting_seconds, 1) +
-                        " s to listening in all; a kernel that faults or hangs ends its server)");
+                        " s to listening in all; a kernel that faults or hangs ends its server)" +
+                        (server.given_up ? "; then it could not start again (" + server.why_not +
+                                               "): the grades after made contexts of their own"
+                                         : ""));
     }
     return lines;
 }
