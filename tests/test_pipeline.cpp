@@ -249,6 +249,15 @@ void check_lock_brackets(const std::vector<std::string>& events) {
     }
 }
 
+// A grade that stopped: where, how, and whose fault the blame table says it is.
+void check_stopped(const Measurements& m, const std::string& stage, StopKind kind,
+                   bool students_fault) {
+    REQUIRE(m.interruption);
+    CHECK(m.interruption->stage == stage);
+    CHECK(m.interruption->kind == kind);
+    CHECK(m.interruption->students_fault == students_fault);
+}
+
 }  // namespace
 
 TEST_CASE("a correct grade: every case runs, is timed and counted while the device is held") {
@@ -381,10 +390,7 @@ TEST_CASE("a student's kernel that faults at one stride stops the grade there, a
     script.run_ends[{"student", 16}] = DeviceLaunch::End::fault;
     const Graded graded = grade_with(script);
     const Measurements& m = graded.seen.measurements;
-    REQUIRE(m.interruption);
-    CHECK(m.interruption->stage == "run student stride 16");
-    CHECK(m.interruption->kind == StopKind::fault);
-    CHECK(m.interruption->students_fault);
+    check_stopped(m, "run student stride 16", StopKind::fault, true);
     CHECK(m.interruption->message.find("stride 16") != std::string::npos);
     CHECK(position(graded.events, "time") == -1);
     check_lock_brackets(graded.events);
@@ -405,10 +411,7 @@ TEST_CASE("a fault in the timing rounds is an outcome of time(), blamed on the s
     script.time_end = DeviceLaunch::End::fault;
     const Graded graded = grade_with(script);
     const Measurements& m = graded.seen.measurements;
-    REQUIRE(m.interruption);
-    CHECK(m.interruption->stage == "time");
-    CHECK(m.interruption->kind == StopKind::fault);
-    CHECK(m.interruption->students_fault);
+    check_stopped(m, "time", StopKind::fault, true);
     CHECK(m.interruption->message.find("scripted timing fault") != std::string::npos);
     CHECK(position(graded.events, "count") == -1);
     check_lock_brackets(graded.events);
@@ -418,10 +421,7 @@ TEST_CASE("a refused launch while counting is the count stage's, and the device 
     FakeDevice::Script counting;
     counting.count_end = DeviceLaunch::End::refused;
     const Graded refused = grade_with(counting);
-    REQUIRE(refused.seen.measurements.interruption);
-    CHECK(refused.seen.measurements.interruption->stage == "count");
-    CHECK(refused.seen.measurements.interruption->kind == StopKind::launch);
-    CHECK(refused.seen.measurements.interruption->students_fault);
+    check_stopped(refused.seen.measurements, "count", StopKind::launch, true);
     check_lock_brackets(refused.events);
 }
 
@@ -675,10 +675,7 @@ TEST_CASE(
     server.join();  // the server stops by itself
     CHECK(server.stopped().find("a kernel faulted") != std::string::npos);
     const Measurements& m = faulted.seen.measurements;
-    REQUIRE(m.interruption);
-    CHECK(m.interruption->stage == "run student stride 16");
-    CHECK(m.interruption->kind == StopKind::fault);
-    CHECK(m.interruption->students_fault);
+    check_stopped(m, "run student stride 16", StopKind::fault, true);
     CHECK(local.empty());
 
     // Nothing listens now: the next grade is graded on a device of its own, and says so.
@@ -808,10 +805,7 @@ TEST_CASE(
     std::vector<std::string> local;
     const Graded refused = grade_with(refusing, "student/example", {server.socket(), &local});
     const Measurements& m = refused.seen.measurements;
-    REQUIRE(m.interruption);
-    CHECK(m.interruption->stage == "run student stride 8");
-    CHECK(m.interruption->kind == StopKind::launch);
-    CHECK(m.interruption->students_fault);
+    check_stopped(m, "run student stride 8", StopKind::launch, true);
     // What the grade reports is the direct grade's: the runs before the refused one.
     REQUIRE(m.runs.size() == direct.seen.measurements.runs.size());
     CHECK(m.interruption->message == direct.seen.measurements.interruption->message);
@@ -918,10 +912,7 @@ TEST_CASE(
             through_server ? grade_with(failing, "student/example", {server.socket(), &local})
                            : grade_with(failing);
         const Measurements& m = graded.seen.measurements;
-        REQUIRE(m.interruption);
-        CHECK(m.interruption->stage == "run student stride 8");
-        CHECK(m.interruption->kind == StopKind::crash);
-        CHECK_FALSE(m.interruption->students_fault);
+        check_stopped(m, "run student stride 8", StopKind::crash, false);
         CHECK(m.interruption->message.find("scripted device failure") != std::string::npos);
         // What was graded before it is kept: the runs at the strides before.
         CHECK(m.run("student", 1) != nullptr);
