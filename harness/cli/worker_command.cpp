@@ -1,5 +1,6 @@
 // `grader __worker`: the child process of a grade. Not for people; grade.cpp starts it.
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -33,6 +34,13 @@ void add_worker_command(CLI::App& app, Runner& run) {
             options->mode = *explain          ? WorkerOptions::Mode::explain
                             : *reference_only ? WorkerOptions::Mode::reference_only
                                               : WorkerOptions::Mode::grade;
+            // A grade's large buffers (Part 2: 64 MB of input, and of outputs at every launch)
+            // come from the heap and stay there when freed, for the next launch's to reuse.
+            // glibc would map each block above 32 MB afresh and fault its pages in again: on
+            // the simulator a Part 2 grade took 1.1 s this way against 1.5 s (2 cores), with
+            // the same peak memory.
+            mallopt(M_MMAP_THRESHOLD, 1 << 30);
+            mallopt(M_TRIM_THRESHOLD, 1 << 30);
             const Exercise exercise = load_exercise(options->exercise_dir);
             FdProgressSink sink(3);
             run_worker(exercise, *options, sink);
