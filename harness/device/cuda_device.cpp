@@ -48,6 +48,25 @@ const CudaKernel& cuda_kernel(const LoadedKernel& kernel) {
     return static_cast<const CudaKernel&>(kernel);
 }
 
+// The GPU's counter, learning at its first count whether this user may count.
+counters::SharedMemoryCounter open_counter(CUcontext context, int ordinal) {
+    return counters::SharedMemoryCounter::open(
+        context, ordinal, counters::InstructionCounter::hardware,
+        counters::SharedMemoryCounter::Probe::at_first_count);
+}
+
+// open_counter() on a thread of its own, once CUPTI's `libraries` are loaded, with `context`
+// made current there: beside what does not need it (a grade's timing, a server's first grade).
+std::future<counters::SharedMemoryCounter> open_counter_beside(std::future<void> libraries,
+                                                               CUcontext context, int ordinal) {
+    return std::async(std::launch::async,
+                      [libraries = std::move(libraries), context, ordinal]() mutable {
+                          libraries.get();
+                          cuda::driver().cuCtxSetCurrent(context);
+                          return open_counter(context, ordinal);
+                      });
+}
+
 }  // namespace
 
 CudaDevice::CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed,
@@ -274,14 +293,8 @@ TimingSamples CudaDevice::time(const std::vector<TimedCase>& launches, const Inp
         // its life. On the H200 (run 27) a Part 1 grade took 0.955 s this way where opening
         // before the timing took 1.093 s, with the same ratio spreads (0.36% and 0.40% over 20
         // grades) and no verdict flipped.
-        own_counter_ = std::async(
-            std::launch::async, [this, libraries = std::move(counter_libraries_)]() mutable {
-                libraries.get();
-                cuda::driver().cuCtxSetCurrent(context_->get());
-                return counters::SharedMemoryCounter::open(
-                    context_->get(), info_.ordinal, counters::InstructionCounter::hardware,
-                    counters::SharedMemoryCounter::Probe::at_first_count);
-            });
+        own_counter_ =
+            open_counter_beside(std::move(counter_libraries_), context_->get(), info_.ordinal);
     }
     try {
         return time_rounds(launches, input, input_words, geometry);
@@ -389,9 +402,7 @@ HardwareCounts CudaDevice::count_launches(const std::vector<TimedCase>& launches
             own.emplace(own_counter_.get());  // opened beside the timing
         } else {
             // It counts at once: a user without the counters learns it from that count.
-            own.emplace(counters::SharedMemoryCounter::open(
-                context_->get(), info_.ordinal, counters::InstructionCounter::hardware,
-                counters::SharedMemoryCounter::Probe::at_first_count));
+            own.emplace(open_counter(context_->get(), info_.ordinal));
         }
         if (trace) {
             std::cerr << "grader: count: CUPTI's libraries loaded in " << libraries_seconds_
@@ -478,14 +489,7 @@ void serve_gpu(const Exercise& exercise, int ordinal, const std::filesystem::pat
         std::async(std::launch::async, [] { counters::load_counter_libraries(); });
     const cuda::PrimaryContext context(ordinal);  // kept: every session retains this one
     GpuServerState state;
-    state.opening = std::async(std::launch::async, [ordinal, ctx = context.get(),
-                                                    libraries = std::move(libraries)]() mutable {
-        libraries.get();
-        cuda::driver().cuCtxSetCurrent(ctx);
-        return counters::SharedMemoryCounter::open(
-            ctx, ordinal, counters::InstructionCounter::hardware,
-            counters::SharedMemoryCounter::Probe::at_first_count);
-    });
+    state.opening = open_counter_beside(std::move(libraries), context.get(), ordinal);
     const int listening = listen_on(socket);
     ready();
     const std::string stopped = serve_device_sessions(

@@ -110,11 +110,11 @@ private:
     std::future<counters::SharedMemoryCounter> own_counter_;
 };
 
-// `grader __device-server`: GPU `ordinal`'s context and counter, opened once (the counter under
-// the GPU's lock), then the sessions of device_server.hpp on `socket` until one ends with a
-// fault, or it is asked to stop. `ready` is called once the socket listens, `ended` after each
-// session. Says why it stopped on standard error, then ends the process without tearing the
-// profiler or the context down (a kernel's fault may have lost the context).
+// `grader __device-server`: GPU `ordinal`'s context and counter, opened once (the counter on a
+// thread beside the first sessions), then the sessions of device_server.hpp on `socket` until one
+// ends with a fault, or it is asked to stop. `ready` is called once the socket listens, `ended`
+// after each session. Says why it stopped on standard error, then ends the process without tearing
+// the profiler or the context down (a kernel's fault may have lost the context).
 [[noreturn]] void serve_gpu(const Exercise& exercise, int ordinal,
                             const std::filesystem::path& socket, const std::function<void()>& ready,
                             const SessionEnded& ended);
