@@ -21,6 +21,7 @@ namespace grader {
 namespace {
 
 using nlohmann::json;
+using namespace std::chrono_literals;
 using wire::Frame;
 
 class RemoteKernel final : public LoadedKernel {
@@ -113,7 +114,7 @@ public:
             local_->release();
             return;
         }
-        if (fd_ >= 0 && settled_within(kQueuedRunsWait)) {
+        if (fd_ >= 0 && settled_within(kQueuedRunsWait)) {  // what was asked for ahead
             try {
                 call(Frame{json{{"op", "release"}}, {}});
             } catch (const std::exception&) {
@@ -247,17 +248,7 @@ private:
             send_held();
             return reply;
         }
-        // Requests asked for ahead and not asked for now: the replies of those sent come first,
-        // and are dropped; those held are not sent.
-        while (!queued_.empty()) {
-            const Ahead dropped = std::move(queued_.front());
-            queued_.pop_front();
-            if (!dropped.held) {
-                (void)reply_to(dropped.head.at("op").get<std::string>());
-            } else {
-                unsent(*dropped.held);
-            }
-        }
+        (void)drop_queued(std::nullopt);  // asked for ahead, and not asked for now
         send_or_throw(request, op);
         return reply_to(op);
     }
@@ -307,8 +298,8 @@ private:
         if (fd_ < 0) {
             return;
         }
-        const bool held_before = std::any_of(queued_.begin(), queued_.end(),
-                                             [](const Ahead& a) { return a.held.has_value(); });
+        // Held requests are the queue's last (send_held() sends them from its front).
+        const bool held_before = !queued_.empty() && queued_.back().held;
         if (held_before || (!request.blobs.empty() && !queued_.empty())) {
             json head = request.head;
             queued_.push_back({std::move(head), std::move(request)});
@@ -323,10 +314,11 @@ private:
         queued_.push_back({request.head, std::nullopt});
     }
 
-    // Whether what was asked for ahead was answered within `wait` (the replies read and dropped,
-    // the held requests dropped unsent), so that the connection can be used again.
-    bool settled_within(std::chrono::milliseconds wait) const {
-        const auto deadline = std::chrono::steady_clock::now() + wait;
+    // Drops what was asked for ahead: the held requests unsent, the replies of those sent read
+    // and dropped (std::runtime_error as call()). With `within`, false where a reply did not
+    // come in that time.
+    bool drop_queued(std::optional<std::chrono::milliseconds> within) const {
+        const auto deadline = std::chrono::steady_clock::now() + within.value_or(0ms);
         while (!queued_.empty()) {
             const Ahead dropped = std::move(queued_.front());
             queued_.pop_front();
@@ -334,19 +326,28 @@ private:
                 unsent(*dropped.held);
                 continue;
             }
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - std::chrono::steady_clock::now());
-            pollfd readable{fd_, POLLIN, 0};
-            if (::poll(&readable, 1, static_cast<int>(std::max<long long>(0, left.count()))) <= 0) {
-                return false;
+            if (within) {
+                const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now());
+                pollfd readable{fd_, POLLIN, 0};
+                if (::poll(&readable, 1, static_cast<int>(std::max<long long>(0, left.count()))) <=
+                    0) {
+                    return false;
+                }
             }
-            try {
-                (void)reply_to(dropped.head.at("op").get<std::string>());
-            } catch (const std::runtime_error&) {
-                return false;  // the server stopped (after a fault): nothing more to say to it
-            }
+            (void)reply_to(dropped.head.at("op").get<std::string>());
         }
         return true;
+    }
+
+    // Whether what was asked for ahead was answered within `wait`, so that the connection can
+    // be used again.
+    bool settled_within(std::chrono::milliseconds wait) const {
+        try {
+            return drop_queued(wait);
+        } catch (const std::runtime_error&) {
+            return false;  // the server stopped (after a fault): nothing more to say to it
+        }
     }
 
     // A request that never reached the server: the input's words it carried are not there.
