@@ -8,9 +8,8 @@
 #include "text/text_safety.hpp"
 
 namespace grader {
-namespace {
+namespace report_detail {
 
-// "lanes 0,16" or "none": the other active lanes in a lane's bank.
 std::string bank_mates_text(const ExplainedLane& lane, std::uint32_t index) {
     std::string text;
     int count = 0;
@@ -24,6 +23,19 @@ std::string bank_mates_text(const ExplainedLane& lane, std::uint32_t index) {
     }
     return count == 0 ? "none" : "lanes " + text;
 }
+
+std::string line_name(const ExplainedLine& line) {
+    // FILE:LINE, as the grader's other locations (every access of the line, whatever column).
+    return (line.file.empty() ? std::string("line ") : text::visible_line(line.file) + ":") +
+           std::to_string(line.line) + (line.store ? " (store)" : " (load)");
+}
+
+}  // namespace report_detail
+
+namespace {
+
+using report_detail::bank_mates_text;
+using report_detail::line_name;
 
 std::string lane_table(const ExplainedWarp& warp) {
     std::string out;
@@ -44,12 +56,6 @@ std::string lane_table(const ExplainedWarp& warp) {
         out += line;
     }
     return out;
-}
-
-std::string line_name(const ExplainedLine& line) {
-    // FILE:LINE, as the grader's other locations (every access of the line, whatever column).
-    return (line.file.empty() ? std::string("line ") : text::visible_line(line.file) + ":") +
-           std::to_string(line.line) + (line.store ? " (store)" : " (load)");
 }
 
 std::string hardware_text(const ExplainedLine& line) {

@@ -78,6 +78,11 @@ std::vector<std::string> split_lines(std::string_view text, std::size_t max_line
 
 std::string join(const std::vector<std::string>& lines, std::string_view separator);
 
+// `grader explain`'s words for a lane and a line, in every format: "lanes 0,16" or "none" (the
+// other active lanes in a lane's bank), and "probe.cu:14 (load)".
+std::string bank_mates_text(const ExplainedLane& lane, std::uint32_t index);
+std::string line_name(const ExplainedLine& line);
+
 // The text form without color: the heading, tables and logs, with or without the checks.
 std::string render_text(const Report& report, const TextOptions& options, bool with_checks);
 
