@@ -235,7 +235,8 @@ TEST_CASE("a place in the queue counts the grades ahead, and a restart loses non
         const auto [again, gave_up] = store.resume(3, 24);
         CHECK(again == 0);
         CHECK(gave_up == 1);
-        const Job* job = store.attempt(attempts[0])->job(Lane::gpu);
+        const Attempt attempt = *store.attempt(attempts[0]);
+        const Job* job = attempt.job(Lane::gpu);
         CHECK(job->state == JobState::done);
         CHECK(job->verdict == "ungradable");
         CHECK(job->summary.find("stopped during this grade 3 times") != std::string::npos);

@@ -76,8 +76,8 @@ TEST_CASE("a student's attempt gets the simulator's report, the lane tables, and
     CHECK(attempt["number"] == 1);
     CHECK(attempt["student"] == "ann");
     CHECK(attempt["exercise"] == "day15-bank-conflicts");
-    CHECK(attempt["lanes"]["sim"]["state"] == "queued");
-    CHECK_FALSE(attempt["lanes"].contains("gpu"));  // no GPU here: the simulator is the grade
+    CHECK(attempt["lanes"]["sim"]["state"] != "done");  // queued, or just begun
+    CHECK_FALSE(attempt["lanes"].contains("gpu"));      // no GPU here: the simulator is the grade
 
     const auto done = ann.wait_done(id, 120);
     REQUIRE(done["lanes"]["sim"]["state"] == "done");
@@ -319,7 +319,7 @@ TEST_CASE("the GPU's lane hands its grades to Slurm's scripts and reads their re
         const auto sent = client->submit_example();
         REQUIRE(sent.status == 201);
         const auto attempt = nlohmann::json::parse(sent.body);
-        CHECK(attempt["lanes"]["gpu"]["state"] == "queued");
+        CHECK(attempt["lanes"]["gpu"]["state"] != "done");
         ids.push_back(attempt["id"]);
     }
     for (std::size_t i = 0; i < ids.size(); ++i) {

@@ -108,16 +108,18 @@ private:
             return refuse(431, "the request's headers are larger than " +
                                    std::to_string(state_->options.max_header_bytes / 1024) + " KB");
         }
-        if (error) {
-            return close();  // gone, timed out (a slow client), or not HTTP
-        }
-        const auto& request = parser_->get();
-        if (const auto length = parser_->content_length();
-            length && *length > state_->options.max_body_bytes) {
+        // Beast refuses a Content-Length over the body limit as soon as the header is read.
+        const auto length = parser_->content_length();
+        if ((error == http::error::body_limit || !error) && length &&
+            *length > state_->options.max_body_bytes) {
             return refuse(413, "the upload is " + std::to_string(*length / 1024) + " KB: at most " +
                                    std::to_string(state_->options.max_body_bytes / 1024) +
                                    " KB is taken (the exercise's files, or a zip of them)");
         }
+        if (error) {
+            return close();  // gone, timed out (a slow client), or not HTTP
+        }
+        const auto& request = parser_->get();
         stream_.expires_after(millis(state_->options.request_seconds));
         if (beast::iequals(request[http::field::expect], "100-continue")) {
             auto proceed = std::make_shared<http::response<http::empty_body>>(

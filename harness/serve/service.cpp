@@ -476,8 +476,12 @@ void Service::slurm_loop() {
             for (const Job& job : wave) {
                 const auto attempt = store_->attempt(job.attempt);
                 by_folder[attempt->folder] = *attempt;
-                fs::create_directory_symlink(attempt_dir(*attempt) / kFilesFolder,
-                                             run / "submissions" / attempt->folder);
+                // Copies: a batch follows no link, and a student's file must have one link alone.
+                fs::create_directory(run / "submissions" / attempt->folder);
+                for (const std::string& name : attempt->files) {
+                    fs::copy_file(attempt_dir(*attempt) / kFilesFolder / name,
+                                  run / "submissions" / attempt->folder / name);
+                }
             }
             ChildLimits limits;
             limits.seconds = 300.0;  // sbatch twice
@@ -508,6 +512,7 @@ void Service::slurm_loop() {
         if (stopping_) {
             return;  // the wave's grades are queued again at the next start
         }
+        bool retry = false;
         for (const Job& job : wave) {
             const auto attempt = store_->attempt(job.attempt);
             const auto report = read_report_json(run / "class" / attempt->folder / "report.json");
@@ -521,7 +526,13 @@ void Service::slurm_loop() {
                                now_seconds());
             } else {
                 store_->requeue(job.attempt, Lane::gpu);
+                retry = true;
             }
+        }
+        if (retry) {
+            // A wave that came back short is not resent at once: the cluster may need a moment.
+            std::unique_lock<std::mutex> lock(wake_mutex_);
+            wake_.wait_for(lock, std::chrono::seconds(5), [this] { return stopping_.load(); });
         }
     }
 }

@@ -85,10 +85,12 @@ struct Client {
         nlohmann::json attempt;
         while (std::chrono::steady_clock::now() < deadline) {
             attempt = get("/api/attempts/" + std::to_string(id));
-            bool done = attempt.is_object() && attempt.contains("lanes");
-            for (const auto& [lane, state] :
-                 attempt.value("lanes", nlohmann::json::object()).items()) {
-                done = done && state["state"] == "done";
+            const nlohmann::json lanes = attempt.is_object() && attempt.contains("lanes")
+                                             ? attempt["lanes"]
+                                             : nlohmann::json::object();
+            bool done = !lanes.empty();
+            for (const auto& lane : lanes) {
+                done = done && lane["state"] == "done";
             }
             if (done && attempt.value("explain", "") == "ready") {
                 return attempt;
