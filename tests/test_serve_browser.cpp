@@ -92,7 +92,7 @@ TEST_CASE("a student submits from the page and reads both reports, waiting their
 
     Browser browser(chromium_path(), folder / "profile", folder / "chromium.log");
     browser.open("http://127.0.0.1:" + std::to_string(running.server->port()) + "/");
-    REQUIRE(browser.wait_until("document.readyState === 'complete'", 30));
+    REQUIRE(browser.wait_until("document.getElementById('token') !== null", 30));
 
     // A wrong token is answered on the page.
     browser.evaluate(
