@@ -25,6 +25,11 @@
 #             manifest's seeds on the simulator and on the GPU (tests/test_corpus, both suites):
 #             a table of each one's hand-set verdict beside what each backend gave; JSON in
 #             OUT_DIR/corpus-sim.json and OUT_DIR/corpus-cuda.json
+#   serve     grader serve (scripts/bench/serve_bench.py): five Part 1 self-checks with the queue
+#             empty (upload to the simulator's report and to the GPU's), then 300 students in one
+#             minute, ten of them ten times: waits, fairness, none lost, the service's memory;
+#             one "goal PASS|MISS" line per goal of issue 35; every attempt's times in
+#             OUT_DIR/serve/serve-bench.json
 # Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on).
 set -uo pipefail
 root=$(pwd)
@@ -33,7 +38,7 @@ shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
   sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
-            corpus)
+            corpus serve)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -289,9 +294,16 @@ print(f"* differs from the hand verdict: simulator {differ['simulator']} grades,
 EOF
 }
 
+run_serve() {
+  section "grader serve: a self-check with the queue empty, then 300 students in one minute (scripts/bench/serve_bench.py)"
+  python3 "$root/scripts/bench/serve_bench.py" "$grader" "$out/serve" --students 300 --heavy 10 \
+    --per-heavy 10 --minute 60 --self-checks 5
+  echo "exit status: $?"
+}
+
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus)
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|serve)
       "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac
