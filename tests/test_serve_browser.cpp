@@ -70,12 +70,13 @@ TEST_CASE("a student submits from the page and reads both reports, waiting their
     fs::create_directories(folder / "profile");
     // The GPU's lane: the wave waits until the test creates `go`, then grades as a batch would.
     const fs::path script = folder / "submit.sh";
-    std::ofstream(script) << "#!/bin/sh\nclass=$1 run=$2; shift 3\n"
-                             "while [ ! -e '"
-                          << (folder / "go").string()
-                          << "' ]; do sleep 0.2; done\n"
-                             "\"$GRADER\" batch \"$class\" --output \"$run/class\" --backend "
-                             "\"$GRADER_BACKEND\" \"$@\" >\"$run/batch.log\" 2>&1\nexit 0\n";
+    std::ofstream(script)
+        << "#!/bin/sh\nclass=$1 run=$2; shift 3\n"
+           "while [ ! -e '"
+        << (folder / "go").string()
+        << "' ]; do sleep 0.2; done\n"
+           "\"$GRADER\" batch \"$class\" --output \"$run/shards/0\" --shard 0/1 "
+           "--backend \"$GRADER_BACKEND\" \"$@\" >\"$run/batch.log\" 2>&1\nexit 0\n";
     fs::permissions(script, fs::perms::owner_all);
     serve::ServiceOptions options;
     options.state_dir = folder / "state";

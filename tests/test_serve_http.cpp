@@ -298,13 +298,15 @@ TEST_CASE("a crash of the service loses no attempt: queued and running grades re
 
 TEST_CASE("the GPU's lane hands its grades to Slurm's scripts and reads their reports back") {
     // A stand-in for scripts/slurm/submit.sh with its interface (CLASS RUN N [batch options],
-    // GRADER, GRADER_BACKEND) that grades the class at once with `grader batch` into RUN/class,
-    // as the array and the merge would; scripts/slurm/test-real-slurm.sh runs the real one.
+    // GRADER, GRADER_BACKEND) that grades the class at once as the array's one task would, with
+    // `grader batch --shard 0/1` into RUN/shards/0; scripts/slurm/test-real-slurm.sh runs the
+    // real one.
     const fs::path folder = fresh_folder("slurm");
     const fs::path script = folder / "submit.sh";
-    std::ofstream(script) << "#!/bin/sh\nclass=$1 run=$2; shift 3\n"
-                             "\"$GRADER\" batch \"$class\" --output \"$run/class\" --backend "
-                             "\"$GRADER_BACKEND\" \"$@\" >\"$run/batch.log\" 2>&1\nexit 0\n";
+    std::ofstream(script)
+        << "#!/bin/sh\nclass=$1 run=$2; shift 3\n"
+           "\"$GRADER\" batch \"$class\" --output \"$run/shards/0\" --shard 0/1 "
+           "--backend \"$GRADER_BACKEND\" \"$@\" >\"$run/batch.log\" 2>&1\nexit 0\n";
     fs::permissions(script, fs::perms::owner_all);
     auto options = sim_only(folder / "state", 1);
     options.gpu = true;

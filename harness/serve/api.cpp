@@ -314,7 +314,7 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
         const Attempt attempt = service_.visible_attempt(person, id);
         if (path.size() == 3) {
             nlohmann::json body = attempt_json(service_, attempt);
-            body["explain"] = service_.explanation(attempt) ? "ready" : "pending";
+            body["explain"] = service_.has_explanation(attempt) ? "ready" : "pending";
             return json_response(200, body);
         }
         const auto format =

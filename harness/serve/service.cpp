@@ -338,6 +338,11 @@ std::optional<Explanation> Service::explanation(const Attempt& attempt) {
     }
 }
 
+bool Service::has_explanation(const Attempt& attempt) const {
+    std::error_code ignored;
+    return fs::exists(attempt_dir(attempt) / kExplainFile, ignored);
+}
+
 std::optional<std::string> Service::submitted_file(const Attempt& attempt,
                                                    const std::string& name) {
     if (std::find(attempt.files.begin(), attempt.files.end(), name) == attempt.files.end()) {
@@ -502,10 +507,43 @@ void Service::slurm_loop() {
                 options_.log(std::string("a Slurm wave could not be submitted: ") + error.what());
             }
         }
-        // The merge writes summary.json last of the class outputs: then every report is there.
+        // Each task of the array writes RUN/shards/I/<folder>/report.json as it grades: a report
+        // is filed as soon as it is there. The wave is over when every task has written its
+        // shard.json (or at the deadline); the merge's class outputs are not waited for.
+        const int tasks = std::max(1, options_.slurm.tasks);
         const double deadline = now_seconds() + options_.slurm.wait_seconds;
-        while (!stopping_ && !fs::exists(run / "class" / kSummaryFile) &&
-               now_seconds() < deadline) {
+        std::vector<Job> pending = wave;
+        const auto file_found = [&] {
+            std::vector<Job> left;
+            for (const Job& job : pending) {
+                const auto attempt = store_->attempt(job.attempt);
+                std::optional<Report> report;
+                for (int task = 0; task < tasks && !report; ++task) {
+                    report = read_report_json(run / "shards" / std::to_string(task) /
+                                              attempt->folder / "report.json");
+                }
+                if (report) {
+                    record(*attempt, Lane::gpu, *report);
+                } else {
+                    left.push_back(job);
+                }
+            }
+            pending = std::move(left);
+        };
+        const auto tasks_done = [&] {
+            for (int task = 0; task < tasks; ++task) {
+                if (!fs::exists(run / "shards" / std::to_string(task) / kShardManifestFile)) {
+                    return false;
+                }
+            }
+            return true;
+        };
+        while (!stopping_ && !pending.empty() && now_seconds() < deadline) {
+            const bool over = tasks_done();
+            file_found();
+            if (over) {
+                break;
+            }
             std::unique_lock<std::mutex> lock(wake_mutex_);
             wake_.wait_for(lock, std::chrono::seconds(1));
         }
@@ -513,12 +551,8 @@ void Service::slurm_loop() {
             return;  // the wave's grades are queued again at the next start
         }
         bool retry = false;
-        for (const Job& job : wave) {
-            const auto attempt = store_->attempt(job.attempt);
-            const auto report = read_report_json(run / "class" / attempt->folder / "report.json");
-            if (report) {
-                record(*attempt, Lane::gpu, *report);
-            } else if (job.starts >= options_.max_starts) {
+        for (const Job& job : pending) {
+            if (job.starts >= options_.max_starts) {
                 store_->finish(job.attempt, Lane::gpu, "ungradable", 0, 0,
                                "the Slurm cluster returned no report for this attempt " +
                                    std::to_string(job.starts) +

@@ -120,6 +120,7 @@ public:
     // A lane's report (nullopt until it is done), the lane tables of `explain`, a submitted file.
     std::optional<Report> report(const Attempt& attempt, Lane lane);
     std::optional<Explanation> explanation(const Attempt& attempt);
+    bool has_explanation(const Attempt& attempt) const;  // without reading it
     std::optional<std::string> submitted_file(const Attempt& attempt, const std::string& name);
 
     const Exercise* exercise(const std::string& id) const;
