@@ -93,7 +93,7 @@ TEST_CASE("a student submits from the page and reads both reports, waiting their
 
     Browser browser(chromium_path(), folder / "profile", folder / "chromium.log");
     browser.open("http://127.0.0.1:" + std::to_string(running.server->port()) + "/");
-    REQUIRE(browser.wait_until("document.getElementById('token') !== null", 30));
+    REQUIRE(browser.wait_until("document.documentElement.dataset.ready === 'true'", 30));
 
     // A wrong token is answered on the page.
     browser.evaluate(
@@ -151,6 +151,12 @@ TEST_CASE("a student submits from the page and reads both reports, waiting their
         "'PASS 15/15'",
         30));
     CHECK(browser.evaluate("document.querySelectorAll('#attempts tbody tr').length") == 1);
+    // What was submitted can be downloaded again, through the token.
+    CHECK(browser.evaluate("Array.from(document.querySelectorAll('#attempt-files button'), b => "
+                           "b.textContent).join(' ')") == "probe.cu submission.yaml");
+    CHECK(browser.evaluate("fetch('api/attempts/' + state.shown + '/files/probe.cu', {headers: "
+                           "{Authorization: 'Bearer ' + state.token}}).then(r => r.text())") ==
+          example_file("probe.cu"));
 
     const std::string after = browser.screenshot();
     CHECK(after.substr(1, 3) == "PNG");

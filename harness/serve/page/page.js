@@ -102,6 +102,31 @@ async function submit(event) {
   await loadHistory();
 }
 
+// A submitted file, fetched with the token and handed to the browser as a download.
+async function download(id, name) {
+  const response = await fetch("api/attempts/" + id + "/files/" + encodeURIComponent(name),
+                               { headers: { "Authorization": "Bearer " + state.token } });
+  if (!response.ok) return;
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(await response.blob());
+  link.download = name;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+}
+
+function showFiles(attempt) {
+  const files = $("attempt-files");
+  files.textContent = "Download what was submitted: ";
+  for (const name of attempt.files) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = name;
+    button.addEventListener("click", () => download(attempt.id, name));
+    files.appendChild(button);
+    files.appendChild(document.createTextNode(" "));
+  }
+}
+
 async function showAttempt(id) {
   clearTimeout(state.timer);
   state.shown = id;
@@ -124,6 +149,10 @@ async function poll() {
   if (id !== state.shown) return;
   $("attempt-title").textContent = "Attempt " + attempt.number + " of " + attempt.student + ", " +
     attempt.created + ": " + attempt.files.join(", ");
+  if ($("attempt-files").dataset.attempt !== String(id)) {
+    $("attempt-files").dataset.attempt = String(id);
+    showFiles(attempt);
+  }
   let waiting = false;
   for (const name of ["sim", "gpu"]) {
     const lane = attempt.lanes[name];
@@ -191,3 +220,5 @@ try {
   const saved = localStorage.getItem("grader-token");
   if (saved) signIn(saved);
 } catch (ignored) { /* private mode */ }
+// Said once every handler is in place (a test's browser waits for it before it clicks).
+document.documentElement.dataset.ready = "true";
