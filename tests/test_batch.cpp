@@ -4,6 +4,7 @@
 // output is not overwritten by accident, and SIGTERM leaves the class outputs behind.
 
 #include <doctest/doctest.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -11,18 +12,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "batch/batch.hpp"
 #include "batch/device_servers.hpp"
+#include "exercise/exercise.hpp"
 #include "grader_run.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
+#include "report/class_outputs.hpp"
+#include "test_paths.hpp"
 
 using namespace grader::testing;
 
@@ -871,7 +886,9 @@ TEST_CASE("a batch killed halfway resumes: reports kept, the rest graded, one ro
     CHECK(after.size() == 8);
     // A kept report is not graded again: the class stage may write it anew only for its sentence
     // flags (the class is whole now), so everything else in it is as the first run wrote it.
-    for (const auto& [student, stamp] : before) {
+    for (const auto& entry : before) {
+        const auto& student = entry.first;
+        const auto& stamp = entry.second;
         CAPTURE(student);
         REQUIRE(after.count(student) == 1);
         if (after.at(student) == stamp) {

@@ -3,11 +3,16 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 

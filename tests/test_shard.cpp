@@ -7,15 +7,25 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "batch/batch.hpp"
 #include "batch/merge.hpp"
 #include "batch/shard.hpp"
+#include "exercise/exercise.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader::testing;
 

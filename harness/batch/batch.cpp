@@ -21,6 +21,7 @@
 #include <set>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 #include "batch/device_servers.hpp"

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -20,6 +21,7 @@
 
 #include "batch/shard.hpp"
 #include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "report/class_outputs.hpp"
 #include "report/writers.hpp"

@@ -4,14 +4,24 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 #include "batch/batch.hpp"
 #include "batch/merge.hpp"
 #include "batch/shard.hpp"
 #include "common/text.hpp"
 #include "model/json.hpp"
+#include "model/report.hpp"
+#include "report/class_outputs.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"
 

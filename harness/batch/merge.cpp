@@ -3,12 +3,20 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <exception>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <system_error>
+#include <type_traits>
+#include <utility>
 
+#include "batch/shard.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
 #include "report/prairielearn_scores.hpp"
 #include "text/text_safety.hpp"
 

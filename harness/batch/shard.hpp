@@ -5,6 +5,7 @@
 // by every task with no coordination. Each shard's output folder holds the students' report
 // folders and shard.json, the manifest `grader merge` reads to put the class back together.
 
+#include <cstddef>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>

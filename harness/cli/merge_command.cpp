@@ -3,9 +3,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "batch/batch.hpp"
 #include "batch/merge.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"

@@ -1,5 +1,7 @@
 #include "common/text.hpp"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -7,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace grader {

@@ -9,9 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 #include "common/version.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
 
 namespace grader {
 namespace {

@@ -1,12 +1,20 @@
 #include "device/cuda_device.hpp"
 
+#include <cxxabi.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
+#include <memory>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
 
+#include "common/kernel_ids.hpp"
 #include "counters/counters.hpp"
 #include "cuda/driver_api.hpp"
 #include "device/device_server.hpp"
