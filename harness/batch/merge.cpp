@@ -7,6 +7,7 @@
 #include <set>
 #include <system_error>
 
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 #include "report/prairielearn_scores.hpp"

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "batch/batch.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 
 namespace grader {
@@ -287,7 +288,7 @@ std::optional<ShardManifest> read_manifest(const std::filesystem::path& shard_di
 }
 
 void write_manifest(const std::filesystem::path& shard_dir, const ShardManifest& manifest) {
-    std::filesystem::create_directories(shard_dir);
+    create_output_folders(shard_dir);
     const auto replace = nlohmann::json::error_handler_t::replace;
     write_file_atomically(shard_dir / kShardManifestFile,
                           manifest_to_json(manifest).dump(2, ' ', false, replace) + "\n");
