@@ -770,6 +770,49 @@ TEST_CASE("an output folder that cannot be written is a usage error (exit 2), be
     }
 }
 
+TEST_CASE("a batch's outputs are the instructor's alone, and the group's with --group-readable") {
+    const auto root = scratch("modes");
+    const auto dir = root / "class";
+    fs::create_directories(dir);
+    for (const char* student : {"alice", "bob"}) {
+        copy_fixture("compile_error", dir / student);
+    }
+    const mode_t umask_before = ::umask(0);  // the most open umask: the modes are the grader's
+    for (const bool group : {false, true}) {
+        CAPTURE(group);
+        const auto output = root / (group ? "shared" : "private");
+        std::vector<std::string> args = {"batch",     dir.string(), "--output", output.string(),
+                                         "--backend", "sim",        "-q"};
+        if (group) {
+            args.push_back("--group-readable");
+        }
+        const GraderRun run = run_grader(args);
+        INFO(run.output);
+        CHECK(run.exit_code == 0);
+        REQUIRE(fs::exists(output / "gradebook.csv"));
+        std::map<std::string, unsigned> modes;
+        const auto mode_of = [](const fs::path& path) {
+            struct stat status {};
+            REQUIRE(::lstat(path.c_str(), &status) == 0);
+            return static_cast<unsigned>(status.st_mode & 07777);
+        };
+        modes["."] = mode_of(output);
+        for (const auto& entry : fs::recursive_directory_iterator(output)) {
+            modes[entry.path().lexically_relative(output).string()] = mode_of(entry.path());
+        }
+        CHECK(modes.size() > 12);
+        for (const auto& [name, mode] : modes) {
+            CAPTURE(name);
+            const bool folder = fs::is_directory(output / name);
+            // The batch's own lock is never anyone else's.
+            const bool own = name.rfind(".locks", 0) == 0;
+            CHECK(mode ==
+                  (folder ? (group && !own ? 0750u : 0700u) : (group && !own ? 0640u : 0600u)));
+        }
+    }
+    ::umask(umask_before);
+}
+
 TEST_CASE("a class folder inside the output folder keeps its name free of student reports") {
     const auto root = scratch("class-inside-output");
     fs::create_directories(root / "class" / "class");  // a student named like the class folder

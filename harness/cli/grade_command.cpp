@@ -19,6 +19,7 @@
 #include "checks/checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"

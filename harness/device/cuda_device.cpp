@@ -108,7 +108,7 @@ CudaDevice::~CudaDevice() {
 }
 
 std::string CudaDevice::acquire() {
-    lock_ = DeviceLock(gpu_lock_path(info_.pci_bus_id));
+    lock_ = DeviceLock(gpu_lock_folder(), gpu_lock_name(info_.pci_bus_id), gpu_lock_wait());
     return info_.pci_bus_id;
 }
 

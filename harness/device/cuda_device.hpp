@@ -63,7 +63,7 @@ public:
     double open_seconds() const override { return context_seconds_; }
     const std::string& pci_bus_id() const { return info_.pci_bus_id; }
 
-    // The machine-wide lock of this GPU (device_lock.hpp); release() ends the context first.
+    // This user's lock of this GPU (device_lock.hpp); release() ends the context first.
     std::string acquire() override;
     void release() override;
     bool held() const override { return lock_.held(); }
