@@ -2,15 +2,26 @@
 // the rate limit, and every way an upload is refused.
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include "exercise/exercise.hpp"
 #include "serve/roster.hpp"
 #include "serve/service.hpp"
 #include "serve/store.hpp"
 #include "serve/tokens.hpp"
 #include "serve/upload.hpp"
 #include "serve/zip_maker.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 using namespace grader::serve;

@@ -6,9 +6,24 @@
 // skipped) where Chromium is not installed or GRADER_NO_BROWSER=1.
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "serve/devtools.hpp"
+#include "serve/http_client.hpp"
+#include "serve/http_server.hpp"
+#include "serve/service.hpp"
 #include "serve/service_fixture.hpp"
+#include "serve/zip_maker.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 using namespace grader::testing;

@@ -5,12 +5,34 @@
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
+#include "serve/api.hpp"
+#include "serve/http_client.hpp"
+#include "serve/http_server.hpp"
 #include "serve/raw_socket.hpp"
+#include "serve/service.hpp"
 #include "serve/service_fixture.hpp"
+#include "serve/store.hpp"
+#include "serve/zip_maker.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 using namespace grader::testing;

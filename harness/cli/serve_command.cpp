@@ -4,10 +4,20 @@
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "batch/batch.hpp"
 #include "cli/commands.hpp"
@@ -17,6 +27,8 @@
 #include "serve/api.hpp"
 #include "serve/http_server.hpp"
 #include "serve/service.hpp"
+#include "serve/store.hpp"
+#include "serve/upload.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader::cli {

@@ -2,14 +2,24 @@
 // instructor's, the list, a revocation. The tokens are shown once; the service keeps their
 // SHA-256.
 
+#include <errno.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <cstring>
 #include <ctime>
+#include <exception>
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
-#include "common/text.hpp"
+#include "common/files.hpp"
 #include "serve/roster.hpp"
 #include "serve/service.hpp"
 #include "serve/store.hpp"

@@ -2,9 +2,18 @@
 // that comes from outside the grader goes through text::html; the class names are the page's
 // stylesheet's (harness/serve/page/page.css).
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "model/explanation.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"

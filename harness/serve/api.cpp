@@ -3,11 +3,19 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
 
+#include "exercise/exercise.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
 #include "serve/page_assets.hpp"
+#include "serve/upload.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader::serve {

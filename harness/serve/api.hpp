@@ -16,6 +16,7 @@
 //   GET  /api/attempts/N/files/NAME         a file as it was submitted
 // The token travels as "Authorization: Bearer TOKEN".
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <mutex>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "serve/service.hpp"
+#include "serve/store.hpp"
 
 namespace grader::serve {
 

@@ -1,11 +1,19 @@
 #include "serve/http_client.hpp"
 
+#include <openssl/ssl3.h>
+#include <openssl/tls1.h>
+
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cctype>
 #include <chrono>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <type_traits>
 
 #include "serve/tokens.hpp"
 

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
+#include <utility>
 
 #include "text/text_safety.hpp"
 

@@ -1,5 +1,6 @@
 #include "serve/service.hpp"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,17 +10,21 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <exception>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <sstream>
+#include <system_error>
 
 #include "batch/batch.hpp"
 #include "batch/device_servers.hpp"
+#include "batch/shard.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "grade/grade.hpp"
+#include "grade/protocol.hpp"
 #include "isolation/child.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"

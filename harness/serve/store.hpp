@@ -11,6 +11,7 @@
 // taken by round, then by arrival. One student's ten submissions take ten rounds: each other
 // student's single one is graded before their second.
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -19,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 struct sqlite3;

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 #include <sys/random.h>
+#include <sys/types.h>
 
 #include <cerrno>
 #include <cstring>

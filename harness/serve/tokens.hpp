@@ -6,6 +6,7 @@
 // need no salt nor a slow hash: nothing shorter than the token itself could be guessed.
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>

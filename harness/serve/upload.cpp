@@ -1,12 +1,17 @@
 #include "serve/upload.hpp"
 
+#include <ioapi.h>
 #include <sys/stat.h>
 #include <unzip.h>
+#include <zconf.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <set>
+#include <utility>
 
 #include "text/text_safety.hpp"
 

@@ -4,6 +4,7 @@
 // client): the tests of the page of `grader serve` type a token, choose files and click, as a
 // student does, and read what the page shows. The browser is started and stopped by the test.
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -13,8 +14,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <chrono>
+#include <cstddef>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>

@@ -4,17 +4,24 @@
 // a free port of the loopback) or as the grader itself in a child process, with a client that
 // speaks its API.
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "exercise/exercise.hpp"
@@ -22,7 +29,9 @@
 #include "serve/http_client.hpp"
 #include "serve/http_server.hpp"
 #include "serve/service.hpp"
+#include "serve/store.hpp"
 #include "serve/zip_maker.hpp"
+#include "test_paths.hpp"
 
 extern char** environ;
 

@@ -3,9 +3,12 @@
 // Zips made for the tests of `grader serve`'s uploads, through minizip's writer: plain files,
 // folders, a symbolic link (a Unix entry whose mode says so), names with "..".
 
+#include <fcntl.h>
 #include <minizip/zip.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zconf.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
