@@ -2,6 +2,7 @@
 // the rate limit, and every way an upload is refused.
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <chrono>

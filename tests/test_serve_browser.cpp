@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdlib>

@@ -5,10 +5,12 @@
 // by text/text_safety.hpp, where each writer puts it into its format.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "model/explanation.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "report/writers.hpp"

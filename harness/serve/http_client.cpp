@@ -1,5 +1,6 @@
 #include "serve/http_client.hpp"
 
+#include <openssl/ssl.h>
 #include <openssl/ssl3.h>
 #include <openssl/tls1.h>
 
