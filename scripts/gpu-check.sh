@@ -21,6 +21,12 @@
 #   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh)
 #   shards    the class of 100 as one task per GPU of this machine (batch --shard I/N with
 #             CUDA_VISIBLE_DEVICES=I, as Slurm runs them), merged, against one batch on every GPU
+#   behaviours what a kernel can observe of the GPU (scripts/bench/h200_behaviours.cu): %warpid,
+#             shared leftovers, block order, %gridid, NaN results, __fdividef's range, the
+#             approximate instructions against the correctly rounded results (their per-mantissa
+#             differences into OUT_DIR/approx/), %globaltimer's steps, shared and local addresses,
+#             cudaMalloc's placement, %clock_hi/%pm/%envreg, unwritten registers, reads past a
+#             buffer's end; the simulator's model of each is docs/simulator-fidelity.md
 # Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on).
 set -uo pipefail
 root=$(pwd)
@@ -28,7 +34,8 @@ out=${1:?usage: scripts/gpu-check.sh OUT_DIR [SECTION...]}
 shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
-  sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards)
+  sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
+            behaviours)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -249,9 +256,19 @@ print("students", len(a), "verdicts equal to one batch:", sum(a[k] == b.get(k) f
 PY
 }
 
+run_behaviours() {
+  section "what a kernel can observe of this GPU (scripts/bench/h200_behaviours.cu)"
+  mkdir -p "$out/approx"
+  nvcc -O2 -arch=native -o "$scratch/behaviours" scripts/bench/h200_behaviours.cu &&
+    "$scratch/behaviours" "$out/approx"
+  gzip -f "$out"/approx/*.delta 2>/dev/null
+  ls -l "$out/approx"
+}
+
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards) "run_$s" ;;
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|behaviours)
+      "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac
 done
