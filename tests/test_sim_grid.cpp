@@ -134,6 +134,21 @@ TEST_CASE("a block that reads what another block writes does its own work, and s
     }
 }
 
+TEST_CASE("blocks share work that comes after reading their index, where the index waits") {
+    // The index read first and used only for where the sum goes: the loop is still shared, and
+    // each block computes its index again from its own.
+    const Outcome alone = run("identityFirst", {sim::param_bytes(500)}, false, kChecked);
+    const Outcome shared = run("identityFirst", {sim::param_bytes(500)}, true, kChecked);
+    REQUIRE_MESSAGE(shared.result.status == sim::LaunchStatus::completed, shared.result.message);
+    CHECK(shared.out == alone.out);
+    CHECK(shared.result.instructions_run == alone.result.instructions_run);
+    CHECK(shared.result.blocks_sharing_work == kBlocks - kChecked.size());
+    CHECK(alone.result.blocks_sharing_work == 0);
+    // A branch on the index parts ways where it is taken: block 77's, and only it, is left out.
+    const Outcome skips = run("skipsBlock77", {sim::param_bytes(300)}, true, kChecked);
+    CHECK(skips.result.blocks_sharing_work > 0);
+}
+
 TEST_CASE("a kernel that reads its block first runs every block itself, with the same outputs") {
     const Outcome alone = run("blockFirst", {sim::param_bytes(64)}, false, kChecked);
     const Outcome shared = run("blockFirst", {sim::param_bytes(64)}, true, kChecked);

@@ -107,6 +107,7 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
         }
         return is_clock_slot(slot);
     };
+    pure_.assign(entry.code.size(), 0);
     for (std::size_t pc = 0; pc < entry.code.size(); ++pc) {
         const Instruction& in = entry.code[pc];
         for (const std::int32_t slot : in.src) {
@@ -114,6 +115,30 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
             reads_block_identity_[pc] |= static_cast<std::uint8_t>(identity(slot));
         }
         reads_block_identity_[pc] |= static_cast<std::uint8_t>(in.guard >= 0 && identity(in.guard));
+        switch (in.op) {
+            case Op::ld:
+            case Op::st:
+            case Op::atom:
+            case Op::shfl:
+            case Op::vote_ballot:
+            case Op::vote_all:
+            case Op::vote_any:
+            case Op::vote_uni:
+            case Op::activemask:
+            case Op::redux:
+            case Op::bra:
+            case Op::exit:
+            case Op::bar:
+            case Op::bar_red:
+            case Op::trap:
+            case Op::printf_call:
+            case Op::nanosleep:
+            case Op::unsupported:
+                break;
+            default:
+                pure_[pc] = !reads_clock_[pc];
+                break;
+        }
     }
     local_pages_per_lane_ = (entry.local_bytes + kLocalPage - 1) / kLocalPage;
     poison_state_ = options.clock_seed * 0x9e3779b97f4a7c15ull ^ 0x706f69736f6eull;
@@ -134,6 +159,12 @@ Executor::~Executor() {
     for (auto& file : spare_files_) {
         if (spare_registers.size() < kSpareRegisterFiles)
             spare_registers.push_back(std::move(file));
+    }
+    for (BlockState& state : place_leftovers_) {
+        for (Warp& w : state.warps) {
+            if (spare_registers.size() < kSpareRegisterFiles)
+                spare_registers.push_back(std::move(w.regs));
+        }
     }
 }
 
@@ -204,6 +235,7 @@ void Executor::run() {
     places_ = static_cast<std::uint32_t>(
         std::min<std::uint64_t>(blocks.size(), std::uint64_t{per_sm} * options_.gpu.sm_count));
     places_ = std::max<std::uint32_t>(places_, 1);
+    place_leftovers_.resize(places_);
     std::vector<std::size_t> order(blocks.size());
     for (std::size_t k = 0; k < order.size(); ++k)
         order[k] = k;
@@ -233,9 +265,22 @@ void Executor::run() {
     // Where the launch runs blocks it does not check, the first checked block runs alone as far
     // as every block does the same (nothing has started that it could see), and the blocks not
     // checked start from there.
-    // The first checked block starts first (it is the one recorded, where blocks share work).
-    const auto first_checked = std::find_if(order.begin(), order.end(),
-                                            [&](std::size_t k) { return is_checked(blocks[k]); });
+    // A checked block starts first: the one recorded, where blocks share work. One inside the
+    // grid rather than on its edge, where there is one: its way is the one most blocks take (a
+    // kernel that leaves out its last block would have the others part ways from a last one).
+    const auto inside = [&](const Dim3& b) {
+        const auto within = [](std::uint32_t v, std::uint32_t n) {
+            return n == 1 || (v > 0 && v + 1 < n);
+        };
+        return within(b.x, grid_.x) && within(b.y, grid_.y) && within(b.z, grid_.z);
+    };
+    auto first_checked = std::find_if(order.begin(), order.end(), [&](std::size_t k) {
+        return is_checked(blocks[k]) && inside(blocks[k]);
+    });
+    if (first_checked == order.end()) {
+        first_checked = std::find_if(order.begin(), order.end(),
+                                     [&](std::size_t k) { return is_checked(blocks[k]); });
+    }
     if (first_checked != order.end())
         std::rotate(order.begin(), first_checked, first_checked + 1);
     const bool shares_work =
@@ -244,7 +289,8 @@ void Executor::run() {
     if (shares_work) {
         if (first_checked != order.end()) {
             BlockState state;
-            if (record_shared_work(state, blocks[order[next++]], take_place())) {
+            const Dim3& b = blocks[order[next++]];
+            if (record_shared_work(state, b, is_checked(b), take_place())) {
                 free_places.push_back(state.place);
                 finish_block(state);
             } else {
@@ -253,6 +299,10 @@ void Executor::run() {
         }
     }
     std::vector<std::uint32_t> replayed_places;
+    // Blocks in a row that went another way than the recorded one: past two, the recorded block
+    // is taken to be the odd one out, and the next is recorded instead (a few times at most).
+    int other_way = 0;
+    int recordings_left = shares_work ? 3 : 0;
     while (next < order.size() || !resident.empty()) {
         while (!free_places.empty() && next < order.size()) {
             const Dim3& b = blocks[order[next++]];
@@ -260,11 +310,28 @@ void Executor::run() {
             if (shared_work_ && !is_checked(b)) {
                 // It runs at once, to its end, on its place, which the next block of the wave
                 // does not take (as a resident block's).
-                if (replay(b, place)) {
+                const Replay replayed = replay(b, place);
+                if (replayed == Replay::ended) {
+                    other_way = 0;
                     replayed_places.push_back(place);
                     continue;
                 }
-                shared_work_.reset();  // b parted ways: it runs from its start, as the rest do
+                // b runs from its start; where any block would have parted ways, so do the rest.
+                if (replayed == Replay::parted)
+                    shared_work_.reset();
+                if (replayed == Replay::went_its_way && ++other_way > 2 && recordings_left > 0) {
+                    --recordings_left;
+                    other_way = 0;
+                    shared_work_.reset();
+                    BlockState state;
+                    if (record_shared_work(state, b, false, place)) {
+                        free_places.push_back(state.place);
+                        finish_block(state);
+                    } else {
+                        resident.push_back(std::move(state));
+                    }
+                    continue;
+                }
             }
             resident.emplace_back();
             swap_block(resident.back());
@@ -293,8 +360,11 @@ void Executor::run() {
 void Executor::finish_block(BlockState& state) {
     ++result_.blocks_run;
     counts_.blocks_executed += state.checked ? 1 : 0;
-    for (Warp& w : state.warps)
-        spare_files_.push_back(std::move(w.regs));  // as many as the places' warps, at most
+    // Its place keeps what it left, for the next block there.
+    BlockState& left = place_leftovers_[state.place];
+    for (Warp& w : left.warps)
+        spare_files_.push_back(std::move(w.regs));
+    left = std::move(state);
 }
 
 void Executor::swap_block(BlockState& state) {
@@ -401,25 +471,38 @@ void Executor::start_block(Dim3 b, bool checked, std::uint32_t place) {
     block_instructions_ = 0;
     const std::uint64_t linear = b.x + static_cast<std::uint64_t>(grid_.x) *
                                            (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
+    // What the last block on the place left: its registers, local pages and shared memory.
+    BlockState& left = place_leftovers_[place];
+    const bool place_used =
+        !left.warps.empty() && left.shared.size() == (shared_bytes_ + 3) / 4 * 4;
+    if (place_used) {
+        std::swap(warps_, left.warps);
+        std::swap(shared_, left.shared);
+    }
+    left.warps.clear();
     warps_.resize(warps_per_block_);
     for (std::uint32_t w = 0; w < warps_per_block_; ++w) {
-        warps_[w].regs = register_file();
+        if (warps_[w].regs.size() != register_image_.size())
+            warps_[w].regs = register_file();
         warps_[w].index = w;
         warps_[w].local_pages.resize(local_pages_per_lane_ * 32);
     }
-    shared_.resize((shared_bytes_ + 3) / 4 * 4);  // whole words, for the race tracker
-    // What the harness poisoned it with, or what earlier blocks left there.
-    const std::size_t words = shared_bytes_ / 4;
-    leftovers_.resize(words);
-    ModeledDevice::leftover_shared_words(options_.clock_seed, linear, leftovers_.data(), words);
-    if (options_.poison_shared) {
-        for (std::uint32_t& word : leftovers_)
-            word = kQuietNan | (word & kNanPayload);
+    if (!place_used) {
+        shared_.resize((shared_bytes_ + 3) / 4 * 4);  // whole words, for the race tracker
+        // A place's first block finds what the harness poisoned shared memory with, or what
+        // earlier kernels left there, drawn from the seed.
+        const std::size_t words = shared_bytes_ / 4;
+        leftovers_.resize(words);
+        ModeledDevice::leftover_shared_words(options_.clock_seed, linear, leftovers_.data(), words);
+        if (options_.poison_shared) {
+            for (std::uint32_t& word : leftovers_)
+                word = kQuietNan | (word & kNanPayload);
+        }
+        std::memcpy(shared_.data(), leftovers_.data(), words * 4);
     }
-    std::memcpy(shared_.data(), leftovers_.data(), words * 4);
     // What a checked block records of its shared memory (a block that is not checked reads and
     // writes it alike, without the records).
-    shared_written_.assign(checked_ ? (shared_bytes_ + 3) / 4 : 0, 0);
+    shared_written_.assign(checked_ || mode_ == Mode::recording ? (shared_bytes_ + 3) / 4 : 0, 0);
     unwritten_words_ = shared_written_.size();
     if (checked_)
         races_.start_block((shared_bytes_ + 3) / 4);
@@ -638,7 +721,10 @@ void Executor::run_warp(Warp& w) {
         const Instruction& in = code[w.pc];
         if (mode_ != Mode::normal) {
             const std::uint32_t runs = in.guard >= 0 ? guard_mask(w, in) : w.mask;
-            if (runs != 0 && (!same_in_every_block(w, in, runs) || reads_unwritten(w, in, runs))) {
+            // A guard read from the block's identity parts ways even where no lane runs.
+            if ((mode_ == Mode::recording && !record_instruction(w, in, runs)) ||
+                (runs != 0 &&
+                 (!same_in_every_block(w, in, runs) || reads_unwritten(w, in, runs)))) {
                 if (mode_ == Mode::replaying)
                     throw PartsWays{};
                 w.parked = true;  // the others go on as far as they can without it

@@ -253,6 +253,10 @@ private:
     // registers as the last one left them, as on a GPU; a file new to the launch holds the
     // launch's poison (fill_poison). Only the special registers and constants are set.
     std::vector<std::vector<std::uint64_t>> spare_files_;
+    // What the last block on each place left: the next block there starts with its registers,
+    // local pages and shared memory (a place's first block: the poison, shared leftovers drawn
+    // from the seed).
+    std::vector<BlockState> place_leftovers_;
     std::vector<std::uint64_t> register_file();
     std::uint64_t poison_state_ = 0;
     void fill_poison(std::uint64_t* words, std::size_t count);
@@ -348,6 +352,26 @@ private:
     // Past this many, the warps still running may be waiting for a parked one.
     static constexpr std::uint64_t kMostAfterPark = 65536;
     std::vector<std::uint8_t> reads_block_identity_;  // per instruction: %ctaid, %smid, %warpid
+    std::vector<std::uint8_t> pure_;  // per instruction: it only computes registers from registers
+    // Recording: the slots whose value depends on the block's identity (warp * slot_count +
+    // slot), the slots such a computation reads, and the computations themselves, in order: a
+    // replay runs them again with its own identity before it goes on. A block parts ways where
+    // such a value reaches an address, a stored word, a branch or anything but a register, or
+    // where a slot they need is written again.
+    std::vector<std::uint8_t> tainted_;
+    std::vector<std::uint8_t> slice_reads_;
+    struct SliceStep {
+        std::uint32_t warp;
+        std::uint32_t pc;
+        std::uint32_t mask;  // the warp's lanes at the instruction
+        std::uint32_t exec;  // those that ran it
+        bool check;          // its guard is the block's: a replay must run the same lanes
+        bool compute;        // its result is the block's: a replay computes it again
+    };
+    std::vector<SliceStep> slice_;
+    // Whether the block may run the instruction while recording (false: it parts ways), and the
+    // slice's bookkeeping for it.
+    bool record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec);
     // The recorded block's state where it parted ways (or ended), and the warp instructions it
     // ran to get there.
     std::optional<BlockState> shared_work_;
@@ -377,11 +401,14 @@ private:
     void save_shared_word(std::size_t word);
     // Runs the first checked block until it parts ways; keeps its state there where that is
     // worth sharing. Returns whether the block ended.
-    bool record_shared_work(BlockState& state, Dim3 b, std::uint32_t place);
+    bool record_shared_work(BlockState& state, Dim3 b, bool checked, std::uint32_t place);
     // Runs block b (on `place`) from the shared state to its end, undoing its changes to that
-    // state after. False, with nothing of it left but global stores that running it again
-    // repeats, where it reached what could tell it apart.
-    bool replay(Dim3 b, std::uint32_t place);
+    // state after. Where it reached what could tell it apart it is left with nothing of it but
+    // global stores that running it again repeats: `parted` where any block would (the others
+    // run from their start too), `went_its_way` where its own identity took another way than the
+    // recorded block's (the others may still share).
+    enum class Replay { ended, parted, went_its_way };
+    Replay replay(Dim3 b, std::uint32_t place);
     BlockState copy_of_block() const;
     // One turn of the block: each warp that can run runs one slice, or a barrier every live
     // thread waits at completes. True when every thread of the block has exited.

@@ -236,6 +236,12 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
                 shared_offsets[lane] = r.shared_offset;
             }
         }
+        if (store && !records && mode_ == Mode::recording && ((shared_lanes >> lane) & 1)) {
+            // A block recorded that is not checked keeps what it wrote, for the recording alone.
+            for (std::size_t word = shared_offsets[lane] / 4;
+                 word <= (shared_offsets[lane] + total - 1) / 4; ++word)
+                note_written(word);
+        }
         if (records && ((shared_lanes >> lane) & 1)) {
             const std::size_t first_word = shared_offsets[lane] / 4;
             const std::size_t last_word = (shared_offsets[lane] + total - 1) / 4;
@@ -538,9 +544,11 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
                 shared_lanes |= 1u << lane;
                 shared_offsets[lane] = r.shared_offset;
                 for (std::size_t word = r.shared_offset / 4;
-                     checked_ && word <= (r.shared_offset + sizeof(T) - 1) / 4; ++word) {
-                    note_written(word);
-                    races_.atomic_write(word, w.index, lane, w.pc);
+                     word <= (r.shared_offset + sizeof(T) - 1) / 4; ++word) {
+                    if (checked_ || mode_ == Mode::recording)
+                        note_written(word);
+                    if (checked_)
+                        races_.atomic_write(word, w.index, lane, w.pc);
                 }
             }
             if (r.space == Space::shared && mode_ == Mode::replaying) {

@@ -57,9 +57,56 @@ void restore_control(Warp& w, const WarpControl& c) {
 
 }  // namespace
 
+bool Executor::record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec) {
+    const std::size_t base = static_cast<std::size_t>(w.index) * entry_.slot_count;
+    std::uint8_t* tainted = &tainted_[base];
+    std::uint8_t* needed = &slice_reads_[base];
+    const auto is_tainted = [&](std::int32_t slot) { return slot >= 0 && tainted[slot] != 0; };
+    bool from_identity = reads_block_identity_[w.pc] != 0;
+    for (const std::int32_t slot : in.src)
+        from_identity = from_identity || is_tainted(slot);
+    // A store's value registers are its dst.
+    const bool stores = in.op == Op::st;
+    for (const std::int32_t slot : in.dst)
+        from_identity = from_identity || (stores && is_tainted(slot));
+    // A guard read from the block's identity: the others must run the same lanes here (a
+    // replay checks), or they part ways there.
+    const bool check = is_tainted(in.guard);
+    // A slot the slice reads, or one it computed, written again by what a replay does not redo.
+    const auto hazard = [&](std::int32_t slot) {
+        return slot >= 0 && (needed[slot] != 0 || (!from_identity && tainted[slot] != 0));
+    };
+    if (!stores) {
+        for (const std::int32_t slot : in.dst) {
+            if (hazard(slot))
+                return false;
+        }
+        if (hazard(in.dst2))
+            return false;
+    }
+    if (!from_identity) {
+        if (check)
+            slice_.push_back({w.index, w.pc, w.mask, exec, true, false});
+        return true;
+    }
+    if (!pure_[w.pc])
+        return false;  // an address, a stored word, another lane's: the block's own
+    // A computation from the block's identity: the replay runs it again with its own.
+    for (const std::int32_t slot : in.src) {
+        if (slot >= 0 && !tainted[slot])
+            needed[slot] = 1;
+    }
+    for (const std::int32_t slot : in.dst) {
+        if (slot >= 0)
+            tainted[slot] = 1;
+    }
+    if (in.dst2 >= 0)
+        tainted[in.dst2] = 1;
+    slice_.push_back({w.index, w.pc, w.mask, exec, check, true});
+    return true;
+}
+
 bool Executor::same_in_every_block(const Warp& w, const Instruction& in, std::uint32_t exec) const {
-    if (mode_ == Mode::recording && reads_block_identity_[w.pc])
-        return false;
     if (in.op != Op::ld && in.op != Op::st && in.op != Op::atom)
         return true;
     const std::uint64_t* base = &w.regs[static_cast<std::size_t>(in.src[0]) * 32];
@@ -182,9 +229,10 @@ BlockState Executor::copy_of_block() const {
     return copy;
 }
 
-bool Executor::record_shared_work(BlockState& state, Dim3 b, std::uint32_t place) {
+bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::uint32_t place) {
     swap_block(state);
-    start_block(b, true, place);
+    mode_ = Mode::recording;  // start_block keeps what the block writes to shared memory
+    start_block(b, checked, place);
     const std::uint64_t before = result_.instructions_run;
     // Every lane of the special registers and constants holds what the block is given.
     written_lanes_.assign(warps_.size() * static_cast<std::size_t>(entry_.slot_count), 0);
@@ -194,6 +242,10 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, std::uint32_t place
         for (const ConstantSlot& c : entry_.constants)
             written[c.slot] = ~0u;
     }
+    const std::size_t slots = warps_.size() * static_cast<std::size_t>(entry_.slot_count);
+    tainted_.assign(slots, 0);
+    slice_reads_.assign(slots, 0);
+    slice_.clear();
     mode_ = Mode::recording;
     stuck_ = false;
     parked_any_ = false;
@@ -211,17 +263,20 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, std::uint32_t place
     shared_work_instructions_ = result_.instructions_run - before;
     if (ended || shared_work_instructions_ >= kWorthSharing) {
         shared_work_ = copy_of_block();
+        shared_work_->shared_written = shared_written_;
         shared_work_->checked = false;
         shared_work_written_ = written_lanes_;
         slot_saved_.assign(warps_.size() * static_cast<std::size_t>(entry_.slot_count), 0);
     }
     for (Warp& w : warps_)
         w.parked = false;  // the block itself goes on from here as any block does
+    if (!checked_)
+        shared_written_.clear();  // it goes on lean
     swap_block(state);
     return ended;
 }
 
-bool Executor::replay(Dim3 b, std::uint32_t place) {
+Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
     BlockState& work = *shared_work_;
     swap_block(work);
     const Dim3 recorded = block_;
@@ -258,6 +313,52 @@ bool Executor::replay(Dim3 b, std::uint32_t place) {
             special(w, clock);
         }
         w.cycles = w.cycles - recorded_start + block_start_cycles_;
+    }
+    // What the recorded block computed from its identity, computed again from this one's; where
+    // its guards let other lanes run than the recorded block's, this block parts ways.
+    bool same_way = true;
+    for (const SliceStep& step : slice_) {
+        Warp& w = warps_[step.warp];
+        const Instruction& in = entry_.code[step.pc];
+        if (step.check) {
+            const std::uint64_t* p = &w.regs[static_cast<std::size_t>(in.guard) * 32];
+            std::uint32_t runs = 0;
+            for (std::uint32_t m = step.mask; m != 0; m &= m - 1) {
+                const unsigned lane = ctz(m);
+                if ((p[lane] != 0) != in.negate_guard)
+                    runs |= 1u << lane;
+            }
+            if (runs != step.exec) {
+                same_way = false;
+                break;
+            }
+        }
+        if (step.compute) {
+            save_destinations(w, in);
+            if (in.ftz)
+                execute_ftz(w, in, step.exec);
+            else
+                execute(w, in, step.exec);
+        }
+    }
+    if (!same_way) {
+        // Nothing of it ran: its registers back, and it runs from its start.
+        for (const SavedSlot& saved : saved_slots_) {
+            std::copy(saved.values.begin(), saved.values.end(),
+                      &warps_[saved.warp].regs[static_cast<std::size_t>(saved.slot) * 32]);
+            slot_saved_[static_cast<std::size_t>(saved.warp) * entry_.slot_count +
+                        static_cast<std::size_t>(saved.slot)] = 0;
+        }
+        saved_slots_.clear();
+        for (std::size_t k = 0; k < warps_.size(); ++k)
+            restore_control(warps_[k], controls[k]);
+        block_ = recorded;
+        place_ = recorded_place;
+        block_start_cycles_ = recorded_start;
+        sm_of_block_ = recorded_sm;
+        first_warp_slot_ = recorded_slot;
+        swap_block(work);
+        return Replay::went_its_way;
     }
     // The shared words nothing wrote hold what this block's place left there.
     const std::uint64_t linear = b.x + static_cast<std::uint64_t>(grid_.x) *
@@ -316,8 +417,9 @@ bool Executor::replay(Dim3 b, std::uint32_t place) {
     undo();
     if (ended) {
         ++result_.blocks_run;
+        ++result_.blocks_sharing_work;
     }
-    return ended;
+    return ended ? Replay::ended : Replay::parted;
 }
 
 }  // namespace grader::sim::detail
