@@ -33,6 +33,12 @@
 #   lock      the GPU's lock against another local user (issue 32 item 4): its folder and file
 #             modes, the user nobody unable to open or replace it, a held lock waited for 3 s
 #             and the holder named, a squatted folder refused, a team's shared folder
+#   behaviours what a kernel can observe of the GPU (scripts/bench/h200_behaviours.cu): %warpid,
+#             shared leftovers, block order, %gridid, NaN results, __fdividef's range, the
+#             approximate instructions against the correctly rounded results (their per-mantissa
+#             differences into OUT_DIR/approx/), %globaltimer's steps, shared and local addresses,
+#             cudaMalloc's placement, %clock_hi/%pm/%envreg, unwritten registers, reads past a
+#             buffer's end; the simulator's model of each is docs/simulator-fidelity.md
 # Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on).
 set -uo pipefail
 root=$(pwd)
@@ -41,7 +47,7 @@ shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
   sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
-            corpus lock serve)
+            corpus lock serve behaviours)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -262,6 +268,15 @@ print("students", len(a), "verdicts equal to one batch:", sum(a[k] == b.get(k) f
 PY
 }
 
+run_behaviours() {
+  section "what a kernel can observe of this GPU (scripts/bench/h200_behaviours.cu)"
+  mkdir -p "$out/approx"
+  nvcc -O2 -arch=native -o "$scratch/behaviours" scripts/bench/h200_behaviours.cu &&
+    "$scratch/behaviours" "$out/approx"
+  gzip -f "$out"/approx/*.delta 2>/dev/null
+  ls -l "$out/approx"
+}
+
 # One grade of student/example/ as JSON into $1, with the rest of the line before the grader (an
 # environment, as_nobody); prints its exit status, wall, verdict and interruption.
 lock_grade() {
@@ -372,7 +387,7 @@ run_serve() {
 
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve)
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours)
       "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac

@@ -508,7 +508,7 @@ TEST_CASE("a wrong thread the check names once for several strides is not listed
     CHECK(text_of(report).find("Outputs that held the wrong value") != std::string::npos);
 }
 
-TEST_CASE("a value that was never written reads as NaN (never written), never as nan") {
+TEST_CASE("a value that was never written reads as never written, never as nan") {
     Report report = failing_accumulator_report();
     OutputComparison& hidden = find_row(report, "student", 16)->outputs[1];
     hidden.ok = false;
@@ -517,8 +517,8 @@ TEST_CASE("a value that was never written reads as NaN (never written), never as
     hidden.first_bad_value = std::nan("");
     hidden.first_bad_expected = 14237;
     for (const auto& text : {text_of(report), grader::write_markdown(report)}) {
-        CHECK(text.find("hidden input, stride 16: thread 0 (block 0, thread 0) holds NaN (the "
-                        "output or the tile word was never written), expected 14237; 256 of "
+        CHECK(text.find("hidden input, stride 16: thread 0 (block 0, thread 0) was never "
+                        "written: no block of the grid wrote it (expected 14237); 256 of "
                         "270336 threads wrong") != std::string::npos);
         CHECK_FALSE(std::regex_search(text, std::regex(R"(\bnan\b)")));
     }

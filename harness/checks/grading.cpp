@@ -517,6 +517,14 @@ private:
     }
 
     void counted_degree(const CheckSpec& spec, CheckResult& check) const {
+        // A GPU counts after the timing rounds (its counters replay the timed launches, and the
+        // simulator's witness is read at the same point); the simulator counts as each launch
+        // runs. A grade that stopped before its end has no count on a GPU, so it has none on the
+        // simulator either: one scoring policy whichever device ran it.
+        if (m_.interruption) {
+            not_run(check, why_student_not_run(m_));
+            return;
+        }
         int counted = 0;
         int counted_without_shared = 0;  // runs whose counts hold no shared load or store
         bool all_match = true;

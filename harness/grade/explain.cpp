@@ -104,10 +104,10 @@ void explain_kernel(const Exercise& exercise, const WorkerOptions& options, Prog
     }
     for (const int stride : strides) {
         const auto began = std::chrono::steady_clock::now();
-        const std::vector<sim::Dim3> blocks = device.blocks_for(input, geometry, stride);
-        const sim::LaunchResult result =
-            simulate(exercise, module, kernel.outcome.lowered_name, geometry, words, stride, blocks,
-                     sim::LaunchOptions{}.instruction_budget, nullptr);
+        SimLaunchSettings settings;
+        settings.blocks = device.blocks_for(input, geometry, stride);
+        const sim::LaunchResult result = simulate(exercise, module, kernel.outcome.lowered_name,
+                                                  geometry, words, stride, settings, nullptr);
         explanation.simulated_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
         explanation.warp_instructions += result.counts.warp_instructions;

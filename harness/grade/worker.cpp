@@ -490,15 +490,18 @@ private:
                             oracle_ms_[stride].push_back(*launch.kernel_ms);
                         }
                         oracle_outputs_[{input.id, stride}] = std::move(launch.outputs);
+                        oracle_blocks_[{input.id, stride}] = launch.blocks_run;
                     } else if (spec->is_student()) {
                         // The oracle's runs all came first: nothing writes the map meanwhile.
                         const auto expected = oracle_outputs_.find({input.id, stride});
                         const std::vector<float>& oracle_words =
                             expected == oracle_outputs_.end() ? no_outputs : expected->second;
+                        OutputPlacement compared = placement;
+                        compared.oracle_blocks = oracle_blocks_[{input.id, stride}];
                         current.outputs.push_back(std::async(
                             std::launch::async, [id = input.id, words = std::move(launch.outputs),
-                                                 &oracle_words, placement] {
-                                return compare_outputs(id, words, oracle_words, placement);
+                                                 &oracle_words, compared] {
+                                return compare_outputs(id, words, oracle_words, compared);
                             }));
                     }
                 }
@@ -575,7 +578,8 @@ private:
     }
 
     OutputPlacement output_placement() const {
-        return OutputPlacement{exercise_.buffers.output, geometry_.block.count()};
+        return OutputPlacement{exercise_.buffers.output, geometry_.block.count(), 0,
+                               geometry_.grid.count()};
     }
 
     std::vector<LoadedKernel*> loaded_kernels() const {
@@ -688,7 +692,7 @@ private:
         if (compiled == compiled_.end() || !compiled->second.outcome.ok) {
             return witness;
         }
-        SimDevice simulator(exercise_, options_.seed);
+        SimDevice simulator(exercise_, options_.seed, SimDevice::StudentBlocks::sample);
         const KernelSpec& spec = exercise_.kernel(std::string(kStudentKernel));
         const LoadResult loaded = simulator.load(spec, compiled->second);
         if (!loaded.kernel) {
@@ -866,6 +870,8 @@ private:
     std::vector<KernelRun> runs_;
     std::vector<std::vector<float>> inputs_;
     std::map<std::pair<std::string, int>, std::vector<float>> oracle_outputs_;
+    // How many blocks each of the oracle's runs covered, where it ran only some (the simulator).
+    std::map<std::pair<std::string, int>, std::uint64_t> oracle_blocks_;
     // The oracle's time on the device at each stride, one entry per input (where it has one).
     std::map<int, std::vector<double>> oracle_ms_;
     std::future<SimulatorWitness> simulator_;

@@ -251,6 +251,9 @@ void to_json(json& j, const OutputComparison& v) {
              {"expected", number(v.expected)},
              {"elements", v.elements},
              {"bad_elements", v.bad_elements},
+             {"unwritten", v.unwritten},
+             {"compared_blocks", v.compared_blocks},
+             {"grid_blocks", v.grid_blocks},
              {"first_bad", optional_to(v.first_bad)},
              {"first_bad_block", v.first_bad_block},
              {"first_bad_thread_in_block", v.first_bad_thread_in_block},
@@ -269,6 +272,9 @@ void from_json(const json& j, OutputComparison& v) {
     read_number(j, "expected", v.expected);
     read(j, "elements", v.elements);
     read(j, "bad_elements", v.bad_elements);
+    read(j, "unwritten", v.unwritten);
+    read(j, "compared_blocks", v.compared_blocks);
+    read(j, "grid_blocks", v.grid_blocks);
     read_optional(j, "first_bad", v.first_bad);
     read(j, "first_bad_block", v.first_bad_block);
     read(j, "first_bad_thread_in_block", v.first_bad_thread_in_block);
@@ -286,6 +292,7 @@ void from_json(const json& j, OutputComparison& v) {
             read_number(j, "value", v.first_bad_value);
         }
         read_number(j, "value_expected", v.first_bad_expected);
+        v.first_bad_unwritten = value != j.end() && value->is_null();
     }
 }
 

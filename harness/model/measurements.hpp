@@ -43,8 +43,8 @@ struct CompileOutcome {
 };
 
 // One kernel's outputs with one input, compared element by element with the oracle's (the
-// exercise's trusted kernel, run the same way): equal values, or both never written. The first
-// element at fault, and how many were.
+// exercise's trusted kernel, run the same way): equal values where the oracle wrote, and no
+// element left unwritten. The first element at fault, and how many were.
 struct OutputComparison {
     std::string input;   // the input's id, e.g. "ones"
     bool timed = false;  // what a timed launch left, checked after the timing
@@ -52,8 +52,14 @@ struct OutputComparison {
     bool ok = false;
     bool matrix = false;         // elements are placed by row and column, not by thread
     double expected = 0.0;       // the oracle's first value (every thread's, for a constant input)
-    std::uint64_t elements = 0;  // compared: those the oracle or the kernel wrote
+    std::uint64_t elements = 0;  // compared: those the oracle wrote and those nothing wrote
     std::uint64_t bad_elements = 0;
+    std::uint64_t unwritten = 0;  // of bad_elements, those no block of the kernel wrote
+    // Where the oracle ran only some of the grid's blocks (the simulator; the kernel itself ran
+    // every block): the values were compared in the elements of compared_blocks of the grid's
+    // grid_blocks blocks. 0: in every element.
+    std::uint64_t compared_blocks = 0;
+    std::uint64_t grid_blocks = 0;
     std::optional<std::uint64_t> first_bad;  // index in the output buffer
     std::uint64_t first_bad_block = 0;       // per-thread layout: its block (linear) and thread
     std::uint32_t first_bad_thread_in_block = 0;
@@ -61,7 +67,8 @@ struct OutputComparison {
     std::uint64_t first_bad_column = 0;
     double first_bad_value = 0.0;      // may be NaN (poison never overwritten) or infinite
     bool first_bad_wrote_nan = false;  // the NaN in first_bad_value is one the kernel wrote
-    double first_bad_expected = 0.0;   // may be NaN: the oracle did not write it there
+    bool first_bad_unwritten = false;  // no block of the kernel wrote the first wrong element
+    double first_bad_expected = 0.0;   // may be NaN: the oracle's run did not reach it
 };
 
 // Shared-memory traffic of one launch, as a device counted it.

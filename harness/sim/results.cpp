@@ -180,32 +180,38 @@ std::uint64_t ModeledClock::start_nanoseconds(std::uint64_t seed, std::uint64_t 
 
 namespace {
 
-// T4, RTX 2080 Ti, RTX 3080, V100, RTX 3090, A100, RTX 4090, H100 SXM / H200: their SM counts and
-// the warps one SM holds at once (what %nwarpid reads).
-constexpr std::uint32_t kSmCounts[] = {40, 68, 68, 80, 82, 108, 128, 132};
-constexpr std::uint32_t kWarpSlots[] = {32, 32, 48, 64, 48, 64, 48, 64};
-
-std::size_t modeled_gpu(std::uint64_t seed) {
-    return mix(seed ^ 0x6e736d6964ull) % (sizeof kSmCounts / sizeof kSmCounts[0]);
-}
+// The GPUs the simulator can stand in for, by the architecture they run (CUDA's programming
+// guide, compute capabilities: SMs, resident warps, blocks and shared memory per SM).
+constexpr std::pair<int, GpuModel> kGpus[] = {
+    {70, {"Tesla V100", 80, 64, 32, 96 * 1024}}, {75, {"Tesla T4", 40, 32, 16, 64 * 1024}},
+    {80, {"A100", 108, 64, 32, 164 * 1024}},     {86, {"GeForce RTX 3080", 68, 48, 16, 100 * 1024}},
+    {89, {"L4", 58, 48, 24, 100 * 1024}},        {90, {"H100 / H200", 132, 64, 32, 228 * 1024}},
+};
 
 }  // namespace
 
-std::uint32_t ModeledDevice::sm_count(std::uint64_t seed) {
-    return kSmCounts[modeled_gpu(seed)];
+GpuModel GpuModel::for_arch(std::string_view arch) {
+    int number = 0;
+    for (const char c : arch) {
+        if (c >= '0' && c <= '9')
+            number = number * 10 + (c - '0');
+    }
+    GpuModel model = kGpus[0].second;
+    for (const auto& [at, gpu] : kGpus) {
+        if (at <= number)
+            model = gpu;
+    }
+    return model;
 }
 
-std::uint32_t ModeledDevice::warp_slots(std::uint64_t seed) {
-    return kWarpSlots[modeled_gpu(seed)];
-}
-
-std::uint32_t ModeledDevice::first_warp_slot(std::uint64_t seed, std::uint64_t linear_block,
-                                             std::uint32_t warps_per_block) {
-    // The block's warps take consecutive slots of its SM, after those of the blocks already
-    // resident there: %warpid is threadIdx.x / 32 only for a block that found its SM empty.
-    const std::uint32_t places = std::max<std::uint32_t>(1, warp_slots(seed) / warps_per_block);
-    return static_cast<std::uint32_t>(mix(seed ^ 0x77617270ull ^ mix(linear_block + 7)) % places) *
-           warps_per_block;
+std::uint32_t GpuModel::resident_per_sm(std::uint32_t threads, std::size_t shared_bytes) const {
+    const std::uint32_t warps = std::max<std::uint32_t>(1, (threads + 31) / 32);
+    std::uint32_t blocks = std::min(blocks_per_sm, warps_per_sm / warps);
+    if (shared_bytes > 0) {
+        blocks = std::min<std::uint32_t>(blocks,
+                                         static_cast<std::uint32_t>(shared_per_sm / shared_bytes));
+    }
+    return std::max<std::uint32_t>(1, blocks);
 }
 
 std::uint32_t ModeledDevice::leftover_shared_word(std::uint64_t seed, std::uint64_t linear_block,
@@ -214,8 +220,11 @@ std::uint32_t ModeledDevice::leftover_shared_word(std::uint64_t seed, std::uint6
         mix(seed ^ 0x736d656dull ^ mix(linear_block * 0x10001ull + 3) ^ (word << 20)));
 }
 
-std::uint32_t ModeledDevice::sm_of_block(std::uint64_t seed, std::uint64_t linear_block) {
-    return static_cast<std::uint32_t>(mix(seed ^ mix(linear_block + 1)) % sm_count(seed));
+void ModeledDevice::leftover_shared_words(std::uint64_t seed, std::uint64_t linear_block,
+                                          std::uint32_t* words, std::size_t count) {
+    const std::uint64_t block = seed ^ 0x736d656dull ^ mix(linear_block * 0x10001ull + 3);
+    for (std::size_t word = 0; word < count; ++word)
+        words[word] = static_cast<std::uint32_t>(mix(block ^ (std::uint64_t{word} << 20)));
 }
 
 std::uint64_t ModeledDevice::grid_id(std::uint64_t seed) {
@@ -229,6 +238,13 @@ std::uint64_t ModeledDevice::first_global_address(std::uint64_t seed) {
     constexpr std::uint64_t kBase = 0x7f00'0000'0000ull;
     constexpr std::uint64_t kSpan = 0xff'0000'0000ull;  // leaves room to allocate above
     return kBase + (mix(seed ^ 0x676c6f62ull) % (kSpan / kTwoMiB)) * kTwoMiB;
+}
+
+std::uint64_t ModeledDevice::shared_window(std::uint64_t seed) {
+    // 0x7e00'0000'0000 to 0x7efe'0000'0000: below the global buffers (0x7f..., see
+    // first_global_address), with room for the local window after it.
+    constexpr std::uint64_t kFourGiB = 1ull << 32;
+    return 0x7e00'0000'0000ull + (mix(seed ^ 0x736d656d77ull) % 0xfe) * kFourGiB;
 }
 
 double modeled_cost(const LaunchCounts& counts, const CostModel& model) {

@@ -16,6 +16,15 @@
 // left there (or the harness's poison), its %warpid is its warps' slots on the modeled SM, and
 // the module's .global variables persist across launches where the caller keeps them.
 //
+// A launch may run the whole grid and look closely at a few blocks (LaunchOptions::checked). Its
+// blocks do exactly the same work until one reads what tells it from the others (%ctaid, %smid,
+// %warpid, a clock, a shared word it never wrote) or what another may have written (global
+// memory beyond the input buffer, an atomic): the first checked block runs that far alone, and
+// every block not checked starts from the state it reached, with its own identity in place,
+// rather than doing the same work again. Nothing a kernel can observe tells the two apart: a
+// block that then reaches global memory another block may write, or local memory, runs again
+// from its start as any block does.
+//
 // What the student gets wrong is a value in LaunchResult (fault, timeout, unsupported
 // instruction); exceptions are only for the harness's own faults (malformed PTX, wrong parameter
 // sizes, a bad address passed to GlobalMemory).
@@ -89,9 +98,10 @@ private:
 // error here: it is decoded as "unsupported" and ends a launch that reaches it.
 Module parse_ptx(std::string_view ptx);
 
-// The device's global memory, as the kernel sees it. Allocations are zero-filled, 256-byte aligned
-// and separated by unmapped gaps, so a kernel that runs off the end of a buffer faults instead of
-// silently writing into the next one (stricter than a GPU, which only faults past its page).
+// The device's global memory, as the kernel sees it. Allocations are zero-filled and placed as
+// cuMemAlloc places them: each starts on a 2 MiB granule and maps whole granules, the next on
+// the following one, so an access a little past a buffer's end lands in its granule and one past
+// the granules faults, as on a GPU.
 class GlobalMemory {
 public:
     GlobalMemory();
@@ -123,21 +133,60 @@ private:
     mutable std::size_t last_hit_ = 0;  // accesses come in runs on one buffer
 };
 
+// The GPU the simulator stands in for: a real GPU of the architecture the kernels are compiled
+// for (a Tesla T4, the course's Colab GPU, for sm_75), so that what a kernel reads of the machine
+// is one GPU's and agrees with __CUDA_ARCH__ and with the grid the harness sizes from it (the
+// probe's 160 blocks are a T4's 40 SMs holding 4 blocks of 256 each): %nsmid and %nwarpid, each
+// block's %smid and %warpid, and how many blocks run at once.
+struct GpuModel {
+    std::string_view name = "Tesla T4";
+    std::uint32_t sm_count = 40;       // %nsmid
+    std::uint32_t warps_per_sm = 32;   // %nwarpid: the warps one SM holds at once
+    std::uint32_t blocks_per_sm = 16;  // the most blocks one SM holds at once
+    std::uint32_t shared_per_sm = 64 * 1024;
+    // The model for "sm_75" and the like: the newest architecture of the table not newer.
+    static GpuModel for_arch(std::string_view arch);
+    // Blocks of `threads` threads and `shared_bytes` of shared memory that one SM holds at once
+    // (registers aside: their count is ptxas's, not the PTX's). At least 1.
+    std::uint32_t resident_per_sm(std::uint32_t threads, std::size_t shared_bytes) const;
+};
+
 struct LaunchOptions {
     // Warp instructions over the whole launch (every executed block); past it the launch ends
     // with LaunchStatus::budget_exceeded ("timed out"). The probe takes about 105,000 per block.
     std::uint64_t instruction_budget = 20'000'000;
+    // Warp instructions any one block may run before the launch ends the same way; 0: no bound
+    // but the launch's. A launch of the whole grid sets it, so that a block that never ends is
+    // found in its own budget, not in the grid's.
+    std::uint64_t block_instruction_budget = 0;
     // The blocks to execute, in this order, as 0-based indices (write {x, 0, 0}: Dim3 defaults to
     // 1, for sizes); empty means every block of the grid. Blocks not executed leave their outputs
     // untouched. first_blocks() builds the common "first N blocks" list.
     std::vector<Dim3> blocks;
+    // The blocks whose work the launch reports, among those run: their instructions and shared
+    // accesses make LaunchResult::counts, their races and uninitialised shared reads its
+    // reports. The others run alike (what they store lands, what they execute counts toward the
+    // instruction budget, their clocks advance by the same costs) and report nothing, so that a
+    // grade can run the whole grid and look closely at a few blocks. Empty: every block run.
+    std::vector<Dim3> checked;
+    // The kernel's input buffer, which its blocks only read. Blocks whose reads of global memory
+    // stay in it cannot see what other blocks do: such blocks share the work they do alike up
+    // to the first thing that could tell one from another (see the execution model above).
+    // Empty: no such buffer, and every block does all its work itself.
+    std::uint64_t input_address = 0;
+    std::uint64_t input_bytes = 0;
     std::uint32_t dynamic_shared_bytes = 0;
     // Instructions a warp runs before the next warp of its block gets a turn.
     std::uint32_t warp_slice = 2048;
-    // Where %clock64 and %globaltimer start (see ModeledClock), and what %nsmid, %smid and
-    // %gridid read (see ModeledDevice): the grade's seed, so that a kernel cannot count on a
-    // value, and the same seed gives the same values.
+    // Where %clock64 and %globaltimer start (see ModeledClock), which SM the first block lands
+    // on, in what order blocks start, the poison of unwritten registers and local memory: the
+    // grade's seed, so that a kernel cannot count on a value, and the same seed gives the same
+    // values.
     std::uint64_t clock_seed = 0;
+    GpuModel gpu;
+    // What %gridid reads: the launch's number among the device's launches, as a GPU counts them
+    // (the caller counts); 0: ModeledDevice::grid_id(clock_seed), the first of them.
+    std::uint64_t grid_id = 0;
     // The module's .global variables as the previous launch left them, in declaration order,
     // concatenated: read at the start of the launch (empty: their initialisers) and written back
     // when it completes, so that they persist across launches of one loaded module as they do
@@ -159,33 +208,35 @@ struct LaunchOptions {
 // instruction, 20 per shared-memory wavefront), plus nanosleep's argument in cycles. A barrier
 // brings the block's warps to the latest of their counts; a block starts at its SM's count (the
 // SMs' clocks are not in step; resident blocks start together). %clock is the count's low 32
-// bits; %globaltimer counts nanoseconds at 1.5 GHz from a seeded start, so it never stands still
-// either.
+// bits, %clock_hi its high 32; %globaltimer counts nanoseconds at 1.5 GHz from a seeded start, in
+// steps of kTimerStepNs.
 struct ModeledClock {
     static constexpr double kGigahertz = 1.5;
+    // %globaltimer moves in steps of this many nanoseconds, as a GPU's does rather than by one
+    // (to measure: scripts/gpu-check.sh's behaviours section prints the H200's steps).
+    static constexpr std::uint64_t kTimerStepNs = 32;
     static std::uint64_t start_cycles(std::uint64_t seed);
     // Within a millisecond before epoch_ns, by the seed.
     static std::uint64_t start_nanoseconds(std::uint64_t seed, std::uint64_t epoch_ns);
 };
 
-// What the simulator says of the GPU it stands in for, drawn from the grade's seed among what
-// real GPUs say, so that no constant gives it away: %nsmid is one of real GPUs' SM counts, each
-// block's %smid lies below it, %gridid is a launch number, and global buffers lie where CUDA's
-// allocations do on Linux (0x7fXX'XXXX'XXXX, 2 MiB aligned) rather than at one fixed address.
+// What the simulator says of the GPU it stands in for (GpuModel says the rest), drawn from the
+// grade's seed where a GPU's own values vary, so that no constant gives it away: a block's place
+// (its SM and its warps' slots, see Executor), %gridid's first launch number, and where global
+// buffers lie (CUDA's allocations on Linux: 0x7fXX'XXXX'XXXX, 2 MiB aligned).
 struct ModeledDevice {
-    static std::uint32_t sm_count(std::uint64_t seed);
-    static std::uint32_t sm_of_block(std::uint64_t seed, std::uint64_t linear_block);
-    // Warps an SM holds at once (%nwarpid), and the %warpid of a block's first warp: its warps
-    // take consecutive slots after those of blocks drawn as already resident on its SM.
-    static std::uint32_t warp_slots(std::uint64_t seed);
-    static std::uint32_t first_warp_slot(std::uint64_t seed, std::uint64_t linear_block,
-                                         std::uint32_t warps_per_block);
     // What a block finds in its shared memory at the start: what earlier blocks left there,
     // different in every block and every grade.
     static std::uint32_t leftover_shared_word(std::uint64_t seed, std::uint64_t linear_block,
                                               std::uint64_t word);
+    // Words 0..count-1 of the same, at once.
+    static void leftover_shared_words(std::uint64_t seed, std::uint64_t linear_block,
+                                      std::uint32_t* words, std::size_t count);
     static std::uint64_t grid_id(std::uint64_t seed);
     static std::uint64_t first_global_address(std::uint64_t seed);
+    // The generic address of shared memory's byte 0 (4 GiB aligned, below the global buffers);
+    // local memory's window follows it.
+    static std::uint64_t shared_window(std::uint64_t seed);
 };
 
 // The first `count` blocks of `grid` in launch order (x fastest).
@@ -350,8 +401,9 @@ struct SharedLineStats {
     double wavefronts_per_request() const;
 };
 
+// Counts over the launch's checked blocks (LaunchOptions::checked), those it reports on.
 struct LaunchCounts {
-    std::uint64_t blocks_executed = 0;
+    std::uint64_t blocks_executed = 0;      // checked blocks that ran to the end
     std::uint64_t warp_instructions = 0;    // issued, including fully predicated-off ones
     std::uint64_t thread_instructions = 0;  // sum over warp instructions of the executing lanes
     std::uint64_t shared_load_requests = 0;
@@ -378,7 +430,13 @@ struct LaunchResult {
     std::uint64_t race_count = 0;
     static constexpr std::size_t kMaxReportedRaces = 8;
     std::optional<SourceLocation> last_location;  // budget_exceeded: where the warp was
-    LaunchCounts counts;                          // up to where the launch ended
+    std::optional<Dim3> over_block_budget;  // budget_exceeded: the block, where its own ran out
+    LaunchCounts counts;                    // up to where the launch ended
+    std::uint64_t blocks_run = 0;           // every block that ran to the end
+    std::uint64_t instructions_run = 0;     // warp instructions of every block run
+    bool wrote_input = false;  // a store or atomic landed in LaunchOptions' input buffer
+    // Blocks that started from the work another had done alike (a matter of speed alone).
+    std::uint64_t blocks_sharing_work = 0;
 };
 
 // Runs `entry` over the blocks options.blocks selects. params holds each kernel parameter's raw
