@@ -732,7 +732,7 @@ TEST_CASE("the JSON report is the schema, indented by two, and reads back to the
     CHECK(text.rfind("{\n  \"", 0) == 0);
     const json parsed = json::parse(text);
     CHECK(parsed["schema"] == "gpu-course-grader/report");
-    CHECK(parsed["schema_version"] == 2);
+    CHECK(parsed["schema_version"] == 3);
     CHECK(parsed["verdict"] == "fail");
     CHECK(parsed["score"] == 9);
     const Report back = parsed.get<Report>();

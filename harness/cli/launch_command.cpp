@@ -172,6 +172,19 @@ int launch_on_simulator(const LaunchCommandOptions& options, const CompiledKerne
                 scaled(c.shared_store_wavefronts));
     std::printf("smsp__sass_inst_executed_op_shared_st.sum,%llu\n",
                 scaled(c.shared_store_requests));
+    // Nsight Compute's conflicts: the wavefronts beyond the fewest each access's width allows.
+    std::printf("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,%llu\n",
+                scaled(c.shared_load_wavefronts - c.shared_load_ideal_wavefronts));
+    std::printf("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,%llu\n",
+                scaled(c.shared_store_wavefronts - c.shared_store_ideal_wavefronts));
+    std::printf("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,%llu\n",
+                scaled(c.global_load_requests));
+    std::printf("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,%llu\n",
+                scaled(c.global_load_sectors));
+    std::printf("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,%llu\n",
+                scaled(c.global_store_requests));
+    std::printf("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,%llu\n",
+                scaled(c.global_store_sectors));
     std::printf("sim_warp_instructions,%llu\n", scaled(c.warp_instructions));
     return kExitPass;
 }

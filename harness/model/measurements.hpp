@@ -64,16 +64,62 @@ struct OutputComparison {
     double first_bad_expected = 0.0;   // may be NaN: the oracle did not write it there
 };
 
-// Shared-memory traffic of one launch, as a device counted it.
+// One source line's shared loads (or stores), as the simulator counted them in the PTX.
+struct SharedLineCounts {
+    std::string file;  // the .file name the PTX gives, as the student's source can forge it
+    int line = 0;
+    bool store = false;
+    std::uint32_t bytes_per_lane = 4;  // the widest access of the line: 1, 2, 4, 8 or 16
+    std::uint64_t requests = 0;
+    std::uint64_t wavefronts = 0;
+    std::uint64_t ideal_wavefronts = 0;  // the fewest the accesses' widths allow
+    // The line's conflict degree: its worst instruction's wavefronts over the fewest.
+    double degree = 0.0;
+};
+
+// What a device counted of one launch's memory traffic: shared memory's requests and wavefronts,
+// and global memory's requests and 32-byte sectors beside them (the transpose's lesson is about
+// coalescing too).
 struct SharedAccessCounts {
     std::uint64_t load_requests = 0;  // warp-level shared load instructions
     std::uint64_t load_wavefronts = 0;
+    // The fewest wavefronts the loads' widths allow: one per request of 32-bit lanes, two of
+    // 64-bit, four of 128-bit. The GPU's counters give wavefronts less bank conflicts. 0 in counts
+    // written before it was counted.
+    std::uint64_t load_ideal_wavefronts = 0;
     std::uint64_t store_requests = 0;
     std::uint64_t store_wavefronts = 0;
+    std::uint64_t store_ideal_wavefronts = 0;
+    std::uint64_t global_load_requests = 0;
+    std::uint64_t global_load_sectors = 0;
+    std::uint64_t global_store_requests = 0;
+    std::uint64_t global_store_sectors = 0;
+    // The blocks the count covers where they are not the launch's grid: the simulator's, which
+    // runs some of them (a grade's witness of the student's kernel, 2 of a 1-D grid, 8 of a 2-D
+    // one); 0 for every block of the grid.
+    std::uint64_t blocks = 0;
+    // Per source line, always the simulator's count of the source: a GPU's counters give launch
+    // totals, and a grade on a GPU carries the simulator's lines of the same source beside them.
+    // The worst lines, at most kMaxLines, in source order.
+    std::vector<SharedLineCounts> lines;
+    static constexpr std::size_t kMaxLines = 32;
 
-    // Wavefronts per request: the conflict degree of a uniform access; nullopt without requests.
+    // The conflict degree over every load (store): wavefronts over the fewest the widths allow,
+    // 1 conflict free at every width (wavefronts per request where the fewest was not counted);
+    // nullopt without requests.
     std::optional<double> load_degree() const;
     std::optional<double> store_degree() const;
+    // 32-byte sectors per global request: 4 for 32 lanes reading consecutive 32-bit words, 32
+    // for 32 lanes a row apart; nullopt without requests.
+    std::optional<double> global_load_sectors_per_request() const;
+    std::optional<double> global_store_sectors_per_request() const;
+    // The line with the largest degree (the first of them); nullptr without lines.
+    const SharedLineCounts* worst_line() const;
+    // The degree the counted_degree check judges: the worst line's, by_line (where the count is
+    // the simulator's own, whose lines see every instruction apart, so that no other access
+    // dilutes a conflicted one), else the larger of the loads' and the stores' (a GPU's launch
+    // totals); nullopt without shared requests.
+    std::optional<double> judged_degree(bool by_line) const;
 };
 
 struct TimingStats {

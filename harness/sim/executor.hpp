@@ -382,6 +382,8 @@ private:
     BankCostCache bank_costs_;
     std::vector<std::uint32_t> bank_cost_slot_;  // per instruction: where its last request was
 
+    void record_global(bool store, std::uint32_t lanes,
+                       const std::array<std::uint64_t, 32>& sectors);
     void record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
                        const std::array<std::uint64_t, 32>& offsets, std::uint32_t bytes_per_lane);
 };
