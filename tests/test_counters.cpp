@@ -903,6 +903,70 @@ TEST_CASE(
     }
 }
 
+TEST_CASE(
+    "every access width: the counted degree against the fewest wavefronts, and global sectors, "
+    "as the simulator and the hand count them") {
+    Gpu* gpu = gpu_or_skip();
+    if (gpu == nullptr) {
+        return;
+    }
+    SharedMemoryCounter* counter = counter_or_fallback(*gpu);
+    if (counter == nullptr) {
+        return;
+    }
+    // tests/fixtures/kernels/vector_tile_accesses.cu works out each kernel's column-read degree.
+    struct Width {
+        const char* name;
+        std::uint32_t bytes;
+        double conflicting;
+    };
+    const Width widths[] = {
+        {"tile8", 1, 8},   {"tile16", 2, 16},  {"tile32", 4, 32},
+        {"tile64", 8, 16}, {"tile128", 16, 8},
+    };
+    const Shape shape{{64, 1, 1}, {32, 8, 1}};
+    const auto path = source_dir() / "tests/fixtures/kernels/vector_tile_accesses.cu";
+    cuda::Stream stream;
+    for (const Width& width : widths) {
+        for (const char* layout : {"conflicting", "padded", "swizzled"}) {
+            const std::string name = std::string(width.name) + "_" + layout;
+            CAPTURE(name);
+            const CompiledKernel compiled =
+                compile_file(gpu->exercise, path, name, gpu->device.arch());
+            const std::size_t bytes = shape.blocks() * 1024 * width.bytes;
+            const std::vector<Param> params = {{true, bytes, 0}, {true, bytes, 0}};
+            GpuKernel kernel(compiled, shape, params);
+            const auto counted = counter->count([&] { kernel.launch(stream.get()); });
+            REQUIRE_MESSAGE(counted.counted(), counted.reason);
+            const SharedMemoryCounts& gpu_counts = counted.value;
+            const SharedMemoryCounts sim =
+                counts_of(simulate(compiled, shape, params), shape.blocks());
+            const double sectors = static_cast<double>(width.bytes);  // 32 elements a request
+            std::cout << name << ": GPU " << counts_text(gpu_counts) << ", degree ld "
+                      << gpu_counts.load_degree() << " st " << gpu_counts.store_degree()
+                      << ", global ld " << gpu_counts.global_load_requests << " req "
+                      << gpu_counts.global_load_sectors << " sectors, st "
+                      << gpu_counts.global_store_requests << " req "
+                      << gpu_counts.global_store_sectors << " sectors; simulator "
+                      << counts_text(sim) << std::endl;
+            const double degree = std::string(layout) == "conflicting" ? width.conflicting : 1.0;
+            CHECK(gpu_counts.load_degree() == doctest::Approx(degree).epsilon(0.05));
+            CHECK(gpu_counts.store_degree() == doctest::Approx(1.0).epsilon(0.05));
+            CHECK(gpu_counts.load_instructions == sim.load_instructions);
+            CHECK(gpu_counts.store_instructions == sim.store_instructions);
+            CHECK(gpu_counts.global_load_requests == sim.global_load_requests);
+            CHECK(gpu_counts.global_load_sectors == sim.global_load_sectors);
+            CHECK(gpu_counts.global_store_requests == sim.global_store_requests);
+            CHECK(gpu_counts.global_store_sectors == sim.global_store_sectors);
+            REQUIRE(gpu_counts.global_load_requests > 0);
+            CHECK(static_cast<double>(gpu_counts.global_load_sectors) /
+                      static_cast<double>(gpu_counts.global_load_requests) ==
+                  sectors);
+            CHECK(gpu_counts == sim);
+        }
+    }
+}
+
 TEST_CASE("a counter opened to count at once learns at its first count what a probed one knew") {
     Gpu* gpu = gpu_or_skip();
     if (gpu == nullptr) {

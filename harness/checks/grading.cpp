@@ -571,21 +571,21 @@ private:
         bool all_match = true;
         std::optional<double> worst;
         std::string source;
-        // On a GPU, the line the simulator's count of the same source blames most, where it
-        // disagrees with the model: the GPU's counters give launch totals only.
+        // On a GPU whose launch totals do not confirm the simulator's witness of the same
+        // source: the line the witness blames most, where it disagrees with the model.
         std::optional<std::pair<double, std::string>> simulator_blames;
+        int judged_by_witness = 0;  // GPU runs judged by the witness's lines, which they confirm
         for (const auto& run : m_.runs) {
             if (run.kernel != spec.kernel || !run.counts) {
                 continue;
             }
             const SharedAccessCounts& counts = *run.counts;
-            const bool by_line = run.count_source == "simulator";
-            const auto judged = counts.judged_degree(by_line);
-            if (!judged) {
+            const JudgedDegree judged = judged_degree(run, m_.environment.grid_blocks);
+            if (!judged.degree) {
                 ++counted_without_shared;
                 continue;
             }
-            const double degree = *judged;
+            const double degree = *judged.degree;
             const Case subject{run.kernel, run.stride};
             const auto model = exercise_.model_degree(subject);
             if (!model) {
@@ -594,6 +594,7 @@ private:
             ++counted;
             source = run.count_source;
             worst = std::max(worst.value_or(0.0), degree);
+            judged_by_witness += judged.confirmed_witness ? 1 : 0;
             const auto off_model = [&](double d) {
                 return std::abs(d - *model) > std::max(0.01, spec.tolerance * *model);
             };
@@ -603,12 +604,11 @@ private:
                                           std::to_string(exercise_.banks) + ") = "
                                     : std::string()) +
                 std::to_string(*model);
-            const SharedLineCounts* line = counts.worst_line();
             if (off_model(degree)) {
                 all_match = false;
                 std::string counted_text;
-                if (by_line && line != nullptr) {
-                    counted_text = counted_line_text(*line);
+                if (judged.line != nullptr) {
+                    counted_text = counted_line_text(*judged.line);
                 } else {
                     const auto load = counts.load_degree();
                     const auto store = counts.store_degree();
@@ -621,18 +621,27 @@ private:
                 check.details.push_back(case_text(exercise_, subject) + ": " + counted_text + "; " +
                                         model_text);
             }
-            if (!by_line && line != nullptr && off_model(line->degree)) {
-                const double how_far = std::abs(line->degree - *model) / *model;
+            const SharedLineCounts* blamed =
+                judged.line == nullptr && run.witness ? run.witness->worst_line() : nullptr;
+            if (blamed != nullptr && off_model(blamed->degree)) {
+                const double how_far = std::abs(blamed->degree - *model) / *model;
                 if (!simulator_blames || how_far > simulator_blames->first) {
                     simulator_blames = {how_far, case_text(exercise_, subject) +
                                                      ": the simulator, running this source, "
                                                      "blames " +
-                                                     blamed_line_text(*line) + "; " + model_text};
+                                                     blamed_line_text(*blamed) + "; " + model_text};
                 }
             }
         }
         if (simulator_blames) {
             check.details.push_back(simulator_blames->second);
+        }
+        if (judged_by_witness > 0) {
+            check.details.push_back(
+                "judged line by line: the GPU's launch totals confirm the simulator's count of "
+                "this source (the same shared instructions, degrees within " +
+                format_number(SharedAccessCounts::kWitnessTolerance * 100.0, 0) +
+                "%), so the simulator's lines are the GPU's");
         }
         if (counted == 0 && counted_without_shared > 0) {
             // The device counted, and the kernel touched no shared memory: the student's kernel

@@ -796,7 +796,7 @@ private:
                     run.count_note = counters::difference_note(
                         as_counter_counts(hardware.counts[i]), geometry_.grid.count(),
                         as_counter_counts(sim->second), sim->second.blocks);
-                    run.counts->lines = sim->second.lines;
+                    run.witness = sim->second;
                 }
             } else if (sim != simulated.end()) {
                 run.counts = sim->second;

@@ -144,57 +144,6 @@ const OutputComparison* ReportRow::output(const std::string& input) const {
     return nullptr;
 }
 
-namespace {
-std::optional<double> per_request(std::uint64_t wavefronts, std::uint64_t requests) {
-    if (requests == 0) {
-        return std::nullopt;
-    }
-    return static_cast<double>(wavefronts) / static_cast<double>(requests);
-}
-}  // namespace
-
-std::optional<double> SharedAccessCounts::load_degree() const {
-    return per_request(load_wavefronts, load_ideal_wavefronts > 0 || load_requests == 0
-                                            ? load_ideal_wavefronts
-                                            : load_requests);
-}
-
-std::optional<double> SharedAccessCounts::store_degree() const {
-    return per_request(store_wavefronts, store_ideal_wavefronts > 0 || store_requests == 0
-                                             ? store_ideal_wavefronts
-                                             : store_requests);
-}
-
-std::optional<double> SharedAccessCounts::global_load_sectors_per_request() const {
-    return per_request(global_load_sectors, global_load_requests);
-}
-
-std::optional<double> SharedAccessCounts::global_store_sectors_per_request() const {
-    return per_request(global_store_sectors, global_store_requests);
-}
-
-std::optional<double> SharedAccessCounts::judged_degree(bool by_line) const {
-    if (const SharedLineCounts* worst = by_line ? worst_line() : nullptr) {
-        return worst->degree;
-    }
-    const auto load = load_degree();
-    const auto store = store_degree();
-    if (!load && !store) {
-        return std::nullopt;
-    }
-    return std::max(load.value_or(0.0), store.value_or(0.0));
-}
-
-const SharedLineCounts* SharedAccessCounts::worst_line() const {
-    const SharedLineCounts* worst = nullptr;
-    for (const SharedLineCounts& line : lines) {
-        if (worst == nullptr || line.degree > worst->degree) {
-            worst = &line;
-        }
-    }
-    return worst;
-}
-
 std::string_view to_string(StopKind kind) {
     switch (kind) {
         case StopKind::fault:
@@ -399,6 +348,7 @@ void to_json(json& j, const KernelRun& v) {
              {"ratio_min", optional_number(v.ratio_min)},
              {"ratio_max", optional_number(v.ratio_max)},
              {"counts", v.counts ? json(*v.counts) : json(nullptr)},
+             {"witness", v.witness ? json(*v.witness) : json(nullptr)},
              {"count_source", v.count_source},
              {"count_note", v.count_note},
              {"notes", v.notes},
@@ -413,6 +363,7 @@ void from_json(const json& j, KernelRun& v) {
     read_optional(j, "ratio_min", v.ratio_min);
     read_optional(j, "ratio_max", v.ratio_max);
     read_optional(j, "counts", v.counts);
+    read_optional(j, "witness", v.witness);
     read(j, "count_source", v.count_source);
     read(j, "count_note", v.count_note);
     read(j, "notes", v.notes);

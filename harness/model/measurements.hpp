@@ -98,9 +98,8 @@ struct SharedAccessCounts {
     // runs some of them (a grade's witness of the student's kernel, 2 of a 1-D grid, 8 of a 2-D
     // one); 0 for every block of the grid.
     std::uint64_t blocks = 0;
-    // Per source line, always the simulator's count of the source: a GPU's counters give launch
-    // totals, and a grade on a GPU carries the simulator's lines of the same source beside them.
-    // The worst lines, at most kMaxLines, in source order.
+    // Per source line, where the simulator counted (a GPU's counters give launch totals): the
+    // worst lines, at most kMaxLines, in source order.
     std::vector<SharedLineCounts> lines;
     static constexpr std::size_t kMaxLines = 32;
 
@@ -115,11 +114,16 @@ struct SharedAccessCounts {
     std::optional<double> global_store_sectors_per_request() const;
     // The line with the largest degree (the first of them); nullptr without lines.
     const SharedLineCounts* worst_line() const;
-    // The degree the counted_degree check judges: the worst line's, by_line (where the count is
-    // the simulator's own, whose lines see every instruction apart, so that no other access
-    // dilutes a conflicted one), else the larger of the loads' and the stores' (a GPU's launch
-    // totals); nullopt without shared requests.
-    std::optional<double> judged_degree(bool by_line) const;
+    // The larger of the loads' and the stores' degrees; nullopt without shared requests.
+    std::optional<double> launch_degree() const;
+    // Whether these launch totals (a GPU's, of every block of a grid of grid_blocks) confirm
+    // `witness`, the simulator's count of the same source on witness.blocks of them: the same
+    // shared loads and stores at the grid's scale (ptxas kept the PTX's accesses as they are), and
+    // degrees within kWitnessTolerance of the witness's (the GPU's counters find a few per cent
+    // more wavefronts than a conflict-free transpose needs). The witness's lines are then the
+    // launch's too.
+    bool confirms(const SharedAccessCounts& witness, std::uint64_t grid_blocks) const;
+    static constexpr double kWitnessTolerance = 0.15;
 };
 
 struct TimingStats {
@@ -143,6 +147,9 @@ struct KernelRun {
     std::optional<double> ratio_max;
     std::optional<SharedAccessCounts> counts;  // what was counted, where something counted it
     std::string count_source;                  // "simulator" (PTX-level) or "hardware" (SASS-level)
+    // Where the GPU counted: the simulator's count of the same source (some of the grid's blocks,
+    // witness->blocks), whose lines say where a conflict is.
+    std::optional<SharedAccessCounts> witness;
     // Where both counted and their totals differ, why, in one line (ptxas merged loads).
     std::string count_note;
     // What the checks add to a failing output check's details: on the simulator, the first
@@ -155,6 +162,18 @@ struct KernelRun {
 
     const OutputComparison* output(const std::string& input) const;
 };
+
+// The conflict degree a run's shared accesses are judged by (the counted_degree check, the
+// report's counted degree): the worst source line's where the lines are the launch's own (the
+// simulator counted, or a GPU's totals confirm the simulator's witness), so that no other access
+// dilutes a conflicted one; else the launch's totals (launch_degree). grid_blocks is the GPU's
+// grid, for the witness's scale.
+struct JudgedDegree {
+    std::optional<double> degree;            // nullopt: no shared request was counted
+    const SharedLineCounts* line = nullptr;  // the worst line, where judged by line
+    bool confirmed_witness = false;          // on a GPU: judged by the witness's lines
+};
+JudgedDegree judged_degree(const KernelRun& run, std::uint64_t grid_blocks);
 
 struct Environment {
     std::string backend;  // "cuda" or "sim"
