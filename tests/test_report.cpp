@@ -706,7 +706,8 @@ TEST_CASE("the simulator's environment section names no driver and no SMs it doe
 }
 
 TEST_CASE("on the simulator a grade whose rows have no modeled cost does not claim modeled costs") {
-    // Part 2 on the simulator: its timing needs a GPU, so no row carries a ratio.
+    // An exercise whose timing needs a GPU (simulator.modeled_timing: false): no row carries a
+    // ratio on the simulator.
     Report report = simulated_report();
     for (auto& row : report.rows) {
         row.ratio.reset();

@@ -226,8 +226,8 @@ private:
                    "cannot grade timings (the machine is unfit, not your kernel)";
         }
         if (!timed && m_.environment.backend == "sim" && !exercise_.simulator.modeled_timing) {
-            return "timing needs a GPU for this exercise (the simulator's cost model leaves out "
-                   "global memory); the counted degree stands in";
+            return "timing needs a GPU for this exercise (its file sets simulator.modeled_timing: "
+                   "false); the counted degree stands in";
         }
         return {};
     }

@@ -288,7 +288,8 @@ Table kernels_table(const Report& report, bool verbose) {
     const std::string base = report.ratio_base.empty() ? "the base" : report.ratio_base;
     const bool timed = std::any_of(report.rows.begin(), report.rows.end(),
                                    [](const ReportRow& row) { return row.timing.has_value(); });
-    // Part 2's timing needs a GPU: on the simulator nothing is modeled, and the title says so.
+    // An exercise whose timing needs a GPU (simulator.modeled_timing: false): on the simulator
+    // nothing is modeled, and the title says so.
     table.title = "Kernels (" + std::string(report.ratio_as_percent ? "% of " : "ratio to ") +
                   base +
                   (!simulated ? ""
