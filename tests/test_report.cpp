@@ -1156,13 +1156,7 @@ TEST_CASE("explain's lane table of a 128-bit access states the width's rule, wor
         warp.lanes.push_back({true, 128ull * lane, 0, 0xffu << (lane / 8 * 8)});
     }
     grader::ExplainedLine line;
-    line.file = "transpose.cu";
-    line.line = 27;
-    line.bytes_per_lane = 16;
-    line.requests = 64;
-    line.wavefronts = 64 * 32;
-    line.ideal_wavefronts = 64 * 4;
-    line.degree = 8.0;
+    line.counts = {"transpose.cu", 27, false, 16, 64, 64 * 32, 64 * 4, 8.0};
     line.max_degree = 8.0;
     line.representative = warp;
     grader::ExplainedStride stride;

@@ -28,19 +28,10 @@ std::string ratio_text(const Exercise& exercise, double ratio) {
 }
 
 // "stride 3", or the kernel's label where there is no sweep.
-// "probe.cu:34", "line 34" where the PTX names no file, "PTX line 0" where it has none.
-std::string line_place(const SharedLineCounts& line) {
-    if (line.line <= 0) {
-        return "a line the PTX does not name";
-    }
-    return (line.file.empty() ? std::string("line ") : line.file + ":") + std::to_string(line.line);
-}
-
 // " (128-bit)", or nothing for 32-bit accesses.
 std::string width_text(std::uint32_t bytes_per_lane) {
-    return bytes_per_lane == 4 || bytes_per_lane == 0
-               ? std::string()
-               : " (" + std::to_string(bytes_per_lane * 8) + "-bit)";
+    const std::string width = describe_access_width(bytes_per_lane);
+    return width.empty() ? width : " (" + width + ")";
 }
 
 // What a count of shared accesses says, with the width's fewest wavefronts: "32.00 wavefronts
@@ -62,14 +53,15 @@ std::string degree_sentence(std::uint64_t requests, std::uint64_t wavefronts,
 // "the shared loads at probe.cu:34 counted ..." (the simulator's worst line).
 std::string counted_line_text(const SharedLineCounts& line) {
     return std::string(line.store ? "the shared stores" : "the shared loads") + " at " +
-           line_place(line) + width_text(line.bytes_per_lane) + " counted " +
+           describe_line_place(line.file, line.line) + width_text(line.bytes_per_lane) +
+           " counted " +
            degree_sentence(line.requests, line.wavefronts, line.ideal_wavefronts, line.degree);
 }
 
 // "probe.cu:34, whose shared loads counted ..." (a line the simulator blames).
 std::string blamed_line_text(const SharedLineCounts& line) {
-    return line_place(line) + ", whose shared " + (line.store ? "stores" : "loads") +
-           width_text(line.bytes_per_lane) + " counted " +
+    return describe_line_place(line.file, line.line) + ", whose shared " +
+           (line.store ? "stores" : "loads") + width_text(line.bytes_per_lane) + " counted " +
            degree_sentence(line.requests, line.wavefronts, line.ideal_wavefronts, line.degree);
 }
 

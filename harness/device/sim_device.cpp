@@ -71,16 +71,7 @@ std::string compute_capability_of(const std::string& arch) {
 std::vector<SharedLineCounts> line_counts(const sim::LaunchCounts& counts) {
     std::vector<SharedLineCounts> lines;
     for (const sim::SharedLineStats& stats : sim::shared_accesses_by_line(counts)) {
-        SharedLineCounts line;
-        line.file = stats.file;
-        line.line = stats.line;
-        line.store = stats.store;
-        line.bytes_per_lane = stats.bytes_per_lane;
-        line.requests = stats.requests;
-        line.wavefronts = stats.wavefronts;
-        line.ideal_wavefronts = stats.ideal_wavefronts;
-        line.degree = stats.degree;
-        lines.push_back(std::move(line));
+        lines.push_back(line_counts_of(stats));
     }
     if (lines.size() > SharedAccessCounts::kMaxLines) {
         std::stable_sort(lines.begin(), lines.end(),
@@ -152,6 +143,19 @@ sim::Dim3 block_at(const Dim3Spec& grid, std::uint64_t linear) {
 }
 
 }  // namespace
+
+SharedLineCounts line_counts_of(const sim::SharedLineStats& stats) {
+    SharedLineCounts line;
+    line.file = stats.file;
+    line.line = stats.line;
+    line.store = stats.store;
+    line.bytes_per_lane = stats.bytes_per_lane;
+    line.requests = stats.requests;
+    line.wavefronts = stats.wavefronts;
+    line.ideal_wavefronts = stats.ideal_wavefronts;
+    line.degree = stats.degree;
+    return line;
+}
 
 sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::string& entry, const LaunchGeometry& geometry,

@@ -78,4 +78,8 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            std::vector<std::byte>* module_globals = nullptr,
                            SimBuffers* buffers = nullptr);
 
+// One source line's shared accesses as the simulator counted them, as grades and `grader
+// explain` keep them.
+SharedLineCounts line_counts_of(const sim::SharedLineStats& stats);
+
 }  // namespace grader

@@ -119,14 +119,7 @@ void explain_kernel(const Exercise& exercise, const WorkerOptions& options, Prog
         }
         for (const auto& line : sim::shared_accesses_by_line(result.counts)) {
             ExplainedLine explained_line;
-            explained_line.file = line.file;
-            explained_line.line = line.line;
-            explained_line.store = line.store;
-            explained_line.bytes_per_lane = line.bytes_per_lane;
-            explained_line.requests = line.requests;
-            explained_line.wavefronts = line.wavefronts;
-            explained_line.ideal_wavefronts = line.ideal_wavefronts;
-            explained_line.degree = line.degree;
+            explained_line.counts = line_counts_of(line);
             explained_line.max_degree = line.max_degree;
             if (line.representative) {
                 explained_line.representative = explained_warp(*line.representative);

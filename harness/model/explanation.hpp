@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "model/measurements.hpp"
+
 namespace grader {
 
 struct ExplainedLane {
@@ -30,15 +32,8 @@ struct ExplainedWarp {
 };
 
 struct ExplainedLine {
-    std::string file;
-    int line = 0;
-    bool store = false;
-    std::uint32_t bytes_per_lane = 4;  // the widest of the line's accesses
-    std::uint64_t requests = 0;
-    std::uint64_t wavefronts = 0;
-    std::uint64_t ideal_wavefronts = 0;
-    double degree = 0;      // the line's conflict degree: its worst instruction's
-    double max_degree = 0;  // the worst of one request
+    SharedLineCounts counts;  // as a grade keeps them
+    double max_degree = 0;    // the worst of one request
     std::optional<ExplainedWarp> representative;
     // The hardware's own count for the same source line, where counters were permitted.
     std::optional<std::uint64_t> hardware_instructions;

@@ -692,28 +692,14 @@ void from_json(const json& j, ExplainedWarp& v) {
 }
 
 void to_json(json& j, const ExplainedLine& v) {
-    j = json{{"file", v.file},
-             {"line", v.line},
-             {"store", v.store},
-             {"bytes_per_lane", v.bytes_per_lane},
-             {"requests", v.requests},
-             {"wavefronts", v.wavefronts},
-             {"ideal_wavefronts", v.ideal_wavefronts},
-             {"degree", v.degree},
+    j = json{{"counts", v.counts},
              {"max_degree", v.max_degree},
              {"representative", v.representative ? json(*v.representative) : json(nullptr)},
              {"hardware_instructions", optional_to(v.hardware_instructions)},
              {"hardware_wavefronts", optional_to(v.hardware_wavefronts)}};
 }
 void from_json(const json& j, ExplainedLine& v) {
-    read(j, "file", v.file);
-    read(j, "line", v.line);
-    read(j, "store", v.store);
-    read(j, "bytes_per_lane", v.bytes_per_lane);
-    read(j, "requests", v.requests);
-    read(j, "wavefronts", v.wavefronts);
-    read(j, "ideal_wavefronts", v.ideal_wavefronts);
-    read(j, "degree", v.degree);
+    read(j, "counts", v.counts);
     read(j, "max_degree", v.max_degree);
     read_optional(j, "representative", v.representative);
     read_optional(j, "hardware_instructions", v.hardware_instructions);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "model/describe.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"
@@ -86,14 +87,12 @@ std::string degree_text(double degree) {
     return text;
 }
 
-std::string line_name(const ExplainedLine& line) {
+std::string line_name(const SharedLineCounts& line) {
     // FILE:LINE, as the grader's other locations (every access of the line, whatever column),
     // and the access's width where it is not the usual 32 bits.
-    const std::string width = line.bytes_per_lane == 4 || line.bytes_per_lane == 0
-                                  ? std::string()
-                                  : ", " + std::to_string(line.bytes_per_lane * 8) + "-bit";
-    return (line.file.empty() ? std::string("line ") : text::visible_line(line.file) + ":") +
-           std::to_string(line.line) + (line.store ? " (store" : " (load") + width + ")";
+    const std::string width = describe_access_width(line.bytes_per_lane);
+    return text::visible_line(describe_line_place(line.file, line.line)) +
+           (line.store ? " (store" : " (load") + (width.empty() ? "" : ", " + width) + ")";
 }
 
 std::string hardware_text(const ExplainedLine& line) {
@@ -144,34 +143,35 @@ std::string write_explanation_text(const Explanation& explanation, bool stats) {
         // when it is conflict free, so stride 3's 32 distinct banks can be seen.
         std::uint64_t busiest = 0;
         for (const auto& line : stride.lines) {
-            busiest = std::max(busiest, line.requests);
+            busiest = std::max(busiest, line.counts.requests);
         }
         for (const auto& line : stride.lines) {
             if (!line.representative) {
                 continue;
             }
-            // Explanations written before the line's degree was: its worst request's.
-            const double degree = line.degree > 0 ? line.degree : line.max_degree;
-            if (line.max_degree <= 1 && line.requests < busiest) {
-                out += "  " + line_name(line) + ": " + visible_line(line.representative->banks) +
+            const SharedLineCounts& counts = line.counts;
+            if (line.max_degree <= 1 && counts.requests < busiest) {
+                out += "  " + line_name(counts) + ": " + visible_line(line.representative->banks) +
                        "\n" + hardware_text(line);
                 continue;
             }
-            const double per_request = line.requests > 0 ? static_cast<double>(line.wavefronts) /
-                                                               static_cast<double>(line.requests)
-                                                         : 0.0;
-            const double fewest = line.requests > 0 && line.ideal_wavefronts > 0
-                                      ? static_cast<double>(line.ideal_wavefronts) /
-                                            static_cast<double>(line.requests)
+            const double degree = counts.degree;
+            const double per_request =
+                counts.requests > 0
+                    ? static_cast<double>(counts.wavefronts) / static_cast<double>(counts.requests)
+                    : 0.0;
+            const double fewest = counts.requests > 0 && counts.ideal_wavefronts > 0
+                                      ? static_cast<double>(counts.ideal_wavefronts) /
+                                            static_cast<double>(counts.requests)
                                       : 1.0;
             char head[320];
             std::snprintf(
                 head, sizeof head,
                 "  %s: %s, %.2f wavefronts per request over %llu requests (%s at the "
                 "fewest)\n",
-                line_name(line).c_str(),
+                line_name(counts).c_str(),
                 degree <= 1.0 ? "conflict free" : (degree_text(degree) + "-way conflict").c_str(),
-                per_request, static_cast<unsigned long long>(line.requests),
+                per_request, static_cast<unsigned long long>(counts.requests),
                 degree_text(fewest).c_str());
             out += head + hardware_text(line) + lane_table(*line.representative) + "      " +
                    visible_line(line.representative->banks) + "\n";

@@ -347,21 +347,10 @@ Table kernels_table(const Report& report, bool verbose) {
     return table;
 }
 
-// "probe.cu:34", "line 34" where the PTX names no file.
-std::string line_place(const SharedLineCounts& line) {
-    if (line.line <= 0) {
-        return "(no line)";
-    }
-    return (line.file.empty() ? std::string("line ") : text::visible_line(line.file) + ":") +
-           std::to_string(line.line);
-}
-
 // "load", "store, 128-bit".
 std::string access_text(const SharedLineCounts& line) {
-    return std::string(line.store ? "store" : "load") +
-           (line.bytes_per_lane == 4 || line.bytes_per_lane == 0
-                ? std::string()
-                : ", " + std::to_string(line.bytes_per_lane * 8) + "-bit");
+    const std::string width = describe_access_width(line.bytes_per_lane);
+    return std::string(line.store ? "store" : "load") + (width.empty() ? "" : ", " + width);
 }
 
 Cell line_degree_cell(const SharedLineCounts& line) {
@@ -408,7 +397,7 @@ std::optional<Table> lines_table(const Report& report) {
     }
     for (std::size_t k = 0; k < keys.size(); ++k) {
         std::vector<Cell> cells;
-        cells.push_back({line_place(*first[k])});
+        cells.push_back({text::visible_line(describe_line_place(first[k]->file, first[k]->line))});
         cells.push_back({access_text(*first[k])});
         if (sweep) {
             for (const ReportRow* row : rows) {
