@@ -2,7 +2,10 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "counters/counters.hpp"
 

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <set>
+#include <string_view>
 #include <tuple>
 
+#include "common/kernel_ids.hpp"
 #include "measure/outputs.hpp"
 
 namespace grader {

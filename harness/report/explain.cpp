@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "model/describe.hpp"
+#include "model/explanation.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <tuple>
+#include <utility>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
