@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -23,6 +24,7 @@
 
 #include "common/text.hpp"
 #include "model/describe.hpp"
+#include "model/explanation.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"

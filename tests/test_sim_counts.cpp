@@ -6,14 +6,20 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/sim.hpp"
 #include "sim_kernels.hpp"
+#include "test_paths.hpp"
 
 using grader::testing::compile_to_ptx;
 using grader::testing::line_of;

@@ -4,12 +4,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "model/describe.hpp"
 #include "model/explanation.hpp"
+#include "model/measurements.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"
