@@ -9,7 +9,11 @@
 #   padding   Part 2: grader sweep and a grade of student/padding/example/ (the lesson's table)
 #   fixtures  every fixture of both exercises through grader grade (tests/test_gpu_fixtures)
 #   hostile   every hostile submission (tests/fixtures/hostile) through grader grade on the GPU
-#   counters  CUPTI: tests/test_counters as this user, then as the user nobody (the fallback)
+#   counters  CUPTI: tests/test_counters as this user, then as the user nobody (the fallback):
+#             every access width's counted degree (wavefronts over wavefronts less bank
+#             conflicts) and global sectors per request against the simulator's and the
+#             hand-worked ones (tests/fixtures/kernels/vector_tile_accesses.cu), and a grade's
+#             note on the simulator's witness, compared at the grid's scale
 #   bench     issue 19's table (scripts/bench/table_bench.py): 20 grades of each exercise's
 #             example (the probe also without counters) and the class of 100 through grader
 #             batch, beside the grader from before (.carry/before/bin/grader, made by
@@ -18,7 +22,9 @@
 #   isolation a faulting, a hanging and a trapping kernel between two correct ones in one batch
 #   class     the class of 100 through grader batch; SIGKILL midway and --resume
 #   share     two batches sharing one GPU at once; --devices 0,0
-#   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh)
+#   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh): shared wavefronts,
+#             instructions and bank conflicts, global requests and sectors, for the probe, the
+#             lesson's transposes, every access width and Part 2's fixtures of issue 31
 #   shards    the class of 100 as one task per GPU of this machine (batch --shard I/N with
 #             CUDA_VISIBLE_DEVICES=I, as Slurm runs them), merged, against one batch on every GPU
 #   corpus    every kernel of tests/fixtures/corpus (real kernels by other people) graded at the
@@ -128,7 +134,7 @@ EOF
 
 run_counters() {
   section "CUPTI counters (tests/test_counters) as $(id -un)"
-  "$root/$build/tests/test_counters" 2>&1 | tail -80
+  "$root/$build/tests/test_counters" 2>&1 | tail -140
   section "CUPTI counters and a grade as the user nobody"
   chmod -R a+rX "$root" 2>/dev/null
   as_nobody "$root/$build/tests/test_counters" 2>&1 | tail -40
@@ -144,6 +150,43 @@ for note in r["environment"]["notes"]:
     print("note:", note)
 print("count sources:", sorted({row["count_source"] for row in r["rows"] if row["count_source"]}))
 EOF
+  # What a grade says of its counts (issue 31, issue 30 item 4): each row's counted degree and
+  # global sectors per request, the counted-degree check's details (the witness note must be
+  # absent where the GPU and the simulator agree at the grid's scale), the lines.
+  section "counted degrees, sectors and the witness note in a grade, as $(id -un)"
+  local submission name
+  for submission in student/example/ tests/fixtures/padding/float4_swizzled \
+                    tests/fixtures/padding/diluted_column_read \
+                    tests/fixtures/padding/idle_tile_strided_writes; do
+    name=$(basename "$submission")
+    local extra=()
+    [ "${submission#tests/fixtures/padding}" != "$submission" ] && extra=("${padding[@]}")
+    "$grader" grade "$submission" "${extra[@]}" --seed 7 --format json \
+      --output "$scratch/counts-$name.json" --quiet
+    echo "$submission: exit status $?"
+    cp "$scratch/counts-$name.json" "$out/counts-$name.json" 2>/dev/null
+    python3 - "$scratch/counts-$name.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("  verdict:", r["verdict"], r["score"], "/", r["max_score"])
+for row in r["rows"]:
+    print(f"  {row['kernel']:10s} stride {row['stride']:2d}  degree {row['counted_degree']} "
+          f"(ld {row.get('counted_load_degree')}, st {row.get('counted_store_degree')}, "
+          f"{row['count_source']})  sectors/request ld {row.get('global_load_sectors_per_request')} "
+          f"st {row.get('global_store_sectors_per_request')}  ratio {row['ratio']}")
+for check in r["checks"]:
+    if check.get("kind") == "counted_degree":
+        print("  counted-degree check:", check["status"])
+        for detail in check["details"]:
+            print("    ", detail)
+for row in r["rows"]:
+    for line in row.get("shared_lines", []):
+        print(f"  line {line['file']}:{line['line']} {'st' if line['store'] else 'ld'} "
+              f"{8 * line['bytes_per_lane']}-bit stride {row['stride']}: degree {line['degree']}")
+    if row.get("shared_lines"):
+        break
+EOF
+  done
 }
 
 run_bench() {

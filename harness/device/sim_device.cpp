@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include "common/kernel_ids.hpp"
 #include "measure/outputs.hpp"
@@ -68,12 +69,38 @@ std::string compute_capability_of(const std::string& arch) {
     return digits.substr(0, digits.size() - 1) + "." + digits.substr(digits.size() - 1);
 }
 
+// The launch's shared accesses per source line: the worst SharedAccessCounts::kMaxLines of them
+// (a kernel's lines are few; a generated one's could be thousands), in source order.
+std::vector<SharedLineCounts> line_counts(const sim::LaunchCounts& counts) {
+    std::vector<SharedLineCounts> lines;
+    for (const sim::SharedLineStats& stats : sim::shared_accesses_by_line(counts)) {
+        lines.push_back(line_counts_of(stats));
+    }
+    if (lines.size() > SharedAccessCounts::kMaxLines) {
+        std::stable_sort(lines.begin(), lines.end(),
+                         [](const auto& a, const auto& b) { return a.degree > b.degree; });
+        lines.resize(SharedAccessCounts::kMaxLines);
+        std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
+            return std::tie(a.file, a.line, a.store) < std::tie(b.file, b.line, b.store);
+        });
+    }
+    return lines;
+}
+
 SharedAccessCounts shared_counts(const sim::LaunchCounts& counts) {
     SharedAccessCounts shared;
     shared.load_requests = counts.shared_load_requests;
     shared.load_wavefronts = counts.shared_load_wavefronts;
+    shared.load_ideal_wavefronts = counts.shared_load_ideal_wavefronts;
     shared.store_requests = counts.shared_store_requests;
     shared.store_wavefronts = counts.shared_store_wavefronts;
+    shared.store_ideal_wavefronts = counts.shared_store_ideal_wavefronts;
+    shared.global_load_requests = counts.global_load_requests;
+    shared.global_load_sectors = counts.global_load_sectors;
+    shared.global_store_requests = counts.global_store_requests;
+    shared.global_store_sectors = counts.global_store_sectors;
+    shared.blocks = counts.blocks_executed;
+    shared.lines = line_counts(counts);
     return shared;
 }
 
@@ -124,6 +151,19 @@ sim::Dim3 block_at(const Dim3Spec& grid, std::uint64_t linear) {
 }
 
 }  // namespace
+
+SharedLineCounts line_counts_of(const sim::SharedLineStats& stats) {
+    SharedLineCounts line;
+    line.file = stats.file;
+    line.line = stats.line;
+    line.store = stats.store;
+    line.bytes_per_lane = stats.bytes_per_lane;
+    line.requests = stats.requests;
+    line.wavefronts = stats.wavefronts;
+    line.ideal_wavefronts = stats.ideal_wavefronts;
+    line.degree = stats.degree;
+    return line;
+}
 
 sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::string& entry, const LaunchGeometry& geometry,

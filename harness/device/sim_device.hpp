@@ -116,4 +116,8 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::vector<float>& input_words, int stride,
                            const SimLaunchSettings& settings, std::vector<float>* outputs);
 
+// One source line's shared accesses as the simulator counted them, as grades and `grader
+// explain` keep them.
+SharedLineCounts line_counts_of(const sim::SharedLineStats& stats);
+
 }  // namespace grader

@@ -96,14 +96,13 @@ std::vector<int> strides_of(const Exercise& exercise, const std::string& kernel,
                                     : reference_strides_to_run(exercise, unnamed);
 }
 
-// `blocks` copies of the counts: the simulator counts one block, the GPU the whole grid.
-counters::SharedMemoryCounts as_counter_counts(const SharedAccessCounts& counts,
-                                               std::uint64_t blocks = 1) {
+// The shared counts as the counters' note compares them.
+counters::SharedMemoryCounts as_counter_counts(const SharedAccessCounts& counts) {
     counters::SharedMemoryCounts converted;
-    converted.load_instructions = counts.load_requests * blocks;
-    converted.load_wavefronts = counts.load_wavefronts * blocks;
-    converted.store_instructions = counts.store_requests * blocks;
-    converted.store_wavefronts = counts.store_wavefronts * blocks;
+    converted.load_instructions = counts.load_requests;
+    converted.load_wavefronts = counts.load_wavefronts;
+    converted.store_instructions = counts.store_requests;
+    converted.store_wavefronts = counts.store_wavefronts;
     return converted;
 }
 
@@ -676,8 +675,9 @@ private:
         timed_checks_.clear();
     }
 
-    // What the simulator sees of the student's kernel, from its PTX, on one block per stride,
-    // where the grade itself runs on a GPU.
+    // What the simulator sees of the student's kernel, from its PTX, where the grade itself runs
+    // on a GPU: per stride, the fewest blocks it runs (SimDevice::blocks_for: the first and the
+    // last of a 1-D grid, 8 of a 2-D one).
     struct SimulatorWitness {
         // The count that stands in where the GPU's counters cannot count, and that the GPU's
         // count is compared with.
@@ -808,11 +808,13 @@ private:
                 run.counts = hardware.counts[i];
                 run.count_source = "hardware";
                 if (sim != simulated.end()) {
-                    // The simulator counted one block (the blocks of a grade's kernels are
-                    // alike); the GPU, every block of the grid.
+                    // The GPU counted every block of the grid; the simulator, the blocks it ran,
+                    // compared at the grid's scale. Its lines say where a conflict is, which the
+                    // GPU's launch totals cannot.
                     run.count_note = counters::difference_note(
-                        as_counter_counts(hardware.counts[i]),
-                        as_counter_counts(sim->second, geometry_.grid.count()));
+                        as_counter_counts(hardware.counts[i]), geometry_.grid.count(),
+                        as_counter_counts(sim->second), sim->second.blocks);
+                    run.witness = sim->second;
                 }
             } else if (sim != simulated.end()) {
                 run.counts = sim->second;

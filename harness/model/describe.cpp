@@ -71,4 +71,16 @@ std::string describe_wrong_output(int stride, const OutputComparison& result) {
     return line;
 }
 
+std::string describe_line_place(const std::string& file, int line) {
+    if (line <= 0) {
+        return "a line the PTX does not name";
+    }
+    return (file.empty() ? std::string("line ") : file + ":") + std::to_string(line);
+}
+
+std::string describe_access_width(std::uint32_t bytes_per_lane) {
+    return bytes_per_lane == 4 || bytes_per_lane == 0 ? std::string()
+                                                      : std::to_string(bytes_per_lane * 8) + "-bit";
+}
+
 }  // namespace grader

@@ -190,7 +190,7 @@ std::string write_explanation_html(const Explanation& explanation) {
         }
         std::uint64_t busiest = 0;
         for (const auto& line : stride.lines) {
-            busiest = std::max(busiest, line.requests);
+            busiest = std::max(busiest, line.counts.requests);
         }
         for (const auto& line : stride.lines) {
             if (!line.representative) {
@@ -199,17 +199,17 @@ std::string write_explanation_html(const Explanation& explanation) {
             const ExplainedWarp& warp = *line.representative;
             const bool conflict_free = line.max_degree <= 1;
             out += "<p class=\"line\"><strong>" + text::html_line(line_name(line)) + "</strong>: ";
-            if (conflict_free && line.requests < busiest) {
+            const SharedLineCounts& counts = line.counts;
+            if (conflict_free && counts.requests < busiest) {
                 out += text::html_line(warp.banks) + "</p>\n";
                 continue;
             }
-            out += (conflict_free ? std::string("conflict free")
-                                  : std::to_string(line.max_degree) + "-way conflict") +
-                   number(line.requests > 0 ? static_cast<double>(line.wavefronts) /
-                                                  static_cast<double>(line.requests)
-                                            : 0.0,
+            out += line_degree_text(line) +
+                   number(counts.requests > 0 ? static_cast<double>(counts.wavefronts) /
+                                                    static_cast<double>(counts.requests)
+                                              : 0.0,
                           ", %.2f wavefronts per request") +
-                   " over " + std::to_string(line.requests) + " requests</p>\n";
+                   " over " + std::to_string(counts.requests) + " requests</p>\n";
             out += "<table class=\"lanes\" data-stride=\"" + std::to_string(stride.stride) +
                    "\">\n<caption>warp " + std::to_string(warp.warp) + " of block " +
                    std::to_string(warp.block) + ": " + std::to_string(warp.wavefronts) +

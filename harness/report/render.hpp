@@ -86,6 +86,10 @@ std::string join(const std::vector<std::string>& lines, std::string_view separat
 // other active lanes in a lane's bank), and "probe.cu:14 (load)".
 std::string bank_mates_text(const ExplainedLane& lane, std::uint32_t index);
 std::string line_name(const ExplainedLine& line);
+// "4", or "1.50" between whole numbers; a line's "conflict free" or "4-way conflict", from the
+// counts a grade keeps (its wavefronts over the fewest its width allows).
+std::string degree_text(double degree);
+std::string line_degree_text(const ExplainedLine& line);
 
 // The text form without color: the heading, tables and logs, with or without the checks.
 std::string render_text(const Report& report, const TextOptions& options, bool with_checks);

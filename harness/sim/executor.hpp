@@ -516,6 +516,9 @@ private:
     BankCostCache bank_costs_;
     std::vector<std::uint32_t> bank_cost_slot_;  // per instruction: where its last request was
 
+    // A warp-wide global access's distinct sectors, counted in a checked block.
+    void record_global(bool store, std::uint32_t lanes,
+                       const std::array<std::uint64_t, 32>& sectors);
     // A warp-wide shared access's cost on the warp's clock, and in a checked block its counts.
     void record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
                        const std::array<std::uint64_t, 32>& offsets, std::uint32_t bytes_per_lane);

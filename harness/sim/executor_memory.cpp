@@ -215,6 +215,8 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
     std::array<std::uint64_t, 32> shared_offsets{};
     std::uint32_t shared_lanes = 0;
     const bool records = checked_;
+    std::array<std::uint64_t, 32> global_sectors;  // each global lane's 32-byte sector
+    std::uint32_t global_lanes = 0;
     if (store && records)
         races_.start_store();
     for_lanes(exec, [&](unsigned lane) {
@@ -234,6 +236,10 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
             if (r.space == Space::shared) {
                 shared_lanes |= 1u << lane;
                 shared_offsets[lane] = r.shared_offset;
+            } else if (r.space == Space::global) {
+                // Aligned to its size, at most 16 bytes: one sector.
+                global_lanes |= 1u << lane;
+                global_sectors[lane] = address >> 5;
             }
         }
         if (store && !records && mode_ == Mode::recording && ((shared_lanes >> lane) & 1)) {
@@ -296,6 +302,32 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
     }
     if (shared_lanes != 0)
         record_shared(w, in, shared_lanes, shared_offsets, static_cast<std::uint32_t>(total));
+    if (records && global_lanes != 0)  // counted in the checked blocks, as shared accesses are
+        record_global(store, global_lanes, global_sectors);
+}
+
+// One warp-wide request to global memory: the distinct sectors its lanes touched.
+void Executor::record_global(bool store, std::uint32_t lanes,
+                             const std::array<std::uint64_t, 32>& sectors) {
+    std::uint64_t touched[32];
+    unsigned n = 0;
+    bool ascending = true;
+    for_lanes(lanes, [&](unsigned lane) {
+        ascending = ascending && (n == 0 || sectors[lane] >= touched[n - 1]);
+        touched[n++] = sectors[lane];
+    });
+    if (!ascending)
+        std::sort(touched, touched + n);
+    std::uint64_t distinct = 1;
+    for (unsigned k = 1; k < n; ++k)
+        distinct += touched[k] != touched[k - 1];
+    if (store) {
+        ++counts_.global_store_requests;
+        counts_.global_store_sectors += distinct;
+    } else {
+        ++counts_.global_load_requests;
+        counts_.global_load_sectors += distinct;
+    }
 }
 
 // The common case of memory_access, on its own: a 32-bit load from .shared whose every lane
@@ -751,7 +783,6 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
     const BankCost cost = bank_costs_.cost(lanes, offsets, bytes_per_lane, bank_cost_slot_[w.pc]);
     const std::uint32_t fronts = cost.wavefronts;
     const std::uint32_t ideal = cost.ideal;
-    const std::uint32_t degree = cost.degree;
     w.cycles += fronts * kWavefrontCycles;
     ++stats.requests;
     stats.wavefronts += fronts;
@@ -765,8 +796,10 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
         counts_.shared_load_wavefronts += fronts;
         counts_.shared_load_ideal_wavefronts += ideal;
     }
-    if (degree > stats.max_degree) {
-        stats.max_degree = degree;
+    // The request's conflict degree, against the fewest wavefronts its width allows; compared
+    // as fronts / ideal > max_degree without a division for the common, unchanged case.
+    if (static_cast<double>(fronts) > stats.max_degree * static_cast<double>(ideal)) {
+        stats.max_degree = static_cast<double>(fronts) / static_cast<double>(ideal);
         WarpAccessTable table;
         table.block = block_;
         table.warp = w.index;

@@ -347,8 +347,21 @@ struct WarpAccessTable {
     std::uint32_t warp = 0;
     std::uint32_t degree = 0;  // the bank bound: most distinct words asked of one bank
     std::uint32_t wavefronts = 0;
+    // The fewest wavefronts the access's width allows (the data bound): 1 for 32 lanes of 32 bits,
+    // 2 of 64 bits, 4 of 128 bits.
+    std::uint32_t ideal_wavefronts = 0;
+    std::uint32_t bytes_per_lane = 4;
     std::array<LaneAccess, 32> lanes{};
+
+    // Wavefronts over the fewest the width allows: 1 conflict free at every width.
+    double conflict_degree() const;
 };
+
+// How many lanes of a warp one wavefront serves at most for an access `bytes_per_lane` wide (32
+// for 8-, 16- and 32-bit accesses, 16 for 64-bit, 8 for 128-bit: 128 bytes per wavefront), and
+// the rule in one sentence for a lane table.
+std::uint32_t lanes_per_wavefront(std::uint32_t bytes_per_lane);
+std::string width_rule(std::uint32_t bytes_per_lane);
 
 // "32 lanes in 32 distinct banks, conflict free", "16 lanes in each of 2 banks: 16-way",
 // "32 lanes read one word: a broadcast" - what `grader explain` prints under the lane table.
@@ -371,7 +384,13 @@ std::string describe_banks(const WarpAccessTable& table);
 // The data bound is what Nsight counts as ideal: conflicts = wavefronts - ideal_wavefronts, which
 // for 32-bit accesses is wavefronts - requests (l1tex__data_bank_conflicts_pipe_lsu_mem_shared).
 // Assumed, not measured: stores follow the loads' rule; a partially active warp's data bound
-// counts only its active lanes; 8- and 16-bit accesses are 32-bit word accesses.
+// counts only its active lanes; 8- and 16-bit accesses are 32-bit word accesses (lanes asking for
+// bytes of one word share it, as the hardware's byte-masked word accesses do).
+//
+// The conflict degree of an access is its wavefronts over the fewest its width allows (the ideal
+// wavefronts): 1 conflict free at every width, gcd(stride, 32) for the probe's 32-bit loads, and
+// never the 4 a conflict-free 128-bit access moves its 512 bytes in. It is what Nsight Compute
+// reports as wavefronts over (wavefronts - l1tex__data_bank_conflicts_pipe_lsu_mem_shared).
 struct SharedAccessStats {
     std::size_t instruction_index = 0;  // in the entry's decoded instruction array
     SourceLocation where;
@@ -380,23 +399,28 @@ struct SharedAccessStats {
     std::uint64_t requests = 0;        // warp-level executions with at least one active lane
     std::uint64_t wavefronts = 0;
     std::uint64_t ideal_wavefronts = 0;
-    std::uint32_t max_degree = 0;
-    std::optional<WarpAccessTable> representative;
+    double max_degree = 0;                          // the largest conflict degree of one request
+    std::optional<WarpAccessTable> representative;  // the first request with max_degree
 
     std::uint64_t conflicts() const { return wavefronts - ideal_wavefronts; }
     double wavefronts_per_request() const;
+    double conflict_degree() const;  // wavefronts over ideal wavefronts, over every request
 };
 
-// The same counts summed per CUDA source line (file and line), loads and stores apart.
+// The same counts summed per CUDA source line (file and line), loads and stores apart. A line is
+// judged by its worst instruction: its conflict degree is the largest of its instructions', so
+// that neither other instructions of the line nor other lines dilute a conflicted access.
 struct SharedLineStats {
     std::string file;
     int line = 0;
     bool store = false;
+    std::uint32_t bytes_per_lane = 0;  // the widest of the line's accesses
     std::uint64_t requests = 0;
     std::uint64_t wavefronts = 0;
     std::uint64_t ideal_wavefronts = 0;
-    std::uint32_t max_degree = 0;
-    std::optional<WarpAccessTable> representative;  // of the instruction with the largest degree
+    double degree = 0;      // the largest conflict_degree() of the line's instructions
+    double max_degree = 0;  // the largest of one request
+    std::optional<WarpAccessTable> representative;  // of the request with max_degree
     std::uint64_t conflicts() const { return wavefronts - ideal_wavefronts; }
     double wavefronts_per_request() const;
 };
@@ -412,6 +436,14 @@ struct LaunchCounts {
     std::uint64_t shared_store_requests = 0;
     std::uint64_t shared_store_wavefronts = 0;
     std::uint64_t shared_store_ideal_wavefronts = 0;
+    // Global memory: warp-level ld/st requests that reached it (ld.global, and generic addresses
+    // in a global buffer; not atomics) and the distinct 32-byte sectors each request touched, as
+    // l1tex__t_requests_pipe_lsu_mem_global_op_ld/st and l1tex__t_sectors_... count them: 4
+    // sectors per request for 32 lanes reading consecutive 32-bit words, 32 for lanes a row apart.
+    std::uint64_t global_load_requests = 0;
+    std::uint64_t global_load_sectors = 0;
+    std::uint64_t global_store_requests = 0;
+    std::uint64_t global_store_sectors = 0;
     std::uint64_t printf_calls = 0;  // thread-level printf calls; the simulator drops their output
     std::vector<SharedAccessStats> shared_accesses;  // one per ld/st instruction that executed
 };
@@ -453,21 +485,34 @@ std::vector<std::byte> param_bytes(const T& value) {
     return std::vector<std::byte>(first, first + sizeof(T));
 }
 
-// The modeled cost of a launch, for ordering checks on the simulator:
+// The modeled cost of a launch, for the timing checks on the simulator:
 //
-//   cost = instruction_cost * warp_instructions
-//        + shared_wavefront_cost * (shared load wavefronts + shared store wavefronts)
+//   core   = instruction_cost * warp_instructions
+//          + shared_wavefront_cost * (shared load wavefronts + shared store wavefronts)
+//   memory = global_sector_cost * (global load sectors + global store sectors)
+//   cost   = max(core, memory)
 //
 // Each issued warp instruction costs one unit; each shared-memory wavefront costs
 // shared_wavefront_cost units, because the shared pipe, not instruction issue, is what a
 // conflicted kernel waits on. The default 20 is fitted to the H200 measurement of the reference
 // probe: its time grows by about 0.77 of the stride-1 time per extra degree of conflict. The probe
 // issues about 6.3 warp instructions per shared load, so with k = 20 the modeled growth per degree
-// is k / (k + 6.3) = 0.76 (stride 32 models at 24.5x stride 1; the H200 measured 24.6x). Only
-// ratios between launches of the same kernel are meaningful; the number is not a time.
+// is k / (k + 6.3) = 0.76 (stride 32 models at 24.5x stride 1; the H200 measured 24.6x).
+//
+// Global memory is a pipe of its own that a GPU overlaps with the rest (other warps issue while
+// one waits on a sector), so a launch costs what its slower side costs: a copy or a padded
+// transpose waits on its sectors, the probe on its shared loads. global_sector_cost is fitted to
+// the H200's transposes at n = 4096 (248% of the copy's time for tile[32][32], 110% for
+// tile[32][33]: docs/measurements/2026-12-03-h200.md): a block of the copy moves 256 sectors, and
+// the 32 x 32 tile's core is 472 instructions and 1,056 wavefronts, 21,592 units, 241% of 256 x 35.
+// A padded tile's core (1,752) stays under its sectors, so it models at the copy's cost. The
+// probe's 288 sectors a block are 2% of its core at stride 1, so its modeled ratios are what
+// they were without global memory. Only ratios between launches of one grade are meaningful; the
+// number is not a time.
 struct CostModel {
     double instruction_cost = 1.0;
     double shared_wavefront_cost = 20.0;
+    double global_sector_cost = 35.0;
 };
 double modeled_cost(const LaunchCounts& counts, const CostModel& model = {});
 
