@@ -713,9 +713,18 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     }
     state->backend = status.backend;
     if (status.backend == "cuda" && options.device_server) {
+        // A server's notice reaches the caller as progress does, one call at a time.
+        const std::weak_ptr<PoolState> pool = state;
         state->servers = std::make_shared<DeviceServers>(
             state->worker_executable.empty() ? current_executable() : state->worker_executable,
-            exercise.directory);
+            exercise.directory, [pool](const std::string& notice) {
+                if (const auto alive = pool.lock()) {
+                    const std::lock_guard guard(alive->mutex);
+                    if (!alive->closed) {
+                        alive->progress->notice(notice);
+                    }
+                }
+            });
     }
 
     queue_jobs(*state, scope, selected, options);

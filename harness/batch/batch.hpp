@@ -124,6 +124,9 @@ public:
         (void)graded;
         (void)status;
     }
+    // What the batch's user must know at once, however quiet the progress (a GPU's device server
+    // that could not start), one sentence.
+    virtual void notice(const std::string& line) { (void)line; }
 };
 
 struct BatchResult {

@@ -6,6 +6,7 @@
 // only the batch's user can open.
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,7 +15,10 @@ namespace grader {
 
 class DeviceServers {
 public:
-    DeviceServers(std::filesystem::path grader_executable, std::filesystem::path exercise_dir);
+    // `notice` hears, from a server's thread, what the batch's user must know at once: a server
+    // that could not start, and what the grades do instead.
+    DeviceServers(std::filesystem::path grader_executable, std::filesystem::path exercise_dir,
+                  std::function<void(const std::string& notice)> notice = {});
     ~DeviceServers();  // stop()
 
     // Asks every server to stop, and waits a little for them (a server busy with an abandoned

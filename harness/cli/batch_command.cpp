@@ -113,8 +113,17 @@ std::string describe_graded(const GradedSubmission& graded) {
     return line;
 }
 
+// What the batch says at once, on standard error, whatever the progress shown.
+class NoticedProgress : public BatchProgress {
+public:
+    void notice(const std::string& line) override {
+        std::fprintf(stderr, "batch: %s\n", text::visible_line(line).c_str());
+        std::fflush(stderr);
+    }
+};
+
 // Not a terminal: one plain line per finished submission, for a log file or CI.
-class LogProgress : public BatchProgress {
+class LogProgress : public NoticedProgress {
 public:
     void batch_started(const BatchStatus& status) override {
         std::string devices;
@@ -136,11 +145,15 @@ public:
 };
 
 // A terminal: one line, rewritten in place.
-class TerminalProgress : public BatchProgress {
+class TerminalProgress : public NoticedProgress {
 public:
     void batch_started(const BatchStatus& status) override { draw(status); }
     void submission_started(const std::string&, const BatchStatus& status) override {
         draw(status);
+    }
+    void notice(const std::string& line) override {
+        std::fprintf(stderr, "\r\033[K");
+        NoticedProgress::notice(line);
     }
     void submission_finished(const GradedSubmission& graded, const BatchStatus& status) override {
         if (graded.harness_error) {
@@ -192,7 +205,7 @@ private:
     bool drawn_ = false;
 };
 
-class SilentProgress : public BatchProgress {};
+class SilentProgress : public NoticedProgress {};
 
 // What the class as a whole asks the instructor to know: an unconfined compile, entries of the
 // class folder that are no submission, an empty class.

@@ -4,13 +4,15 @@
 #include "cuda/resources.hpp"
 #include "device/cuda_device.hpp"
 #include "device/device.hpp"
-#include "device/device_server.hpp"
+#include "device/fallback_device.hpp"
+#include "device/remote_device.hpp"
 #include "device/sim_device.hpp"
 
 namespace grader {
 
 DeviceChoice choose_device(const Exercise& exercise, const std::string& requested, int ordinal,
-                           std::uint64_t seed, const std::filesystem::path& device_server) {
+                           std::uint64_t seed, const std::filesystem::path& device_server,
+                           const StepTrace& trace) {
     DeviceChoice choice;
     choice.arch = exercise.default_arch;
     if (requested != "sim") {
@@ -19,14 +21,16 @@ DeviceChoice choose_device(const Exercise& exercise, const std::string& requeste
             choice.backend = "cuda";
             choice.arch = gpu.arch();
             choice.shared_poison = true;
-            const auto own = [&exercise, ordinal, seed]() -> std::unique_ptr<Device> {
-                return std::make_unique<CudaDevice>(exercise, ordinal, seed);
+            const auto own = [&exercise, ordinal, seed, trace]() -> std::unique_ptr<Device> {
+                return std::make_unique<CudaDevice>(exercise, ordinal, seed,
+                                                    own_counter(ordinal, trace), nullptr, trace);
             };
             if (device_server.empty()) {
                 choice.open = own;
             } else {
                 choice.open = [device_server, seed, own]() -> std::unique_ptr<Device> {
-                    return open_remote_device(device_server, seed, own);
+                    return std::make_unique<FallbackDevice>(open_remote_device(device_server, seed),
+                                                            own);
                 };
             }
             return choice;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <stdexcept>
 
 #include "measure/outputs.hpp"
 
@@ -284,10 +285,19 @@ std::uint64_t SimDevice::simulated_blocks(const InputSpec& input) const {
     return input.simulated_blocks.value_or(exercise_.launch.simulated_blocks);
 }
 
-DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
-                            const std::vector<float>& input_words, int stride,
+void SimDevice::put_input(const InputSpec& input, InputWords words) {
+    inputs_.insert_or_assign(input.id, std::move(words));
+}
+
+DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
                             const LaunchGeometry& geometry) {
+    const LoadedKernel& kernel = *launch.kernel;
     const SimKernel& loaded = sim_kernel(kernel);
+    const int stride = launch.stride;
+    const auto words = inputs_.find(input.id);
+    if (words == inputs_.end()) {
+        throw std::runtime_error("input '" + input.id + "' was launched with before it was given");
+    }
     const auto key = std::make_pair(input.id, stride);
     std::uint64_t budget = sim::LaunchOptions{}.instruction_budget;
     if (kernel.id == kStudentKernel) {
@@ -296,16 +306,16 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
             harness == harness_instructions_.end() ? 0 : kSimBudgetFactor * harness->second,
             kSimMinimumBudget);
     }
-    DeviceLaunch launch;
-    const sim::LaunchResult result =
-        simulate(exercise_, loaded.module, loaded.entry, geometry, input_words, stride,
-                 blocks_for(input, geometry, stride), budget, &launch.outputs, seed_,
-                 input.poison_shared, &loaded.globals, &buffers_);
-    launch.end = end_of(result);
-    launch.counts = shared_counts(result.counts);
-    if (launch.end != DeviceLaunch::End::completed) {
-        launch.message = stop_message(result, budget);
-        return launch;
+    DeviceLaunch ran;
+    const sim::LaunchResult result = simulate(
+        exercise_, loaded.module, loaded.entry, geometry, *words->second, stride,
+        blocks_for(input, geometry, stride), budget, launch.outputs_read ? &ran.outputs : nullptr,
+        seed_, input.poison_shared, &loaded.globals, &buffers_);
+    ran.end = end_of(result);
+    ran.counts = shared_counts(result.counts);
+    if (ran.end != DeviceLaunch::End::completed) {
+        ran.message = stop_message(result, budget);
+        return ran;
     }
     if (kernel.id != kStudentKernel) {
         auto& instructions = harness_instructions_[key];
@@ -313,10 +323,10 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
     }
     modeled_cost_[{kernel.id, stride, input.id}] = sim::modeled_cost(result.counts);
     if (result.uninitialized_shared_read) {
-        launch.notes.push_back(uninitialized_read_note(stride, *result.uninitialized_shared_read));
+        ran.notes.push_back(uninitialized_read_note(stride, *result.uninitialized_shared_read));
     }
-    launch.races = race_lines(result);
-    return launch;
+    ran.races = race_lines(result);
+    return ran;
 }
 
 void SimDevice::reload(const std::vector<LoadedKernel*>& kernels) {
@@ -325,16 +335,14 @@ void SimDevice::reload(const std::vector<LoadedKernel*>& kernels) {
     }
 }
 
-TimingSamples SimDevice::time(const std::vector<TimedCase>& launches, const InputSpec& input,
-                              const std::vector<float>& input_words,
+TimingSamples SimDevice::time(const std::vector<LaunchCase>& launches, const InputSpec& input,
                               const LaunchGeometry& geometry) {
-    (void)input_words;
     (void)geometry;
     // The runs were counted as they ran; their modeled costs stand in for one round of times.
     TimingSamples samples;
     samples.modeled = true;
     samples.rounds = 1;
-    for (const TimedCase& c : launches) {
+    for (const LaunchCase& c : launches) {
         const auto cost = modeled_cost_.find({c.kernel->id, c.stride, input.id});
         samples.per_round_ms.push_back(cost == modeled_cost_.end()
                                            ? std::vector<double>{}
@@ -342,6 +350,34 @@ TimingSamples SimDevice::time(const std::vector<TimedCase>& launches, const Inpu
         samples.launches_per_sample.push_back(1);
     }
     return samples;
+}
+
+std::unique_ptr<SimulatedKernel> SimulatedKernel::load(const Exercise& exercise, std::uint64_t seed,
+                                                       const KernelSpec& spec,
+                                                       const CompiledKernel& compiled,
+                                                       std::string& problem) {
+    std::unique_ptr<SimulatedKernel> simulated(new SimulatedKernel(exercise, seed));
+    LoadResult loaded = simulated->device_.load(spec, compiled);
+    if (!loaded.kernel) {
+        problem = loaded.problem;
+        return nullptr;
+    }
+    simulated->kernel_ = std::move(loaded.kernel);
+    simulated->geometry_ = simulated->device_.geometry(*simulated->kernel_);
+    return simulated;
+}
+
+const sim::Module& SimulatedKernel::module() const {
+    return sim_kernel(*kernel_).module;
+}
+
+const std::string& SimulatedKernel::entry() const {
+    return sim_kernel(*kernel_).entry;
+}
+
+DeviceLaunch SimulatedKernel::run(const InputSpec& input, InputWords words, int stride) {
+    device_.put_input(input, std::move(words));
+    return device_.run(LaunchCase{kernel_.get(), stride, false, false}, input, geometry_);
 }
 
 }  // namespace grader
