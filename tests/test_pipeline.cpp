@@ -478,6 +478,107 @@ TEST_CASE(
     CHECK(run_allowance(8.0, "the reference probe").seconds == doctest::Approx(0.032));
 }
 
+TEST_CASE("the plan: the oracle runs where the student's kernel does, every case is timed once") {
+    const Exercise& exercise = day15();
+    LoadedKernel reference;
+    reference.id = "reference";
+    LoadedKernel student;
+    student.id = "student";
+    const std::map<std::string, LoadedKernel*> loaded = {{"reference", &reference},
+                                                         {"student", &student}};
+    const std::vector<int> unnamed = {5, 24};
+    const std::vector<int> students = student_strides_to_run(exercise, unnamed);
+    const std::vector<int> references = reference_strides_to_run(exercise, unnamed);
+    const LaunchGeometry geometry{Dim3Spec{4, 1, 1}, exercise.launch.block};
+    const auto is_students = [&students](int stride) {
+        return std::find(students.begin(), students.end(), stride) != students.end();
+    };
+
+    SUBCASE("on a GPU") {
+        const GradePlan plan = plan_grade(exercise, loaded, unnamed, {true, true, false}, geometry);
+        REQUIRE(plan.cases.size() == references.size() + students.size());
+        for (std::size_t i = 0; i < plan.cases.size(); ++i) {
+            const PlannedCase& c = plan.cases[i];
+            CAPTURE(c.kernel);
+            CAPTURE(c.stride);
+            // The exercise's cases first, the student's after.
+            CHECK(c.kernel == (i < references.size() ? "reference" : "student"));
+            // The oracle runs, with every input, only where the student's kernel runs: nothing
+            // reads its outputs at a stride of its own.
+            const std::size_t runs = c.kernel == "student" || is_students(c.stride) ? 2 : 0;
+            CHECK(c.run_count == runs);
+            for (std::size_t r = 0; r < c.run_count; ++r) {
+                const PlannedRun& run = plan.launches.runs[c.first_run + r];
+                CHECK(run.launch.kernel->id == c.kernel);
+                CHECK(run.launch.stride == c.stride);
+                CHECK(run.launch.outputs_read);  // the oracle's are compared, the student's too
+                CHECK(run.input == &exercise.inputs[r]);
+            }
+            // Each ratio over the same kernel at stride 1.
+            REQUIRE(c.base);
+            CHECK(plan.cases[*c.base].kernel == c.kernel);
+            CHECK(plan.cases[*c.base].stride == 1);
+            // Every case is timed; the exercise's may be the class's, the student's never; only
+            // the student's timed outputs are read.
+            const LaunchCase& timed = plan.launches.timed.at(i);
+            CHECK(timed.kernel->id == c.kernel);
+            CHECK(timed.stride == c.stride);
+            CHECK(timed.reusable == (c.kernel == "reference"));
+            CHECK(timed.outputs_read == (c.kernel == "student"));
+        }
+        // The student's launches are counted after timing, in the order of their cases.
+        REQUIRE(plan.launches.counted.size() == students.size());
+        for (std::size_t i = 0; i < students.size(); ++i) {
+            CHECK(plan.launches.counted[i].kernel == &student);
+            CHECK(plan.launches.counted[i].stride == plan.cases[references.size() + i].stride);
+        }
+        CHECK(plan.launches.timing_input == &exercise.inputs.front());
+        CHECK(plan.launches.reloaded.size() == 2);
+    }
+    SUBCASE("on the simulator, which counts every case as it runs") {
+        const GradePlan plan = plan_grade(exercise, loaded, unnamed, {false, true, true}, geometry);
+        for (const PlannedCase& c : plan.cases) {
+            CAPTURE(c.stride);
+            // The timing input at every stride: its count and modeled cost.
+            CHECK(c.run_count == (c.kernel == "student" || is_students(c.stride) ? 2u : 1u));
+        }
+        CHECK(plan.launches.timed.size() == plan.cases.size());
+        CHECK(plan.launches.counted.empty());
+    }
+    SUBCASE("a sweep: the exercise's kernels alone, whose outputs nothing reads") {
+        const GradePlan plan =
+            plan_grade(exercise, {{"reference", &reference}}, {}, {true, true, false}, geometry);
+        REQUIRE(plan.cases.size() == reference_strides_to_run(exercise, {}).size());
+        for (const PlannedRun& run : plan.launches.runs) {
+            CHECK_FALSE(run.launch.outputs_read);
+        }
+        CHECK(plan.launches.runs.size() == 2 * plan.cases.size());
+        CHECK(plan.launches.counted.empty());
+    }
+    SUBCASE(
+        "Part 2: nothing timed against the copy the student's kernel is paired with is reused") {
+        static const Exercise padding =
+            load_exercise(std::filesystem::path(GRADER_SOURCE_DIR) / "exercises/day15-padding");
+        std::map<std::string, LoadedKernel> kernels;
+        std::map<std::string, LoadedKernel*> all;
+        for (const KernelSpec& spec : padding.kernels) {
+            kernels[spec.id].id = spec.id;
+            all[spec.id] = &kernels[spec.id];
+        }
+        const GradePlan plan = plan_grade(padding, all, {}, {true, true, false}, geometry);
+        REQUIRE(plan.cases.size() == padding.kernels.size());
+        for (std::size_t i = 0; i < plan.cases.size(); ++i) {
+            CAPTURE(plan.cases[i].kernel);
+            CHECK_FALSE(plan.launches.timed[i].reusable);
+            REQUIRE(plan.cases[i].base);
+            CHECK(plan.cases[*plan.cases[i].base].kernel == "copy");
+            const PlannedRun& run = plan.launches.runs[plan.cases[i].first_run];
+            CHECK(run.launch.outputs_read == (plan.cases[i].kernel == "student" ||
+                                              plan.cases[i].kernel == padding.oracle()->id));
+        }
+    }
+}
+
 TEST_CASE("the student's compile outcome is sent once; loading sends only what it adds") {
     // Counts what the worker sends, as the grader's side of the pipe would receive it.
     struct Counting final : Observations {
