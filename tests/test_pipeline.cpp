@@ -269,7 +269,7 @@ Graded grade_with(const FakeDevice::Script& script,
     options.seed = 7;
     options.backend = "cuda";
     DeviceChoice choice;
-    choice.backend = "cuda";
+    choice.backend = Backend::cuda;
     choice.arch = "sm_90";
     std::vector<std::string>& events = graded.events;
     FakeDevice::Script watched = script;
@@ -600,7 +600,7 @@ TEST_CASE("the student's compile outcome is sent once; loading sends only what i
     options.seed = 7;
     options.backend = "cuda";
     DeviceChoice choice;
-    choice.backend = "cuda";
+    choice.backend = Backend::cuda;
     choice.arch = "sm_90";
     std::vector<std::string> events;
     const FakeDevice::Script script;
@@ -701,7 +701,7 @@ TEST_CASE("no GPU where one was asked for: nothing is opened, and it is never th
     options.submission_dir = std::filesystem::path(GRADER_SOURCE_DIR) / "student/example";
     options.seed = 7;
     DeviceChoice choice;
-    choice.backend = "cuda";
+    choice.backend = Backend::cuda;
     choice.arch = day15().default_arch;
     choice.no_gpu_reason = "no driver in this test";
     PipelineHooks hooks;

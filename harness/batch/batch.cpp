@@ -28,6 +28,7 @@
 #include "checks/checks.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#include "device/backend.hpp"
 #include "grade/grade.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
@@ -707,10 +708,8 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         status.devices.push_back(0);  // no GPU seen: every grade says so, as `grader grade` would
     }
     state->device_load.assign(status.devices.size(), 0);
-    status.backend = options.backend;
-    if (status.backend == "auto") {
-        status.backend = visible_devices().empty() ? "sim" : "cuda";
-    }
+    status.backend =
+        std::string(to_string(resolve_backend(options.backend, status.devices.front()).backend));
     state->backend = status.backend;
     if (status.backend == "cuda" && options.device_server) {
         // A server's notice reaches the caller as progress does, one call at a time.

@@ -47,8 +47,9 @@ struct BatchOptions {
     int jobs = 0;
     std::vector<int> devices;           // GPU indices to spread over; empty: visible_devices()
     double run_seconds_override = 0.0;  // > 0 replaces the exercise's run limit
-    // "cuda", "sim", or "auto": cuda where visible_devices() finds a GPU, else sim. Resolved once
-    // for the whole class, so that one gradebook never mixes GPU and simulated grades.
+    // "cuda", "sim", or "auto": cuda where the first device answers, else sim (resolve_backend(),
+    // as a grade alone resolves it). Resolved once for the whole class, so that one gradebook
+    // never mixes GPU and simulated grades.
     std::string backend = "auto";
     std::filesystem::path worker_executable;  // the grader, started as "grader __worker"
     // On GPUs, one device server per GPU (device/device_server.hpp) holds the context and the

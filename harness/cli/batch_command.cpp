@@ -21,6 +21,7 @@
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
 #include "common/text.hpp"
+#include "device/backend.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
 #include "text/text_safety.hpp"
@@ -295,14 +296,16 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
                 "it grades on, so that a node without its GPU is never silently simulated");
             return kExitUsage;
         }
-        if (options.backend == "cuda" && visible_devices().empty()) {
+        const ResolvedBackend cuda =
+            options.backend == "cuda" ? resolve_backend("cuda", 0) : ResolvedBackend{};
+        if (options.backend == "cuda" && !cuda.gpu) {
             const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
             spdlog::error(
                 "ungradable: this task sees no GPU ({}) and --backend cuda asked for one; "
                 "nothing was graded, and running the task again where the scheduler gives it a "
                 "GPU (sbatch --gres=gpu:1) grades its share. Not the students' fault",
                 visible != nullptr ? "CUDA_VISIBLE_DEVICES=" + text::visible_line(visible)
-                                   : std::string("no /dev/nvidia* device"));
+                                   : text::visible_line(cuda.no_gpu_reason));
             return kExitUngradable;
         }
     }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compile/compile.hpp"
+#include "device/backend.hpp"
 #include "exercise/exercise.hpp"
 #include "model/measurements.hpp"
 
@@ -215,10 +216,9 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// The backend a grade runs on, chosen in one place: "cuda" where a GPU answers (or was asked
-// for), "sim" otherwise; and how to open it.
+// The device a grade runs on, on the backend resolve_backend() gave, and how to open it.
 struct DeviceChoice {
-    std::string backend;         // "cuda" or "sim"
+    Backend backend = Backend::sim;
     std::string arch;            // what to compile for: the GPU's, or the exercise's default
     std::string no_gpu_reason;   // "cuda" asked for and no GPU answered: why (open is then empty)
     bool shared_poison = false;  // the device wants the shared-memory poison kernel compiled

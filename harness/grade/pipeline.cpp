@@ -213,7 +213,7 @@ public:
             with_student ? draw_unnamed_strides(exercise_, options_.seed) : std::vector<int>{};
         sink_.measured(figures_);
 
-        environment_.backend = choice_.backend;
+        environment_.backend = std::string(to_string(choice_.backend));
         environment_.grader_version = kGraderVersion;
         environment_.nvrtc_version = nvrtc_version();
         sink_.environment(environment_);
