@@ -421,8 +421,8 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command
         ->add_option("--timeout", options->timeout,
                      "Seconds a kernel stage may run before it is stopped (default: the "
-                     "exercise's limit; on a GPU the student's runs of a case stop sooner, at "
-                     "50 times the reference's time and at least 1 s)")
+                     "exercise's limit; on a GPU the student's stages stop sooner, at 4 times "
+                     "the reference's time and a 1.5 s margin for the grade)")
         ->check(CLI::PositiveNumber);
     command
         ->add_option("--devices", options->devices,
