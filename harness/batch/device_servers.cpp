@@ -19,7 +19,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "batch/batch.hpp"
 #include "common/text.hpp"
 #include "device/device_server.hpp"
 #include "device/session_account.hpp"

@@ -43,4 +43,14 @@ private:
     std::shared_ptr<State> state_;
 };
 
+// Grades at once where the options do not say: with device servers a grade holds its GPU for a
+// fraction of its time (the rest is compiling, the simulator's witness, checks, reports), so four
+// per GPU keep each GPU busy, within half the machine's cores; otherwise one per GPU and one
+// more. Never fewer than 2.
+int default_jobs(const std::string& backend, std::size_t devices, bool device_server);
+
+// The GPUs this machine shows, without initializing CUDA in this process: CUDA_VISIBLE_DEVICES
+// where set (its entries, numbered from 0), else the /dev/nvidia<N> nodes. Empty if none.
+std::vector<int> visible_devices();
+
 }  // namespace grader
