@@ -258,6 +258,34 @@ void pool_thread(const std::shared_ptr<PoolState>& state) {
     state->changed.notify_all();
 }
 
+// The GPUs the class is graded on, its backend (resolved once for the class), and on GPUs their
+// device servers, whose notices reach the caller as progress does, one call at a time.
+void choose_devices(const std::shared_ptr<PoolState>& state, const BatchOptions& options) {
+    BatchStatus& status = state->status;
+    status.devices = options.devices.empty() ? visible_devices() : options.devices;
+    if (status.devices.empty()) {
+        status.devices.push_back(0);  // no GPU seen: every grade says so, as `grader grade` would
+    }
+    state->device_load.assign(status.devices.size(), 0);
+    status.backend =
+        std::string(to_string(resolve_backend(options.backend, status.devices.front()).backend));
+    state->backend = status.backend;
+    if (status.backend != "cuda" || !options.device_server) {
+        return;
+    }
+    const std::weak_ptr<PoolState> pool = state;
+    state->servers = std::make_shared<DeviceServers>(
+        state->worker_executable.empty() ? current_executable() : state->worker_executable,
+        state->exercise.directory, [pool](const std::string& notice) {
+            if (const auto alive = pool.lock()) {
+                const std::lock_guard guard(alive->mutex);
+                if (!alive->closed) {
+                    alive->progress->notice(notice);
+                }
+            }
+        });
+}
+
 nlohmann::json run_info(const BatchResult& result, const BatchOptions& options) {
     const double minutes = result.wall_seconds / 60.0;
     nlohmann::json info = {
@@ -703,28 +731,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     }
 
     BatchStatus& status = state->status;
-    status.devices = options.devices.empty() ? visible_devices() : options.devices;
-    if (status.devices.empty()) {
-        status.devices.push_back(0);  // no GPU seen: every grade says so, as `grader grade` would
-    }
-    state->device_load.assign(status.devices.size(), 0);
-    status.backend =
-        std::string(to_string(resolve_backend(options.backend, status.devices.front()).backend));
-    state->backend = status.backend;
-    if (status.backend == "cuda" && options.device_server) {
-        // A server's notice reaches the caller as progress does, one call at a time.
-        const std::weak_ptr<PoolState> pool = state;
-        state->servers = std::make_shared<DeviceServers>(
-            state->worker_executable.empty() ? current_executable() : state->worker_executable,
-            exercise.directory, [pool](const std::string& notice) {
-                if (const auto alive = pool.lock()) {
-                    const std::lock_guard guard(alive->mutex);
-                    if (!alive->closed) {
-                        alive->progress->notice(notice);
-                    }
-                }
-            });
-    }
+    choose_devices(state, options);
 
     queue_jobs(*state, scope, selected, options);
     ShardManifest manifest;
