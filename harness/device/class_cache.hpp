@@ -5,7 +5,8 @@
 // first grade that times them, and the exercise kernels' runs on an input that is the same for
 // every grade (one that no seed fills). A grade's own input (Part 2's random matrix, whose runs
 // write 64 MB each) is never kept, so what the server holds is bounded by the exercise, whatever
-// the class's size, and by a ceiling of its own besides.
+// the class's size, and by a ceiling of its own besides. tests/test_device.cpp holds both, and
+// runs a Part 2 class through a server under a memory ceiling.
 
 #include <cstddef>
 #include <map>

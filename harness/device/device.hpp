@@ -1,9 +1,13 @@
 #pragma once
 
 // What a grade needs from the thing that runs kernels: load a compiled kernel, run it once with an
-// input, time a set of launches against each other, count shared-memory traffic. The GPU and the
-// PTX simulator are the two implementations; the grading algorithm (grade/pipeline.hpp) is
-// written once over this interface, and choose_device() is the one place that picks one.
+// input, time a set of launches against each other, count shared-memory traffic. The GPU
+// (cuda_device.hpp) and the PTX simulator (sim_device.hpp) are the two devices; a device server's
+// proxy (remote_device.hpp) stands for the GPU, and decorators add the local fallback
+// (fallback_device.hpp) and the class's cache (class_cache.hpp). The grading algorithm
+// (grade/pipeline.hpp) is written once over this interface (tests/test_pipeline.cpp grades
+// through a scripted fake, directly and through a server), and choose_device() is the one place
+// that picks a device.
 
 #include <cstdint>
 #include <filesystem>

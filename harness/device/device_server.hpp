@@ -13,7 +13,8 @@
 // Isolation stays per grade where a kernel can reach it: a kernel that faults poisons the context,
 // so the session answers the fault and the server exits (the batch starts a new one); a kernel
 // that hangs outlives its worker, which the grade's deadline kills, and the server exits as soon
-// as its client is gone mid-request, taking the hung kernel's context with it.
+// as its client is gone mid-request, taking the hung kernel's context with it
+// (tests/test_gpu_isolation.cpp on a GPU; tests/test_pipeline.cpp through a fake).
 
 #include <cstdint>
 #include <filesystem>

@@ -3,7 +3,7 @@
 // A device that is one thing where it can be had and another where it cannot: a grade in a batch
 // goes through the GPU's device server (remote_device.hpp), and where no server begins its
 // session (acquire() throws DeviceUnavailable) the grade opens the GPU itself, and says so in the
-// environment section.
+// environment section (tests/test_pipeline.cpp: after a fault ends the server).
 
 #include <functional>
 #include <memory>

@@ -3,8 +3,10 @@
 // The grade's side of the device server (device_server.hpp): every call of the Device interface
 // as a request on the server's socket (requests.hpp). The grade's inputs go by an explicit call
 // (put_input) before its plan; the plan's requests (follow) go at once, and each call reads its
-// own reply: a request sent ahead never carries more than a few hundred bytes, so the grade and
-// the server never both wait to write.
+// own reply: no request sent ahead carries an input's words (a grade's plan is a few kilobytes,
+// far inside a socket's buffer), so the grade and the server never both wait to write
+// (tests/test_pipeline.cpp grades with two 16 MB inputs and 4 MB of outputs a launch through a
+// server).
 
 #include <chrono>
 #include <cstdint>

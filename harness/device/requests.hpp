@@ -7,7 +7,7 @@
 //
 // A request is a frame whose head has "op": the request's name, beside what its arguments wrote;
 // a reply is the frame its reply's value wrote, or a head {"error": "..."} where the server
-// failed to answer.
+// failed to answer. tests/test_device.cpp sends each across a socket and reads it back.
 
 #include <chrono>
 #include <cstddef>

@@ -3,7 +3,7 @@
 // What a grade will launch, decided before anything runs: every case (a kernel at a stride), its
 // correctness runs and which of their outputs are read, what is timed (and what of it a device
 // serving a class may reuse) and what is counted. The pipeline walks the plan; the device is
-// handed its launches (Device::follow).
+// handed its launches (Device::follow). tests/test_pipeline.cpp checks plans for both exercises.
 
 #include <map>
 #include <optional>
