@@ -552,6 +552,7 @@ TEST_CASE("a Part 2 class through a device server under a memory ceiling keeps i
     const pid_t server = ::fork();
     REQUIRE(server >= 0);
     if (server == 0) {
+        keep_large_buffers_in_heap();  // as the server's process does (gpu_server.cpp)
         // The server's ceiling: 1 GiB of address space. Keeping each grade's runs (16 MB each of
         // three exercise kernels) would pass it within 20 grades.
         const rlimit ceiling{std::size_t{1} << 30, std::size_t{1} << 30};

@@ -3,6 +3,7 @@
 
 #include "device/device_server.hpp"
 
+#include <malloc.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -302,6 +303,11 @@ int connect_to(const std::filesystem::path& path) {
         return -1;
     }
     return fd;
+}
+
+void keep_large_buffers_in_heap() {
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 bool stop_device_server(const std::filesystem::path& path) {

@@ -15,6 +15,7 @@ std::string serve_gpu(const Exercise& exercise, int ordinal, const std::filesyst
     // timing. The first count learns whether this user may count.
     // The context and the counter are never torn down, not even when this returns: a kernel's
     // fault may have lost the context, and the process's end frees both.
+    keep_large_buffers_in_heap();
     const auto* context = new cuda::PrimaryContext(ordinal);  // every session retains this one
     const auto* counters =
         new std::shared_ptr<CounterSource>(server_counter(context->get(), ordinal));
