@@ -65,11 +65,14 @@ public:
         environment.device_name = "counting fake";
     }
     std::string acquire() override {
+        CHECK_FALSE(held_);
         held_ = true;
         return "fake-bus";
     }
-    void release() override { held_ = false; }
-    bool held() const override { return held_; }
+    void release() override {
+        CHECK(held_);  // once for each acquire
+        held_ = false;
+    }
     LoadResult load(const KernelSpec& spec, const CompiledKernel&) override {
         LoadResult result;
         result.kernel = std::make_unique<LoadedKernel>();

@@ -199,14 +199,15 @@ public:
     }
     std::string acquire() override {
         events_.push_back("acquire");
+        CHECK_FALSE(held_);
         held_ = true;
         return "fake-bus";
     }
     void release() override {
         events_.push_back("release");
+        CHECK(held_);  // once for each acquire
         held_ = false;
     }
-    bool held() const override { return held_; }
 
 private:
     // `launches` of the student's, each student_launch_seconds long; false where the stage's

@@ -56,7 +56,6 @@ public:
     double open_seconds() const override { return device_->open_seconds(); }
     std::string acquire() override { return device_->acquire(); }
     void release() override;
-    bool held() const override { return device_->held(); }
     void set_shared_poison(const CompiledKernel& poison) override {
         device_->set_shared_poison(poison);
     }

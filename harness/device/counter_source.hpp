@@ -37,8 +37,9 @@ public:
 std::shared_ptr<CounterSource> own_counter(int ordinal, StepTrace trace = {});
 
 // How long a device server's count waits for the counter that opens beside its first grades
-// before the simulator's witness stands in for that count.
-inline constexpr std::chrono::seconds kCounterOpenWait{2};
+// before the simulator's witness stands in for that count: inside the count stage's own start
+// (grade/limits.hpp's kCounterStartSeconds), so that the wait is never the student's timeout.
+inline constexpr std::chrono::seconds kCounterOpenWait{1};
 
 // A device server's, on its `context`: the libraries load and the counter opens on a thread from
 // here, beside the server's first grades.

@@ -41,7 +41,6 @@ public:
     // The machine-wide lock of this GPU (device_lock.hpp); release() ends the context first.
     std::string acquire() override;
     void release() override;
-    bool held() const override { return lock_.held(); }
 
     // The kernel that fills shared memory with NaN before an input that asks for it.
     void set_shared_poison(const CompiledKernel& poison) override;

@@ -169,11 +169,11 @@ public:
 
     // The machine-wide exclusive use of the hardware, where capabilities().locks: acquire()
     // before the first load, release() after the last launch, which unloads what is left on the
-    // device first. acquire() returns the bus id of what was locked, for the environment
-    // section. Throws DeviceUnavailable where the device cannot be had (fallback_device.hpp).
+    // device first; release() is called once for each acquire() that returned. acquire() returns
+    // the bus id of what was locked, for the environment section. Throws DeviceUnavailable where
+    // the device cannot be had (fallback_device.hpp).
     virtual std::string acquire() { return {}; }
     virtual void release() {}
-    virtual bool held() const { return false; }
 
     // The kernel that fills shared memory with NaN before an input that asks for it, compiled
     // beside the exercise's kernels where the choice asked for it (DeviceChoice::shared_poison).

@@ -29,7 +29,6 @@ public:
     DeviceCapabilities capabilities() const override { return active().capabilities(); }
     double open_seconds() const override { return active().open_seconds(); }
     void release() override { active().release(); }
-    bool held() const override { return active().held(); }
     LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override {
         return active().load(spec, compiled);
     }

@@ -65,7 +65,6 @@ public:
     RemoteDevice& operator=(const RemoteDevice&) = delete;
 
     DeviceCapabilities capabilities() const override { return capabilities_; }
-    bool held() const override { return server_.open(); }
     void set_shared_poison(const CompiledKernel& poison) override { poison_ = poison; }
 
     // A server that stops after a fault drops the grades waiting in its queue, and the batch

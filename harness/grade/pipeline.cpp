@@ -374,8 +374,8 @@ private:
         // Compiles overlap freely; a GPU itself is used by one grade at a time, machine-wide.
         if (capabilities.locks) {
             enter({Stage::Kind::wait_for_device}, 7 * 24 * 3600.0);
-            const std::string held = device().acquire();
-            environment_.gpu_bus_id = held;
+            environment_.gpu_bus_id = device().acquire();
+            held_ = true;
             environment_.gpu_held_from = unix_seconds();
             sink_.environment(environment_);
         }
@@ -825,7 +825,8 @@ private:
     // The modules, then the device's context, go before its lock does.
     void release_device() {
         loaded_.clear();
-        if (device_ && device_->held()) {
+        if (device_ && held_) {
+            held_ = false;
             device_->release();
             environment_.gpu_held_until = unix_seconds();
             sink_.environment(environment_);
@@ -854,6 +855,7 @@ private:
     Environment environment_;
     std::map<std::string, CompiledKernel> compiled_;
     std::unique_ptr<Device> device_;
+    bool held_ = false;  // acquired, and not released yet
     std::map<std::string, std::unique_ptr<LoadedKernel>> loaded_;
     LaunchGeometry geometry_;
     GradePlan plan_;
