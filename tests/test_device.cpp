@@ -551,7 +551,7 @@ TEST_CASE("a Part 2 class through a device server under a memory ceiling keeps i
     std::filesystem::remove_all(folder);
     std::filesystem::create_directories(folder);
     const std::filesystem::path socket = folder / "gpu0.sock";
-    const int listening = listen_on(socket);
+    const int listening = wire::listen_on(socket);
     const pid_t server = ::fork();
     REQUIRE(server >= 0);
     if (server == 0) {

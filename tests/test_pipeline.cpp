@@ -22,6 +22,7 @@
 #include "device/fallback_device.hpp"
 #include "device/remote_device.hpp"
 #include "device/session_account.hpp"
+#include "device/wire.hpp"
 #include "grade/limits.hpp"
 #include "grade/pipeline.hpp"
 #include "grade/plan.hpp"
@@ -730,7 +731,7 @@ public:
         std::filesystem::remove_all(folder_);
         std::filesystem::create_directories(folder_);
         socket_ = folder_ / "gpu0.sock";
-        const int listening = listen_on(socket_);
+        const int listening = wire::listen_on(socket_);
         thread_ = std::thread([this, listening] {
             stopped_ = serve_device_sessions(
                 listening, exercise_,

@@ -6,7 +6,6 @@
 #include <malloc.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -30,17 +29,6 @@ namespace rq = requests;
 
 double seconds_between(Clock::time_point from, Clock::time_point to) {
     return std::chrono::duration<double>(to - from).count();
-}
-
-sockaddr_un address_of(const std::filesystem::path& path) {
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    const std::string text = path.string();
-    if (text.size() >= sizeof address.sun_path) {
-        throw std::runtime_error("the device server's socket path is too long: " + text);
-    }
-    std::memcpy(address.sun_path, text.c_str(), text.size() + 1);
-    return address;
 }
 
 // While a request runs, a client that goes away (its worker was killed at the grade's deadline)
@@ -280,41 +268,13 @@ private:
 
 }  // namespace
 
-int listen_on(const std::filesystem::path& path) {
-    const sockaddr_un address = address_of(path);
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        throw std::runtime_error(std::string("cannot make a socket: ") + std::strerror(errno));
-    }
-    if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
-        ::listen(fd, 128) != 0) {
-        const int error = errno;
-        ::close(fd);
-        throw std::runtime_error("cannot listen on " + path.string() + ": " + std::strerror(error));
-    }
-    return fd;
-}
-
-int connect_to(const std::filesystem::path& path) {
-    const sockaddr_un address = address_of(path);
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return -1;
-    }
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 void keep_large_buffers_in_heap() {
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 bool stop_device_server(const std::filesystem::path& path) {
-    const int fd = connect_to(path);
+    const int fd = wire::connect_to(path);
     if (fd < 0) {
         return false;
     }

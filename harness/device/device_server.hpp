@@ -44,12 +44,6 @@ std::string serve_device_sessions(int listen_fd, const Exercise& exercise,
                                   const SessionDevice& session_device, ClassStore& store,
                                   const SessionEnded& ended = {});
 
-// A listening Unix socket at `path` (which must not exist), or throws std::runtime_error.
-int listen_on(const std::filesystem::path& path);
-// A connection to what listens at `path`, or -1 where nothing does (no server, or one that
-// stopped).
-int connect_to(const std::filesystem::path& path);
-
 // Asks the server at `path` to stop, and waits for its answer; false where none listens.
 bool stop_device_server(const std::filesystem::path& path);
 

@@ -4,6 +4,7 @@
 
 #include "cuda/resources.hpp"
 #include "device/cuda_device.hpp"
+#include "device/wire.hpp"
 
 namespace grader {
 
@@ -21,7 +22,7 @@ std::string serve_gpu(const Exercise& exercise, int ordinal, const std::filesyst
         new std::shared_ptr<CounterSource>(server_counter(context->get(), ordinal));
     GpuClocks clocks;
     ClassStore store;
-    const int listening = listen_on(socket);
+    const int listening = wire::listen_on(socket);
     ready();
     std::string stopped = serve_device_sessions(
         listening, exercise,

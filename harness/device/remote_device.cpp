@@ -5,8 +5,6 @@
 #include <string>
 #include <thread>
 
-#include "device/device_server.hpp"
-
 namespace grader {
 namespace {
 
@@ -74,7 +72,7 @@ public:
         const rq::Begin begin{seed_, poison_};
         const auto deadline = std::chrono::steady_clock::now() + reconnect_;
         for (;;) {
-            if (const int fd = connect_to(socket_); fd >= 0) {
+            if (const int fd = wire::connect_to(socket_); fd >= 0) {
                 server_ = rq::Connection(fd);
                 try {
                     const rq::Begun begun = server_.call(rq::kBegin, begin);

@@ -1,10 +1,12 @@
 #include "device/wire.hpp"
 
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 namespace grader::wire {
 namespace {
@@ -69,7 +71,46 @@ std::uint64_t read_size(int fd, std::uint64_t limit, const char* what) {
     return size;
 }
 
+sockaddr_un address_of(const std::filesystem::path& path) {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    const std::string text = path.string();
+    if (text.size() >= sizeof address.sun_path) {
+        throw std::runtime_error("the device server's socket path is too long: " + text);
+    }
+    std::memcpy(address.sun_path, text.c_str(), text.size() + 1);
+    return address;
+}
+
 }  // namespace
+
+int listen_on(const std::filesystem::path& path) {
+    const sockaddr_un address = address_of(path);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        throw std::runtime_error(std::string("cannot make a socket: ") + std::strerror(errno));
+    }
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(fd, 128) != 0) {
+        const int error = errno;
+        ::close(fd);
+        throw std::runtime_error("cannot listen on " + path.string() + ": " + std::strerror(error));
+    }
+    return fd;
+}
+
+int connect_to(const std::filesystem::path& path) {
+    const sockaddr_un address = address_of(path);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
 
 void send(int fd, const Frame& frame) {
     const std::string head = frame.head.dump();

@@ -6,6 +6,7 @@
 // requests.hpp's.
 
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -24,6 +25,12 @@ struct Frame {
     nlohmann::json head = nlohmann::json::object();
     std::vector<std::string> blobs;
 };
+
+// A listening Unix socket at `path` (which must not exist), or throws std::runtime_error.
+int listen_on(const std::filesystem::path& path);
+// A connection to what listens at `path`, or -1 where nothing does (no server, or one that
+// stopped).
+int connect_to(const std::filesystem::path& path);
 
 // Both throw WireError; receive() returns nullopt where the peer closed between frames.
 void send(int fd, const Frame& frame);
