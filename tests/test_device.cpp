@@ -9,18 +9,37 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "common/kernel_ids.hpp"
+#include "compile/compile.hpp"
 #include "device/class_cache.hpp"
+#include "device/device.hpp"
 #include "device/device_server.hpp"
 #include "device/remote_device.hpp"
 #include "device/requests.hpp"
 #include "device/wire.hpp"
+#include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 namespace rq = grader::requests;

@@ -1,10 +1,21 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "model/bank_model.hpp"
 #include "model/describe.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 

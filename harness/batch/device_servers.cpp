@@ -12,12 +12,17 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "common/text.hpp"
 #include "device/device_server.hpp"

@@ -5,6 +5,7 @@
 // socket, whenever it stops (a kernel that faults ends its server), each listening in a folder
 // only the batch's user can open.
 
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <memory>

@@ -2,13 +2,21 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "device/device.hpp"
 #include "device/device_server.hpp"
 #include "exercise/exercise.hpp"
+#include "grade/protocol.hpp"
 #include "grade/worker.hpp"
+#include "grade/worker_options.hpp"
 
 namespace grader::cli {
 

@@ -1,11 +1,21 @@
 // The one place that picks the device a grade runs on.
 
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cuda/resources.hpp"
 #include "device/backend.hpp"
+#include "device/counter_source.hpp"
 #include "device/cuda_device.hpp"
 #include "device/device.hpp"
 #include "device/fallback_device.hpp"
 #include "device/remote_device.hpp"
 #include "device/sim_device.hpp"
+#include "exercise/exercise.hpp"
 
 namespace grader {
 

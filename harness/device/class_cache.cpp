@@ -4,6 +4,8 @@
 #include <functional>
 #include <string_view>
 
+#include "common/kernel_ids.hpp"
+
 namespace grader {
 namespace {
 

@@ -12,9 +12,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "compile/compile.hpp"
 #include "device/device.hpp"
+#include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
 
 namespace grader {
 

@@ -1,7 +1,14 @@
 #include "device/counter_source.hpp"
 
+#include <cxxabi.h>
+
+#include <exception>
+#include <functional>
 #include <future>
 #include <optional>
+#include <system_error>
+#include <type_traits>
+#include <utility>
 
 #include "cuda/driver_api.hpp"
 

@@ -2,7 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <functional>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
 
+#include "counters/counters.hpp"
 #include "cuda/driver_api.hpp"
 #include "measure/interleaved_timing.hpp"
 #include "measure/outputs.hpp"
@@ -66,7 +72,7 @@ CudaDevice::~CudaDevice() {
 }
 
 std::string CudaDevice::acquire() {
-    lock_ = DeviceLock(gpu_lock_path(info_.pci_bus_id));
+    lock_ = DeviceLock(gpu_lock_folder(), gpu_lock_name(info_.pci_bus_id), gpu_lock_wait());
     return info_.pci_bus_id;
 }
 

@@ -4,15 +4,23 @@
 // stream of the grader's own, timed in interleaved rounds, and counted with the counter it is
 // handed (counter_source.hpp).
 
+#include <cuda.h>
+
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
+#include "compile/compile.hpp"
 #include "cuda/resources.hpp"
 #include "device/counter_source.hpp"
 #include "device/device.hpp"
 #include "device/device_lock.hpp"
+#include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
 
 namespace grader {
 
@@ -38,7 +46,7 @@ public:
     DeviceCapabilities capabilities() const override { return {true, true, false}; }
     double open_seconds() const override { return context_seconds_; }
 
-    // The machine-wide lock of this GPU (device_lock.hpp); release() ends the context first.
+    // This user's lock of this GPU (device_lock.hpp); release() ends the context first.
     std::string acquire() override;
     void release() override;
 

@@ -3,7 +3,11 @@
 
 #include "device/device.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
+
+#include "exercise/exercise.hpp"
 
 namespace grader {
 

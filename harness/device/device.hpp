@@ -9,6 +9,7 @@
 // through a scripted fake, directly and through a server), and choose_device() is the one place
 // that picks a device.
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>

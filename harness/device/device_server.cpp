@@ -12,13 +12,18 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <map>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "device/requests.hpp"
 #include "device/wire.hpp"
+#include "model/measurements.hpp"
 
 namespace grader {
 namespace {

@@ -9,8 +9,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "compile/compile.hpp"
 #include "device/device.hpp"
+#include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
 
 namespace grader {
 

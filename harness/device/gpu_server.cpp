@@ -2,7 +2,12 @@
 
 #include <unistd.h>
 
+#include <cstdint>
+#include <memory>
+
 #include "cuda/resources.hpp"
+#include "device/class_cache.hpp"
+#include "device/counter_source.hpp"
 #include "device/cuda_device.hpp"
 #include "device/wire.hpp"
 

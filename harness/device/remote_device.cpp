@@ -1,9 +1,18 @@
 #include "device/remote_device.hpp"
 
+#include <algorithm>
+#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
+
+#include "compile/compile.hpp"
+#include "device/wire.hpp"
+#include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
 
 namespace grader {
 namespace {

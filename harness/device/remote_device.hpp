@@ -9,11 +9,13 @@
 // server).
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <variant>
 
 #include "device/device.hpp"

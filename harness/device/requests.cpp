@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
+#include "exercise/exercise.hpp"
 #include "model/json.hpp"
 
 namespace grader::requests {

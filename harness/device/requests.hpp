@@ -12,15 +12,20 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "compile/compile.hpp"
 #include "device/device.hpp"
 #include "device/wire.hpp"
+#include "model/measurements.hpp"
 
 namespace grader::requests {
 

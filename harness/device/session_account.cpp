@@ -1,5 +1,7 @@
 #include "device/session_account.hpp"
 
+#include <utility>
+
 namespace grader {
 
 void SessionAccount::add(const SessionAccount& other) {

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <string_view>
+#include <type_traits>
 
+#include "common/kernel_ids.hpp"
 #include "measure/outputs.hpp"
 
 namespace grader {

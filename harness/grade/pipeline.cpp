@@ -5,27 +5,44 @@
 
 #include "grade/pipeline.hpp"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
 #include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "checks/checks.hpp"
+#include "common/kernel_ids.hpp"
 #include "common/version.hpp"
 #include "compile/compile.hpp"
 #include "compile/compile_cache.hpp"
 #include "counters/counters.hpp"
+#include "device/backend.hpp"
 #include "device/sim_device.hpp"
 #include "grade/grade.hpp"
 #include "grade/limits.hpp"
 #include "grade/plan.hpp"
 #include "grade/sources.hpp"
+#include "grade/stage.hpp"
 #include "measure/outputs.hpp"
 #include "measure/statistics.hpp"
+#include "model/measurements.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "device/device.hpp"
+#include "exercise/exercise.hpp"
 #include "grade/protocol.hpp"
 #include "grade/worker_options.hpp"
 

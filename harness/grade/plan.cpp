@@ -1,8 +1,11 @@
 #include "grade/plan.hpp"
 
 #include <algorithm>
+#include <memory>
+#include <string_view>
 
 #include "checks/checks.hpp"
+#include "common/kernel_ids.hpp"
 
 namespace grader {
 namespace {

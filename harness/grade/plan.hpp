@@ -5,6 +5,7 @@
 // serving a class may reuse) and what is counted. The pipeline walks the plan; the device is
 // handed its launches (Device::follow). tests/test_pipeline.cpp checks plans for both exercises.
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>

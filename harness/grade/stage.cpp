@@ -1,5 +1,9 @@
 #include "grade/stage.hpp"
 
+#include <string_view>
+
+#include "common/kernel_ids.hpp"
+
 namespace grader {
 
 bool Stage::runs_student_code() const {
