@@ -45,6 +45,15 @@
 #             differences into OUT_DIR/approx/), %globaltimer's steps, shared and local addresses,
 #             cudaMalloc's placement, %clock_hi/%pm/%envreg, unwritten registers, reads past a
 #             buffer's end; the simulator's model of each is docs/simulator-fidelity.md
+#   class2    issue 32's class figures: a generated Part 2 class of 100 (make_class.py --exercise
+#             padding), then Part 1's class of 100, each through grader batch with the device
+#             servers' resident memory sampled through it (batch_bench.py --server-memory): wall,
+#             verdicts against expected.json, memory after the first report, at the end and at
+#             the peak; the same with the grader from before (.carry/before/bin/grader, made by
+#             scripts/bench/build-before.sh ac621a7) where it is there
+#   spin      kernels that spin 200 and 700 ms a launch (tests/fixtures/spinning): each graded
+#             alone, then in a batch between correct ones; where each stopped, whose fault, and
+#             how long each grade held the GPU and waited for it
 # Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on).
 set -uo pipefail
 root=$(pwd)
@@ -53,7 +62,7 @@ shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
   sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
-            corpus lock serve behaviours)
+            corpus lock serve behaviours class2 spin)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -428,9 +437,56 @@ run_serve() {
   echo "exit status: $?"
 }
 
+# Issue 32's figures: the Part 2 and the Part 1 class of 100, each with its device server's
+# memory sampled, by this grader and (where built) the one from before.
+run_class2() {
+  local graders=("$grader") g label
+  [ -x "$root/.carry/before/bin/grader" ] && graders+=("$root/.carry/before/bin/grader")
+  rm -rf $scratch/class2
+  python3 "$root/scripts/bench/make_class.py" $scratch/class2 --size 100 --seed 1 --exercise padding
+  [ -d $scratch/class ] || python3 "$root/scripts/bench/make_class.py" $scratch/class --size 100 --seed 1
+  for g in "${graders[@]}"; do
+    label=now
+    [ "$g" = "$grader" ] || label="before: $("$g" --version)"
+    section "Part 2: a class of 100 through grader batch ($label), the device server's memory sampled"
+    rm -rf $scratch/class2-out
+    python3 "$root/scripts/bench/batch_bench.py" "$g" $scratch/class2 $scratch/class2-out \
+      --timeout 5 --exercise exercises/day15-padding --server-memory --alone 3
+    section "Part 1: the class of 100 through grader batch ($label), the device server's memory sampled"
+    rm -rf $scratch/class1-out
+    python3 "$root/scripts/bench/batch_bench.py" "$g" $scratch/class $scratch/class1-out \
+      --timeout 5 --server-memory --alone 3
+  done
+}
+
+# Issue 32's third goal: a kernel that runs just under its limit costs the GPU at most 3 s.
+run_spin() {
+  section "kernels that spin 200 and 700 ms a launch, each graded alone (tests/fixtures/spinning)"
+  local folder name
+  for folder in tests/fixtures/spinning/*/; do
+    name=$(basename "$folder")
+    /usr/bin/time -f "$name: wall %e s" "$grader" grade "$folder" --seed 7 --format json \
+      --output "$out/spin-$name.json" --quiet
+    python3 "$root/scripts/bench/gpu_hold.py" "$out/spin-$name.json"
+  done
+  section "the same in a batch of five, between correct ones: each grade's hold on the GPU and wait"
+  rm -rf $scratch/spin-class $scratch/spin-out
+  local i=0 kind
+  for kind in submissions/correct spinning/spins_200ms submissions/correct_four_accumulators \
+              spinning/spins_700ms submissions/correct; do
+    i=$((i + 1))
+    mkdir -p "$scratch/spin-class/$i-$(basename $kind)"
+    cp tests/fixtures/$kind/probe.cu tests/fixtures/$kind/submission.yaml \
+      "$scratch/spin-class/$i-$(basename $kind)/"
+  done
+  /usr/bin/time -f "batch: wall %e s" "$grader" batch $scratch/spin-class \
+    --output $scratch/spin-out 2>&1 | grep -E "device server|batch: wall"
+  python3 "$root/scripts/bench/gpu_hold.py" $scratch/spin-out/*/report.json
+}
+
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours)
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|class2|spin)
       "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -29,14 +31,24 @@
 #include <vector>
 
 #include "checks/checks.hpp"
+#include "common/kernel_ids.hpp"
 #include "compile/compile.hpp"
+#include "device/backend.hpp"
+#include "device/class_cache.hpp"
 #include "device/device.hpp"
 #include "device/device_server.hpp"
+#include "device/fallback_device.hpp"
+#include "device/remote_device.hpp"
+#include "device/session_account.hpp"
+#include "device/wire.hpp"
 #include "exercise/exercise.hpp"
+#include "grade/limits.hpp"
 #include "grade/pipeline.hpp"
+#include "grade/plan.hpp"
 #include "grade/protocol.hpp"
 #include "grade/stage.hpp"
 #include "grade/worker.hpp"
+#include "grade/worker_options.hpp"
 #include "model/measurements.hpp"
 #include "test_paths.hpp"
 
@@ -49,6 +61,30 @@ const Exercise& day15() {
         load_exercise(std::filesystem::path(GRADER_SOURCE_DIR) / "exercises/day15-bank-conflicts");
     return exercise;
 }
+
+// Observations that also keep every stage's limit, by the stage's name, and when the stage
+// under way began.
+class StageLimits final : public Observations {
+public:
+    using Clock = std::chrono::steady_clock;
+    void stage(const Stage& stage, const StageLimit& limit) override {
+        Observations::stage(stage, limit);
+        limits.emplace_back(to_string(stage), limit);
+        stage_began = Clock::now();
+        if (!first_student_stage && stage.kind != Stage::Kind::load && stage.runs_student_code()) {
+            first_student_stage = stage_began;
+        }
+    }
+    double seconds_since_first_student_stage() const {
+        return first_student_stage
+                   ? std::chrono::duration<double>(finished - *first_student_stage).count()
+                   : 0.0;
+    }
+    std::vector<std::pair<std::string, StageLimit>> limits;
+    Clock::time_point stage_began = Clock::now();
+    std::optional<Clock::time_point> first_student_stage;
+    Clock::time_point finished;
+};
 
 class FakeKernel final : public LoadedKernel {};
 
@@ -70,10 +106,15 @@ public:
         // in pairs by ptxas where merged_loads.
         bool probe_counts = false;
         bool merged_loads = false;
+        // Each launch of the student's kernel takes this long; a stage that would pass its
+        // limit (as `stages` last heard it) ends there, as the grader ends the worker's.
+        std::optional<double> student_launch_seconds;
+        const StageLimits* stages = nullptr;
     };
     FakeDevice(const Exercise& exercise, Script script, std::vector<std::string>& events)
         : exercise_(exercise), script_(std::move(script)), events_(events) {}
 
+    DeviceCapabilities capabilities() const override { return {true, true, false}; }
     void describe(Environment& environment) const override {
         environment.device_name = "scripted fake device";
         environment.grid_blocks = script_.blocks;
@@ -97,28 +138,48 @@ public:
     LaunchGeometry geometry(const LoadedKernel&) override {
         return {Dim3Spec{script_.blocks, 1, 1}, exercise_.launch.block};
     }
-    DeviceLaunch run(const LoadedKernel& kernel, const InputSpec& input, const std::vector<float>&,
-                     int stride, const LaunchGeometry& geometry) override {
+    void put_input(const InputSpec& input, InputWords words) override {
+        inputs_[input.id] = std::move(words);
+    }
+    DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
+                     const LaunchGeometry& geometry) override {
+        const LoadedKernel& kernel = *launch.kernel;
+        const int stride = launch.stride;
         events_.push_back("run " + kernel.id + " " + std::to_string(stride));
+        REQUIRE(inputs_.count(input.id) == 1);  // given before any launch with it
         if (script_.device_fails_at == std::make_pair(kernel.id, stride)) {
             throw std::runtime_error("scripted device failure");
         }
-        DeviceLaunch launch;
+        DeviceLaunch ran;
+        if (kernel.id == kStudentKernel && !spin(1)) {
+            ran.end = DeviceLaunch::End::timeout;
+            ran.message = "past its stage's limit";
+            return ran;
+        }
         const auto scripted = script_.run_ends.find({kernel.id, stride});
         if (scripted != script_.run_ends.end()) {
-            launch.end = scripted->second;
-            launch.message = "scripted end";
-            return launch;
+            ran.end = scripted->second;
+            ran.message = "scripted end";
+            return ran;
         }
-        launch.outputs = outputs(input.id, geometry);
-        launch.kernel_ms = script_.kernel_ms;
-        return launch;
+        if (launch.outputs_read) {
+            ran.outputs = outputs(input.id, geometry);
+        }
+        ran.kernel_ms = script_.kernel_ms;
+        return ran;
     }
-    bool times() const override { return true; }
-    TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
-                       const std::vector<float>&, const LaunchGeometry& geometry) override {
+    TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                       const LaunchGeometry& geometry) override {
         events_.push_back("time");
         TimingSamples samples;
+        // Warm-up, sizing and ten samples of each of the student's rows.
+        if (!spin(13 * std::count_if(launches.begin(), launches.end(), [](const LaunchCase& c) {
+                      return c.kernel->id == kStudentKernel;
+                  }))) {
+            samples.end = DeviceLaunch::End::timeout;
+            samples.message = "past its stage's limit";
+            return samples;
+        }
         if (script_.time_end != DeviceLaunch::End::completed) {
             samples.end = script_.time_end;
             samples.message = "scripted timing fault";
@@ -126,19 +187,25 @@ public:
         }
         samples.rounds = 5;
         events_.push_back("timed " + std::to_string(launches.size()));
-        for (const TimedCase& c : launches) {
+        for (const LaunchCase& c : launches) {
             // Time in proportion to the bank-conflict degree, the same in every round.
             const double ms = 0.01 * std::gcd(c.stride, 32);
             samples.per_round_ms.push_back(std::vector<double>(5, ms));
             samples.launches_per_sample.push_back(1);
-            samples.final_outputs.push_back(outputs(input.id, geometry));
+            samples.final_outputs.push_back(c.outputs_read ? outputs(input.id, geometry)
+                                                           : std::vector<float>{});
         }
         return samples;
     }
-    HardwareCounts count(const std::vector<TimedCase>& launches, const InputSpec&,
-                         const std::vector<float>&, const LaunchGeometry&) override {
+    HardwareCounts count(const std::vector<LaunchCase>& launches, const InputSpec&,
+                         const LaunchGeometry&) override {
         events_.push_back("count");
         HardwareCounts counts;
+        if (!spin(static_cast<long>(launches.size()))) {
+            counts.end = DeviceLaunch::End::timeout;
+            counts.message = "past its stage's limit";
+            return counts;
+        }
         if (script_.count_end != DeviceLaunch::End::completed) {
             counts.end = script_.count_end;
             counts.message = "scripted counting fault";
@@ -150,7 +217,7 @@ public:
         }
         counts.counted = true;
         counts.description = "the fake's counters";
-        for (const TimedCase& c : launches) {
+        for (const LaunchCase& c : launches) {
             if (script_.probe_counts) {
                 const std::uint64_t blocks = script_.blocks;
                 const auto degree = static_cast<std::uint64_t>(std::gcd(c.stride, 32));
@@ -173,19 +240,34 @@ public:
         }
         return counts;
     }
-    bool locks() const override { return true; }
     std::string acquire() override {
         events_.push_back("acquire");
+        CHECK_FALSE(held_);
         held_ = true;
         return "fake-bus";
     }
     void release() override {
         events_.push_back("release");
+        CHECK(held_);  // once for each acquire
         held_ = false;
     }
-    bool held() const override { return held_; }
 
 private:
+    // `launches` of the student's, each student_launch_seconds long; false where the stage's
+    // limit came first, which is then waited out.
+    bool spin(long launches) const {
+        if (!script_.student_launch_seconds || launches == 0) {
+            return true;
+        }
+        const double took = static_cast<double>(launches) * *script_.student_launch_seconds;
+        const double elapsed =
+            std::chrono::duration<double>(StageLimits::Clock::now() - script_.stages->stage_began)
+                .count();
+        const double left = script_.stages->current_limit.seconds - elapsed;
+        std::this_thread::sleep_for(std::chrono::duration<double>(std::min(took, left)));
+        return took < left;
+    }
+
     // The same outputs from every kernel: the student's agree with the oracle's.
     std::vector<float> outputs(const std::string& input, const LaunchGeometry& geometry) const {
         std::vector<float> words(output_elements(exercise_, geometry));
@@ -198,17 +280,8 @@ private:
     const Exercise& exercise_;
     Script script_;
     std::vector<std::string>& events_;
+    std::map<std::string, InputWords> inputs_;
     bool held_ = false;
-};
-
-// Observations that also keep every stage's limit, by the stage's name.
-class StageLimits final : public Observations {
-public:
-    void stage(const Stage& stage, const StageLimit& limit) override {
-        Observations::stage(stage, limit);
-        limits.emplace_back(to_string(stage), limit);
-    }
-    std::vector<std::pair<std::string, StageLimit>> limits;
 };
 
 struct Graded {
@@ -240,26 +313,28 @@ Graded grade_with(const FakeDevice::Script& script,
     options.seed = 7;
     options.backend = "cuda";
     DeviceChoice choice;
-    choice.backend = "cuda";
+    choice.backend = Backend::cuda;
     choice.arch = "sm_90";
     std::vector<std::string>& events = graded.events;
-    choice.open = [&script, &events, &exercise]() -> std::unique_ptr<Device> {
-        return std::make_unique<FakeDevice>(exercise, script, events);
+    FakeDevice::Script watched = script;
+    watched.stages = &graded.seen;
+    choice.open = [&watched, &events, &exercise]() -> std::unique_ptr<Device> {
+        return std::make_unique<FakeDevice>(exercise, watched, events);
     };
     if (!through.server.empty()) {
         std::vector<std::string>& local = *through.local;
         choice.open = [&script, &local, &through, &exercise]() -> std::unique_ptr<Device> {
-            return open_remote_device(
-                through.server, 7,
+            return std::make_unique<FallbackDevice>(
+                open_remote_device(through.server, 7, through.reconnect),
                 [&script, &local, &exercise] {
                     return std::make_unique<FakeDevice>(exercise, script, local);
-                },
-                through.reconnect);
+                });
         };
     }
     PipelineHooks hooks;
     hooks.grader_executable = GRADER_BINARY;
     run_pipeline(exercise, options, graded.seen, choice, hooks);
+    graded.seen.finished = StageLimits::Clock::now();
     return graded;
 }
 
@@ -334,12 +409,12 @@ TEST_CASE("a correct grade: every case runs, is timed and counted while the devi
     }
 }
 
-TEST_CASE("the student's runs are waited for 50 times the oracle's time for the same launches") {
-    // 4 ms a launch, two inputs: 50 x 8 ms is under the floor of a second.
+TEST_CASE("each stage of the student's may take a few times the exercise's own time and a margin") {
+    // 4 ms a launch, two inputs a case: 4 x 8 ms, and the grade's margin.
     FakeDevice::Script quick;
     quick.kernel_ms = 4.0;
     const Graded fast = grade_with(quick);
-    // 40 ms a launch: 50 x 80 ms = 4 s, under the run limit of 30 s.
+    // 40 ms a launch: 4 x 80 ms.
     FakeDevice::Script slow;
     slow.kernel_ms = 40.0;
     const Graded slower = grade_with(slow);
@@ -354,28 +429,200 @@ TEST_CASE("the student's runs are waited for 50 times the oracle's time for the 
             CAPTURE(stage);
             if (stage.rfind("run student", 0) == 0) {
                 ++student_runs;
-                const double expected = graded == &fast     ? kHangFloorSeconds
-                                        : graded == &slower ? 4.0
-                                                            : run_limit;
-                CHECK(limit.seconds == doctest::Approx(expected));
                 if (graded == &untimed) {
+                    CHECK(limit.seconds == doctest::Approx(run_limit));
                     CHECK(limit.basis.empty());
-                } else {
-                    CHECK(limit.basis.find("50 times the reference probe's " +
-                                           std::string(graded == &fast ? "8" : "80") +
-                                           " ms for the same launches") == 0);
+                    continue;
                 }
+                // Nothing of the margin is spent by a quick fake.
+                const double allowance = graded == &fast ? 0.032 : 0.32;
+                CHECK(limit.seconds ==
+                      doctest::Approx(allowance + kStudentMarginSeconds).epsilon(0.02));
+                CHECK(limit.basis.find("4 times the reference probe's " +
+                                       std::string(graded == &fast ? "8" : "80") +
+                                       " ms for the same launches") == 0);
+                CHECK(limit.basis.find("s the student's launches may take beyond that") !=
+                      std::string::npos);
             } else if (stage.rfind("run ", 0) == 0) {
                 // The exercise's own kernels keep the run limit.
                 CHECK(limit.seconds == doctest::Approx(run_limit));
+            } else if (stage == "time" || stage == "count") {
+                // Both from the exercise's own time too, where the device said it.
+                if (graded == &untimed) {
+                    CHECK(limit.seconds == doctest::Approx(run_limit));
+                } else {
+                    CHECK(limit.seconds < (graded == &fast ? 5.0 : run_limit));
+                    CHECK(limit.basis.find(stage == "time" ? "the rounds' own 0.63 s"
+                                                           : "the counter's start") == 0);
+                }
             }
         }
         CHECK(student_runs ==
               student_strides_to_run(day15(), graded->seen.measurements.unnamed_strides).size());
     }
-    // Never more than the run limit.
-    CHECK(student_run_limit(2000.0, "the oracle", 30.0).seconds == doctest::Approx(30.0));
-    CHECK(student_run_limit(2000.0, "the oracle", 30.0).basis.empty());
+}
+
+TEST_CASE("a kernel just under its first case's limit holds the device under 3 s in all") {
+    for (const double seconds : {0.2, 0.7}) {
+        CAPTURE(seconds);
+        // Each launch of the student's spins `seconds`; the fake stops a stage at its limit as
+        // the grader stops the worker there.
+        FakeDevice::Script spinning;
+        spinning.kernel_ms = 0.05;
+        spinning.student_launch_seconds = seconds;
+        const auto began = std::chrono::steady_clock::now();
+        const Graded graded = grade_with(spinning);
+        const Measurements& m = graded.seen.measurements;
+        REQUIRE(m.interruption);
+        CHECK(m.interruption->kind == StopKind::timeout);
+        CHECK(m.interruption->students_fault);
+        CHECK(m.interruption->stage.rfind("run student stride ", 0) == 0);
+        // From the student's first stage to the grade's end.
+        const double held = graded.seen.seconds_since_first_student_stage();
+        CHECK(held < 3.0);
+        CHECK(held > kStudentMarginSeconds - 0.1);  // the margin was spent, once
+        CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() <
+              20.0);
+    }
+}
+
+TEST_CASE(
+    "the student's margin is spent once for the whole grade, and a stage never passes the "
+    "run limit") {
+    StudentBudget budget(30.0);
+    const Allowance small{0.1, "basis"};
+    CHECK(budget.limit(small).seconds == doctest::Approx(0.1 + kStudentMarginSeconds));
+    CHECK(budget.limit(small).basis.find("basis, and 1.5 s left") == 0);
+    budget.spent(0.05, small);  // within its allowance: nothing spent
+    CHECK(budget.margin_left() == doctest::Approx(kStudentMarginSeconds));
+    budget.spent(1.1, small);  // 1 s beyond
+    CHECK(budget.margin_left() == doctest::Approx(kStudentMarginSeconds - 1.0));
+    CHECK(budget.limit(small).seconds == doctest::Approx(0.1 + kStudentMarginSeconds - 1.0));
+    budget.spent(5.0, small);
+    CHECK(budget.margin_left() == 0.0);
+    CHECK(budget.limit(small).seconds == doctest::Approx(0.1));
+    const Allowance huge{60.0, "basis"};
+    CHECK(budget.limit(huge).seconds == doctest::Approx(30.0));
+    CHECK(budget.limit(huge).basis.empty());
+
+    // The timing: each row's warm-up and sizing launches, one more, and min_samples + 1 samples
+    // of enough launches to last min_sample_ms; the rounds' own warm-up and time cap.
+    TimingSpec timing;
+    timing.warmup_launches = 2;
+    timing.warmup_ms = 30.0;
+    timing.min_sample_ms = 0.5;
+    timing.min_samples = 10;
+    timing.max_seconds = 0.6;
+    const Allowance rounds = timing_allowance(timing, {{0.1, false}, {0.1, true}});
+    // A row of 0.1 ms: 4 launches, then 11 samples of 5 launches: 5.9 ms.
+    CHECK(rounds.seconds == doctest::Approx(0.63 + 0.0059 + 4 * 0.0059));
+    CHECK(timing_allowance(timing, {{2.0, true}}).seconds ==
+          doctest::Approx(0.63 + 4 * (4 * 2.0 + 11 * 2.0) / 1000.0));
+    // The count: twice each launch at most (two passes), and the counter's start.
+    CHECK(count_allowance({1.0, 3.0}).seconds ==
+          doctest::Approx(kCounterStartSeconds + 4 * 8.0 / 1000.0));
+    CHECK(run_allowance(8.0, "the reference probe").seconds == doctest::Approx(0.032));
+}
+
+TEST_CASE("the plan: the oracle runs where the student's kernel does, every case is timed once") {
+    const Exercise& exercise = day15();
+    LoadedKernel reference;
+    reference.id = "reference";
+    LoadedKernel student;
+    student.id = "student";
+    const std::map<std::string, LoadedKernel*> loaded = {{"reference", &reference},
+                                                         {"student", &student}};
+    const std::vector<int> unnamed = {5, 24};
+    const std::vector<int> students = student_strides_to_run(exercise, unnamed);
+    const std::vector<int> references = reference_strides_to_run(exercise, unnamed);
+    const LaunchGeometry geometry{Dim3Spec{4, 1, 1}, exercise.launch.block};
+    const auto is_students = [&students](int stride) {
+        return std::find(students.begin(), students.end(), stride) != students.end();
+    };
+
+    SUBCASE("on a GPU") {
+        const GradePlan plan = plan_grade(exercise, loaded, unnamed, {true, true, false}, geometry);
+        REQUIRE(plan.cases.size() == references.size() + students.size());
+        for (std::size_t i = 0; i < plan.cases.size(); ++i) {
+            const PlannedCase& c = plan.cases[i];
+            CAPTURE(c.kernel);
+            CAPTURE(c.stride);
+            // The exercise's cases first, the student's after.
+            CHECK(c.kernel == (i < references.size() ? "reference" : "student"));
+            // The oracle runs, with every input, only where the student's kernel runs: nothing
+            // reads its outputs at a stride of its own.
+            const std::size_t runs = c.kernel == "student" || is_students(c.stride) ? 2 : 0;
+            CHECK(c.run_count == runs);
+            for (std::size_t r = 0; r < c.run_count; ++r) {
+                const PlannedRun& run = plan.launches.runs[c.first_run + r];
+                CHECK(run.launch.kernel->id == c.kernel);
+                CHECK(run.launch.stride == c.stride);
+                CHECK(run.launch.outputs_read);  // the oracle's are compared, the student's too
+                CHECK(run.input == &exercise.inputs[r]);
+            }
+            // Each ratio over the same kernel at stride 1.
+            REQUIRE(c.base);
+            CHECK(plan.cases[*c.base].kernel == c.kernel);
+            CHECK(plan.cases[*c.base].stride == 1);
+            // Every case is timed; the exercise's may be the class's, the student's never; only
+            // the student's timed outputs are read.
+            const LaunchCase& timed = plan.launches.timed.at(i);
+            CHECK(timed.kernel->id == c.kernel);
+            CHECK(timed.stride == c.stride);
+            CHECK(timed.reusable == (c.kernel == "reference"));
+            CHECK(timed.outputs_read == (c.kernel == "student"));
+        }
+        // The student's launches are counted after timing, in the order of their cases.
+        REQUIRE(plan.launches.counted.size() == students.size());
+        for (std::size_t i = 0; i < students.size(); ++i) {
+            CHECK(plan.launches.counted[i].kernel == &student);
+            CHECK(plan.launches.counted[i].stride == plan.cases[references.size() + i].stride);
+        }
+        CHECK(plan.launches.timing_input == &exercise.inputs.front());
+        CHECK(plan.launches.reloaded.size() == 2);
+    }
+    SUBCASE("on the simulator, which counts every case as it runs") {
+        const GradePlan plan = plan_grade(exercise, loaded, unnamed, {false, true, true}, geometry);
+        for (const PlannedCase& c : plan.cases) {
+            CAPTURE(c.stride);
+            // The timing input at every stride: its count and modeled cost.
+            CHECK(c.run_count == (c.kernel == "student" || is_students(c.stride) ? 2u : 1u));
+        }
+        CHECK(plan.launches.timed.size() == plan.cases.size());
+        CHECK(plan.launches.counted.empty());
+    }
+    SUBCASE("a sweep: the exercise's kernels alone, whose outputs nothing reads") {
+        const GradePlan plan =
+            plan_grade(exercise, {{"reference", &reference}}, {}, {true, true, false}, geometry);
+        REQUIRE(plan.cases.size() == reference_strides_to_run(exercise, {}).size());
+        for (const PlannedRun& run : plan.launches.runs) {
+            CHECK_FALSE(run.launch.outputs_read);
+        }
+        CHECK(plan.launches.runs.size() == 2 * plan.cases.size());
+        CHECK(plan.launches.counted.empty());
+    }
+    SUBCASE(
+        "Part 2: nothing timed against the copy the student's kernel is paired with is reused") {
+        static const Exercise padding =
+            load_exercise(std::filesystem::path(GRADER_SOURCE_DIR) / "exercises/day15-padding");
+        std::map<std::string, LoadedKernel> kernels;
+        std::map<std::string, LoadedKernel*> all;
+        for (const KernelSpec& spec : padding.kernels) {
+            kernels[spec.id].id = spec.id;
+            all[spec.id] = &kernels[spec.id];
+        }
+        const GradePlan plan = plan_grade(padding, all, {}, {true, true, false}, geometry);
+        REQUIRE(plan.cases.size() == padding.kernels.size());
+        for (std::size_t i = 0; i < plan.cases.size(); ++i) {
+            CAPTURE(plan.cases[i].kernel);
+            CHECK_FALSE(plan.launches.timed[i].reusable);
+            REQUIRE(plan.cases[i].base);
+            CHECK(plan.cases[*plan.cases[i].base].kernel == "copy");
+            const PlannedRun& run = plan.launches.runs[plan.cases[i].first_run];
+            CHECK(run.launch.outputs_read == (plan.cases[i].kernel == "student" ||
+                                              plan.cases[i].kernel == padding.oracle()->id));
+        }
+    }
 }
 
 TEST_CASE("the student's compile outcome is sent once; loading sends only what it adds") {
@@ -399,7 +646,7 @@ TEST_CASE("the student's compile outcome is sent once; loading sends only what i
     options.seed = 7;
     options.backend = "cuda";
     DeviceChoice choice;
-    choice.backend = "cuda";
+    choice.backend = Backend::cuda;
     choice.arch = "sm_90";
     std::vector<std::string> events;
     const FakeDevice::Script script;
@@ -502,7 +749,7 @@ TEST_CASE("no GPU where one was asked for: nothing is opened, and it is never th
     options.submission_dir = std::filesystem::path(GRADER_SOURCE_DIR) / "student/example";
     options.seed = 7;
     DeviceChoice choice;
-    choice.backend = "cuda";
+    choice.backend = Backend::cuda;
     choice.arch = day15().default_arch;
     choice.no_gpu_reason = "no driver in this test";
     PipelineHooks hooks;
@@ -530,7 +777,7 @@ public:
         std::filesystem::remove_all(folder_);
         std::filesystem::create_directories(folder_);
         socket_ = folder_ / "gpu0.sock";
-        const int listening = listen_on(socket_);
+        const int listening = wire::listen_on(socket_);
         thread_ = std::thread([this, listening] {
             stopped_ = serve_device_sessions(
                 listening, exercise_,
@@ -538,7 +785,7 @@ public:
                     seeds_.push_back(seed);
                     return std::make_unique<FakeDevice>(exercise_, script_, events_);
                 },
-                [this](const SessionAccount& account) { accounts_.push_back(account); });
+                store_, [this](const SessionAccount& account) { accounts_.push_back(account); });
             ::close(listening);
             std::filesystem::remove(socket_);
         });
@@ -555,10 +802,7 @@ public:
         if (!thread_.joinable()) {
             return;
         }
-        if (const int fd = connect_to(socket_); fd >= 0) {
-            wire_stop(fd);
-            ::close(fd);
-        }
+        stop_device_server(socket_);
         thread_.join();
     }
     void join() { thread_.join(); }
@@ -570,7 +814,6 @@ public:
     const std::vector<SessionAccount>& accounts() const { return accounts_; }
 
 private:
-    static void wire_stop(int fd);
     std::filesystem::path folder_;
     std::filesystem::path socket_;
     FakeDevice::Script script_;
@@ -579,17 +822,11 @@ private:
     std::vector<std::uint64_t> seeds_;
     std::string stopped_;
     std::vector<SessionAccount> accounts_;
+    ClassStore store_;
     std::thread thread_;
 };
 
 }  // namespace
-
-#include "device/wire.hpp"
-
-void FakeServer::wire_stop(int fd) {
-    wire::send(fd, wire::Frame{nlohmann::json{{"op", "stop"}}, {}});
-    (void)wire::receive(fd);
-}
 
 TEST_CASE(
     "through a device server a grade observes what the device itself gives, and the "
@@ -663,8 +900,8 @@ TEST_CASE(
     const auto first_oracle = runs_of(events.begin(), split, "run reference");
     const auto second_oracle = runs_of(split, events.end(), "run reference");
     CHECK(first_oracle == runs_of(direct.events.begin(), direct.events.end(), "run reference"));
-    // Each run is queued one ahead of its turn (Device::queue_run): the first grade's runs are
-    // the direct grade's, once each, in the same order.
+    // Every run is sent ahead (Device::follow): the first grade's runs are the direct grade's,
+    // once each, in the same order.
     const auto runs = [](auto from, auto to) {
         std::vector<std::string> found;
         std::copy_if(from, to, std::back_inserter(found),
@@ -785,8 +1022,8 @@ TEST_CASE("a server's session account crosses to the batch as one line, and adds
     account.teardown_seconds = 0.002;
     account.idle_seconds = 0.5;
     // As the server writes it to its message pipe, and as the batch reads the line.
-    const std::string line = wire::session_json(account).dump();
-    const SessionAccount read = wire::session_of(nlohmann::json::parse(line));
+    const std::string line = session_account_json(account).dump();
+    const SessionAccount read = session_account_of(nlohmann::json::parse(line));
     CHECK(nlohmann::json::parse(line).at("type") == "session");
     CHECK(read.held_seconds == doctest::Approx(0.25));
     CHECK(read.waiting_seconds == doctest::Approx(0.03));
@@ -801,14 +1038,14 @@ TEST_CASE("a server's session account crosses to the batch as one line, and adds
     CHECK(total.held_seconds == doctest::Approx(0.5));
     CHECK(total.request_seconds.at("time") == doctest::Approx(0.2));
     // What is not a number (a NaN is written as null) counts as nothing; the batch goes on.
-    const SessionAccount odd = wire::session_of(
+    const SessionAccount odd = session_account_of(
         nlohmann::json::parse(R"({"type":"session","held_seconds":null,"waiting_seconds":"x",)"
                               R"("request_seconds":{"run":null,"time":0.5}})"));
     CHECK(odd.held_seconds == 0.0);
     CHECK(odd.waiting_seconds == 0.0);
     CHECK(odd.request_seconds.at("run") == 0.0);
     CHECK(odd.request_seconds.at("time") == doctest::Approx(0.5));
-    CHECK(wire::session_of(nlohmann::json::parse("[1, 2]")).request_seconds.empty());
+    CHECK(session_account_of(nlohmann::json::parse("[1, 2]")).request_seconds.empty());
 }
 
 TEST_CASE("through a device server the student's limits are as the device's own, reused runs too") {
@@ -822,24 +1059,26 @@ TEST_CASE("through a device server the student's limits are as the device's own,
     server.stop();
     // The second grade's oracle runs on the all-ones input were the first's: their times came
     // with them, so its limits are the same.
+    // (To the hundredth of a second: the margin left is what earlier stages did not spend.)
     const auto student_limits = [](const Graded& graded) {
-        std::vector<std::pair<std::string, double>> found;
+        std::vector<std::pair<std::string, long>> found;
         for (const auto& [stage, limit] : graded.seen.limits) {
             if (stage.rfind("run student", 0) == 0) {
-                found.emplace_back(stage, limit.seconds);
+                found.emplace_back(stage, std::lround(limit.seconds * 100));
             }
         }
         return found;
     };
     REQUIRE(!student_limits(direct).empty());
-    CHECK(student_limits(direct).front().second == doctest::Approx(3.0));
+    CHECK(student_limits(direct).front().second ==
+          std::lround((4 * 0.06 + kStudentMarginSeconds) * 100));
     CHECK(student_limits(first) == student_limits(direct));
     CHECK(student_limits(second) == student_limits(direct));
 }
 
 TEST_CASE(
-    "a launch the device refuses through a server stops the grade there; the run queued behind "
-    "it is dropped, and the server serves the next grade") {
+    "a launch the device refuses through a server stops the grade there; what was asked for "
+    "ahead is not run, and the server serves the next grade") {
     FakeDevice::Script refusing;
     refusing.run_ends[{"student", 8}] = DeviceLaunch::End::refused;
     const Graded direct = grade_with(refusing);
@@ -851,8 +1090,8 @@ TEST_CASE(
     // What the grade reports is the direct grade's: the runs before the refused one.
     REQUIRE(m.runs.size() == direct.seen.measurements.runs.size());
     CHECK(m.interruption->message == direct.seen.measurements.interruption->message);
-    // The session ended as sessions do (the queued run's reply read and dropped), and the
-    // server goes on: the next grade is served, not graded on a device of its own.
+    // The session ended as sessions do (the replies to what was sent ahead read and dropped),
+    // and the server goes on: the next grade is served, not graded on a device of its own.
     const Graded next = grade_with({}, "student/example", {server.socket(), &local});
     REQUIRE(next.seen.measurements.interruption);  // the same script: refused again
     CHECK(next.seen.measurements.interruption->stage == "run student stride 8");
@@ -865,13 +1104,14 @@ TEST_CASE(
     const auto split = std::find(events.begin() + 1, events.end(), "acquire");
     check_lock_brackets({events.begin(), split});
     check_lock_brackets({split, events.end()});
-    // The server had the next run already (queued while the grade read the refused one's
-    // reply): it ran, and its reply was dropped.
+    // The server had the grade's whole plan (sent ahead): after the refused launch it ran none
+    // of the rest, and the grade's release dropped their replies.
     const auto runs = [](auto from, auto to) {
         return std::count_if(from, to,
                              [](const std::string& e) { return e.rfind("run ", 0) == 0; });
     };
-    CHECK(runs(events.begin(), split) == runs(direct.events.begin(), direct.events.end()) + 1);
+    CHECK(runs(events.begin(), split) == runs(direct.events.begin(), direct.events.end()));
+    CHECK(std::count(events.begin(), split, "time") == 0);
 }
 
 TEST_CASE("through a server the count, asked for ahead of reading the timing, ends as directly") {

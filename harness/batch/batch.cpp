@@ -19,6 +19,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -30,6 +31,7 @@
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#include "device/backend.hpp"
 #include "grade/grade.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
@@ -257,6 +259,34 @@ void pool_thread(const std::shared_ptr<PoolState>& state) {
     }
     --state->running_threads;
     state->changed.notify_all();
+}
+
+// The GPUs the class is graded on, its backend (resolved once for the class), and on GPUs their
+// device servers, whose notices reach the caller as progress does, one call at a time.
+void choose_devices(const std::shared_ptr<PoolState>& state, const BatchOptions& options) {
+    BatchStatus& status = state->status;
+    status.devices = options.devices.empty() ? visible_devices() : options.devices;
+    if (status.devices.empty()) {
+        status.devices.push_back(0);  // no GPU seen: every grade says so, as `grader grade` would
+    }
+    state->device_load.assign(status.devices.size(), 0);
+    status.backend =
+        std::string(to_string(resolve_backend(options.backend, status.devices.front()).backend));
+    state->backend = status.backend;
+    if (status.backend != "cuda" || !options.device_server) {
+        return;
+    }
+    const std::weak_ptr<PoolState> pool = state;
+    state->servers = std::make_shared<DeviceServers>(
+        state->worker_executable.empty() ? current_executable() : state->worker_executable,
+        state->exercise.directory, [pool](const std::string& notice) {
+            if (const auto alive = pool.lock()) {
+                const std::lock_guard guard(alive->mutex);
+                if (!alive->closed) {
+                    alive->progress->notice(notice);
+                }
+            }
+        });
 }
 
 nlohmann::json run_info(const BatchResult& result, const BatchOptions& options) {
@@ -708,21 +738,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     }
 
     BatchStatus& status = state->status;
-    status.devices = options.devices.empty() ? visible_devices() : options.devices;
-    if (status.devices.empty()) {
-        status.devices.push_back(0);  // no GPU seen: every grade says so, as `grader grade` would
-    }
-    state->device_load.assign(status.devices.size(), 0);
-    status.backend = options.backend;
-    if (status.backend == "auto") {
-        status.backend = visible_devices().empty() ? "sim" : "cuda";
-    }
-    state->backend = status.backend;
-    if (status.backend == "cuda" && options.device_server) {
-        state->servers = std::make_shared<DeviceServers>(
-            state->worker_executable.empty() ? current_executable() : state->worker_executable,
-            exercise.directory);
-    }
+    choose_devices(state, options);
 
     queue_jobs(*state, scope, selected, options);
     ShardManifest manifest;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "batch/device_servers.hpp"
 #include "batch/shard.hpp"
 #include "exercise/exercise.hpp"
 #include "model/measurements.hpp"
@@ -45,12 +46,13 @@ inline constexpr const char* kLocksFolder = ".locks";
 struct BatchOptions {
     std::filesystem::path submissions_dir;  // one sub-folder per submission
     std::filesystem::path output_dir;       // created if missing
-    // Submissions graded at once; <= 0: default_jobs().
+    // Submissions graded at once; <= 0: default_jobs() (device_servers.hpp).
     int jobs = 0;
-    std::vector<int> devices;           // GPU indices to spread over; empty: visible_devices()
+    std::vector<int> devices;  // GPU indices to spread over; empty: visible_devices() (ibid.)
     double run_seconds_override = 0.0;  // > 0 replaces the exercise's run limit
-    // "cuda", "sim", or "auto": cuda where visible_devices() finds a GPU, else sim. Resolved once
-    // for the whole class, so that one gradebook never mixes GPU and simulated grades.
+    // "cuda", "sim", or "auto": cuda where the first device answers, else sim (resolve_backend(),
+    // as a grade alone resolves it). Resolved once for the whole class, so that one gradebook
+    // never mixes GPU and simulated grades.
     std::string backend = "auto";
     std::filesystem::path worker_executable;  // the grader, started as "grader __worker"
     // On GPUs, one device server per GPU (device/device_server.hpp) holds the context and the
@@ -126,6 +128,9 @@ public:
         (void)graded;
         (void)status;
     }
+    // What the batch's user must know at once, however quiet the progress (a GPU's device server
+    // that could not start), one sentence.
+    virtual void notice(const std::string& line) { (void)line; }
 };
 
 struct BatchResult {
@@ -159,16 +164,6 @@ struct BatchResult {
 // there and does not begin with "Landlock" (the words the compile uses when the kernel confined
 // it). An empty text says nothing either way.
 bool compile_unconfined(const Environment& environment);
-
-// Grades at once where the options do not say: with device servers a grade holds its GPU for a
-// fraction of its time (the rest is compiling, the simulator's witness, checks, reports), so four
-// per GPU keep each GPU busy, within half the machine's cores; otherwise one per GPU and one
-// more. Never fewer than 2.
-int default_jobs(const std::string& backend, std::size_t devices, bool device_server);
-
-// The GPUs this machine shows, without initializing CUDA in this process: CUDA_VISIBLE_DEVICES
-// where set (its entries, numbered from 0), else the /dev/nvidia<N> nodes. Empty if none.
-std::vector<int> visible_devices();
 
 // The output folder name for a submission folder: the name itself where it is valid UTF-8 with
 // no control character and not "." or "..", else its printable ASCII with '_' for the rest and

@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -25,10 +24,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "batch/batch.hpp"
 #include "common/text.hpp"
 #include "device/device_server.hpp"
-#include "device/wire.hpp"
+#include "device/session_account.hpp"
 #include "isolation/child.hpp"
 #include "text/text_safety.hpp"
 
@@ -49,6 +47,7 @@ struct DeviceServers::State {
     };
     std::filesystem::path executable;
     std::filesystem::path exercise_dir;
+    std::function<void(const std::string&)> notice;
     std::filesystem::path folder;  // private: mode 0700
     std::mutex mutex;
     std::condition_variable changed;
@@ -158,7 +157,7 @@ void keep_serving(const std::shared_ptr<State>& state, int device) {
                 state->changed.notify_all();
             } else if (type == "session") {
                 ++server.sessions;
-                server.served.add(wire::session_of(message));
+                server.served.add(session_account_of(message));
             }
             return 0.0;
         };
@@ -176,13 +175,16 @@ void keep_serving(const std::shared_ptr<State>& state, int device) {
         state->changed.notify_all();
     }
     server.given_up = !state->stopping;
-    if (server.given_up) {
+    if (server.given_up && state->notice) {
         // The batch goes on, each grade with a context of its own (as --own-contexts): slower,
-        // and said at once, on standard error, even with --quiet.
-        std::fprintf(stderr,
-                     "batch: GPU %d's device server could not start (%s); each grade now makes a "
-                     "context of its own, about three times slower\n",
-                     device, server.why_not.c_str());
+        // and said at once.
+        const std::string notice =
+            "GPU " + std::to_string(device) + "'s device server could not start (" +
+            server.why_not +
+            "); each grade now makes a context of its own, about three times slower";
+        lock.unlock();
+        state->notice(notice);
+        lock.lock();
     }
     state->changed.notify_all();
 }
@@ -190,10 +192,12 @@ void keep_serving(const std::shared_ptr<State>& state, int device) {
 }  // namespace
 
 DeviceServers::DeviceServers(std::filesystem::path grader_executable,
-                             std::filesystem::path exercise_dir)
+                             std::filesystem::path exercise_dir,
+                             std::function<void(const std::string&)> notice)
     : state_(std::make_shared<State>()) {
     state_->executable = std::move(grader_executable);
     state_->exercise_dir = std::move(exercise_dir);
+    state_->notice = std::move(notice);
     state_->folder = private_folder();
 }
 
@@ -253,18 +257,8 @@ void DeviceServers::stop() {
     }
     state_->stopping = true;
     for (auto& [device, server] : state_->servers) {
-        if (!server.ready) {
-            continue;
-        }
-        const int fd = connect_to(server.socket);
-        if (fd >= 0) {
-            try {
-                wire::send(fd, wire::Frame{nlohmann::json{{"op", "stop"}}, {}});
-                (void)wire::receive(fd);
-            } catch (const wire::WireError&) {
-                // It is stopping anyway.
-            }
-            ::close(fd);
+        if (server.ready) {
+            stop_device_server(server.socket);
         }
     }
     // A server still busy with an abandoned grade (an interrupted batch) dies with this process

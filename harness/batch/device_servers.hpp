@@ -5,7 +5,9 @@
 // socket, whenever it stops (a kernel that faults ends its server), each listening in a folder
 // only the batch's user can open.
 
+#include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,7 +16,10 @@ namespace grader {
 
 class DeviceServers {
 public:
-    DeviceServers(std::filesystem::path grader_executable, std::filesystem::path exercise_dir);
+    // `notice` hears, from a server's thread, what the batch's user must know at once: a server
+    // that could not start, and what the grades do instead.
+    DeviceServers(std::filesystem::path grader_executable, std::filesystem::path exercise_dir,
+                  std::function<void(const std::string& notice)> notice = {});
     ~DeviceServers();  // stop()
 
     // Asks every server to stop, and waits a little for them (a server busy with an abandoned
@@ -38,5 +43,15 @@ public:
 private:
     std::shared_ptr<State> state_;
 };
+
+// Grades at once where the options do not say: with device servers a grade holds its GPU for a
+// fraction of its time (the rest is compiling, the simulator's witness, checks, reports), so four
+// per GPU keep each GPU busy, within half the machine's cores; otherwise one per GPU and one
+// more. Never fewer than 2.
+int default_jobs(const std::string& backend, std::size_t devices, bool device_server);
+
+// The GPUs this machine shows, without initializing CUDA in this process: CUDA_VISIBLE_DEVICES
+// where set (its entries, numbered from 0), else the /dev/nvidia<N> nodes. Empty if none.
+std::vector<int> visible_devices();
 
 }  // namespace grader

@@ -31,6 +31,8 @@
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
 #include "common/text.hpp"
+#include "cuda/resources.hpp"
+#include "device/backend.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
 #include "model/report.hpp"
@@ -125,8 +127,17 @@ std::string describe_graded(const GradedSubmission& graded) {
     return line;
 }
 
+// What the batch says at once, on standard error, whatever the progress shown.
+class NoticedProgress : public BatchProgress {
+public:
+    void notice(const std::string& line) override {
+        std::fprintf(stderr, "batch: %s\n", text::visible_line(line).c_str());
+        std::fflush(stderr);
+    }
+};
+
 // Not a terminal: one plain line per finished submission, for a log file or CI.
-class LogProgress : public BatchProgress {
+class LogProgress : public NoticedProgress {
 public:
     void batch_started(const BatchStatus& status) override {
         std::string devices;
@@ -148,11 +159,15 @@ public:
 };
 
 // A terminal: one line, rewritten in place.
-class TerminalProgress : public BatchProgress {
+class TerminalProgress : public NoticedProgress {
 public:
     void batch_started(const BatchStatus& status) override { draw(status); }
     void submission_started(const std::string&, const BatchStatus& status) override {
         draw(status);
+    }
+    void notice(const std::string& line) override {
+        std::fprintf(stderr, "\r\033[K");
+        NoticedProgress::notice(line);
     }
     void submission_finished(const GradedSubmission& graded, const BatchStatus& status) override {
         if (graded.harness_error) {
@@ -204,7 +219,7 @@ private:
     bool drawn_ = false;
 };
 
-class SilentProgress : public BatchProgress {};
+class SilentProgress : public NoticedProgress {};
 
 // What the class as a whole asks the instructor to know: an unconfined compile, entries of the
 // class folder that are no submission, an empty class.
@@ -294,14 +309,16 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
                 "it grades on, so that a node without its GPU is never silently simulated");
             return kExitUsage;
         }
-        if (options.backend == "cuda" && visible_devices().empty()) {
+        const ResolvedBackend cuda =
+            options.backend == "cuda" ? resolve_backend("cuda", 0) : ResolvedBackend{};
+        if (options.backend == "cuda" && !cuda.gpu) {
             const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
             spdlog::error(
                 "ungradable: this task sees no GPU ({}) and --backend cuda asked for one; "
                 "nothing was graded, and running the task again where the scheduler gives it a "
                 "GPU (sbatch --gres=gpu:1) grades its share. Not the students' fault",
                 visible != nullptr ? "CUDA_VISIBLE_DEVICES=" + text::visible_line(visible)
-                                   : std::string("no /dev/nvidia* device"));
+                                   : text::visible_line(cuda.no_gpu_reason));
             return kExitUngradable;
         }
     }
@@ -417,8 +434,8 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command
         ->add_option("--timeout", options->timeout,
                      "Seconds a kernel stage may run before it is stopped (default: the "
-                     "exercise's limit; on a GPU the student's runs of a case stop sooner, at "
-                     "50 times the reference's time and at least 1 s)")
+                     "exercise's limit; on a GPU the student's stages stop sooner, at 4 times "
+                     "the reference's time and a 1.5 s margin for the grade)")
         ->check(CLI::PositiveNumber);
     command
         ->add_option("--devices", options->devices,

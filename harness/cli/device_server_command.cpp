@@ -1,5 +1,5 @@
-// `grader __device-server`: one GPU's device server (device/device_server.hpp), which
-// `grader batch` starts for a class. Not for people.
+// `grader __device-server`: one GPU's device server (device/gpu_server.hpp), which `grader batch`
+// starts for a class. Not for people.
 
 #include <unistd.h>
 
@@ -11,9 +11,8 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "device/cuda_device.hpp"
-#include "device/device_server.hpp"
-#include "device/wire.hpp"
+#include "device/gpu_server.hpp"
+#include "device/session_account.hpp"
 #include "exercise/exercise.hpp"
 
 namespace grader::cli {
@@ -38,13 +37,17 @@ void add_device_server_command(CLI::App& app, Runner& run) {
                     std::cerr << "grader __device-server: cannot write to the batch\n";
                 }
             };
-            serve_gpu(
+            const std::string stopped = serve_gpu(
                 exercise, *device, *socket,
                 [&] {
                     tell_batch({{"type", "ready"}});
                 },
-                [&](const SessionAccount& account) { tell_batch(wire::session_json(account)); });
-        };  // serve_gpu ends the process
+                [&](const SessionAccount& account) { tell_batch(session_account_json(account)); });
+            std::cerr << "grader __device-server: stopped: " << stopped << std::endl;
+            // Without the exit-time teardown of the context and the profiler: a kernel's fault
+            // may have lost the context.
+            ::_exit(0);
+        };
     });
 }
 

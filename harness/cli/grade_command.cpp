@@ -138,8 +138,8 @@ void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         "  grader grade my-part2 --exercise day15-padding --format json -o r.json");
     command->add_option("--timeout", options->timeout,
                         "Seconds a kernel stage may run before it is stopped (default: the "
-                        "exercise's limit; on a GPU the student's runs of a case stop sooner, at "
-                        "50 times the reference's time and at least 1 s)");
+                        "exercise's limit; on a GPU the student's stages stop sooner, at 4 times "
+                        "the reference's time and a 1.5 s margin for the grade)");
     command
         ->add_option("--backend", options->backend,
                      "auto (a GPU where there is one, else the PTX simulator), cuda or sim")

@@ -1,6 +1,5 @@
 // `grader __worker`: the child process of a grade. Not for people; grade.cpp starts it.
 
-#include <malloc.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -12,9 +11,12 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "device/device.hpp"
+#include "device/device_server.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/protocol.hpp"
 #include "grade/worker.hpp"
+#include "grade/worker_options.hpp"
 
 namespace grader::cli {
 
@@ -40,13 +42,16 @@ void add_worker_command(CLI::App& app, Runner& run) {
             options->mode = *explain          ? WorkerOptions::Mode::explain
                             : *reference_only ? WorkerOptions::Mode::reference_only
                                               : WorkerOptions::Mode::grade;
-            // A grade's large buffers (Part 2: 64 MB of input, and of outputs at every launch)
-            // come from the heap and stay there when freed, for the next launch's to reuse.
-            // glibc would map each block above 32 MB afresh and fault its pages in again: on
-            // the simulator a Part 2 grade took 1.1 s this way against 1.5 s (2 cores), with
-            // the same peak memory.
-            mallopt(M_MMAP_THRESHOLD, 1 << 30);
-            mallopt(M_TRIM_THRESHOLD, 1 << 30);
+            // A grade's large buffers stay in the heap when freed, for the next launch's to
+            // reuse (on the simulator a Part 2 grade took 1.1 s this way against 1.5 s).
+            keep_large_buffers_in_heap();
+            // GRADER_TRACE_STEPS=1: how long the device's steps took, on standard error, for the
+            // benchmarks' timelines (scripts/bench/worker_timeline.py).
+            if (std::getenv("GRADER_TRACE_STEPS") != nullptr) {
+                options->trace = [](const std::string& step) {
+                    std::fprintf(stderr, "grader: %s\n", step.c_str());
+                };
+            }
             const Exercise exercise = load_exercise(options->exercise_dir);
             FdProgressSink sink(3);
             run_worker(exercise, *options, sink);

@@ -161,7 +161,7 @@ public:
     // process is destroyed. No profiling session runs outside a count (or a kept session): on the
     // H200 the probe timed alike before CUPTI was loaded, with a counter open and with a session
     // kept enabled (test_counters), and a grade timed as well with its counter opening on
-    // another thread beside the timing. GRADER_TRACE_STEPS=1 times its steps on standard error.
+    // another thread beside the timing. open_steps() says how long its steps took.
     static SharedMemoryCounter open(CUcontext context, int device_ordinal,
                                     InstructionCounter instructions = InstructionCounter::hardware,
                                     Probe probe = Probe::empty_session);
@@ -195,6 +195,10 @@ public:
                                                 const Launch& launch);
 
     int passes() const;  // how many times count() and count_each() call each launch
+
+    // How long open()'s steps took, for the benchmarks' timelines: "initialize 0.013 s, device
+    // 0.0003 s, ..."; empty where it did not get that far.
+    const std::string& open_steps() const;
 
     // Keeps one profiling session enabled from the next count until keep_session(false) or the
     // counter's end, instead of one per count (a device server counts many grades).

@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -308,6 +307,7 @@ struct SharedMemoryCounter::Impl {
     CounterAvailability availability = CounterAvailability::failed;
     std::string reason;
     std::string description;
+    std::string open_steps;
     const CuptiApi* api = nullptr;
     CUcontext context = nullptr;
     int device = 0;
@@ -355,6 +355,9 @@ const std::string& SharedMemoryCounter::reason() const {
 const std::string& SharedMemoryCounter::description() const {
     return impl_->description;
 }
+const std::string& SharedMemoryCounter::open_steps() const {
+    return impl_->open_steps;
+}
 void SharedMemoryCounter::keep_session(bool keep) {
     impl_->keep_session = keep;
     if (!keep) {
@@ -379,7 +382,6 @@ SharedMemoryCounter SharedMemoryCounter::open(CUcontext context, int device_ordi
     }
     const CuptiApi& api = library.api;
     impl->api = &api;
-    const bool trace = std::getenv("GRADER_TRACE_STEPS") != nullptr;
     auto step_began = std::chrono::steady_clock::now();
     std::string steps;
     const auto step = [&](const char* name) {
@@ -406,15 +408,14 @@ SharedMemoryCounter SharedMemoryCounter::open(CUcontext context, int device_ordi
             { const RangeProfilerSession session(api, context); }
             step("empty session");
         }
-        if (trace) {
-            std::cerr << "grader: count: open: " << steps << "\n";
-        }
+        impl->open_steps = steps;
         impl->availability = CounterAvailability::available;
         impl->description = "CUPTI " + library.path + " (chip " + chip + ", " +
                             std::to_string(impl->passes) + " replay pass" +
                             (impl->passes == 1 ? "" : "es") + " per count)";
         impl->chip = chip;  // the SASS metrics are looked up at the first count_by_line
     } catch (const CuptiFailure& failure) {
+        impl->open_steps = steps;
         impl->fail(failure);
         // A counter that cannot count leaves no CUPTI state (nor driver hooks) behind.
         impl->host.reset();

@@ -19,6 +19,7 @@ struct SharedMemoryCounter::Impl {
         "this grader was built with a CUDA toolkit whose CUPTI lacks the range profiler "
         "(cupti_range_profiler.h, CUDA 12.6 or later), so it cannot read the GPU's counters";
     std::string description;
+    std::string open_steps;
 };
 
 std::string_view to_string(CounterAvailability availability) {
@@ -54,6 +55,9 @@ const std::string& SharedMemoryCounter::reason() const {
 }
 const std::string& SharedMemoryCounter::description() const {
     return impl_->description;
+}
+const std::string& SharedMemoryCounter::open_steps() const {
+    return impl_->open_steps;
 }
 int SharedMemoryCounter::passes() const {
     return 0;

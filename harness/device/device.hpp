@@ -1,19 +1,26 @@
 #pragma once
 
 // What a grade needs from the thing that runs kernels: load a compiled kernel, run it once with an
-// input, time a set of launches against each other, count shared-memory traffic. The GPU and the
-// PTX simulator are the two implementations; the grading algorithm (grade/pipeline.hpp) is
-// written once over this interface, and choose_device() is the one place that picks one.
+// input, time a set of launches against each other, count shared-memory traffic. The GPU
+// (cuda_device.hpp) and the PTX simulator (sim_device.hpp) are the two devices; a device server's
+// proxy (remote_device.hpp) stands for the GPU, and decorators add the local fallback
+// (fallback_device.hpp) and the class's cache (class_cache.hpp). The grading algorithm
+// (grade/pipeline.hpp) is written once over this interface (tests/test_pipeline.cpp grades
+// through a scripted fake, directly and through a server), and choose_device() is the one place
+// that picks a device.
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "compile/compile.hpp"
+#include "device/backend.hpp"
 #include "exercise/exercise.hpp"
 #include "model/measurements.hpp"
 
@@ -41,6 +48,12 @@ struct LaunchGeometry {
     Dim3Spec block;
     std::uint64_t threads() const { return grid.count() * block.count(); }
 };
+inline bool operator==(const LaunchGeometry& a, const LaunchGeometry& b) {
+    const auto same = [](const Dim3Spec& x, const Dim3Spec& y) {
+        return x.x == y.x && x.y == y.y && x.z == y.z;
+    };
+    return same(a.grid, b.grid) && same(a.block, b.block);
+}
 
 // How one launch ended, as the checks and the fault table need it: never an exception for what
 // the kernel did.
@@ -66,17 +79,20 @@ struct DeviceLaunch {
     std::vector<std::string> races;
     // The launch's own time on the device (between two events around it), where the device
     // measures one (a GPU): what a student's launch of the same case may take is measured
-    // against the exercise's (stage.hpp, student_run_limit).
+    // against the exercise's (grade/limits.hpp).
     std::optional<double> kernel_ms;
 };
 
-// One launch to time: a kernel at a stride, with the timing input.
-struct TimedCase {
+// A kernel at a stride, as the grade asks the device to launch it.
+struct LaunchCase {
     const LoadedKernel* kernel = nullptr;
     int stride = 0;
-    // An exercise kernel's launch that no student launch is paired with: where the device serves
-    // a whole class (device/device_server.hpp), its samples may come from the class's first
-    // measurement instead of being taken again. A device of one grade times it every time.
+    // Whether anything reads what the launch writes: where nothing does, the device need not
+    // copy its output back (Part 2's are 64 MB a launch).
+    bool outputs_read = true;
+    // time(): an exercise kernel's launch that no student launch is paired with, whose samples
+    // a device serving a whole class may take from the class's first measurement
+    // (device/class_cache.hpp). A device of one grade times it every time.
     bool reusable = false;
 };
 
@@ -90,8 +106,9 @@ struct TimingSamples {
     bool modeled = false;  // the simulator's modeled cost, not a time
     // For the environment section: where some launches' samples were reused, and from when.
     std::vector<std::string> notes;
-    // What each timed launch left in its own output buffer, where the device keeps it (the GPU):
-    // the timed launches are checked as the correctness runs are. Empty for a reused launch.
+    // What each timed launch left in its own output buffer, where the device keeps it (the GPU)
+    // and the launch's outputs are read: the timed launches are checked as the correctness runs
+    // are. Empty for a reused launch, and for one whose outputs nothing reads.
     std::vector<std::vector<float>> final_outputs;
     // How the rounds ended, as run() reports a launch: a kernel that faulted or a launch the
     // device refused stops them, with the message naming why.
@@ -110,91 +127,107 @@ struct HardwareCounts {
     std::string message;
 };
 
+// A grade's input words, made once (Part 2's are 64 MB) and shared by whoever reads them.
+using InputWords = std::shared_ptr<const std::vector<float>>;
+
+// One correctness run of the plan: a launch with one of the exercise's inputs, its output
+// poisoned first.
+struct PlannedRun {
+    LaunchCase launch;
+    const InputSpec* input = nullptr;
+};
+
+// Every launch of a grade after its kernels are loaded and its inputs given, in the order the
+// grade asks for them (grade/plan.hpp makes it): the correctness runs, then (each after a reload
+// of every kernel) the timing rounds and the hardware's count, both with the timing input.
+struct LaunchPlan {
+    LaunchGeometry geometry;
+    std::vector<PlannedRun> runs;
+    std::vector<LoadedKernel*> reloaded;  // what reload() gets before timing and before counting
+    const InputSpec* timing_input = nullptr;
+    std::vector<LaunchCase> timed;    // empty: nothing is timed
+    std::vector<LaunchCase> counted;  // empty: nothing is counted after timing
+};
+
+// What a device does beyond load and run, as one value.
+struct DeviceCapabilities {
+    // The hardware is shared machine-wide (the GPU's lock): acquire() before the first load,
+    // release() after the last launch.
+    bool locks = false;
+    // time() measures (a GPU), or models (the simulator, where the exercise lets its model stand
+    // in for time); false: nothing is timed.
+    bool times = false;
+    // run() counts shared-memory traffic itself (the simulator): count() has nothing to add, and
+    // no simulator witness is needed beside it.
+    bool counts_as_it_runs = false;
+};
+
 class Device {
 public:
     virtual ~Device() = default;
 
+    virtual DeviceCapabilities capabilities() const = 0;
     // The environment section: the device, its driver, the launch it chose.
     virtual void describe(Environment& environment) const = 0;
+    // Where the grade's stage timings name the device's start ("context creation ...").
+    virtual double open_seconds() const { return 0.0; }
+
+    // The machine-wide exclusive use of the hardware, where capabilities().locks: acquire()
+    // before the first load, release() after the last launch, which unloads what is left on the
+    // device first; release() is called once for each acquire() that returned. acquire() returns
+    // the bus id of what was locked, for the environment section. Throws DeviceUnavailable where
+    // the device cannot be had (fallback_device.hpp).
+    virtual std::string acquire() { return {}; }
+    virtual void release() {}
+
+    // The kernel that fills shared memory with NaN before an input that asks for it, compiled
+    // beside the exercise's kernels where the choice asked for it (DeviceChoice::shared_poison).
+    virtual void set_shared_poison(const CompiledKernel& poison) { (void)poison; }
 
     virtual LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) = 0;
     // The launch every kernel of the grade gets, sized once (from the oracle, where the
     // occupancy decides it) so that outputs compare element by element.
     virtual LaunchGeometry geometry(const LoadedKernel& sizing_kernel) = 0;
 
-    // Runs `kernel` once with `input` at `stride`, its output poisoned first. `budget_of` is the
-    // kernel the simulator measures the student's instruction budget against (may be null).
-    virtual DeviceLaunch run(const LoadedKernel& kernel, const InputSpec& input,
-                             const std::vector<float>& input_words, int stride,
-                             const LaunchGeometry& geometry) = 0;
-    // A run() asked for ahead, which the device may start before it is asked for (a device
-    // server runs it while the grade reads the run before). Each queued call is then made with
-    // the same arguments, in the order queued; any other call first waits out what was queued
-    // and drops it. Where the device starts nothing early, nothing happens.
-    virtual void queue_run(const LoadedKernel& /*kernel*/, const InputSpec& /*input*/,
-                           const std::vector<float>& /*input_words*/, int /*stride*/,
-                           const LaunchGeometry& /*geometry*/) {}
+    // An input's words, given once before any launch with `input`: later calls name the input.
+    virtual void put_input(const InputSpec& input, InputWords words) = 0;
 
-    // Whether time() measures (a GPU) or models (the simulator: only where the exercise lets its
-    // model stand in for time).
-    virtual bool times() const = 0;
-    // Times the launches against each other with the timing input. Never throws for what a
-    // kernel did: a fault or a refused launch is the samples' `end`.
-    virtual TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
-                               const std::vector<float>& input_words,
-                               const LaunchGeometry& geometry) = 0;
+    // The grade's launches from here on (grade/plan.hpp): the calls of run(), reload(), time()
+    // and count() that follow are the plan's, in its order, until the grade stops. A device may
+    // start each before it is asked for (a device server's does); elsewhere nothing happens.
+    virtual void follow(const LaunchPlan& plan) { (void)plan; }
+
+    // Runs the launch once with `input`, its output poisoned first. Never throws for what the
+    // kernel did: a fault, a hang the device stops or a refused launch is the launch's `end`.
+    virtual DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
+                             const LaunchGeometry& geometry) = 0;
 
     // Fresh module state (device globals) for every loaded kernel, so that a kernel that counts
     // its own launches cannot tell the phases apart: correctness runs, timing, counting.
     virtual void reload(const std::vector<LoadedKernel*>& kernels) { (void)kernels; }
 
-    // reload(kernels) and then count(...) asked for ahead, as queue_run() asks for a run: a
-    // device server starts them while the grade reads the timing.
-    virtual void queue_count(const std::vector<LoadedKernel*>& /*kernels*/,
-                             const std::vector<TimedCase>& /*launches*/, const InputSpec& /*input*/,
-                             const std::vector<float>& /*input_words*/,
-                             const LaunchGeometry& /*geometry*/) {}
+    // Times the launches against each other with `input`, where capabilities().times. Never
+    // throws for what a kernel did: a fault or a refused launch is the samples' `end`.
+    virtual TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                               const LaunchGeometry& geometry) = 0;
 
     // The hardware's own count of each launch's shared-memory traffic, after timing (counting
     // replays the launches with a profiler attached). The simulator counts as it runs: none here.
     // Never throws for what a kernel did: a fault is the counts' `end`.
-    virtual HardwareCounts count(const std::vector<TimedCase>& launches, const InputSpec& input,
-                                 const std::vector<float>& input_words,
-                                 const LaunchGeometry& geometry) {
-        (void)launches;
-        (void)input;
-        (void)input_words;
-        (void)geometry;
-        HardwareCounts none;
-        none.reason = "the simulator counts as it runs";
-        return none;
-    }
-
-    // The machine-wide exclusive use of the hardware (the GPU's lock, shared by every grade on
-    // the machine): acquire() before the first load, release() after the last launch, which
-    // unloads what is left on the device first. The simulator shares nothing: no lock.
-    // `bus_id` names what was locked, for the environment section ("" where nothing was).
-    virtual bool locks() const { return false; }
-    virtual std::string acquire() { return {}; }
-    virtual void release() {}
-    virtual bool held() const { return false; }
-
-    // The kernel that fills shared memory with NaN before an input that asks for it, compiled
-    // beside the exercise's kernels where the choice asked for it (DeviceChoice::shared_poison).
-    virtual void set_shared_poison(const CompiledKernel& poison) { (void)poison; }
-
-    // Whether run() counts shared-memory traffic itself (the simulator): then count() has nothing
-    // to add and no simulator witness is needed beside it.
-    virtual bool counts_as_it_runs() const { return false; }
-
-    // Where the grade's stage timings name the device's start ("context creation ...").
-    virtual double open_seconds() const { return 0.0; }
+    virtual HardwareCounts count(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                                 const LaunchGeometry& geometry);
 };
 
-// The backend a grade runs on, chosen in one place: "cuda" where a GPU answers (or was asked
-// for), "sim" otherwise; and how to open it.
+// acquire() where the device cannot be had (a device server that does not answer): the grade may
+// open another (FallbackDevice), and says why with the message.
+class DeviceUnavailable : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// The device a grade runs on, on the backend resolve_backend() gave, and how to open it.
 struct DeviceChoice {
-    std::string backend;         // "cuda" or "sim"
+    Backend backend = Backend::sim;
     std::string arch;            // what to compile for: the GPU's, or the exercise's default
     std::string no_gpu_reason;   // "cuda" asked for and no GPU answered: why (open is then empty)
     bool shared_poison = false;  // the device wants the shared-memory poison kernel compiled
@@ -202,10 +235,16 @@ struct DeviceChoice {
     std::function<std::unique_ptr<Device>()> open;
 };
 
+// Where a device says how long its steps took (GRADER_TRACE_STEPS=1, for the benchmarks'
+// timelines): the command line prints them; the library never does. Empty: nowhere.
+using StepTrace = std::function<void(const std::string& step)>;
+
 // `requested` is "auto", "cuda" or "sim". Where `device_server` names the socket of the GPU's
-// device server (device_server.hpp, started by `grader batch`), a GPU grade goes through it.
+// device server (device_server.hpp, started by `grader batch`), a GPU grade goes through it, or,
+// where no server answers, opens the GPU itself (fallback_device.hpp).
 DeviceChoice choose_device(const Exercise& exercise, const std::string& requested, int ordinal,
-                           std::uint64_t seed, const std::filesystem::path& device_server = {});
+                           std::uint64_t seed, const std::filesystem::path& device_server = {},
+                           const StepTrace& trace = {});
 
 // The kernel's parameters in the exercise's order, assembled from their roles: 8 bytes each, the
 // low `size_bytes` of them meaningful (little-endian).

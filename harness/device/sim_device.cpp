@@ -6,8 +6,10 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 
 #include "common/kernel_ids.hpp"
 #include "measure/outputs.hpp"
@@ -352,10 +354,19 @@ std::uint64_t SimDevice::simulated_blocks(const InputSpec& input) const {
     return input.simulated_blocks.value_or(exercise_.launch.simulated_blocks);
 }
 
-DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
-                            const std::vector<float>& input_words, int stride,
+void SimDevice::put_input(const InputSpec& input, InputWords words) {
+    inputs_.insert_or_assign(input.id, std::move(words));
+}
+
+DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
                             const LaunchGeometry& geometry) {
+    const LoadedKernel& kernel = *launch.kernel;
     const SimKernel& loaded = sim_kernel(kernel);
+    const int stride = launch.stride;
+    const auto words = inputs_.find(input.id);
+    if (words == inputs_.end()) {
+        throw std::runtime_error("input '" + input.id + "' was launched with before it was given");
+    }
     const bool student =
         kernel.id == kStudentKernel && student_blocks_ == StudentBlocks::whole_grid;
     const auto key = std::make_pair(input.id, stride);
@@ -374,9 +385,7 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
                                               (student ? geometry.grid.count() : sample.size()),
                                     kSimMinimumBudget);
     }
-    DeviceLaunch launch;
-    // The outputs compared are the student's and the oracle's; the others' nobody reads here.
-    const bool read = kernel.id == kStudentKernel || kernel.id == exercise_.oracle()->id;
+    DeviceLaunch ran;
     SimLaunchSettings settings;
     settings.blocks = blocks;
     settings.checked = sample;
@@ -392,14 +401,14 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
     settings.module_globals = &loaded.globals;
     settings.buffers = &buffers_;
     const sim::LaunchResult result =
-        simulate(exercise_, loaded.module, loaded.entry, geometry, input_words, stride, settings,
-                 read ? &launch.outputs : nullptr);
-    launch.end = end_of(result);
-    launch.counts = shared_counts(result.counts);
-    launch.blocks_run = student ? 0 : result.blocks_run;
-    if (launch.end != DeviceLaunch::End::completed) {
-        launch.message = stop_message(result, budget, settings.block_budget);
-        return launch;
+        simulate(exercise_, loaded.module, loaded.entry, geometry, *words->second, stride, settings,
+                 launch.outputs_read ? &ran.outputs : nullptr);
+    ran.end = end_of(result);
+    ran.counts = shared_counts(result.counts);
+    ran.blocks_run = student ? 0 : result.blocks_run;
+    if (ran.end != DeviceLaunch::End::completed) {
+        ran.message = stop_message(result, budget, settings.block_budget);
+        return ran;
     }
     if (kernel.id != kStudentKernel) {
         auto& instructions = harness_instructions_[key];
@@ -408,10 +417,10 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
     }
     modeled_cost_[{kernel.id, stride, input.id}] = sim::modeled_cost(result.counts);
     if (result.uninitialized_shared_read) {
-        launch.notes.push_back(uninitialized_read_note(stride, *result.uninitialized_shared_read));
+        ran.notes.push_back(uninitialized_read_note(stride, *result.uninitialized_shared_read));
     }
-    launch.races = race_lines(result);
-    return launch;
+    ran.races = race_lines(result);
+    return ran;
 }
 
 void SimDevice::reload(const std::vector<LoadedKernel*>& kernels) {
@@ -420,16 +429,14 @@ void SimDevice::reload(const std::vector<LoadedKernel*>& kernels) {
     }
 }
 
-TimingSamples SimDevice::time(const std::vector<TimedCase>& launches, const InputSpec& input,
-                              const std::vector<float>& input_words,
+TimingSamples SimDevice::time(const std::vector<LaunchCase>& launches, const InputSpec& input,
                               const LaunchGeometry& geometry) {
-    (void)input_words;
     (void)geometry;
     // The runs were counted as they ran; their modeled costs stand in for one round of times.
     TimingSamples samples;
     samples.modeled = true;
     samples.rounds = 1;
-    for (const TimedCase& c : launches) {
+    for (const LaunchCase& c : launches) {
         const auto cost = modeled_cost_.find({c.kernel->id, c.stride, input.id});
         samples.per_round_ms.push_back(cost == modeled_cost_.end()
                                            ? std::vector<double>{}
@@ -437,6 +444,34 @@ TimingSamples SimDevice::time(const std::vector<TimedCase>& launches, const Inpu
         samples.launches_per_sample.push_back(1);
     }
     return samples;
+}
+
+std::unique_ptr<SimulatedKernel> SimulatedKernel::load(const Exercise& exercise, std::uint64_t seed,
+                                                       const KernelSpec& spec,
+                                                       const CompiledKernel& compiled,
+                                                       std::string& problem) {
+    std::unique_ptr<SimulatedKernel> simulated(new SimulatedKernel(exercise, seed));
+    LoadResult loaded = simulated->device_.load(spec, compiled);
+    if (!loaded.kernel) {
+        problem = loaded.problem;
+        return nullptr;
+    }
+    simulated->kernel_ = std::move(loaded.kernel);
+    simulated->geometry_ = simulated->device_.geometry(*simulated->kernel_);
+    return simulated;
+}
+
+const sim::Module& SimulatedKernel::module() const {
+    return sim_kernel(*kernel_).module;
+}
+
+const std::string& SimulatedKernel::entry() const {
+    return sim_kernel(*kernel_).entry;
+}
+
+DeviceLaunch SimulatedKernel::run(const InputSpec& input, InputWords words, int stride) {
+    device_.put_input(input, std::move(words));
+    return device_.run(LaunchCase{kernel_.get(), stride, false, false}, input, geometry_);
 }
 
 }  // namespace grader

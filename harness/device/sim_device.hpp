@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -55,18 +56,19 @@ public:
     SimDevice(const Exercise& exercise, std::uint64_t seed,
               StudentBlocks student_blocks = StudentBlocks::whole_grid);
 
+    DeviceCapabilities capabilities() const override {
+        return {false, exercise_.simulator.modeled_timing, true};
+    }
     void describe(Environment& environment) const override;
     LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override;
     LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override;
-    DeviceLaunch run(const LoadedKernel& kernel, const InputSpec& input,
-                     const std::vector<float>& input_words, int stride,
+    void put_input(const InputSpec& input, InputWords words) override;
+    DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
                      const LaunchGeometry& geometry) override;
-    bool times() const override { return exercise_.simulator.modeled_timing; }
-    bool counts_as_it_runs() const override { return true; }
     // Each kernel's .global variables start again from their initialisers.
     void reload(const std::vector<LoadedKernel*>& kernels) override;
-    TimingSamples time(const std::vector<TimedCase>& launches, const InputSpec& input,
-                       const std::vector<float>& input_words,
+    // The runs' modeled costs, where the exercise lets them stand in for times.
+    TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
                        const LaunchGeometry& geometry) override;
 
     // The blocks a launch with `input` at `stride` looks at closely, simulated_blocks(input) of
@@ -89,9 +91,40 @@ private:
     // student's budget.
     std::map<std::pair<std::string, int>, std::uint64_t> harness_instructions_;
     SimBuffers buffers_;
-    std::uint64_t launches_ = 0;  // this device's, for %gridid
+    std::uint64_t launches_ = 0;                // this device's, for %gridid
+    std::map<std::string, InputWords> inputs_;  // by input id
     // Modeled cost of each kernel and stride, from its run with each input.
     std::map<std::tuple<std::string, int, std::string>, double> modeled_cost_;
+};
+
+// One kernel alone on the simulator, outside any grade's device, from its PTX, with the launch the
+// simulator gives a grade: `grader explain` runs it lane by lane, and a grade on a GPU runs the
+// student's as the simulator's witness of the same source. The one way either is made.
+class SimulatedKernel {
+public:
+    // Null where the simulator cannot read the kernel's PTX, with `problem` saying why.
+    static std::unique_ptr<SimulatedKernel> load(const Exercise& exercise, std::uint64_t seed,
+                                                 const KernelSpec& spec,
+                                                 const CompiledKernel& compiled,
+                                                 std::string& problem);
+
+    const LaunchGeometry& geometry() const { return geometry_; }
+    const sim::Module& module() const;
+    const std::string& entry() const;
+    // The blocks a grade's launch with `input` at `stride` runs (SimDevice::blocks_for).
+    std::vector<sim::Dim3> blocks_for(const InputSpec& input, int stride) const {
+        return device_.blocks_for(input, geometry_, stride);
+    }
+    // A launch as a grade's simulator runs it, on the blocks of blocks_for alone, the student's
+    // kernel too (StudentBlocks::sample: a witness and an explanation need no outputs).
+    DeviceLaunch run(const InputSpec& input, InputWords words, int stride);
+
+private:
+    SimulatedKernel(const Exercise& exercise, std::uint64_t seed)
+        : device_(exercise, seed, SimDevice::StudentBlocks::sample) {}
+    SimDevice device_;
+    std::unique_ptr<LoadedKernel> kernel_;
+    LaunchGeometry geometry_;
 };
 
 // How simulate() runs one launch, beyond the kernel, its input and its stride.

@@ -1,18 +1,15 @@
 #include "device/wire.hpp"
 
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <map>
+#include <stdexcept>
 #include <utility>
-
-#include "exercise/exercise.hpp"
-#include "model/json.hpp"
-#include "model/measurements.hpp"
 
 namespace grader::wire {
 namespace {
@@ -77,7 +74,46 @@ std::uint64_t read_size(int fd, std::uint64_t limit, const char* what) {
     return size;
 }
 
+sockaddr_un address_of(const std::filesystem::path& path) {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    const std::string text = path.string();
+    if (text.size() >= sizeof address.sun_path) {
+        throw std::runtime_error("the device server's socket path is too long: " + text);
+    }
+    std::memcpy(address.sun_path, text.c_str(), text.size() + 1);
+    return address;
+}
+
 }  // namespace
+
+int listen_on(const std::filesystem::path& path) {
+    const sockaddr_un address = address_of(path);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        throw std::runtime_error(std::string("cannot make a socket: ") + std::strerror(errno));
+    }
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(fd, 128) != 0) {
+        const int error = errno;
+        ::close(fd);
+        throw std::runtime_error("cannot listen on " + path.string() + ": " + std::strerror(error));
+    }
+    return fd;
+}
+
+int connect_to(const std::filesystem::path& path) {
+    const sockaddr_un address = address_of(path);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
 
 void send(int fd, const Frame& frame) {
     const std::string head = frame.head.dump();
@@ -132,159 +168,6 @@ std::vector<float> floats_of(const std::string& blob) {
         std::memcpy(values.data(), blob.data(), blob.size());
     }
     return values;
-}
-
-nlohmann::json geometry_json(const LaunchGeometry& geometry) {
-    const auto dim = [](const Dim3Spec& d) { return nlohmann::json::array({d.x, d.y, d.z}); };
-    return {{"grid", dim(geometry.grid)}, {"block", dim(geometry.block)}};
-}
-
-LaunchGeometry geometry_of(const nlohmann::json& j) {
-    const auto dim = [](const nlohmann::json& d) {
-        return Dim3Spec{d.at(0).get<std::uint32_t>(), d.at(1).get<std::uint32_t>(),
-                        d.at(2).get<std::uint32_t>()};
-    };
-    return LaunchGeometry{dim(j.at("grid")), dim(j.at("block"))};
-}
-
-nlohmann::json end_json(DeviceLaunch::End end) {
-    return static_cast<int>(end);
-}
-
-DeviceLaunch::End end_of(const nlohmann::json& j) {
-    const int end = j.get<int>();
-    if (end < 0 || end > static_cast<int>(DeviceLaunch::End::unsupported)) {
-        throw WireError("an unknown launch ending " + std::to_string(end));
-    }
-    return static_cast<DeviceLaunch::End>(end);
-}
-
-Frame launch_frame(const DeviceLaunch& launch) {
-    Frame frame;
-    frame.head = {{"end", end_json(launch.end)},
-                  {"message", launch.message},
-                  {"notes", launch.notes},
-                  {"races", launch.races}};
-    if (launch.counts) {
-        frame.head["counts"] = *launch.counts;
-    }
-    if (launch.kernel_ms) {
-        frame.head["kernel_ms"] = *launch.kernel_ms;
-    }
-    frame.blobs.push_back(blob_of(launch.outputs));
-    return frame;
-}
-
-DeviceLaunch launch_of(const Frame& frame) {
-    DeviceLaunch launch;
-    launch.end = end_of(frame.head.at("end"));
-    launch.message = frame.head.at("message").get<std::string>();
-    launch.notes = frame.head.at("notes").get<std::vector<std::string>>();
-    launch.races = frame.head.at("races").get<std::vector<std::string>>();
-    if (frame.head.contains("counts")) {
-        launch.counts = frame.head.at("counts").get<SharedAccessCounts>();
-    }
-    if (frame.head.contains("kernel_ms")) {
-        launch.kernel_ms = frame.head.at("kernel_ms").get<double>();
-    }
-    if (frame.blobs.size() != 1) {
-        throw WireError("a launch's answer without its output");
-    }
-    launch.outputs = floats_of(frame.blobs.front());
-    return launch;
-}
-
-Frame samples_frame(const TimingSamples& samples) {
-    Frame frame;
-    frame.head = {{"per_round_ms", samples.per_round_ms},
-                  {"launches_per_sample", samples.launches_per_sample},
-                  {"rounds", samples.rounds},
-                  {"seconds", samples.seconds},
-                  {"modeled", samples.modeled},
-                  {"notes", samples.notes},
-                  {"end", end_json(samples.end)},
-                  {"message", samples.message}};
-    for (const std::vector<float>& outputs : samples.final_outputs) {
-        frame.blobs.push_back(blob_of(outputs));
-    }
-    return frame;
-}
-
-TimingSamples samples_of(const Frame& frame) {
-    TimingSamples samples;
-    const nlohmann::json& j = frame.head;
-    samples.per_round_ms = j.at("per_round_ms").get<std::vector<std::vector<double>>>();
-    samples.launches_per_sample = j.at("launches_per_sample").get<std::vector<int>>();
-    samples.rounds = j.at("rounds").get<int>();
-    samples.seconds = j.at("seconds").get<double>();
-    samples.modeled = j.at("modeled").get<bool>();
-    samples.notes = j.at("notes").get<std::vector<std::string>>();
-    samples.end = end_of(j.at("end"));
-    samples.message = j.at("message").get<std::string>();
-    for (const std::string& blob : frame.blobs) {
-        samples.final_outputs.push_back(floats_of(blob));
-    }
-    return samples;
-}
-
-nlohmann::json counts_json(const HardwareCounts& counts) {
-    return {{"counted", counts.counted},         {"reason", counts.reason},
-            {"description", counts.description}, {"counts", counts.counts},
-            {"end", end_json(counts.end)},       {"message", counts.message}};
-}
-
-HardwareCounts counts_of(const nlohmann::json& j) {
-    HardwareCounts counts;
-    counts.counted = j.at("counted").get<bool>();
-    counts.reason = j.at("reason").get<std::string>();
-    counts.description = j.at("description").get<std::string>();
-    counts.counts = j.at("counts").get<std::vector<SharedAccessCounts>>();
-    counts.end = end_of(j.at("end"));
-    counts.message = j.at("message").get<std::string>();
-    return counts;
-}
-
-nlohmann::json session_json(const SessionAccount& account) {
-    return {{"type", "session"},
-            {"held_seconds", account.held_seconds},
-            {"waiting_seconds", account.waiting_seconds},
-            {"request_seconds", account.request_seconds},
-            {"waiting_before", account.waiting_before},
-            {"idle_seconds", account.idle_seconds},
-            {"setup_seconds", account.setup_seconds},
-            {"teardown_seconds", account.teardown_seconds}};
-}
-
-SessionAccount session_of(const nlohmann::json& j) {
-    const auto seconds_at = [](const nlohmann::json& value) {
-        return value.is_number() ? value.get<double>() : 0.0;
-    };
-    SessionAccount account;
-    if (!j.is_object()) {
-        return account;
-    }
-    const std::pair<const char*, double*> totals[] = {
-        {"held_seconds", &account.held_seconds},
-        {"waiting_seconds", &account.waiting_seconds},
-        {"idle_seconds", &account.idle_seconds},
-        {"setup_seconds", &account.setup_seconds},
-        {"teardown_seconds", &account.teardown_seconds}};
-    for (const auto& [key, into] : totals) {
-        if (const auto found = j.find(key); found != j.end()) {
-            *into = seconds_at(*found);
-        }
-    }
-    // Kept in a variable while ranged over: items() of a temporary reads it after its end.
-    const auto by_op = [&j, &seconds_at](const char* key, std::map<std::string, double>& into) {
-        if (const auto found = j.find(key); found != j.end() && found->is_object()) {
-            for (const auto& [op, seconds] : found->items()) {
-                into[op] = seconds_at(seconds);
-            }
-        }
-    };
-    by_op("request_seconds", account.request_seconds);
-    by_op("waiting_before", account.waiting_before);
-    return account;
 }
 
 }  // namespace grader::wire

@@ -1,18 +1,17 @@
 #pragma once
 
-// The frames the device server (device/device_server.hpp) and its clients exchange over a Unix
-// socket: a JSON head and raw byte blobs beside it (a kernel's cubin, an output buffer of a
-// million floats), each length-prefixed, so that no float crosses as text.
+// The frames the device server (device_server.hpp) and its clients exchange over a Unix socket:
+// a JSON head and raw byte blobs beside it (a kernel's cubin, an output buffer of a million
+// floats), each length-prefixed, so that no float crosses as text. What each request carries is
+// requests.hpp's.
 
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "device/device.hpp"
-#include "device/device_server.hpp"
 
 namespace grader::wire {
 
@@ -23,9 +22,15 @@ public:
 };
 
 struct Frame {
-    nlohmann::json head;
+    nlohmann::json head = nlohmann::json::object();
     std::vector<std::string> blobs;
 };
+
+// A listening Unix socket at `path` (which must not exist), or throws std::runtime_error.
+int listen_on(const std::filesystem::path& path);
+// A connection to what listens at `path`, or -1 where nothing does (no server, or one that
+// stopped).
+int connect_to(const std::filesystem::path& path);
 
 // Both throw WireError; receive() returns nullopt where the peer closed between frames.
 void send(int fd, const Frame& frame);
@@ -33,24 +38,5 @@ std::optional<Frame> receive(int fd);
 
 std::string blob_of(const std::vector<float>& values);
 std::vector<float> floats_of(const std::string& blob);
-
-// What crosses for each of the device's answers. The float buffers go as blobs: a launch's output
-// is the frame's first blob, a timing's final outputs its blobs in launch order.
-nlohmann::json geometry_json(const LaunchGeometry& geometry);
-LaunchGeometry geometry_of(const nlohmann::json& j);
-Frame launch_frame(const DeviceLaunch& launch);
-DeviceLaunch launch_of(const Frame& frame);
-Frame samples_frame(const TimingSamples& samples);
-TimingSamples samples_of(const Frame& frame);
-nlohmann::json counts_json(const HardwareCounts& counts);
-HardwareCounts counts_of(const nlohmann::json& j);
-nlohmann::json end_json(DeviceLaunch::End end);
-DeviceLaunch::End end_of(const nlohmann::json& j);
-
-// A server's account of one session, as it tells the batch: one JSON object a line on its message
-// pipe, {"type": "session", ...}. Reading leaves out what is not a number: a batch does not stop
-// over an account.
-nlohmann::json session_json(const SessionAccount& account);
-SessionAccount session_of(const nlohmann::json& j);
 
 }  // namespace grader::wire

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -82,21 +83,15 @@ void explain_kernel(const Exercise& exercise, const WorkerOptions& options, Prog
         sink.explanation(explanation);
         return;
     }
-    sim::Module module;
-    try {
-        module = sim::parse_ptx(kernel.ptx);
-    } catch (const sim::ParseError& error) {
-        explanation.problem = "the simulator cannot read the PTX (PTX line " +
-                              std::to_string(error.line()) + ": " + error.message() + ")";
+    std::string unreadable;
+    const std::unique_ptr<SimulatedKernel> simulated = SimulatedKernel::load(
+        exercise, options.seed, exercise.kernel(kernel_id), kernel, unreadable);
+    if (!simulated) {
+        explanation.problem = unreadable;
         sink.explanation(explanation);
         return;
     }
-
-    SimDevice device(exercise, options.seed);
-    const LaunchGeometry geometry{exercise.launch.grid_from_occupancy
-                                      ? Dim3Spec{exercise.launch.simulated_grid_blocks, 1, 1}
-                                      : exercise.launch.grid,
-                                  exercise.launch.block};
+    const LaunchGeometry& geometry = simulated->geometry();
     explanation.grid_blocks = geometry.grid.count();
     explanation.block_threads = geometry.block.count();
     const InputSpec& input = exercise.inputs.front();
@@ -108,9 +103,10 @@ void explain_kernel(const Exercise& exercise, const WorkerOptions& options, Prog
     for (const int stride : strides) {
         const auto began = std::chrono::steady_clock::now();
         SimLaunchSettings settings;
-        settings.blocks = device.blocks_for(input, geometry, stride);
-        const sim::LaunchResult result = simulate(exercise, module, kernel.outcome.lowered_name,
-                                                  geometry, words, stride, settings, nullptr);
+        settings.blocks = simulated->blocks_for(input, stride);
+        const sim::LaunchResult result =
+            simulate(exercise, simulated->module(), simulated->entry(), geometry, words, stride,
+                     settings, nullptr);
         explanation.simulated_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
         explanation.warp_instructions += result.counts.warp_instructions;

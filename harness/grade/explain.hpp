@@ -6,7 +6,7 @@
 
 #include "exercise/exercise.hpp"
 #include "grade/protocol.hpp"
-#include "grade/worker.hpp"
+#include "grade/worker_options.hpp"
 
 namespace grader {
 

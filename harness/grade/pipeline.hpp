@@ -1,15 +1,17 @@
 #pragma once
 
 // The grading pipeline, written once over the device interface (device/device.hpp): compile
-// every kernel beside the device's start, take the device, load, run every case, time, count,
-// give the device back, then what needs only the CPU (the simulator's witness of the student's
-// kernel). run_worker() calls it with choose_device()'s choice; the tests, with a scripted fake.
+// every kernel beside the device's start, take the device, load, plan every launch (plan.hpp),
+// run every case, time, count, give the device back, then what needs only the CPU (the
+// simulator's witness of the student's kernel). run_worker() calls it with choose_device()'s
+// choice; the tests, with a scripted fake.
 
 #include <filesystem>
 
 #include "device/device.hpp"
+#include "exercise/exercise.hpp"
 #include "grade/protocol.hpp"
-#include "grade/worker.hpp"
+#include "grade/worker_options.hpp"
 
 namespace grader {
 

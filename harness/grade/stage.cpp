@@ -1,10 +1,8 @@
 #include "grade/stage.hpp"
 
-#include <algorithm>
 #include <string_view>
 
 #include "common/kernel_ids.hpp"
-#include "common/text.hpp"
 
 namespace grader {
 
@@ -51,19 +49,6 @@ std::string to_string(const Stage& stage) {
             return "explain";
     }
     return "unknown";
-}
-
-StageLimit student_run_limit(double exercise_ms, const std::string& exercise_kernel,
-                             double run_limit_seconds) {
-    const double scaled = kHangFactor * exercise_ms / 1000.0;
-    const double seconds = std::min(std::max(scaled, kHangFloorSeconds), run_limit_seconds);
-    if (seconds >= run_limit_seconds) {
-        return StageLimit{run_limit_seconds};
-    }
-    return StageLimit{seconds, format_number(kHangFactor, 0) + " times " + exercise_kernel + "'s " +
-                                   format_number(exercise_ms, 3) +
-                                   " ms for the same launches on this device, and at least " +
-                                   format_number(kHangFloorSeconds, 0) + " s"};
 }
 
 Interruption blame(const Stage& stage, Ending ending, std::string message) {

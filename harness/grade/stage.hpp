@@ -44,17 +44,8 @@ struct StageLimit {
     StageLimit(double limit_seconds = 0.0, std::string limit_basis = {})  // NOLINT: a number
         : seconds(limit_seconds), basis(std::move(limit_basis)) {}
     double seconds;
-    std::string basis;  // "50 times the reference probe's 4.21 ms for the same launches, ..."
+    std::string basis;  // "4 times the reference probe's 4.21 ms for the same launches, ..."
 };
-
-// A student's launches of one case are waited for at most kHangFactor times what the exercise's
-// own kernel took for the same launches on this device, never less than kHangFloorSeconds nor
-// more than the run limit: a loop that never ends holds the GPU (and, in a class, every grade
-// queued for it) a second, not the whole run limit. A kernel that slow fails its grade anyway.
-inline constexpr double kHangFactor = 50.0;
-inline constexpr double kHangFloorSeconds = 1.0;
-StageLimit student_run_limit(double exercise_ms, const std::string& exercise_kernel,
-                             double run_limit_seconds);
 
 // How a stage ended early, as its cause: what the device reported, or how the worker died.
 enum class Ending {

@@ -4,36 +4,16 @@
 // (grade.hpp starts it) so that a kernel that hangs, faults or floods the output costs only that
 // process; it reports through a ProgressSink as it goes.
 
-#include <cstdint>
-#include <filesystem>
-#include <string>
-#include <vector>
-
 #include "exercise/exercise.hpp"
 #include "grade/protocol.hpp"
+#include "grade/worker_options.hpp"
 
 namespace grader {
 
-struct WorkerOptions {
-    enum class Mode {
-        grade,           // the student's kernel beside the exercise's own
-        reference_only,  // the sweep: the exercise's kernels alone
-        explain,         // the student's kernel on the simulator, lane by lane
-    };
-    Mode mode = Mode::grade;
-    std::filesystem::path exercise_dir;
-    std::filesystem::path submission_dir;  // empty with reference_only
-    int device = 0;
-    std::uint64_t seed = 0;
-    std::string backend = "auto";         // "auto" (cuda with a GPU, else sim), "cuda", "sim"
-    std::filesystem::path device_server;  // the GPU's device server's socket, where one serves
-    double run_seconds_override = 0.0;    // > 0 replaces the exercise's run limit
-    std::vector<int> explain_strides;     // explain: the strides to run
-    bool explain_reference = false;       // explain the exercise's oracle instead
-};
-
-// Everything the worker does, reported through sink. Throws only for the harness's own faults
-// (an unreadable exercise kernel, a driver call that fails outside any kernel).
+// Everything the worker does, reported through sink: a grade (pipeline.hpp) on the device
+// choose_device() picks, or `grader explain`'s lane tables (explain.hpp). Throws only for the
+// harness's own faults (an unreadable exercise kernel, a driver call that fails outside any
+// kernel).
 void run_worker(const Exercise& exercise, const WorkerOptions& options, ProgressSink& sink);
 
 }  // namespace grader

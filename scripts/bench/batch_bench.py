@@ -2,7 +2,7 @@
 """Speed and agreement of `grader batch` on a class (made by make_class.py), on a GPU machine.
 
 Usage: batch_bench.py GRADER CLASS_DIR OUT_DIR [--jobs N] [--timeout S] [--devices LIST]
-                      [--alone K] [--reuse]
+                      [--alone K] [--reuse] [--exercise DIR] [--server-memory]
 
 1. Runs `grader batch CLASS_DIR --output OUT_DIR [--jobs N] [--timeout S]` and times it:
    submissions per minute.
@@ -12,9 +12,17 @@ Usage: batch_bench.py GRADER CLASS_DIR OUT_DIR [--jobs N] [--timeout S] [--devic
 4. Grades K submissions (default 10, spanning the kinds in CLASS_DIR/kinds.json) alone with
    `grader grade ... --format json`, and checks each verdict equals the batch's.
 Exits 0 when every report is there, every asserted verdict matches and every lone grade agrees;
-1 otherwise. --reuse skips step 1 and reads an OUT_DIR that an earlier batch wrote.
+1 otherwise. --reuse skips step 1 and reads an OUT_DIR that an earlier batch wrote. --exercise is
+passed to batch and to grade (a Part 2 class: exercises/day15-padding).
+
+With --server-memory the batch's device servers (`grader __device-server`, the batch's children)
+have their resident memory sampled every 0.2 s through the class, beside the reports written so
+far: a line each tenth report and where a server starts or stops, then per server process its
+memory after the class's first report, at its last sample and at its peak (VmHWM), and the ratio
+of the last to the first (issue 32's goal: within 1.5 times).
 """
 import argparse
+import glob
 import json
 import os
 import subprocess
@@ -32,6 +40,92 @@ def read_json(path):
             return json.load(f)
     except (OSError, ValueError):
         return None
+
+
+def status_kib(pid, field):
+    """A process's VmRSS or VmHWM in KiB; None where it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def device_servers_of(root_pid):
+    """The pids of `grader __device-server` processes descended from root_pid."""
+    children = defaultdict(list)
+    servers = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            children[int(fields[1])].append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    stack = [root_pid]
+    while stack:
+        pid = stack.pop()
+        for child in children.get(pid, []):
+            stack.append(child)
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as f:
+                    if b"__device-server" in f.read():
+                        servers.append(child)
+            except OSError:
+                pass
+    return servers
+
+
+def run_sampled(command, out_dir):
+    """Runs the batch, sampling its device servers' memory: (exit status, samples), each sample
+    (seconds, reports written, {pid: (rss KiB, hwm KiB)})."""
+    samples = []
+    proc = subprocess.Popen(command)
+    began = time.perf_counter()
+    last = None
+    while proc.poll() is None:
+        reports = len(glob.glob(os.path.join(out_dir, "*", "report.json")))
+        servers = {}
+        for pid in device_servers_of(proc.pid):
+            rss, hwm = status_kib(pid, "VmRSS"), status_kib(pid, "VmHWM")
+            if rss is not None:
+                servers[pid] = (rss, hwm or rss)
+        at = time.perf_counter() - began
+        samples.append((at, reports, servers))
+        # A line each tenth report, and where a server starts or stops.
+        shown = (reports // 10, sorted(servers))
+        if shown != last:
+            memory = ", ".join(f"server {pid} {rss / 1024:.0f} MiB"
+                               for pid, (rss, _) in sorted(servers.items())) or "no server"
+            print(f"memory: {at:7.1f} s  {reports:4d} reports  {memory}", flush=True)
+            last = shown
+        time.sleep(0.2)
+    return proc.returncode, samples
+
+
+def print_server_memory(samples):
+    """Per server process: its memory after the class's first report, at the end, at its peak."""
+    by_pid = defaultdict(list)
+    for at, reports, servers in samples:
+        for pid, (rss, hwm) in servers.items():
+            by_pid[pid].append((at, reports, rss, hwm))
+    if not by_pid:
+        print("device servers' memory: no device server was seen (no GPU, or --own-contexts)")
+        return
+    print("device servers' resident memory (MiB):")
+    for pid, rows in sorted(by_pid.items(), key=lambda item: item[1][0][0]):
+        after_first = next((rss for _, reports, rss, _ in rows if reports >= 1), rows[0][2])
+        first_reports, last_reports = rows[0][1], rows[-1][1]
+        end, peak = rows[-1][2], max(hwm for *_, hwm in rows)
+        print(f"  server {pid}: reports {first_reports}..{last_reports} while it ran; "
+              f"after the first report {after_first / 1024:.0f}, at its last sample "
+              f"{end / 1024:.0f}, peak {peak / 1024:.0f}; last / first = "
+              f"{end / max(after_first, 1):.2f}")
 
 
 def stage_group(stage):
@@ -82,6 +176,9 @@ def main():
     parser.add_argument("--alone", type=int, default=10, metavar="K")
     parser.add_argument("--reuse", action="store_true",
                         help="do not run batch; read the reports already in OUT_DIR")
+    parser.add_argument("--exercise", help="passed to batch and to grade as --exercise")
+    parser.add_argument("--server-memory", action="store_true",
+                        help="sample the device servers' resident memory through the class")
     args = parser.parse_args()
 
     grader = os.path.abspath(args.grader)
@@ -90,19 +187,25 @@ def main():
     expected = read_json(os.path.join(args.class_dir, "expected.json")) or {}
     kinds = read_json(os.path.join(args.class_dir, "kinds.json")) or {}
     timeout_args = ["--timeout", f"{args.timeout:g}"] if args.timeout else []
+    exercise_args = ["--exercise", os.path.abspath(args.exercise)] if args.exercise else []
+    memory_samples = []
 
     # 1. The batch.
     batch_wall = None
     batch_status = None
     if not args.reuse:
-        command = [grader, "batch", args.class_dir, "--output", args.out_dir] + timeout_args
+        command = ([grader, "batch", args.class_dir, "--output", args.out_dir] + timeout_args
+                   + exercise_args)
         if args.jobs:
             command += ["--jobs", str(args.jobs)]
         if args.devices:
             command += ["--devices", args.devices]
         print("batch_bench: " + " ".join(command), flush=True)
         began = time.perf_counter()
-        batch_status = subprocess.run(command).returncode
+        if args.server_memory:
+            batch_status, memory_samples = run_sampled(command, args.out_dir)
+        else:
+            batch_status = subprocess.run(command).returncode
         batch_wall = time.perf_counter() - began
         print(f"batch_bench: batch exited with status {batch_status} after {batch_wall:.1f} s",
               flush=True)
@@ -150,7 +253,7 @@ def main():
         for student in alone:
             output = os.path.join(scratch, student + ".json")
             command = [grader, "grade", os.path.join(args.class_dir, student), "--format", "json",
-                       "--output", output, "-q"] + timeout_args
+                       "--output", output, "-q"] + timeout_args + exercise_args
             began = time.perf_counter()
             status = subprocess.run(command, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL).returncode
@@ -174,6 +277,8 @@ def main():
         print(f"batch wall time: {batch_wall:.1f} s (exit {batch_status}), "
               f"jobs {args.jobs or 'default'}: {per_minute:.1f} submissions per minute, "
               f"{batch_wall / max(graded, 1):.2f} s per submission")
+    if args.server_memory:
+        print_server_memory(memory_samples)
     if alone_walls:
         print(f"graded alone: {len(alone_walls)} submissions, "
               f"{sum(alone_walls) / len(alone_walls):.2f} s each on average")

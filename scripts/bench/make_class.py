@@ -2,7 +2,7 @@
 """Makes a class of submissions for benchmarking `grader batch`, from the submission fixtures.
 
 Usage: make_class.py OUT_DIR [--size 100] [--seed N] [--no-never-ends] [--with-prints-forever]
-                     [--own-sentences]
+                     [--own-sentences] [--exercise padding]
 
 Most of the class are copies of `correct` and `correct_four_accumulators`, each with its own
 student id and claimed ratios (the grader does not score claimed ratios, so their verdict stays
@@ -20,6 +20,11 @@ With --own-sentences the passing students write sentences as a class does: a fif
 fixture's word for word, a few change one word of it, a few copy a classmate's, and the rest
 write their own (composed from several phrasings, so no two are near-identical): the class page's
 sentence clusters then look as they would for real.
+
+With --exercise padding the class is Part 2's (`exercises/day15-padding`, from
+tests/fixtures/padding/): most are copies of `correct_padded` and `correct_swizzled`, each with
+its own student id and measured percentages, then one of each failure fixture and an empty
+folder. Grade it with `grader batch OUT_DIR --exercise exercises/day15-padding`.
 """
 import argparse
 import json
@@ -33,6 +38,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "submissions")
 PASSING = ("correct", "correct_four_accumulators")
 HOSTILE = ("huge_probe", "not_utf8_answers", "empty_folder")
+MEASURED = "measured_ratio"
+# Part 2's (--exercise padding).
+PADDING = {"fixtures": os.path.join(REPO, "tests", "fixtures", "padding"),
+           "passing": ("correct_padded", "correct_swizzled"), "hostile": ("empty_folder",),
+           "measured": "percent_of_copy"}
 HUGE_PROBE_BYTES = 30 * 1024 * 1024
 
 
@@ -98,9 +108,9 @@ def vary_answers(path, student_id, rng, sentence_number=None):
 
     def scaled(match):
         value = float(match.group(1)) * rng.uniform(0.9, 1.1)
-        return f"measured_ratio: {value:.2f}"
+        return f"{MEASURED}: {value:.2f}"
 
-    text = re.sub(r"measured_ratio:\s*([0-9]+(?:\.[0-9]+)?)", scaled, text)
+    text = re.sub(MEASURED + r":\s*([0-9]+(?:\.[0-9]+)?)", scaled, text)
     gpus = ["Tesla T4", "NVIDIA GeForce RTX 3060", "NVIDIA A100-SXM4-40GB", "NVIDIA L4"]
     text = re.sub(r'^gpu:.*$', f'gpu: "{rng.choice(gpus)}"', text, flags=re.M)
     if sentence_number is not None:
@@ -153,12 +163,20 @@ def main():
                         help="add prints_forever (verdict not asserted)")
     parser.add_argument("--own-sentences", action="store_true",
                         help="passing students write their own sentences, some copied")
+    parser.add_argument("--exercise", choices=["probe", "padding"], default="probe",
+                        help="Part 1 (the probe, by default) or Part 2 (the padded transpose)")
     args = parser.parse_args()
+    if args.exercise == "padding":
+        global FIXTURES, PASSING, HOSTILE, MEASURED
+        FIXTURES, PASSING = PADDING["fixtures"], PADDING["passing"]
+        HOSTILE, MEASURED = PADDING["hostile"], PADDING["measured"]
+        if args.own_sentences:
+            sys.exit("make_class: --own-sentences is for Part 1's one-line sentences")
 
     failures = sorted(k for k in os.listdir(FIXTURES)
                       if os.path.isfile(os.path.join(FIXTURES, k, "expected.yaml"))
                       and k not in PASSING and k != "prints_forever")
-    if args.no_never_ends:
+    if args.no_never_ends and "never_ends" in failures:
         failures.remove("never_ends")
     if args.with_prints_forever:
         failures.append("prints_forever")
