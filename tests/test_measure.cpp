@@ -149,7 +149,7 @@ TEST_CASE(
         CHECK(result.elements == 257);
         CHECK(grader::describe_wrong_output(0, result) ==
               "thread 10 (block 0, thread 10) was never written: no block of the grid wrote it; "
-              "1 of 257 threads wrong (the simulator compared 1 of the grid's 4 blocks)");
+              "1 of 257 threads wrong in the 1 of the grid's 4 blocks the simulator compared");
     }
     SUBCASE("a wrong value where the oracle wrote is wrong, whichever block wrote it") {
         outputs[600] = 2.0f;

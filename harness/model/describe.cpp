@@ -65,8 +65,8 @@ std::string describe_wrong_output(int stride, const OutputComparison& result) {
     }
     if (result.compared_blocks > 0) {
         // What the simulator compared: the kernel ran every block, the oracle a few.
-        line += " (the simulator compared " + std::to_string(result.compared_blocks) +
-                " of the grid's " + std::to_string(result.grid_blocks) + " blocks)";
+        line += " in the " + std::to_string(result.compared_blocks) + " of the grid's " +
+                std::to_string(result.grid_blocks) + " blocks the simulator compared";
     }
     return line;
 }
