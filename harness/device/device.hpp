@@ -81,6 +81,9 @@ struct DeviceLaunch {
     // measures one (a GPU): what a student's launch of the same case may take is measured
     // against the exercise's (grade/limits.hpp).
     std::optional<double> kernel_ms;
+    // The warp instructions a block of an exercise's kernel issued, where the device counts them
+    // (the simulator): the student's instruction budget is made of them (sim_student_budget).
+    std::uint64_t block_instructions = 0;
 };
 
 // A kernel at a stride, as the grade asks the device to launch it.

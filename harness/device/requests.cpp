@@ -214,6 +214,8 @@ void write(const DeviceLaunch& value, Frame& frame) {
     if (value.kernel_ms) {
         frame.head["kernel_ms"] = *value.kernel_ms;
     }
+    frame.head["block_instructions"] = value.block_instructions;
+    frame.head["blocks_run"] = value.blocks_run;
     frame.blobs.push_back(wire::blob_of(value.outputs));
 }
 void read(const Frame& frame, DeviceLaunch& value) {
@@ -228,6 +230,8 @@ void read(const Frame& frame, DeviceLaunch& value) {
     if (head.contains("kernel_ms")) {
         value.kernel_ms = head.at("kernel_ms").get<double>();
     }
+    value.block_instructions = head.at("block_instructions").get<std::uint64_t>();
+    value.blocks_run = head.at("blocks_run").get<std::uint64_t>();
     if (frame.blobs.size() != 1) {
         throw wire::WireError("a launch's answer without its output");
     }

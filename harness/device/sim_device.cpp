@@ -378,12 +378,8 @@ DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
     std::uint64_t budget = sim::LaunchOptions{}.instruction_budget;
     if (kernel.id == kStudentKernel) {
         const auto harness = harness_instructions_.find(key);
-        budget =
-            std::max<std::uint64_t>(harness == harness_instructions_.end()
-                                        ? 0
-                                        : kSimBudgetFactor * harness->second *
-                                              (student ? geometry.grid.count() : sample.size()),
-                                    kSimMinimumBudget);
+        budget = sim_student_budget(harness == harness_instructions_.end() ? 0 : harness->second,
+                                    student ? geometry.grid.count() : sample.size());
     }
     DeviceLaunch ran;
     SimLaunchSettings settings;
@@ -411,9 +407,10 @@ DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
         return ran;
     }
     if (kernel.id != kStudentKernel) {
+        ran.block_instructions =
+            result.instructions_run / std::max<std::uint64_t>(1, result.blocks_run);
         auto& instructions = harness_instructions_[key];
-        instructions = std::max(
-            instructions, result.instructions_run / std::max<std::uint64_t>(1, result.blocks_run));
+        instructions = std::max(instructions, ran.block_instructions);
     }
     modeled_cost_[{kernel.id, stride, input.id}] = sim::modeled_cost(result.counts);
     if (result.uninitialized_shared_read) {

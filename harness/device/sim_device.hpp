@@ -28,6 +28,19 @@ namespace grader {
 inline constexpr std::uint64_t kSimBudgetFactor = 20;
 inline constexpr std::uint64_t kSimMinimumBudget = 2'000'000;
 
+// The student's instruction budget for a launch of `blocks` blocks, where the exercise's kernels
+// issued `per_block` warp instructions a block for the same input and stride.
+inline std::uint64_t sim_student_budget(std::uint64_t per_block, std::uint64_t blocks) {
+    return std::max<std::uint64_t>(kSimBudgetFactor * per_block * blocks, kSimMinimumBudget);
+}
+
+// The slowest simulation the grader allows for: a quarter of the development machine's 4.3 to
+// 5.7 million warp instructions a second on one core (docs/measurements/2026-12-02-sim-bench.txt).
+// On the simulator the instruction budget stops a student's kernel, the same on every machine;
+// the wall clock only backs it up, at this rate (a launch within its budget ends within the
+// stage's limit on any machine at least this fast).
+inline constexpr double kSimSlowestWarpInstructionsPerSecond = 1e6;
+
 // The input and output buffers a device keeps across launches, as a GPU grade keeps its device
 // buffers: allocated once (tens of MB zero-filled and faulted in per launch were most of a Part 2
 // grade's time), the input rewritten and the output poisoned before every launch.

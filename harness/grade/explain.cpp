@@ -104,9 +104,8 @@ void explain_kernel(const Exercise& exercise, const WorkerOptions& options, Prog
         const auto began = std::chrono::steady_clock::now();
         SimLaunchSettings settings;
         settings.blocks = simulated->blocks_for(input, stride);
-        const sim::LaunchResult result =
-            simulate(exercise, simulated->module(), simulated->entry(), geometry, words, stride,
-                     settings, nullptr);
+        const sim::LaunchResult result = simulate(exercise, simulated->module(), simulated->entry(),
+                                                  geometry, words, stride, settings, nullptr);
         explanation.simulated_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
         explanation.warp_instructions += result.counts.warp_instructions;

@@ -7,7 +7,10 @@
 // the margin once, not once per stage: a student's whole hold on the device is bounded by a few
 // times the exercise's own time and a fixed margin, and the stage where it runs out is named.
 // Never more than the exercise's run limit. Where the device does not time its launches (the
-// simulator, whose instruction budget stops a kernel), every stage has the run limit.
+// simulator, whose instruction budget stops a kernel the same on every machine), every stage has
+// the run limit, and a stage running the student's kernel the time its instruction budget takes
+// at the slowest simulation allowed for where that is longer (kSimSlowestWarpInstructionsPerSecond:
+// the simulator runs every block of the student's grid, and a few of the exercise's).
 // tests/test_pipeline.cpp grades kernels that spin at every launch through a fake that stops a
 // stage at its limit: they hold the device less than 3 s in all.
 

@@ -535,6 +535,10 @@ private:
         if (launch.kernel_ms && run.kernel != kStudentKernel) {
             reference_ms_[{run.kernel, run.stride, input.id}] = *launch.kernel_ms;
         }
+        if (run.kernel != kStudentKernel && launch.block_instructions > 0) {
+            auto& most = block_instructions_[{input.id, run.stride}];
+            most = std::max(most, launch.block_instructions);
+        }
         if (run.kernel == exercise_.oracle()->id) {
             oracle_outputs_[{input.id, run.stride}] = std::move(launch.outputs);
             oracle_blocks_[{input.id, run.stride}] = launch.blocks_run;
@@ -546,9 +550,9 @@ private:
                 expected == oracle_outputs_.end() ? no_outputs : expected->second;
             OutputPlacement compared = output_placement();
             compared.oracle_blocks = oracle_blocks_[{input.id, run.stride}];
-            current.outputs.push_back(
-                std::async(std::launch::async, [id = input.id, words = std::move(launch.outputs),
-                                                &oracle_words, compared] {
+            current.outputs.push_back(std::async(
+                std::launch::async,
+                [id = input.id, words = std::move(launch.outputs), &oracle_words, compared] {
                     return compare_outputs(id, words, oracle_words, compared);
                 }));
         }
@@ -580,6 +584,21 @@ private:
             ms += *oracle;
         }
         return run_allowance(ms, oracle_name());
+    }
+
+    // On the simulator, whose instruction budget stops the student's kernel the same on every
+    // machine: the student's runs at `stride` may take their budgets at the slowest simulation
+    // the grader allows for, where that is longer than the run limit (every block of the grid is
+    // simulated, where the exercise's kernels run a few).
+    double simulated_run_limit(int stride) const {
+        double seconds = 0.0;
+        for (const InputSpec& input : exercise_.inputs) {
+            const auto found = block_instructions_.find({input.id, stride});
+            const std::uint64_t per_block = found == block_instructions_.end() ? 0 : found->second;
+            seconds += static_cast<double>(sim_student_budget(per_block, geometry_.grid.count())) /
+                       kSimSlowestWarpInstructionsPerSecond;
+        }
+        return std::max(run_limit_, seconds);
     }
 
     // The timing rounds: every row at the exercise's speed, the student's at the oracle's.
@@ -835,7 +854,9 @@ private:
     // device did not say how long the exercise's own kernels took.
     void enter_students(const Stage& stage, const std::optional<Allowance>& allowance) {
         if (!allowance) {
-            return enter(stage, run_limit_);
+            return enter(stage, stage.kind == Stage::Kind::run && !block_instructions_.empty()
+                                    ? simulated_run_limit(stage.stride)
+                                    : run_limit_);
         }
         enter(stage, budget_.limit(*allowance));
         students_stage_.emplace(Clock::now(), *allowance);
@@ -887,6 +908,9 @@ private:
     std::map<std::pair<std::string, int>, std::vector<float>> oracle_outputs_;
     // How many blocks each of the oracle's runs covered, where it ran only some (the simulator).
     std::map<std::pair<std::string, int>, std::uint64_t> oracle_blocks_;
+    // The most warp instructions a block of the exercise's kernels issued, by input and stride,
+    // where the device counts them (the simulator): the student's budget there.
+    std::map<std::pair<std::string, int>, std::uint64_t> block_instructions_;
     // What each exercise kernel took on the device, by kernel, stride and input, where it says.
     std::map<std::tuple<std::string, int, std::string>, double> reference_ms_;
     std::future<SimulatorWitness> simulator_;
