@@ -4,10 +4,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <set>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/sim.hpp"

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "batch/batch.hpp"
+#include "batch/device_servers.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
 #include "exercise/exercise.hpp"

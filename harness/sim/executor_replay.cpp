@@ -5,9 +5,18 @@
 // sim.hpp's execution model and executor.hpp.
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "sim/executor.hpp"
+#include "sim/program.hpp"
+#include "sim/sim.hpp"
 
 namespace grader::sim::detail {
 
