@@ -18,7 +18,10 @@ namespace {
 // An RFC 4180 reader, written apart from the writer so the test does not share its mistakes.
 // Returns nullopt on a malformed file (a stray quote, a quote left open, a bare line end). A
 // leading UTF-8 byte-order mark is read as a spreadsheet reads it: not part of the first cell.
-std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string& file) {
+// `separator` is ',' as the file is written, or ';' as a European spreadsheet reads it (a quote
+// inside a cell is then a character, as LibreOffice reads it).
+std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string& file,
+                                                               char separator = ',') {
     const std::string bom = "\xEF\xBB\xBF";
     const std::string text = file.rfind(bom, 0) == 0 ? file.substr(bom.size()) : file;
     std::vector<std::vector<std::string>> rows;
@@ -40,6 +43,9 @@ std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string
                 field += c;
                 ++i;
             }
+        } else if (c == '"' && separator != ',' && !field.empty()) {
+            field += c;  // read at ';', a quote inside a comma-separated cell is a character
+            ++i;
         } else if (c == '"') {
             if (!field.empty() || field_was_quoted) {
                 return std::nullopt;
@@ -47,7 +53,7 @@ std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string
             in_quotes = true;
             field_was_quoted = true;
             ++i;
-        } else if (c == ',') {
+        } else if (c == separator) {
             row.push_back(field);
             field.clear();
             field_was_quoted = false;
@@ -96,6 +102,27 @@ std::size_t student_dots_expected(const std::vector<ClassEntry>& entries) {
         }
     }
     return dots;
+}
+
+// Whether a spreadsheet would run a cell as a formula: a text cell that starts with =, + or @ (a
+// leading - is a number's sign or made text by the writer's apostrophe); a key cell (the
+// folder), or a cell a spreadsheet splitting at ';' made, where it could also call a function,
+// follow a link or reach a program outside a formula's string ("...", its quotes doubled).
+bool could_run(const std::string& cell, bool key) {
+    if (cell.empty() || std::string("=+-@").find(cell[0]) == std::string::npos) {
+        return false;
+    }
+    if (cell[0] == '=' || !key) {
+        return cell[0] != '-';
+    }
+    bool in_string = false;
+    for (const char c : cell) {
+        in_string = c == '"' ? !in_string : in_string;
+        if (!in_string && std::string("()|![").find(c) != std::string::npos) {
+            return true;
+        }
+    }
+    return false;
 }
 
 const std::vector<std::string>* row_for_folder(const std::vector<std::vector<std::string>>& rows,
@@ -171,9 +198,9 @@ TEST_CASE("the gradebook is keyed by submission folder, one line per row, the ty
     for (std::size_t i = 1; i < rows->size(); ++i) {
         folders.push_back((*rows)[i][0]);
     }
-    // "@trent" is neutralised to "'@trent", which still sorts first as the folder "@trent".
-    CHECK(folders.front() == "'@trent");
-    CHECK(std::is_sorted(folders.begin() + 1, folders.end()));
+    // The folder "@trent" is the key as it is named: it can run nothing, and it joins.
+    CHECK(folders.front() == "@trent");
+    CHECK(std::is_sorted(folders.begin(), folders.end()));
     CHECK(std::set<std::string>(folders.begin(), folders.end()).size() == folders.size());
 
     SUBCASE("a pass has its score, where its numbers came from, its points per check") {
@@ -253,10 +280,9 @@ TEST_CASE("the gradebook is keyed by submission folder, one line per row, the ty
     }
     SUBCASE("no cell that a spreadsheet would run is left as it was") {
         for (const auto& row : *rows) {
-            for (const std::string& cell : row) {
-                if (!cell.empty()) {
-                    CHECK_MESSAGE(std::string("=+@").find(cell[0]) == std::string::npos, cell);
-                }
+            CHECK_MESSAGE(!could_run(row[0], true), row[0]);
+            for (std::size_t c = 1; c < row.size(); ++c) {
+                CHECK_MESSAGE(!could_run(row[c], false), row[c]);
             }
         }
     }
@@ -280,16 +306,41 @@ TEST_CASE("control characters in a student's id or reason never reach the gradeb
     CHECK(alice->back() == "#error \\x1b[31mFAIL\\r\\nPASS 13/13");
 }
 
-TEST_CASE("a folder or id starting with - or + is neutralised, a number is not") {
+TEST_CASE("a folder starting with - or + joins as it is named, an id like it is made text") {
     std::vector<ClassEntry> entries = fixtures::synthetic_class();
-    entries[0].student_folder = "-1+1";
+    entries[0].student_folder = "-dash-first";
     entries[0].report.student_id = "+SUM(A1:A9)";
-    const auto rows = parse_csv(write_gradebook_csv(entries));
+    entries[1].student_folder = "=HYPERLINK(\"http://x\";\"y\")";
+    const std::string csv = write_gradebook_csv(entries);
+    const auto rows = parse_csv(csv);
     REQUIRE(rows.has_value());
-    const auto* row = row_for_folder(*rows, "'-1+1");
+    const auto* row = row_for_folder(*rows, "-dash-first");
     REQUIRE(row != nullptr);
     CHECK((*row)[column("student_id")] == "'+SUM(A1:A9)");
     CHECK((*row)[column("score")] == "13");
+    // A folder that could run as a formula is made text even as a key; its ; is quoted.
+    CHECK(row_for_folder(*rows, "'=HYPERLINK(\"http://x\";\"y\")") != nullptr);
+    CHECK(csv.find("\"'=HYPERLINK(\"\"http://x\"\";") != std::string::npos);
+}
+
+TEST_CASE("a sentence that is a formula to a spreadsheet splitting at ; is quoted and made text") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    entries[0].report.sentence = ";=cmd|' /C calc'!A0";
+    entries[1].report.sentence = "@SUM(1+1)*cmd|' /C calc'!A0";
+    const std::string csv = write_gradebook_csv(entries);
+    CHECK(csv.find(",\";'=cmd|' /C calc'!A0\",") != std::string::npos);
+    CHECK(csv.find(",\"'@SUM(1+1)*cmd|' /C calc'!A0\",") != std::string::npos);
+    // Read with ; as the separator, as a European spreadsheet does, no cell starts a formula.
+    const auto rows = parse_csv(csv, ';');
+    REQUIRE(rows.has_value());
+    for (const auto& row : *rows) {
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            CHECK_MESSAGE(!could_run(row[c], c == 0), row[c]);
+        }
+    }
+    const auto by_comma = parse_csv(csv);
+    REQUIRE(by_comma.has_value());
+    CHECK((*row_for_folder(*by_comma, "alice"))[column("sentence_text")] == ";'=cmd|' /C calc'!A0");
 }
 
 TEST_CASE("failure reasons rank root causes: each submission once, under its first failing stage") {

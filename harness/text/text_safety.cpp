@@ -1,6 +1,7 @@
 #include "text/text_safety.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
@@ -274,13 +275,53 @@ std::string xml(std::string_view text, XmlPlace place) {
     return out;
 }
 
-std::string csv_field(std::string_view text) {
-    std::string value = visible_line(text);
-    if (!value.empty() && (value[0] == '=' || value[0] == '+' || value[0] == '-' ||
-                           value[0] == '@' || value[0] == '\\')) {
-        value.insert(value.begin(), '\'');
+namespace {
+
+bool formula_character(char c) {
+    return c == '=' || c == '+' || c == '-' || c == '@';
+}
+
+// What a formula needs to call a function, reach a program (DDE), or another sheet or book.
+constexpr const char* kFormulaReach = "(|![";
+
+// Whether a key that starts with +, - or @ can do nothing in a spreadsheet but show itself (or
+// an error): letters, digits, spaces and . _ - + @ only, UTF-8 letters included.
+bool harmless_key(std::string_view value) {
+    return std::all_of(value.begin(), value.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte >= 0x80 || std::isalnum(byte) != 0 || c == ' ' || c == '.' || c == '_' ||
+               c == '-' || c == '+' || c == '@';
+    });
+}
+
+}  // namespace
+
+std::string csv_field(std::string_view text, CsvCell cell) {
+    const std::string shown = visible_line(text);
+    std::string value;
+    value.reserve(shown.size() + 2);
+    // visible_line writes a leading tab or CR as "\t" or "\r": a backslash start is a control.
+    const bool formula_start = !shown.empty() && (formula_character(shown[0]) || shown[0] == '\\');
+    if (formula_start &&
+        !(cell == CsvCell::key && shown[0] != '=' && shown[0] != '\\' && harmless_key(shown))) {
+        value += '\'';
     }
-    if (value.find_first_of(",\"") == std::string::npos) {
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+        value += shown[i];
+        if (shown[i] != ';') {
+            continue;
+        }
+        std::size_t next = i + 1;
+        while (next < shown.size() && shown[next] == ' ') {
+            value += shown[next++];
+        }
+        if (next < shown.size() && formula_character(shown[next])) {
+            value += '\'';
+        }
+        i = next - 1;
+    }
+    if (value.find_first_of(",;\"") == std::string::npos &&
+        value.find_first_of(kFormulaReach) == std::string::npos) {
         return value;
     }
     std::string quoted = "\"";
@@ -291,6 +332,14 @@ std::string csv_field(std::string_view text) {
         }
     }
     return quoted + "\"";
+}
+
+std::string csv_row(const std::vector<std::string>& fields) {
+    std::string row;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        row += (i > 0 ? "," : "") + fields[i];
+    }
+    return row + "\r\n";
 }
 
 std::string markdown_inline(std::string_view text) {
