@@ -1073,3 +1073,185 @@ TEST_CASE("ids that differ only by invisible or look-alike characters are flagge
         CHECK(flag_submissions(entries, with_example()).count("alice") == 0);
     }
 }
+
+namespace {
+
+// The student's measured values on each named stride, as the answers file gave them.
+void claim(Report& report, const std::map<int, double>& measured) {
+    for (ReportRow& row : report.rows) {
+        if (row.kernel == "student" && measured.count(row.stride) != 0) {
+            row.claimed_ratio = measured.at(row.stride);
+        }
+    }
+}
+
+ClassReportOptions with_lesson_and_ratios() {
+    ClassReportOptions options = with_example();
+    options.example_ratios = {{"student", 3, 1.0}, {"student", 8, 7.83}, {"student", 16, 15.6}};
+    options.modeled_ratios = {{"student", 3, 1.00}, {"student", 8, 6.30}, {"student", 16, 12.35}};
+    options.lesson_solution = {
+        "Stride 3 does not sit between stride 2 and stride 4 because the degree is not a function "
+        "of how large the stride is.",
+        "It is a divisibility question, and 3 shares nothing with 32."};
+    return options;
+}
+
+}  // namespace
+
+TEST_CASE("measured values copied from the starter kit's example or the simulator are flagged") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    auto& alice = entries[0].report;
+    auto& bob = entries[1].report;
+    auto& carol = entries[2].report;
+    auto& dave = entries[3].report;
+    claim(alice, {{3, 1.0}, {8, 7.83}, {16, 15.6}});   // the shipped example's, as typed there
+    claim(bob, {{3, 1.00}, {8, 7.830}, {16, 15.60}});  // the same numbers, other zeros
+    claim(carol, {{3, 1.0}, {8, 6.3}, {16, 12.35}});   // the simulator's, "measured on my T4"
+    claim(dave, {{3, 1.02}, {8, 7.71}, {16, 15.3}});   // a T4's own
+    const auto flags = flag_submissions(entries, with_lesson_and_ratios());
+    REQUIRE(flags.count("alice") == 1);
+    CHECK(flags.at("alice").measured_same_as_example);
+    CHECK(flags.at("bob").measured_same_as_example);
+    CHECK_FALSE(flags.at("alice").measured_same_as_modeled);
+    CHECK(flags.at("carol").measured_same_as_modeled);
+    CHECK_FALSE(flags.at("carol").measured_same_as_example);
+    CHECK(flags.count("dave") == 0);
+    CHECK(flags.at("carol").lines() ==
+          std::vector<std::string>{
+              "measured values the simulator's modeled ratios, not a GPU's times"});
+
+    SUBCASE("in the gradebook's flags, the summary and the review table") {
+        const auto rows = parse_csv(write_gradebook_csv(entries, with_lesson_and_ratios()));
+        REQUIRE(rows.has_value());
+        CHECK((*row_for_folder(*rows, "alice"))[column("flags")] ==
+              "measured values the starter kit's example's, not the student's own");
+        const auto summary = nlohmann::json::parse(
+            write_class_summary_json(entries, nlohmann::json::object(), with_lesson_and_ratios()));
+        CHECK(summary["flags"]["bob"]["measured_same_as_example"] == true);
+        CHECK(summary["flags"]["carol"]["measured_same_as_modeled"] == true);
+        const std::string page = write_class_report_html(entries, with_lesson_and_ratios());
+        CHECK(element_with_id(page, "review", "table").find("the simulator&#39;s modeled ratios") !=
+              std::string::npos);
+    }
+    SUBCASE("graded on the simulator, a student's own kernel's modeled ratios typed as measured") {
+        std::vector<ClassEntry> simulated = fixtures::simulated_class();
+        auto& erin = simulated[4].report;  // a kernel of her own, 0.55 of the reference's ratios
+        std::map<int, double> printed;
+        for (const ReportRow& row : erin.rows) {
+            if (row.kernel == "student" && row.named) {
+                printed[row.stride] = std::round(*row.ratio * 100.0) / 100.0;
+            }
+        }
+        claim(erin, printed);
+        claim(simulated[3].report, {{3, 1.02}, {8, 7.71}, {16, 15.3}});
+        const auto sim_flags = flag_submissions(simulated, with_example());
+        CHECK(sim_flags.at("erin").measured_same_as_modeled);
+        CHECK(sim_flags.count("dave") == 0);
+        // The same numbers from a GPU's grade are that GPU's times: nothing to flag.
+        std::vector<ClassEntry> timed = fixtures::synthetic_class();
+        timed[4].report.rows = erin.rows;
+        CHECK(flag_submissions(timed, with_example()).count("erin") == 0);
+    }
+    SUBCASE("a kernel that is 1 everywhere, measured 1 everywhere, is no copy of anything") {
+        std::vector<ClassEntry> flat = fixtures::simulated_class();
+        for (ReportRow& row : flat[0].report.rows) {
+            row.ratio = 1.0;
+        }
+        claim(flat[0].report, {{3, 1.0}, {8, 1.0}, {16, 1.0}});
+        CHECK(flag_submissions(flat, with_example()).count("alice") == 0);
+    }
+}
+
+TEST_CASE("the lesson's own solution is flagged and its cluster named as the lesson's") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    const ClassReportOptions options = with_lesson_and_ratios();
+    // Both of the lesson's sentences as one answer; the first alone; the first with a word changed.
+    entries[0].report.sentence = options.lesson_solution[0] + " " + options.lesson_solution[1];
+    entries[1].report.sentence = options.lesson_solution[0];
+    entries[2].report.sentence =
+        "Stride 3 does not sit between stride 2 and stride 4 because the degree is not a function "
+        "of how big the stride is.";
+    const auto flags = flag_submissions(entries, options);
+    CHECK(flags.at("alice").sentence_same_as_lesson);
+    CHECK(flags.at("bob").sentence_same_as_lesson);
+    CHECK(flags.at("carol").sentence_nearly_lesson);
+    CHECK_FALSE(flags.at("carol").sentence_same_as_lesson);
+    CHECK(flags.count("dave") == 0);
+    const auto lines = flags.at("alice").lines();
+    CHECK(std::find(lines.begin(), lines.end(),
+                    "sentence same as the lesson's own solution (its course page)") != lines.end());
+
+    const std::vector<SentenceCluster> clusters = cluster_sentences(entries, options);
+    const auto lesson = std::find_if(clusters.begin(), clusters.end(), [](const auto& cluster) {
+        return cluster.source == "the lesson's own solution";
+    });
+    REQUIRE(lesson != clusters.end());
+    CHECK(lesson->folders == std::vector<std::string>{"bob", "carol"});
+    const auto example = std::find_if(clusters.begin(), clusters.end(), [](const auto& cluster) {
+        return cluster.source == "the starter kit's example";
+    });
+    REQUIRE(example != clusters.end());
+    CHECK(example->folders == std::vector<std::string>{"kim", "lee"});
+
+    const std::string page = write_class_report_html(entries, options);
+    CHECK(element_with_id(page, "sentences", "table")
+              .find(": the lesson&#39;s own solution</span>") != std::string::npos);
+    const auto summary =
+        nlohmann::json::parse(write_class_summary_json(entries, nlohmann::json::object(), options));
+    bool named = false;
+    for (const auto& cluster : summary["sentence_clusters"]) {
+        named = named || cluster["source"] == "the lesson's own solution";
+    }
+    CHECK(named);
+}
+
+TEST_CASE(
+    "the starter sentence in look-alike letters or with invisible characters is the starter's") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    // Latin a, e, o, c, i, p as Cyrillic ones (U+0430, U+0435, U+043E, U+0441, U+0456, U+0440).
+    std::string cyrillic;
+    std::string invisible;
+    int seen = 0;
+    for (const char c : std::string(fixtures::kExampleSentence)) {
+        const std::map<char, const char*> cyrillic_of = {{'a', "\xd0\xb0"}, {'e', "\xd0\xb5"},
+                                                         {'o', "\xd0\xbe"}, {'c', "\xd1\x81"},
+                                                         {'i', "\xd1\x96"}, {'p', "\xd1\x80"}};
+        cyrillic += cyrillic_of.count(c) != 0 ? cyrillic_of.at(c) : std::string(1, c);
+        invisible += c;
+        // U+034F, U+FE00 and U+180E inside words, in turn.
+        if (c == 'n' || c == 't') {
+            static const char* const kInvisible[] = {"\xcd\x8f", "\xef\xb8\x80", "\xe1\xa0\x8e"};
+            invisible += kInvisible[seen++ % 3];
+        }
+    }
+    REQUIRE(cyrillic != fixtures::kExampleSentence);
+    entries[0].report.sentence = cyrillic;
+    entries[1].report.sentence = invisible;
+    const auto flags = flag_submissions(entries, with_example());
+    CHECK(flags.at("alice").sentence_same_as_example);
+    CHECK(flags.at("bob").sentence_same_as_example);
+    // With kim's and lee's, one cluster of four, word for word.
+    CHECK(flags.at("alice").same_sentence_as == std::vector<std::string>{"bob", "kim", "lee"});
+    CHECK(flags.at("alice").sentence_cluster_identical);
+}
+
+TEST_CASE("short answers one word apart are no near-copies of each other") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    entries[0].report.sentence = "Coprime.";
+    entries[1].report.sentence = "gcd";
+    entries[2].report.sentence = "Odd stride.";
+    entries[3].report.sentence = "Even stride.";
+    const auto flags = flag_submissions(entries, with_example());
+    for (const char* folder : {"alice", "bob", "carol", "dave"}) {
+        CHECK_MESSAGE(flags.count(folder) == 0, folder);
+    }
+    for (const SentenceCluster& cluster : cluster_sentences(entries)) {
+        CHECK(std::find(cluster.folders.begin(), cluster.folders.end(), "alice") ==
+              cluster.folders.end());
+    }
+    // Two who answered with the same word did write the same: that is said, as identical.
+    entries[1].report.sentence = "coprime";
+    const auto same = flag_submissions(entries, with_example());
+    CHECK(same.at("alice").same_sentence_as == std::vector<std::string>{"bob"});
+    CHECK(same.at("alice").sentence_cluster_identical);
+}

@@ -209,6 +209,22 @@ TEST_CASE("sentences compare equal whatever their case, spacing and punctuation"
     CHECK(text::comparison_key("It’s “conflict free” — like stride 1") ==
           text::comparison_key("its conflict free like stride 1"));
     CHECK(text::comparison_key("ÉCOLE") == text::comparison_key("école"));
+    SUBCASE("look-alike letters and invisible characters do not make a copy look new") {
+        const std::string starter = "Stride 3 shares no factor with 32, so it is conflict free.";
+        // Cyrillic a, e, o, c and i (U+0430, U+0435, U+043E, U+0441, U+0456) for Latin ones.
+        const std::string cyrillic =
+            "Strid\xd0\xb5 3 sh\xd0\xb0r\xd0\xb5s n\xd0\xbe f\xd0\xb0\xd1\x81tor w\xd1\x96th 32, "
+            "so it is \xd1\x81onflict free.";
+        // U+034F in "Stride", U+FE00 in "factor", U+180E in "conflict", U+200D in "free".
+        const std::string invisible =
+            "Str\xcd\x8fide 3 shares no fac\xef\xb8\x80tor with 32, so it is con\xe1\xa0\x8e"
+            "flict fr\xe2\x80\x8d"
+            "ee.";
+        CHECK(text::comparison_key(cyrillic) == text::comparison_key(starter));
+        CHECK(text::comparison_key(invisible) == text::comparison_key(starter));
+        CHECK(text::comparison_key("Stride 5 shares no factor with 32.") !=
+              text::comparison_key(starter));
+    }
     CHECK(text::comparison_key(example) != text::comparison_key("Stride 3 is odd."));
     CHECK(text::comparison_key(" .,;\n") == "");
 }

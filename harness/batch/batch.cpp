@@ -26,6 +26,7 @@
 #include "batch/device_servers.hpp"
 #include "batch/merge.hpp"
 #include "checks/checks.hpp"
+#include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 #include "grade/grade.hpp"
@@ -487,6 +488,13 @@ ClassReportOptions batch_class_options(const Exercise& exercise,
     options.exercise_title = exercise.title;
     options.example_sentence = exercise.example_sentence;
     options.example_student_id = exercise.example_student_id;
+    for (const auto& [subject, ratio] : exercise.example_ratios) {
+        options.example_ratios.push_back({subject.kernel, subject.stride, ratio});
+    }
+    for (const auto& [stride, ratio] : exercise.simulator.modeled_ratios) {
+        options.modeled_ratios.push_back({std::string(kStudentKernel), stride, ratio});
+    }
+    options.lesson_solution = exercise.lesson_solution;
     options.skipped = skipped;
     return options;
 }

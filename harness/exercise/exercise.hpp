@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/kernel_ids.hpp"
@@ -260,6 +261,11 @@ struct SimulatorSpec {
     // shared-memory traffic); false where the model leaves out what dominates (global memory),
     // and then checks that need timing do not run on it.
     bool modeled_timing = true;
+    // `modeled_ratios`: the exercise's own kernel's modeled ratios at the student's strides, as
+    // `grader grade` prints them where there is no GPU. A student who types them in as measured
+    // on a GPU is flagged for the instructor. tests/test_exercise_data.cpp checks them against
+    // the simulator.
+    std::map<int, double> modeled_ratios;
 };
 
 // PrairieLearn's advice for a submission it cannot grade at all (a file missing, a kernel that
@@ -330,6 +336,13 @@ struct Exercise {
     // Empty where the exercise names no example.
     std::string example_sentence;
     std::string example_student_id;
+    // The example's measured values, as ratios (a percentage divided by 100), by the case each
+    // row is about: a student who hands them in as their own measurements is flagged.
+    std::vector<std::pair<Case, double>> example_ratios;
+    // `lesson_solution`: the lesson's own answer to the sentence prompt, as its course page words
+    // it, a sentence an item. A student's sentence that is one of them, or nearly, is flagged and
+    // named as the lesson's.
+    std::vector<std::string> lesson_solution;
     // `platforms.prairielearn`: how PrairieLearn's results file treats an ungradable submission.
     PrairieLearnPolicy prairielearn;
     // `scoring.kernel_points_without_answers`: the share of their points the kernel's checks

@@ -100,9 +100,11 @@ std::string shorten(std::string_view text, std::size_t max_bytes);
 // The code points in UTF-8 text: what a terminal shows of it, one column each.
 std::size_t display_width(std::string_view text);
 
-// The text as two sentences are compared: letters and digits only, in lower case, so that case,
-// spacing and punctuation (ASCII and the common Unicode quotes, dashes and spaces) do not tell two
-// copies of one sentence apart. Other letters (accented, other scripts) are kept as they are.
+// The text as two sentences are compared: folded as id_key folds ids (look-alike letters of other
+// scripts to the letters they imitate, case, default-ignorable code points such as U+034F,
+// U+FE00 and U+180E dropped), then letters and digits only, so that case, spacing, punctuation
+// (ASCII and the common Unicode quotes, dashes and spaces), a Cyrillic "а" for a Latin "a" and
+// an invisible character inside a word do not tell two copies of one sentence apart.
 std::string comparison_key(std::string_view text);
 
 // A student id as ids are compared (UTS #39, Unicode's security mechanisms): normalised (NFKD),

@@ -135,8 +135,7 @@ void write_review(std::ostringstream& html, const std::vector<const ClassEntry*>
             continue;
         }
         const SubmissionFlags& flag = mine->second;
-        if (flag.sentence_cluster > 0 && !flag.no_id && !flag.example_id &&
-            flag.same_id_as.empty() && !flag.no_sentence && !flag.sentence_same_as_example) {
+        if (flag.sentence_cluster > 0 && !flag.beyond_shared_sentence()) {
             only_shared[flag.sentence_cluster].push_back(entry->student_folder);
             continue;
         }
@@ -229,8 +228,9 @@ void write_sentences(std::ostringstream& html, const std::vector<const ClassEntr
             .open("td", {{"class", "sentence"}})
             .element("span",
                      "cluster " + std::to_string(cluster.number) +
-                         (cluster.identical ? "" : ", near-identical"),
-                     {{"class", "badge review"}})
+                         (cluster.identical ? "" : ", near-identical") +
+                         (cluster.source.empty() ? "" : ": " + cluster.source),
+                     {{"class", cluster.source.empty() ? "badge review" : "badge review source"}})
             .text(" " + cluster.sentence)
             .close("td")
             .element("td", size, {{"class", "number"}})

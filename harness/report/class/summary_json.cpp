@@ -73,6 +73,11 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
                          {"same_id_as", mine.same_id_as},
                          {"no_sentence", mine.no_sentence},
                          {"sentence_same_as_example", mine.sentence_same_as_example},
+                         {"sentence_nearly_example", mine.sentence_nearly_example},
+                         {"sentence_same_as_lesson", mine.sentence_same_as_lesson},
+                         {"sentence_nearly_lesson", mine.sentence_nearly_lesson},
+                         {"measured_same_as_example", mine.measured_same_as_example},
+                         {"measured_same_as_modeled", mine.measured_same_as_modeled},
                          {"same_sentence_as", mine.same_sentence_as},
                          {"sentence_cluster", mine.sentence_cluster}};
     }
@@ -81,6 +86,8 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
         clusters.push_back({{"cluster", cluster.number},
                             {"sentence", text::visible_line(cluster.sentence)},
                             {"identical", cluster.identical},
+                            {"source", cluster.source.empty() ? nlohmann::json(nullptr)
+                                                              : nlohmann::json(cluster.source)},
                             {"folders", cluster.folders}});
     }
     json skipped = json::array();
