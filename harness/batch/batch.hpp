@@ -181,6 +181,15 @@ std::string submission_key(const std::string& folder_name);
 // The class outputs' own names in the output folder; no student's output folder takes one.
 const std::set<std::string>& class_output_names();
 
+// What a Mac's zip or the system leaves beside the submissions, never a student's: a folder
+// "__MACOSX" (a Mac's zip: the files' Finder metadata) and every name that starts with '.'
+// (".DS_Store", "._alice", ".git"). Skipped in the class folder, and not taken for the one folder
+// that holds a student's files.
+bool system_leftover(const std::string& name);
+inline constexpr const char* kSystemLeftoverReason =
+    "left by a Mac's zip or the system (__MACOSX, or a name that starts with '.'), not a "
+    "submission";
+
 // A class folder's contents: its submissions, sorted by folder name (every sub-folder; a
 // symbolic link to a folder counts), and what was skipped, with why (hidden entries, plain files,
 // anything else that is not a folder).

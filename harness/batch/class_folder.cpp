@@ -66,15 +66,20 @@ const std::set<std::string>& class_output_names() {
     return names;
 }
 
+bool system_leftover(const std::string& name) {
+    return name == "__MACOSX" || (!name.empty() && name[0] == '.');
+}
+
 namespace {
 
-// Whether a folder holds a submission's files itself: an answers file or a .cu source.
+// Whether a folder holds a submission's files itself: an answers file or a .cu source (not a
+// Mac's AppleDouble "._probe.cu", which holds only the file's Finder metadata).
 bool holds_submission_files(const std::filesystem::path& folder) {
     std::error_code error;
     for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
         const std::filesystem::file_status status = entry.symlink_status(error);
         const auto name = entry.path().filename();
-        if (std::filesystem::is_regular_file(status) &&
+        if (std::filesystem::is_regular_file(status) && !system_leftover(name.string()) &&
             (name == "submission.yaml" || name.extension() == ".cu")) {
             return true;
         }
@@ -93,6 +98,7 @@ std::filesystem::path folder_to_grade(const std::filesystem::path& folder) {
     std::vector<std::filesystem::path> inner;
     for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
         if (std::filesystem::is_directory(entry.symlink_status(error)) &&
+            !system_leftover(entry.path().filename().string()) &&
             holds_submission_files(entry.path())) {
             inner.push_back(entry.path());
         }
@@ -113,8 +119,8 @@ ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
     ClassFolder found;
     for (const auto& entry : entries) {
         const std::string name = entry.path().filename().string();
-        if (name.empty() || name[0] == '.') {
-            found.skipped.push_back({name, "hidden (the name starts with '.')"});
+        if (system_leftover(name)) {
+            found.skipped.push_back({name, kSystemLeftoverReason});
             continue;
         }
         // The entry itself, never what a link names: a student's folder that is a link would

@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <csignal>
@@ -13,9 +14,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "batch/batch.hpp"
 #include "cli/commands.hpp"
@@ -98,6 +102,34 @@ std::string format_duration(double seconds) {
 
 double per_minute(const BatchStatus& status) {
     return status.elapsed_seconds > 0 ? status.graded * 60.0 / status.elapsed_seconds : 0.0;
+}
+
+// What was skipped in the class folder, a line per reason: a Mac's zip leaves a __MACOSX and a
+// "._" twin of every file, which are said once, not once each.
+std::vector<std::string> skipped_lines(const std::vector<SkippedEntry>& skipped) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+    for (const auto& entry : skipped) {
+        auto reason = std::find_if(by_reason.begin(), by_reason.end(),
+                                   [&](const auto& group) { return group.first == entry.reason; });
+        if (reason == by_reason.end()) {
+            by_reason.push_back({entry.reason, {}});
+            reason = std::prev(by_reason.end());
+        }
+        reason->second.push_back("'" + text::visible_line(entry.name) + "'");
+    }
+    constexpr std::size_t kNamesShown = 3;
+    std::vector<std::string> lines;
+    for (const auto& [reason, names] : by_reason) {
+        std::string named;
+        for (std::size_t i = 0; i < names.size() && i < kNamesShown; ++i) {
+            named += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+        }
+        if (names.size() > kNamesShown) {
+            named += " and " + std::to_string(names.size() - kNamesShown) + " more";
+        }
+        lines.push_back("skipped " + named + " in the class folder: " + reason);
+    }
+    return lines;
 }
 
 // One log line: whatever a submission made its folder name or its compiler say (an #error text
@@ -213,9 +245,8 @@ void warn_about_class(const BatchResult& result, const BatchCommandOptions& opti
                            "calls (Docker's default does from 20.10.18; docs/docker.md)"
                          : "; grade in a container or on a kernel with Landlock");
     }
-    for (const auto& skipped : result.skipped) {
-        spdlog::warn("skipped '{}' in the class folder: {}", text::visible_line(skipped.name),
-                     skipped.reason);
+    for (const std::string& line : skipped_lines(result.skipped)) {
+        spdlog::warn("{}", line);
     }
     if (result.entries.empty() && result.abandoned.empty() && result.not_started.empty()) {
         spdlog::warn(
