@@ -643,6 +643,17 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
     CHECK(run.output.find("skipped 'roster.csv' in the class folder: a file") != std::string::npos);
     CHECK(run.output.find("skipped 'linked' in the class folder: a symbolic link, not followed") !=
           std::string::npos);
+    // PrairieLearn's score upload, from a plain batch: a row per graded folder, as it is named
+    // (no '__MACOSX'), each score a percentage.
+    const auto scores = parse_csv(read_text(output / "prairielearn-scores.csv"));
+    REQUIRE(scores.size() == expected.size() + 1);
+    CHECK(scores[0] == std::vector<std::string>{"uid", "qid", "score_perc", "feedback"});
+    std::set<std::string> uids;
+    for (std::size_t i = 1; i < scores.size(); ++i) {
+        uids.insert(scores[i][0]);
+        CHECK(scores[i][1] == "day15-bank-conflicts");
+    }
+    CHECK(uids == keys);
     REQUIRE(summary["skipped"].size() == 5);
     CHECK(summary["skipped"][1]["name"] == ".hidden");
     CHECK(summary["skipped"][2]["name"] == "__MACOSX");

@@ -39,6 +39,8 @@ inline constexpr const char* kGradebookFile = "gradebook.csv";
 inline constexpr const char* kSummaryFile = "summary.json";
 inline constexpr const char* kClassReportFile = "class-report.html";
 inline constexpr const char* kLocksFolder = ".locks";
+// PrairieLearn's score upload (an assessment's Uploads tab, "Upload new question scores").
+inline constexpr const char* kPrairieLearnScoresFile = "prairielearn-scores.csv";
 
 struct BatchOptions {
     std::filesystem::path submissions_dir;  // one sub-folder per submission
@@ -72,6 +74,8 @@ struct BatchOptions {
     // graded again: the machine may be another), write OUTPUT/shard.json, and leave the class
     // outputs to `grader merge`.
     std::optional<Shard> shard;
+    // The question prairielearn-scores.csv gives the scores to; empty: the exercise's id.
+    std::string prairielearn_qid;
 };
 
 // One submission of the class.
@@ -239,8 +243,9 @@ std::vector<ClassEntry> collect_class_entries(const std::vector<BatchSubmission>
 
 // The class-wide stage of a batch over the reports in output_dir: ids and sentences compared
 // across the class, the reports whose sentence flag changed written again (into output_dir),
-// then gradebook.csv, summary.json (with run(the stage so far) as its "run") and
-// class-report.html. One batch of the whole class and `grader merge` of its shards both end here.
+// then gradebook.csv, summary.json (with run(the stage so far) as its "run"), class-report.html
+// and prairielearn-scores.csv (to the question prairielearn_qid; empty: the exercise's id). One
+// batch of the whole class and `grader merge` of its shards both end here.
 struct ClassStageResult {
     std::size_t flagged = 0;
     std::size_t reports_rewritten = 0;
@@ -251,7 +256,8 @@ ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEn
                                    const std::vector<SkippedEntry>& skipped,
                                    const std::filesystem::path& output_dir, const RunInfo& run,
                                    const std::string& finished_at, bool interrupted = false,
-                                   const std::vector<std::string>& unfinished = {});
+                                   const std::vector<std::string>& unfinished = {},
+                                   const std::string& prairielearn_qid = {});
 
 // Grades the class and writes every file. The output folder may not be the class folder nor lie
 // inside it (nor inside a submission a symbolic link points to), and is locked for the run's

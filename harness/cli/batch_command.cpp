@@ -58,6 +58,7 @@ struct BatchCommandOptions {
     std::vector<std::string> only;
     std::string backend = "auto";
     std::string shard;  // "I/N", empty: the whole class
+    std::string prairielearn_qid;
 };
 
 // The first SIGINT or SIGTERM asks the batch to stop; a second one ends the process at once.
@@ -275,7 +276,8 @@ void print_summary(const BatchResult& result) {
     if (result.flagged > 0) {
         std::printf(
             "%zu submissions to look at twice (a shared or missing student id, a copied or "
-            "missing sentence): see the flags in the gradebook and the class page\n",
+            "missing sentence, copied measurements): see the flags in the gradebook and the "
+            "class page\n",
             result.flagged);
     }
     for (const auto& file : result.class_outputs) {
@@ -353,6 +355,7 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     batch.resume = options.resume;
     batch.device_server = !options.own_contexts;
     batch.only = options.only;
+    batch.prairielearn_qid = options.prairielearn_qid;
     batch.stop = &stop_requested;
     batch.shard = shard;
 
@@ -462,6 +465,8 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command->add_option("--shard", options->shard,
                         "I/N: grade only this task's share of the class (task I of N, counted "
                         "from 0), for a job array; write the manifest `grader merge` reads");
+    command->add_option("--prairielearn-qid", options->prairielearn_qid,
+                        "The question id for prairielearn-scores.csv (default: the exercise's id)");
     command->footer(
         "Example:\n  grader batch submissions/ -o class-report --exercise day15-padding\n"
         "writes class-report/<student>/report.*, and the class page and gradebook.");

@@ -61,6 +61,8 @@ struct ClassReportOptions {
     // Solution): a student's sentence that is one of them, or several of them in a row, or
     // nearly, is flagged, and its cluster named as the lesson's.
     std::vector<std::string> lesson_solution;
+    // The question PrairieLearn's score upload gives the scores to; empty: the exercise's id.
+    std::string prairielearn_qid;
     std::vector<SkippedEntry> skipped;  // listed on the page and in the summary
     // The run stopped before every submission had a report (Ctrl-C, a signal): every output says
     // so, and lists these folders, so a partial class never reads as complete.
@@ -220,11 +222,12 @@ struct ClassData {
 ClassData compute_class_data(const std::vector<ClassEntry>& entries,
                              const ClassReportOptions& options);
 
-// The three class outputs, from one ClassData: what a batch (or a merge of shards) writes.
+// The class outputs, from one ClassData: what a batch (or a merge of shards) writes.
 struct ClassOutputTexts {
     std::string gradebook_csv;
     std::string summary_json;
     std::string page_html;
+    std::string prairielearn_scores_csv;  // PrairieLearn's score upload (prairielearn_scores.hpp)
 };
 
 ClassOutputTexts write_class_outputs_text(const std::vector<ClassEntry>& entries,

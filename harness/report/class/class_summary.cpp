@@ -16,6 +16,7 @@
 #include "model/bank_model.hpp"
 #include "report/class/class_detail.hpp"
 #include "report/class_outputs.hpp"
+#include "report/prairielearn_scores.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
@@ -578,8 +579,11 @@ ClassOutputTexts write_class_outputs_text(const std::vector<ClassEntry>& entries
                                           const nlohmann::json& run_info,
                                           const ClassReportOptions& options) {
     const ClassData data = compute_class_data(entries, options);
+    const std::string qid = !options.prairielearn_qid.empty() ? options.prairielearn_qid
+                            : !options.exercise_id.empty()    ? options.exercise_id
+                                                              : data.summary.exercise_id;
     return {write_gradebook_csv(data, options), write_class_summary_json(data, run_info, options),
-            write_class_report_html(data, options)};
+            write_class_report_html(data, options), write_prairielearn_scores_csv(entries, qid)};
 }
 
 SentenceReview sentence_review_of(const SubmissionFlags& flags) {
