@@ -222,6 +222,11 @@ void check_output_folder(const std::filesystem::path& submissions_dir,
 // sub-folder.
 bool output_has_reports(const std::filesystem::path& output_dir);
 
+// The reports a batch (or a merge) wrote into output_dir, one per sub-folder that holds a
+// report.json, by folder; each folder is its entry's key. Throws BatchError where output_dir
+// cannot be read.
+std::vector<ClassEntry> entries_in_output(const std::filesystem::path& output_dir);
+
 // OUTPUT/<student>/report.json, read back; nullopt where missing, unreadable or not a report.
 std::optional<Report> read_report_json(const std::filesystem::path& file);
 

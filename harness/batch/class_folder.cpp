@@ -218,4 +218,34 @@ std::optional<Report> read_report_json(const std::filesystem::path& file) {
     }
 }
 
+std::vector<ClassEntry> entries_in_output(const std::filesystem::path& output_dir) {
+    std::error_code error;
+    std::filesystem::directory_iterator folders(output_dir, error);
+    if (error) {
+        throw BatchError("cannot read " + text::visible_line(output_dir.string()) + ": " +
+                         error.message());
+    }
+    std::vector<ClassEntry> entries;
+    for (const auto& folder : folders) {
+        const std::string name = folder.path().filename().string();
+        if (system_leftover(name) || !folder.is_directory(error) || folder.is_symlink(error)) {
+            continue;
+        }
+        auto report = read_report_json(folder.path() / report_file_name(Format::json, true));
+        if (!report) {
+            continue;
+        }
+        ClassEntry entry;
+        entry.student_folder = name;
+        entry.submission_folder = name;
+        entry.report_link = name + "/" + report_file_name(Format::text, true);
+        entry.report = std::move(*report);
+        entries.push_back(std::move(entry));
+    }
+    std::sort(entries.begin(), entries.end(), [](const ClassEntry& a, const ClassEntry& b) {
+        return a.student_folder < b.student_folder;
+    });
+    return entries;
+}
+
 }  // namespace grader

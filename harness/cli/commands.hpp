@@ -25,6 +25,7 @@ void add_explain_command(CLI::App& app, const GlobalOptions& global, Runner& run
 void add_launch_command(CLI::App& app, Runner& run);
 void add_compile_command(CLI::App& app, Runner& run);
 void add_merge_command(CLI::App& app, const GlobalOptions& global, Runner& run);
+void add_canvas_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 
 // Exit statuses, documented in the README and docs/report-schema.md.
 inline constexpr int kExitPass = 0;

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
     add_sweep_command(app, global, run);
     add_batch_command(app, global, run);
     add_merge_command(app, global, run);
+    add_canvas_command(app, global, run);
     add_explain_command(app, global, run);
     add_worker_command(app, run);
     add_device_server_command(app, run);
