@@ -21,6 +21,10 @@
 #   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh)
 #   shards    the class of 100 as one task per GPU of this machine (batch --shard I/N with
 #             CUDA_VISIBLE_DEVICES=I, as Slurm runs them), merged, against one batch on every GPU
+#   corpus    every kernel of tests/fixtures/corpus (real kernels by other people) graded at the
+#             manifest's seeds on the simulator and on the GPU (tests/test_corpus, both suites):
+#             a table of each one's hand-set verdict beside what each backend gave; JSON in
+#             OUT_DIR/corpus-sim.json and OUT_DIR/corpus-cuda.json
 # Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on).
 set -uo pipefail
 root=$(pwd)
@@ -28,7 +32,8 @@ out=${1:?usage: scripts/gpu-check.sh OUT_DIR [SECTION...]}
 shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
-  sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards)
+  sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
+            corpus)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -249,9 +254,45 @@ print("students", len(a), "verdicts equal to one batch:", sum(a[k] == b.get(k) f
 PY
 }
 
+# The corpus's runner is tests/test_corpus, on both backends: the table puts the hand-set verdict
+# beside each backend's verdict and score at each seed ("*" where it differs).
+run_corpus() {
+  section "corpus: real kernels by other people against their hand-set verdicts (tests/test_corpus)"
+  GRADER_CORPUS_OUT="$out" "$root/$build/tests/test_corpus" --test-suite-exclude=gpu 2>&1 | tail -25
+  GRADER_CORPUS_OUT="$out" "$root/$build/tests/test_corpus" --test-suite=gpu 2>&1 | tail -25
+  python3 - "$out/corpus-sim.json" "$out/corpus-cuda.json" <<'EOF'
+import json, sys
+def load(path):
+    try:
+        return {e["name"]: e for e in json.load(open(path))["entries"]}
+    except (OSError, ValueError) as error:
+        print(f"{path}: {error}")
+        return {}
+sim, gpu = load(sys.argv[1]), load(sys.argv[2])
+def cell(entry):
+    if entry is None:
+        return "-"
+    return "  ".join(f"{r['verdict']} {r['score']:g}" + ("" if r["agrees"] else "*")
+                     for r in entry["results"])
+print(f"{'kernel':40s} {'expected':9s} {'simulator':20s} {'GPU':20s} failed checks: expected | GPU")
+differ = {"simulator": 0, "GPU": 0}
+for name, entry in (gpu or sim).items():
+    e = entry["expected"]
+    g = gpu.get(name)
+    failed = ",".join(sorted({c for r in g["results"] for c in r["failed"]})) if g else "-"
+    for label, table in (("simulator", sim), ("GPU", gpu)):
+        differ[label] += sum(not r["agrees"] for r in table.get(name, {"results": []})["results"])
+    print(f"{name:40s} {e['verdict'] + ' ' + format(e['score'], 'g'):9s} {cell(sim.get(name)):20s} "
+          f"{cell(g):20s} {','.join(e['failed']) or '-'} | {failed or '-'}"
+          + ("  (known simulator gap)" if entry["known_sim_gap"] else ""))
+print(f"* differs from the hand verdict: simulator {differ['simulator']} grades, GPU {differ['GPU']}")
+EOF
+}
+
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards) "run_$s" ;;
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus)
+      "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac
 done
