@@ -165,7 +165,7 @@ struct OrderingRule {
 
 // A mistake the lesson names, recognised from what was counted: its message replaces the
 // check's generic one. Every condition given must hold.
-struct Diagnosis {
+struct DiagnosisRule {
     std::optional<double> counted_degree_at_least;
     std::optional<int> static_shared_bytes_above;
     std::string message;
@@ -209,7 +209,7 @@ struct CheckSpec {
     double band_low = 0.0;
     double band_high = 0.0;
     double band_slack = 0.0;
-    std::vector<Diagnosis> diagnoses;  // counted_degree
+    std::vector<DiagnosisRule> diagnoses;  // counted_degree
     SourceLocation location;
 };
 

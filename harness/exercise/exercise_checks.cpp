@@ -72,17 +72,17 @@ void read_answers(const ExerciseReader& reader, const YAML::Node& answers, Exerc
 
 namespace {
 
-std::vector<Diagnosis> read_diagnoses(const ExerciseReader& reader, const YAML::Node& list,
-                                      const std::string& field) {
+std::vector<DiagnosisRule> read_diagnoses(const ExerciseReader& reader, const YAML::Node& list,
+                                          const std::string& field) {
     if (!list.IsSequence()) {
         reader.fail(list.Mark(), field,
                     "expected a list of { when, message }, got " + describe(list));
     }
-    std::vector<Diagnosis> diagnoses;
+    std::vector<DiagnosisRule> diagnoses;
     for (std::size_t i = 0; i < list.size(); ++i) {
         const std::string item = index_field(field, i);
         reader.expect_map(list[i], item, {"when", "message"});
-        Diagnosis diagnosis;
+        DiagnosisRule diagnosis;
         const YAML::Node when = reader.required(list[i], item, "when");
         reader.expect_map(when, item + ".when",
                           {"counted_degree_at_least", "static_shared_bytes_above"});

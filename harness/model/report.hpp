@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/diagnosis.hpp"
 #include "model/measurements.hpp"
 
 namespace grader {
@@ -35,6 +36,9 @@ struct CheckResult {
     // What the check is, whatever the exercise calls it: "answers_file", "compile_abi", "output",
     // "predicted", "ordering", "consistency", "measured", "counted_degree" or "sentence".
     std::string kind;
+    // Why it failed or lost points, as a root cause; nullopt where it passed in full or did not
+    // run.
+    std::optional<Diagnosis> diagnosis;
 
     bool passed() const { return status == CheckStatus::passed; }
     bool not_run() const { return status == CheckStatus::not_run; }
@@ -127,6 +131,10 @@ struct Report {
     std::string reference_kernel;
     // Set by grade_submission() where missing_files has a cause the folder shows.
     std::optional<FolderProblem> folder_problem;
+    // The root cause the grade comes down to: the failing check's (or the stop's, or the
+    // machine's for an ungradable grade), else the first check that lost points; nullopt for
+    // full marks. The text report's first line after the verdict.
+    std::optional<Diagnosis> diagnosis;
 };
 
 }  // namespace grader
