@@ -171,6 +171,7 @@ const std::vector<std::string> kHeader = {"folder",
                                           "sentence_text",
                                           "sentence_cluster",
                                           "flags",
+                                          "cause",
                                           "reason"};
 
 std::size_t column(const std::string& name) {
@@ -698,9 +699,9 @@ TEST_CASE("an empty class still gives a header, a summary and a page whose plots
     const auto rows = parse_csv(write_gradebook_csv(none));
     REQUIRE(rows.has_value());
     REQUIRE(rows->size() == 1);
-    CHECK(rows->front() == std::vector<std::string>{"folder", "student_id", "score", "max_score",
-                                                    "verdict", "numbers", "sentence_text",
-                                                    "sentence_cluster", "flags", "reason"});
+    CHECK(rows->front() == std::vector<std::string>{
+                               "folder", "student_id", "score", "max_score", "verdict", "numbers",
+                               "sentence_text", "sentence_cluster", "flags", "cause", "reason"});
     const auto summary = nlohmann::json::parse(write_class_summary_json(none, nullptr));
     CHECK(summary["submissions"] == 0);
     CHECK(summary["score"]["mean"].is_null());
@@ -1254,4 +1255,70 @@ TEST_CASE("short answers one word apart are no near-copies of each other") {
     const auto same = flag_submissions(entries, with_example());
     CHECK(same.at("alice").same_sentence_as == std::vector<std::string>{"bob"});
     CHECK(same.at("alice").sentence_cluster_identical);
+}
+
+TEST_CASE("each failing student is under one root cause, the diagnosis, not the check it broke") {
+    const std::vector<ClassEntry> entries = fixtures::diagnosed_class();
+    const ClassSummary summary = summarize_class(entries);
+    std::map<std::string, std::vector<std::string>> by_cause;
+    for (const FailureReason& reason : summary.failure_reasons) {
+        CAPTURE(reason.key);
+        if (!reason.cause.empty()) {
+            CHECK(reason.key == "cause:" + reason.cause);
+            by_cause[reason.cause] = reason.folders;
+        }
+    }
+    CHECK(by_cause["skipped_reads"] == std::vector<std::string>{"erin"});
+    CHECK(by_cause["compile_syntax_error"] == std::vector<std::string>{"frank"});
+    CHECK(by_cause["stride_sniffing"] == std::vector<std::string>{"heidi"});
+    CHECK(by_cause["wrong_prediction"] == std::vector<std::string>{"mallory"});
+    // The machine's fault is no student's cause: grace is listed apart, as not graded.
+    CHECK(by_cause.count("machine_fault") == 0);
+    const auto compile = std::find_if(
+        summary.failure_reasons.begin(), summary.failure_reasons.end(),
+        [](const FailureReason& reason) { return reason.cause == "compile_syntax_error"; });
+    REQUIRE(compile != summary.failure_reasons.end());
+    CHECK(compile->reason == "compile error: syntax");
+    CHECK(compile->area == "source");
+
+    SUBCASE("the gradebook's cause and reason are the diagnosis, with its fix") {
+        const auto rows = parse_csv(write_gradebook_csv(entries));
+        REQUIRE(rows.has_value());
+        const auto* erin = row_for_folder(*rows, "erin");
+        REQUIRE(erin != nullptr);
+        CHECK((*erin)[column("cause")] == "skipped reads");
+        CHECK(erin->back() ==
+              "skipped reads: thread 0 of block 0 held 1024 at stride 8, not 2048: the kernel "
+              "skipped half of its reads; make every thread's 2048 reads");
+        CHECK((*row_for_folder(*rows, "alice"))[column("cause")] == "");
+        CHECK(row_for_folder(*rows, "grace")->back().find("the GPU did not answer") !=
+              std::string::npos);
+    }
+    SUBCASE("summary.json groups by cause and keeps each student's diagnosis whole") {
+        const auto json =
+            nlohmann::json::parse(write_class_summary_json(entries, nlohmann::json::object(), {}));
+        bool grouped = false;
+        for (const auto& reason : json["failure_reasons"]) {
+            if (reason["cause"] == "stride_sniffing") {
+                grouped = reason["folders"] == nlohmann::json({"heidi"}) &&
+                          reason["area"] == "kernel" && reason["count"] == 1;
+            }
+        }
+        CHECK(grouped);
+        CHECK(json["diagnoses"]["frank"]["cause"] == "compile_syntax_error");
+        CHECK(json["diagnoses"]["frank"]["where"] == "probe.cu:35:5");
+        CHECK(json["diagnoses"]["frank"]["fix"] == "add the ; before probe.cu:35:5");
+        CHECK_FALSE(json["diagnoses"].contains("alice"));
+    }
+    SUBCASE("a report without a diagnosis (an older grader's) still has its stage as its cause") {
+        std::vector<ClassEntry> mixed = entries;
+        mixed[4].report.diagnosis.reset();  // erin
+        const ClassSummary old = summarize_class(mixed);
+        const bool by_check = std::any_of(old.failure_reasons.begin(), old.failure_reasons.end(),
+                                          [](const FailureReason& r) {
+                                              return r.key == "check:accumulator" &&
+                                                     r.folders == std::vector<std::string>{"erin"};
+                                          });
+        CHECK(by_check);
+    }
 }

@@ -98,14 +98,27 @@ struct CheckSummary {
     std::size_t not_run = 0;  // its input was never produced: not counted as a failure
 };
 
-// Why submissions did not get full marks, by root cause: each submission counts once, under the
-// first stage that failed (the answers file, the compile, the student's kernel stopping, then the
-// checks in the exercise's order). Checks that did not run because of it are not counted.
+// Why submissions did not get full marks, by root cause: each submission counts once, under its
+// report's diagnosis (a missing barrier, an off-by-one guard, the old width, a compile error by
+// kind: model/diagnosis.hpp), or, for a report that has none (written by an older grader), the
+// first stage that failed (the answers file, the compile, the student's kernel stopping, then
+// the checks in the exercise's order). Checks that did not run because of it are not counted.
 struct FailureReason {
-    std::string key;                   // "check:<id>", "interruption:<kind>" or "summary:<text>"
-    std::string reason;                // what the instructor reads
+    // "cause:<cause>" (a diagnosis), "check:<id>", "interruption:<kind>" or "summary:<text>"
+    std::string key;
+    std::string reason;                // what the instructor reads: the cause's title
+    std::string cause;                 // the diagnosis's cause ("missing_barrier"); empty: none
+    std::string area;                  // who acts on it: "folder", "source", "kernel", "answers"
     std::vector<std::string> folders;  // the submissions it applies to, sorted
 };
+
+// One submission's root cause, as the failure reasons group it; nullopt for full marks and for
+// an ungradable grade (listed apart).
+struct StudentCause {
+    std::string key;     // FailureReason::key
+    std::string reason;  // FailureReason::reason
+};
+std::optional<StudentCause> student_cause(const Report& report);
 
 // A submission the machine could not grade: not a failure, listed apart with its reason.
 struct NotGraded {
@@ -207,8 +220,10 @@ struct ClassSummary {
 
 ClassSummary summarize_class(const std::vector<ClassEntry>& entries);
 
-// One line per submission: why it got its verdict (the interruption where grading stopped,
-// else the report's summary). Raw text: each writer makes it safe for its format.
+// One line per submission: why it got its verdict. Its diagnosis where the report has one (the
+// cause's title, then what was found and the fix: "missing __syncthreads() (a race): a warp reads
+// ...; put __syncthreads() between probe.cu:25:9 and probe.cu:34:9"), else the interruption where
+// grading stopped, else the report's summary. Raw text: each writer makes it safe for its format.
 std::string class_reason(const Report& report);
 
 // Everything the class outputs show, computed once from the reports; each writer reads it.

@@ -85,6 +85,8 @@ bool before_the_kernel_runs(const CheckResult& check) {
 struct RootCause {
     std::string key;
     std::string reason;
+    std::string cause = {};
+    std::string area = {};
 };
 
 std::string check_reason(const CheckResult& check) {
@@ -153,6 +155,11 @@ std::optional<RootCause> missing_files(const Report& report) {
 std::optional<RootCause> root_cause(const Report& report) {
     if (report.verdict == Verdict::ungradable) {
         return std::nullopt;
+    }
+    if (const std::optional<Diagnosis>& diagnosis = report.diagnosis) {
+        const std::string cause(to_string(diagnosis->cause));
+        return RootCause{"cause:" + cause, std::string(cause_title(diagnosis->cause)), cause,
+                         std::string(to_string(area_of(diagnosis->cause)))};
     }
     if (auto missing = missing_files(report)) {
         return missing;
@@ -610,7 +617,19 @@ std::string numbers_source(const Report& report) {
 // Why a row reads as it does: a stop where it decided the grade (the student's kernel stopped, or
 // the grade could not count), else the report's own summary, which leads with the first failure.
 // A failed compile on a machine without a GPU is a failed compile, not "no_gpu".
+std::optional<StudentCause> student_cause(const Report& report) {
+    if (const auto cause = root_cause(report)) {
+        return StudentCause{cause->key, cause->reason};
+    }
+    return std::nullopt;
+}
+
 std::string class_reason(const Report& report) {
+    if (const std::optional<Diagnosis>& diagnosis = report.diagnosis) {
+        const std::string title(cause_title(diagnosis->cause));
+        const std::string sentence = to_sentence(*diagnosis);
+        return sentence.empty() ? title : title + ": " + sentence;
+    }
     if (report.interruption &&
         (report.verdict == Verdict::ungradable || report.interruption->students_fault)) {
         const Interruption& stop = *report.interruption;
@@ -679,6 +698,8 @@ void count_entry(const ClassEntry& entry, ClassSummary& summary,
         FailureReason& reason = reasons[cause->key];
         reason.key = cause->key;
         reason.reason = cause->reason;
+        reason.cause = cause->cause;
+        reason.area = cause->area;
         reason.folders.push_back(entry.student_folder);  // entries arrive sorted
     }
 }

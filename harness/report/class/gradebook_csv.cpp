@@ -50,6 +50,7 @@ std::string write_gradebook_csv(const ClassData& data, const ClassReportOptions&
     header.push_back("sentence_text");
     header.push_back("sentence_cluster");
     header.push_back("flags");
+    header.push_back("cause");
     header.push_back("reason");
     append_csv_row(out, header);
 
@@ -85,6 +86,8 @@ std::string write_gradebook_csv(const ClassData& data, const ClassReportOptions&
                           : std::to_string(mine->second.sentence_cluster));
         row.push_back(mine == flags.end() ? ""
                                           : text::csv_field(joined(mine->second.lines(), "; ")));
+        const std::optional<StudentCause> cause = student_cause(report);
+        row.push_back(cause ? text::csv_field(cause->reason) : std::string());
         row.push_back(text::csv_field(class_reason(report)));
         append_csv_row(out, row);
     }

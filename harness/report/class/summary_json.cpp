@@ -43,6 +43,8 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
     for (const FailureReason& reason : summary.failure_reasons) {
         reasons.push_back({{"key", text::visible_line(reason.key)},
                            {"reason", text::visible_line(reason.reason)},
+                           {"cause", reason.cause.empty() ? json(nullptr) : json(reason.cause)},
+                           {"area", reason.area.empty() ? json(nullptr) : json(reason.area)},
                            {"count", reason.folders.size()},
                            {"folders", reason.folders}});
     }
@@ -90,6 +92,20 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
                                                               : nlohmann::json(cluster.source)},
                             {"folders", cluster.folders}});
     }
+    // Each student's diagnosis, whole, by folder: the failure reasons above group them by cause.
+    json diagnoses = json::object();
+    for (const ClassEntry* entry : data.sorted) {
+        if (const std::optional<Diagnosis>& diagnosis = entry->report.diagnosis) {
+            diagnoses[entry->student_folder] = {
+                {"cause", std::string(to_string(diagnosis->cause))},
+                {"title", std::string(cause_title(diagnosis->cause))},
+                {"area", std::string(to_string(area_of(diagnosis->cause)))},
+                {"what", text::visible_line(diagnosis->what)},
+                {"fix", text::visible_line(diagnosis->fix)},
+                {"where", text::visible_line(diagnosis->where)},
+                {"check", diagnosis->check}};
+        }
+    }
     json skipped = json::array();
     for (const SkippedEntry& entry : options.skipped) {
         skipped.push_back({{"name", text::visible_line(entry.name)}, {"reason", entry.reason}});
@@ -111,6 +127,7 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
          {{"timed", summary.timed}, {"modeled", summary.modeled}, {"timed_on", summary.timed_on}}},
         {"checks", checks},
         {"failure_reasons", reasons},
+        {"diagnoses", diagnoses},
         {"not_graded", not_graded},
         {"flags", flags},
         {"interrupted", options.interrupted},
