@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/text.hpp"
 #include "fixtures/class/synthetic_class.hpp"
 #include "report/class_outputs.hpp"
 
@@ -582,17 +583,31 @@ TEST_CASE("the class report is one page with no external resource and every stri
         CHECK(html.find("url(") == std::string::npos);
         CHECK(html.find("<link") == std::string::npos);
         CHECK(html.find("<img") == std::string::npos);
-        CHECK(html.find("<script") == std::string::npos);
         CHECK(html.find("default-src 'none'") != std::string::npos);
         const std::regex href(R"(href="([^"]*)\")");
-        std::size_t links = 0;
+        std::size_t reports = 0;
         for (auto it = std::sregex_iterator(html.begin(), html.end(), href);
-             it != std::sregex_iterator(); ++it, ++links) {
+             it != std::sregex_iterator(); ++it) {
             const std::string target = (*it)[1];
             CHECK_MESSAGE(target.find(':') == std::string::npos, target);
             CHECK_MESSAGE(target.rfind("//", 0) != 0, target);
+            reports += target.rfind('#', 0) == 0 ? 0 : 1;  // else a place on this page
         }
-        CHECK(links == entries.size());
+        CHECK(reports == entries.size());
+    }
+    SUBCASE("its one script is inline, and the only one the page's policy lets run") {
+        CHECK(count_of(html, "<script") == 1);
+        const std::size_t open = html.find("<script>");
+        REQUIRE(open != std::string::npos);
+        const std::size_t start = open + std::string("<script>").size();
+        const std::string script = html.substr(start, html.find("</script>", start) - start);
+        const auto digest = sha256(script);
+        const std::string hash =
+            base64(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+        CHECK(html.find("script-src 'sha256-" + hash + "'") != std::string::npos);
+        CHECK(html.find("unsafe-inline'; script") != std::string::npos);  // style only
+        CHECK(html.find("'unsafe-eval'") == std::string::npos);
+        CHECK(script.find("innerHTML") == std::string::npos);  // it moves rows, writes no markup
     }
     SUBCASE("student strings are escaped, links stay on this disk") {
         CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
@@ -614,13 +629,13 @@ TEST_CASE("the class report is one page with no external resource and every stri
         const std::string students = element_with_id(html, "students", "table");
         CHECK(students.find("class=\"one-line\"") != std::string::npos);
         // frank did not compile: the first line of his reason in the row, all of it inside.
-        const std::size_t frank = students.find("<td class=\"folder\" title=\"frank\">frank</td>");
+        const std::size_t frank = students.find("<td class=\"folder\">frank</td>");
         REQUIRE(frank != std::string::npos);
         const std::string row = students.substr(frank, students.find("</tr>", frank) - frank);
         CHECK(row.find("<details><summary>") != std::string::npos);
         CHECK(row.find("<div class=\"reason\">") != std::string::npos);
         // kim: her flags counted in the line, listed in the details.
-        const std::size_t kim = students.find("title=\"kim\">kim</td>");
+        const std::size_t kim = students.find(">kim</td>");
         REQUIRE(kim != std::string::npos);
         const std::string kim_row = students.substr(kim, students.find("</tr>", kim) - kim);
         CHECK(kim_row.find("<span class=\"badge review\">4 flags</span>") != std::string::npos);
@@ -654,8 +669,8 @@ TEST_CASE("the class report is one page with no external resource and every stri
         const std::string students = element_with_id(html, "students", "table");
         std::vector<std::size_t> positions;
         for (const char* folder : {"@trent", "alice", "bob", "frank", "grace", "peggy"}) {
-            positions.push_back(students.find(std::string("<td class=\"folder\" title=\"") +
-                                              folder + "\">" + folder));
+            positions.push_back(
+                students.find(std::string("<td class=\"folder\">") + folder + "</td>"));
         }
         CHECK(std::find(positions.begin(), positions.end(), std::string::npos) == positions.end());
         CHECK(std::is_sorted(positions.begin(), positions.end()));
@@ -1321,4 +1336,100 @@ TEST_CASE("each failing student is under one root cause, the diagnosis, not the 
                                           });
         CHECK(by_check);
     }
+}
+
+TEST_CASE(
+    "on the simulator the ratio chart draws only the kernels that differ from the reference") {
+    std::vector<ClassEntry> entries = fixtures::simulated_class();
+    // Kernels like the reference: the simulator models exactly the reference's ratios.
+    for (ClassEntry& entry : entries) {
+        for (ReportRow& row : entry.report.rows) {
+            if (row.kernel == "student" && row.reference_ratio && row.ratio) {
+                row.ratio = *row.reference_ratio;
+            }
+        }
+    }
+    const std::string alike = write_class_report_html(entries, {});
+    CHECK(count_of(alike, "class=\"student-dot\"") == 0);
+    CHECK(alike.find("16 students' kernels model the reference's ratios at every stride") !=
+          std::string::npos);
+    CHECK(alike.find("only the 0 that differ are drawn") != std::string::npos);
+    // The reference and the model are still drawn, and the students' own numbers charted.
+    CHECK(count_of(alike, "class=\"reference-point\"") > 0);
+    CHECK(count_of(alike, "<svg id=\"claims-chart\"") == 1);
+
+    // erin's kernel skips reads: its modeled ratios are not the reference's, and it is drawn.
+    for (ReportRow& row : entries[4].report.rows) {
+        if (row.kernel == "student" && row.ratio) {
+            row.ratio = *row.ratio * 0.55;
+        }
+    }
+    const std::string one = write_class_report_html(entries, {});
+    std::size_t erin_dots = 0;
+    for (const ReportRow& row : entries[4].report.rows) {
+        erin_dots += row.kernel == "student" && row.ratio ? 1 : 0;
+    }
+    CHECK(count_of(one, "class=\"student-dot\"") == erin_dots);
+    CHECK(one.find("only the 1 that differ are drawn") != std::string::npos);
+
+    SUBCASE("a GPU class draws every student: their times are their own") {
+        std::vector<ClassEntry> timed = fixtures::synthetic_class();
+        CHECK(count_of(write_class_report_html(timed, {}), "class=\"student-dot\"") ==
+              student_dots_expected(timed));
+    }
+}
+
+TEST_CASE("the students' own predictions and measurements are charted, a column per stride") {
+    const std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    const std::string html = write_class_report_html(entries, {});
+    const std::string chart = element_with_id(html, "claims-chart", "svg");
+    std::size_t claims = 0;
+    std::size_t wrong = 0;
+    for (const ClassEntry& entry : entries) {
+        for (const ReportRow& row : entry.report.rows) {
+            claims += row.claimed_ratio ? 1 : 0;
+            wrong += row.claimed_ratio && row.predicted_degree &&
+                             static_cast<unsigned>(*row.predicted_degree) != row.degree
+                         ? 1
+                         : 0;
+        }
+    }
+    REQUIRE(claims > 0);
+    CHECK(count_of(chart, "class=\"claim-dot\"") == claims);
+    CHECK(count_of(chart, "data-right=\"no\"") == wrong);
+    CHECK(count_of(chart, "class=\"claim-model\"") == 3);  // strides 3, 8 and 16
+    CHECK(chart.find(">stride 8</text>") != std::string::npos);
+    CHECK(chart.find("predicted 8: ") != std::string::npos);
+    const std::string table = element_with_id(html, "claims-table", "table");
+    CHECK(table.find("<th>predicted it</th>") != std::string::npos);
+}
+
+TEST_CASE("each student's row carries what the page's script sorts and filters by") {
+    const std::vector<ClassEntry> entries = fixtures::diagnosed_class();
+    const std::string html = write_class_report_html(entries, with_example());
+    const std::string students = element_with_id(html, "students", "table");
+    const std::size_t frank = students.find("data-folder=\"frank\"");
+    REQUIRE(frank != std::string::npos);
+    const std::string tag = students.substr(frank, students.find('>', frank) - frank);
+    CHECK(tag.find("data-verdict=\"fail\"") != std::string::npos);
+    CHECK(tag.find("data-score=\"4\"") != std::string::npos);
+    CHECK(tag.find("data-cause=\"cause:compile_syntax_error\"") != std::string::npos);
+    const std::size_t kim = students.find("data-folder=\"kim\"");
+    REQUIRE(kim != std::string::npos);
+    const std::string kim_tag = students.substr(kim, students.find('>', kim) - kim);
+    CHECK(kim_tag.find("data-flags=\"example-id same-id sentence-example sentence-shared\"") !=
+          std::string::npos);
+    // The filters offer each cause the class has, with its count, and each flag kind.
+    const std::string filters = element_with_id(html, "student-filters", "form");
+    CHECK(filters.find("<option value=\"cause:compile_syntax_error\">compile error: syntax "
+                       "(1)</option>") != std::string::npos);
+    CHECK(filters.find("<option value=\"sentence-example\">") != std::string::npos);
+    // A cause's row links to that filter (where the script runs).
+    CHECK(element_with_id(html, "failure-reasons", "table")
+              .find("href=\"#cause=cause%3Acompile_syntax_error\"") != std::string::npos);
+    // An ungradable grade has no score to sort by, and no cause of its own.
+    const std::size_t grace = students.find("data-folder=\"grace\"");
+    const std::string grace_tag = students.substr(grace, students.find('>', grace) - grace);
+    CHECK(grace_tag.find("data-score=\"\"") != std::string::npos);
+    CHECK(grace_tag.find("data-cause=\"\"") != std::string::npos);
 }

@@ -2,9 +2,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <set>
+#include <string_view>
 
 #include "common/files.hpp"
 #include "common/text.hpp"
@@ -130,5 +132,24 @@ TEST_CASE("FNV-1a and hex: the names and digests a later run must find again") {
     CHECK(grader::fnv1a("") == grader::kFnv1aOffset);
     CHECK(grader::fnv1a("a") == 0xaf63dc4c8601ec8cull);  // the published test vector
     CHECK(grader::fnv1a("bc", grader::fnv1a("a")) == grader::fnv1a("abc"));
+}
+
+TEST_CASE("SHA-256 and base64 give the published test vectors") {
+    const auto hex = [](const std::array<unsigned char, 32>& digest) {
+        return grader::hex_bytes(
+            std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+    };
+    // FIPS 180-4's examples: one block, two blocks, and the empty message.
+    CHECK(hex(grader::sha256("abc")) ==
+          "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK(hex(grader::sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")) ==
+          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    CHECK(hex(grader::sha256("")) ==
+          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    // RFC 4648, section 10.
+    CHECK(grader::base64("") == "");
+    CHECK(grader::base64("f") == "Zg==");
+    CHECK(grader::base64("fo") == "Zm8=");
+    CHECK(grader::base64("foobar") == "Zm9vYmFy");
     CHECK(grader::hex_bytes(std::string("\x01\xff J", 4)) == "01ff204a");
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -37,6 +38,12 @@ std::uint64_t fnv1a(std::string_view bytes, std::uint64_t hash = kFnv1aOffset);
 
 // Each byte as two lowercase hex digits.
 std::string hex_bytes(std::string_view bytes);
+
+// SHA-256 of bytes (FIPS 180-4): what a page's Content-Security-Policy names an inline script by.
+std::array<unsigned char, 32> sha256(std::string_view bytes);
+
+// Base64 (RFC 4648, with padding).
+std::string base64(std::string_view bytes);
 
 }  // namespace grader
 
