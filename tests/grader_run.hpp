@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.hpp"
+
 namespace grader::testing {
 
 // A whole file as bytes; empty where it cannot be read.

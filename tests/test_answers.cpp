@@ -4,12 +4,17 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "exercise/exercise.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 

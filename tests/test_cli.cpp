@@ -3,12 +3,19 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "exercise_mutations.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader::testing;
 

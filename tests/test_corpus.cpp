@@ -17,19 +17,23 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/resources.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader::testing;
 

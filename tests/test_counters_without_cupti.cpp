@@ -6,12 +6,17 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "counters/counters.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader::counters;
 using namespace grader::testing;
@@ -54,8 +59,10 @@ TEST_CASE("a counter built without CUPTI says why at every count and never launc
 TEST_CASE("the grader linked without CUPTI gives the grader's report on the simulator") {
     const auto dir = scratch_root("counters_without_cupti");
     std::filesystem::create_directories(dir);
-    for (const auto& [folder, exercise] : std::vector<std::pair<std::string, std::string>>{
+    for (const auto& entry : std::vector<std::pair<std::string, std::string>>{
              {"student/example", ""}, {"student/padding/example", "day15-padding"}}) {
+        const auto& folder = entry.first;
+        const auto& exercise = entry.second;
         CAPTURE(folder);
         std::vector<std::string> args = {
             "grade",     (std::filesystem::path(GRADER_SOURCE_DIR) / folder).string(),

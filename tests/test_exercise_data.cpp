@@ -5,13 +5,20 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstddef>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "exercise/exercise.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader::testing;
 namespace fs = std::filesystem;

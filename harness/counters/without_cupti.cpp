@@ -2,9 +2,12 @@
 // (Debian's packaged CUDA 12.4, say): every counter says why not, and the simulator's count of
 // the same source stands in, as it does where counters are not permitted.
 
+#include <cuda.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "counters/counters.hpp"

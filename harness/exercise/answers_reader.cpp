@@ -1,11 +1,20 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
+#include "common/kernel_ids.hpp"
 #include "exercise/exercise.hpp"
 #include "exercise/yaml_file.hpp"
 

@@ -1,9 +1,12 @@
 #include "common/text.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "model/measurements.hpp"
+#include "model/report.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"

@@ -8,14 +8,18 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
+#include "model/report.hpp"
 #include "report/class/class_detail.hpp"
 #include "text/text_safety.hpp"
 
