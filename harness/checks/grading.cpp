@@ -190,6 +190,11 @@ private:
                                      " of the starter kit's " + exercise_.submission_answers +
                                      " still to fill in, named below");
         }
+        // Values read as meant (a decimal comma, a unit) pass, each with how to write it.
+        for (const auto& note : submission_.notes) {
+            check.details.push_back(where(note.location) + ": " +
+                                    (note.field.empty() ? "" : note.field + ": ") + note.message);
+        }
         finish(check, spec, submission_.problems.empty(), {});
     }
 
@@ -351,7 +356,8 @@ private:
                               std::to_string(exercise_.banks) + ") is " +
                               std::to_string(degree.value_or(0))
                         : "its conflict degree is " + std::to_string(degree.value_or(0));
-                check.details.push_back(name + ": you predicted " +
+                check.details.push_back(where(row->predicted_location) + ": " + name +
+                                        ": you predicted " +
                                         std::to_string(*row->predicted_degree) + "; " + model);
             }
         }
@@ -465,8 +471,9 @@ private:
                     all_plausible = false;
                     const auto in_band = [&](double r) { return r >= low && r <= high; };
                     check.details.push_back(
-                        answer_name(subject) + ": you measured " + ratio_text(exercise_, *ratio) +
-                        "; for a " + std::to_string(*degree) + "-way " +
+                        where(row->measured_location) + ": " + answer_name(subject) +
+                        ": you measured " + ratio_text(exercise_, *ratio) + "; for a " +
+                        std::to_string(*degree) + "-way " +
                         (*degree == 1 ? std::string("(conflict-free) access") : "conflict") +
                         " a ratio between " + ratio_text(exercise_, low) + " and " +
                         ratio_text(exercise_, high) + " is plausible" +
@@ -483,7 +490,8 @@ private:
                 if (ratio && *ratio < 0.9) {
                     all_plausible = false;
                     check.details.push_back(
-                        answer_name(subject) + ": you wrote " + ratio_text(exercise_, *ratio) +
+                        where(row->measured_location) + ": " + answer_name(subject) +
+                        ": you wrote " + ratio_text(exercise_, *ratio) +
                         measurement_slip(*ratio, [](double r) { return r >= 1.0; }));
                 }
             }
@@ -731,6 +739,7 @@ std::vector<CheckResult> grade_checks(const Exercise& exercise, const Submission
     std::vector<CheckResult> checks;
     for (const CheckSpec& spec : exercise.checks) {
         checks.push_back(grading.check(spec));
+        checks.back().diagnosis = diagnose_check(exercise, spec, checks.back(), submission, m);
     }
     return checks;
 }
