@@ -21,6 +21,13 @@
 #   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh)
 #   shards    the class of 100 as one task per GPU of this machine (batch --shard I/N with
 #             CUDA_VISIBLE_DEVICES=I, as Slurm runs them), merged, against one batch on every GPU
+#   corpus    every kernel of tests/fixtures/corpus (real kernels by other people) graded at the
+#             manifest's seeds on the simulator and on the GPU (tests/test_corpus, both suites):
+#             a table of each one's hand-set verdict beside what each backend gave; JSON in
+#             OUT_DIR/corpus-sim.json and OUT_DIR/corpus-cuda.json
+#   lock      the GPU's lock against another local user (issue 32 item 4): its folder and file
+#             modes, the user nobody unable to open or replace it, a held lock waited for 3 s
+#             and the holder named, a squatted folder refused, a team's shared folder
 # Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on).
 set -uo pipefail
 root=$(pwd)
@@ -28,7 +35,8 @@ out=${1:?usage: scripts/gpu-check.sh OUT_DIR [SECTION...]}
 shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
-  sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards)
+  sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
+            corpus lock)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -249,9 +257,111 @@ print("students", len(a), "verdicts equal to one batch:", sum(a[k] == b.get(k) f
 PY
 }
 
+# One grade of student/example/ as JSON into $1, with the rest of the line before the grader (an
+# environment, as_nobody); prints its exit status, wall, verdict and interruption.
+lock_grade() {
+  local report=$1
+  shift
+  rm -f "$report"
+  local began
+  began=$(date +%s.%N)
+  "$@" "$grader" grade student/example/ --seed 7 --format json --output "$report" --quiet
+  local code=$?
+  python3 - "$report" "$code" "$began" <<'PY'
+import json, sys, time
+path, code, began = sys.argv[1], sys.argv[2], float(sys.argv[3])
+try:
+    r = json.load(open(path))
+except Exception as e:
+    print(f"exit {code}, {time.time() - began:.1f} s, no report ({e})")
+    sys.exit()
+stop = r.get("interruption") or {}
+print(f"exit {code}, {time.time() - began:.1f} s, {r['verdict']} {r['score']}/{r['max_score']}"
+      f"  {stop.get('stage', '')}: {stop.get('message', '')}")
+PY
+}
+
+run_lock() {
+  local uid folder lock holder
+  uid=$(id -u)
+  folder=/tmp/grader-gpu-locks-$uid
+  section "lock: this user's GPU lock folder after a grade (expect 700 and 600, owner $(id -un))"
+  lock_grade $scratch/lock-first.json env
+  stat -c '%a %U %F %n' "$folder" "$folder"/*
+  lock=$(ls "$folder"/gpu-*.lock | head -1)
+  section "lock: the user nobody opens, replaces, squats (expect every one refused)"
+  chmod -R a+rX "$root" 2>/dev/null  # nobody grades below, from this tree
+  as_nobody flock -n "$lock" true; echo "nobody flock: exit $? (expect 1, Permission denied)"
+  as_nobody mkfifo "$folder/gpu-fifo.lock"; echo "nobody mkfifo: exit $? (expect 1)"
+  as_nobody rm -f "$lock"; echo "nobody rm: exit $? (expect 1)"
+  section "lock: held by this user's flock -o for 20 s; a grade waits 3 s (expect exit 3 in ~3 s," \
+    "'wait for device', naming the flock process)"
+  flock -o "$lock" sleep 20 &  # -o: the flock process alone holds it, and goes with kill
+  holder=$!
+  sleep 1
+  echo "holder: $holder ($(cat /proc/$holder/cmdline | tr '\0' ' '))"
+  lock_grade $scratch/lock-held.json env GRADER_GPU_LOCK_WAIT=3
+  section "lock: meanwhile a grade as nobody, in its own lock (expect exit 0, not waiting)"
+  mkdir -p $scratch/nobody-lock && chown nobody $scratch/nobody-lock
+  lock_grade $scratch/nobody-lock/report.json as_nobody env GRADER_GPU_LOCK_WAIT=3
+  kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+  section "lock: nobody's folder squatted by root, mode 0777 (expect exit 3, 'belongs to user 0')"
+  rm -rf /tmp/grader-gpu-locks-65534 && mkdir -m 0777 /tmp/grader-gpu-locks-65534
+  lock_grade $scratch/nobody-lock/report.json as_nobody env
+  rm -rf /tmp/grader-gpu-locks-65534
+  section "lock: a team's folder (group nogroup, 2770) held by this user; nobody's grade waits 3 s" \
+    "(expect exit 3 naming this user's flock process)"
+  rm -rf $scratch/team-locks && mkdir $scratch/team-locks
+  chgrp nogroup $scratch/team-locks && chmod 2770 $scratch/team-locks
+  lock_grade $scratch/lock-team.json env GRADER_GPU_LOCK_DIR=$scratch/team-locks
+  stat -c '%a %U %G %n' $scratch/team-locks/*
+  flock -o "$(ls $scratch/team-locks/gpu-*.lock | head -1)" sleep 20 &
+  holder=$!
+  sleep 1
+  lock_grade $scratch/nobody-lock/report.json as_nobody env GRADER_GPU_LOCK_DIR=$scratch/team-locks \
+    GRADER_GPU_LOCK_WAIT=3
+  kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+}
+
+# The corpus's runner is tests/test_corpus, on both backends: the table puts the hand-set verdict
+# beside each backend's verdict and score at each seed ("*" where it differs).
+run_corpus() {
+  section "corpus: real kernels by other people against their hand-set verdicts (tests/test_corpus)"
+  GRADER_CORPUS_OUT="$out" "$root/$build/tests/test_corpus" --test-suite-exclude=gpu 2>&1 | tail -25
+  GRADER_CORPUS_OUT="$out" "$root/$build/tests/test_corpus" --test-suite=gpu 2>&1 | tail -25
+  python3 - "$out/corpus-sim.json" "$out/corpus-cuda.json" <<'EOF'
+import json, sys
+def load(path):
+    try:
+        return {e["name"]: e for e in json.load(open(path))["entries"]}
+    except (OSError, ValueError) as error:
+        print(f"{path}: {error}")
+        return {}
+sim, gpu = load(sys.argv[1]), load(sys.argv[2])
+def cell(entry):
+    if entry is None:
+        return "-"
+    return "  ".join(f"{r['verdict']} {r['score']:g}" + ("" if r["agrees"] else "*")
+                     for r in entry["results"])
+print(f"{'kernel':40s} {'expected':9s} {'simulator':20s} {'GPU':20s} failed checks: expected | GPU")
+differ = {"simulator": 0, "GPU": 0}
+for name, entry in (gpu or sim).items():
+    e = entry["expected"]
+    g = gpu.get(name)
+    failed = ",".join(sorted({c for r in g["results"] for c in r["failed"]})) if g else "-"
+    for label, table in (("simulator", sim), ("GPU", gpu)):
+        differ[label] += sum(not r["agrees"] for r in table.get(name, {"results": []})["results"])
+    print(f"{name:40s} {e['verdict'] + ' ' + format(e['score'], 'g'):9s} {cell(sim.get(name)):20s} "
+          f"{cell(g):20s} {','.join(e['failed']) or '-'} | {failed or '-'}"
+          + ("  (known simulator gap)" if entry["known_sim_gap"] else ""))
+print(f"* differs from the hand verdict: simulator {differ['simulator']} grades, GPU {differ['GPU']}")
+EOF
+}
+
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards) "run_$s" ;;
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock)
+      "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac
 done

@@ -46,8 +46,10 @@ optional=()
 if [ "$with_tests" = 1 ]; then
   # xmllint checks the JUnit report against its schema; python3 reads the Gradescope and
   # PrairieLearn entry scripts' JSON; clang-format checks the sources' formatting (the `format`
-  # test); Chromium renders the class report.
+  # test) and include-what-you-use their includes (the `includes` test); Chromium renders the
+  # class report.
   packages+=(doctest-dev python3 libxml2-utils clang-format)
+  optional+=(iwyu)
   if [ "$no_browser" = 1 ]; then
     say "Chromium left out (--no-browser): the browser test will be reported as skipped"
   else
@@ -99,12 +101,13 @@ fail() {
 say "updating the package lists (log: $log)"
 apt update || fail "apt-get update"
 
-# Chromium is optional: Ubuntu ships it as a snap, not as an installable package.
+# The optional packages are left out where apt has none (Ubuntu ships Chromium as a snap, not as
+# an installable package); the tests that need them are then reported as skipped.
 to_install=()
 for package in "${missing[@]}"; do
-  if [ "$package" = chromium ] &&
-     ! [[ "$(LC_ALL=C apt-cache policy chromium 2>/dev/null || true)" =~ Candidate:\ [0-9] ]]; then
-    say "Chromium is not installable from apt here: the browser test will be reported as skipped"
+  if [[ " ${optional[*]} " == *" $package "* ]] &&
+     ! [[ "$(LC_ALL=C apt-cache policy "$package" 2>/dev/null || true)" =~ Candidate:\ [0-9] ]]; then
+    say "$package is not installable from apt here: the tests that need it will be reported as skipped"
     continue
   fi
   to_install+=("$package")

@@ -5,12 +5,15 @@
 // A mutation replaces text that occurs exactly once in the good file; a few hostile files are
 // not mutations of anything and are given whole.
 
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "test_paths.hpp"
 
 namespace grader::testing {
 

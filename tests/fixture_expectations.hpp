@@ -7,13 +7,17 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "checks/checks.hpp"
+#include "exercise/exercise.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 namespace grader::testing {
 

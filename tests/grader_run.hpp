@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.hpp"
+
 namespace grader::testing {
 
 // A whole file as bytes; empty where it cannot be read.
@@ -48,11 +50,12 @@ inline std::string shell_quote(const std::string& text) {
 // grader loads is one that does not exist.
 inline const std::vector<std::string> kNoGpu = {"GRADER_LIBCUDA=/nonexistent/libcuda.so.1"};
 
-// Runs `grader <args...>` with `environment` added (NAME=value each); if report_file is not
-// empty it is parsed as JSON when it exists.
-inline GraderRun run_grader(const std::vector<std::string>& args,
-                            const std::filesystem::path& report_file = {},
-                            const std::vector<std::string>& environment = {}) {
+// Runs `program <args...>` (a build of the grader) with `environment` added (NAME=value each);
+// if report_file is not empty it is parsed as JSON when it exists.
+inline GraderRun run_grader_program(const std::string& program,
+                                    const std::vector<std::string>& args,
+                                    const std::filesystem::path& report_file = {},
+                                    const std::vector<std::string>& environment = {}) {
     std::string command;
     if (!environment.empty()) {
         command = "env";
@@ -61,7 +64,7 @@ inline GraderRun run_grader(const std::vector<std::string>& args,
         }
         command += " ";
     }
-    command += shell_quote(GRADER_BINARY);
+    command += shell_quote(program);
     for (const auto& arg : args) {
         command += " " + shell_quote(arg);
     }
@@ -113,6 +116,13 @@ inline std::string unwrapped(const std::string& text) {
         first = false;
     }
     return out + "\n";
+}
+
+// Runs the built `grader <args...>`, as run_grader_program does.
+inline GraderRun run_grader(const std::vector<std::string>& args,
+                            const std::filesystem::path& report_file = {},
+                            const std::vector<std::string>& environment = {}) {
+    return run_grader_program(GRADER_BINARY, args, report_file, environment);
 }
 
 inline const nlohmann::json* find_check(const nlohmann::json& report, const std::string& id) {

@@ -6,6 +6,9 @@
 #include <doctest/doctest.h>
 #include <nvrtc.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +18,7 @@
 
 #include "grader_run.hpp"
 #include "sim/sim.hpp"
+#include "test_paths.hpp"
 
 namespace grader::testing {
 

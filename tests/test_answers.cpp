@@ -5,13 +5,18 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "exercise/exercise.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 

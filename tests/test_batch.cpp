@@ -4,6 +4,7 @@
 // output is not overwritten by accident, and SIGTERM leaves the class outputs behind.
 
 #include <doctest/doctest.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -11,18 +12,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "batch/batch.hpp"
 #include "batch/device_servers.hpp"
+#include "exercise/exercise.hpp"
 #include "grader_run.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
+#include "report/class_outputs.hpp"
+#include "test_paths.hpp"
 
 using namespace grader::testing;
 
@@ -755,6 +770,49 @@ TEST_CASE("an output folder that cannot be written is a usage error (exit 2), be
     }
 }
 
+TEST_CASE("a batch's outputs are the instructor's alone, and the group's with --group-readable") {
+    const auto root = scratch("modes");
+    const auto dir = root / "class";
+    fs::create_directories(dir);
+    for (const char* student : {"alice", "bob"}) {
+        copy_fixture("compile_error", dir / student);
+    }
+    const mode_t umask_before = ::umask(0);  // the most open umask: the modes are the grader's
+    for (const bool group : {false, true}) {
+        CAPTURE(group);
+        const auto output = root / (group ? "shared" : "private");
+        std::vector<std::string> args = {"batch",     dir.string(), "--output", output.string(),
+                                         "--backend", "sim",        "-q"};
+        if (group) {
+            args.push_back("--group-readable");
+        }
+        const GraderRun run = run_grader(args);
+        INFO(run.output);
+        CHECK(run.exit_code == 0);
+        REQUIRE(fs::exists(output / "gradebook.csv"));
+        std::map<std::string, unsigned> modes;
+        const auto mode_of = [](const fs::path& path) {
+            struct stat status {};
+            REQUIRE(::lstat(path.c_str(), &status) == 0);
+            return static_cast<unsigned>(status.st_mode & 07777);
+        };
+        modes["."] = mode_of(output);
+        for (const auto& entry : fs::recursive_directory_iterator(output)) {
+            modes[entry.path().lexically_relative(output).string()] = mode_of(entry.path());
+        }
+        CHECK(modes.size() > 12);
+        for (const auto& [name, mode] : modes) {
+            CAPTURE(name);
+            const bool folder = fs::is_directory(output / name);
+            // The batch's own lock is never anyone else's.
+            const bool own = name.rfind(".locks", 0) == 0;
+            CHECK(mode ==
+                  (folder ? (group && !own ? 0750u : 0700u) : (group && !own ? 0640u : 0600u)));
+        }
+    }
+    ::umask(umask_before);
+}
+
 TEST_CASE("a class folder inside the output folder keeps its name free of student reports") {
     const auto root = scratch("class-inside-output");
     fs::create_directories(root / "class" / "class");  // a student named like the class folder
@@ -871,7 +929,9 @@ TEST_CASE("a batch killed halfway resumes: reports kept, the rest graded, one ro
     CHECK(after.size() == 8);
     // A kept report is not graded again: the class stage may write it anew only for its sentence
     // flags (the class is whole now), so everything else in it is as the first run wrote it.
-    for (const auto& [student, stamp] : before) {
+    for (const auto& entry : before) {
+        const auto& student = entry.first;
+        const auto& stamp = entry.second;
         CAPTURE(student);
         REQUIRE(after.count(student) == 1);
         if (after.at(student) == stamp) {

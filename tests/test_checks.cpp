@@ -2,12 +2,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "checks/checks.hpp"
+#include "exercise/exercise.hpp"
 #include "model/bank_model.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 

@@ -2,14 +2,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fixtures/class/synthetic_class.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
 #include "report/class_outputs.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 

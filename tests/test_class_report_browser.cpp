@@ -5,16 +5,23 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "fixtures/class/synthetic_class.hpp"
+#include "model/report.hpp"
 #include "report/class_outputs.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 namespace fs = std::filesystem;

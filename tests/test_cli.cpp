@@ -3,13 +3,20 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "exercise_mutations.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader::testing;
 

@@ -3,11 +3,16 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 
@@ -53,6 +58,78 @@ TEST_CASE("an atomic write replaces the whole file and leaves no temporary behin
     CHECK(content == "second, longer");
     CHECK(std::distance(std::filesystem::directory_iterator(dir), {}) == 1);
     CHECK_THROWS(write_file_atomically(dir / "no/such/folder/x", "y"));
+}
+
+namespace {
+
+unsigned mode_of(const std::filesystem::path& path) {
+    struct stat status {};
+    REQUIRE(::lstat(path.c_str(), &status) == 0);
+    return status.st_mode & 07777;
+}
+
+}  // namespace
+
+TEST_CASE("what the grader writes is the user's alone, whatever the umask, unless group-readable") {
+    const auto dir = grader::testing::scratch_root("common") / "modes";
+    std::filesystem::remove_all(dir);
+    const mode_t umask_before = ::umask(0);  // the most open umask there is
+    REQUIRE(output_sharing() == Sharing::owner_only);
+
+    SUBCASE("by default: files 0600 and every folder made 0700, an old 0644 file made 0600") {
+        create_output_folders(dir / "class" / "alice");
+        CHECK(mode_of(dir) == 0700);
+        CHECK(mode_of(dir / "class") == 0700);
+        CHECK(mode_of(dir / "class" / "alice") == 0700);
+        write_file_atomically(dir / "class" / "alice" / "report.txt", "PASS");
+        CHECK(mode_of(dir / "class" / "alice" / "report.txt") == 0600);
+        std::ofstream(dir / "class" / "gradebook.csv") << "old";
+        std::filesystem::permissions(
+            dir / "class" / "gradebook.csv",
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+        write_file_atomically(dir / "class" / "gradebook.csv", "new");
+        CHECK(mode_of(dir / "class" / "gradebook.csv") == 0600);
+    }
+    SUBCASE("group-readable where the process asked: files 0640, folders 0750") {
+        set_output_sharing(Sharing::group_readable);
+        create_output_folders(dir / "shared" / "bob");
+        write_file_atomically(dir / "shared" / "bob" / "report.json", "{}");
+        set_output_sharing(Sharing::owner_only);
+        CHECK(mode_of(dir / "shared") == 0750);
+        CHECK(mode_of(dir / "shared" / "bob") == 0750);
+        CHECK(mode_of(dir / "shared" / "bob" / "report.json") == 0640);
+        // A private file asked for by name stays private (the compile cache's entries).
+        write_file_atomically(dir / "shared" / "entry", "x", Sharing::owner_only);
+        CHECK(mode_of(dir / "shared" / "entry") == 0600);
+    }
+    SUBCASE("a folder that exists keeps the mode its owner gave it") {
+        std::filesystem::create_directories(dir / "given");
+        ::chmod((dir / "given").c_str(), 0755);
+        create_output_folders(dir / "given" / "new");
+        CHECK(mode_of(dir / "given") == 0755);
+        CHECK(mode_of(dir / "given" / "new") == 0700);
+    }
+    ::umask(umask_before);
+}
+
+TEST_CASE("a private folder is this user's, made 0700, and refused where others could write") {
+    const auto dir = grader::testing::scratch_root("common") / "private";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::string why;
+    CHECK(open_private_folder(dir / "a" / "b", why).valid());
+    CHECK(mode_of(dir / "a") == 0700);
+    CHECK(mode_of(dir / "a" / "b") == 0700);
+    ::chmod((dir / "a" / "b").c_str(), 0755);
+    CHECK(open_private_folder(dir / "a" / "b", why).valid());
+    CHECK(mode_of(dir / "a" / "b") == 0700);
+    ::chmod((dir / "a" / "b").c_str(), 0775);
+    CHECK_FALSE(open_private_folder(dir / "a" / "b", why).valid());
+    CHECK(why.find("may be written by other users (mode 0775)") != std::string::npos);
+    std::filesystem::create_directory_symlink(dir / "a", dir / "link");
+    CHECK_FALSE(open_private_folder(dir / "link", why).valid());
+    CHECK(why == (dir / "link").string() + " is a symbolic link, not a folder");
 }
 
 TEST_CASE("an interrupted write's temporary is removed, and nothing else") {
@@ -124,6 +201,23 @@ TEST_CASE("a student's file is read only where it is a plain file of its own") {
         CHECK(why.find("does not name a file inside the submission folder") != std::string::npos);
     }
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a file the grader wrote is read back without following a link put in its place") {
+    const auto dir = grader::testing::scratch_root("common") / "beneath";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / "alice");
+    std::ofstream(dir / "secret") << "the instructor's key";
+    std::ofstream(dir / "alice" / "report.txt") << "PASS";
+    std::string why;
+    CHECK(read_file_beneath(dir, "alice/report.txt", 100, why) ==
+          std::optional<std::string>("PASS"));
+    std::filesystem::create_symlink(dir / "secret", dir / "alice" / "report.md");
+    CHECK_FALSE(read_file_beneath(dir, "alice/report.md", 100, why).has_value());
+    CHECK(why == "it is a symbolic link, not followed");
+    std::filesystem::create_directory_symlink(dir / "alice", dir / "bob");
+    CHECK_FALSE(read_file_beneath(dir, "bob/report.txt", 100, why).has_value());
+    CHECK(why == "the folder bob on its way is a link or not a folder");
 }
 
 TEST_CASE("FNV-1a and hex: the names and digests a later run must find again") {

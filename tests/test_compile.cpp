@@ -5,23 +5,33 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "common/files.hpp"
 #include "compile/compile.hpp"
 #include "compile/nvrtc_library.hpp"
+#include "exercise/exercise.hpp"
 #include "isolation/confine.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
+#include "test_paths.hpp"
 
 using grader::SourceProblem;
 

@@ -11,10 +11,15 @@
 // passes through the fallback checks only. The GPU cases print what they measured, one
 // "figure:" line each, for docs/measurements.
 
+#include <cuda.h>
+#include <cupti_result.h>
+#include <cxxabi.h>
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -26,6 +31,11 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 #include "compile/compile.hpp"
 #include "counters/counters.hpp"
@@ -35,7 +45,9 @@
 #include "cuda/driver_api.hpp"
 #include "cuda/resources.hpp"
 #include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
 #include "sim/sim.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 using namespace grader::counters;

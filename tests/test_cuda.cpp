@@ -2,14 +2,17 @@
 // in the toolkit's stub libcuda (whose functions answer CUDA_ERROR_STUB_LIBRARY), so a renamed or
 // versioned symbol is caught here rather than on the GPU machine.
 
+#include <cuda.h>
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "cuda/driver_api.hpp"
 #include "cuda/resources.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 

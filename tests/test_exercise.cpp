@@ -2,13 +2,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "exercise/exercise.hpp"
 #include "exercise_mutations.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using grader::ExerciseError;

@@ -5,11 +5,18 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader::testing;
 namespace fs = std::filesystem;

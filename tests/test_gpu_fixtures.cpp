@@ -5,14 +5,22 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <exception>
+#include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "checks/checks.hpp"
 #include "cuda/driver_api.hpp"
 #include "cuda/resources.hpp"
+#include "exercise/exercise.hpp"
 #include "fixture_expectations.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 using namespace grader::testing;

@@ -7,13 +7,20 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <exception>
+#include <filesystem>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cuda/driver_api.hpp"
 #include "cuda/resources.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 using namespace grader::testing;
@@ -54,7 +61,9 @@ TEST_CASE("a faulting, a hanging and a trapping kernel between two correct ones 
         {"4-traps", "submissions/traps"},
         {"5-correct", "submissions/correct_four_accumulators"},
     };
-    for (const auto& [name, fixture] : students) {
+    for (const auto& entry : students) {
+        const auto& name = entry.first;
+        const auto& fixture = entry.second;
         std::filesystem::create_directories(class_dir / name);
         for (const auto& file : std::filesystem::directory_iterator(fixtures / fixture)) {
             if (file.path().filename() != "expected.yaml") {
@@ -78,7 +87,8 @@ TEST_CASE("a faulting, a hanging and a trapping kernel between two correct ones 
     REQUIRE(served.size() == 2);
     CHECK(std::stoi(served[1].str()) >= 3);
     CHECK(batch.output.find("could not start") == std::string::npos);
-    for (const auto& [name, fixture] : students) {
+    for (const auto& student : students) {
+        const auto& name = student.first;
         CAPTURE(name);
         const auto report_file = out / name / "report.json";
         REQUIRE(std::filesystem::exists(report_file));
@@ -113,7 +123,9 @@ TEST_CASE("a faulting, a hanging and a trapping kernel between two correct ones 
         const auto batch_ratios = ratios(in_batch);
         const auto alone_ratios = ratios(alone.report);
         CHECK(batch_ratios.size() == alone_ratios.size());
-        for (const auto& [key, ratio] : batch_ratios) {
+        for (const auto& batch_ratio : batch_ratios) {
+            const auto& key = batch_ratio.first;
+            const auto& ratio = batch_ratio.second;
             const auto other = alone_ratios.find(key);
             REQUIRE(other != alone_ratios.end());
             CAPTURE(key.first);

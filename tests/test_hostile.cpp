@@ -11,16 +11,27 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <sstream>
+#include <string>
+#include <system_error>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "fixture_expectations.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader::testing;
 
@@ -322,7 +333,9 @@ void grade_hostile(const std::string& backend, const std::string& waiting_for) {
                 CHECK_FALSE(contains(seen, "root:x:0:0"));
                 CHECK_FALSE(contains(seen, "\x1b"));
             }
-            for (const auto& [file, content] : files_under(each.tmp)) {
+            for (const auto& entry : files_under(each.tmp)) {
+                const auto& file = entry.first;
+                const auto& content = entry.second;
                 CAPTURE(file.string());
                 CHECK_FALSE(contains(content, token.token));
             }
@@ -330,7 +343,9 @@ void grade_hostile(const std::string& backend, const std::string& waiting_for) {
         // The grader wrote nothing into the class folder (what was there is as it was).
         const auto after = files_under(where / "class");
         CHECK(after.size() == before.size());
-        for (const auto& [file, content] : after) {
+        for (const auto& entry : after) {
+            const auto& file = entry.first;
+            const auto& content = entry.second;
             if (std::none_of(before.begin(), before.end(),
                              [&](const auto& old) { return old.first == file; })) {
                 CAPTURE(file.string());
@@ -449,7 +464,9 @@ TEST_CASE(
 
     // Every file the batch wrote, raw and as its reader decodes it.
     int gradescope_files = 0;
-    for (const auto& [file, content] : files_under(output)) {
+    for (const auto& entry : files_under(output)) {
+        const auto& file = entry.first;
+        const auto& content = entry.second;
         CAPTURE(file.string());
         CHECK_FALSE(contains(file.string(), "\x1b"));
         CHECK_FALSE(contains(file.string(), "\n"));

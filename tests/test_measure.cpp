@@ -2,12 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
+#include "exercise/exercise.hpp"
 #include "measure/outputs.hpp"
 #include "measure/statistics.hpp"
 #include "model/describe.hpp"
+#include "model/measurements.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 

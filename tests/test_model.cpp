@@ -1,12 +1,23 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/bank_model.hpp"
 #include "model/describe.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 

@@ -1,27 +1,44 @@
 // The grading pipeline over a scripted fake device (no GPU, no simulator in the device's place),
 // and the blame table that decides whose fault a stop is.
 
+#include <cxxabi.h>
 #include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <iostream>
+#include <iterator>
 #include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "checks/checks.hpp"
+#include "compile/compile.hpp"
 #include "device/device.hpp"
 #include "device/device_server.hpp"
+#include "exercise/exercise.hpp"
 #include "grade/pipeline.hpp"
 #include "grade/protocol.hpp"
 #include "grade/stage.hpp"
+#include "grade/worker.hpp"
+#include "model/measurements.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 
@@ -312,7 +329,9 @@ TEST_CASE("the student's runs are waited for 50 times the oracle's time for the 
     const double run_limit = day15().limits.run_seconds;
     for (const auto* graded : {&fast, &slower, &untimed}) {
         std::size_t student_runs = 0;
-        for (const auto& [stage, limit] : graded->seen.limits) {
+        for (const auto& entry : graded->seen.limits) {
+            const auto& stage = entry.first;
+            const auto& limit = entry.second;
             CAPTURE(stage);
             if (stage.rfind("run student", 0) == 0) {
                 ++student_runs;
@@ -374,7 +393,9 @@ TEST_CASE("the student's compile outcome is sent once; loading sends only what i
     REQUIRE_FALSE(seen.measurements.interruption);
     CHECK(seen.compiled_count["student"] == 1);
     CHECK(seen.loaded_count["student"] == 1);
-    for (const auto& [kernel, count] : seen.compiled_count) {
+    for (const auto& entry : seen.compiled_count) {
+        const auto& kernel = entry.first;
+        const auto& count = entry.second;
         CAPTURE(kernel);
         CHECK(count == 1);
     }
@@ -580,7 +601,9 @@ TEST_CASE(
         CHECK(answering + account.waiting_seconds <= account.held_seconds + 1e-3);
         // The waits, by the request that ended each: they add up to the whole wait.
         double waits = 0.0;
-        for (const auto& [op, seconds] : account.waiting_before) {
+        for (const auto& entry : account.waiting_before) {
+            const auto& op = entry.first;
+            const auto& seconds = entry.second;
             CHECK_MESSAGE(account.request_seconds.count(op) + (op == "release" ? 1 : 0) == 1, op);
             waits += seconds;
         }

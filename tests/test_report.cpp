@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -16,13 +18,17 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/text.hpp"
 #include "grader_run.hpp"
 #include "model/describe.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
 #include "report/writers.hpp"
+#include "test_paths.hpp"
 #include "text/text_safety.hpp"
 
 using grader::CheckResult;
@@ -994,7 +1000,9 @@ TEST_CASE("every JUnit file passes the Jenkins xUnit plugin's junit-10.xsd") {
         {"simulated", simulated_report()},
         {"an empty sentence", empty_sentence_report()},
         {"hostile text", hostile}};
-    for (const auto& [what, report] : reports) {
+    for (const auto& entry : reports) {
+        const auto& what = entry.first;
+        const auto& report = entry.second;
         CAPTURE(what);
         valid_for_jenkins(grader::write_junit(report));
     }

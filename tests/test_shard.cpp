@@ -5,17 +5,29 @@
 // on the simulator, from submissions that do not compile (quick, and a verdict each).
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "batch/batch.hpp"
 #include "batch/merge.hpp"
 #include "batch/shard.hpp"
+#include "common/text.hpp"
+#include "exercise/exercise.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader::testing;
 
@@ -94,7 +106,9 @@ TEST_CASE("--shard takes I/N with the index below N, and nothing else") {
     REQUIRE(shard);
     CHECK(shard->index == 3);
     CHECK(shard->count == 8);
-    for (const char* bad : {"8/8", "1/0", "-1/2", "a/2", "1/2/3", "2", "", "1/ 2", "9999999/9"}) {
+    CHECK(grader::parse_shard("9999/10000", why));
+    for (const char* bad :
+         {"8/8", "1/0", "-1/2", "a/2", "1/2/3", "2", "", "1/ 2", "9999999/9", "0/10001"}) {
         CAPTURE(bad);
         CHECK(!grader::parse_shard(bad, why));
         CHECK(!why.empty());
@@ -315,4 +329,184 @@ TEST_CASE("a folder named like another's renamed output, or shown like it, is re
                              doctest::Contains("would share a row of the gradebook"),
                              grader::BatchError);
     }
+}
+
+TEST_CASE("job array indexes are written as sbatch --array takes them") {
+    CHECK(grader::array_ranges({}).empty());
+    CHECK(grader::array_ranges({1}) == "1");
+    CHECK(grader::array_ranges({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8");
+    CHECK(grader::array_ranges({0, 2, 4, 6}, 2) == "0,2,...");
+}
+
+namespace {
+
+// One shard of a class of three, its manifest as JSON for a test to forge, and where a merge of
+// it would write.
+struct ForgedShard {
+    fs::path root;
+    fs::path dir;
+    fs::path output;
+    nlohmann::json manifest;
+
+    explicit ForgedShard(const std::string& name) : root(scratch(name)) {
+        const auto klass = make_class(root, 3);
+        dir = root / "run" / "shards" / "0";
+        grade_shard(klass, dir, 0, 1);
+        output = root / "run" / "class";
+        manifest = nlohmann::json::parse(read_text(dir / "shard.json"));
+    }
+    void write() const { write_text(dir / "shard.json", manifest.dump()); }
+    // The refusal's text; fails the test where the merge went through.
+    std::string refusal() const {
+        grader::MergeOptions merge;
+        merge.shard_dirs = {dir};
+        merge.output_dir = output;
+        try {
+            grader::merge_shards(day15(), merge);
+        } catch (const grader::MergeRefused& refused) {
+            return refused.what();
+        }
+        FAIL("the merge went through");
+        return {};
+    }
+    // Nothing of the class anywhere under the run but in the shard itself.
+    void nothing_written() const {
+        CHECK(!fs::exists(output));
+        for (const auto& entry : fs::recursive_directory_iterator(root)) {
+            const auto relative = entry.path().lexically_relative(root).string();
+            CHECK_MESSAGE((relative.rfind("class", 0) == 0 || relative == "run" ||
+                           relative == "run/shards" || relative.rfind("run/shards/0", 0) == 0),
+                          relative);
+        }
+    }
+};
+
+}  // namespace
+
+TEST_CASE("merge trusts no name, digest or count a shard's manifest gives, and writes nothing") {
+    ForgedShard shard("forged");
+    const std::string file = (shard.dir / "shard.json").string();
+
+    SUBCASE("a student's name that leaves --output, relative or absolute") {
+        for (const std::string& name :
+             std::vector<std::string>{"../../escape", (shard.root / "escape").string()}) {
+            CAPTURE(name);
+            shard.manifest["class"]["students"][1] = name;
+            shard.write();
+            const std::string why = shard.refusal();
+            CHECK(why.find(file + ": field class.students[1] is '" + name +
+                           "', where batch files the reports of the folder 's11' under 's11'") !=
+                  std::string::npos);
+            shard.nothing_written();
+        }
+        // Through the CLI: exit 5, saying so.
+        const GraderRun run =
+            run_grader({"merge", shard.dir.string(), "--output", shard.output.string()});
+        CHECK(run.exit_code == 5);
+        CHECK(run.output.find("shard.json: field class.students[1]") != std::string::npos);
+        CHECK(run.output.find("nothing was written") != std::string::npos);
+        shard.nothing_written();
+    }
+    SUBCASE("a class list changed with its names to match: no folder batch would list") {
+        shard.manifest["class"]["folders_hex"][1] = grader::hex_bytes("../s11");
+        shard.manifest["class"]["students"][1] = "../s11";
+        shard.write();
+        CHECK(
+            shard.refusal().find("field class.folders_hex[1] ('../s11') is no name batch lists") !=
+            std::string::npos);
+        shard.manifest["class"]["folders_hex"][1] = grader::hex_bytes("s10");
+        shard.manifest["class"]["students"][1] = "s10";
+        shard.write();
+        CHECK(shard.refusal().find("field class.folders_hex[1] ('s10') is out of the order") !=
+              std::string::npos);
+        shard.nothing_written();
+    }
+    SUBCASE("a digest that is not the class list's") {
+        shard.manifest["class"]["digest"] = "0123456789abcdef";
+        shard.write();
+        CHECK(shard.refusal().find("field class.digest is '0123456789abcdef', where the class "
+                                   "list's digest is") != std::string::npos);
+        shard.nothing_written();
+    }
+    SUBCASE("two million shards: refused at once; ten thousand: one line, not one per shard") {
+        shard.manifest["shard"]["count"] = 2000000;
+        shard.write();
+        const auto began = std::chrono::steady_clock::now();
+        CHECK(shard.refusal().find("field shard.count is 2000000, not from 1 to 10000") !=
+              std::string::npos);
+        CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(5));
+        shard.manifest["shard"]["count"] = 10000;
+        shard.manifest["assigned"] = {"s10"};
+        shard.write();
+        grader::MergeOptions merge;
+        merge.shard_dirs = {shard.dir};
+        merge.output_dir = shard.output;
+        try {
+            grader::merge_shards(day15(), merge);
+            FAIL("the merge went through");
+        } catch (const grader::MergeRefused& refused) {
+            CHECK(std::string(refused.what()).size() < 400);
+            CHECK(std::string(refused.what()).find("9999 shards of 10000 are missing") !=
+                  std::string::npos);
+            CHECK(refused.rerun().size() == 9999);
+            CHECK(grader::array_ranges(refused.rerun()) == "1-9999");
+        }
+        shard.nothing_written();
+    }
+    SUBCASE("a share that is not the shard's") {
+        shard.manifest["assigned"] = {"s10"};
+        shard.write();
+        CHECK(shard.refusal().find("field assigned is not shard 0 of 1's share") !=
+              std::string::npos);
+    }
+}
+
+TEST_CASE("merge follows no link, in a shard or in --output") {
+    ForgedShard shard("links");
+    const auto elsewhere = shard.root / "elsewhere";
+    fs::create_directories(elsewhere);
+    write_text(elsewhere / "secret", "the instructor's key\n");
+
+    SUBCASE("a student's folder in --output that is a link: nothing is written through it") {
+        fs::create_directories(shard.output);
+        fs::create_directory_symlink(elsewhere, shard.output / "s11");
+        CHECK(shard.refusal().find("--output's " + (shard.output / "s11").string() +
+                                   " is a symbolic link") != std::string::npos);
+        CHECK(fs::directory_iterator(elsewhere)->path().filename() == "secret");
+        CHECK(std::distance(fs::directory_iterator(elsewhere), {}) == 1);
+        CHECK(!fs::exists(shard.output / "gradebook.csv"));
+    }
+    SUBCASE("a shard's report that is a link to another file: not read, not copied") {
+        fs::remove(shard.dir / "s12" / "report.txt");
+        fs::create_symlink(elsewhere / "secret", shard.dir / "s12" / "report.txt");
+        CHECK(shard.refusal().find((shard.dir / "s12" / "report.txt").string() +
+                                   " is a symbolic link, not followed") != std::string::npos);
+        CHECK(!fs::exists(shard.output));
+    }
+    SUBCASE("a shard's student folder that is a link to another shard's") {
+        fs::rename(shard.dir / "s12", elsewhere / "s12");
+        fs::create_directory_symlink(elsewhere / "s12", shard.dir / "s12");
+        CHECK(shard.refusal().find((shard.dir / "s12").string() +
+                                   " is a symbolic link, not followed") != std::string::npos);
+        CHECK(!fs::exists(shard.output));
+    }
+}
+
+TEST_CASE("merged outputs are the instructor's alone: files 0600, folders 0700") {
+    ForgedShard shard("modes");
+    const mode_t umask_before = ::umask(0);
+    grader::MergeOptions merge;
+    merge.shard_dirs = {shard.dir};
+    merge.output_dir = shard.output;
+    grader::merge_shards(day15(), merge);
+    ::umask(umask_before);
+    std::size_t checked = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(shard.output)) {
+        CAPTURE(entry.path());
+        struct stat status {};
+        REQUIRE(::lstat(entry.path().c_str(), &status) == 0);
+        CHECK((status.st_mode & 0777) == (S_ISDIR(status.st_mode) ? 0700u : 0600u));
+        ++checked;
+    }
+    CHECK(checked > 20);
 }

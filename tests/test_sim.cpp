@@ -5,16 +5,23 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "grader_run.hpp"
 #include "sim/sim.hpp"
 #include "sim_kernels.hpp"
+#include "test_paths.hpp"
 
 using grader::testing::compile_to_ptx;
 using grader::testing::line_of;

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "sim/banks.hpp"
+#include "sim/sim.hpp"
 
 namespace sim = grader::sim;
 

@@ -4,11 +4,15 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <set>
+#include <string>
 #include <vector>
 
+#include "sim/sim.hpp"
 #include "sim_kernels.hpp"
+#include "test_paths.hpp"
 
 namespace sim = grader::sim;
 using namespace grader::testing;

@@ -7,11 +7,18 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
+#include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "checks/checks.hpp"
+#include "exercise/exercise.hpp"
 #include "fixture_expectations.hpp"
 #include "grader_run.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 using namespace grader::testing;

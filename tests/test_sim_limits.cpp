@@ -5,12 +5,19 @@
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "grader_run.hpp"
+#include "sim/sim.hpp"
 #include "sim_kernels.hpp"
+#include "test_paths.hpp"
 
 namespace sim = grader::sim;
 namespace fs = std::filesystem;

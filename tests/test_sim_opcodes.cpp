@@ -4,10 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <string_view>
+#include <vector>
 
 #include "sim/program.hpp"
 #include "sim/ptx_decode.hpp"
 #include "sim/ptx_parser.hpp"
+#include "sim/sim.hpp"
 
 using namespace grader::sim::detail;
 

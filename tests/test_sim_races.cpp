@@ -4,7 +4,11 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -12,6 +16,7 @@
 #include "grader_run.hpp"
 #include "sim/sim.hpp"
 #include "sim_kernels.hpp"
+#include "test_paths.hpp"
 
 namespace sim = grader::sim;
 namespace fs = std::filesystem;

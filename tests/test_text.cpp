@@ -1,8 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "test_paths.hpp"
 #include "text/text_safety.hpp"
 
 using namespace grader;

@@ -3,12 +3,20 @@
 // callers decide whose mistake it was (tests/test_exercise.cpp, tests/test_answers.cpp).
 
 #include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
 
+#include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "exercise/exercise.hpp"
 #include "exercise/yaml_file.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using grader::yaml_file::parse_yaml_file;

@@ -21,11 +21,13 @@
 #include <set>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 #include "batch/device_servers.hpp"
 #include "batch/merge.hpp"
 #include "checks/checks.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 #include "grade/grade.hpp"
@@ -102,7 +104,7 @@ RenderedReport render_every_format(const Report& report, const ReportOptions& op
 }
 
 void write_submission_files(const std::filesystem::path& folder, const RenderedReport& rendered) {
-    std::filesystem::create_directories(folder);
+    create_output_folders(folder);
     // The old marker goes first: a batch killed halfway through the new files must not leave an
     // old report.json that claims them finished.
     std::filesystem::remove(folder / report_file_name(Format::json, true));
@@ -371,9 +373,13 @@ void check_output_folder(const std::filesystem::path& submissions_dir,
                          ": choose a folder outside it, so that no student's folder holds the "
                          "reports");
     }
-    std::filesystem::create_directories(output, error);
-    if (error || ::access(output.c_str(), W_OK | X_OK) != 0) {
-        throw unwritable(error ? error.message() : std::strerror(errno));
+    try {
+        create_output_folders(output);
+    } catch (const std::system_error& made) {
+        throw unwritable(made.code().message());
+    }
+    if (::access(output.c_str(), W_OK | X_OK) != 0) {
+        throw unwritable(std::strerror(errno));
     }
     for (const auto& submission : submissions) {
         const auto target = std::filesystem::canonical(submission.directory, error);
@@ -399,7 +405,7 @@ namespace {
 class OutputLock {
 public:
     OutputLock(const std::filesystem::path& file, const std::filesystem::path& output_dir) {
-        fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd_ < 0) {
             throw std::system_error(errno, std::generic_category(),
                                     "cannot open the batch lock " + file.string());
@@ -691,7 +697,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         result.assigned.push_back(submission.student);
     }
 
-    std::filesystem::create_directories(options.output_dir / kLocksFolder);
+    create_output_folders(options.output_dir / kLocksFolder, Sharing::owner_only);
     const OutputLock output_lock(options.output_dir / kLocksFolder / kBatchLockFile,
                                  options.output_dir);
     // A batch or a shard's task killed midway leaves its writer's temporaries behind; with the

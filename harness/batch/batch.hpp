@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -20,6 +21,7 @@
 
 #include "batch/shard.hpp"
 #include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "report/class_outputs.hpp"
 #include "report/writers.hpp"
@@ -189,6 +191,18 @@ struct ClassFolder {
     std::vector<SkippedEntry> skipped;
 };
 
+// Whether a class folder's entry of this name can be a submission: not hidden (a '.' first, which
+// covers "." and ".."), and a name a folder's listing can give (not empty, no '/', no NUL).
+bool listed_as_submission(const std::string& name);
+
+// Gives each submission (sorted by folder name) the output name batch files its reports under:
+// student_folder_name(), with a hash suffix where that is one of class_output_names() or of
+// also_reserved. Throws BatchError, naming both folders and `where` (the class folder), where two
+// would share an output folder or a gradebook row. `grader merge` checks a shard's class list
+// with it.
+void name_submissions(std::vector<BatchSubmission>& submissions,
+                      const std::set<std::string>& also_reserved, const std::string& where);
+
 // Reads a class folder. Output names are never one of class_output_names() nor of also_reserved
 // (a folder name that must stay free in the output folder): such a name gets a suffix from a hash
 // of the folder name. Throws BatchError if the class folder cannot be read, and where two
@@ -209,8 +223,11 @@ void check_output_folder(const std::filesystem::path& submissions_dir,
 // sub-folder.
 bool output_has_reports(const std::filesystem::path& output_dir);
 
-// OUTPUT/<student>/report.json, read back; nullopt where missing, unreadable or not a report.
+// OUTPUT/<student>/report.json, read back; nullopt where missing, unreadable, a link or not a
+// report. The second form follows no link below `folder` (a shard's folder, read by the merge).
 std::optional<Report> read_report_json(const std::filesystem::path& file);
+std::optional<Report> read_report_json(const std::filesystem::path& folder,
+                                       const std::filesystem::path& name);
 
 // The files a batch writes into OUTPUT/<student>/, report.json (the one that marks a submission
 // finished) last.

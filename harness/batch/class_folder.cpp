@@ -4,14 +4,25 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 #include "batch/batch.hpp"
 #include "batch/merge.hpp"
 #include "batch/shard.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "model/json.hpp"
+#include "model/report.hpp"
+#include "report/class_outputs.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"
 
@@ -102,6 +113,47 @@ std::filesystem::path folder_to_grade(const std::filesystem::path& folder) {
 
 }  // namespace
 
+bool listed_as_submission(const std::string& name) {
+    return !name.empty() && name[0] != '.' && name.find('/') == std::string::npos &&
+           name.find('\0') == std::string::npos;
+}
+
+void name_submissions(std::vector<BatchSubmission>& submissions,
+                      const std::set<std::string>& also_reserved, const std::string& where) {
+    // A folder named like a class output ("gradebook.csv") would have its reports where the
+    // gradebook goes: it gets a suffix, as an odd name does.
+    for (auto& submission : submissions) {
+        submission.student = student_folder_name(submission.folder_name);
+        if (class_output_names().count(submission.student) != 0 ||
+            also_reserved.count(submission.student) != 0) {
+            submission.student += "-" + hash_suffix(submission.folder_name);
+        }
+    }
+    // Two folders that end up with the same output name (a real folder named like another's
+    // renamed output) or the same gradebook key would file one student's grade under the other's
+    // name: refused, naming both.
+    std::map<std::string, const BatchSubmission*> by_output;
+    std::map<std::string, const BatchSubmission*> by_key;
+    for (const auto& submission : submissions) {
+        const auto output = by_output.emplace(submission.student, &submission);
+        const auto key = by_key.emplace(submission_key(submission.folder_name), &submission);
+        const BatchSubmission* other = !output.second ? output.first->second
+                                       : !key.second  ? key.first->second
+                                                      : nullptr;
+        if (other != nullptr) {
+            throw BatchError(
+                "the submission folders '" + submission_key(other->folder_name) + "' and '" +
+                submission_key(submission.folder_name) + "' would share " +
+                (!output.second
+                     ? "the output folder '" + text::visible_line(submission.student) + "'"
+                     : std::string("a row of the gradebook")) +
+                ": one student's grade would be filed under the other's name; rename one of "
+                "them in " +
+                text::visible_line(where));
+        }
+    }
+}
+
 ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
                              const std::set<std::string>& also_reserved) {
     std::error_code error;
@@ -113,7 +165,7 @@ ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
     ClassFolder found;
     for (const auto& entry : entries) {
         const std::string name = entry.path().filename().string();
-        if (name.empty() || name[0] == '.') {
+        if (!listed_as_submission(name)) {
             found.skipped.push_back({name, "hidden (the name starts with '.')"});
             continue;
         }
@@ -132,8 +184,7 @@ ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
                            : "neither a folder nor a file (a device, a FIFO or a socket)"});
             continue;
         }
-        found.submissions.push_back(
-            {name, student_folder_name(name), folder_to_grade(entry.path())});
+        found.submissions.push_back({name, {}, folder_to_grade(entry.path())});
     }
     std::sort(found.submissions.begin(), found.submissions.end(),
               [](const BatchSubmission& a, const BatchSubmission& b) {
@@ -141,37 +192,7 @@ ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
               });
     std::sort(found.skipped.begin(), found.skipped.end(),
               [](const SkippedEntry& a, const SkippedEntry& b) { return a.name < b.name; });
-    // A folder named like a class output ("gradebook.csv") would have its reports where the
-    // gradebook goes: it gets a suffix, as an odd name does.
-    for (auto& submission : found.submissions) {
-        if (class_output_names().count(submission.student) != 0 ||
-            also_reserved.count(submission.student) != 0) {
-            submission.student += "-" + hash_suffix(submission.folder_name);
-        }
-    }
-    // Two folders that end up with the same output name (a real folder named like another's
-    // renamed output) or the same gradebook key would file one student's grade under the other's
-    // name: refused, naming both.
-    std::map<std::string, const BatchSubmission*> by_output;
-    std::map<std::string, const BatchSubmission*> by_key;
-    for (const auto& submission : found.submissions) {
-        const auto output = by_output.emplace(submission.student, &submission);
-        const auto key = by_key.emplace(submission_key(submission.folder_name), &submission);
-        const BatchSubmission* other = !output.second ? output.first->second
-                                       : !key.second  ? key.first->second
-                                                      : nullptr;
-        if (other != nullptr) {
-            throw BatchError(
-                "the submission folders '" + submission_key(other->folder_name) + "' and '" +
-                submission_key(submission.folder_name) + "' would share " +
-                (!output.second
-                     ? "the output folder '" + text::visible_line(submission.student) + "'"
-                     : std::string("a row of the gradebook")) +
-                ": one student's grade would be filed under the other's name; rename one of "
-                "them in " +
-                text::visible_line(submissions_dir.string()));
-        }
-    }
+    name_submissions(found.submissions, also_reserved, submissions_dir.string());
     return found;
 }
 
@@ -196,8 +217,13 @@ bool output_has_reports(const std::filesystem::path& output_dir) {
 }
 
 std::optional<Report> read_report_json(const std::filesystem::path& file) {
+    return read_report_json(file.parent_path(), file.filename());
+}
+
+std::optional<Report> read_report_json(const std::filesystem::path& folder,
+                                       const std::filesystem::path& name) {
     std::string why;
-    const auto text = read_file_bounded(file, kReportJsonMaxBytes, why);
+    const auto text = read_file_beneath(folder, name, kReportJsonMaxBytes, why);
     if (!text) {
         return std::nullopt;
     }

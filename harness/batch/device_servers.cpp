@@ -13,12 +13,17 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "batch/batch.hpp"
 #include "common/text.hpp"

@@ -3,17 +3,29 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <exception>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <system_error>
+#include <type_traits>
+#include <utility>
 
+#include "batch/shard.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
 #include "report/prairielearn_scores.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
+
+// A student's file in a shard larger than this is not one a batch wrote.
+constexpr std::size_t kCopiedMaxBytes = std::size_t{64} << 20;
 
 std::string joined(const std::vector<std::string>& parts, const std::string& separator) {
     std::string text;
@@ -65,24 +77,69 @@ std::string grading_device(const Report& report) {
     return "no GPU (ungradable)";
 }
 
-// Copies the files a batch writes for one student, report.json last, as a batch writes them.
-void copy_student(const std::filesystem::path& from, const std::filesystem::path& to) {
-    std::filesystem::create_directories(to);
+// Copies the files a batch writes for one student, report.json last, as a batch writes them. The
+// shard's files are read without following a link (reports_by_student refused any already).
+void copy_student(const std::filesystem::path& shard, const std::string& student,
+                  const std::filesystem::path& to) {
+    create_output_folders(to);
     remove_interrupted_writes(to);
     const auto names = submission_file_names();
     std::filesystem::remove(to / names.back());
     for (const auto& name : names) {
         std::error_code error;
-        if (!std::filesystem::is_regular_file(from / name, error)) {
+        if (!std::filesystem::exists(
+                std::filesystem::symlink_status(shard / student / name, error))) {
             continue;
         }
         std::string why;
-        const auto content = read_file_bounded(from / name, std::size_t{64} << 20, why);
+        const auto content =
+            read_file_beneath(shard, std::filesystem::path(student) / name, kCopiedMaxBytes, why);
         if (!content) {
-            throw std::runtime_error("cannot read " + (from / name).string() + ": " + why);
+            throw std::runtime_error("cannot read " + (shard / student / name).string() + ": " +
+                                     why);
         }
         write_file_atomically(to / name, *content);
     }
+}
+
+// Why what a shard holds for a student is not read: a link or something else than the folder and
+// the regular files a batch writes. Empty where it is fine, or absent.
+std::string shard_entry_problem(const std::filesystem::path& shard, const std::string& student) {
+    std::error_code error;
+    const auto folder = shard / student;
+    const auto status = std::filesystem::symlink_status(folder, error);
+    if (!std::filesystem::exists(status)) {
+        return {};
+    }
+    if (std::filesystem::is_symlink(status) || !std::filesystem::is_directory(status)) {
+        return folder.string() + (std::filesystem::is_symlink(status)
+                                      ? " is a symbolic link, not followed"
+                                      : " is not a folder");
+    }
+    for (const auto& name : submission_file_names()) {
+        const auto file = std::filesystem::symlink_status(folder / name, error);
+        if (std::filesystem::exists(file) && !std::filesystem::is_regular_file(file)) {
+            return (folder / name).string() + (std::filesystem::is_symlink(file)
+                                                   ? " is a symbolic link, not followed"
+                                                   : " is not a regular file");
+        }
+    }
+    return {};
+}
+
+// Where the merged files go for a student: absent, or a folder (a link there would carry the
+// writes elsewhere).
+std::string output_entry_problem(const std::filesystem::path& output_dir,
+                                 const std::string& student) {
+    std::error_code error;
+    const auto folder = output_dir / student;
+    const auto status = std::filesystem::symlink_status(folder, error);
+    if (!std::filesystem::exists(status) || std::filesystem::is_directory(status)) {
+        return {};
+    }
+    return "--output's " + folder.string() +
+           (std::filesystem::is_symlink(status) ? " is a symbolic link" : " is not a folder") +
+           ": the merge writes no student's files through it; remove it";
 }
 
 // Refuses shards that graded another class, exercise, grader or backend, or of another split.
@@ -140,19 +197,28 @@ std::map<std::string, std::vector<const LoadedShard*>> reports_by_student(
                                " is given twice: " + joined(dirs, ", "));
         }
     }
+    std::vector<int> missing_shards;
     for (int index = 0; index < count; ++index) {
         if (dirs_of_index.count(index) == 0) {
-            problems.push_back("shard " + std::to_string(index) + " of " + std::to_string(count) +
-                               " is missing (no folder given holds it)");
+            missing_shards.push_back(index);
             rerun.insert(index);
         }
     }
+    if (missing_shards.size() == 1) {
+        problems.push_back("shard " + std::to_string(missing_shards.front()) + " of " +
+                           std::to_string(count) + " is missing (no folder given holds it)");
+    } else if (!missing_shards.empty()) {
+        problems.push_back(
+            std::to_string(missing_shards.size()) + " shards of " + std::to_string(count) +
+            " are missing (no folder given holds them): " + array_ranges(missing_shards, 20));
+    }
     std::map<std::string, std::vector<const LoadedShard*>> holders;
     for (const auto& shard : shards) {
-        std::error_code error;
         for (const auto& student : first.class_students) {
-            if (std::filesystem::is_regular_file(shard.dir / student / "report.json", error) &&
-                read_report_json(shard.dir / student / "report.json")) {
+            if (std::string problem = shard_entry_problem(shard.dir, student); !problem.empty()) {
+                problems.push_back(problem);  // and the student's report, if any, still counts
+            }
+            if (read_report_json(shard.dir, std::filesystem::path(student) / "report.json")) {
                 holders[student].push_back(&shard);
             }
         }
@@ -224,6 +290,12 @@ MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) 
     refuse_disagreeing(exercise, shards, problems);
     const int count = first.shard.count;
     const auto holders = reports_by_student(shards, problems, rerun);
+    for (const auto& student : first.class_students) {
+        if (std::string problem = output_entry_problem(options.output_dir, student);
+            !problem.empty()) {
+            problems.push_back(problem);
+        }
+    }
     if (!problems.empty()) {
         throw MergeRefused(problems, std::vector<int>(rerun.begin(), rerun.end()));
     }
@@ -235,10 +307,10 @@ MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) 
     result.shard_count = count;
     result.backend = first.backend;
     const std::string started_at = utc_now();
-    std::filesystem::create_directories(options.output_dir);
+    create_output_folders(options.output_dir);
     remove_interrupted_writes(options.output_dir);
     for (const auto& student : first.class_students) {
-        copy_student(holders.at(student).front()->dir / student, options.output_dir / student);
+        copy_student(holders.at(student).front()->dir, student, options.output_dir / student);
     }
     std::vector<BatchSubmission> class_list;
     for (std::size_t i = 0; i < first.class_students.size(); ++i) {

@@ -5,6 +5,7 @@
 // then exactly as one batch of the whole class writes it (write_class_stage), plus which GPU
 // model graded whom and PrairieLearn's score upload.
 
+#include <cstddef>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -13,6 +14,8 @@
 
 #include "batch/batch.hpp"
 #include "batch/shard.hpp"
+#include "exercise/exercise.hpp"
+#include "report/class_outputs.hpp"
 
 namespace grader {
 

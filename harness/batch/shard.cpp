@@ -3,14 +3,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 
 #include "batch/batch.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
@@ -38,15 +42,154 @@ private:
     std::uint64_t hash_ = kFnv1aOffset;
 };
 
-std::string from_hex(const std::string& hex) {
+// The bytes of a hex string; nullopt for anything but pairs of hex digits.
+std::optional<std::string> from_hex(const std::string& hex) {
+    const auto digit = [](char c) {
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
+    };
     if (hex.size() % 2 != 0) {
-        throw std::runtime_error("a hex name of odd length");
+        return std::nullopt;
     }
     std::string bytes;
     for (std::size_t i = 0; i < hex.size(); i += 2) {
-        bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+        const int high = digit(hex[i]);
+        const int low = digit(hex[i + 1]);
+        if (high < 0 || low < 0) {
+            return std::nullopt;
+        }
+        bytes += static_cast<char>(high * 16 + low);
     }
     return bytes;
+}
+
+// A manifest that is not what `grader batch --shard` writes: the field at fault, and how.
+std::runtime_error bad_field(const std::string& path, const std::string& problem) {
+    return std::runtime_error("field " + path + " " + problem);
+}
+
+// The field at a dotted path ("class.students"); throws bad_field where it is missing.
+const nlohmann::json& field(const nlohmann::json& json, const std::string& path) {
+    const nlohmann::json* at = &json;
+    std::size_t start = 0;
+    for (;;) {
+        const auto dot = path.find('.', start);
+        const std::string key = path.substr(start, dot == std::string::npos ? dot : dot - start);
+        if (!at->is_object() || !at->contains(key)) {
+            throw bad_field(path, "is missing");
+        }
+        at = &at->at(key);
+        if (dot == std::string::npos) {
+            return *at;
+        }
+        start = dot + 1;
+    }
+}
+
+std::string text_field(const nlohmann::json& json, const std::string& path) {
+    const nlohmann::json& value = field(json, path);
+    if (!value.is_string()) {
+        throw bad_field(path, std::string("is a ") + value.type_name() + ", not a string");
+    }
+    return value.get<std::string>();
+}
+
+int integer_field(const nlohmann::json& json, const std::string& path, long long low,
+                  long long high) {
+    const nlohmann::json& value = field(json, path);
+    if (!value.is_number_integer()) {
+        throw bad_field(path, std::string("is a ") + value.type_name() + ", not a whole number");
+    }
+    const bool in_range =
+        value.is_number_unsigned()
+            ? value.get<unsigned long long>() <= static_cast<unsigned long long>(high)
+            : value.get<long long>() >= low && value.get<long long>() <= high;
+    if (!in_range) {
+        throw bad_field(path, "is " + value.dump() + ", not from " + std::to_string(low) + " to " +
+                                  std::to_string(high));
+    }
+    return static_cast<int>(value.get<long long>());
+}
+
+std::vector<std::string> text_list(const nlohmann::json& json, const std::string& path) {
+    const nlohmann::json& value = field(json, path);
+    if (!value.is_array()) {
+        throw bad_field(path, std::string("is a ") + value.type_name() + ", not a list");
+    }
+    std::vector<std::string> texts;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+        if (!value[i].is_string()) {
+            throw bad_field(path + "[" + std::to_string(i) + "]",
+                            std::string("is a ") + value[i].type_name() + ", not a string");
+        }
+        texts.push_back(value[i].get<std::string>());
+    }
+    return texts;
+}
+
+std::string bytes_field(const std::string& hex, const std::string& path) {
+    auto bytes = from_hex(hex);
+    if (!bytes) {
+        throw bad_field(path,
+                        "is not a name in hex ('" + text::visible_line(hex.substr(0, 64)) + "')");
+    }
+    return std::move(*bytes);
+}
+
+// The class list of a manifest, checked as `grader batch` made it: names a class folder can
+// list as submissions, in its order, each named for its reports as batch names it, and the
+// digest of that list. Nothing here is taken from the manifest on trust: the merge writes into
+// OUTPUT/<student>/ for each of these names.
+void check_class(const ShardManifest& manifest) {
+    const auto& folders = manifest.class_folders;
+    std::vector<BatchSubmission> named;
+    for (std::size_t i = 0; i < folders.size(); ++i) {
+        const std::string where = "class.folders_hex[" + std::to_string(i) + "]";
+        if (!listed_as_submission(folders[i])) {
+            throw bad_field(where, "('" + text::visible_line(folders[i]) +
+                                       "') is no name batch lists as a submission (hidden, empty, "
+                                       "or with a '/')");
+        }
+        if (i > 0 && !(folders[i - 1] < folders[i])) {
+            throw bad_field(where, "('" + text::visible_line(folders[i]) +
+                                       "') is out of the order batch lists a class in (sorted, "
+                                       "each name once)");
+        }
+        named.push_back({folders[i], {}, {}});
+    }
+    try {
+        name_submissions(named, {}, "the class folder");
+    } catch (const BatchError& error) {
+        throw bad_field("class.folders_hex", std::string("cannot be one class: ") + error.what());
+    }
+    for (std::size_t i = 0; i < named.size(); ++i) {
+        if (manifest.class_students[i] != named[i].student) {
+            throw bad_field("class.students[" + std::to_string(i) + "]",
+                            "is '" + text::visible_line(manifest.class_students[i]) +
+                                "', where batch files the reports of the folder '" +
+                                submission_key(folders[i]) + "' under '" +
+                                text::visible_line(named[i].student) + "'");
+        }
+    }
+    const std::string digest = class_digest(named);
+    if (manifest.class_digest != digest) {
+        throw bad_field("class.digest", "is '" + text::visible_line(manifest.class_digest) +
+                                            "', where the class list's digest is '" + digest +
+                                            "': the list was changed after the shard wrote it");
+    }
+    std::vector<std::string> share;
+    for (std::size_t i = 0; i < named.size(); ++i) {
+        if (in_shard(i, manifest.shard)) {
+            share.push_back(named[i].student);
+        }
+    }
+    if (manifest.assigned != share) {
+        throw bad_field("assigned", "is not shard " + std::to_string(manifest.shard.index) +
+                                        " of " + std::to_string(manifest.shard.count) +
+                                        "'s share of the class list");
+    }
 }
 
 std::string trimmed(std::string text) {
@@ -89,7 +232,33 @@ std::optional<Shard> parse_shard(const std::string& text, std::string& why) {
         why = "--shard " + text + ": the index counts from 0 and stays below the number of tasks";
         return std::nullopt;
     }
+    if (shard.count > kMaxShardCount) {
+        why = "--shard " + text + ": a class is split over at most " +
+              std::to_string(kMaxShardCount) + " tasks";
+        return std::nullopt;
+    }
     return shard;
+}
+
+std::string array_ranges(const std::vector<int>& indexes, std::size_t max_ranges) {
+    std::string text;
+    std::size_t ranges = 0;
+    for (std::size_t i = 0; i < indexes.size();) {
+        std::size_t last = i;
+        while (last + 1 < indexes.size() && indexes[last + 1] == indexes[last] + 1) {
+            ++last;
+        }
+        if (ranges == max_ranges) {
+            return text + ",...";
+        }
+        text += (text.empty() ? "" : ",") + std::to_string(indexes[i]);
+        if (last > i) {
+            text += "-" + std::to_string(indexes[last]);
+        }
+        ++ranges;
+        i = last + 1;
+    }
+    return text;
 }
 
 std::string class_digest(const std::vector<BatchSubmission>& submissions) {
@@ -215,30 +384,51 @@ nlohmann::json manifest_to_json(const ShardManifest& manifest) {
 }
 
 ShardManifest manifest_from_json(const nlohmann::json& json) {
-    if (!json.is_object() || json.value("format", "") != "grader-shard-1") {
-        throw std::runtime_error("not a grader shard manifest");
+    if (!json.is_object() || !json.contains("format") || json.at("format") != "grader-shard-1") {
+        throw std::runtime_error(
+            "not a grader shard manifest (its field format is not "
+            "\"grader-shard-1\")");
     }
     ShardManifest manifest;
+    manifest.shard.count = integer_field(json, "shard.count", 1, kMaxShardCount);
+    manifest.shard.index = integer_field(json, "shard.index", 0, manifest.shard.count - 1);
+    manifest.class_digest = text_field(json, "class.digest");
+    manifest.class_students = text_list(json, "class.students");
+    const auto folders_hex = text_list(json, "class.folders_hex");
+    for (std::size_t i = 0; i < folders_hex.size(); ++i) {
+        manifest.class_folders.push_back(
+            bytes_field(folders_hex[i], "class.folders_hex[" + std::to_string(i) + "]"));
+    }
+    if (manifest.class_folders.size() != manifest.class_students.size()) {
+        throw bad_field("class.students", "has " + std::to_string(manifest.class_students.size()) +
+                                              " names and class.folders_hex " +
+                                              std::to_string(manifest.class_folders.size()));
+    }
+    const nlohmann::json& skipped = field(json, "class.skipped");
+    if (!skipped.is_array()) {
+        throw bad_field("class.skipped", "is not a list");
+    }
+    for (std::size_t i = 0; i < skipped.size(); ++i) {
+        const std::string where = "class.skipped[" + std::to_string(i) + "]";
+        if (!skipped[i].is_object()) {
+            throw bad_field(where, "is not an object");
+        }
+        manifest.skipped.push_back(
+            {bytes_field(text_field(skipped[i], "name_hex"), where + ".name_hex"),
+             text_field(skipped[i], "reason")});
+    }
+    manifest.assigned = text_list(json, "assigned");
+    manifest.exercise_id = text_field(json, "exercise.id");
+    manifest.exercise_digest = text_field(json, "exercise.digest");
+    manifest.grader_version = text_field(json, "grader_version");
+    manifest.backend = text_field(json, "backend");
+    if (manifest.backend != "cuda" && manifest.backend != "sim") {
+        throw bad_field("backend", "is '" + text::visible_line(manifest.backend) +
+                                       "', not \"cuda\" or \"sim\"");
+    }
+    check_class(manifest);
+    // What the shard says of where and when it ran is shown, never used as a path.
     try {
-        manifest.shard.index = json.at("shard").at("index").get<int>();
-        manifest.shard.count = json.at("shard").at("count").get<int>();
-        manifest.class_digest = json.at("class").at("digest").get<std::string>();
-        manifest.class_students = json.at("class").at("students").get<std::vector<std::string>>();
-        for (const auto& folder : json.at("class").at("folders_hex")) {
-            manifest.class_folders.push_back(from_hex(folder.get<std::string>()));
-        }
-        if (manifest.class_folders.size() != manifest.class_students.size()) {
-            throw std::runtime_error("its class lists disagree in length");
-        }
-        for (const auto& entry : json.at("class").at("skipped")) {
-            manifest.skipped.push_back({from_hex(entry.at("name_hex").get<std::string>()),
-                                        entry.at("reason").get<std::string>()});
-        }
-        manifest.assigned = json.at("assigned").get<std::vector<std::string>>();
-        manifest.exercise_id = json.at("exercise").at("id").get<std::string>();
-        manifest.exercise_digest = json.at("exercise").at("digest").get<std::string>();
-        manifest.grader_version = json.at("grader_version").get<std::string>();
-        manifest.backend = json.at("backend").get<std::string>();
         manifest.host = json.value("host", "");
         manifest.scheduler = json.value("scheduler", nlohmann::json::object())
                                  .get<std::map<std::string, std::string>>();
@@ -254,12 +444,10 @@ ShardManifest manifest_from_json(const nlohmann::json& json) {
         }
         manifest.complete = json.value("complete", false);
     } catch (const nlohmann::json::exception& error) {
-        throw std::runtime_error(std::string("a field is missing or of the wrong type (") +
-                                 error.what() + ")");
-    }
-    if (manifest.shard.count < 1 || manifest.shard.index < 0 ||
-        manifest.shard.index >= manifest.shard.count) {
-        throw std::runtime_error("its shard index is not below its shard count");
+        throw std::runtime_error(
+            std::string(
+                "a field of host, scheduler, gpus, runs or complete is of the wrong type (") +
+            error.what() + ")");
     }
     return manifest;
 }
@@ -267,11 +455,11 @@ ShardManifest manifest_from_json(const nlohmann::json& json) {
 std::optional<ShardManifest> read_manifest(const std::filesystem::path& shard_dir) {
     const auto file = shard_dir / kShardManifestFile;
     std::error_code error;
-    if (!std::filesystem::exists(file, error)) {
+    if (!std::filesystem::exists(std::filesystem::symlink_status(file, error))) {
         return std::nullopt;
     }
     std::string why;
-    const auto text = read_file_bounded(file, kManifestMaxBytes, why);
+    const auto text = read_file_beneath(shard_dir, kShardManifestFile, kManifestMaxBytes, why);
     if (!text) {
         throw std::runtime_error("cannot read " + file.string() + ": " + why);
     }
@@ -287,7 +475,7 @@ std::optional<ShardManifest> read_manifest(const std::filesystem::path& shard_di
 }
 
 void write_manifest(const std::filesystem::path& shard_dir, const ShardManifest& manifest) {
-    std::filesystem::create_directories(shard_dir);
+    create_output_folders(shard_dir);
     const auto replace = nlohmann::json::error_handler_t::replace;
     write_file_atomically(shard_dir / kShardManifestFile,
                           manifest_to_json(manifest).dump(2, ' ', false, replace) + "\n");

@@ -5,6 +5,7 @@
 // by every task with no coordination. Each shard's output folder holds the students' report
 // folders and shard.json, the manifest `grader merge` reads to put the class back together.
 
+#include <cstddef>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -24,8 +25,16 @@ struct Shard {
     int count = 1;
 };
 
-// "I/N" with 0 <= I < N; nullopt (and why) for anything else.
+// The most tasks a class is split over: a job array's own limit (Slurm's MaxArraySize) is 1001 by
+// default, and a count beyond this in a shard's manifest is a forged one.
+inline constexpr int kMaxShardCount = 10000;
+
+// "I/N" with 0 <= I < N <= kMaxShardCount; nullopt (and why) for anything else.
 std::optional<Shard> parse_shard(const std::string& text, std::string& why);
+
+// Sorted indexes as a job array takes them (sbatch --array): "0,3-5,9"; after max_ranges ranges,
+// ",...".
+std::string array_ranges(const std::vector<int>& indexes, std::size_t max_ranges = 1000);
 
 // Whether the submission at this position of the sorted class belongs to the shard.
 inline bool in_shard(std::size_t position, const Shard& shard) {
@@ -82,9 +91,13 @@ struct ShardManifest {
 };
 
 nlohmann::json manifest_to_json(const ShardManifest& manifest);
-// Throws std::runtime_error naming what is wrong.
+// Throws std::runtime_error naming the field at fault ("field class.students[3] is ..."): every
+// field batch writes is checked, and the class list as batch would list it (class_digest
+// recomputed, each output name batch's for its folder, `assigned` the shard's share), since the
+// merge writes a folder for each name.
 ShardManifest manifest_from_json(const nlohmann::json& json);
-// nullopt where missing; throws std::runtime_error where present but not a manifest.
+// nullopt where missing; throws std::runtime_error, naming the file, where present but not a
+// manifest. The file is read without following a link.
 std::optional<ShardManifest> read_manifest(const std::filesystem::path& shard_dir);
 void write_manifest(const std::filesystem::path& shard_dir, const ShardManifest& manifest);
 

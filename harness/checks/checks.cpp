@@ -6,13 +6,17 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <set>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "checks/grading.hpp"
+#include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/describe.hpp"
 #include "text/text_safety.hpp"

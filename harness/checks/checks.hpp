@@ -4,6 +4,7 @@
 // GPU, so every check is tested on synthetic measurements. Each check has a kind (what it looks
 // at) and its parameters, points and messages from the exercise file.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>

@@ -1,12 +1,20 @@
 // Details collapsed: the same detail at several strides is one line naming them, a race is one
 // line per fix, and each check keeps a bounded number of bounded lines.
 
+#include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <map>
+#include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "checks/checks.hpp"
 #include "common/text.hpp"
+#include "model/report.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {

@@ -5,11 +5,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 
+#include "checks/checks.hpp"
+#include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/describe.hpp"
 #include "text/text_safety.hpp"

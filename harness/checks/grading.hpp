@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "checks/checks.hpp"
+#include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
 
 namespace grader {
 

@@ -6,24 +6,36 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #include "batch/batch.hpp"
+#include "batch/shard.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
 #include "cli/option_checks.hpp"
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
+#include "model/report.hpp"
+#include "report/class_outputs.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader::cli {

@@ -11,6 +11,7 @@ namespace grader::cli {
 struct GlobalOptions {
     bool verbose = false;
     bool quiet = false;
+    bool group_readable = false;  // outputs 0640/0750 rather than 0600/0700 (common/files.hpp)
 };
 
 // Each returns the exit status once the command has run. Registration adds the subcommand and

@@ -3,6 +3,9 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <memory>
+
 #include "cli/commands.hpp"
 #include "compile/compile.hpp"
 

@@ -3,8 +3,12 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "device/cuda_device.hpp"

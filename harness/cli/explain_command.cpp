@@ -4,15 +4,25 @@
 
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
+#include "grade/protocol.hpp"
+#include "model/explanation.hpp"
+#include "model/measurements.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"
 

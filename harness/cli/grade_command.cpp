@@ -3,18 +3,28 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include "checks/checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
 #include "cli/option_checks.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
+#include "model/report.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"
 

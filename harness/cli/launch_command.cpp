@@ -10,11 +10,24 @@
 //   stride      the --stride value, 4 bytes
 // Without --arg the exercise's ABI is used: the tile, the outputs, the thread count, the stride.
 
+#include <cuda.h>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
@@ -24,6 +37,7 @@
 #include "cuda/resources.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/sources.hpp"
+#include "model/measurements.hpp"
 #include "sim/sim.hpp"
 
 namespace grader::cli {

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
+#include <functional>
+#include <system_error>
 
 #include "common/version.hpp"
 #include "exercise/exercise.hpp"

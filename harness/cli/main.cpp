@@ -2,16 +2,24 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <exception>
+#include <functional>
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/suggestions.hpp"
+#include "common/files.hpp"
 #include "common/version.hpp"
 #include "exercise/exercise.hpp"
 #include "text/text_safety.hpp"
@@ -37,6 +45,10 @@ int main(int argc, char** argv) {
     GlobalOptions global;
     app.add_flag("-v,--verbose", global.verbose, "Log each stage to standard error");
     app.add_flag("-q,--quiet", global.quiet, "Print nothing but errors; exit status only");
+    app.add_flag("--group-readable", global.group_readable,
+                 "Let the group of the folders written into read the reports (files 0640, "
+                 "folders 0750), for a course team's shared folder; by default they are yours "
+                 "alone (0600, 0700)");
 
     Runner run;
     add_grade_command(app, global, run);
@@ -113,6 +125,13 @@ int main(int argc, char** argv) {
         }
         return kExitUsage;
     }
+
+    // Grades are private: whatever this process or a library in it writes is the user's alone
+    // (or their group's, asked for), whatever umask it was started with.
+    const auto sharing =
+        global.group_readable ? grader::Sharing::group_readable : grader::Sharing::owner_only;
+    grader::set_output_sharing(sharing);
+    ::umask(global.group_readable ? 027 : 077);
 
     auto logger = spdlog::stderr_color_mt("grader");
     logger->set_pattern("grader: %v");

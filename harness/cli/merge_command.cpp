@@ -3,9 +3,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "batch/batch.hpp"
 #include "batch/merge.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
@@ -23,14 +32,6 @@ struct MergeCommandOptions {
     std::string qid;
 };
 
-std::string indexes(const std::vector<int>& list) {
-    std::string text;
-    for (const int index : list) {
-        text += (text.empty() ? "" : ",") + std::to_string(index);
-    }
-    return text;
-}
-
 int run_merge_command(const MergeCommandOptions& options, const GlobalOptions& global) {
     const Exercise exercise =
         load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
@@ -46,8 +47,8 @@ int run_merge_command(const MergeCommandOptions& options, const GlobalOptions& g
             spdlog::error("{}", text::visible_line(problem));
         }
         if (!refused.rerun().empty()) {
-            // One line a script can read: the indexes for sbatch --array.
-            std::printf("rerun array indexes: %s\n", indexes(refused.rerun()).c_str());
+            // One line a script can read: the indexes for sbatch --array ("1,4-6").
+            std::printf("rerun array indexes: %s\n", array_ranges(refused.rerun()).c_str());
             std::fflush(stdout);
         }
         spdlog::error("merge refused: nothing was written into {}",
@@ -86,7 +87,7 @@ int run_merge_command(const MergeCommandOptions& options, const GlobalOptions& g
         std::fflush(stdout);
     }
     if (result.ungradable > 0) {
-        std::printf("rerun array indexes: %s\n", indexes(result.rerun_ungradable).c_str());
+        std::printf("rerun array indexes: %s\n", array_ranges(result.rerun_ungradable).c_str());
         std::fflush(stdout);
         spdlog::error(
             "{} students are ungradable (the machine, not the student): run those array indexes "

@@ -1,6 +1,7 @@
 #include "cli/suggestions.hpp"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "common/text.hpp"
 

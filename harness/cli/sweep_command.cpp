@@ -3,10 +3,19 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <functional>
 #include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
+#include <string>
 
 #include "checks/checks.hpp"
 #include "cli/commands.hpp"
@@ -14,7 +23,10 @@
 #include "cli/option_checks.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
+#include "grade/protocol.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
+#include "model/sweep.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"
 

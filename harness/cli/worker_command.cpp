@@ -3,11 +3,17 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "exercise/exercise.hpp"
+#include "grade/protocol.hpp"
 #include "grade/worker.hpp"
 
 namespace grader::cli {

@@ -1,5 +1,7 @@
 #include "common/text.hpp"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -7,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace grader {
@@ -84,87 +87,6 @@ std::string format_number(double value, int decimals) {
         }
     }
     return text == "-0" ? "0" : text;
-}
-
-}  // namespace grader
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <system_error>
-#include <vector>
-
-namespace grader {
-
-void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
-    const auto folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-    std::string temporary = (folder / ("." + path.filename().string() + ".XXXXXX")).string();
-    const int fd = ::mkstemp(temporary.data());
-    if (fd < 0) {
-        throw std::system_error(errno, std::generic_category(), "cannot write " + path.string());
-    }
-    std::size_t written = 0;
-    while (written < content.size()) {
-        const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            const int error = errno;
-            ::close(fd);
-            ::unlink(temporary.c_str());
-            throw std::system_error(error, std::generic_category(),
-                                    "cannot write " + path.string());
-        }
-        written += static_cast<std::size_t>(n);
-    }
-    ::fchmod(fd, 0644);
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
-        const int error = errno;
-        ::unlink(temporary.c_str());
-        throw std::system_error(error, std::generic_category(), "cannot write " + path.string());
-    }
-    if (::rename(temporary.c_str(), path.c_str()) != 0) {
-        const int error = errno;
-        ::unlink(temporary.c_str());
-        throw std::system_error(error, std::generic_category(), "cannot write " + path.string());
-    }
-}
-
-namespace {
-
-// ".NAME.XXXXXX": the name write_file_atomically gives mkstemp, with mkstemp's six letters.
-bool is_interrupted_write(const std::string& name) {
-    constexpr std::size_t kSuffix = 7;  // ".XXXXXX"
-    if (name.size() < kSuffix + 2 || name.front() != '.' || name[name.size() - kSuffix] != '.') {
-        return false;
-    }
-    for (std::size_t i = name.size() - kSuffix + 1; i < name.size(); ++i) {
-        const unsigned char c = static_cast<unsigned char>(name[i]);
-        if (!std::isalnum(c)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-}  // namespace
-
-void remove_interrupted_writes(const std::filesystem::path& folder) {
-    std::error_code error;
-    std::filesystem::directory_iterator entries(folder, error);
-    if (error) {
-        return;  // no folder yet: nothing was interrupted there
-    }
-    for (const auto& entry : entries) {
-        const auto name = entry.path().filename().string();
-        if (is_interrupted_write(name) && entry.is_regular_file(error) &&
-            !entry.is_symlink(error)) {
-            std::filesystem::remove(entry.path(), error);
-        }
-    }
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {

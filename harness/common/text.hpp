@@ -46,17 +46,3 @@ std::uint64_t fnv1a(std::string_view bytes, std::uint64_t hash = kFnv1aOffset);
 std::string hex_bytes(std::string_view bytes);
 
 }  // namespace grader
-
-namespace grader {
-
-// Writes content to path through a temporary file in the same folder and a rename, so a reader
-// never sees half a report, and an interrupted write leaves the old file or none.
-void write_file_atomically(const std::filesystem::path& path, std::string_view content);
-
-// Removes the temporaries that write_file_atomically leaves in `folder` when its process is
-// killed between writing and renaming (a batch's SIGKILL, a Slurm task cancelled midway). Only
-// the writer's own names (".NAME.XXXXXX") go, and only plain files; call it while holding the
-// lock of the output folder, so that no live writer's temporary is taken.
-void remove_interrupted_writes(const std::filesystem::path& folder);
-
-}  // namespace grader

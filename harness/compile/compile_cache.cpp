@@ -9,9 +9,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <system_error>
+#include <utility>
+#include <vector>
 
+#include "common/files.hpp"
 #include "common/version.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
 
 namespace grader {
 namespace {
@@ -67,13 +72,8 @@ std::string executable_identity() {
 // A folder this user owns and no one else can write: anything else could hand the grade an
 // oracle of someone else's making.
 bool usable_folder(const std::filesystem::path& folder) {
-    std::error_code ignored;
-    std::filesystem::create_directories(folder, ignored);
-    struct stat info {};
-    if (::lstat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-        return false;
-    }
-    return info.st_uid == ::geteuid() && (info.st_mode & 022) == 0;
+    std::string why;
+    return open_private_folder(folder, why).valid();
 }
 
 std::optional<std::string> read_entry(const std::filesystem::path& path) {
@@ -128,30 +128,17 @@ std::optional<CompiledKernel> parse_entry(const std::string& text, const std::st
     return kernel;
 }
 
-void store_entry(const std::filesystem::path& folder, const std::filesystem::path& path,
-                 const std::string& key, const CompiledKernel& kernel) {
+void store_entry(const std::filesystem::path& path, const std::string& key,
+                 const CompiledKernel& kernel) {
     std::string text = kMagic;
     add_field(text, key);
     add_field(text, nlohmann::json(kernel.outcome).dump());
     add_field(text, kernel.ptx);
     add_field(text, kernel.cubin);
-    std::string temporary = (folder / ".entry-XXXXXX").string();
-    const int fd = ::mkstemp(temporary.data());
-    if (fd < 0) {
-        return;
-    }
-    std::size_t written = 0;
-    while (written < text.size()) {
-        const ssize_t put = ::write(fd, text.data() + written, text.size() - written);
-        if (put <= 0) {
-            break;
-        }
-        written += static_cast<std::size_t>(put);
-    }
-    const bool whole = written == text.size() && ::fsync(fd) == 0;
-    ::close(fd);
-    if (!whole || ::rename(temporary.c_str(), path.c_str()) != 0) {
-        ::unlink(temporary.c_str());
+    try {
+        write_file_atomically(path, text, Sharing::owner_only);
+    } catch (const std::system_error&) {
+        // A cache that cannot be written is a cache that misses next time.
     }
 }
 
@@ -222,7 +209,7 @@ CompiledKernel compile_kernel_cached(const CompileRequest& request,
     }
     CompiledKernel kernel = compile_kernel(request);
     if (kernel.outcome.ok) {
-        store_entry(*cache_dir, path, key, kernel);
+        store_entry(path, key, kernel);
     }
     return kernel;
 }

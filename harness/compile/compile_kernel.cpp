@@ -1,15 +1,21 @@
 // NVRTC: one program per call, so two kernels can be compiled on two threads at once.
 
+#include <nvrtc.h>
+
+#include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "compile/compile.hpp"
 #include "compile/nvrtc_call.hpp"
 #include "compile/nvrtc_library.hpp"
+#include "model/measurements.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <mutex>
+#include <system_error>
 #include <vector>
 
 namespace grader {

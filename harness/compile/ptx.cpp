@@ -5,14 +5,17 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "compile/compile.hpp"
+#include "exercise/exercise.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {

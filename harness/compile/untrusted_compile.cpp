@@ -3,6 +3,7 @@
 // with a large stack, and answers on fd 3. The grader keeps the time and memory limits, and a
 // crash of the compiler is the child's, reported as the student's failed compile.
 
+#include <nvrtc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,7 +12,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <filesystem>
+#include <memory>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -24,6 +29,7 @@
 #include "isolation/child.hpp"
 #include "isolation/confine.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {

@@ -11,12 +11,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "compile/compile.hpp"
+#include "model/measurements.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {

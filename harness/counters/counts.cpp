@@ -1,7 +1,10 @@
 // The plain values of counters.hpp: degrees, totals, and the note for a PTX/SASS difference.
 
 #include <cctype>
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "counters/counters.hpp"
 

@@ -1,6 +1,9 @@
 #include "counters/metric_config.hpp"
 
+#include <cupti_sass_metrics.h>
+
 #include <cmath>
+#include <stdexcept>
 #include <utility>
 
 #include "counters/cupti_status.hpp"

@@ -5,6 +5,8 @@
 // metrics' ids. Kept apart so the tests check the names against the H200's chip (GH100) on a
 // machine without a GPU. Every failure throws CuptiFailure (counters/cupti_status.hpp).
 
+#include <cupti_profiler_host.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>

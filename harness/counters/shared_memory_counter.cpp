@@ -2,16 +2,32 @@
 // CUPTI handle is owned by a small RAII type below, so a launch that throws (a student's kernel
 // that faults) still leaves no profiling session open.
 
+#include <cuda.h>
+#include <cupti_pcsampling.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_result.h>
+#include <cupti_sass_metrics.h>
+#include <cupti_target.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "counters/counters.hpp"
 #include "counters/cupti_library.hpp"

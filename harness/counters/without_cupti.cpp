@@ -2,6 +2,14 @@
 // (Debian's packaged CUDA 12.4, say): every counter says why not, and the simulator's count of
 // the same source stands in, as it does where counters are not permitted.
 
+#include <cuda.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
 #include "counters/counters.hpp"
 
 namespace grader::counters {
@@ -55,19 +63,33 @@ SharedMemoryCounter SharedMemoryCounter::open(CUcontext, int, InstructionCounter
     return SharedMemoryCounter(std::make_unique<Impl>());
 }
 
+namespace {
+
+template <typename T>
+CountResult<T> not_counted(const std::string& reason) {
+    CountResult<T> result;
+    result.availability = CounterAvailability::no_cupti;
+    result.reason = reason;
+    return result;
+}
+
+}  // namespace
+
 CountResult<SharedMemoryCounts> SharedMemoryCounter::count(const Launch&) {
-    return {CounterAvailability::no_cupti, impl_->reason, {}};
+    return not_counted<SharedMemoryCounts>(impl_->reason);
 }
 
 CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(
     const std::vector<Launch>&) {
-    return {CounterAvailability::no_cupti, impl_->reason, {}};
+    return not_counted<std::vector<SharedMemoryCounts>>(impl_->reason);
 }
 
 CountResult<SourceLineCounts> SharedMemoryCounter::count_by_line(std::string_view,
                                                                  const std::string&,
                                                                  const Launch&) {
-    return {CounterAvailability::no_cupti, impl_->reason, {}};
+    return not_counted<SourceLineCounts>(impl_->reason);
 }
+
+void SharedMemoryCounter::keep_session(bool) {}
 
 }  // namespace grader::counters

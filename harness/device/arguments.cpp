@@ -1,6 +1,12 @@
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "device/device.hpp"
+#include "exercise/exercise.hpp"
 
 namespace grader {
 

@@ -1,11 +1,18 @@
 // The one place that picks the device a grade runs on.
 
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
 #include "cuda/driver_api.hpp"
 #include "cuda/resources.hpp"
 #include "device/cuda_device.hpp"
 #include "device/device.hpp"
 #include "device/device_server.hpp"
 #include "device/sim_device.hpp"
+#include "exercise/exercise.hpp"
 
 namespace grader {
 

@@ -1,12 +1,20 @@
 #include "device/cuda_device.hpp"
 
+#include <cxxabi.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
+#include <memory>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
 
+#include "common/kernel_ids.hpp"
 #include "counters/counters.hpp"
 #include "cuda/driver_api.hpp"
 #include "device/device_server.hpp"
@@ -100,7 +108,7 @@ CudaDevice::~CudaDevice() {
 }
 
 std::string CudaDevice::acquire() {
-    lock_ = DeviceLock(gpu_lock_path(info_.pci_bus_id));
+    lock_ = DeviceLock(gpu_lock_folder(), gpu_lock_name(info_.pci_bus_id), gpu_lock_wait());
     return info_.pci_bus_id;
 }
 

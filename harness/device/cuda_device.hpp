@@ -3,19 +3,27 @@
 // The GPU: kernels loaded through the driver API on the device's primary context, launched on a
 // stream of the grader's own, timed in interleaved rounds.
 
+#include <cuda.h>
+
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <future>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
+#include "compile/compile.hpp"
 #include "counters/counters.hpp"
 #include "cuda/resources.hpp"
 #include "device/device.hpp"
 #include "device/device_lock.hpp"
 #include "device/device_server.hpp"
+#include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
 
 namespace grader {
 
@@ -55,7 +63,7 @@ public:
     double open_seconds() const override { return context_seconds_; }
     const std::string& pci_bus_id() const { return info_.pci_bus_id; }
 
-    // The machine-wide lock of this GPU (device_lock.hpp); release() ends the context first.
+    // This user's lock of this GPU (device_lock.hpp); release() ends the context first.
     std::string acquire() override;
     void release() override;
     bool held() const override { return lock_.held(); }

@@ -1,88 +1,67 @@
 #pragma once
 
-// An exclusive flock() on a file, held until destruction or the process's end: grades that share
-// a GPU (the workers of one batch, two batches, a student's `grader grade` beside them) compile
-// side by side but use the GPU one at a time.
+// An exclusive flock() on a GPU's lock file, held until destruction or the process's end: grades
+// that share a GPU (the workers of one batch, two batches of one instructor, their own `grader
+// grade` beside them) compile side by side but use the GPU one at a time.
+//
+// The lock is this user's alone. Students run `grader grade` on the same machine, and a lock any
+// user could open is a lock any user could hold for ever (or replace with a FIFO that hangs every
+// grade), so the folder is the grading user's, mode 0700, and a lock file is opened without
+// following a link or blocking on a FIFO, and only where it is a regular file of that user's. A
+// course team that shares a GPU on purpose names a folder of its group (GRADER_GPU_LOCK_DIR);
+// see docs/security.md.
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <chrono>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
-#include <utility>
+
+#include "common/files.hpp"
 
 namespace grader {
 
-// The lock every grade on this machine takes before using the GPU with this PCI bus id, whoever
-// runs it and wherever it writes: /tmp/grader-gpu-locks/gpu-0000-18-00.0.lock. The folder is
-// world-writable and sticky, as /tmp itself, so that an instructor's batch and a student's grade
-// under another user meet on the same file.
-inline std::filesystem::path gpu_lock_path(std::string bus_id) {
-    for (char& c : bus_id) {
-        if (c == ':') {
-            c = '-';
-        }
-    }
-    const std::filesystem::path folder = "/tmp/grader-gpu-locks";
-    if (::mkdir(folder.c_str(), 01777) == 0) {
-        ::chmod(folder.c_str(), 01777);  // mkdir's mode is masked by the umask
-    }
-    return folder / ("gpu-" + bus_id + ".lock");
-}
+// Where this process's GPU locks live: $GRADER_GPU_LOCK_DIR where set (`shared`: a course team's
+// folder, made by whoever set it up), else /tmp/grader-gpu-locks-<uid> (this user's, made here).
+struct LockFolder {
+    std::filesystem::path path;
+    bool shared = false;
+};
+LockFolder gpu_lock_folder();
+
+// How long a grade waits for its GPU before it gives up, naming who holds it: $GRADER_GPU_LOCK_WAIT
+// seconds where set, else 10 minutes.
+inline constexpr std::chrono::seconds kGpuLockWait{600};
+std::chrono::milliseconds gpu_lock_wait();
+
+// The lock file's name for the GPU with this PCI bus id: "gpu-0000-18-00.0.lock".
+std::string gpu_lock_name(const std::string& bus_id);
+
+// The lock could not be taken: the folder or the file is not what it must be, or it stayed held
+// for the whole wait (the message names the holder's process where this machine says).
+class DeviceLockError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
 
 class DeviceLock {
 public:
     DeviceLock() = default;
-    // flock() needs no write permission, so the file is opened for reading: another user's lock
-    // file opens as well as one's own. It is created exclusively where missing, because a sticky
-    // folder refuses O_CREAT on another user's file (fs.protected_regular).
-    explicit DeviceLock(const std::filesystem::path& path) {
-        for (int attempt = 0; fd_ < 0 && attempt < 100; ++attempt) {
-            fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-            if (fd_ < 0 && errno == ENOENT) {
-                fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                             0644);
-            }
-            if (fd_ < 0 && errno != ENOENT && errno != EEXIST) {
-                break;
-            }
-        }
-        if (fd_ < 0) {
-            throw std::runtime_error("cannot open the device lock " + path.string() + ": " +
-                                     std::strerror(errno));
-        }
-        while (::flock(fd_, LOCK_EX) != 0) {
-            if (errno != EINTR) {
-                throw std::runtime_error("cannot lock " + path.string());
-            }
-        }
-    }
-    ~DeviceLock() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    DeviceLock(DeviceLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    DeviceLock& operator=(DeviceLock&& other) noexcept {
-        if (this != &other) {
-            if (fd_ >= 0) {
-                ::close(fd_);
-            }
-            fd_ = std::exchange(other.fd_, -1);
-        }
-        return *this;
-    }
-    bool held() const { return fd_ >= 0; }
+    // Takes the lock `name` in `folder`, creating it where missing, and waits at most `wait` for
+    // whoever holds it. Throws DeviceLockError.
+    DeviceLock(const LockFolder& folder, const std::string& name, std::chrono::milliseconds wait);
+    DeviceLock(DeviceLock&& other) noexcept = default;
+    DeviceLock& operator=(DeviceLock&& other) noexcept = default;
     DeviceLock(const DeviceLock&) = delete;
     DeviceLock& operator=(const DeviceLock&) = delete;
 
+    bool held() const { return file_.valid(); }
+
 private:
-    int fd_ = -1;
+    Descriptor file_;
 };
+
+// Who holds the flock() on the file open as `fd`, from /proc/locks: "process 4242 (grader) of
+// user 1000 (alice)"; empty where no holder is listed.
+std::string lock_holder(int fd);
 
 }  // namespace grader

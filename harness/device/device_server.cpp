@@ -13,13 +13,21 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <exception>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "common/kernel_ids.hpp"
+#include "compile/compile.hpp"
 #include "device/wire.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
 
 namespace grader {
 namespace {

@@ -6,16 +6,29 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <deque>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "compile/compile.hpp"
+#include "device/device.hpp"
 #include "device/device_server.hpp"
 #include "device/wire.hpp"
+#include "exercise/exercise.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
 
 namespace grader {
 namespace {

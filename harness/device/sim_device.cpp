@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <set>
+#include <string_view>
 
+#include "common/kernel_ids.hpp"
 #include "measure/outputs.hpp"
 
 namespace grader {

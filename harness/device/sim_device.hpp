@@ -4,10 +4,19 @@
 // on the CPU (drawn from the whole grid by the grade's seed), shared-memory traffic counted as the
 // hardware counts it, and modeled costs in place of times where the exercise allows.
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
+#include "compile/compile.hpp"
 #include "device/device.hpp"
+#include "exercise/exercise.hpp"
+#include "model/measurements.hpp"
 #include "sim/sim.hpp"
 
 namespace grader {

@@ -3,10 +3,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <map>
+#include <utility>
 
+#include "exercise/exercise.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
 
 namespace grader::wire {
 namespace {

@@ -2,12 +2,21 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "common/files.hpp"
+#include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "exercise/yaml_file.hpp"

@@ -4,6 +4,8 @@
 #include "exercise/exercise.hpp"
 
 #include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "exercise/exercise_reading.hpp"
 #include "model/bank_model.hpp"

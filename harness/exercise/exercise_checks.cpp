@@ -4,10 +4,19 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <optional>
 #include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
+#include "common/kernel_ids.hpp"
 #include "common/text.hpp"
+#include "exercise/exercise.hpp"
 #include "exercise/exercise_reading.hpp"
+#include "exercise/yaml_file.hpp"
 
 namespace grader::exercise_reading {
 

@@ -4,9 +4,24 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
 #include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
+#include "common/kernel_ids.hpp"
+#include "exercise/exercise.hpp"
 #include "exercise/exercise_reading.hpp"
+#include "exercise/yaml_file.hpp"
 
 namespace grader::exercise_reading {
 

@@ -1,9 +1,16 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
 
 #include "exercise/exercise.hpp"
 #include "exercise/exercise_reading.hpp"
+#include "exercise/yaml_file.hpp"
 
 // The exercise file: every fault is the instructor's, thrown at once as an ExerciseError (the CLI
 // exits 2 with its file, line, column and field). Its sections are read by exercise_kernels.cpp,

@@ -5,10 +5,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <limits>
+#include <optional>
 #include <set>
+#include <string>
+#include <string_view>
 #include <tuple>
+#include <vector>
 
+#include "common/kernel_ids.hpp"
+#include "exercise/exercise.hpp"
 #include "exercise/exercise_reading.hpp"
+#include "exercise/yaml_file.hpp"
 
 namespace grader::exercise_reading {
 

@@ -1,12 +1,26 @@
 #include "grade/explain.hpp"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
+#include "common/kernel_ids.hpp"
 #include "compile/compile.hpp"
+#include "device/device.hpp"
 #include "device/sim_device.hpp"
 #include "grade/grade.hpp"
 #include "grade/sources.hpp"
+#include "grade/stage.hpp"
 #include "measure/outputs.hpp"
+#include "model/explanation.hpp"
+#include "model/measurements.hpp"
 #include "sim/sim.hpp"
 
 namespace grader {

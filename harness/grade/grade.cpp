@@ -1,5 +1,6 @@
 #include "grade/grade.hpp"
 
+#include <errno.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,14 +14,18 @@
 #include <random>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "checks/checks.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "grade/protocol.hpp"
+#include "grade/stage.hpp"
 #include "isolation/child.hpp"
+#include "model/explanation.hpp"
 #include "model/json.hpp"
+#include "model/measurements.hpp"
 
 namespace grader {
 namespace {

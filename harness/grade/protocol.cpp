@@ -2,8 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string_view>
 
+#include "common/kernel_ids.hpp"
 #include "model/json.hpp"
 #include "text/text_safety.hpp"
 

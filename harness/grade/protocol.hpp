@@ -15,8 +15,12 @@
 //   {"type":"interruption","value":{...}}
 //   {"type":"explanation","value":{...}}       grader explain's lane tables
 
+#include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "exercise/exercise.hpp"
 #include "grade/stage.hpp"

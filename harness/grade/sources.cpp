@@ -1,8 +1,12 @@
 #include "grade/sources.hpp"
 
+#include <cstddef>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 #include "common/files.hpp"
+#include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 
 namespace grader {

@@ -1,7 +1,9 @@
 #include "grade/stage.hpp"
 
 #include <algorithm>
+#include <string_view>
 
+#include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 
 namespace grader {

@@ -4,26 +4,40 @@
 
 #include "grade/worker.hpp"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
 
 #include "checks/checks.hpp"
+#include "common/kernel_ids.hpp"
 #include "common/version.hpp"
 #include "compile/compile.hpp"
 #include "compile/compile_cache.hpp"
 #include "counters/counters.hpp"
+#include "device/device.hpp"
 #include "device/sim_device.hpp"
 #include "grade/explain.hpp"
 #include "grade/grade.hpp"
 #include "grade/pipeline.hpp"
 #include "grade/sources.hpp"
+#include "grade/stage.hpp"
 #include "measure/outputs.hpp"
 #include "measure/statistics.hpp"
+#include "model/measurements.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {

@@ -1,5 +1,7 @@
 #include "isolation/child.hpp"
 
+#include <bits/types/idtype_t.h>
+#include <bits/types/siginfo_t.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -10,11 +12,13 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <memory>
 #include <numeric>
 #include <random>
+#include <utility>
 
 namespace grader {
 namespace {

@@ -2,6 +2,8 @@
 
 // Times several launches against each other on one stream the harness owns.
 
+#include <cuda.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -1,7 +1,9 @@
 #include "measure/outputs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 
 namespace grader {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <iosfwd>
+#include <utility>
 
 namespace grader {
 

@@ -4,6 +4,7 @@
 // the measurements' form is what the worker process sends back to the grader.
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"

@@ -1,8 +1,13 @@
 // `grader explain`'s lane tables, from the Explanation value the worker sent.
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include "model/explanation.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"

@@ -1,5 +1,8 @@
+#include <optional>
 #include <string>
+#include <string_view>
 
+#include "model/report.hpp"
 #include "report/writers.hpp"
 
 namespace grader {

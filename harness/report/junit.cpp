@@ -2,8 +2,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "model/measurements.hpp"
+#include "model/report.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"

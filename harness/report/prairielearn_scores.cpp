@@ -1,6 +1,7 @@
 #include "report/prairielearn_scores.hpp"
 
 #include "common/text.hpp"
+#include "model/report.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {

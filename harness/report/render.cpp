@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <optional>
+#include <utility>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"

@@ -4,10 +4,12 @@
 // words every format uses. Internal to harness/report. Text from outside the grader is made safe
 // by text/text_safety.hpp, where each writer puts it into its format.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "report/writers.hpp"
 

@@ -1,7 +1,14 @@
 // `grader sweep`'s table: the exercise's own kernels on this machine, and the calibration.
 
-#include <cstdio>
+#include "model/sweep.hpp"
 
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/measurements.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"

@@ -1,6 +1,7 @@
 #include "sim/banks.hpp"
 
 #include <algorithm>
+#include <memory>
 
 namespace grader::sim {
 

@@ -9,6 +9,7 @@
 //    addresses pack into the hardware's half- and quarter-warp phases.
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

@@ -4,15 +4,22 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "sim/banks.hpp"
 #include "sim/executor.hpp"
+#include "sim/program.hpp"
+#include "sim/races.hpp"
+#include "sim/sim.hpp"
 
 namespace grader::sim::detail {
 

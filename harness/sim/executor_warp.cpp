@@ -10,6 +10,7 @@
 
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
+#include "sim/sim.hpp"
 
 namespace grader::sim::detail {
 

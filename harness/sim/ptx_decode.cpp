@@ -4,8 +4,10 @@
 
 #include "sim/ptx_decode.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 

@@ -3,6 +3,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "sim/program.hpp"
 #include "sim/ptx_decode.hpp"

@@ -2,11 +2,15 @@
 // table of opcodes.def) and the modifier chains that follow them.
 
 #include <algorithm>
+#include <cstddef>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
+#include "sim/program.hpp"
 #include "sim/ptx_decode.hpp"
 #include "sim/ptx_parser.hpp"
 

@@ -4,13 +4,17 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "sim/program.hpp"
 #include "sim/ptx_parser.hpp"
+#include "sim/sim.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader::sim::detail {

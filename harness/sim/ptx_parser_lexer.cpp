@@ -1,12 +1,15 @@
 // PTX text to tokens, and the literals tokens hold (integers, immediates). See ptx_parser.hpp.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sim/program.hpp"
 #include "sim/ptx_parser.hpp"
+#include "sim/sim.hpp"
 
 namespace grader::sim::detail {
 

@@ -2,10 +2,19 @@
 // summary, the cost model.
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "sim/program.hpp"
 #include "sim/sim.hpp"

@@ -10,6 +10,7 @@
 // ("\x1b", "\u0085", "\u202e"): it is shown, never obeyed, and never silently dropped.
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>

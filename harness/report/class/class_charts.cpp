@@ -8,13 +8,17 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
+#include "model/report.hpp"
 #include "report/class/class_detail.hpp"
 #include "text/text_safety.hpp"
 
@@ -450,7 +454,9 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     html << "<section class=\"card\" aria-labelledby=\"ratio-chart-title\">\n"
          << "<h2 id=\"ratio-chart-title\">" << escape_html(title) << "</h2>\n";
 
-    const auto [low_power, high_power] = y_powers(summary);
+    // Named values, not a structured binding: a lambda may not capture a binding before C++20.
+    const std::pair<int, int> powers = y_powers(summary);
+    const int low_power = powers.first, high_power = powers.second;
 
     const double view_width = 960, view_height = 460;
     const double left = 64, right = 16, top_margin = 44, bottom = 70;

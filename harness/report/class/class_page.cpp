@@ -6,14 +6,18 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
+#include "model/report.hpp"
 #include "report/class/class_charts.hpp"
 #include "report/class/class_detail.hpp"
 #include "report/class/markup.hpp"

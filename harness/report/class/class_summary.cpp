@@ -8,12 +8,22 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
 #include "report/class/class_detail.hpp"
 #include "report/class_outputs.hpp"
 #include "text/text_safety.hpp"

@@ -1,7 +1,12 @@
+#include <algorithm>
+#include <cstddef>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/text.hpp"
+#include "model/report.hpp"
 #include "report/class/class_detail.hpp"
 #include "report/class_outputs.hpp"
 #include "text/text_safety.hpp"

@@ -1,5 +1,8 @@
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/text.hpp"
