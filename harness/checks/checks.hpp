@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exercise/exercise.hpp"
+#include "model/diagnosis.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "model/sweep.hpp"
@@ -68,6 +69,10 @@ inline constexpr std::size_t kMaxDetailsPerCheck = 12;
 inline constexpr std::size_t kMaxDetailBytes = 1000;
 void collapse_details(CheckResult& check, std::size_t max_details = kMaxDetailsPerCheck,
                       std::size_t max_bytes = kMaxDetailBytes);
+
+// "submission.yaml:5:60", FILE:LINE:COLUMN as compilers write it (editors and Colab link it):
+// the file's own name, never the grading machine's path; empty where there is no file.
+std::string shown_location(const SourceLocation& location);
 
 // The fix a race line names: "put __syncthreads() between probe.cu:25:9 and probe.cu:34:9" from
 // "... read ... at probe.cu:34:9, which ... wrote at probe.cu:25:9 with no __syncthreads()

@@ -4,10 +4,23 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "checks/checks.hpp"
+#include "common/kernel_ids.hpp"
 #include "common/text.hpp"
+#include "exercise/exercise.hpp"
 #include "model/describe.hpp"
+#include "model/diagnosis.hpp"
+#include "model/measurements.hpp"
+#include "model/report.hpp"
 
 namespace grader {
 namespace {
@@ -24,21 +37,6 @@ Diagnosis make(Cause cause, std::string what, std::string fix = {}, std::string 
     diagnosis.fix = std::move(fix);
     diagnosis.where = std::move(where);
     return diagnosis;
-}
-
-// "submission.yaml:17:28": the file's own name, as compilers write it.
-std::string where_text(const SourceLocation& location) {
-    if (location.file.empty()) {
-        return {};
-    }
-    std::string text = std::filesystem::path(location.file).filename().string();
-    if (location.line > 0) {
-        text += ":" + std::to_string(location.line);
-        if (location.column > 0) {
-            text += ":" + std::to_string(location.column);
-        }
-    }
-    return text;
 }
 
 // An exercise's hint ("Keep the signature exactly: ...") as the fix after a semicolon.
@@ -234,13 +232,13 @@ private:
                 });
             if (blanks == 1) {
                 return make(Cause::blank_answers, blank->field + ": " + blank->message, {},
-                            where_text(blank->location));
+                            shown_location(blank->location));
             }
             return make(Cause::blank_answers,
                         std::to_string(blanks) + " answers in " + exercise_.submission_answers +
                             " still blank (first: " + blank->field + ")",
-                        "fill in each, starting at " + where_text(blank->location),
-                        where_text(blank->location));
+                        "fill in each, starting at " + shown_location(blank->location),
+                        shown_location(blank->location));
         }
         if (submission_.problems.empty()) {
             return std::nullopt;
@@ -248,7 +246,7 @@ private:
         const SubmissionProblem& first = submission_.problems.front();
         return make(Cause::malformed_answers,
                     (first.field.empty() ? "" : first.field + ": ") + first.message, {},
-                    where_text(first.location));
+                    shown_location(first.location));
     }
 
     std::optional<Diagnosis> compile_abi() const {
@@ -265,7 +263,7 @@ private:
         if (!c.vetting_problems.empty()) {
             const SourceProblem& first = c.vetting_problems.front();
             return make(Cause::forbidden_source, first.message, {},
-                        where_text({exercise_.submission_source, first.line, first.column}));
+                        shown_location({exercise_.submission_source, first.line, first.column}));
         }
         if (c.attempted && !c.ok) {
             const std::string error = first_error(c.log);
@@ -469,7 +467,7 @@ private:
                             name + ": you predicted " + std::to_string(*row.predicted_degree) +
                                 "; " + model,
                             as_fix(fill_template(spec_.hint, {})),
-                            where_text(row.predicted_location));
+                            shown_location(row.predicted_location));
             }
         }
         return make(Cause::blank_answers, first_detail());
@@ -655,6 +653,20 @@ Cause folder_cause(const Report& report) {
 }
 
 }  // namespace
+
+std::string shown_location(const SourceLocation& location) {
+    if (location.file.empty()) {
+        return {};
+    }
+    std::string text = std::filesystem::path(location.file).filename().string();
+    if (location.line > 0) {
+        text += ":" + std::to_string(location.line);
+        if (location.column > 0) {
+            text += ":" + std::to_string(location.column);
+        }
+    }
+    return text;
+}
 
 std::optional<Diagnosis> diagnose_check(const Exercise& exercise, const CheckSpec& spec,
                                         const CheckResult& check, const Submission& submission,

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/describe.hpp"
+#include "model/diagnosis.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
@@ -77,17 +79,8 @@ void not_run(CheckResult& check, const std::string& reason) {
     check.message = "Not run: " + reason + ".";
 }
 
-// "submission.yaml:5:60", FILE:LINE:COLUMN as compilers write it (editors and Colab link it):
-// the file's own name, never the grading machine's path.
 std::string where(const SourceLocation& location) {
-    std::string text = std::filesystem::path(location.file).filename().string();
-    if (location.line > 0) {
-        text += ":" + std::to_string(location.line);
-        if (location.column > 0) {
-            text += ":" + std::to_string(location.column);
-        }
-    }
-    return text;
+    return shown_location(location);
 }
 
 // Failing items first, so the summary and a reader's eye land on what went wrong.

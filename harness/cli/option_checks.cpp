@@ -2,7 +2,11 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstddef>
+#include <exception>
+#include <functional>
 #include <optional>
+#include <system_error>
 
 #include "text/text_safety.hpp"
 

@@ -17,6 +17,7 @@
 #include "exercise/exercise.hpp"
 #include "exercise/exercise_reading.hpp"
 #include "exercise/yaml_file.hpp"
+#include "model/diagnosis.hpp"
 
 namespace grader::exercise_reading {
 

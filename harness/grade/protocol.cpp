@@ -8,6 +8,7 @@
 #include <map>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "common/kernel_ids.hpp"
 #include "model/json.hpp"
