@@ -28,6 +28,10 @@
 #   lock      the GPU's lock against another local user (issue 32 item 4): its folder and file
 #             modes, the user nobody unable to open or replace it, a held lock waited for 3 s
 #             and the holder named, a squatted folder refused, a team's shared folder
+#   slips     what each slip of the example costs on the GPU (scripts/slips.py, issue 33): a
+#             decimal comma, a unit, a blank sentence give 15/15 PASS with a note; a wrong
+#             prediction 14/15 PASS; the placeholder id 14/15 FAIL; a misnamed file names the
+#             rename; each report's second line is its diagnosis
 # Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on).
 set -uo pipefail
 root=$(pwd)
@@ -36,7 +40,7 @@ shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
   sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
-            corpus lock)
+            corpus lock slips)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -358,9 +362,14 @@ print(f"* differs from the hand verdict: simulator {differ['simulator']} grades,
 EOF
 }
 
+run_slips() {
+  section "slips: what each slip of student/example costs on the GPU (scripts/slips.py)"
+  python3 scripts/slips.py "$grader" --seed 7 | tee "$out/slips.txt"
+}
+
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock)
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|slips)
       "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac

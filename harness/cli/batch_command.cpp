@@ -33,6 +33,7 @@
 #include "batch/shard.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
+#include "cli/option_checks.hpp"
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
@@ -446,18 +447,18 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->add_option("-j,--jobs", options->jobs,
                      "Submissions graded at once (default: on GPUs, 4 per GPU within half the "
                      "CPU cores; with --own-contexts or on the simulator, GPUs + 1; at least 2)")
-        ->check(CLI::PositiveNumber);
+        ->check(at_least_one("jobs"));
     command
         ->add_option("--timeout", options->timeout,
                      "Seconds a kernel stage may run before it is stopped (default: the "
                      "exercise's limit; on a GPU the student's runs of a case stop sooner, at "
                      "50 times the reference's time and at least 1 s)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_seconds());
     command
         ->add_option("--devices", options->devices,
                      "GPU indices to use, e.g. 0,1 (default: every visible GPU)")
         ->delimiter(',')
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative_index("a GPU index"));
     command
         ->add_option("--backend", options->backend,
                      "auto (cuda where a GPU is visible, else the PTX simulator, chosen once "

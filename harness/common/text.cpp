@@ -108,6 +108,23 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     return row[b.size()];
 }
 
+std::optional<std::string> nearest_name(std::string_view typed,
+                                        const std::vector<std::string>& candidates) {
+    std::optional<std::string> best;
+    std::size_t best_distance = 0;
+    for (const std::string& candidate : candidates) {
+        const std::size_t distance = edit_distance(typed, candidate);
+        if (!best || distance < best_distance) {
+            best = candidate;
+            best_distance = distance;
+        }
+    }
+    if (!best || best_distance == 0 || best_distance > 2 || 2 * best_distance >= typed.size()) {
+        return std::nullopt;
+    }
+    return best;
+}
+
 std::uint64_t fnv1a(std::string_view bytes, std::uint64_t hash) {
     for (const char c : bytes) {
         hash ^= static_cast<unsigned char>(c);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/kernel_ids.hpp"
+#include "model/diagnosis.hpp"
 
 namespace grader {
 
@@ -169,6 +170,8 @@ struct DiagnosisRule {
     std::optional<double> counted_degree_at_least;
     std::optional<int> static_shared_bytes_above;
     std::string message;
+    // The root cause it names (`cause: old_width`); the check's generic one where not given.
+    std::optional<Cause> cause;
 };
 
 enum class CheckKind {
@@ -346,8 +349,10 @@ struct Exercise {
     // `platforms.prairielearn`: how PrairieLearn's results file treats an ungradable submission.
     PrairieLearnPolicy prairielearn;
     // `scoring.kernel_points_without_answers`: the share of their points the kernel's checks
-    // (compile, outputs, timings, counted degree) earn while the answers file is incomplete. The
-    // starter kit's kernel is the lesson's own, so at 1 an untouched kit would take most points.
+    // (compile, outputs, timings, counted degree) earn while the answers file holds none of the
+    // student's answers (missing, or every value still blank). The starter kit's kernel is the
+    // lesson's own, so at 1 an untouched kit would take most points. A slip in answers the
+    // student wrote costs the answers' own points, never these.
     double kernel_points_without_answers = 0.5;
 };
 
@@ -367,6 +372,9 @@ struct SubmissionRow {
     std::optional<int> predicted_degree;
     std::optional<double> measured;  // as the student wrote it (a ratio, or a percentage)
     SourceLocation location;
+    // Where each value is written, for a check that points at it: "submission.yaml:17:28".
+    SourceLocation predicted_location;
+    SourceLocation measured_location;
 };
 
 struct Submission {
@@ -376,6 +384,16 @@ struct Submission {
     std::vector<SubmissionRow> rows;
     std::string sentence;
     std::vector<SubmissionProblem> problems;  // empty when the answers file is complete and valid
+    // Values read as the student meant them though not written as asked (a decimal comma, a
+    // unit after the number), each saying how it was read and how to write it: not problems.
+    std::vector<SubmissionProblem> notes;
+    // How many predicted and measured values the rows hold, right or wrong: 0 for the untouched
+    // starter kit, whose answers are all blank.
+    int answers_given = 0;
+    // The file is there but could not be read (not YAML, not UTF-8, too large): what the student
+    // answered is unknown, so it is not taken for the untouched kit.
+    bool unreadable = false;
+    bool missing = false;  // there is no answers file at all
     // Why the answers file was never read (the grader stopped before it): then nothing can be
     // said of it, neither pass nor fail. Empty when it was read.
     std::string unread_reason;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 
 namespace grader {
 namespace {
@@ -14,7 +15,7 @@ struct CauseEntry {
 };
 
 // One row a cause: its key (never changed once published), its title and who acts on it.
-constexpr std::array<CauseEntry, 38> kCauses = {{
+constexpr std::array<CauseEntry, 39> kCauses = {{
     {Cause::empty_folder, "empty_folder", "an empty folder", CauseArea::folder},
     {Cause::files_one_folder_down, "files_one_folder_down", "the files are one folder down",
      CauseArea::folder},
@@ -24,8 +25,8 @@ constexpr std::array<CauseEntry, 38> kCauses = {{
     {Cause::missing_answers_file, "missing_answers_file", "no answers file", CauseArea::folder},
     {Cause::missing_files, "missing_files", "neither the kernel nor the answers file",
      CauseArea::folder},
-    {Cause::forbidden_source, "forbidden_source", "a forbidden #include or directive",
-     CauseArea::source},
+    {Cause::forbidden_source, "forbidden_source",
+     "a source the grader refuses (an #include, a directive, not UTF-8)", CauseArea::source},
     {Cause::compile_syntax_error, "compile_syntax_error", "compile error: syntax",
      CauseArea::source},
     {Cause::compile_undefined_name, "compile_undefined_name", "compile error: an undefined name",
@@ -35,8 +36,11 @@ constexpr std::array<CauseEntry, 38> kCauses = {{
     {Cause::wrong_signature, "wrong_signature", "wrong kernel signature", CauseArea::source},
     {Cause::missing_barrier, "missing_barrier", "missing __syncthreads() (a race)",
      CauseArea::kernel},
+    {Cause::shared_write_race, "shared_write_race", "lanes store to one word (a race)",
+     CauseArea::kernel},
     {Cause::off_by_one_guard, "off_by_one_guard", "off-by-one output guard", CauseArea::kernel},
-    {Cause::unwritten_tile, "unwritten_tile", "reads tile words never written", CauseArea::kernel},
+    {Cause::unwritten_tile, "unwritten_tile", "reads tile words before any thread wrote them",
+     CauseArea::kernel},
     {Cause::skipped_reads, "skipped_reads", "skipped reads", CauseArea::kernel},
     {Cause::wrong_output, "wrong_output", "wrong outputs", CauseArea::kernel},
     {Cause::ignores_stride, "ignores_stride", "ignores the stride", CauseArea::kernel},
@@ -46,7 +50,7 @@ constexpr std::array<CauseEntry, 38> kCauses = {{
     {Cause::no_shared_tile, "no_shared_tile", "no shared tile", CauseArea::kernel},
     {Cause::wrong_conflict_degree, "wrong_conflict_degree", "wrong conflict degree",
      CauseArea::kernel},
-    {Cause::timing_out_of_order, "timing_out_of_order", "times out of the model's order",
+    {Cause::timing_out_of_order, "timing_out_of_order", "times that do not follow the model",
      CauseArea::kernel},
     {Cause::kernel_fault, "kernel_fault", "the kernel faulted", CauseArea::kernel},
     {Cause::kernel_timeout, "kernel_timeout", "the kernel ran past its time limit",
@@ -134,13 +138,28 @@ const std::vector<Cause>& all_causes() {
 }
 
 std::string to_sentence(const Diagnosis& diagnosis) {
-    if (diagnosis.fix.empty()) {
-        return diagnosis.what;
+    std::string what = diagnosis.what;
+    // The place leads where neither part names it: "submission.yaml:17:39: stride 8: ...".
+    if (!diagnosis.where.empty() && what.find(diagnosis.where) == std::string::npos &&
+        diagnosis.fix.find(diagnosis.where) == std::string::npos) {
+        what = what.empty() ? diagnosis.where : diagnosis.where + ": " + what;
     }
-    if (diagnosis.what.empty()) {
+    if (diagnosis.fix.empty()) {
+        return what;
+    }
+    if (what.empty()) {
         return diagnosis.fix;
     }
-    return diagnosis.what + "; " + diagnosis.fix;
+    return what + "; " + diagnosis.fix;
+}
+
+std::string to_line(const Diagnosis& diagnosis) {
+    std::string title(cause_title(diagnosis.cause));
+    if (!title.empty() && title[0] >= 'a' && title[0] <= 'z') {
+        title[0] = static_cast<char>(title[0] - 'a' + 'A');
+    }
+    const std::string sentence = to_sentence(diagnosis);
+    return sentence.empty() ? title : title + ": " + sentence;
 }
 
 }  // namespace grader

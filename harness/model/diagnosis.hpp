@@ -22,7 +22,7 @@ enum class Cause {
     missing_answers_file,   // no answers file (submission.yaml)
     missing_files,          // neither
     // The kernel's source, before it runs.
-    forbidden_source,        // an #include or directive a submission may not use
+    forbidden_source,        // refused before compiling: an #include, a directive, not UTF-8
     compile_syntax_error,    // NVRTC: expected a ";", unbalanced braces, ...
     compile_undefined_name,  // NVRTC: identifier "x" is undefined
     compile_type_error,      // NVRTC: a type or an argument that does not fit
@@ -30,8 +30,9 @@ enum class Cause {
     wrong_signature,         // compiled, but not with the exercise's ABI
     // The kernel, as it ran.
     missing_barrier,          // a shared-memory race: no __syncthreads() between a write and a read
+    shared_write_race,        // lanes of one store write different values to one word
     off_by_one_guard,         // the output guard skips the last element or writes one past the end
-    unwritten_tile,           // reads shared words the kernel never wrote
+    unwritten_tile,           // reads shared words before any thread wrote them
     skipped_reads,            // fewer reads than the exercise asks for (a fast row by doing less)
     wrong_output,             // the outputs are not the oracle's, for another reason
     ignores_stride,           // every stride reads alike (a broadcast, a constant index)
@@ -88,7 +89,10 @@ struct Diagnosis {
     std::string check;
 };
 
-// The diagnosis as one sentence: "what; fix", or "what" alone.
+// The diagnosis as one sentence: "what; fix", or "what" alone, led by where unless either part
+// names the place already.
 std::string to_sentence(const Diagnosis& diagnosis);
+// The diagnosis as a report's line: "Missing __syncthreads() (a race): what; fix".
+std::string to_line(const Diagnosis& diagnosis);
 
 }  // namespace grader

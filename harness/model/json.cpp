@@ -99,6 +99,8 @@ const char* to_string(FolderProblem::Kind kind) {
             return "one_folder_down";
         case FolderProblem::Kind::other_exercise:
             return "other_exercise";
+        case FolderProblem::Kind::misnamed_file:
+            return "misnamed_file";
     }
     return "empty";
 }
@@ -407,6 +409,7 @@ void from_json(const json& j, FolderProblem& v) {
     const std::string kind = j.value("kind", "");
     v.kind = kind == "other_exercise"    ? FolderProblem::Kind::other_exercise
              : kind == "one_folder_down" ? FolderProblem::Kind::one_folder_down
+             : kind == "misnamed_file"   ? FolderProblem::Kind::misnamed_file
                                          : FolderProblem::Kind::empty;
     read(j, "detail", v.detail);
     read(j, "message", v.message);

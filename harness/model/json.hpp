@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "model/diagnosis.hpp"
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"

@@ -80,12 +80,13 @@ struct SentenceReview {
 };
 
 // Why a folder holds no work for this exercise, where the folder alone shows it: nothing in it,
-// the files one folder down, or another exercise's kernel file. Each is a cause of its own, with
-// its own advice (the message), apart from a file missing among others.
+// the files one folder down, another exercise's kernel file, or a file the exercise needs under
+// another name ("Probe.cu", "submission.yml"). Each is a cause of its own, with its own advice
+// (the message), apart from a file missing among others.
 struct FolderProblem {
-    enum class Kind { empty, one_folder_down, other_exercise };
+    enum class Kind { empty, one_folder_down, other_exercise, misnamed_file };
     Kind kind = Kind::empty;
-    std::string detail;   // the inner folder's name, or the other exercise's id
+    std::string detail;   // the inner folder's name, the other exercise's id, or the misnamed file
     std::string message;  // what the student reads: what is wrong and what to do
 };
 const char* to_string(FolderProblem::Kind kind);

@@ -128,6 +128,9 @@ std::optional<RootCause> missing_files(const Report& report) {
                                  "Another exercise's work (" + problem->detail +
                                      "): graded as this one; grade it with --exercise " +
                                      problem->detail + " or move it to that exercise's class"};
+            case FolderProblem::Kind::misnamed_file:
+                return RootCause{"folder:misnamed_file",
+                                 "A file under another name (" + problem->detail + ")"};
         }
     }
     std::string source;
