@@ -1311,8 +1311,8 @@ TEST_CASE("each failing student is under one root cause, the diagnosis, not the 
         REQUIRE(erin != nullptr);
         CHECK((*erin)[column("cause")] == "skipped reads");
         CHECK(erin->back() ==
-              "skipped reads: thread 0 of block 0 held 1024 at stride 8, not 2048: the kernel "
-              "skipped half of its reads; make every thread's 2048 reads");
+              "skipped reads: probe.cu:31:9: thread 0 of block 0 held 1024 at stride 8, not "
+              "2048: the kernel skipped half of its reads; make every thread's 2048 reads");
         CHECK((*row_for_folder(*rows, "alice"))[column("cause")] == "");
         CHECK(row_for_folder(*rows, "grace")->back().find("the GPU did not answer") !=
               std::string::npos);
