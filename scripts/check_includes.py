@@ -178,7 +178,7 @@ def main():
         return 1 if unplaced else 0
     for relative in sorted(missing):
         for line, why in sorted(missing[relative].items()):
-            print(f"check_includes: {relative}: add {line}" + (f"  // for {why}" if why else ""),
+            print(f"check_includes: {relative}: add {line}" + (f"  // {why}" if why else ""),
                   file=sys.stderr)
     if missing:
         print(f"check_includes: {len(missing)} files lean on headers they do not include "

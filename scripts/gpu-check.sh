@@ -9,7 +9,11 @@
 #   padding   Part 2: grader sweep and a grade of student/padding/example/ (the lesson's table)
 #   fixtures  every fixture of both exercises through grader grade (tests/test_gpu_fixtures)
 #   hostile   every hostile submission (tests/fixtures/hostile) through grader grade on the GPU
-#   counters  CUPTI: tests/test_counters as this user, then as the user nobody (the fallback)
+#   counters  CUPTI: tests/test_counters as this user, then as the user nobody (the fallback):
+#             every access width's counted degree (wavefronts over wavefronts less bank
+#             conflicts) and global sectors per request against the simulator's and the
+#             hand-worked ones (tests/fixtures/kernels/vector_tile_accesses.cu), and a grade's
+#             note on the simulator's witness, compared at the grid's scale
 #   bench     issue 19's table (scripts/bench/table_bench.py): 20 grades of each exercise's
 #             example (the probe also without counters) and the class of 100 through grader
 #             batch, beside the grader from before (.carry/before/bin/grader, made by
@@ -18,16 +22,29 @@
 #   isolation a faulting, a hanging and a trapping kernel between two correct ones in one batch
 #   class     the class of 100 through grader batch; SIGKILL midway and --resume
 #   share     two batches sharing one GPU at once; --devices 0,0
-#   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh)
+#   ncu       Nsight Compute against the simulator (scripts/ncu-compare.sh): shared wavefronts,
+#             instructions and bank conflicts, global requests and sectors, for the probe, the
+#             lesson's transposes, every access width and Part 2's fixtures of issue 31
 #   shards    the class of 100 as one task per GPU of this machine (batch --shard I/N with
 #             CUDA_VISIBLE_DEVICES=I, as Slurm runs them), merged, against one batch on every GPU
 #   corpus    every kernel of tests/fixtures/corpus (real kernels by other people) graded at the
 #             manifest's seeds on the simulator and on the GPU (tests/test_corpus, both suites):
 #             a table of each one's hand-set verdict beside what each backend gave; JSON in
 #             OUT_DIR/corpus-sim.json and OUT_DIR/corpus-cuda.json
+#   serve     grader serve (scripts/bench/serve_bench.py): five Part 1 self-checks with the queue
+#             empty (upload to the simulator's report and to the GPU's), then 300 students in one
+#             minute, ten of them ten times: waits, fairness, none lost, the service's memory;
+#             one "goal PASS|MISS" line per goal of issue 35; every attempt's times in
+#             OUT_DIR/serve/serve-bench.json
 #   lock      the GPU's lock against another local user (issue 32 item 4): its folder and file
 #             modes, the user nobody unable to open or replace it, a held lock waited for 3 s
 #             and the holder named, a squatted folder refused, a team's shared folder
+#   behaviours what a kernel can observe of the GPU (scripts/bench/h200_behaviours.cu): %warpid,
+#             shared leftovers, block order, %gridid, NaN results, __fdividef's range, the
+#             approximate instructions against the correctly rounded results (their per-mantissa
+#             differences into OUT_DIR/approx/), %globaltimer's steps, shared and local addresses,
+#             cudaMalloc's placement, %clock_hi/%pm/%envreg, unwritten registers, reads past a
+#             buffer's end; the simulator's model of each is docs/simulator-fidelity.md
 #   slips     what each slip of the example costs on the GPU (scripts/slips.py, issue 33): a
 #             decimal comma, a unit, a blank sentence give 15/15 PASS with a note; a wrong
 #             prediction 14/15 PASS; the placeholder id 14/15 FAIL; a misnamed file names the
@@ -40,7 +57,7 @@ shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
   sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
-            corpus lock slips)
+            corpus lock serve behaviours slips)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -121,7 +138,7 @@ EOF
 
 run_counters() {
   section "CUPTI counters (tests/test_counters) as $(id -un)"
-  "$root/$build/tests/test_counters" 2>&1 | tail -80
+  "$root/$build/tests/test_counters" 2>&1 | tail -140
   section "CUPTI counters and a grade as the user nobody"
   chmod -R a+rX "$root" 2>/dev/null
   as_nobody "$root/$build/tests/test_counters" 2>&1 | tail -40
@@ -137,6 +154,43 @@ for note in r["environment"]["notes"]:
     print("note:", note)
 print("count sources:", sorted({row["count_source"] for row in r["rows"] if row["count_source"]}))
 EOF
+  # What a grade says of its counts (issue 31, issue 30 item 4): each row's counted degree and
+  # global sectors per request, the counted-degree check's details (the witness note must be
+  # absent where the GPU and the simulator agree at the grid's scale), the lines.
+  section "counted degrees, sectors and the witness note in a grade, as $(id -un)"
+  local submission name
+  for submission in student/example/ tests/fixtures/padding/float4_swizzled \
+                    tests/fixtures/padding/diluted_column_read \
+                    tests/fixtures/padding/idle_tile_strided_writes; do
+    name=$(basename "$submission")
+    local extra=()
+    [ "${submission#tests/fixtures/padding}" != "$submission" ] && extra=("${padding[@]}")
+    "$grader" grade "$submission" "${extra[@]}" --seed 7 --format json \
+      --output "$scratch/counts-$name.json" --quiet
+    echo "$submission: exit status $?"
+    cp "$scratch/counts-$name.json" "$out/counts-$name.json" 2>/dev/null
+    python3 - "$scratch/counts-$name.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("  verdict:", r["verdict"], r["score"], "/", r["max_score"])
+for row in r["rows"]:
+    print(f"  {row['kernel']:10s} stride {row['stride']:2d}  degree {row['counted_degree']} "
+          f"(ld {row.get('counted_load_degree')}, st {row.get('counted_store_degree')}, "
+          f"{row['count_source']})  sectors/request ld {row.get('global_load_sectors_per_request')} "
+          f"st {row.get('global_store_sectors_per_request')}  ratio {row['ratio']}")
+for check in r["checks"]:
+    if check.get("kind") == "counted_degree":
+        print("  counted-degree check:", check["status"])
+        for detail in check["details"]:
+            print("    ", detail)
+for row in r["rows"]:
+    for line in row.get("shared_lines", []):
+        print(f"  line {line['file']}:{line['line']} {'st' if line['store'] else 'ld'} "
+              f"{8 * line['bytes_per_lane']}-bit stride {row['stride']}: degree {line['degree']}")
+    if row.get("shared_lines"):
+        break
+EOF
+  done
 }
 
 run_bench() {
@@ -261,6 +315,15 @@ print("students", len(a), "verdicts equal to one batch:", sum(a[k] == b.get(k) f
 PY
 }
 
+run_behaviours() {
+  section "what a kernel can observe of this GPU (scripts/bench/h200_behaviours.cu)"
+  mkdir -p "$out/approx"
+  nvcc -O2 -arch=native -o "$scratch/behaviours" scripts/bench/h200_behaviours.cu &&
+    "$scratch/behaviours" "$out/approx"
+  gzip -f "$out"/approx/*.delta 2>/dev/null
+  ls -l "$out/approx"
+}
+
 # One grade of student/example/ as JSON into $1, with the rest of the line before the grader (an
 # environment, as_nobody); prints its exit status, wall, verdict and interruption.
 lock_grade() {
@@ -362,14 +425,21 @@ print(f"* differs from the hand verdict: simulator {differ['simulator']} grades,
 EOF
 }
 
+run_serve() {
+  section "grader serve: a self-check with the queue empty, then 300 students in one minute (scripts/bench/serve_bench.py)"
+  python3 "$root/scripts/bench/serve_bench.py" "$grader" "$out/serve" --students 300 --heavy 10 \
+    --per-heavy 10 --minute 60 --self-checks 5
+  echo "exit status: $?"
+}
+
 run_slips() {
   section "slips: what each slip of student/example costs on the GPU (scripts/slips.py)"
-  python3 scripts/slips.py "$grader" --seed 7 | tee "$out/slips.txt"
+  python3 "$root/scripts/slips.py" "$grader" --seed 7 | tee "$out/slips.txt"
 }
 
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|slips)
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|slips)
       "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac

@@ -40,8 +40,11 @@ if [ -z "$nvcc" ]; then
 fi
 say "CUDA toolkit: $nvcc ($("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
 
+# grader serve: Boost.Beast (header-only), SQLite, minizip, zlib and OpenSSL, each linked
+# statically into the binary (harness/serve/CMakeLists.txt says why these).
 packages=(cmake ninja-build g++ pkg-config
-          libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev)
+          libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+          libboost-dev libsqlite3-dev libminizip-dev zlib1g-dev libssl-dev)
 optional=()
 if [ "$with_tests" = 1 ]; then
   # xmllint checks the JUnit report against its schema; python3 reads the Gradescope and

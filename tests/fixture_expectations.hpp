@@ -149,6 +149,9 @@ inline void check_grade(const GraderRun& run, const YAML::Node& expected, const 
             CHECK(interruption.value("students_fault", false) == stop["students_fault"].as<bool>());
         }
     }
+    if (const auto score = field(expected, overrides, "score")) {
+        CHECK(run.report.value("score", -1.0) == doctest::Approx(score.as<double>()));
+    }
     if (const auto limit = field(expected, overrides, "kernel_output_max_bytes")) {
         CHECK(run.report.value("kernel_output", "").size() <= limit.as<std::size_t>() + 64);
     }

@@ -827,7 +827,11 @@ TEST_CASE("a batch's outputs are the instructor's alone, and the group's with --
             modes[entry.path().lexically_relative(output).string()] = mode_of(entry.path());
         }
         CHECK(modes.size() > 12);
-        for (const auto& [name, mode] : modes) {
+        for (const auto& entry : modes) {
+            // A named copy: CAPTURE takes its argument into a lambda, which a structured binding
+            // cannot be before C++20.
+            const std::string& name = entry.first;
+            const unsigned mode = entry.second;
             CAPTURE(name);
             const bool folder = fs::is_directory(output / name);
             // The batch's own lock is never anyone else's.

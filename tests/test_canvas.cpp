@@ -4,16 +4,25 @@
 // read back as its GradebookImporter reads it.
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "batch/batch.hpp"
 #include "batch/canvas.hpp"
 #include "grader_run.hpp"
+#include "model/report.hpp"
 #include "report/canvas_gradebook.hpp"
+#include "report/class_outputs.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 using namespace grader::testing;

@@ -18,6 +18,7 @@
 #include "checks/checks.hpp"
 #include "exercise/exercise.hpp"
 #include "model/bank_model.hpp"
+#include "model/diagnosis.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "test_paths.hpp"
@@ -335,6 +336,35 @@ TEST_CASE("a kernel fault is the student's failure and keeps what ran before it"
     CHECK(any_detail_contains(check(report, "accumulator"), "stride 4"));
     CHECK(check(report, "predicted_degrees").passed());
     CHECK(check(report, "ordering").not_run());
+}
+
+TEST_CASE("a grade the kernel stopped scores alike on both backends: no counted degree on either") {
+    // The traps fixture: stride 1 runs, stride 3 traps. A GPU counts after timing, which the
+    // grade never reached; the simulator had counted stride 1 as it ran. Both score 6 of 15.
+    for (const std::string backend : {"cuda", "sim"}) {
+        CAPTURE(backend);
+        Measurements m = measured(h200_like_ratio);
+        m.environment.backend = backend;
+        m.environment.gpu_available = backend == "cuda";
+        m.runs.erase(std::remove_if(
+                         m.runs.begin(), m.runs.end(),
+                         [](const KernelRun& r) { return r.kernel == "student" && r.stride > 1; }),
+                     m.runs.end());
+        for (auto& run : m.runs) {
+            run.timing.reset();
+            run.ratio.reset();
+            if (backend == "cuda") {
+                run.counts.reset();
+            }
+        }
+        m.interruption = Interruption{
+            StopKind::fault, "run student stride 3",
+            "probeSharedStride (student) failed at stride 3: the kernel executed trap", true};
+        const Report report = evaluate(day15(), correct_answers(), m, "t");
+        CHECK(report.verdict == Verdict::fail);
+        CHECK(check(report, "counted_degrees").not_run());
+        CHECK(report.score == doctest::Approx(6.0));
+    }
 }
 
 TEST_CASE("a compile failure fails every kernel check with the reason, and nothing else is lost") {
@@ -962,7 +992,8 @@ TEST_CASE("the diagnosis names the root cause and its fix, not the symptom") {
                  {"probe.cu:35:5: error: expected a \";\"", Cause::compile_syntax_error},
                  {"probe.cu(2): error: this declaration has no storage class or type specifier",
                   Cause::compile_error}}) {
-            CAPTURE(log);
+            const std::string shown = log;  // a named copy: clang captures no binding
+            CAPTURE(shown);
             Measurements m;
             m.environment.backend = "sim";
             m.student.attempted = true;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fixtures/class/synthetic_class.hpp"
+#include "model/diagnosis.hpp"
 #include "model/report.hpp"
 #include "report/class_outputs.hpp"
 #include "test_paths.hpp"

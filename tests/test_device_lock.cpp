@@ -5,11 +5,13 @@
 // skipped, visibly, elsewhere.
 
 #include <doctest/doctest.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,10 +20,13 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "device/device_lock.hpp"
+#include "test_paths.hpp"
 
 namespace {
 

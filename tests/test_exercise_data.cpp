@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <type_traits>
@@ -181,7 +183,8 @@ TEST_CASE("the modeled ratios Part 1 keeps for the copy flag are the simulator's
     const json report =
         graded(kSource / "student" / "example", {}, scratch / "modeled-ratios.json");
     for (const auto& [stride, kept] : exercise.simulator.modeled_ratios) {
-        CAPTURE(stride);
+        const int shown = stride;  // a named copy: clang captures no binding
+        CAPTURE(shown);
         bool found = false;
         for (const json& row : report["rows"]) {
             if (row["kernel"] == "reference" && row["stride"] == stride) {

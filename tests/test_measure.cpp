@@ -124,24 +124,45 @@ TEST_CASE("a NaN never passes, and an element left at the poison is never writte
     CHECK(std::isnan(result.first_bad_value));
 }
 
-TEST_CASE("only elements the oracle or the kernel wrote are compared: the simulator's few blocks") {
+TEST_CASE(
+    "where the oracle ran a few blocks, values are compared there and every element written") {
+    // The simulator: the kernel ran every block of four; the oracle, block 2.
     std::vector<float> expected(1024, kPoison);
-    std::vector<float> outputs(1024, kPoison);
-    for (int t = 512; t < 768; ++t) {  // block 2 of four ran, in both
+    std::vector<float> outputs(1024, 1.0f);
+    for (int t = 512; t < 768; ++t) {
         expected[t] = 3.0f;
         outputs[t] = 3.0f;
     }
-    OutputComparison result = compare_outputs("hidden", outputs, expected, per_thread(256));
+    grader::OutputPlacement sampled = per_thread(256);
+    sampled.oracle_blocks = 1;
+    sampled.grid_blocks = 4;
+    OutputComparison result = compare_outputs("hidden", outputs, expected, sampled);
     CHECK(result.ok);
     CHECK(result.elements == 256);
-    SUBCASE("a write where the oracle wrote nothing is wrong, and says so") {
-        outputs[10] = 1.0f;
-        result = compare_outputs("hidden", outputs, expected, per_thread(256));
+    CHECK(result.compared_blocks == 1);
+    SUBCASE("an element no block wrote is wrong, wherever it lies, and says so") {
+        outputs[10] = kPoison;
+        result = compare_outputs("hidden", outputs, expected, sampled);
         CHECK_FALSE(result.ok);
         CHECK(*result.first_bad == 10);
-        CHECK(std::isnan(result.first_bad_expected));
-        CHECK(grader::describe_wrong_output(0, result).find(
-                  "where the exercise's own kernel writes nothing") != std::string::npos);
+        CHECK(result.unwritten == 1);
+        CHECK(result.elements == 257);
+        CHECK(grader::describe_wrong_output(0, result) ==
+              "thread 10 (block 0, thread 10) was never written: no block of the grid wrote it; "
+              "1 of 257 threads wrong (the simulator compared 1 of the grid's 4 blocks)");
+    }
+    SUBCASE("a wrong value where the oracle wrote is wrong, whichever block wrote it") {
+        outputs[600] = 2.0f;
+        result = compare_outputs("hidden", outputs, expected, sampled);
+        CHECK_FALSE(result.ok);
+        CHECK(*result.first_bad == 600);
+        CHECK(result.first_bad_expected == 3.0);
+    }
+    SUBCASE("on a GPU the oracle ran every block: where it wrote nothing, nothing is expected") {
+        std::vector<float> none(1024, kPoison);
+        const OutputComparison gpu = compare_outputs("hidden", none, none, per_thread(256));
+        CHECK(gpu.elements == 0);
+        CHECK(gpu.unwritten == 0);
     }
 }
 

@@ -10,10 +10,12 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/bank_model.hpp"
 #include "model/describe.hpp"
+#include "model/diagnosis.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
@@ -51,7 +53,18 @@ TEST_CASE("measurements survive the worker's JSON channel, NaN values included")
     ones.first_bad_value = std::nan("");
     ones.first_bad_expected = 2048;
     run.outputs.push_back(ones);
-    run.counts = SharedAccessCounts{100, 800, 4, 4};
+    SharedAccessCounts counts;
+    counts.load_requests = 100;
+    counts.load_wavefronts = 800;
+    counts.load_ideal_wavefronts = 100;
+    counts.store_requests = 4;
+    counts.store_wavefronts = 16;  // 128-bit stores: 4 wavefronts each, the fewest
+    counts.store_ideal_wavefronts = 16;
+    counts.global_load_requests = 8;
+    counts.global_load_sectors = 32;
+    counts.blocks = 2;
+    counts.lines.push_back({"probe.cu", 34, false, 4, 100, 800, 100, 8.0});
+    run.counts = counts;
     run.races.push_back("probe.cu:12: word 7 written by warp 0, read by warp 1 with no barrier");
     TimingStats stats;
     stats.median_ms = 0.5;
@@ -71,6 +84,13 @@ TEST_CASE("measurements survive the worker's JSON channel, NaN values included")
     CHECK(ones_back->first_bad == std::optional<std::uint64_t>(1234));
     CHECK(std::isnan(ones_back->first_bad_value));
     CHECK(back.runs[0].counts->load_degree() == doctest::Approx(8.0));
+    CHECK(back.runs[0].counts->store_degree() == doctest::Approx(1.0));
+    CHECK(back.runs[0].counts->global_load_sectors_per_request() == doctest::Approx(4.0));
+    CHECK_FALSE(back.runs[0].counts->global_store_sectors_per_request());
+    CHECK(back.runs[0].counts->blocks == 2);
+    REQUIRE(back.runs[0].counts->worst_line() != nullptr);
+    CHECK(back.runs[0].counts->worst_line()->line == 34);
+    CHECK(back.runs[0].counts->launch_degree() == doctest::Approx(8.0));
     CHECK(back.runs[0].races.size() == 1);
     CHECK(back.interruption->kind == StopKind::timeout);
     CHECK(back.runs[0].timing->median_ms == doctest::Approx(0.5));
@@ -168,4 +188,69 @@ TEST_CASE("every cause has a key of its own that reads back, a title and an area
     CHECK(area_of(Cause::no_gpu) == CauseArea::machine);
     CHECK(area_of(Cause::wrong_prediction) == CauseArea::answers);
     CHECK_FALSE(cause_from_string("a_cause_from_a_newer_grader"));
+}
+
+TEST_CASE("a counted degree is wavefronts over the fewest the widths allow, of the worst line") {
+    SharedAccessCounts counts;
+    CHECK_FALSE(counts.load_degree());
+    CHECK_FALSE(counts.launch_degree());
+    // A conflict-free float4 store: 4 wavefronts per request, all of them the fewest.
+    counts.store_requests = 32;
+    counts.store_wavefronts = 128;
+    counts.store_ideal_wavefronts = 128;
+    // A launch's loads: 4 column reads of 32 wavefronts and 1,000 broadcasts, per warp.
+    counts.load_requests = 1004;
+    counts.load_wavefronts = 1128;
+    counts.load_ideal_wavefronts = 1004;
+    CHECK(*counts.store_degree() == doctest::Approx(1.0));
+    CHECK(*counts.load_degree() == doctest::Approx(1128.0 / 1004.0));
+    CHECK(*counts.launch_degree() == doctest::Approx(1128.0 / 1004.0));
+    counts.lines.push_back({"t.cu", 17, true, 16, 32, 128, 128, 1.0});
+    counts.lines.push_back({"t.cu", 24, false, 4, 1000, 1000, 1000, 1.0});
+    counts.lines.push_back({"t.cu", 32, false, 4, 4, 128, 4, 32.0});
+    counts.blocks = 2;
+
+    SUBCASE("the simulator's own count: its worst line") {
+        KernelRun run;
+        run.counts = counts;
+        run.count_source = "simulator";
+        const JudgedDegree judged = judged_degree(run, 100);
+        REQUIRE(judged.line != nullptr);
+        CHECK(judged.line->line == 32);
+        CHECK(*judged.degree == 32.0);
+        CHECK_FALSE(judged.confirmed_witness);
+    }
+    SUBCASE("a GPU's totals that confirm the simulator's witness: the witness's worst line") {
+        SharedAccessCounts gpu;  // the same accesses over a grid of 100 blocks, 4% more wavefronts
+        gpu.load_requests = 1004 * 50;
+        gpu.load_wavefronts = 1173 * 50;
+        gpu.load_ideal_wavefronts = 1004 * 50;
+        gpu.store_requests = 32 * 50;
+        gpu.store_wavefronts = 128 * 50;
+        gpu.store_ideal_wavefronts = 128 * 50;
+        CHECK(gpu.confirms(counts, 100));
+        KernelRun run;
+        run.counts = gpu;
+        run.count_source = "hardware";
+        run.witness = counts;
+        const JudgedDegree judged = judged_degree(run, 100);
+        CHECK(*judged.degree == 32.0);
+        CHECK(judged.confirmed_witness);
+        // Where ptxas merged loads (fewer instructions), or the witness's blocks do other work
+        // than the grid's, the GPU's totals stand alone.
+        run.counts->load_requests = 1004 * 25;
+        CHECK_FALSE(run.counts->confirms(counts, 100));
+        CHECK(judged_degree(run, 100).line == nullptr);
+        // Where the GPU's degrees are not the simulator's (its bank model missed something).
+        run.counts->load_requests = 1004 * 50;
+        run.counts->load_wavefronts = 2 * 1128 * 50;
+        CHECK_FALSE(run.counts->confirms(counts, 100));
+        CHECK(*judged_degree(run, 100).degree == doctest::Approx(2 * 1128.0 / 1004.0));
+    }
+    SUBCASE("counts written before the fewest were counted: wavefronts per request") {
+        SharedAccessCounts old;
+        old.load_requests = 10;
+        old.load_wavefronts = 80;
+        CHECK(*old.load_degree() == 8.0);
+    }
 }

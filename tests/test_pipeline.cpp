@@ -65,12 +65,18 @@ public:
         std::uint32_t blocks = 4;         // the grid, and so each launch's outputs
         // A run at which the device itself fails (throws), as a driver call outside any kernel.
         std::optional<std::pair<std::string, int>> device_fails_at;
+        // count() answers what a GPU counts of the lesson's probe over the fake's grid (`blocks`
+        // blocks of 256 threads: 16,384 shared loads and 64 stores each), with its loads merged
+        // in pairs by ptxas where merged_loads.
+        bool probe_counts = false;
+        bool merged_loads = false;
     };
     FakeDevice(const Exercise& exercise, Script script, std::vector<std::string>& events)
         : exercise_(exercise), script_(std::move(script)), events_(events) {}
 
     void describe(Environment& environment) const override {
         environment.device_name = "scripted fake device";
+        environment.grid_blocks = script_.blocks;
     }
     LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override {
         events_.push_back("load " + spec.id);
@@ -145,6 +151,19 @@ public:
         counts.counted = true;
         counts.description = "the fake's counters";
         for (const TimedCase& c : launches) {
+            if (script_.probe_counts) {
+                const std::uint64_t blocks = script_.blocks;
+                const auto degree = static_cast<std::uint64_t>(std::gcd(c.stride, 32));
+                SharedAccessCounts probe;
+                probe.load_requests = 16'384 * blocks / (script_.merged_loads ? 2 : 1);
+                probe.load_wavefronts = 16'384 * blocks * degree;
+                probe.load_ideal_wavefronts = 16'384 * blocks;
+                probe.store_requests = 64 * blocks;
+                probe.store_wavefronts = 64 * blocks;
+                probe.store_ideal_wavefronts = 64 * blocks;
+                counts.counts.push_back(probe);
+                continue;
+            }
             SharedAccessCounts shared;
             shared.load_requests = 100;
             shared.load_wavefronts = 100 * static_cast<std::uint64_t>(std::gcd(c.stride, 32));
@@ -1019,4 +1038,32 @@ TEST_CASE("the blame table: the student's wherever their code ran, the machine's
           std::string::npos);
     CHECK(to_string(student_run) == "run student stride 8");
     CHECK(to_string(Stage{Stage::Kind::run, "copy", 0}) == "run copy");
+}
+
+TEST_CASE("the GPU's count is compared with the simulator's witness at the grid's scale") {
+    // The witness runs 2 blocks of the student's probe on the simulator; the GPU counts its grid
+    // of 4. Compared block for block, the totals agree: no note, and the witness's lines judge.
+    FakeDevice::Script script;
+    script.probe_counts = true;
+    const Graded agreed = grade_with(script);
+    const KernelRun* run = agreed.seen.measurements.run("student", 8);
+    REQUIRE(run != nullptr);
+    CHECK(run->count_source == "hardware");
+    CHECK(run->count_note.empty());
+    REQUIRE(run->witness);
+    CHECK(run->witness->blocks == 2);
+    CHECK(run->witness->load_requests == 2 * 16'384);
+    CHECK(run->counts->confirms(*run->witness, agreed.seen.measurements.environment.grid_blocks));
+
+    // Where ptxas merged the loads in pairs, the note says so, both counts at the grid's scale.
+    script.merged_loads = true;
+    const Graded merged = grade_with(script);
+    run = merged.seen.measurements.run("student", 8);
+    REQUIRE(run != nullptr);
+    CHECK(run->count_note ==
+          "The GPU counted 32,768 instructions in 524,288 wavefronts of shared loads over the "
+          "grid's 4 blocks where the simulator counted 32,768 instructions in 262,144 wavefronts "
+          "in the PTX of 2 of them, 65,536 instructions in 524,288 wavefronts at the grid's "
+          "scale: ptxas merged neighbouring accesses into wider ones, so there are fewer "
+          "instructions for the same wavefronts and no access's degree changed.");
 }

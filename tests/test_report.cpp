@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include "common/text.hpp"
 #include "grader_run.hpp"
 #include "model/describe.hpp"
+#include "model/explanation.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
@@ -521,7 +523,7 @@ TEST_CASE("a wrong thread the check names once for several strides is not listed
     CHECK(text_of(report).find("Outputs that held the wrong value") != std::string::npos);
 }
 
-TEST_CASE("a value that was never written reads as NaN (never written), never as nan") {
+TEST_CASE("a value that was never written reads as never written, never as nan") {
     Report report = failing_accumulator_report();
     OutputComparison& hidden = find_row(report, "student", 16)->outputs[1];
     hidden.ok = false;
@@ -530,8 +532,8 @@ TEST_CASE("a value that was never written reads as NaN (never written), never as
     hidden.first_bad_value = std::nan("");
     hidden.first_bad_expected = 14237;
     for (const auto& text : {unwrapped(text_of(report)), grader::write_markdown(report)}) {
-        CHECK(text.find("hidden input, stride 16: thread 0 (block 0, thread 0) holds NaN (the "
-                        "output or the tile word was never written), expected 14237; 256 of "
+        CHECK(text.find("hidden input, stride 16: thread 0 (block 0, thread 0) was never "
+                        "written: no block of the grid wrote it (expected 14237); 256 of "
                         "270336 threads wrong") != std::string::npos);
         CHECK_FALSE(std::regex_search(text, std::regex(R"(\bnan\b)")));
     }
@@ -728,7 +730,8 @@ TEST_CASE("the simulator's environment section names no driver and no SMs it doe
 }
 
 TEST_CASE("on the simulator a grade whose rows have no modeled cost does not claim modeled costs") {
-    // Part 2 on the simulator: its timing needs a GPU, so no row carries a ratio.
+    // An exercise whose timing needs a GPU (simulator.modeled_timing: false): no row carries a
+    // ratio on the simulator.
     Report report = simulated_report();
     for (auto& row : report.rows) {
         row.ratio.reset();
@@ -753,7 +756,7 @@ TEST_CASE("the JSON report is the schema, indented by two, and reads back to the
     CHECK(text.rfind("{\n  \"", 0) == 0);
     const json parsed = json::parse(text);
     CHECK(parsed["schema"] == "gpu-course-grader/report");
-    CHECK(parsed["schema_version"] == 2);
+    CHECK(parsed["schema_version"] == 3);
     CHECK(parsed["verdict"] == "fail");
     CHECK(parsed["score"] == 9);
     const Report back = parsed.get<Report>();
@@ -1160,4 +1163,42 @@ TEST_CASE("the simulator's table says modeled, and shows no min-max spread of on
             CHECK(text.find(twice) == std::string::npos);
         }
     }
+}
+
+TEST_CASE("explain's lane table of a 128-bit access states the width's rule, words and banks") {
+    // The column read of a float4 tile[32][32]: lane L reads words 128L..128L+3, banks 0-3 for
+    // every lane; a quarter-warp's 8 lanes are served together, so each shares its banks with the
+    // 7 others of its quarter: 32 wavefronts where 4 is the fewest.
+    grader::ExplainedWarp warp;
+    warp.wavefronts = 32;
+    warp.ideal_wavefronts = 4;
+    warp.bytes_per_lane = 16;
+    warp.rule = "128-bit accesses: a wavefront carries 8 lanes' 128 bytes";
+    warp.banks =
+        "32 lanes of 128 bits (128 words in 4 banks) in 32 wavefronts, where 4 is the "
+        "fewest: 8-way conflict";
+    for (std::uint32_t lane = 0; lane < 32; ++lane) {
+        warp.lanes.push_back({true, 128ull * lane, 0, 0xffu << (lane / 8 * 8)});
+    }
+    grader::ExplainedLine line;
+    line.counts = {"transpose.cu", 27, false, 16, 64, 64 * 32, 64 * 4, 8.0};
+    line.max_degree = 8.0;
+    line.representative = warp;
+    grader::ExplainedStride stride;
+    stride.load_degree = 8.0;
+    stride.lines.push_back(line);
+    grader::Explanation explanation;
+    explanation.kernel_name = "transposeTiled";
+    explanation.source_name = "transpose.cu";
+    explanation.strides.push_back(stride);
+    const std::string text = grader::write_explanation_text(explanation, false);
+    CHECK(text.find("transpose.cu:27 (load, 128-bit): 8-way conflict, 32.00 wavefronts per "
+                    "request over 64 requests (4 at the fewest)") != std::string::npos);
+    CHECK(text.find("32 wavefronts, 4 at the fewest") != std::string::npos);
+    CHECK(text.find("128-bit accesses: a wavefront carries 8 lanes' 128 bytes") !=
+          std::string::npos);
+    CHECK(text.find("shares a bank in its quarter-warp with") != std::string::npos);
+    // Lane 9: words 1152-1155 in banks 0-3, beside the 7 other lanes of its quarter.
+    CHECK(text.find("   9      1152-1155      0-3  lanes 8,10,11,12,13,14,15") !=
+          std::string::npos);
 }

@@ -271,11 +271,18 @@ TEST_CASE("a kernel that never finishes ends with budget_exceeded") {
     CHECK(result.message.find("timed out") != std::string::npos);
 }
 
-TEST_CASE("an out-of-bounds global write is a fault naming the line and the thread") {
+TEST_CASE("a global write past what is mapped is a fault naming the line and the thread") {
     const std::string path = fixture("writes_past_the_end.cu");
     const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "past_end.cu"));
     sim::GlobalMemory memory;
-    const std::uint64_t out = memory.allocate(64 * sizeof(float));
+    // Past the end of a small buffer, a write lands in its 2 MiB granule, as on a GPU.
+    const std::uint64_t small = memory.allocate(64 * sizeof(float));
+    const auto landed = sim::launch(module, "writesPastTheEnd", {1, 1, 1}, {64, 1, 1},
+                                    {sim::param_bytes(small)}, memory, {});
+    CHECK(landed.status == sim::LaunchStatus::completed);
+    // Past the end of the granules, it faults: 64 floats at the end of a 2 MiB buffer.
+    const std::uint64_t granule = 2 << 20;
+    const std::uint64_t out = memory.allocate(granule) + granule - 64 * sizeof(float);
     const auto result = sim::launch(module, "writesPastTheEnd", {1, 1, 1}, {64, 1, 1},
                                     {sim::param_bytes(out)}, memory, {});
     REQUIRE(result.status == sim::LaunchStatus::fault);

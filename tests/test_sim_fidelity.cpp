@@ -67,32 +67,46 @@ WarpAndShared read_warp_and_shared(std::uint64_t seed, bool poison, std::uint32_
 
 }  // namespace
 
-TEST_CASE("%warpid is the warp's slot on its SM, stable, drawn per block; %nwarpid an SM's slots") {
-    constexpr std::uint32_t kBlocks = 8, kThreads = 256, kWarps = kThreads / 32;
-    bool some_block_not_at_slot_0 = false;
-    std::set<std::uint32_t> slot_counts;
-    for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+TEST_CASE("a block's %smid and %warpid are its place on a T4; %nwarpid and %nsmid the T4's") {
+    // The probe's grid: 160 blocks of 256, four to each of a T4's 40 SMs, all resident at once.
+    constexpr std::uint32_t kBlocks = 160, kThreads = 256, kWarps = kThreads / 32;
+    std::set<std::uint32_t> first_sms;
+    for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+        CAPTURE(seed);
         const auto got = read_warp_and_shared(seed, false, kBlocks, kThreads);
+        sim::GlobalMemory memory(seed);
+        const std::uint64_t out = memory.allocate(std::size_t{kBlocks} * kThreads * 2 * 4);
+        sim::LaunchOptions options;
+        options.clock_seed = seed;
+        const auto result = sim::launch(module(), "readsPlace", {kBlocks, 1, 1}, {kThreads, 1, 1},
+                                        {sim::param_bytes(out)}, memory, options);
+        REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+        const auto place =
+            read_back<std::uint32_t>(memory, out, std::size_t{kBlocks} * kThreads * 2);
+        std::set<std::pair<std::uint32_t, std::uint32_t>> places;
+        std::set<std::uint32_t> slots;
         for (std::uint32_t b = 0; b < kBlocks; ++b) {
-            const std::uint32_t* first = &got.values[std::size_t{b} * kThreads * 3];
-            const std::uint32_t first_slot = first[0];
-            const std::uint32_t slots = first[1];
-            CAPTURE(seed);
             CAPTURE(b);
-            CHECK((slots == 32 || slots == 48 || slots == 64));
+            const std::uint32_t sm = place[std::size_t{b} * kThreads * 2];
+            const std::uint32_t first_slot = place[std::size_t{b} * kThreads * 2 + 1];
+            CHECK(sm < 40);
             CHECK(first_slot % kWarps == 0);
-            CHECK(first_slot + kWarps <= slots);
-            some_block_not_at_slot_0 = some_block_not_at_slot_0 || first_slot != 0;
-            slot_counts.insert(slots);
+            CHECK(first_slot + kWarps <= 32);
+            places.insert({sm, first_slot});
+            slots.insert(first_slot);
             for (std::uint32_t t = 0; t < kThreads; ++t) {
-                const std::uint32_t* v = &got.values[(std::size_t{b} * kThreads + t) * 3];
-                if (v[0] != first_slot + t / 32 || v[1] != slots)
-                    FAIL("thread " << t << " of block " << b << " reads %warpid " << v[0]);
+                const std::size_t at = (std::size_t{b} * kThreads + t) * 2;
+                if (place[at] != sm || place[at + 1] != first_slot + t / 32)
+                    FAIL("thread " << t << " of block " << b << " reads %warpid " << place[at + 1]);
+                if (got.values[(std::size_t{b} * kThreads + t) * 3 + 1] != 32)
+                    FAIL("%nwarpid reads " << got.values[(std::size_t{b} * kThreads + t) * 3 + 1]);
             }
         }
+        CHECK(places.size() == kBlocks);  // no two resident blocks share an SM's warp slots
+        CHECK(slots == std::set<std::uint32_t>{0, 8, 16, 24});
+        first_sms.insert(place[0]);
     }
-    CHECK(some_block_not_at_slot_0);
-    CHECK(slot_counts.size() > 1);
+    CHECK(first_sms.size() > 1);  // where the grid starts varies with the seed
 }
 
 TEST_CASE("shared memory starts with leftovers that differ by block and by seed, or the poison") {

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

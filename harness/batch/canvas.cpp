@@ -5,12 +5,19 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <exception>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <system_error>
+#include <type_traits>
+#include <utility>
 
+#include "batch/batch.hpp"
 #include "common/text.hpp"
+#include "model/report.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {

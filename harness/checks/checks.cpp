@@ -285,9 +285,15 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
         row.ratio_min = run.ratio_min;
         row.ratio_max = run.ratio_max;
         if (run.counts) {
-            row.counted_degree = run.counts->load_degree();
+            row.counted_degree = judged_degree(run, m.environment.grid_blocks).degree;
+            row.counted_load_degree = run.counts->load_degree();
             row.counted_store_degree = run.counts->store_degree();
             row.count_source = run.count_source;
+            row.global_load_sectors_per_request = run.counts->global_load_sectors_per_request();
+            row.global_store_sectors_per_request = run.counts->global_store_sectors_per_request();
+            if (run.kernel == kStudent) {
+                row.shared_lines = run.witness ? run.witness->lines : run.counts->lines;
+            }
         }
         row.outputs = run.outputs;
         if (run.timing && !run.timing->modeled && run.timing->median_ms > 0 &&
@@ -392,7 +398,7 @@ Sweep summarize_sweep(const Exercise& exercise, const Measurements& m) {
         row.timing = run.timing;
         row.ratio = ratio_of(Case{run.kernel, run.stride});
         if (run.counts) {
-            row.counted_degree = run.counts->load_degree();
+            row.counted_degree = judged_degree(run, m.environment.grid_blocks).degree;
         }
         sweep.rows.push_back(row);
     }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -15,6 +16,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "checks/checks.hpp"
 #include "common/kernel_ids.hpp"
@@ -37,6 +39,54 @@ std::string ratio_text(const Exercise& exercise, double ratio) {
 }
 
 // "stride 3", or the kernel's label where there is no sweep.
+// " (128-bit)", or nothing for 32-bit accesses.
+std::string width_text(std::uint32_t bytes_per_lane) {
+    const std::string width = describe_access_width(bytes_per_lane);
+    return width.empty() ? width : " (" + width + ")";
+}
+
+// What a count of shared accesses says, with the width's fewest wavefronts: "32.00 wavefronts
+// per request where 1 is the fewest their width allows: a conflict degree of 32.00".
+std::string degree_sentence(std::uint64_t requests, std::uint64_t wavefronts,
+                            std::uint64_t ideal_wavefronts, double degree) {
+    const double per_request =
+        requests > 0 ? static_cast<double>(wavefronts) / static_cast<double>(requests) : 0.0;
+    if (ideal_wavefronts == 0) {
+        return format_number(per_request, 2) + " wavefronts per request";
+    }
+    const double fewest =
+        requests > 0 ? static_cast<double>(ideal_wavefronts) / static_cast<double>(requests) : 0.0;
+    return format_number(per_request, 2) + " wavefronts per request where " +
+           format_number(fewest, fewest == std::floor(fewest) ? 0 : 2) +
+           " is the fewest their width allows: a conflict degree of " + format_number(degree, 2);
+}
+
+// "the shared loads at probe.cu:34 counted ..." (the simulator's worst line).
+std::string counted_line_text(const SharedLineCounts& line) {
+    return std::string(line.store ? "the shared stores" : "the shared loads") + " at " +
+           describe_line_place(line.file, line.line) + width_text(line.bytes_per_lane) +
+           " counted " +
+           degree_sentence(line.requests, line.wavefronts, line.ideal_wavefronts, line.degree);
+}
+
+// "probe.cu:34, whose shared loads counted ..." (a line the simulator blames).
+std::string blamed_line_text(const SharedLineCounts& line) {
+    return describe_line_place(line.file, line.line) + ", whose shared " +
+           (line.store ? "stores" : "loads") + width_text(line.bytes_per_lane) + " counted " +
+           degree_sentence(line.requests, line.wavefronts, line.ideal_wavefronts, line.degree);
+}
+
+// "the shared loads counted ..." (a launch's totals).
+std::string counted_totals_text(bool stores, std::uint64_t requests, std::uint64_t wavefronts,
+                                std::uint64_t ideal_wavefronts) {
+    const double degree =
+        static_cast<double>(wavefronts) /
+        static_cast<double>(ideal_wavefronts > 0 ? ideal_wavefronts
+                                                 : std::max<std::uint64_t>(1, requests));
+    return std::string(stores ? "the shared stores" : "the shared loads") + " counted " +
+           degree_sentence(requests, wavefronts, ideal_wavefronts, degree);
+}
+
 std::string case_text(const Exercise& exercise, const Case& c) {
     if (c.stride > 0) {
         return "stride " + std::to_string(c.stride);
@@ -170,8 +220,8 @@ private:
                    "cannot grade timings (the machine is unfit, not your kernel)";
         }
         if (!timed && m_.environment.backend == "sim" && !exercise_.simulator.modeled_timing) {
-            return "timing needs a GPU for this exercise (the simulator's cost model leaves out "
-                   "global memory); the counted degree stands in";
+            return "timing needs a GPU for this exercise (its file sets simulator.modeled_timing: "
+                   "false); the counted degree stands in";
         }
         return {};
     }
@@ -518,22 +568,34 @@ private:
     }
 
     void counted_degree(const CheckSpec& spec, CheckResult& check) const {
+        // A GPU counts after the timing rounds (its counters replay the timed launches, and the
+        // simulator's witness is read at the same point); the simulator counts as each launch
+        // runs. A grade that stopped before its end has no count on a GPU, so it has none on the
+        // simulator either: one scoring policy whichever device ran it.
+        if (m_.interruption) {
+            not_run(check, why_student_not_run(m_));
+            return;
+        }
         int counted = 0;
         int counted_without_shared = 0;  // runs whose counts hold no shared load or store
         bool all_match = true;
         std::optional<double> worst;
         std::string source;
+        // On a GPU whose launch totals do not confirm the simulator's witness of the same
+        // source: the line the witness blames most, where it disagrees with the model.
+        std::optional<std::pair<double, std::string>> simulator_blames;
+        int judged_by_witness = 0;  // GPU runs judged by the witness's lines, which they confirm
         for (const auto& run : m_.runs) {
             if (run.kernel != spec.kernel || !run.counts) {
                 continue;
             }
-            const auto load = run.counts->load_degree();
-            const auto store = run.counts->store_degree();
-            if (!load && !store) {
+            const SharedAccessCounts& counts = *run.counts;
+            const JudgedDegree judged = judged_degree(run, m_.environment.grid_blocks);
+            if (!judged.degree) {
                 ++counted_without_shared;
                 continue;
             }
-            const double degree = std::max(load.value_or(0.0), store.value_or(0.0));
+            const double degree = *judged.degree;
             const Case subject{run.kernel, run.stride};
             const auto model = exercise_.model_degree(subject);
             if (!model) {
@@ -542,18 +604,54 @@ private:
             ++counted;
             source = run.count_source;
             worst = std::max(worst.value_or(0.0), degree);
-            if (std::abs(degree - *model) > std::max(0.01, spec.tolerance * *model)) {
+            judged_by_witness += judged.confirmed_witness ? 1 : 0;
+            const auto off_model = [&](double d) {
+                return std::abs(d - *model) > std::max(0.01, spec.tolerance * *model);
+            };
+            const std::string model_text =
+                "the model's degree is " +
+                (subject.stride > 0 ? "gcd(" + std::to_string(subject.stride) + ", " +
+                                          std::to_string(exercise_.banks) + ") = "
+                                    : std::string()) +
+                std::to_string(*model);
+            if (off_model(degree)) {
                 all_match = false;
-                const bool store_worse = store && store.value_or(0.0) > load.value_or(0.0);
-                check.details.push_back(
-                    case_text(exercise_, subject) + ": the " +
-                    (store_worse ? "shared stores" : "shared loads") + " counted " +
-                    format_number(degree, 2) + " wavefronts per request; the model's degree is " +
-                    (subject.stride > 0 ? "gcd(" + std::to_string(subject.stride) + ", " +
-                                              std::to_string(exercise_.banks) + ") = "
-                                        : std::string()) +
-                    std::to_string(*model));
+                std::string counted_text;
+                if (judged.line != nullptr) {
+                    counted_text = counted_line_text(*judged.line);
+                } else {
+                    const auto load = counts.load_degree();
+                    const auto store = counts.store_degree();
+                    const bool stores = store && store.value_or(0.0) > load.value_or(0.0);
+                    counted_text = counted_totals_text(
+                        stores, stores ? counts.store_requests : counts.load_requests,
+                        stores ? counts.store_wavefronts : counts.load_wavefronts,
+                        stores ? counts.store_ideal_wavefronts : counts.load_ideal_wavefronts);
+                }
+                check.details.push_back(case_text(exercise_, subject) + ": " + counted_text + "; " +
+                                        model_text);
             }
+            const SharedLineCounts* blamed =
+                judged.line == nullptr && run.witness ? run.witness->worst_line() : nullptr;
+            if (blamed != nullptr && off_model(blamed->degree)) {
+                const double how_far = std::abs(blamed->degree - *model) / *model;
+                if (!simulator_blames || how_far > simulator_blames->first) {
+                    simulator_blames = {how_far, case_text(exercise_, subject) +
+                                                     ": the simulator, running this source, "
+                                                     "blames " +
+                                                     blamed_line_text(*blamed) + "; " + model_text};
+                }
+            }
+        }
+        if (simulator_blames) {
+            check.details.push_back(simulator_blames->second);
+        }
+        if (judged_by_witness > 0) {
+            check.details.push_back(
+                "judged line by line: the GPU's launch totals confirm the simulator's count of "
+                "this source (the same shared instructions, degrees within " +
+                format_number(SharedAccessCounts::kWitnessTolerance * 100.0, 0) +
+                "%), so the simulator's lines are the GPU's");
         }
         if (counted == 0 && counted_without_shared > 0) {
             // The device counted, and the kernel touched no shared memory: the student's kernel

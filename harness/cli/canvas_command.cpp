@@ -4,16 +4,25 @@
 
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "batch/batch.hpp"
 #include "batch/canvas.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
+#include "model/report.hpp"
 #include "report/canvas_gradebook.hpp"
+#include "report/class_outputs.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader::cli {

@@ -1,7 +1,8 @@
 // `grader __launch`: compiles one kernel file with NVRTC and launches it once, on the GPU (for
 // Nsight Compute to count) or on the PTX simulator (--sim, printing the simulator's counts under
-// Nsight Compute's metric names). scripts/ncu-compare.sh puts the two side by side. Not for
-// students: hidden from --help.
+// Nsight Compute's metric names: shared memory's instructions, wavefronts and bank conflicts,
+// global memory's requests and sectors). scripts/ncu-compare.sh puts the two side by side. Not
+// for students: hidden from --help.
 //
 // Arguments follow the kernel's parameters in order (--arg, repeatable):
 //   buf=BYTES   a buffer of BYTES bytes filled with 1.0f
@@ -186,6 +187,23 @@ int launch_on_simulator(const LaunchCommandOptions& options, const CompiledKerne
                 scaled(c.shared_store_wavefronts));
     std::printf("smsp__sass_inst_executed_op_shared_st.sum,%llu\n",
                 scaled(c.shared_store_requests));
+    // Nsight Compute's conflicts: the wavefronts beyond the fewest each access's width allows.
+    std::printf("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,%llu\n",
+                scaled(c.shared_load_wavefronts - c.shared_load_ideal_wavefronts));
+    std::printf("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,%llu\n",
+                scaled(c.shared_store_wavefronts - c.shared_store_ideal_wavefronts));
+    // A warp-level request is one instruction: the grader's counter reads the SM's instruction
+    // counts, which share a replay pass with the shared-memory metrics.
+    std::printf("smsp__inst_executed_op_global_ld.sum,%llu\n", scaled(c.global_load_requests));
+    std::printf("smsp__inst_executed_op_global_st.sum,%llu\n", scaled(c.global_store_requests));
+    std::printf("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,%llu\n",
+                scaled(c.global_load_requests));
+    std::printf("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,%llu\n",
+                scaled(c.global_load_sectors));
+    std::printf("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,%llu\n",
+                scaled(c.global_store_requests));
+    std::printf("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,%llu\n",
+                scaled(c.global_store_sectors));
     std::printf("sim_warp_instructions,%llu\n", scaled(c.warp_instructions));
     return kExitPass;
 }

@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
     add_merge_command(app, global, run);
     add_canvas_command(app, global, run);
     add_explain_command(app, global, run);
+    add_serve_command(app, global, run);
+    add_tokens_command(app, global, run);
+    add_submit_command(app, global, run);
     add_worker_command(app, run);
     add_device_server_command(app, run);
     add_launch_command(app, run);

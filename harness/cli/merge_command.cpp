@@ -16,6 +16,7 @@
 
 #include "batch/batch.hpp"
 #include "batch/merge.hpp"
+#include "batch/shard.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
 #include "common/text.hpp"

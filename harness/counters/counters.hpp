@@ -49,17 +49,26 @@ std::string_view to_string(CounterAvailability availability);
 // the wavefront and bank-conflict counters are the same in both.
 enum class InstructionCounter {
     // smsp__inst_executed_op_shared_{ld,st}.sum, the SM's own counters (the instruction column of
-    // Nsight Compute's shared-memory table): every metric fits one replay pass.
+    // Nsight Compute's shared-memory table): the shared-memory metrics fit one replay pass, and
+    // global memory's sectors take a second.
     hardware,
     // smsp__sass_inst_executed_op_shared_{ld,st}.sum, the metrics scripts/ncu-compare.sh reads:
-    // counted by SASS patching, which does not share a pass with the L1 counters: two passes.
+    // counted by SASS patching, which does not share a pass with the L1 counters: three passes.
     sass,
 };
 
-// One launch's (or one range's) shared-memory totals. Metrics, loads first (stores: _op_st):
+// One launch's (or one range's) shared-memory totals, and global memory's beside them. Metrics,
+// loads first (stores: _op_st):
 //   instructions    smsp__inst_executed_op_shared_ld.sum (or smsp__sass_..., InstructionCounter)
 //   wavefronts      l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum
-//   bank conflicts  l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum
+//   bank conflicts  l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum: the wavefronts
+//                   beyond the fewest each access's width allows (Nsight Compute's ideal)
+//   global requests smsp__inst_executed_op_global_ld.sum (or smsp__sass_...): one request per
+//                   warp-level LDG, as l1tex__t_requests_pipe_lsu_mem_global_op_ld counts them,
+//                   from the SM's counters, which share a pass with the shared-memory ones
+//   global sectors  l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum (32 bytes each): an L1
+//                   counter that does not share a pass with the wavefronts, so a count takes two
+//                   passes (three with InstructionCounter::sass)
 struct SharedMemoryCounts {
     std::uint64_t load_instructions = 0;
     std::uint64_t load_wavefronts = 0;
@@ -67,9 +76,14 @@ struct SharedMemoryCounts {
     std::uint64_t store_instructions = 0;
     std::uint64_t store_wavefronts = 0;
     std::uint64_t store_bank_conflicts = 0;
+    std::uint64_t global_load_requests = 0;
+    std::uint64_t global_load_sectors = 0;
+    std::uint64_t global_store_requests = 0;
+    std::uint64_t global_store_sectors = 0;
 
-    // Wavefronts per instruction: for 32-bit accesses, the conflict degree (1 conflict free, 32
-    // for 32 lanes in one bank). 0 where there was no such instruction.
+    // The conflict degree: wavefronts over the fewest the widths allow (wavefronts less bank
+    // conflicts), 1 conflict free at every width, 32 for 32 lanes of 32 bits in one bank. 0 where
+    // there was no such instruction.
     double load_degree() const;
     double store_degree() const;
     bool operator==(const SharedMemoryCounts& other) const;
@@ -97,7 +111,7 @@ struct LineCounts {
     std::uint64_t instructions = 0;
     std::uint64_t wavefronts = 0;
     std::uint64_t ideal_wavefronts = 0;
-    double degree() const;  // wavefronts per instruction, as SharedMemoryCounts::load_degree
+    double degree() const;  // wavefronts over ideal wavefronts, as SharedMemoryCounts::load_degree
 };
 
 struct SourceLineCounts {
@@ -193,10 +207,13 @@ private:
 };
 
 // One line for a report where the GPU's (SASS) totals and the simulator's (PTX) totals of the
-// same source differ, saying why; empty where they agree. On sm_90 ptxas can merge neighbouring
-// shared loads into wider ones: fewer instructions, whose wavefronts follow the wider access's
-// rule (on an H200, two 2-way 32-bit loads became one conflict-free LDS.64).
-std::string difference_note(const SharedMemoryCounts& hardware,
-                            const SharedMemoryCounts& simulated);
+// same source differ, saying why; empty where they agree. The GPU counts every block of the
+// launch's grid (grid_blocks); the simulator counts the blocks it ran (simulated_blocks, 0: the
+// grid too), so its totals are compared at the grid's scale, as if every block did what those
+// did. On sm_90 ptxas can merge neighbouring shared loads into wider ones: fewer instructions,
+// whose wavefronts follow the wider access's rule (on an H200, two 2-way 32-bit loads became one
+// conflict-free LDS.64).
+std::string difference_note(const SharedMemoryCounts& hardware, std::uint64_t grid_blocks,
+                            const SharedMemoryCounts& simulated, std::uint64_t simulated_blocks);
 
 }  // namespace grader::counters

@@ -1,6 +1,7 @@
 // The plain values of counters.hpp: degrees, totals, and the note for a PTX/SASS difference.
 
 #include <cctype>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -29,29 +30,52 @@ std::string pair_text(std::uint64_t instructions, std::uint64_t wavefronts) {
     return grouped(instructions) + " instructions in " + grouped(wavefronts) + " wavefronts";
 }
 
-// The note for one kind of access (`kind` is "load" or "store"), empty where both agree.
+// `value` of `blocks` blocks, at the scale of `grid` blocks.
+std::uint64_t at_grid_scale(std::uint64_t value, std::uint64_t blocks, std::uint64_t grid) {
+    if (blocks == 0 || blocks == grid) {
+        return value;
+    }
+    return static_cast<std::uint64_t>(std::llround(
+        static_cast<double>(value) * static_cast<double>(grid) / static_cast<double>(blocks)));
+}
+
+// The note for one kind of access (`kind` is "load" or "store"), empty where both agree: the
+// simulator's count, of `simulated_blocks` of the grid, compared at the grid's scale.
 std::string kind_note(const char* kind, std::uint64_t gpu_instructions,
                       std::uint64_t gpu_wavefronts, std::uint64_t ptx_instructions,
-                      std::uint64_t ptx_wavefronts) {
-    if (gpu_instructions == ptx_instructions && gpu_wavefronts == ptx_wavefronts) {
+                      std::uint64_t ptx_wavefronts, std::uint64_t grid_blocks,
+                      std::uint64_t simulated_blocks) {
+    const std::uint64_t scaled_instructions =
+        at_grid_scale(ptx_instructions, simulated_blocks, grid_blocks);
+    const std::uint64_t scaled_wavefronts =
+        at_grid_scale(ptx_wavefronts, simulated_blocks, grid_blocks);
+    if (gpu_instructions == scaled_instructions && gpu_wavefronts == scaled_wavefronts) {
         return {};
     }
-    const std::string counts = "the GPU counted " + pair_text(gpu_instructions, gpu_wavefronts) +
-                               " of shared " + kind + "s where the simulator counted " +
-                               pair_text(ptx_instructions, ptx_wavefronts) + " in the PTX";
-    if (gpu_instructions < ptx_instructions && gpu_wavefronts == ptx_wavefronts) {
+    const bool scaled = simulated_blocks != 0 && simulated_blocks != grid_blocks;
+    const std::string counts =
+        "the GPU counted " + pair_text(gpu_instructions, gpu_wavefronts) + " of shared " + kind +
+        "s over the grid's " + grouped(grid_blocks) + " blocks where the simulator counted " +
+        (scaled ? pair_text(ptx_instructions, ptx_wavefronts) + " in the PTX of " +
+                      grouped(simulated_blocks) + " of them, " +
+                      pair_text(scaled_instructions, scaled_wavefronts) + " at the grid's scale"
+                : pair_text(ptx_instructions, ptx_wavefronts) + " in the PTX");
+    if (gpu_instructions < scaled_instructions && gpu_wavefronts == scaled_wavefronts) {
         return counts +
                ": ptxas merged neighbouring accesses into wider ones, so there are fewer "
                "instructions for the same wavefronts and no access's degree changed";
     }
-    if (gpu_instructions < ptx_instructions) {
+    if (gpu_instructions < scaled_instructions) {
         return counts +
                ": ptxas merged neighbouring accesses into wider ones (two 32-bit loads into one "
-               "64-bit load, say), whose wavefronts follow the wider access's rule, so compare "
-               "degrees line by line, not totals";
+               "64-bit load, say), whose wavefronts follow the wider access's rule, or the "
+               "blocks the simulator ran do more than the others; compare degrees line by line, "
+               "not totals";
     }
-    if (gpu_instructions > ptx_instructions) {
-        return counts + ": ptxas split or repeated some of the PTX's shared accesses";
+    if (gpu_instructions > scaled_instructions) {
+        return counts +
+               ": ptxas split or repeated some of the PTX's shared accesses, or the blocks the "
+               "simulator ran do less than the others";
     }
     return counts +
            ": the same instructions, but the GPU served them in other wavefronts than "
@@ -61,10 +85,14 @@ std::string kind_note(const char* kind, std::uint64_t gpu_instructions,
 }  // namespace
 
 double SharedMemoryCounts::load_degree() const {
-    return ratio(load_wavefronts, load_instructions);
+    return load_bank_conflicts < load_wavefronts
+               ? ratio(load_wavefronts, load_wavefronts - load_bank_conflicts)
+               : 0.0;
 }
 double SharedMemoryCounts::store_degree() const {
-    return ratio(store_wavefronts, store_instructions);
+    return store_bank_conflicts < store_wavefronts
+               ? ratio(store_wavefronts, store_wavefronts - store_bank_conflicts)
+               : 0.0;
 }
 
 bool SharedMemoryCounts::operator==(const SharedMemoryCounts& other) const {
@@ -73,11 +101,15 @@ bool SharedMemoryCounts::operator==(const SharedMemoryCounts& other) const {
            load_bank_conflicts == other.load_bank_conflicts &&
            store_instructions == other.store_instructions &&
            store_wavefronts == other.store_wavefronts &&
-           store_bank_conflicts == other.store_bank_conflicts;
+           store_bank_conflicts == other.store_bank_conflicts &&
+           global_load_requests == other.global_load_requests &&
+           global_load_sectors == other.global_load_sectors &&
+           global_store_requests == other.global_store_requests &&
+           global_store_sectors == other.global_store_sectors;
 }
 
 double LineCounts::degree() const {
-    return ratio(wavefronts, instructions);
+    return ratio(wavefronts, ideal_wavefronts);
 }
 
 SharedMemoryCounts SourceLineCounts::totals() const {
@@ -98,14 +130,14 @@ SharedMemoryCounts SourceLineCounts::totals() const {
     return totals;
 }
 
-std::string difference_note(const SharedMemoryCounts& hardware,
-                            const SharedMemoryCounts& simulated) {
-    const std::string loads =
-        kind_note("load", hardware.load_instructions, hardware.load_wavefronts,
-                  simulated.load_instructions, simulated.load_wavefronts);
-    const std::string stores =
-        kind_note("store", hardware.store_instructions, hardware.store_wavefronts,
-                  simulated.store_instructions, simulated.store_wavefronts);
+std::string difference_note(const SharedMemoryCounts& hardware, std::uint64_t grid_blocks,
+                            const SharedMemoryCounts& simulated, std::uint64_t simulated_blocks) {
+    const std::string loads = kind_note("load", hardware.load_instructions,
+                                        hardware.load_wavefronts, simulated.load_instructions,
+                                        simulated.load_wavefronts, grid_blocks, simulated_blocks);
+    const std::string stores = kind_note("store", hardware.store_instructions,
+                                         hardware.store_wavefronts, simulated.store_instructions,
+                                         simulated.store_wavefronts, grid_blocks, simulated_blocks);
     if (loads.empty() && stores.empty()) {
         return {};
     }

@@ -25,6 +25,10 @@ const std::vector<const char*>& shared_memory_metrics(InstructionCounter instruc
         "smsp__inst_executed_op_shared_st.sum",
         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+        "smsp__inst_executed_op_global_ld.sum",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+        "smsp__inst_executed_op_global_st.sum",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
     };
     static const std::vector<const char*> sass = {
         "smsp__sass_inst_executed_op_shared_ld.sum",
@@ -33,13 +37,17 @@ const std::vector<const char*>& shared_memory_metrics(InstructionCounter instruc
         "smsp__sass_inst_executed_op_shared_st.sum",
         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+        "smsp__sass_inst_executed_op_global_ld.sum",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+        "smsp__sass_inst_executed_op_global_st.sum",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
     };
     return instructions == InstructionCounter::sass ? sass : hardware;
 }
 
 SharedMemoryCounts counts_from_values(const std::vector<double>& values) {
     SharedMemoryCounts counts;
-    constexpr std::size_t kMetrics = 6;
+    constexpr std::size_t kMetrics = 10;
     if (values.size() != kMetrics) {
         throw std::invalid_argument("counts_from_values: " + std::to_string(values.size()) +
                                     " values for " + std::to_string(kMetrics) + " metrics");
@@ -50,6 +58,10 @@ SharedMemoryCounts counts_from_values(const std::vector<double>& values) {
     counts.store_instructions = as_count(values[3]);
     counts.store_wavefronts = as_count(values[4]);
     counts.store_bank_conflicts = as_count(values[5]);
+    counts.global_load_requests = as_count(values[6]);
+    counts.global_load_sectors = as_count(values[7]);
+    counts.global_store_requests = as_count(values[8]);
+    counts.global_store_sectors = as_count(values[9]);
     return counts;
 }
 

@@ -53,8 +53,12 @@ struct DeviceLaunch {
         unsupported,  // the simulator cannot run an instruction the kernel uses
     };
     End end = End::completed;
-    std::string message;                       // why it did not complete, naming where
-    std::vector<float> outputs;                // the output buffer after the launch
+    std::string message;         // why it did not complete, naming where
+    std::vector<float> outputs;  // the output buffer after the launch
+    // Where the device ran only some blocks of the grid (the simulator, for the exercise's
+    // kernels), how many: the outputs hold what they wrote and the poison elsewhere. 0: every
+    // block ran.
+    std::uint64_t blocks_run = 0;
     std::optional<SharedAccessCounts> counts;  // where the device counts as it runs
     std::vector<std::string> notes;            // what the device saw: unwritten reads
     // Shared-memory races the device saw, one sentence each (line, word, lanes), bounded: they

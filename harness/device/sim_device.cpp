@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include "common/kernel_ids.hpp"
 #include "measure/outputs.hpp"
@@ -68,12 +69,38 @@ std::string compute_capability_of(const std::string& arch) {
     return digits.substr(0, digits.size() - 1) + "." + digits.substr(digits.size() - 1);
 }
 
+// The launch's shared accesses per source line: the worst SharedAccessCounts::kMaxLines of them
+// (a kernel's lines are few; a generated one's could be thousands), in source order.
+std::vector<SharedLineCounts> line_counts(const sim::LaunchCounts& counts) {
+    std::vector<SharedLineCounts> lines;
+    for (const sim::SharedLineStats& stats : sim::shared_accesses_by_line(counts)) {
+        lines.push_back(line_counts_of(stats));
+    }
+    if (lines.size() > SharedAccessCounts::kMaxLines) {
+        std::stable_sort(lines.begin(), lines.end(),
+                         [](const auto& a, const auto& b) { return a.degree > b.degree; });
+        lines.resize(SharedAccessCounts::kMaxLines);
+        std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
+            return std::tie(a.file, a.line, a.store) < std::tie(b.file, b.line, b.store);
+        });
+    }
+    return lines;
+}
+
 SharedAccessCounts shared_counts(const sim::LaunchCounts& counts) {
     SharedAccessCounts shared;
     shared.load_requests = counts.shared_load_requests;
     shared.load_wavefronts = counts.shared_load_wavefronts;
+    shared.load_ideal_wavefronts = counts.shared_load_ideal_wavefronts;
     shared.store_requests = counts.shared_store_requests;
     shared.store_wavefronts = counts.shared_store_wavefronts;
+    shared.store_ideal_wavefronts = counts.shared_store_ideal_wavefronts;
+    shared.global_load_requests = counts.global_load_requests;
+    shared.global_load_sectors = counts.global_load_sectors;
+    shared.global_store_requests = counts.global_store_requests;
+    shared.global_store_sectors = counts.global_store_sectors;
+    shared.blocks = counts.blocks_executed;
+    shared.lines = line_counts(counts);
     return shared;
 }
 
@@ -92,11 +119,16 @@ DeviceLaunch::End end_of(const sim::LaunchResult& result) {
     return DeviceLaunch::End::fault;
 }
 
-std::string stop_message(const sim::LaunchResult& result, std::uint64_t budget) {
+std::string stop_message(const sim::LaunchResult& result, std::uint64_t budget,
+                         std::uint64_t block_budget) {
     switch (result.status) {
         case sim::LaunchStatus::budget_exceeded:
-            return "it did not finish within the simulator's instruction budget of " +
-                   std::to_string(budget) + " warp instructions" +
+            return (result.over_block_budget
+                        ? "block " + sim::dim_text(*result.over_block_budget) +
+                              " did not finish within the simulator's instruction budget of " +
+                              std::to_string(block_budget) + " warp instructions for one block"
+                        : "it did not finish within the simulator's instruction budget of " +
+                              std::to_string(budget) + " warp instructions") +
                    (result.last_location ? ", at " + sim::location_text(*result.last_location)
                                          : "");
         case sim::LaunchStatus::unsupported: {
@@ -120,29 +152,51 @@ sim::Dim3 block_at(const Dim3Spec& grid, std::uint64_t linear) {
 
 }  // namespace
 
+SharedLineCounts line_counts_of(const sim::SharedLineStats& stats) {
+    SharedLineCounts line;
+    line.file = stats.file;
+    line.line = stats.line;
+    line.store = stats.store;
+    line.bytes_per_lane = stats.bytes_per_lane;
+    line.requests = stats.requests;
+    line.wavefronts = stats.wavefronts;
+    line.ideal_wavefronts = stats.ideal_wavefronts;
+    line.degree = stats.degree;
+    return line;
+}
+
 sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::string& entry, const LaunchGeometry& geometry,
                            const std::vector<float>& input_words, int stride,
-                           const std::vector<sim::Dim3>& blocks, std::uint64_t budget,
-                           std::vector<float>* outputs, std::uint64_t clock_seed,
-                           bool poison_shared, std::vector<std::byte>* module_globals,
-                           SimBuffers* buffers) {
+                           const SimLaunchSettings& settings, std::vector<float>* outputs) {
     SimBuffers own;
-    SimBuffers& b = buffers != nullptr ? *buffers : own;
+    SimBuffers& b = settings.buffers != nullptr ? *settings.buffers : own;
+    const std::uint64_t clock_seed = settings.clock_seed;
     const std::uint64_t elements = output_elements(exercise, geometry);
     const std::size_t input_bytes = input_words.size() * sizeof(float);
-    if (!b.memory || b.input_bytes != input_bytes || b.output_elements != elements) {
+    if (!b.memory || b.output_elements != elements) {
         b.memory.emplace(clock_seed);
-        b.input = b.memory->allocate(input_bytes);
-        b.output = b.memory->allocate(elements * sizeof(float));
-        b.input_bytes = input_bytes;
+        b.inputs.clear();
+        b.output = 0;
         b.output_elements = elements;
     }
     sim::GlobalMemory& memory = *b.memory;
-    const std::uint64_t input = b.input;
+    SimBuffers::Input& in = b.inputs[input_words.data()];
+    if (in.bytes != input_bytes || in.address == 0) {
+        in.address = memory.allocate(input_bytes);
+        in.bytes = input_bytes;
+        in.intact = false;
+    }
+    if (b.output == 0) {
+        b.output = memory.allocate(elements * sizeof(float));
+    }
+    const std::uint64_t input = in.address;
     const std::uint64_t output = b.output;
-    memory.write(input, input_words.data(), input_bytes);
-    if (elements > 0) {
+    if (!in.intact) {
+        memory.write(input, input_words.data(), input_bytes);
+        in.intact = true;
+    }
+    if (elements > 0 && outputs != nullptr) {
         auto* words =
             reinterpret_cast<std::uint32_t*>(memory.find(output, elements * sizeof(float)));
         std::fill_n(words, elements, kOutputPoison);
@@ -150,16 +204,25 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     // What the launch allocates (the module's variables) goes when it ends.
     const std::uint64_t mark = memory.mark();
     sim::LaunchOptions options;
-    options.instruction_budget = budget;
-    options.blocks = blocks;
+    options.instruction_budget = settings.budget;
+    options.block_instruction_budget = settings.block_budget;
+    options.blocks = settings.blocks;
+    options.checked = settings.checked;
+    options.input_address = input;
+    options.input_bytes = input_bytes;
     options.clock_seed = clock_seed;
-    options.poison_shared = poison_shared;
-    options.module_globals = module_globals;
+    options.gpu = sim::GpuModel::for_arch(exercise.default_arch);
+    options.grid_id = settings.grid_id;
+    options.poison_shared = settings.poison_shared;
+    options.module_globals = settings.module_globals;
     const auto arguments = kernel_arguments(exercise, input, output, elements, stride);
     sim::LaunchResult result =
         sim::launch(module, entry, sim::Dim3{geometry.grid.x, geometry.grid.y, geometry.grid.z},
                     sim::Dim3{geometry.block.x, geometry.block.y, geometry.block.z}, arguments,
                     memory, options);
+    if (result.wrote_input) {
+        in.intact = false;  // the next launch gets its input again
+    }
     if (outputs != nullptr && result.status == sim::LaunchStatus::completed) {
         // Copied once, not zero-filled first (64 MiB for a Part 2 launch).
         const auto* words =
@@ -170,8 +233,8 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     return result;
 }
 
-SimDevice::SimDevice(const Exercise& exercise, std::uint64_t seed)
-    : exercise_(exercise), seed_(seed) {}
+SimDevice::SimDevice(const Exercise& exercise, std::uint64_t seed, StudentBlocks student_blocks)
+    : exercise_(exercise), seed_(seed), student_blocks_(student_blocks) {}
 
 void SimDevice::describe(Environment& environment) const {
     environment.gpu_available = false;
@@ -197,8 +260,10 @@ void SimDevice::describe(Environment& environment) const {
     std::snprintf(share, sizeof share, "%.2g%%",
                   100.0 * static_cast<double>(most) / static_cast<double>(total));
     environment.notes.push_back(
-        "the simulator checked " + per_input + " of the grid's " + std::to_string(total) +
-        " blocks per launch (" + share + " of the grid at most): the first and last blocks" +
+        "the simulator ran every one of the grid's " + std::to_string(total) +
+        " blocks of your kernel in each launch, and checked " + per_input + " of them closely (" +
+        share + " of the grid at most: counts, races, unwritten shared reads, and the values " +
+        "compared with the exercise's own kernel there): the first and last blocks" +
         (geometry_.grid.y > 1 ? ", the corners and a block on each edge" : "") +
         " always, the others drawn by the seed for each input and stride");
 }
@@ -291,28 +356,55 @@ DeviceLaunch SimDevice::run(const LoadedKernel& kernel, const InputSpec& input,
                             const std::vector<float>& input_words, int stride,
                             const LaunchGeometry& geometry) {
     const SimKernel& loaded = sim_kernel(kernel);
+    const bool student =
+        kernel.id == kStudentKernel && student_blocks_ == StudentBlocks::whole_grid;
     const auto key = std::make_pair(input.id, stride);
+    const std::vector<sim::Dim3> sample = blocks_for(input, geometry, stride);
+    // The student's kernel runs every block of the grid, as a GPU runs it: whichever block
+    // computes an element, and whether any does, shows in its outputs. The exercise's kernels
+    // are trusted: their sampled blocks say what belongs where they wrote.
+    const std::vector<sim::Dim3> blocks = student ? std::vector<sim::Dim3>{} : sample;
     std::uint64_t budget = sim::LaunchOptions{}.instruction_budget;
     if (kernel.id == kStudentKernel) {
         const auto harness = harness_instructions_.find(key);
-        budget = std::max<std::uint64_t>(
-            harness == harness_instructions_.end() ? 0 : kSimBudgetFactor * harness->second,
-            kSimMinimumBudget);
+        budget =
+            std::max<std::uint64_t>(harness == harness_instructions_.end()
+                                        ? 0
+                                        : kSimBudgetFactor * harness->second *
+                                              (student ? geometry.grid.count() : sample.size()),
+                                    kSimMinimumBudget);
     }
     DeviceLaunch launch;
+    // The outputs compared are the student's and the oracle's; the others' nobody reads here.
+    const bool read = kernel.id == kStudentKernel || kernel.id == exercise_.oracle()->id;
+    SimLaunchSettings settings;
+    settings.blocks = blocks;
+    settings.checked = sample;
+    settings.budget = budget;
+    // A block that never ends is found in a share of the grid's budget: a GPU's grade waits for
+    // a launch at least a second, which a block of the probe passes long before (a probe block
+    // is about 100,000 warp instructions; this is 400 times that).
+    settings.block_budget = student ? budget / 8 : 0;
+    settings.clock_seed = seed_;
+    // A GPU numbers its launches: the grade's first from the seed, one more for each.
+    settings.grid_id = sim::ModeledDevice::grid_id(seed_) + launches_++;
+    settings.poison_shared = input.poison_shared;
+    settings.module_globals = &loaded.globals;
+    settings.buffers = &buffers_;
     const sim::LaunchResult result =
-        simulate(exercise_, loaded.module, loaded.entry, geometry, input_words, stride,
-                 blocks_for(input, geometry, stride), budget, &launch.outputs, seed_,
-                 input.poison_shared, &loaded.globals, &buffers_);
+        simulate(exercise_, loaded.module, loaded.entry, geometry, input_words, stride, settings,
+                 read ? &launch.outputs : nullptr);
     launch.end = end_of(result);
     launch.counts = shared_counts(result.counts);
+    launch.blocks_run = student ? 0 : result.blocks_run;
     if (launch.end != DeviceLaunch::End::completed) {
-        launch.message = stop_message(result, budget);
+        launch.message = stop_message(result, budget, settings.block_budget);
         return launch;
     }
     if (kernel.id != kStudentKernel) {
         auto& instructions = harness_instructions_[key];
-        instructions = std::max(instructions, result.counts.warp_instructions);
+        instructions = std::max(
+            instructions, result.instructions_run / std::max<std::uint64_t>(1, result.blocks_run));
     }
     modeled_cost_[{kernel.id, stride, input.id}] = sim::modeled_cost(result.counts);
     if (result.uninitialized_shared_read) {

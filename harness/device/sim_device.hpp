@@ -21,8 +21,9 @@
 
 namespace grader {
 
-// The student's kernel may issue this many times the oracle's warp instructions for the same
-// input and stride before it is taken to have hung; never less than kSimMinimumBudget.
+// The student's kernel may issue this many times the oracle's warp instructions per block for the
+// same input and stride, over the grid's blocks, before it is taken to have hung; never less than
+// kSimMinimumBudget.
 inline constexpr std::uint64_t kSimBudgetFactor = 20;
 inline constexpr std::uint64_t kSimMinimumBudget = 2'000'000;
 
@@ -31,15 +32,28 @@ inline constexpr std::uint64_t kSimMinimumBudget = 2'000'000;
 // grade's time), the input rewritten and the output poisoned before every launch.
 struct SimBuffers {
     std::optional<sim::GlobalMemory> memory;
-    std::uint64_t input = 0;
+    // One buffer for each input, made where the GPU's grade makes it (at the input's first
+    // launch, the first before the output buffer), so that the buffers lie as they do there;
+    // keyed by the words' address. intact: it still holds them (a kernel may write into its
+    // input), so that a launch with the same input does not write them again (64 MiB in Part 2).
+    struct Input {
+        std::uint64_t address = 0;
+        std::size_t bytes = 0;
+        bool intact = false;
+    };
+    std::map<const float*, Input> inputs;
     std::uint64_t output = 0;
-    std::size_t input_bytes = 0;
     std::size_t output_elements = 0;
 };
 
 class SimDevice final : public Device {
 public:
-    SimDevice(const Exercise& exercise, std::uint64_t seed);
+    // Which blocks the student's kernel runs: the whole grid (a grade on the simulator), or the
+    // sample of blocks_for alone (the simulator's witness of counts and races beside a GPU's
+    // grade, which needs no outputs).
+    enum class StudentBlocks { whole_grid, sample };
+    SimDevice(const Exercise& exercise, std::uint64_t seed,
+              StudentBlocks student_blocks = StudentBlocks::whole_grid);
 
     void describe(Environment& environment) const override;
     LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override;
@@ -55,10 +69,12 @@ public:
                        const std::vector<float>& input_words,
                        const LaunchGeometry& geometry) override;
 
-    // The blocks a launch with `input` at `stride` runs, simulated_blocks(input) of them but
-    // never fewer than the edges: the grid's first and last blocks (for a 2-D grid its corners
-    // and a block on each edge), then blocks drawn from the whole grid by the seed, per input and
-    // stride; the same for every kernel, so the student's outputs compare with the oracle's.
+    // The blocks a launch with `input` at `stride` looks at closely, simulated_blocks(input) of
+    // them but never fewer than the edges: the grid's first and last blocks (for a 2-D grid its
+    // corners and a block on each edge), then blocks drawn from the whole grid by the seed, per
+    // input and stride. The exercise's kernels run these blocks alone; the student's kernel runs
+    // every block of the grid, these checked (counts, races, unwritten shared reads), and its
+    // outputs are compared with the oracle's wherever the oracle's run of them wrote.
     std::vector<sim::Dim3> blocks_for(const InputSpec& input, const LaunchGeometry& geometry,
                                       int stride) const;
     // The exercise's blocks per launch for `input`.
@@ -67,24 +83,41 @@ public:
 private:
     const Exercise& exercise_;
     std::uint64_t seed_;
+    StudentBlocks student_blocks_;
     LaunchGeometry geometry_;
-    // Warp instructions of the harness kernels' runs, by input and stride: the student's budget.
+    // Warp instructions per block of the harness kernels' runs, by input and stride: the
+    // student's budget.
     std::map<std::pair<std::string, int>, std::uint64_t> harness_instructions_;
     SimBuffers buffers_;
+    std::uint64_t launches_ = 0;  // this device's, for %gridid
     // Modeled cost of each kernel and stride, from its run with each input.
     std::map<std::tuple<std::string, int, std::string>, double> modeled_cost_;
 };
 
-// One launch of a kernel on the simulator with the exercise's ABI: what `grader explain` and the
-// simulator device share. blocks empty: the whole grid. buffers: kept across launches where
-// given, else made for this launch.
+// How simulate() runs one launch, beyond the kernel, its input and its stride.
+struct SimLaunchSettings {
+    std::vector<sim::Dim3> blocks;   // the blocks to run; empty: the whole grid
+    std::vector<sim::Dim3> checked;  // those the result reports on; empty: every block run
+    std::uint64_t budget = sim::LaunchOptions{}.instruction_budget;
+    std::uint64_t block_budget = 0;  // sim::LaunchOptions::block_instruction_budget
+    std::uint64_t clock_seed = 0;    // the grade's seed (sim::LaunchOptions::clock_seed)
+    std::uint64_t grid_id = 0;       // %gridid; 0: the seed's first
+    bool poison_shared = false;
+    std::vector<std::byte>* module_globals = nullptr;  // kept across launches where given
+    SimBuffers* buffers = nullptr;  // kept across launches where given, else made for this one
+};
+
+// One launch of a kernel on the simulator with the exercise's ABI, on the GPU the simulator models
+// for the exercise's architecture: what `grader explain` and the simulator device share. outputs:
+// where given, the output buffer is poisoned before the launch and copied there after it; else
+// nobody reads it.
 sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::string& entry, const LaunchGeometry& geometry,
                            const std::vector<float>& input_words, int stride,
-                           const std::vector<sim::Dim3>& blocks, std::uint64_t budget,
-                           std::vector<float>* outputs, std::uint64_t clock_seed = 0,
-                           bool poison_shared = false,
-                           std::vector<std::byte>* module_globals = nullptr,
-                           SimBuffers* buffers = nullptr);
+                           const SimLaunchSettings& settings, std::vector<float>* outputs);
+
+// One source line's shared accesses as the simulator counted them, as grades and `grader
+// explain` keep them.
+SharedLineCounts line_counts_of(const sim::SharedLineStats& stats);
 
 }  // namespace grader

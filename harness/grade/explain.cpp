@@ -31,6 +31,9 @@ ExplainedWarp explained_warp(const sim::WarpAccessTable& table) {
     warp.block = table.block.x;
     warp.warp = table.warp;
     warp.wavefronts = table.wavefronts;
+    warp.ideal_wavefronts = table.ideal_wavefronts;
+    warp.bytes_per_lane = table.bytes_per_lane;
+    warp.rule = sim::width_rule(table.bytes_per_lane);
     for (const auto& lane : table.lanes) {
         warp.lanes.push_back({lane.active, lane.word, lane.bank, lane.bank_mates});
     }
@@ -104,19 +107,19 @@ void explain_kernel(const Exercise& exercise, const WorkerOptions& options, Prog
     }
     for (const int stride : strides) {
         const auto began = std::chrono::steady_clock::now();
-        const std::vector<sim::Dim3> blocks = device.blocks_for(input, geometry, stride);
-        const sim::LaunchResult result =
-            simulate(exercise, module, kernel.outcome.lowered_name, geometry, words, stride, blocks,
-                     sim::LaunchOptions{}.instruction_budget, nullptr);
+        SimLaunchSettings settings;
+        settings.blocks = device.blocks_for(input, geometry, stride);
+        const sim::LaunchResult result = simulate(exercise, module, kernel.outcome.lowered_name,
+                                                  geometry, words, stride, settings, nullptr);
         explanation.simulated_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
         explanation.warp_instructions += result.counts.warp_instructions;
         explanation.thread_instructions += result.counts.thread_instructions;
         ExplainedStride explained;
         explained.stride = stride;
-        if (result.counts.shared_load_requests > 0) {
+        if (result.counts.shared_load_ideal_wavefronts > 0) {
             explained.load_degree = static_cast<double>(result.counts.shared_load_wavefronts) /
-                                    static_cast<double>(result.counts.shared_load_requests);
+                                    static_cast<double>(result.counts.shared_load_ideal_wavefronts);
         }
         if (result.status != sim::LaunchStatus::completed) {
             explained.stopped = std::string(sim::to_string(result.status)) + ": " + result.message;
@@ -130,11 +133,7 @@ void explain_kernel(const Exercise& exercise, const WorkerOptions& options, Prog
         }
         for (const auto& line : sim::shared_accesses_by_line(result.counts)) {
             ExplainedLine explained_line;
-            explained_line.file = line.file;
-            explained_line.line = line.line;
-            explained_line.store = line.store;
-            explained_line.requests = line.requests;
-            explained_line.wavefronts = line.wavefronts;
+            explained_line.counts = line_counts_of(line);
             explained_line.max_degree = line.max_degree;
             if (line.representative) {
                 explained_line.representative = explained_warp(*line.representative);

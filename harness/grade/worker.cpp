@@ -96,14 +96,13 @@ std::vector<int> strides_of(const Exercise& exercise, const std::string& kernel,
                                     : reference_strides_to_run(exercise, unnamed);
 }
 
-// `blocks` copies of the counts: the simulator counts one block, the GPU the whole grid.
-counters::SharedMemoryCounts as_counter_counts(const SharedAccessCounts& counts,
-                                               std::uint64_t blocks = 1) {
+// The shared counts as the counters' note compares them.
+counters::SharedMemoryCounts as_counter_counts(const SharedAccessCounts& counts) {
     counters::SharedMemoryCounts converted;
-    converted.load_instructions = counts.load_requests * blocks;
-    converted.load_wavefronts = counts.load_wavefronts * blocks;
-    converted.store_instructions = counts.store_requests * blocks;
-    converted.store_wavefronts = counts.store_wavefronts * blocks;
+    converted.load_instructions = counts.load_requests;
+    converted.load_wavefronts = counts.load_wavefronts;
+    converted.store_instructions = counts.store_requests;
+    converted.store_wavefronts = counts.store_wavefronts;
     return converted;
 }
 
@@ -490,15 +489,18 @@ private:
                             oracle_ms_[stride].push_back(*launch.kernel_ms);
                         }
                         oracle_outputs_[{input.id, stride}] = std::move(launch.outputs);
+                        oracle_blocks_[{input.id, stride}] = launch.blocks_run;
                     } else if (spec->is_student()) {
                         // The oracle's runs all came first: nothing writes the map meanwhile.
                         const auto expected = oracle_outputs_.find({input.id, stride});
                         const std::vector<float>& oracle_words =
                             expected == oracle_outputs_.end() ? no_outputs : expected->second;
+                        OutputPlacement compared = placement;
+                        compared.oracle_blocks = oracle_blocks_[{input.id, stride}];
                         current.outputs.push_back(std::async(
                             std::launch::async, [id = input.id, words = std::move(launch.outputs),
-                                                 &oracle_words, placement] {
-                                return compare_outputs(id, words, oracle_words, placement);
+                                                 &oracle_words, compared] {
+                                return compare_outputs(id, words, oracle_words, compared);
                             }));
                     }
                 }
@@ -575,7 +577,8 @@ private:
     }
 
     OutputPlacement output_placement() const {
-        return OutputPlacement{exercise_.buffers.output, geometry_.block.count()};
+        return OutputPlacement{exercise_.buffers.output, geometry_.block.count(), 0,
+                               geometry_.grid.count()};
     }
 
     std::vector<LoadedKernel*> loaded_kernels() const {
@@ -672,8 +675,9 @@ private:
         timed_checks_.clear();
     }
 
-    // What the simulator sees of the student's kernel, from its PTX, on one block per stride,
-    // where the grade itself runs on a GPU.
+    // What the simulator sees of the student's kernel, from its PTX, where the grade itself runs
+    // on a GPU: per stride, the fewest blocks it runs (SimDevice::blocks_for: the first and the
+    // last of a 1-D grid, 8 of a 2-D one).
     struct SimulatorWitness {
         // The count that stands in where the GPU's counters cannot count, and that the GPU's
         // count is compared with.
@@ -688,7 +692,7 @@ private:
         if (compiled == compiled_.end() || !compiled->second.outcome.ok) {
             return witness;
         }
-        SimDevice simulator(exercise_, options_.seed);
+        SimDevice simulator(exercise_, options_.seed, SimDevice::StudentBlocks::sample);
         const KernelSpec& spec = exercise_.kernel(std::string(kStudentKernel));
         const LoadResult loaded = simulator.load(spec, compiled->second);
         if (!loaded.kernel) {
@@ -804,11 +808,13 @@ private:
                 run.counts = hardware.counts[i];
                 run.count_source = "hardware";
                 if (sim != simulated.end()) {
-                    // The simulator counted one block (the blocks of a grade's kernels are
-                    // alike); the GPU, every block of the grid.
+                    // The GPU counted every block of the grid; the simulator, the blocks it ran,
+                    // compared at the grid's scale. Its lines say where a conflict is, which the
+                    // GPU's launch totals cannot.
                     run.count_note = counters::difference_note(
-                        as_counter_counts(hardware.counts[i]),
-                        as_counter_counts(sim->second, geometry_.grid.count()));
+                        as_counter_counts(hardware.counts[i]), geometry_.grid.count(),
+                        as_counter_counts(sim->second), sim->second.blocks);
+                    run.witness = sim->second;
                 }
             } else if (sim != simulated.end()) {
                 run.counts = sim->second;
@@ -866,6 +872,8 @@ private:
     std::vector<KernelRun> runs_;
     std::vector<std::vector<float>> inputs_;
     std::map<std::pair<std::string, int>, std::vector<float>> oracle_outputs_;
+    // How many blocks each of the oracle's runs covered, where it ran only some (the simulator).
+    std::map<std::pair<std::string, int>, std::uint64_t> oracle_blocks_;
     // The oracle's time on the device at each stride, one entry per input (where it has one).
     std::map<int, std::vector<double>> oracle_ms_;
     std::future<SimulatorWitness> simulator_;

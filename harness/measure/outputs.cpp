@@ -52,6 +52,11 @@ OutputComparison compare_outputs(const std::string& input, const std::vector<flo
     result.input = input;
     result.ran = true;
     result.matrix = placement.layout.kind == OutputLayout::Kind::matrix;
+    result.compared_blocks = placement.oracle_blocks;
+    result.grid_blocks = placement.grid_blocks;
+    // Where the oracle ran every block, an element it left unwritten is none the exercise
+    // expects; where it ran a few, the poison beyond them says nothing.
+    const bool oracle_sampled = placement.oracle_blocks > 0;
     bool expected_seen = false;
     const std::size_t count = std::min(outputs.size(), expected.size());
     for (std::size_t e = 0; e < count; ++e) {
@@ -59,8 +64,8 @@ OutputComparison compare_outputs(const std::string& input, const std::vector<flo
         const float wanted = expected[e];
         const bool value_written = bits_of(value) != kOutputPoison;
         const bool wanted_written = bits_of(wanted) != kOutputPoison;
-        if (!value_written && !wanted_written) {
-            continue;  // outside what this run covers (the simulator runs a few blocks)
+        if (!wanted_written && (value_written || !oracle_sampled)) {
+            continue;  // outside what the oracle's run covers, or nothing either wrote
         }
         ++result.elements;
         if (wanted_written && !expected_seen) {
@@ -70,6 +75,7 @@ OutputComparison compare_outputs(const std::string& input, const std::vector<flo
         if (value == wanted && value_written && wanted_written) {
             continue;
         }
+        result.unwritten += value_written ? 0 : 1;
         if (!result.first_bad) {
             result.first_bad = e;
             if (result.matrix && placement.layout.columns > 0) {
@@ -82,6 +88,7 @@ OutputComparison compare_outputs(const std::string& input, const std::vector<flo
             }
             result.first_bad_value = value;
             result.first_bad_wrote_nan = value_written && std::isnan(value);
+            result.first_bad_unwritten = !value_written;
             result.first_bad_expected = wanted_written ? static_cast<double>(wanted) : std::nan("");
         }
         ++result.bad_elements;

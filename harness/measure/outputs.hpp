@@ -21,16 +21,24 @@ inline constexpr std::uint32_t kOutputPoison = 0x7fc0dead;
 // a grade can be repeated.
 std::vector<float> make_input(const InputSpec& input, std::uint64_t words, std::uint64_t seed);
 
-// Where the output's elements lie, for naming the first wrong one.
+// Where the output's elements lie, for naming the first wrong one, and how much of the grid the
+// oracle's outputs cover.
 struct OutputPlacement {
     OutputLayout layout;
     std::uint64_t threads_per_block = 0;  // per-thread layout: element t is thread t of the grid
+    // Where the oracle ran only some blocks of the grid (the simulator), how many, of how many:
+    // its outputs hold poison elsewhere, which then says nothing of what belongs there. 0: the
+    // oracle ran the whole grid.
+    std::uint64_t oracle_blocks = 0;
+    std::uint64_t grid_blocks = 0;
 };
 
-// Compares outputs with the oracle's, element by element, over every element either wrote: the
-// same value (0.0 equals -0.0), or both never written (the same poison bits). An element the
-// kernel left unwritten reads NaN; one the oracle did not write but the kernel did counts as
-// wrong too (its expected value is NaN). Both vectors have the same length.
+// Compares a kernel's outputs, from a run of the whole grid, with the oracle's, element by
+// element: where the oracle wrote, the same value (0.0 equals -0.0); and every element the oracle
+// writes, or may write where it ran only some blocks, written by some block of the kernel (an
+// element left unwritten still holds the poison). Where the kernel wrote an element that the
+// oracle's run did not reach, nothing is compared: the oracle's sample decides where values are
+// checked, whichever of the kernel's blocks computed them. Both vectors have the same length.
 OutputComparison compare_outputs(const std::string& input, const std::vector<float>& outputs,
                                  const std::vector<float>& expected,
                                  const OutputPlacement& placement);

@@ -43,14 +43,44 @@ std::string describe_wrong_output(int stride, const OutputComparison& result) {
                 std::to_string(result.first_bad_block) + ", thread " +
                 std::to_string(result.first_bad_thread_in_block) + ")";
     }
-    line += " holds " + (result.first_bad_wrote_nan && std::isnan(result.first_bad_value)
-                             ? std::string("NaN (a NaN the kernel wrote)")
-                             : describe_value(result.first_bad_value));
-    line += std::isnan(result.first_bad_expected)
-                ? ", where the exercise's own kernel writes nothing from the same blocks"
-                : ", expected " + describe_value(result.first_bad_expected);
-    return line + "; " + std::to_string(result.bad_elements) + " of " +
-           std::to_string(result.elements) + things + " wrong";
+    const bool unwritten = result.first_bad_unwritten ||
+                           (std::isnan(result.first_bad_value) && !result.first_bad_wrote_nan);
+    if (unwritten) {
+        line += " was never written: no block of the grid wrote it";
+        if (!std::isnan(result.first_bad_expected)) {
+            line += " (expected " + describe_value(result.first_bad_expected) + ")";
+        }
+    } else {
+        line += " holds " + (result.first_bad_wrote_nan && std::isnan(result.first_bad_value)
+                                 ? std::string("NaN (a NaN the kernel wrote)")
+                                 : describe_value(result.first_bad_value));
+        line += std::isnan(result.first_bad_expected)
+                    ? ", where the exercise's own kernel writes nothing"
+                    : ", expected " + describe_value(result.first_bad_expected);
+    }
+    line += "; " + std::to_string(result.bad_elements) + " of " + std::to_string(result.elements) +
+            things + " wrong";
+    if (result.unwritten > 0 && !(unwritten && result.unwritten == 1)) {
+        line += ", " + std::to_string(result.unwritten) + " of them never written";
+    }
+    if (result.compared_blocks > 0) {
+        // What the simulator compared: the kernel ran every block, the oracle a few.
+        line += " (the simulator compared " + std::to_string(result.compared_blocks) +
+                " of the grid's " + std::to_string(result.grid_blocks) + " blocks)";
+    }
+    return line;
+}
+
+std::string describe_line_place(const std::string& file, int line) {
+    if (line <= 0) {
+        return "a line the PTX does not name";
+    }
+    return (file.empty() ? std::string("line ") : file + ":") + std::to_string(line);
+}
+
+std::string describe_access_width(std::uint32_t bytes_per_lane) {
+    return bytes_per_lane == 4 || bytes_per_lane == 0 ? std::string()
+                                                      : std::to_string(bytes_per_lane * 8) + "-bit";
 }
 
 }  // namespace grader

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "model/measurements.hpp"
+
 namespace grader {
 
 struct ExplainedLane {
@@ -22,17 +24,16 @@ struct ExplainedWarp {
     std::uint32_t block = 0;  // linear block index
     std::uint32_t warp = 0;
     std::uint32_t wavefronts = 0;
-    std::vector<ExplainedLane> lanes;  // 32
-    std::string banks;                 // "16 lanes in each of 2 banks: 16-way"
+    std::uint32_t ideal_wavefronts = 0;  // the fewest the access's width allows
+    std::uint32_t bytes_per_lane = 4;    // each lane's word is the first of bytes_per_lane / 4
+    std::vector<ExplainedLane> lanes;    // 32
+    std::string banks;                   // "16 lanes in each of 2 banks: 16-way"
+    std::string rule;                    // the width's rule, in one sentence
 };
 
 struct ExplainedLine {
-    std::string file;
-    int line = 0;
-    bool store = false;
-    std::uint64_t requests = 0;
-    std::uint64_t wavefronts = 0;
-    std::uint32_t max_degree = 0;
+    SharedLineCounts counts;  // as a grade keeps them
+    double max_degree = 0;    // the worst of one request
     std::optional<ExplainedWarp> representative;
     // The hardware's own count for the same source line, where counters were permitted.
     std::optional<std::uint64_t> hardware_instructions;
@@ -41,9 +42,10 @@ struct ExplainedLine {
 
 struct ExplainedStride {
     int stride = 0;
-    std::optional<double> load_degree;  // over every shared load of the launch
-    std::string stopped;                // why the launch did not complete; empty when it did
-    std::string note;                   // the first shared word read before it was written
+    // Shared loads' wavefronts over the fewest their widths allow, over every load of the launch.
+    std::optional<double> load_degree;
+    std::string stopped;  // why the launch did not complete; empty when it did
+    std::string note;     // the first shared word read before it was written
     std::vector<ExplainedLine> lines;
 };
 

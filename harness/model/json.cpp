@@ -151,23 +151,6 @@ const OutputComparison* ReportRow::output(const std::string& input) const {
     return nullptr;
 }
 
-namespace {
-std::optional<double> per_request(std::uint64_t wavefronts, std::uint64_t requests) {
-    if (requests == 0) {
-        return std::nullopt;
-    }
-    return static_cast<double>(wavefronts) / static_cast<double>(requests);
-}
-}  // namespace
-
-std::optional<double> SharedAccessCounts::load_degree() const {
-    return per_request(load_wavefronts, load_requests);
-}
-
-std::optional<double> SharedAccessCounts::store_degree() const {
-    return per_request(store_wavefronts, store_requests);
-}
-
 std::string_view to_string(StopKind kind) {
     switch (kind) {
         case StopKind::fault:
@@ -253,6 +236,9 @@ void to_json(json& j, const OutputComparison& v) {
              {"expected", number(v.expected)},
              {"elements", v.elements},
              {"bad_elements", v.bad_elements},
+             {"unwritten", v.unwritten},
+             {"compared_blocks", v.compared_blocks},
+             {"grid_blocks", v.grid_blocks},
              {"first_bad", optional_to(v.first_bad)},
              {"first_bad_block", v.first_bad_block},
              {"first_bad_thread_in_block", v.first_bad_thread_in_block},
@@ -271,6 +257,9 @@ void from_json(const json& j, OutputComparison& v) {
     read_number(j, "expected", v.expected);
     read(j, "elements", v.elements);
     read(j, "bad_elements", v.bad_elements);
+    read(j, "unwritten", v.unwritten);
+    read(j, "compared_blocks", v.compared_blocks);
+    read(j, "grid_blocks", v.grid_blocks);
     read_optional(j, "first_bad", v.first_bad);
     read(j, "first_bad_block", v.first_bad_block);
     read(j, "first_bad_thread_in_block", v.first_bad_thread_in_block);
@@ -288,20 +277,61 @@ void from_json(const json& j, OutputComparison& v) {
             read_number(j, "value", v.first_bad_value);
         }
         read_number(j, "value_expected", v.first_bad_expected);
+        v.first_bad_unwritten = value != j.end() && value->is_null();
     }
+}
+
+void to_json(json& j, const SharedLineCounts& v) {
+    j = json{{"file", v.file},
+             {"line", v.line},
+             {"store", v.store},
+             {"bytes_per_lane", v.bytes_per_lane},
+             {"requests", v.requests},
+             {"wavefronts", v.wavefronts},
+             {"ideal_wavefronts", v.ideal_wavefronts},
+             {"degree", number(v.degree)}};
+}
+void from_json(const json& j, SharedLineCounts& v) {
+    read(j, "file", v.file);
+    read(j, "line", v.line);
+    read(j, "store", v.store);
+    read(j, "bytes_per_lane", v.bytes_per_lane);
+    read(j, "requests", v.requests);
+    read(j, "wavefronts", v.wavefronts);
+    read(j, "ideal_wavefronts", v.ideal_wavefronts);
+    read_number(j, "degree", v.degree);
 }
 
 void to_json(json& j, const SharedAccessCounts& v) {
     j = json{{"load_requests", v.load_requests},
              {"load_wavefronts", v.load_wavefronts},
+             {"load_ideal_wavefronts", v.load_ideal_wavefronts},
              {"store_requests", v.store_requests},
-             {"store_wavefronts", v.store_wavefronts}};
+             {"store_wavefronts", v.store_wavefronts},
+             {"store_ideal_wavefronts", v.store_ideal_wavefronts},
+             {"global_load_requests", v.global_load_requests},
+             {"global_load_sectors", v.global_load_sectors},
+             {"global_store_requests", v.global_store_requests},
+             {"global_store_sectors", v.global_store_sectors},
+             {"blocks", v.blocks},
+             {"lines", v.lines}};
 }
 void from_json(const json& j, SharedAccessCounts& v) {
     read(j, "load_requests", v.load_requests);
     read(j, "load_wavefronts", v.load_wavefronts);
+    read(j, "load_ideal_wavefronts", v.load_ideal_wavefronts);
     read(j, "store_requests", v.store_requests);
     read(j, "store_wavefronts", v.store_wavefronts);
+    read(j, "store_ideal_wavefronts", v.store_ideal_wavefronts);
+    read(j, "global_load_requests", v.global_load_requests);
+    read(j, "global_load_sectors", v.global_load_sectors);
+    read(j, "global_store_requests", v.global_store_requests);
+    read(j, "global_store_sectors", v.global_store_sectors);
+    read(j, "blocks", v.blocks);
+    read(j, "lines", v.lines);
+    if (v.lines.size() > SharedAccessCounts::kMaxLines) {
+        v.lines.resize(SharedAccessCounts::kMaxLines);  // bounded, whoever wrote it
+    }
 }
 
 void to_json(json& j, const TimingStats& v) {
@@ -332,6 +362,7 @@ void to_json(json& j, const KernelRun& v) {
              {"ratio_min", optional_number(v.ratio_min)},
              {"ratio_max", optional_number(v.ratio_max)},
              {"counts", v.counts ? json(*v.counts) : json(nullptr)},
+             {"witness", v.witness ? json(*v.witness) : json(nullptr)},
              {"count_source", v.count_source},
              {"count_note", v.count_note},
              {"notes", v.notes},
@@ -346,6 +377,7 @@ void from_json(const json& j, KernelRun& v) {
     read_optional(j, "ratio_min", v.ratio_min);
     read_optional(j, "ratio_max", v.ratio_max);
     read_optional(j, "counts", v.counts);
+    read_optional(j, "witness", v.witness);
     read(j, "count_source", v.count_source);
     read(j, "count_note", v.count_note);
     read(j, "notes", v.notes);
@@ -508,25 +540,30 @@ void from_json(const json& j, CheckResult& v) {
 }
 
 void to_json(json& j, const ReportRow& v) {
-    j = json{{"kernel", v.kernel},
-             {"label", v.label},
-             {"stride", v.stride},
-             {"degree", v.degree > 0 ? json(v.degree) : json(nullptr)},
-             {"named", v.named},
-             {"unnamed", v.unnamed},
-             {"predicted_degree", optional_to(v.predicted_degree)},
-             {"claimed_ratio", optional_number(v.claimed_ratio)},
-             {"median_ms", v.timing ? number(v.timing->median_ms) : json(nullptr)},
-             {"timing", v.timing ? json(*v.timing) : json(nullptr)},
-             {"ratio", optional_number(v.ratio)},
-             {"ratio_min", optional_number(v.ratio_min)},
-             {"ratio_max", optional_number(v.ratio_max)},
-             {"reference_ratio", optional_number(v.reference_ratio)},
-             {"counted_degree", optional_number(v.counted_degree)},
-             {"counted_store_degree", optional_number(v.counted_store_degree)},
-             {"count_source", v.count_source},
-             {"gigabytes_per_second", optional_number(v.gigabytes_per_second)},
-             {"outputs", v.outputs}};
+    j = json{
+        {"kernel", v.kernel},
+        {"label", v.label},
+        {"stride", v.stride},
+        {"degree", v.degree > 0 ? json(v.degree) : json(nullptr)},
+        {"named", v.named},
+        {"unnamed", v.unnamed},
+        {"predicted_degree", optional_to(v.predicted_degree)},
+        {"claimed_ratio", optional_number(v.claimed_ratio)},
+        {"median_ms", v.timing ? number(v.timing->median_ms) : json(nullptr)},
+        {"timing", v.timing ? json(*v.timing) : json(nullptr)},
+        {"ratio", optional_number(v.ratio)},
+        {"ratio_min", optional_number(v.ratio_min)},
+        {"ratio_max", optional_number(v.ratio_max)},
+        {"reference_ratio", optional_number(v.reference_ratio)},
+        {"counted_degree", optional_number(v.counted_degree)},
+        {"counted_load_degree", optional_number(v.counted_load_degree)},
+        {"counted_store_degree", optional_number(v.counted_store_degree)},
+        {"count_source", v.count_source},
+        {"global_load_sectors_per_request", optional_number(v.global_load_sectors_per_request)},
+        {"global_store_sectors_per_request", optional_number(v.global_store_sectors_per_request)},
+        {"shared_lines", v.shared_lines},
+        {"gigabytes_per_second", optional_number(v.gigabytes_per_second)},
+        {"outputs", v.outputs}};
 }
 void from_json(const json& j, ReportRow& v) {
     read(j, "kernel", v.kernel);
@@ -545,8 +582,15 @@ void from_json(const json& j, ReportRow& v) {
     read_optional(j, "ratio_max", v.ratio_max);
     read_optional(j, "reference_ratio", v.reference_ratio);
     read_optional(j, "counted_degree", v.counted_degree);
+    read_optional(j, "counted_load_degree", v.counted_load_degree);
     read_optional(j, "counted_store_degree", v.counted_store_degree);
     read(j, "count_source", v.count_source);
+    read_optional(j, "global_load_sectors_per_request", v.global_load_sectors_per_request);
+    read_optional(j, "global_store_sectors_per_request", v.global_store_sectors_per_request);
+    read(j, "shared_lines", v.shared_lines);
+    if (v.shared_lines.size() > SharedAccessCounts::kMaxLines) {
+        v.shared_lines.resize(SharedAccessCounts::kMaxLines);
+    }
     read_optional(j, "gigabytes_per_second", v.gigabytes_per_second);
     read(j, "outputs", v.outputs);
     if (v.outputs.empty()) {
@@ -668,34 +712,32 @@ void to_json(json& j, const ExplainedWarp& v) {
     j = json{{"block", v.block},
              {"warp", v.warp},
              {"wavefronts", v.wavefronts},
+             {"ideal_wavefronts", v.ideal_wavefronts},
+             {"bytes_per_lane", v.bytes_per_lane},
              {"lanes", v.lanes},
-             {"banks", v.banks}};
+             {"banks", v.banks},
+             {"rule", v.rule}};
 }
 void from_json(const json& j, ExplainedWarp& v) {
     read(j, "block", v.block);
     read(j, "warp", v.warp);
     read(j, "wavefronts", v.wavefronts);
+    read(j, "ideal_wavefronts", v.ideal_wavefronts);
+    read(j, "bytes_per_lane", v.bytes_per_lane);
     read(j, "lanes", v.lanes);
     read(j, "banks", v.banks);
+    read(j, "rule", v.rule);
 }
 
 void to_json(json& j, const ExplainedLine& v) {
-    j = json{{"file", v.file},
-             {"line", v.line},
-             {"store", v.store},
-             {"requests", v.requests},
-             {"wavefronts", v.wavefronts},
+    j = json{{"counts", v.counts},
              {"max_degree", v.max_degree},
              {"representative", v.representative ? json(*v.representative) : json(nullptr)},
              {"hardware_instructions", optional_to(v.hardware_instructions)},
              {"hardware_wavefronts", optional_to(v.hardware_wavefronts)}};
 }
 void from_json(const json& j, ExplainedLine& v) {
-    read(j, "file", v.file);
-    read(j, "line", v.line);
-    read(j, "store", v.store);
-    read(j, "requests", v.requests);
-    read(j, "wavefronts", v.wavefronts);
+    read(j, "counts", v.counts);
     read(j, "max_degree", v.max_degree);
     read_optional(j, "representative", v.representative);
     read_optional(j, "hardware_instructions", v.hardware_instructions);

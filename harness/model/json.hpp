@@ -20,6 +20,8 @@ void to_json(nlohmann::json& j, const CompileOutcome& value);
 void from_json(const nlohmann::json& j, CompileOutcome& value);
 void to_json(nlohmann::json& j, const OutputComparison& value);
 void from_json(const nlohmann::json& j, OutputComparison& value);
+void to_json(nlohmann::json& j, const SharedLineCounts& value);
+void from_json(const nlohmann::json& j, SharedLineCounts& value);
 void to_json(nlohmann::json& j, const SharedAccessCounts& value);
 void from_json(const nlohmann::json& j, SharedAccessCounts& value);
 void to_json(nlohmann::json& j, const TimingStats& value);

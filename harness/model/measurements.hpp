@@ -43,8 +43,8 @@ struct CompileOutcome {
 };
 
 // One kernel's outputs with one input, compared element by element with the oracle's (the
-// exercise's trusted kernel, run the same way): equal values, or both never written. The first
-// element at fault, and how many were.
+// exercise's trusted kernel, run the same way): equal values where the oracle wrote, and no
+// element left unwritten. The first element at fault, and how many were.
 struct OutputComparison {
     std::string input;   // the input's id, e.g. "ones"
     bool timed = false;  // what a timed launch left, checked after the timing
@@ -52,8 +52,14 @@ struct OutputComparison {
     bool ok = false;
     bool matrix = false;         // elements are placed by row and column, not by thread
     double expected = 0.0;       // the oracle's first value (every thread's, for a constant input)
-    std::uint64_t elements = 0;  // compared: those the oracle or the kernel wrote
+    std::uint64_t elements = 0;  // compared: those the oracle wrote and those nothing wrote
     std::uint64_t bad_elements = 0;
+    std::uint64_t unwritten = 0;  // of bad_elements, those no block of the kernel wrote
+    // Where the oracle ran only some of the grid's blocks (the simulator; the kernel itself ran
+    // every block): the values were compared in the elements of compared_blocks of the grid's
+    // grid_blocks blocks. 0: in every element.
+    std::uint64_t compared_blocks = 0;
+    std::uint64_t grid_blocks = 0;
     std::optional<std::uint64_t> first_bad;  // index in the output buffer
     std::uint64_t first_bad_block = 0;       // per-thread layout: its block (linear) and thread
     std::uint32_t first_bad_thread_in_block = 0;
@@ -61,19 +67,70 @@ struct OutputComparison {
     std::uint64_t first_bad_column = 0;
     double first_bad_value = 0.0;      // may be NaN (poison never overwritten) or infinite
     bool first_bad_wrote_nan = false;  // the NaN in first_bad_value is one the kernel wrote
-    double first_bad_expected = 0.0;   // may be NaN: the oracle did not write it there
+    bool first_bad_unwritten = false;  // no block of the kernel wrote the first wrong element
+    double first_bad_expected = 0.0;   // may be NaN: the oracle's run did not reach it
 };
 
-// Shared-memory traffic of one launch, as a device counted it.
+// One source line's shared loads (or stores), as the simulator counted them in the PTX.
+struct SharedLineCounts {
+    std::string file;  // the .file name the PTX gives, as the student's source can forge it
+    int line = 0;
+    bool store = false;
+    std::uint32_t bytes_per_lane = 4;  // the widest access of the line: 1, 2, 4, 8 or 16
+    std::uint64_t requests = 0;
+    std::uint64_t wavefronts = 0;
+    std::uint64_t ideal_wavefronts = 0;  // the fewest the accesses' widths allow
+    // The line's conflict degree: its worst instruction's wavefronts over the fewest.
+    double degree = 0.0;
+};
+
+// What a device counted of one launch's memory traffic: shared memory's requests and wavefronts,
+// and global memory's requests and 32-byte sectors beside them (the transpose's lesson is about
+// coalescing too).
 struct SharedAccessCounts {
     std::uint64_t load_requests = 0;  // warp-level shared load instructions
     std::uint64_t load_wavefronts = 0;
+    // The fewest wavefronts the loads' widths allow: one per request of 32-bit lanes, two of
+    // 64-bit, four of 128-bit. The GPU's counters give wavefronts less bank conflicts. 0 in counts
+    // written before it was counted.
+    std::uint64_t load_ideal_wavefronts = 0;
     std::uint64_t store_requests = 0;
     std::uint64_t store_wavefronts = 0;
+    std::uint64_t store_ideal_wavefronts = 0;
+    std::uint64_t global_load_requests = 0;
+    std::uint64_t global_load_sectors = 0;
+    std::uint64_t global_store_requests = 0;
+    std::uint64_t global_store_sectors = 0;
+    // The blocks the count covers where they are not the launch's grid: the simulator's, which
+    // runs some of them (a grade's witness of the student's kernel, 2 of a 1-D grid, 8 of a 2-D
+    // one); 0 for every block of the grid.
+    std::uint64_t blocks = 0;
+    // Per source line, where the simulator counted (a GPU's counters give launch totals): the
+    // worst lines, at most kMaxLines, in source order.
+    std::vector<SharedLineCounts> lines;
+    static constexpr std::size_t kMaxLines = 32;
 
-    // Wavefronts per request: the conflict degree of a uniform access; nullopt without requests.
+    // The conflict degree over every load (store): wavefronts over the fewest the widths allow,
+    // 1 conflict free at every width (wavefronts per request where the fewest was not counted);
+    // nullopt without requests.
     std::optional<double> load_degree() const;
     std::optional<double> store_degree() const;
+    // 32-byte sectors per global request: 4 for 32 lanes reading consecutive 32-bit words, 32
+    // for 32 lanes a row apart; nullopt without requests.
+    std::optional<double> global_load_sectors_per_request() const;
+    std::optional<double> global_store_sectors_per_request() const;
+    // The line with the largest degree (the first of them); nullptr without lines.
+    const SharedLineCounts* worst_line() const;
+    // The larger of the loads' and the stores' degrees; nullopt without shared requests.
+    std::optional<double> launch_degree() const;
+    // Whether these launch totals (a GPU's, of every block of a grid of grid_blocks) confirm
+    // `witness`, the simulator's count of the same source on witness.blocks of them: the same
+    // shared loads and stores at the grid's scale (ptxas kept the PTX's accesses as they are), and
+    // degrees within kWitnessTolerance of the witness's (the GPU's counters find a few per cent
+    // more wavefronts than a conflict-free transpose needs). The witness's lines are then the
+    // launch's too.
+    bool confirms(const SharedAccessCounts& witness, std::uint64_t grid_blocks) const;
+    static constexpr double kWitnessTolerance = 0.15;
 };
 
 struct TimingStats {
@@ -97,6 +154,9 @@ struct KernelRun {
     std::optional<double> ratio_max;
     std::optional<SharedAccessCounts> counts;  // what was counted, where something counted it
     std::string count_source;                  // "simulator" (PTX-level) or "hardware" (SASS-level)
+    // Where the GPU counted: the simulator's count of the same source (some of the grid's blocks,
+    // witness->blocks), whose lines say where a conflict is.
+    std::optional<SharedAccessCounts> witness;
     // Where both counted and their totals differ, why, in one line (ptxas merged loads).
     std::string count_note;
     // What the checks add to a failing output check's details: on the simulator, the first
@@ -109,6 +169,18 @@ struct KernelRun {
 
     const OutputComparison* output(const std::string& input) const;
 };
+
+// The conflict degree a run's shared accesses are judged by (the counted_degree check, the
+// report's counted degree): the worst source line's where the lines are the launch's own (the
+// simulator counted, or a GPU's totals confirm the simulator's witness), so that no other access
+// dilutes a conflicted one; else the launch's totals (launch_degree). grid_blocks is the GPU's
+// grid, for the witness's scale.
+struct JudgedDegree {
+    std::optional<double> degree;            // nullopt: no shared request was counted
+    const SharedLineCounts* line = nullptr;  // the worst line, where judged by line
+    bool confirmed_witness = false;          // on a GPU: judged by the witness's lines
+};
+JudgedDegree judged_degree(const KernelRun& run, std::uint64_t grid_blocks);
 
 struct Environment {
     std::string backend;  // "cuda" or "sim"

@@ -13,7 +13,7 @@
 
 namespace grader {
 
-inline constexpr int kReportSchemaVersion = 2;
+inline constexpr int kReportSchemaVersion = 3;
 
 enum class Verdict { pass, fail, ungradable };
 const char* to_string(Verdict verdict);
@@ -59,9 +59,18 @@ struct ReportRow {
     std::optional<double> ratio_min;
     std::optional<double> ratio_max;
     std::optional<double> reference_ratio;  // the kernel compared with, at the same stride
-    std::optional<double> counted_degree;   // shared loads: wavefronts per request
-    std::optional<double> counted_store_degree;
+    // The conflict degree the counted_degree check judges: wavefronts over the fewest the
+    // accesses' widths allow, of the worst source line where the simulator counted (of every
+    // shared access of the launch, loads or stores, where the GPU's counters did).
+    std::optional<double> counted_degree;
+    std::optional<double> counted_load_degree;   // over every shared load of the launch
+    std::optional<double> counted_store_degree;  // over every shared store
     std::string count_source;                    // "simulator" or "hardware"
+    // 32-byte sectors per warp-level global load (store) request, as counted.
+    std::optional<double> global_load_sectors_per_request;
+    std::optional<double> global_store_sectors_per_request;
+    // Per source line, the simulator's count of the source (on a GPU too): the student's rows.
+    std::vector<SharedLineCounts> shared_lines;
     std::vector<OutputComparison> outputs;       // one per input
     std::optional<double> gigabytes_per_second;  // where the exercise gives bytes per launch
 

@@ -19,7 +19,7 @@ struct SweepRow {
     unsigned degree = 0;  // the model's; 0 where it makes no claim
     std::optional<TimingStats> timing;
     std::optional<double> ratio;           // to the exercise's base
-    std::optional<double> counted_degree;  // wavefronts per shared-load request, where counted
+    std::optional<double> counted_degree;  // as ReportRow::counted_degree, where counted
     bool outputs_ok = true;                // the oracle's and the others' runs all completed
 };
 

@@ -1,21 +1,24 @@
 // `grader explain`'s lane tables, from the Explanation value the worker sent.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "model/describe.hpp"
 #include "model/explanation.hpp"
+#include "model/measurements.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
-namespace {
+namespace report_detail {
 
-// "lanes 0,16" or "none": the other active lanes in a lane's bank.
 std::string bank_mates_text(const ExplainedLane& lane, std::uint32_t index) {
     std::string text;
     int count = 0;
@@ -30,31 +33,87 @@ std::string bank_mates_text(const ExplainedLane& lane, std::uint32_t index) {
     return count == 0 ? "none" : "lanes " + text;
 }
 
+std::string line_name(const ExplainedLine& line) {
+    // FILE:LINE, as the grader's other locations (every access of the line, whatever column),
+    // and the access's width where it is not the usual 32 bits.
+    const SharedLineCounts& counts = line.counts;
+    const std::string width = describe_access_width(counts.bytes_per_lane);
+    return text::visible_line(describe_line_place(counts.file, counts.line)) +
+           (counts.store ? " (store" : " (load") + (width.empty() ? "" : ", " + width) + ")";
+}
+
+// "4", or "1.50" between whole numbers.
+std::string degree_text(double degree) {
+    char text[32];
+    if (std::abs(degree - std::round(degree)) < 0.005) {
+        std::snprintf(text, sizeof text, "%.0f", degree);
+    } else {
+        std::snprintf(text, sizeof text, "%.2f", degree);
+    }
+    return text;
+}
+
+std::string line_degree_text(const ExplainedLine& line) {
+    return line.counts.degree <= 1.0 ? "conflict free"
+                                     : degree_text(line.counts.degree) + "-way conflict";
+}
+
+}  // namespace report_detail
+
+namespace {
+
+using report_detail::bank_mates_text;
+using report_detail::degree_text;
+using report_detail::line_degree_text;
+using report_detail::line_name;
+
+// "a half-warp", "a quarter-warp": the lanes one wavefront serves at the fewest, for a wide access.
+std::string served_together(std::uint32_t bytes_per_lane) {
+    return bytes_per_lane >= 16 ? "its quarter-warp" : "its half-warp";
+}
+
 std::string lane_table(const ExplainedWarp& warp) {
     std::string out;
     char line[256];
-    std::snprintf(line, sizeof line, "      warp %u of block %u: %u wavefronts\n", warp.warp,
-                  warp.block, warp.wavefronts);
+    std::snprintf(line, sizeof line, "      warp %u of block %u: %u wavefronts, %u at the fewest\n",
+                  warp.warp, warp.block, warp.wavefronts, std::max(1u, warp.ideal_wavefronts));
     out += line;
-    out += "      lane    word  bank  shares its bank with\n";
+    if (!warp.rule.empty()) {
+        out += "      " + text::visible_line(warp.rule) + "\n";
+    }
+    const std::uint32_t words = std::max(1u, warp.bytes_per_lane / 4);
+    if (words == 1) {
+        out += "      lane    word  bank  shares its bank with\n";
+    } else {
+        // A wide access: each lane's words, and its banks, as first-last.
+        out += "      lane          words    banks  shares a bank in " +
+               served_together(warp.bytes_per_lane) + " with\n";
+    }
     for (std::uint32_t lane = 0; lane < warp.lanes.size(); ++lane) {
         const auto& access = warp.lanes[lane];
         if (!access.active) {
-            std::snprintf(line, sizeof line, "      %4u       -     -  (inactive)\n", lane);
-        } else {
+            std::snprintf(line, sizeof line,
+                          words == 1 ? "      %4u       -     -  (inactive)\n"
+                                     : "      %4u              -        -  (inactive)\n",
+                          lane);
+        } else if (words == 1) {
             std::snprintf(line, sizeof line, "      %4u  %6llu  %4u  %s\n", lane,
                           static_cast<unsigned long long>(access.word), access.bank,
+                          bank_mates_text(access, lane).c_str());
+        } else {
+            char span[48];
+            std::snprintf(span, sizeof span, "%llu-%llu",
+                          static_cast<unsigned long long>(access.word),
+                          static_cast<unsigned long long>(access.word + words - 1));
+            char banks[16];
+            std::snprintf(banks, sizeof banks, "%u-%u", access.bank,
+                          (access.bank + words - 1) % 32);
+            std::snprintf(line, sizeof line, "      %4u  %13s  %7s  %s\n", lane, span, banks,
                           bank_mates_text(access, lane).c_str());
         }
         out += line;
     }
     return out;
-}
-
-std::string line_name(const ExplainedLine& line) {
-    // FILE:LINE, as the grader's other locations (every access of the line, whatever column).
-    return (line.file.empty() ? std::string("line ") : text::visible_line(line.file) + ":") +
-           std::to_string(line.line) + (line.store ? " (store)" : " (load)");
 }
 
 std::string hardware_text(const ExplainedLine& line) {
@@ -92,8 +151,8 @@ std::string write_explanation_text(const Explanation& explanation, bool stats) {
         out += "\n" + (stride.stride > 0 ? "stride " + std::to_string(stride.stride)
                                          : std::string("one launch"));
         if (stride.load_degree) {
-            char degree[64];
-            std::snprintf(degree, sizeof degree, ": %.2f shared-load wavefronts per request",
+            char degree[96];
+            std::snprintf(degree, sizeof degree, ": the shared loads' conflict degree is %.2f",
                           *stride.load_degree);
             out += degree;
         }
@@ -105,27 +164,33 @@ std::string write_explanation_text(const Explanation& explanation, bool stats) {
         // when it is conflict free, so stride 3's 32 distinct banks can be seen.
         std::uint64_t busiest = 0;
         for (const auto& line : stride.lines) {
-            busiest = std::max(busiest, line.requests);
+            busiest = std::max(busiest, line.counts.requests);
         }
         for (const auto& line : stride.lines) {
             if (!line.representative) {
                 continue;
             }
-            if (line.max_degree <= 1 && line.requests < busiest) {
+            const SharedLineCounts& counts = line.counts;
+            if (line.max_degree <= 1 && counts.requests < busiest) {
                 out += "  " + line_name(line) + ": " + visible_line(line.representative->banks) +
                        "\n" + hardware_text(line);
                 continue;
             }
-            char head[240];
-            std::snprintf(
-                head, sizeof head, "  %s: %s, %.2f wavefronts per request over %llu requests\n",
-                line_name(line).c_str(),
-                line.max_degree <= 1 ? "conflict free"
-                                     : (std::to_string(line.max_degree) + "-way conflict").c_str(),
-                line.requests > 0
-                    ? static_cast<double>(line.wavefronts) / static_cast<double>(line.requests)
-                    : 0.0,
-                static_cast<unsigned long long>(line.requests));
+            const double per_request =
+                counts.requests > 0
+                    ? static_cast<double>(counts.wavefronts) / static_cast<double>(counts.requests)
+                    : 0.0;
+            const double fewest = counts.requests > 0 && counts.ideal_wavefronts > 0
+                                      ? static_cast<double>(counts.ideal_wavefronts) /
+                                            static_cast<double>(counts.requests)
+                                      : 1.0;
+            char head[320];
+            std::snprintf(head, sizeof head,
+                          "  %s: %s, %.2f wavefronts per request over %llu requests (%s at the "
+                          "fewest)\n",
+                          line_name(line).c_str(), line_degree_text(line).c_str(), per_request,
+                          static_cast<unsigned long long>(counts.requests),
+                          degree_text(fewest).c_str());
             out += head + hardware_text(line) + lane_table(*line.representative) + "      " +
                    visible_line(line.representative->banks) + "\n";
         }

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "common/kernel_ids.hpp"
@@ -135,6 +137,31 @@ Cell counted_cell(const ReportRow& row) {
     return {fixed(*row.counted_degree, 2) + source};
 }
 
+// Whether any row counted global memory: its sectors per request get a column.
+bool any_global_counts(const Report& report) {
+    return std::any_of(report.rows.begin(), report.rows.end(), [](const ReportRow& row) {
+        return row.global_load_sectors_per_request || row.global_store_sectors_per_request;
+    });
+}
+
+// "4", "4.5", "—".
+std::string sectors_text(const std::optional<double>& sectors) {
+    if (!sectors) {
+        return kMissing;
+    }
+    return fixed(*sectors, std::abs(*sectors - std::round(*sectors)) < 0.05 ? 0 : 1);
+}
+
+// Global sectors per request, loads and stores: "4 / 4" for a coalesced copy, "4 / 32" for a
+// transpose that writes a column.
+Cell sectors_cell(const ReportRow& row) {
+    if (!row.global_load_sectors_per_request && !row.global_store_sectors_per_request) {
+        return {kMissing, Tone::muted};
+    }
+    return {sectors_text(row.global_load_sectors_per_request) + " / " +
+            sectors_text(row.global_store_sectors_per_request)};
+}
+
 // A modeled cost has no spread: the column says nothing on the simulator.
 bool shows_spread(const Report& report, bool verbose) {
     return verbose || !is_simulated(report);
@@ -165,6 +192,9 @@ void add_timing_columns(const Report& report, bool verbose, bool outputs,
     if (verbose || any_counted_degree(report)) {
         columns.push_back({"counted", "degree"});
     }
+    if (any_global_counts(report)) {
+        columns.push_back({"sectors", "ld / st"});
+    }
     if (outputs) {
         for (const auto& input : inputs_of(report)) {
             columns.push_back({input, "output"});
@@ -188,6 +218,9 @@ void add_timing_cells(const Report& report, const ReportRow& row, bool verbose, 
     }
     if (verbose || any_counted_degree(report)) {
         cells.push_back(counted_cell(row));
+    }
+    if (any_global_counts(report)) {
+        cells.push_back(sectors_cell(row));
     }
     if (outputs) {
         for (const auto& input : inputs_of(report)) {
@@ -292,7 +325,8 @@ Table kernels_table(const Report& report, bool verbose) {
     const std::string base = report.ratio_base.empty() ? "the base" : report.ratio_base;
     const bool timed = std::any_of(report.rows.begin(), report.rows.end(),
                                    [](const ReportRow& row) { return row.timing.has_value(); });
-    // Part 2's timing needs a GPU: on the simulator nothing is modeled, and the title says so.
+    // An exercise whose timing needs a GPU (simulator.modeled_timing: false): on the simulator
+    // nothing is modeled, and the title says so.
     table.title = "Kernels (" + std::string(report.ratio_as_percent ? "% of " : "ratio to ") +
                   base +
                   (!simulated ? ""
@@ -309,6 +343,10 @@ Table kernels_table(const Report& report, bool verbose) {
     table.columns.push_back({report.ratio_as_percent ? "% of" : "ratio to", base});
     table.columns.push_back({"degree", "(model)"});
     table.columns.push_back({"counted", "degree"});
+    const bool sectors = any_global_counts(report);
+    if (sectors) {
+        table.columns.push_back({"sectors", "ld / st"});
+    }
     table.columns.push_back({"your", "prediction"});
     table.columns.push_back({report.ratio_as_percent ? "your %" : "your ratio", "(your GPU)"});
     for (const auto& input : inputs_of(report)) {
@@ -329,6 +367,9 @@ Table kernels_table(const Report& report, bool verbose) {
             cells.push_back({percent_or_ratio(report, row->ratio)});
             cells.push_back({degree_text(row->degree)});
             cells.push_back(counted_cell(*row));
+            if (sectors) {
+                cells.push_back(sectors_cell(*row));
+            }
             cells.push_back(prediction_cell(*row));
             cells.push_back({percent_or_ratio(report, row->claimed_ratio),
                              row->claimed_ratio ? Tone::plain : Tone::muted});
@@ -340,6 +381,88 @@ Table kernels_table(const Report& report, bool verbose) {
         }
     }
     (void)verbose;
+    return table;
+}
+
+// "load", "store, 128-bit".
+std::string access_text(const SharedLineCounts& line) {
+    const std::string width = describe_access_width(line.bytes_per_lane);
+    return std::string(line.store ? "store" : "load") + (width.empty() ? "" : ", " + width);
+}
+
+Cell line_degree_cell(const SharedLineCounts& line) {
+    return {fixed(line.degree, 2), line.degree > 1.005 ? Tone::bad : Tone::plain};
+}
+
+// The student's shared accesses per source line, as the simulator counted them (on a GPU too,
+// beside the GPU's launch totals): the counted degree is the worst line's. With a sweep, a line's
+// degree at each stride; without one, its wavefronts against the fewest its width allows.
+std::optional<Table> lines_table(const Report& report) {
+    const auto rows = rows_of(report, "student");
+    using Key = std::tuple<std::string, int, bool>;
+    std::vector<Key> keys;
+    std::vector<const SharedLineCounts*> first;  // a line's first count, for its name and width
+    for (const ReportRow* row : rows) {
+        for (const SharedLineCounts& line : row->shared_lines) {
+            const Key key{line.file, line.line, line.store};
+            if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+                keys.push_back(key);
+                first.push_back(&line);
+            }
+        }
+    }
+    if (keys.empty()) {
+        return std::nullopt;
+    }
+    Table table;
+    const bool simulated = is_simulated(report);
+    table.title = std::string(
+                      "Your kernel's shared accesses, line by line (counted by the "
+                      "simulator, in the PTX") +
+                  (simulated ? "" : ", beside the GPU's launch totals") + ")";
+    table.columns = {{"line", ""}, {"access", ""}};
+    const bool sweep = has_sweep(report);
+    if (sweep) {
+        for (const ReportRow* row : rows) {
+            table.columns.push_back({"stride", stride_text(*row)});
+        }
+    } else {
+        table.columns.push_back({"requests", ""});
+        table.columns.push_back({"wavefronts", "per request"});
+        table.columns.push_back({"fewest", "per request"});
+        table.columns.push_back({"degree", ""});
+    }
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+        std::vector<Cell> cells;
+        cells.push_back({text::visible_line(describe_line_place(first[k]->file, first[k]->line))});
+        cells.push_back({access_text(*first[k])});
+        if (sweep) {
+            for (const ReportRow* row : rows) {
+                const auto found = std::find_if(
+                    row->shared_lines.begin(), row->shared_lines.end(), [&](const auto& line) {
+                        return Key{line.file, line.line, line.store} == keys[k];
+                    });
+                cells.push_back(found == row->shared_lines.end() ? Cell{kMissing, Tone::muted}
+                                                                 : line_degree_cell(*found));
+            }
+        } else {
+            const SharedLineCounts& line = *first[k];
+            const auto per_request = [&](std::uint64_t value) {
+                return line.requests > 0
+                           ? fixed(static_cast<double>(value) / static_cast<double>(line.requests),
+                                   2)
+                           : std::string(kMissing);
+            };
+            cells.push_back({std::to_string(line.requests)});
+            cells.push_back({per_request(line.wavefronts)});
+            cells.push_back({per_request(line.ideal_wavefronts)});
+            cells.push_back(line_degree_cell(line));
+        }
+        table.rows.push_back(std::move(cells));
+    }
+    table.notes.push_back(
+        "degree: a line's wavefronts over the fewest its accesses' widths allow (1 per request of "
+        "32-bit lanes, 2 of 64-bit, 4 of 128-bit), its worst instruction's; 1 is conflict free");
     return table;
 }
 
@@ -375,8 +498,17 @@ std::vector<Table> tables(const Report& report, bool verbose) {
     }
     if (!out.empty() && any_counted_degree(report)) {
         out.front().notes.push_back(
-            "counted degree: shared wavefronts per shared load; hw: the GPU's own counters, "
-            "sim: the simulator, in the PTX");
+            "counted degree: shared wavefronts over the fewest the accesses' widths allow, of the "
+            "worst line (sim: the simulator, in the PTX) or of the launch (hw: the GPU's own "
+            "counters)");
+    }
+    if (!out.empty() && any_global_counts(report)) {
+        out.front().notes.push_back(
+            "sectors: 32-byte global-memory sectors per warp request, loads / stores (4 for 32 "
+            "lanes of consecutive floats, 32 for lanes a row apart)");
+    }
+    if (auto lines = lines_table(report)) {
+        out.push_back(std::move(*lines));
     }
     return out;
 }

@@ -5,10 +5,12 @@
 // by text/text_safety.hpp, where each writer puts it into its format.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "model/explanation.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "report/writers.hpp"
@@ -85,6 +87,15 @@ std::string sentence_flag_text(const SentenceReview& review);
 std::vector<std::string> split_lines(std::string_view text, std::size_t max_lines = 0);
 
 std::string join(const std::vector<std::string>& lines, std::string_view separator);
+
+// `grader explain`'s words for a lane and a line, in every format: "lanes 0,16" or "none" (the
+// other active lanes in a lane's bank), and "probe.cu:14 (load)".
+std::string bank_mates_text(const ExplainedLane& lane, std::uint32_t index);
+std::string line_name(const ExplainedLine& line);
+// "4", or "1.50" between whole numbers; a line's "conflict free" or "4-way conflict", from the
+// counts a grade keeps (its wavefronts over the fewest its width allows).
+std::string degree_text(double degree);
+std::string line_degree_text(const ExplainedLine& line);
 
 // The text form without color: the heading, tables and logs, with or without the checks.
 std::string render_text(const Report& report, const TextOptions& options, bool with_checks);

@@ -69,11 +69,19 @@ std::string write_junit(const Report& report);
 std::string write_report(const Report& report, Format format, const ReportOptions& options);
 std::string write_report(const Report& report, Format format, const TextOptions& options);
 
+// An HTML fragment (one <section class="report">, no page around it), for the page of `grader
+// serve`: the text report's content, the verdict, tables, checks, sentence and logs, as elements
+// a stylesheet can lay out.
+std::string write_report_html(const Report& report);
+
 // `grader sweep`: the exercise's own kernels on this machine, and the calibration rules.
 std::string write_sweep_text(const Sweep& sweep);
 
 // `grader explain`: per stride, each shared-memory line with its counted degree and, for the
 // busiest access, the 32 lanes of one warp with their word, bank and bank-mates.
 std::string write_explanation_text(const Explanation& explanation, bool stats);
+// The same as an HTML fragment: each stride's lines, and for the busiest one a table of the 32
+// lanes with their word, bank and bank-mates.
+std::string write_explanation_html(const Explanation& explanation);
 
 }  // namespace grader

@@ -108,13 +108,24 @@ BankCost bank_cost(std::uint32_t lanes, const std::array<std::uint64_t, 32>& off
             access.bank = static_cast<std::uint32_t>(access.word & 31);
             access.distinct_words_in_bank = count[access.bank];
         }
+        // A lane's bank mates: the lanes served in the same wavefront at the fewest (the whole
+        // warp for 32-bit accesses, its half for 64-bit, its quarter for 128-bit) whose words
+        // share one of its banks.
+        const unsigned group = lanes_per_wavefront(bytes_per_lane);
         for (std::uint32_t m = lanes; m != 0; m &= m - 1) {
-            LaneAccess& access = table->lanes[ctz(m)];
+            const unsigned lane = ctz(m);
+            LaneAccess& access = table->lanes[lane];
             for (std::uint32_t other = lanes; other != 0; other &= other - 1) {
-                if (table->lanes[ctz(other)].bank == access.bank)
-                    access.bank_mates |= 1u << ctz(other);
+                const unsigned mate = ctz(other);
+                if (mate / group != lane / group)
+                    continue;
+                const std::uint32_t apart = (table->lanes[mate].bank - access.bank) & 31;
+                if (apart < words_per_lane || 32 - apart < words_per_lane)
+                    access.bank_mates |= 1u << mate;
             }
         }
+        table->bytes_per_lane = bytes_per_lane;
+        table->ideal_wavefronts = data_bound;
     }
     BankCost cost;
     cost.degree = bank_bound;

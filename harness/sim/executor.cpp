@@ -95,22 +95,112 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
     shared_stat_index_.assign(entry.code.size(), -1);
     bank_cost_slot_.assign(entry.code.size(), 0);
     // Instructions that read a clock: the clock's slots are brought up to date before them.
+    // Those that read what tells one block from another (a clock among it).
     reads_clock_.assign(entry.code.size(), 0);
+    reads_block_identity_.assign(entry.code.size(), 0);
+    const auto identity = [&](std::int32_t slot) {
+        const std::int32_t s = slot - entry.special_base;
+        for (const Special special : {Special::ctaid_x, Special::ctaid_y, Special::ctaid_z,
+                                      Special::smid, Special::warpid}) {
+            if (s == static_cast<std::int32_t>(special))
+                return true;
+        }
+        return is_clock_slot(slot);
+    };
+    pure_.assign(entry.code.size(), 0);
     for (std::size_t pc = 0; pc < entry.code.size(); ++pc) {
-        for (const std::int32_t slot : entry.code[pc].src) {
+        const Instruction& in = entry.code[pc];
+        for (const std::int32_t slot : in.src) {
             reads_clock_[pc] |= static_cast<std::uint8_t>(is_clock_slot(slot));
+            reads_block_identity_[pc] |= static_cast<std::uint8_t>(identity(slot));
+        }
+        reads_block_identity_[pc] |= static_cast<std::uint8_t>(in.guard >= 0 && identity(in.guard));
+        switch (in.op) {
+            case Op::ld:
+            case Op::st:
+            case Op::atom:
+            case Op::shfl:
+            case Op::vote_ballot:
+            case Op::vote_all:
+            case Op::vote_any:
+            case Op::vote_uni:
+            case Op::activemask:
+            case Op::redux:
+            case Op::bra:
+            case Op::exit:
+            case Op::bar:
+            case Op::bar_red:
+            case Op::trap:
+            case Op::printf_call:
+            case Op::nanosleep:
+            case Op::unsupported:
+                break;
+            default:
+                pure_[pc] = !reads_clock_[pc];
+                break;
         }
     }
     local_pages_per_lane_ = (entry.local_bytes + kLocalPage - 1) / kLocalPage;
+    poison_state_ = options.clock_seed * 0x9e3779b97f4a7c15ull ^ 0x706f69736f6eull;
+    shared_window_ = ModeledDevice::shared_window(options.clock_seed);
+    local_window_ = shared_window_ + kWindowSize;
     clock_start_ = ModeledClock::start_cycles(options.clock_seed);
     timer_start_ = ModeledClock::start_nanoseconds(
         options.clock_seed, options.timer_epoch_ns != 0 ? options.timer_epoch_ns : unix_ns());
-    sm_count_ = ModeledDevice::sm_count(options.clock_seed);
-    warp_slots_ = ModeledDevice::warp_slots(options.clock_seed);
-    grid_id_ = ModeledDevice::grid_id(options.clock_seed);
+    grid_id_ = options.grid_id != 0 ? options.grid_id : ModeledDevice::grid_id(options.clock_seed);
+    first_sm_ = static_cast<std::uint32_t>((options.clock_seed * 0x9e3779b97f4a7c15ull >> 40) %
+                                           options.gpu.sm_count);
     // Names of shared variables, for the uninitialised-read report.
     for (const auto s : entry.shared_symbols)
         shared_variables_.push_back(s);
+}
+
+Executor::~Executor() {
+    for (auto& file : spare_files_) {
+        if (spare_registers.size() < kSpareRegisterFiles)
+            spare_registers.push_back(std::move(file));
+    }
+    for (BlockState& state : place_leftovers_) {
+        for (Warp& w : state.warps) {
+            if (spare_registers.size() < kSpareRegisterFiles)
+                spare_registers.push_back(std::move(w.regs));
+        }
+    }
+}
+
+void Executor::fill_poison(std::uint64_t* words, std::size_t count) {
+    // xorshift64*: what a GPU's registers and local memory hold before anything is written is
+    // whatever ran there before, not zeros; the grade's seed makes it repeatable.
+    std::uint64_t x = poison_state_ | 1;
+    for (std::size_t k = 0; k < count; ++k) {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        words[k] = x * 0x2545f4914f6cdd1dull;
+    }
+    poison_state_ = x;
+}
+
+std::vector<std::uint64_t> Executor::register_file() {
+    std::vector<std::uint64_t> file;
+    if (!spare_files_.empty()) {
+        file = std::move(spare_files_.back());
+        spare_files_.pop_back();
+        return file;  // what the last block on the place left
+    }
+    if (!spare_registers.empty()) {
+        file = std::move(spare_registers.back());
+        spare_registers.pop_back();
+    }
+    file.resize(register_image_.size());
+    // The registers hold the poison; the constants (which nothing writes: a file of this launch
+    // keeps them) are set once; the special registers are set for every block (init_warp).
+    fill_poison(file.data(), file.size());
+    for (const ConstantSlot& c : entry_.constants) {
+        const auto at = static_cast<std::ptrdiff_t>(c.slot) * 32;
+        std::copy_n(register_image_.begin() + at, 32, file.begin() + at);
+    }
+    return file;
 }
 
 void Executor::run() {
@@ -118,38 +208,138 @@ void Executor::run() {
         options_.blocks.empty()
             ? first_blocks(grid_, static_cast<std::uint64_t>(grid_.x) * grid_.y * grid_.z)
             : options_.blocks;
+    const auto linear = [&](const Dim3& b) {
+        return b.x + static_cast<std::uint64_t>(grid_.x) *
+                         (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
+    };
     for (const Dim3& b : blocks) {
         if (b.x >= grid_.x || b.y >= grid_.y || b.z >= grid_.z) {
             throw std::invalid_argument("block " + dim_text(b) + " is outside the grid " +
                                         dim_text(grid_));
         }
     }
-    // The blocks are resident together, a few at a time, as a GPU's SMs hold them: they take
-    // turns (each warp of a block one slice a turn) in an order drawn from the seed, so that a
-    // block waiting on a global flag sees another block set it, and no block can count on
-    // running before or after another.
+    std::vector<std::uint64_t> checked;
+    for (const Dim3& b : options_.checked)
+        checked.push_back(linear(b));
+    std::sort(checked.begin(), checked.end());
+    const auto is_checked = [&](const Dim3& b) {
+        return options_.checked.empty() ||
+               std::binary_search(checked.begin(), checked.end(), linear(b));
+    };
+    // The blocks are resident together, as many at a time as the modeled GPU's SMs hold (the
+    // probe's whole grid on a T4): they take turns (each warp of a block one slice a turn), so
+    // that a block waiting on a global flag sees another block set it. They start in an order
+    // drawn from the seed within each wave of that many, as a GPU's do (an H200 started the 160
+    // blocks of one wave in no order, and a grid of 16384 within about a wave of their places).
+    const std::uint32_t per_sm = options_.gpu.resident_per_sm(threads_per_block_, shared_bytes_);
+    places_ = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(blocks.size(), std::uint64_t{per_sm} * options_.gpu.sm_count));
+    places_ = std::max<std::uint32_t>(places_, 1);
+    place_leftovers_.resize(places_);
     std::vector<std::size_t> order(blocks.size());
     for (std::size_t k = 0; k < order.size(); ++k)
         order[k] = k;
     std::uint64_t draw = options_.clock_seed ^ 0x6f72646572ull;
-    for (std::size_t k = order.size(); k > 1; --k) {
-        draw = draw * 6364136223846793005ull + 1442695040888963407ull;
-        std::swap(order[k - 1], order[(draw >> 33) % k]);
+    for (std::size_t wave = 0; wave < order.size(); wave += places_) {
+        const std::size_t size = std::min<std::size_t>(places_, order.size() - wave);
+        for (std::size_t k = size; k > 1; --k) {
+            draw = draw * 6364136223846793005ull + 1442695040888963407ull;
+            std::swap(order[wave + k - 1], order[wave + (draw >> 33) % k]);
+        }
     }
-    constexpr std::size_t kResident = 16;
+    // Free places, the lowest last (taken first).
+    std::vector<std::uint32_t> free_places(places_);
+    for (std::uint32_t p = 0; p < places_; ++p)
+        free_places[p] = places_ - 1 - p;
+    const auto take_place = [&] {
+        const std::uint32_t p = free_places.back();
+        free_places.pop_back();
+        return p;
+    };
     // Turns of this many slices per warp: long enough that a block's registers stay in this
     // machine's caches for its turn (a turn of one slice ran the probe at half the speed), short
     // enough that a block spinning on a flag gives the others their turn well within its wait.
     constexpr int kSlicesPerTurn = 8;
     std::vector<BlockState> resident;
     std::size_t next = 0;
+    // Where the launch runs blocks it does not check, the first checked block runs alone as far
+    // as every block does the same (nothing has started that it could see), and the blocks not
+    // checked start from there.
+    // A checked block starts first: the one recorded, where blocks share work. One inside the
+    // grid rather than on its edge, where there is one: its way is the one most blocks take (a
+    // kernel that leaves out its last block would have the others part ways from a last one).
+    const auto inside = [&](const Dim3& b) {
+        const auto within = [](std::uint32_t v, std::uint32_t n) {
+            return n == 1 || (v > 0 && v + 1 < n);
+        };
+        return within(b.x, grid_.x) && within(b.y, grid_.y) && within(b.z, grid_.z);
+    };
+    auto first_checked = std::find_if(order.begin(), order.end(), [&](std::size_t k) {
+        return is_checked(blocks[k]) && inside(blocks[k]);
+    });
+    if (first_checked == order.end()) {
+        first_checked = std::find_if(order.begin(), order.end(),
+                                     [&](std::size_t k) { return is_checked(blocks[k]); });
+    }
+    if (first_checked != order.end())
+        std::rotate(order.begin(), first_checked, first_checked + 1);
+    const bool shares_work =
+        !options_.checked.empty() && options_.input_bytes > 0 &&
+        std::any_of(blocks.begin(), blocks.end(), [&](const Dim3& b) { return !is_checked(b); });
+    if (shares_work) {
+        if (first_checked != order.end()) {
+            BlockState state;
+            const Dim3& b = blocks[order[next++]];
+            if (record_shared_work(state, b, is_checked(b), take_place())) {
+                free_places.push_back(state.place);
+                finish_block(state);
+            } else {
+                resident.push_back(std::move(state));
+            }
+        }
+    }
+    std::vector<std::uint32_t> replayed_places;
+    // Blocks in a row that went another way than the recorded one: past two, the recorded block
+    // is taken to be the odd one out, and the next is recorded instead (a few times at most).
+    int other_way = 0;
+    int recordings_left = shares_work ? 3 : 0;
     while (next < order.size() || !resident.empty()) {
-        while (resident.size() < kResident && next < order.size()) {
+        while (!free_places.empty() && next < order.size()) {
+            const Dim3& b = blocks[order[next++]];
+            const std::uint32_t place = take_place();
+            if (shared_work_ && !is_checked(b)) {
+                // It runs at once, to its end, on its place, which the next block of the wave
+                // does not take (as a resident block's).
+                const Replay replayed = replay(b, place);
+                if (replayed == Replay::ended) {
+                    other_way = 0;
+                    replayed_places.push_back(place);
+                    continue;
+                }
+                // b runs from its start; where any block would have parted ways, so do the rest.
+                if (replayed == Replay::parted)
+                    shared_work_.reset();
+                if (replayed == Replay::went_its_way && ++other_way > 2 && recordings_left > 0) {
+                    --recordings_left;
+                    other_way = 0;
+                    shared_work_.reset();
+                    BlockState state;
+                    if (record_shared_work(state, b, false, place)) {
+                        free_places.push_back(state.place);
+                        finish_block(state);
+                    } else {
+                        resident.push_back(std::move(state));
+                    }
+                    continue;
+                }
+            }
             resident.emplace_back();
             swap_block(resident.back());
-            start_block(blocks[order[next++]]);
+            start_block(b, is_checked(b), place);
             swap_block(resident.back());
         }
+        free_places.insert(free_places.end(), replayed_places.rbegin(), replayed_places.rend());
+        replayed_places.clear();
         for (std::size_t k = 0; k < resident.size();) {
             swap_block(resident[k]);
             bool done = false;
@@ -157,11 +347,8 @@ void Executor::run() {
                 done = step_block();
             swap_block(resident[k]);
             if (done) {
-                ++counts_.blocks_executed;
-                for (Warp& w : resident[k].warps) {
-                    if (spare_registers.size() < kSpareRegisterFiles)
-                        spare_registers.push_back(std::move(w.regs));
-                }
+                free_places.push_back(resident[k].place);
+                finish_block(resident[k]);
                 resident.erase(resident.begin() + static_cast<std::ptrdiff_t>(k));
             } else {
                 ++k;
@@ -170,8 +357,21 @@ void Executor::run() {
     }
 }
 
+void Executor::finish_block(BlockState& state) {
+    ++result_.blocks_run;
+    counts_.blocks_executed += state.checked ? 1 : 0;
+    // Its place keeps what it left, for the next block there.
+    BlockState& left = place_leftovers_[state.place];
+    for (Warp& w : left.warps)
+        spare_files_.push_back(std::move(w.regs));
+    left = std::move(state);
+}
+
 void Executor::swap_block(BlockState& state) {
     std::swap(block_, state.block);
+    std::swap(checked_, state.checked);
+    std::swap(place_, state.place);
+    std::swap(block_instructions_, state.instructions);
     std::swap(sm_of_block_, state.sm);
     std::swap(first_warp_slot_, state.first_warp_slot);
     std::swap(block_start_cycles_, state.start_cycles);
@@ -201,7 +401,7 @@ void Executor::save_globals() {
     // only atomics added to (a counter every block bumps) reads after the launch as it would
     // after the whole grid, as it does on a GPU.
     const std::uint64_t total = static_cast<std::uint64_t>(grid_.x) * grid_.y * grid_.z;
-    const std::uint64_t executed = counts_.blocks_executed;
+    const std::uint64_t executed = result_.blocks_run;
     std::size_t at = 0;
     for (std::size_t s = 0; s < program_.symbols.size(); ++s) {
         const Symbol& sym = program_.symbols[s];
@@ -251,37 +451,61 @@ void Executor::fault(const Warp& w, unsigned lane, std::uint32_t pc, const std::
     throw Stop{LaunchStatus::fault};
 }
 
-void Executor::start_block(Dim3 b) {
+void Executor::set_identity(Dim3 b, std::uint32_t place) {
     block_ = b;
-    const std::uint64_t linear = b.x + static_cast<std::uint64_t>(grid_.x) *
-                                           (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
-    sm_of_block_ = ModeledDevice::sm_of_block(options_.clock_seed, linear);
+    place_ = place;
+    // The places of one wave spread over the SMs first, then fill each SM's warp slots, as a GPU
+    // hands out a launch's first blocks (an H200 put blocks 0, 1, 2 on SMs 128, 129, 130, each
+    // at warp slot 0).
+    const std::uint32_t sms = options_.gpu.sm_count;
+    sm_of_block_ = (first_sm_ + place) % sms;
+    first_warp_slot_ = place / sms * warps_per_block_;
     // Resident blocks start together, each on its SM's clock (SMs' clocks are not in step).
     block_start_cycles_ =
         ((sm_of_block_ + 1) * 0x9e3779b97f4a7c15ull ^ options_.clock_seed) % (1ull << 24);
-    first_warp_slot_ =
-        ModeledDevice::first_warp_slot(options_.clock_seed, linear, warps_per_block_);
+}
+
+void Executor::start_block(Dim3 b, bool checked, std::uint32_t place) {
+    set_identity(b, place);
+    checked_ = checked;
+    block_instructions_ = 0;
+    const std::uint64_t linear = b.x + static_cast<std::uint64_t>(grid_.x) *
+                                           (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
+    // What the last block on the place left: its registers, local pages and shared memory.
+    BlockState& left = place_leftovers_[place];
+    const bool place_used =
+        !left.warps.empty() && left.shared.size() == (shared_bytes_ + 3) / 4 * 4;
+    if (place_used) {
+        std::swap(warps_, left.warps);
+        std::swap(shared_, left.shared);
+    }
+    left.warps.clear();
     warps_.resize(warps_per_block_);
     for (std::uint32_t w = 0; w < warps_per_block_; ++w) {
-        if (!spare_registers.empty()) {
-            warps_[w].regs = std::move(spare_registers.back());
-            spare_registers.pop_back();
-        }
+        if (warps_[w].regs.size() != register_image_.size())
+            warps_[w].regs = register_file();
         warps_[w].index = w;
         warps_[w].local_pages.resize(local_pages_per_lane_ * 32);
     }
-    shared_.resize((shared_bytes_ + 3) / 4 * 4);  // whole words, for the race tracker
-    // What the harness poisoned it with, or what earlier blocks left there.
-    for (std::size_t k = 0; k + 4 <= shared_bytes_; k += 4) {
-        const std::uint32_t leftover =
-            ModeledDevice::leftover_shared_word(options_.clock_seed, linear, k / 4);
-        const std::uint32_t word =
-            options_.poison_shared ? kQuietNan | (leftover & kNanPayload) : leftover;
-        std::memcpy(&shared_[k], &word, 4);
+    if (!place_used) {
+        shared_.resize((shared_bytes_ + 3) / 4 * 4);  // whole words, for the race tracker
+        // A place's first block finds what the harness poisoned shared memory with, or what
+        // earlier kernels left there, drawn from the seed.
+        const std::size_t words = shared_bytes_ / 4;
+        leftovers_.resize(words);
+        ModeledDevice::leftover_shared_words(options_.clock_seed, linear, leftovers_.data(), words);
+        if (options_.poison_shared) {
+            for (std::uint32_t& word : leftovers_)
+                word = kQuietNan | (word & kNanPayload);
+        }
+        std::memcpy(shared_.data(), leftovers_.data(), words * 4);
     }
-    shared_written_.assign((shared_bytes_ + 3) / 4, 0);
+    // What a checked block records of its shared memory (a block that is not checked reads and
+    // writes it alike, without the records).
+    shared_written_.assign(checked_ || mode_ == Mode::recording ? (shared_bytes_ + 3) / 4 : 0, 0);
     unwritten_words_ = shared_written_.size();
-    races_.start_block((shared_bytes_ + 3) / 4);
+    if (checked_)
+        races_.start_block((shared_bytes_ + 3) / 4);
     reduction_true_ = 0;
     reduction_arrived_ = 0;
     for (Warp& w : warps_)
@@ -290,8 +514,10 @@ void Executor::start_block(Dim3 b) {
 
 bool Executor::step_block() {
     bool ran = false;
+    bool parked = false;
     for (Warp& w : warps_) {
-        if ((w.live & ~w.blocked) != 0) {
+        parked = parked || w.parked;
+        if ((w.live & ~w.blocked) != 0 && !w.parked) {
             run_warp(w);
             ran = true;
         }
@@ -303,6 +529,11 @@ bool Executor::step_block() {
         any_live = any_live || w.live != 0;
     if (!any_live)
         return true;
+    if (parked) {
+        // A parked warp has not reached the barrier the others wait at.
+        stuck_ = true;
+        return false;
+    }
     // Every thread that has not exited waits at a barrier: it completes.
     for (Warp& w : warps_) {
         if (w.reduction_lanes != 0) {
@@ -319,7 +550,8 @@ bool Executor::step_block() {
     }
     reduction_true_ = 0;
     reduction_arrived_ = 0;
-    races_.barrier();
+    if (checked_)
+        races_.barrier();
     // The warps waited for the last one to arrive.
     std::uint64_t arrived = 0;
     for (const Warp& w : warps_)
@@ -337,6 +569,7 @@ bool Executor::is_clock_slot(std::int32_t slot) const {
     const std::int32_t s = slot - entry_.special_base;
     return s == static_cast<std::int32_t>(Special::clock) ||
            s == static_cast<std::int32_t>(Special::clock64) ||
+           s == static_cast<std::int32_t>(Special::clock_hi) ||
            s == static_cast<std::int32_t>(Special::globaltimer) ||
            s == static_cast<std::int32_t>(Special::globaltimer_lo) ||
            s == static_cast<std::int32_t>(Special::globaltimer_hi);
@@ -347,13 +580,15 @@ void Executor::update_clocks(Warp& w) {
     // %globaltimer is one clock for the whole GPU: the SM's own offset is not in it.
     const auto since_start = static_cast<double>(w.cycles - block_start_cycles_);
     const std::uint64_t timer =
-        timer_start_ + static_cast<std::uint64_t>(since_start / ModeledClock::kGigahertz);
+        (timer_start_ + static_cast<std::uint64_t>(since_start / ModeledClock::kGigahertz)) /
+        ModeledClock::kTimerStepNs * ModeledClock::kTimerStepNs;
     const auto set = [&](Special s, std::uint64_t value) {
         std::fill_n(
             &w.regs[static_cast<std::size_t>(entry_.special_base + static_cast<int>(s)) * 32], 32,
             value);
     };
     set(Special::clock, clock & 0xffffffffull);
+    set(Special::clock_hi, clock >> 32);
     set(Special::clock64, clock);
     set(Special::globaltimer, timer);
     set(Special::globaltimer_lo, timer & 0xffffffffull);
@@ -361,7 +596,7 @@ void Executor::update_clocks(Warp& w) {
 }
 
 void Executor::init_warp(Warp& w) {
-    w.regs = register_image_;
+    // The special registers; the registers proper keep what they held, the constants are there.
     const std::uint32_t first = w.index * 32;
     const std::uint32_t lanes = std::min<std::uint32_t>(32, threads_per_block_ - first);
     w.live = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1);
@@ -372,10 +607,7 @@ void Executor::init_warp(Warp& w) {
     w.lane_pc.fill(0);
     w.reduction_lanes = 0;
     w.cycles = block_start_cycles_;
-    for (auto& page : w.local_pages) {
-        if (page)
-            std::memset(page.get(), 0, kLocalPage);  // each block's threads start from zeros
-    }
+    w.parked = false;
     const std::uint64_t specials[] = {
         0,        0,        0,        block_dim_.x, block_dim_.y, block_dim_.z,
         block_.x, block_.y, block_.z, grid_.x,      grid_.y,      grid_.z};
@@ -392,9 +624,9 @@ void Executor::init_warp(Warp& w) {
         set(Special::tid_z, id.thread.z);
         set(Special::laneid, lane);
         set(Special::warpid, first_warp_slot_ + w.index);
-        set(Special::nwarpid, warp_slots_);
+        set(Special::nwarpid, options_.gpu.warps_per_sm);
         set(Special::smid, sm_of_block_);
-        set(Special::nsmid, sm_count_);
+        set(Special::nsmid, options_.gpu.sm_count);
         set(Special::gridid, grid_id_);
         set(Special::lanemask_eq, 1u << lane);
         set(Special::lanemask_lt, (1u << lane) - 1);
@@ -458,17 +690,28 @@ void Executor::run_warp(Warp& w) {
     // register file could otherwise alias them) and are added to the launch's however the slice
     // ends, a fault or a timeout included.
     struct Tally {
-        LaunchCounts& counts;
+        LaunchResult& result;
+        std::uint64_t& block;
+        bool checked;
         std::uint64_t warp_instructions = 0;
         std::uint64_t thread_instructions = 0;
         ~Tally() {
-            counts.warp_instructions += warp_instructions;
-            counts.thread_instructions += thread_instructions;
+            result.instructions_run += warp_instructions;
+            block += warp_instructions;
+            if (checked) {
+                result.counts.warp_instructions += warp_instructions;
+                result.counts.thread_instructions += thread_instructions;
+            }
         }
-    } tally{counts_};
-    const std::uint64_t budget_left =
-        options_.instruction_budget -
-        std::min(options_.instruction_budget, counts_.warp_instructions);
+    } tally{result_, block_instructions_, checked_};
+    std::uint64_t budget_left = options_.instruction_budget -
+                                std::min(options_.instruction_budget, result_.instructions_run);
+    const std::uint64_t block_budget = options_.block_instruction_budget;
+    const bool block_bound =
+        block_budget != 0 &&
+        block_budget - std::min(block_budget, block_instructions_) < budget_left;
+    if (block_bound)
+        budget_left = block_budget - std::min(block_budget, block_instructions_);
     const std::uint32_t slice = options_.warp_slice;
     for (std::uint32_t n = 0; n < slice && w.mask != 0; ++n) {
         if (w.pc >= code_size) {
@@ -476,13 +719,40 @@ void Executor::run_warp(Warp& w) {
                   "execution ran past the end of the kernel", 0);
         }
         const Instruction& in = code[w.pc];
+        if (mode_ != Mode::normal) {
+            const std::uint32_t runs = in.guard >= 0 ? guard_mask(w, in) : w.mask;
+            // A guard read from the block's identity parts ways even where no lane runs.
+            if ((mode_ == Mode::recording && !record_instruction(w, in, runs)) ||
+                (runs != 0 &&
+                 (!same_in_every_block(w, in, runs) || reads_unwritten(w, in, runs)))) {
+                if (mode_ == Mode::replaying)
+                    throw PartsWays{};
+                w.parked = true;  // the others go on as far as they can without it
+                parked_any_ = true;
+                return;
+            }
+            note_destinations(w, in, runs);
+            if (mode_ == Mode::replaying) {
+                save_destinations(w, in);
+            } else if (parked_any_ && ++recorded_after_park_ > kMostAfterPark) {
+                stuck_ = true;  // the others may be waiting for it: record no further
+                w.parked = true;
+                return;
+            }
+        }
         if (++tally.warp_instructions > budget_left) {
             tally.warp_instructions = budget_left;
             result_.last_location = entry_.locations[w.pc];
-            result_.message = "timed out: the instruction budget of " +
-                              std::to_string(options_.instruction_budget) +
-                              " warp instructions ran out at " + at_text(entry_.locations[w.pc]) +
-                              ", " + thread_text(thread_of(w, ctz(w.mask)));
+            if (block_bound)
+                result_.over_block_budget = block_;
+            result_.message =
+                "timed out: " +
+                (block_bound
+                     ? "block " + dim_text(block_) + "'s instruction budget of " +
+                           std::to_string(block_budget)
+                     : "the instruction budget of " + std::to_string(options_.instruction_budget)) +
+                " warp instructions ran out at " + at_text(entry_.locations[w.pc]) + ", " +
+                thread_text(thread_of(w, ctz(w.mask)));
             throw Stop{LaunchStatus::budget_exceeded};
         }
         const std::uint32_t exec = in.guard >= 0 ? guard_mask(w, in) : w.mask;

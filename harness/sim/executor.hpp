@@ -16,6 +16,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -29,10 +30,8 @@
 
 namespace grader::sim::detail {
 
-// Generic addresses of the shared and local windows (what cvta.shared/cvta.local produce). Global
-// allocations start at 0x10'0000'0000 and stay far below them.
-constexpr std::uint64_t kSharedWindow = 0x0000'7000'0000'0000ull;
-constexpr std::uint64_t kLocalWindow = 0x0000'7100'0000'0000ull;
+// The size of the shared and the local window of the generic address space (what cvta.shared
+// and cvta.local produce); where they lie is the launch's (ModeledDevice::shared_window).
 constexpr std::uint64_t kWindowSize = 1ull << 32;
 // Local memory is simulated in pages of this size, made on first touch (see Warp::local_pages).
 constexpr std::size_t kLocalPage = 4096;
@@ -147,6 +146,22 @@ inline std::uint64_t low_bits(unsigned bits) {
     return bits == 64 ? ~0ull : ((1ull << bits) - 1);
 }
 
+// A float result as NVIDIA's units give it: a NaN is the canonical one (0x7fffffff, and
+// 0x7fffffffffffffff in f64), whatever NaN went in; a host's FPU keeps an operand's payload.
+template <class F>
+inline F gpu_nan(F r) {
+    if (!std::isnan(r))
+        return r;
+    if constexpr (std::is_same_v<F, float>) {
+        const std::uint32_t canonical = 0x7fffffffu;
+        std::memcpy(&r, &canonical, 4);
+    } else {
+        const std::uint64_t canonical = 0x7fffffffffffffffull;
+        std::memcpy(&r, &canonical, 8);
+    }
+    return r;
+}
+
 // .sat on a float result: clamped to [0, 1], NaN to 0.
 template <class F>
 inline F saturate_unit(F r) {
@@ -176,11 +191,17 @@ struct Warp {
     std::int32_t reduction_slot = kNoSlot;
     AtomOp reduction_op = AtomOp::add;
     std::uint64_t cycles = 0;  // modeled, since the launch's clock start (see ModeledClock)
+    // Recording the work blocks share: the warp stopped before an instruction where blocks may
+    // part ways, and waits there while the others go on as far as they can.
+    bool parked = false;
 };
 
 // A resident block's own state, swapped into the executor while the block takes its turn.
 struct BlockState {
     Dim3 block{};
+    bool checked = true;
+    std::uint32_t place = 0;
+    std::uint64_t instructions = 0;  // warp instructions the block ran
     std::uint32_t sm = 0;
     std::uint32_t first_warp_slot = 0;
     std::uint64_t start_cycles = 0;
@@ -205,6 +226,9 @@ public:
     Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 block,
              const std::vector<std::vector<std::byte>>& params, GlobalMemory& memory,
              const LaunchOptions& options, LaunchResult& result);
+    ~Executor();
+    Executor(const Executor&) = delete;
+    Executor& operator=(const Executor&) = delete;
     void run();
     // Writes the module's .global variables to options.module_globals, where given.
     void save_globals();
@@ -225,21 +249,43 @@ private:
     std::vector<std::byte> param_buffer_;
     std::vector<std::uint64_t> symbol_address_;
     std::vector<std::uint64_t> register_image_;
+    // Register files of this launch's finished blocks: the next block on a place finds its
+    // registers as the last one left them, as on a GPU; a file new to the launch holds the
+    // launch's poison (fill_poison). Only the special registers and constants are set.
+    std::vector<std::vector<std::uint64_t>> spare_files_;
+    // What the last block on each place left: the next block there starts with its registers,
+    // local pages and shared memory (a place's first block: the poison, shared leftovers drawn
+    // from the seed).
+    std::vector<BlockState> place_leftovers_;
+    std::vector<std::uint64_t> register_file();
+    std::uint64_t poison_state_ = 0;
+    void fill_poison(std::uint64_t* words, std::size_t count);
     std::vector<std::int32_t> shared_stat_index_;
     std::vector<std::uint8_t> reads_clock_;  // per instruction
+    std::uint64_t shared_window_ = 0;        // generic address of shared byte 0
+    std::uint64_t local_window_ = 0;         // generic address of local byte 0
     std::uint64_t clock_start_ = 0;          // cycles
     std::uint64_t timer_start_ = 0;          // nanoseconds
-    std::uint32_t sm_count_ = 0;             // %nsmid
-    std::uint32_t sm_of_block_ = 0;          // %smid of the block being run
-    std::uint32_t warp_slots_ = 0;           // %nwarpid
-    std::uint32_t first_warp_slot_ = 0;      // %warpid of the block's first warp
-    std::uint64_t grid_id_ = 0;              // %gridid
-    std::uint64_t block_start_cycles_ = 0;   // where the block's warps start: its SM's clock
+    // Where blocks run: `places_` of them at once, each an SM and a run of its warp slots. A
+    // launch's blocks take places in a seeded order within each wave; a block that ends leaves
+    // its place, its registers and its shared memory to the next.
+    std::uint32_t places_ = 0;
+    std::uint32_t first_sm_ = 0;            // the SM of place 0
+    std::uint32_t place_ = 0;               // the block being run's
+    std::uint32_t sm_of_block_ = 0;         // %smid of the block being run
+    std::uint32_t first_warp_slot_ = 0;     // %warpid of the block's first warp
+    std::uint64_t grid_id_ = 0;             // %gridid
+    std::uint64_t block_start_cycles_ = 0;  // where the block's warps start: its SM's clock
     std::size_t local_pages_per_lane_ = 0;
     std::size_t local_touched_ = 0;  // bytes of local pages made, over the launch
     std::vector<std::int32_t> shared_variables_;
+    std::vector<std::uint32_t> leftovers_;  // a block's shared memory before it runs
 
     Dim3 block_{};
+    // The block being run is one the launch reports on (LaunchOptions::checked): its counts,
+    // races and uninitialised reads are recorded. Another runs alike without the records.
+    bool checked_ = true;
+    std::uint64_t block_instructions_ = 0;
     std::vector<Warp> warps_;
     std::uint64_t reduction_true_ = 0;  // bar.red: threads whose predicate was true
     std::uint64_t reduction_arrived_ = 0;
@@ -284,7 +330,86 @@ private:
 
     // The block being run's state is the executor's; the others wait in their BlockState.
     void swap_block(BlockState& state);
-    void start_block(Dim3 b);
+    // The block and its place on the modeled GPU: its SM, its first warp slot, its SM's clock.
+    void set_identity(Dim3 b, std::uint32_t place);
+    void start_block(Dim3 b, bool checked, std::uint32_t place);
+    // Runs the block in the executor to its end.
+    void finish_block(BlockState& state);
+
+    // ---- the work blocks share (executor_replay.cpp) ----
+
+    // recording: the first checked block, until it reaches what could tell it from another
+    // block; replaying: a block not checked, continuing from the state that block reached.
+    enum class Mode : std::uint8_t { normal, recording, replaying };
+    // Thrown before an instruction where the block being recorded or replayed may part ways with
+    // the others: it has not run.
+    struct PartsWays {};
+    Mode mode_ = Mode::normal;
+    // Recording: no warp can go on without parting ways (or one kept the others from ending).
+    bool stuck_ = false;
+    bool parked_any_ = false;
+    std::uint64_t recorded_after_park_ = 0;  // warp instructions since the first warp parked
+    // Past this many, the warps still running may be waiting for a parked one.
+    static constexpr std::uint64_t kMostAfterPark = 65536;
+    std::vector<std::uint8_t> reads_block_identity_;  // per instruction: %ctaid, %smid, %warpid
+    std::vector<std::uint8_t> pure_;  // per instruction: it only computes registers from registers
+    // Recording: the slots whose value depends on the block's identity (warp * slot_count +
+    // slot), the slots such a computation reads, and the computations themselves, in order: a
+    // replay runs them again with its own identity before it goes on. A block parts ways where
+    // such a value reaches an address, a stored word, a branch or anything but a register, or
+    // where a slot they need is written again.
+    std::vector<std::uint8_t> tainted_;
+    std::vector<std::uint8_t> slice_reads_;
+    struct SliceStep {
+        std::uint32_t warp;
+        std::uint32_t pc;
+        std::uint32_t mask;  // the warp's lanes at the instruction
+        std::uint32_t exec;  // those that ran it
+        bool check;          // its guard is the block's: a replay must run the same lanes
+        bool compute;        // its result is the block's: a replay computes it again
+    };
+    std::vector<SliceStep> slice_;
+    // Whether the block may run the instruction while recording (false: it parts ways), and the
+    // slice's bookkeeping for it.
+    bool record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec);
+    // The recorded block's state where it parted ways (or ended), and the warp instructions it
+    // ran to get there.
+    std::optional<BlockState> shared_work_;
+    std::uint64_t shared_work_instructions_ = 0;
+    // A replay's undo log: the register slots and shared words it changed, and what they held.
+    struct SavedSlot {
+        std::uint32_t warp;
+        std::int32_t slot;
+        std::array<std::uint64_t, 32> values;
+    };
+    std::vector<SavedSlot> saved_slots_;
+    std::vector<std::uint8_t> slot_saved_;  // warp * slot_count + slot
+    std::vector<std::pair<std::size_t, std::uint32_t>> saved_words_;
+    // Recording and replaying: the lanes of each warp's slots that hold a value the block wrote
+    // (or a constant, a special register); a read of any other lane reads the block's own
+    // leftovers. warp * slot_count + slot.
+    std::vector<std::uint32_t> written_lanes_;
+    std::vector<std::uint32_t> shared_work_written_;
+    bool reads_unwritten(const Warp& w, const Instruction& in, std::uint32_t exec) const;
+    void note_destinations(const Warp& w, const Instruction& in, std::uint32_t exec);
+
+    // Whether the instruction does the same in every block whose state is the same (its
+    // addresses, what it reads): false where it reads what tells blocks apart, or reaches what
+    // another block may write, or local memory.
+    bool same_in_every_block(const Warp& w, const Instruction& in, std::uint32_t exec) const;
+    void save_destinations(const Warp& w, const Instruction& in);
+    void save_shared_word(std::size_t word);
+    // Runs the first checked block until it parts ways; keeps its state there where that is
+    // worth sharing. Returns whether the block ended.
+    bool record_shared_work(BlockState& state, Dim3 b, bool checked, std::uint32_t place);
+    // Runs block b (on `place`) from the shared state to its end, undoing its changes to that
+    // state after. Where it reached what could tell it apart it is left with nothing of it but
+    // global stores that running it again repeats: `parted` where any block would (the others
+    // run from their start too), `went_its_way` where its own identity took another way than the
+    // recorded block's (the others may still share).
+    enum class Replay { ended, parted, went_its_way };
+    Replay replay(Dim3 b, std::uint32_t place);
+    BlockState copy_of_block() const;
     // One turn of the block: each warp that can run runs one slice, or a barrier every live
     // thread waits at completes. True when every thread of the block has exited.
     bool step_block();
@@ -348,6 +473,13 @@ private:
     void memory_access(Warp& w, const Instruction& in, std::uint32_t exec);
     bool load_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
                            const std::uint64_t* base);
+    // The common cases, warp-wide: a global load or store whose lanes lie in one allocation,
+    // aligned; a shared store of a block that records nothing. False, having done nothing,
+    // otherwise.
+    bool global_words(Warp& w, const Instruction& in, std::uint32_t exec, const std::uint64_t* base,
+                      bool store);
+    bool store_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
+                            const std::uint64_t* base);
     void track_store(const Warp& w, unsigned lane, std::uint64_t offset, std::uint64_t value,
                      std::size_t size);
     void atomic(Warp& w, const Instruction& in, std::uint32_t exec);
@@ -384,6 +516,10 @@ private:
     BankCostCache bank_costs_;
     std::vector<std::uint32_t> bank_cost_slot_;  // per instruction: where its last request was
 
+    // A warp-wide global access's distinct sectors, counted in a checked block.
+    void record_global(bool store, std::uint32_t lanes,
+                       const std::array<std::uint64_t, 32>& sectors);
+    // A warp-wide shared access's cost on the warp's clock, and in a checked block its counts.
     void record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
                        const std::array<std::uint64_t, 32>& offsets, std::uint32_t bytes_per_lane);
 };

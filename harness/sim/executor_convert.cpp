@@ -77,9 +77,9 @@ void execute_cvta(Executor& self, Warp& w, const Instruction& in, std::uint32_t 
     const auto o = self.operands<1>(w, in);
     std::uint64_t window = 0;
     if (in.space == Space::shared)
-        window = kSharedWindow;
+        window = self.shared_window_;
     if (in.space == Space::local)
-        window = kLocalWindow;
+        window = self.local_window_;
     const unsigned bits = type_bits(in.type);
     const std::uint64_t keep = low_bits(bits);
     if (in.op == Op::cvta_to_generic) {
@@ -219,6 +219,7 @@ void execute_cvt(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
                     }
                     if (in.saturate)
                         r = saturate_unit(r);
+                    r = gpu_nan(r);
                 } else if constexpr (std::is_floating_point_v<S>) {
                     const Rounding mode =
                         in.rounding == Rounding::none ? Rounding::rzi : in.rounding;

@@ -55,7 +55,11 @@ std::byte* Executor::local_bytes_at(Warp& w, unsigned lane, std::uint32_t pc,
             result_.unsupported = std::move(u);
             throw Stop{LaunchStatus::unsupported};
         }
-        page = std::make_unique<std::byte[]>(kLocalPage);  // zero-filled
+        // What local memory holds before a thread writes it: the launch's poison, not zeros.
+        page.reset(new std::byte[kLocalPage]);
+        std::uint64_t words[kLocalPage / 8];
+        fill_poison(words, kLocalPage / 8);
+        std::memcpy(page.get(), words, kLocalPage);
     }
     return page.get() + address % kLocalPage;
 }
@@ -65,12 +69,12 @@ Executor::Resolved Executor::resolve(Warp& w, unsigned lane, std::uint32_t pc, S
     Resolved r;
     r.space = space;
     if (space == Space::generic) {
-        if (address - kSharedWindow < kWindowSize) {
+        if (address - shared_window_ < kWindowSize) {
             r.space = Space::shared;
-            address -= kSharedWindow;
-        } else if (address - kLocalWindow < kWindowSize) {
+            address -= shared_window_;
+        } else if (address - local_window_ < kWindowSize) {
             r.space = Space::local;
-            address -= kLocalWindow;
+            address -= local_window_;
         } else {
             r.space = Space::global;
         }
@@ -178,10 +182,42 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
     if (!store && !sign_extend && in.space == Space::shared && in.vector == 1 && element == 4 &&
         exec != 0 && load_shared_words(w, in, exec, base))
         return;
+    if (!store && in.space == Space::param && in.vector == 1 && exec != 0) {
+        // A parameter, the same address in every lane (a warp's first instructions): read once.
+        const std::uint64_t address = base[ctz(exec)] + static_cast<std::uint64_t>(in.offset);
+        bool uniform = true;
+        for_lanes(exec, [&](unsigned lane) {
+            uniform = uniform && base[lane] + static_cast<std::uint64_t>(in.offset) == address;
+        });
+        if (uniform && address < param_buffer_.size() &&
+            element <= param_buffer_.size() - address && (address & (element - 1)) == 0) {
+            std::uint64_t v = load_bytes(param_buffer_.data() + address, element);
+            if (sign_extend) {
+                const unsigned shift = 64 - 8 * static_cast<unsigned>(element);
+                v = static_cast<std::uint64_t>(static_cast<std::int64_t>(v << shift) >> shift);
+                const unsigned width = entry_.slot_bits[static_cast<std::size_t>(in.dst[0])];
+                if (width < 64)
+                    v &= (1ull << width) - 1;
+            }
+            std::uint64_t* value = reg(w, in.dst[0]);
+            for_lanes(exec, [&](unsigned lane) { value[lane] = v; });
+            return;
+        }
+    }
+    if (!sign_extend && in.vector == 1 && (element == 4 || element == 8) && exec != 0 &&
+        (in.space == Space::global || in.space == Space::generic) &&
+        global_words(w, in, exec, base, store))
+        return;
+    if (store && !checked_ && mode_ == Mode::normal && in.space == Space::shared &&
+        in.vector == 1 && element == 4 && exec != 0 && store_shared_words(w, in, exec, base))
+        return;
     const std::uint64_t misaligned_bits = total - 1;  // element and vector are powers of 2
     std::array<std::uint64_t, 32> shared_offsets{};
     std::uint32_t shared_lanes = 0;
-    if (store)
+    const bool records = checked_;
+    std::array<std::uint64_t, 32> global_sectors;  // each global lane's 32-byte sector
+    std::uint32_t global_lanes = 0;
+    if (store && records)
         races_.start_store();
     for_lanes(exec, [&](unsigned lane) {
         const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
@@ -194,12 +230,25 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
         } else {
             const Resolved r = resolve(w, lane, w.pc, in.space, address, total, store);
             bytes = r.bytes;
+            if (store && r.space == Space::global &&
+                address - options_.input_address < options_.input_bytes)
+                result_.wrote_input = true;
             if (r.space == Space::shared) {
                 shared_lanes |= 1u << lane;
                 shared_offsets[lane] = r.shared_offset;
+            } else if (r.space == Space::global) {
+                // Aligned to its size, at most 16 bytes: one sector.
+                global_lanes |= 1u << lane;
+                global_sectors[lane] = address >> 5;
             }
         }
-        if ((shared_lanes >> lane) & 1) {
+        if (store && !records && mode_ == Mode::recording && ((shared_lanes >> lane) & 1)) {
+            // A block recorded that is not checked keeps what it wrote, for the recording alone.
+            for (std::size_t word = shared_offsets[lane] / 4;
+                 word <= (shared_offsets[lane] + total - 1) / 4; ++word)
+                note_written(word);
+        }
+        if (records && ((shared_lanes >> lane) & 1)) {
             const std::size_t first_word = shared_offsets[lane] / 4;
             const std::size_t last_word = (shared_offsets[lane] + total - 1) / 4;
             if (store) {
@@ -224,8 +273,13 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
         for (unsigned e = 0; e < in.vector; ++e) {
             std::uint64_t* value = reg(w, in.dst[e]);
             if (store) {
-                if ((shared_lanes >> lane) & 1) {
+                if (records && ((shared_lanes >> lane) & 1)) {
                     track_store(w, lane, shared_offsets[lane] + e * element, value[lane], element);
+                }
+                if (mode_ == Mode::replaying && ((shared_lanes >> lane) & 1)) {
+                    const std::uint64_t at = shared_offsets[lane] + e * element;
+                    for (std::uint64_t word = at / 4; word <= (at + element - 1) / 4; ++word)
+                        save_shared_word(word);
                 }
                 store_bytes(bytes + e * element, value[lane], element);  // the low bytes
             } else {
@@ -248,6 +302,32 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
     }
     if (shared_lanes != 0)
         record_shared(w, in, shared_lanes, shared_offsets, static_cast<std::uint32_t>(total));
+    if (records && global_lanes != 0)  // counted in the checked blocks, as shared accesses are
+        record_global(store, global_lanes, global_sectors);
+}
+
+// One warp-wide request to global memory: the distinct sectors its lanes touched.
+void Executor::record_global(bool store, std::uint32_t lanes,
+                             const std::array<std::uint64_t, 32>& sectors) {
+    std::uint64_t touched[32];
+    unsigned n = 0;
+    bool ascending = true;
+    for_lanes(lanes, [&](unsigned lane) {
+        ascending = ascending && (n == 0 || sectors[lane] >= touched[n - 1]);
+        touched[n++] = sectors[lane];
+    });
+    if (!ascending)
+        std::sort(touched, touched + n);
+    std::uint64_t distinct = 1;
+    for (unsigned k = 1; k < n; ++k)
+        distinct += touched[k] != touched[k - 1];
+    if (store) {
+        ++counts_.global_store_requests;
+        counts_.global_store_sectors += distinct;
+    } else {
+        ++counts_.global_load_requests;
+        counts_.global_load_sectors += distinct;
+    }
 }
 
 // The common case of memory_access, on its own: a 32-bit load from .shared whose every lane
@@ -286,6 +366,22 @@ bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t e
     // noted, only the race tracker is asked.
     std::uint64_t* value = reg(w, in.dst[0]);
     const std::byte* shared = shared_.data();
+    if (!checked_) {
+        // Nothing to record: the words alone, and their cost on the clock.
+        const auto load_word = [&](unsigned lane) {
+            std::uint32_t v;
+            std::memcpy(&v, shared + offsets[lane], 4);
+            value[lane] = v;
+        };
+        if (exec == ~0u) {
+            for (unsigned lane = 0; lane < 32; ++lane)
+                load_word(lane);
+        } else {
+            for_lanes(exec, load_word);
+        }
+        record_shared(w, in, exec, offsets, 4);
+        return true;
+    }
     const std::uint8_t* written = shared_written_.data();
     bool first_unwritten = !result_.uninitialized_shared_read;
     std::uint32_t unsettled = 0;
@@ -346,6 +442,90 @@ bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t e
     return true;
 }
 
+bool Executor::global_words(Warp& w, const Instruction& in, std::uint32_t exec,
+                            const std::uint64_t* base, bool store) {
+    const std::uint64_t size = in.bytes;
+    const auto offset = static_cast<std::uint64_t>(in.offset);
+    std::array<std::uint64_t, 32> addresses;
+    std::uint64_t low = ~0ull;
+    std::uint64_t high = 0;
+    std::uint64_t misaligned = 0;
+    const auto address_of = [&](unsigned lane) {
+        const std::uint64_t address = base[lane] + offset;
+        addresses[lane] = address;
+        low = std::min(low, address);
+        high = std::max(high, address);
+        misaligned |= address;
+    };
+    if (exec == ~0u) {
+        for (unsigned lane = 0; lane < 32; ++lane)
+            address_of(lane);
+    } else {
+        for_lanes(exec, address_of);
+    }
+    if ((misaligned & (size - 1)) != 0 || high - low > (1ull << 30))
+        return false;
+    // A generic address may lie in the shared or the local window: those take the general way.
+    if (in.space == Space::generic && high >= shared_window_ && low < local_window_ + kWindowSize)
+        return false;
+    std::byte* bytes = memory_.find(low, high - low + size);
+    if (bytes == nullptr)
+        return false;  // the general way names the lane at fault
+    if (store && high + size > options_.input_address &&
+        low < options_.input_address + options_.input_bytes)
+        result_.wrote_input = true;
+    std::uint64_t* value = reg(w, in.dst[0]);
+    const auto access = [&](unsigned lane) {
+        std::byte* at = bytes + (addresses[lane] - low);
+        if (store) {
+            store_bytes(at, value[lane], size);
+        } else {
+            value[lane] = load_bytes(at, size);
+        }
+    };
+    if (exec == ~0u) {
+        for (unsigned lane = 0; lane < 32; ++lane)
+            access(lane);
+    } else {
+        for_lanes(exec, access);
+    }
+    return true;
+}
+
+bool Executor::store_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
+                                  const std::uint64_t* base) {
+    if (shared_bytes_ < 4)
+        return false;
+    const std::uint64_t last_word_at = shared_bytes_ - 4;
+    const auto offset = static_cast<std::uint64_t>(in.offset);
+    std::array<std::uint64_t, 32> offsets;
+    std::uint64_t outside = 0;
+    std::uint64_t misaligned = 0;
+    const auto check = [&](unsigned lane) {
+        const std::uint64_t address = base[lane] + offset;
+        offsets[lane] = address;
+        outside |= (last_word_at - address) | address;
+        misaligned |= address;
+    };
+    if (exec == ~0u) {
+        for (unsigned lane = 0; lane < 32; ++lane)
+            check(lane);
+    } else {
+        for_lanes(exec, check);
+    }
+    if ((outside >> 63) != 0 || (misaligned & 3) != 0)
+        return false;
+    const std::uint64_t* value = reg(w, in.dst[0]);
+    std::byte* shared = shared_.data();
+    // In lane order: where lanes store to one word, the highest lane's value lands.
+    for_lanes(exec, [&](unsigned lane) {
+        const auto v = static_cast<std::uint32_t>(value[lane]);
+        std::memcpy(shared + offsets[lane], &v, 4);
+    });
+    record_shared(w, in, exec, offsets, 4);
+    return true;
+}
+
 // One lane's store of `size` bytes at shared `offset`, before it lands: races with other
 // warps, and with other lanes of this store that wrote different bytes there.
 void Executor::track_store(const Warp& w, unsigned lane, std::uint64_t offset, std::uint64_t value,
@@ -387,6 +567,8 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
         for_lanes(exec, [&](unsigned lane) {
             const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
             const Resolved r = resolve(w, lane, w.pc, in.space, address, sizeof(T), true);
+            if (r.space == Space::global && address - options_.input_address < options_.input_bytes)
+                result_.wrote_input = true;
             if (r.space == Space::global && options_.module_globals != nullptr) {
                 note_global_atomic<T>(address, r.bytes, in.atom_op);
             }
@@ -395,9 +577,16 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
                 shared_offsets[lane] = r.shared_offset;
                 for (std::size_t word = r.shared_offset / 4;
                      word <= (r.shared_offset + sizeof(T) - 1) / 4; ++word) {
-                    note_written(word);
-                    races_.atomic_write(word, w.index, lane, w.pc);
+                    if (checked_ || mode_ == Mode::recording)
+                        note_written(word);
+                    if (checked_)
+                        races_.atomic_write(word, w.index, lane, w.pc);
                 }
+            }
+            if (r.space == Space::shared && mode_ == Mode::replaying) {
+                for (std::size_t word = r.shared_offset / 4;
+                     word <= (r.shared_offset + sizeof(T) - 1) / 4; ++word)
+                    save_shared_word(word);
             }
             T old;
             std::memcpy(&old, r.bytes, sizeof(T));
@@ -574,6 +763,12 @@ void Executor::record_race(const Warp& w, unsigned lane, const RaceHit& hit,
 void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
                              const std::array<std::uint64_t, 32>& offsets,
                              std::uint32_t bytes_per_lane) {
+    if (!checked_) {
+        w.cycles +=
+            bank_costs_.cost(lanes, offsets, bytes_per_lane, bank_cost_slot_[w.pc]).wavefronts *
+            kWavefrontCycles;
+        return;
+    }
     std::int32_t& index = shared_stat_index_[w.pc];
     if (index < 0) {
         index = static_cast<std::int32_t>(counts_.shared_accesses.size());
@@ -588,7 +783,6 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
     const BankCost cost = bank_costs_.cost(lanes, offsets, bytes_per_lane, bank_cost_slot_[w.pc]);
     const std::uint32_t fronts = cost.wavefronts;
     const std::uint32_t ideal = cost.ideal;
-    const std::uint32_t degree = cost.degree;
     w.cycles += fronts * kWavefrontCycles;
     ++stats.requests;
     stats.wavefronts += fronts;
@@ -602,8 +796,10 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
         counts_.shared_load_wavefronts += fronts;
         counts_.shared_load_ideal_wavefronts += ideal;
     }
-    if (degree > stats.max_degree) {
-        stats.max_degree = degree;
+    // The request's conflict degree, against the fewest wavefronts its width allows; compared
+    // as fronts / ideal > max_degree without a division for the common, unchanged case.
+    if (static_cast<double>(fronts) > stats.max_degree * static_cast<double>(ideal)) {
+        stats.max_degree = static_cast<double>(fronts) / static_cast<double>(ideal);
         WarpAccessTable table;
         table.block = block_;
         table.warp = w.index;

@@ -115,7 +115,8 @@ struct Instruction {
     ShuffleMode shuffle = ShuffleMode::idx;
     ShiftMode shift = ShiftMode::left_wrap;  // shf; bfind uses left_clamp for .shiftamt
     bool saturate = false;
-    bool ftz = false;  // .ftz: f32 subnormal inputs and results are flushed to signed zero
+    bool ftz = false;     // .ftz: f32 subnormal inputs and results are flushed to signed zero
+    bool approx = false;  // .approx (and div.full): the hardware's approximation, not IEEE's
     bool negate_guard = false;
     bool negate_c = false;    // setp's !c combiner operand
     std::uint8_t vector = 1;  // ld/st/mov_pack element count
@@ -167,6 +168,7 @@ enum class Special : std::uint8_t {
     total_smem_size,
     globaltimer_lo,
     globaltimer_hi,
+    clock_hi,
     count
 };
 

@@ -97,6 +97,7 @@ void decode_mad(Decoding& d) {
 void decode_float_binary(Decoding& d) {
     d.only(kFloatModifiers);
     d.binary(d.op);
+    d.ins.approx = d.has("approx") || d.has("full");
 }
 
 void decode_neg_abs(Decoding& d) {
@@ -261,6 +262,7 @@ void decode_cvt(Decoding& d) {
 void decode_float_unary(Decoding& d) {
     d.only(kFloatModifiers);
     d.unary(d.op);
+    d.ins.approx = d.has("approx");
     if (!is_float(d.ins.type))
         throw ParseError(d.line, d.opcode + " needs a float type");
 }

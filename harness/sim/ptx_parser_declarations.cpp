@@ -374,6 +374,7 @@ std::int32_t Parser::special_index(std::string_view name) {
         {"%lanemask_ge", Special::lanemask_ge},
         {"%clock", Special::clock},
         {"%clock64", Special::clock64},
+        {"%clock_hi", Special::clock_hi},
         {"%globaltimer", Special::globaltimer},
         {"%globaltimer_lo", Special::globaltimer_lo},
         {"%globaltimer_hi", Special::globaltimer_hi},

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -82,12 +85,51 @@ std::optional<EntryInfo> Module::entry(std::string_view name) const {
     return info_of(*program_, *found);
 }
 
+namespace {
+
+double ratio(std::uint64_t numerator, std::uint64_t denominator) {
+    return denominator == 0 ? 0.0
+                            : static_cast<double>(numerator) / static_cast<double>(denominator);
+}
+
+}  // namespace
+
+double WarpAccessTable::conflict_degree() const {
+    return ratio(wavefronts, ideal_wavefronts);
+}
+
+std::uint32_t lanes_per_wavefront(std::uint32_t bytes_per_lane) {
+    return bytes_per_lane <= 4 ? 32 : 128 / bytes_per_lane;
+}
+
+std::string width_rule(std::uint32_t bytes_per_lane) {
+    const std::string bits = std::to_string(bytes_per_lane * 8) + "-bit";
+    if (bytes_per_lane <= 4) {
+        return bits + " accesses" +
+               (bytes_per_lane < 4 ? " (lanes asking for bytes of one word share it)" : "") +
+               ": a wavefront serves all 32 lanes, so 1 wavefront is the fewest; a bank asked "
+               "for n distinct words takes n";
+    }
+    const std::uint32_t lanes = lanes_per_wavefront(bytes_per_lane);
+    const std::uint32_t words = bytes_per_lane / 4;
+    return bits + " accesses: each lane's " + std::to_string(words) + " words lie in " +
+           std::to_string(words) + " banks and a wavefront carries 128 bytes, " +
+           std::to_string(lanes) + " lanes' worth, so 32 lanes take " + std::to_string(32 / lanes) +
+           " wavefronts at the fewest (" + std::to_string(32 / lanes / 2) +
+           " where neighbouring lanes share an address); lanes served together in one bank "
+           "conflict";
+}
+
 double SharedAccessStats::wavefronts_per_request() const {
-    return requests == 0 ? 0.0 : static_cast<double>(wavefronts) / static_cast<double>(requests);
+    return ratio(wavefronts, requests);
+}
+
+double SharedAccessStats::conflict_degree() const {
+    return ratio(wavefronts, ideal_wavefronts);
 }
 
 double SharedLineStats::wavefronts_per_request() const {
-    return requests == 0 ? 0.0 : static_cast<double>(wavefronts) / static_cast<double>(requests);
+    return ratio(wavefronts, requests);
 }
 
 std::vector<SharedLineStats> shared_accesses_by_line(const LaunchCounts& counts) {
@@ -98,9 +140,11 @@ std::vector<SharedLineStats> shared_accesses_by_line(const LaunchCounts& counts)
         line.file = access.where.file;
         line.line = access.where.line;
         line.store = access.store;
+        line.bytes_per_lane = std::max(line.bytes_per_lane, access.bytes_per_lane);
         line.requests += access.requests;
         line.wavefronts += access.wavefronts;
         line.ideal_wavefronts += access.ideal_wavefronts;
+        line.degree = std::max(line.degree, access.conflict_degree());
         if (access.max_degree > line.max_degree || !line.representative) {
             line.max_degree = std::max(line.max_degree, access.max_degree);
             if (access.max_degree >= line.max_degree)
@@ -113,23 +157,56 @@ std::vector<SharedLineStats> shared_accesses_by_line(const LaunchCounts& counts)
     return result;
 }
 
+namespace {
+
+// "4", or "1.5" for a degree between whole numbers.
+std::string degree_text(double degree) {
+    const double whole = std::round(degree);
+    if (std::abs(degree - whole) < 0.005) {
+        return std::to_string(static_cast<long long>(whole));
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", degree);
+    return text;
+}
+
+}  // namespace
+
 std::string describe_banks(const WarpAccessTable& table) {
     unsigned active = 0;
-    std::set<std::uint64_t> words;
+    const std::uint32_t words_per_lane = std::max<std::uint32_t>(1, table.bytes_per_lane / 4);
+    std::set<std::uint64_t> words;       // each lane's first word
+    std::set<std::uint64_t> every_word;  // every word of every lane
     std::map<std::uint32_t, std::set<std::uint64_t>> words_by_bank;
     for (const auto& lane : table.lanes) {
         if (!lane.active)
             continue;
         ++active;
         words.insert(lane.word);
-        words_by_bank[lane.bank].insert(lane.word);
+        for (std::uint32_t k = 0; k < words_per_lane; ++k) {
+            every_word.insert(lane.word + k);
+            words_by_bank[static_cast<std::uint32_t>((lane.word + k) % 32)].insert(lane.word + k);
+        }
     }
     const std::string lanes_text = std::to_string(active) + (active == 1 ? " lane" : " lanes");
     if (active == 0)
         return "no active lanes";
+    const double degree = table.ideal_wavefronts > 0 ? table.conflict_degree() : table.degree;
+    if (words_per_lane > 1) {
+        // 64- and 128-bit: judged against the fewest wavefronts the width allows.
+        const std::string head = lanes_text + " of " + std::to_string(table.bytes_per_lane * 8) +
+                                 " bits (" + std::to_string(every_word.size()) + " words in " +
+                                 std::to_string(words_by_bank.size()) + " banks) in " +
+                                 std::to_string(table.wavefronts) + " wavefronts, where " +
+                                 std::to_string(table.ideal_wavefronts) + " is the fewest";
+        if (degree <= 1.0)
+            return head + (words.size() < active ? " (lanes share addresses)" : "") +
+                   ": conflict free";
+        return head + ": " + degree_text(degree) + "-way conflict";
+    }
     if (words.size() == 1)
         return lanes_text + " read one word: a broadcast, conflict free";
-    if (table.degree <= 1) {
+    if (degree <= 1.0) {
         std::string text =
             lanes_text + " in " + std::to_string(words_by_bank.size()) + " distinct banks";
         if (words.size() < active) {
@@ -141,17 +218,17 @@ std::string describe_banks(const WarpAccessTable& table) {
     std::set<std::size_t> per_bank;
     for (const auto& [bank, ws] : words_by_bank)
         per_bank.insert(ws.size());
-    const std::string degree = std::to_string(table.degree) + "-way conflict";
+    const std::string degree_name = degree_text(degree) + "-way conflict";
     if (per_bank.size() == 1 && words.size() == active) {
         if (words_by_bank.size() == 1) {
             return "all " + lanes_text + " in bank " +
-                   std::to_string(words_by_bank.begin()->first) + ": " + degree;
+                   std::to_string(words_by_bank.begin()->first) + ": " + degree_name;
         }
         return std::to_string(*per_bank.begin()) + " lanes in each of " +
-               std::to_string(words_by_bank.size()) + " banks: " + degree;
+               std::to_string(words_by_bank.size()) + " banks: " + degree_name;
     }
     return lanes_text + " over " + std::to_string(words_by_bank.size()) + " banks, at most " +
-           std::to_string(table.degree) + " distinct words in one bank: " + degree;
+           std::to_string(table.degree) + " distinct words in one bank: " + degree_name;
 }
 
 namespace {
@@ -180,32 +257,38 @@ std::uint64_t ModeledClock::start_nanoseconds(std::uint64_t seed, std::uint64_t 
 
 namespace {
 
-// T4, RTX 2080 Ti, RTX 3080, V100, RTX 3090, A100, RTX 4090, H100 SXM / H200: their SM counts and
-// the warps one SM holds at once (what %nwarpid reads).
-constexpr std::uint32_t kSmCounts[] = {40, 68, 68, 80, 82, 108, 128, 132};
-constexpr std::uint32_t kWarpSlots[] = {32, 32, 48, 64, 48, 64, 48, 64};
-
-std::size_t modeled_gpu(std::uint64_t seed) {
-    return mix(seed ^ 0x6e736d6964ull) % (sizeof kSmCounts / sizeof kSmCounts[0]);
-}
+// The GPUs the simulator can stand in for, by the architecture they run (CUDA's programming
+// guide, compute capabilities: SMs, resident warps, blocks and shared memory per SM).
+constexpr std::pair<int, GpuModel> kGpus[] = {
+    {70, {"Tesla V100", 80, 64, 32, 96 * 1024}}, {75, {"Tesla T4", 40, 32, 16, 64 * 1024}},
+    {80, {"A100", 108, 64, 32, 164 * 1024}},     {86, {"GeForce RTX 3080", 68, 48, 16, 100 * 1024}},
+    {89, {"L4", 58, 48, 24, 100 * 1024}},        {90, {"H100 / H200", 132, 64, 32, 228 * 1024}},
+};
 
 }  // namespace
 
-std::uint32_t ModeledDevice::sm_count(std::uint64_t seed) {
-    return kSmCounts[modeled_gpu(seed)];
+GpuModel GpuModel::for_arch(std::string_view arch) {
+    int number = 0;
+    for (const char c : arch) {
+        if (c >= '0' && c <= '9')
+            number = number * 10 + (c - '0');
+    }
+    GpuModel model = kGpus[0].second;
+    for (const auto& [at, gpu] : kGpus) {
+        if (at <= number)
+            model = gpu;
+    }
+    return model;
 }
 
-std::uint32_t ModeledDevice::warp_slots(std::uint64_t seed) {
-    return kWarpSlots[modeled_gpu(seed)];
-}
-
-std::uint32_t ModeledDevice::first_warp_slot(std::uint64_t seed, std::uint64_t linear_block,
-                                             std::uint32_t warps_per_block) {
-    // The block's warps take consecutive slots of its SM, after those of the blocks already
-    // resident there: %warpid is threadIdx.x / 32 only for a block that found its SM empty.
-    const std::uint32_t places = std::max<std::uint32_t>(1, warp_slots(seed) / warps_per_block);
-    return static_cast<std::uint32_t>(mix(seed ^ 0x77617270ull ^ mix(linear_block + 7)) % places) *
-           warps_per_block;
+std::uint32_t GpuModel::resident_per_sm(std::uint32_t threads, std::size_t shared_bytes) const {
+    const std::uint32_t warps = std::max<std::uint32_t>(1, (threads + 31) / 32);
+    std::uint32_t blocks = std::min(blocks_per_sm, warps_per_sm / warps);
+    if (shared_bytes > 0) {
+        blocks = std::min<std::uint32_t>(blocks,
+                                         static_cast<std::uint32_t>(shared_per_sm / shared_bytes));
+    }
+    return std::max<std::uint32_t>(1, blocks);
 }
 
 std::uint32_t ModeledDevice::leftover_shared_word(std::uint64_t seed, std::uint64_t linear_block,
@@ -214,8 +297,11 @@ std::uint32_t ModeledDevice::leftover_shared_word(std::uint64_t seed, std::uint6
         mix(seed ^ 0x736d656dull ^ mix(linear_block * 0x10001ull + 3) ^ (word << 20)));
 }
 
-std::uint32_t ModeledDevice::sm_of_block(std::uint64_t seed, std::uint64_t linear_block) {
-    return static_cast<std::uint32_t>(mix(seed ^ mix(linear_block + 1)) % sm_count(seed));
+void ModeledDevice::leftover_shared_words(std::uint64_t seed, std::uint64_t linear_block,
+                                          std::uint32_t* words, std::size_t count) {
+    const std::uint64_t block = seed ^ 0x736d656dull ^ mix(linear_block * 0x10001ull + 3);
+    for (std::size_t word = 0; word < count; ++word)
+        words[word] = static_cast<std::uint32_t>(mix(block ^ (std::uint64_t{word} << 20)));
 }
 
 std::uint64_t ModeledDevice::grid_id(std::uint64_t seed) {
@@ -231,11 +317,21 @@ std::uint64_t ModeledDevice::first_global_address(std::uint64_t seed) {
     return kBase + (mix(seed ^ 0x676c6f62ull) % (kSpan / kTwoMiB)) * kTwoMiB;
 }
 
+std::uint64_t ModeledDevice::shared_window(std::uint64_t seed) {
+    // 0x7e00'0000'0000 to 0x7efe'0000'0000: below the global buffers (0x7f..., see
+    // first_global_address), with room for the local window after it.
+    constexpr std::uint64_t kFourGiB = 1ull << 32;
+    return 0x7e00'0000'0000ull + (mix(seed ^ 0x736d656d77ull) % 0xfe) * kFourGiB;
+}
+
 double modeled_cost(const LaunchCounts& counts, const CostModel& model) {
     const double wavefronts =
         static_cast<double>(counts.shared_load_wavefronts + counts.shared_store_wavefronts);
-    return model.instruction_cost * static_cast<double>(counts.warp_instructions) +
-           model.shared_wavefront_cost * wavefronts;
+    const double core = model.instruction_cost * static_cast<double>(counts.warp_instructions) +
+                        model.shared_wavefront_cost * wavefronts;
+    const double sectors =
+        static_cast<double>(counts.global_load_sectors + counts.global_store_sectors);
+    return std::max(core, model.global_sector_cost * sectors);
 }
 
 }  // namespace grader::sim

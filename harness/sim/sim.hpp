@@ -16,6 +16,15 @@
 // left there (or the harness's poison), its %warpid is its warps' slots on the modeled SM, and
 // the module's .global variables persist across launches where the caller keeps them.
 //
+// A launch may run the whole grid and look closely at a few blocks (LaunchOptions::checked). Its
+// blocks do exactly the same work until one reads what tells it from the others (%ctaid, %smid,
+// %warpid, a clock, a shared word it never wrote) or what another may have written (global
+// memory beyond the input buffer, an atomic): the first checked block runs that far alone, and
+// every block not checked starts from the state it reached, with its own identity in place,
+// rather than doing the same work again. Nothing a kernel can observe tells the two apart: a
+// block that then reaches global memory another block may write, or local memory, runs again
+// from its start as any block does.
+//
 // What the student gets wrong is a value in LaunchResult (fault, timeout, unsupported
 // instruction); exceptions are only for the harness's own faults (malformed PTX, wrong parameter
 // sizes, a bad address passed to GlobalMemory).
@@ -89,9 +98,10 @@ private:
 // error here: it is decoded as "unsupported" and ends a launch that reaches it.
 Module parse_ptx(std::string_view ptx);
 
-// The device's global memory, as the kernel sees it. Allocations are zero-filled, 256-byte aligned
-// and separated by unmapped gaps, so a kernel that runs off the end of a buffer faults instead of
-// silently writing into the next one (stricter than a GPU, which only faults past its page).
+// The device's global memory, as the kernel sees it. Allocations are zero-filled and placed as
+// cuMemAlloc places them: each starts on a 2 MiB granule and maps whole granules, the next on
+// the following one, so an access a little past a buffer's end lands in its granule and one past
+// the granules faults, as on a GPU.
 class GlobalMemory {
 public:
     GlobalMemory();
@@ -123,21 +133,60 @@ private:
     mutable std::size_t last_hit_ = 0;  // accesses come in runs on one buffer
 };
 
+// The GPU the simulator stands in for: a real GPU of the architecture the kernels are compiled
+// for (a Tesla T4, the course's Colab GPU, for sm_75), so that what a kernel reads of the machine
+// is one GPU's and agrees with __CUDA_ARCH__ and with the grid the harness sizes from it (the
+// probe's 160 blocks are a T4's 40 SMs holding 4 blocks of 256 each): %nsmid and %nwarpid, each
+// block's %smid and %warpid, and how many blocks run at once.
+struct GpuModel {
+    std::string_view name = "Tesla T4";
+    std::uint32_t sm_count = 40;       // %nsmid
+    std::uint32_t warps_per_sm = 32;   // %nwarpid: the warps one SM holds at once
+    std::uint32_t blocks_per_sm = 16;  // the most blocks one SM holds at once
+    std::uint32_t shared_per_sm = 64 * 1024;
+    // The model for "sm_75" and the like: the newest architecture of the table not newer.
+    static GpuModel for_arch(std::string_view arch);
+    // Blocks of `threads` threads and `shared_bytes` of shared memory that one SM holds at once
+    // (registers aside: their count is ptxas's, not the PTX's). At least 1.
+    std::uint32_t resident_per_sm(std::uint32_t threads, std::size_t shared_bytes) const;
+};
+
 struct LaunchOptions {
     // Warp instructions over the whole launch (every executed block); past it the launch ends
     // with LaunchStatus::budget_exceeded ("timed out"). The probe takes about 105,000 per block.
     std::uint64_t instruction_budget = 20'000'000;
+    // Warp instructions any one block may run before the launch ends the same way; 0: no bound
+    // but the launch's. A launch of the whole grid sets it, so that a block that never ends is
+    // found in its own budget, not in the grid's.
+    std::uint64_t block_instruction_budget = 0;
     // The blocks to execute, in this order, as 0-based indices (write {x, 0, 0}: Dim3 defaults to
     // 1, for sizes); empty means every block of the grid. Blocks not executed leave their outputs
     // untouched. first_blocks() builds the common "first N blocks" list.
     std::vector<Dim3> blocks;
+    // The blocks whose work the launch reports, among those run: their instructions and shared
+    // accesses make LaunchResult::counts, their races and uninitialised shared reads its
+    // reports. The others run alike (what they store lands, what they execute counts toward the
+    // instruction budget, their clocks advance by the same costs) and report nothing, so that a
+    // grade can run the whole grid and look closely at a few blocks. Empty: every block run.
+    std::vector<Dim3> checked;
+    // The kernel's input buffer, which its blocks only read. Blocks whose reads of global memory
+    // stay in it cannot see what other blocks do: such blocks share the work they do alike up
+    // to the first thing that could tell one from another (see the execution model above).
+    // Empty: no such buffer, and every block does all its work itself.
+    std::uint64_t input_address = 0;
+    std::uint64_t input_bytes = 0;
     std::uint32_t dynamic_shared_bytes = 0;
     // Instructions a warp runs before the next warp of its block gets a turn.
     std::uint32_t warp_slice = 2048;
-    // Where %clock64 and %globaltimer start (see ModeledClock), and what %nsmid, %smid and
-    // %gridid read (see ModeledDevice): the grade's seed, so that a kernel cannot count on a
-    // value, and the same seed gives the same values.
+    // Where %clock64 and %globaltimer start (see ModeledClock), which SM the first block lands
+    // on, in what order blocks start, the poison of unwritten registers and local memory: the
+    // grade's seed, so that a kernel cannot count on a value, and the same seed gives the same
+    // values.
     std::uint64_t clock_seed = 0;
+    GpuModel gpu;
+    // What %gridid reads: the launch's number among the device's launches, as a GPU counts them
+    // (the caller counts); 0: ModeledDevice::grid_id(clock_seed), the first of them.
+    std::uint64_t grid_id = 0;
     // The module's .global variables as the previous launch left them, in declaration order,
     // concatenated: read at the start of the launch (empty: their initialisers) and written back
     // when it completes, so that they persist across launches of one loaded module as they do
@@ -159,33 +208,35 @@ struct LaunchOptions {
 // instruction, 20 per shared-memory wavefront), plus nanosleep's argument in cycles. A barrier
 // brings the block's warps to the latest of their counts; a block starts at its SM's count (the
 // SMs' clocks are not in step; resident blocks start together). %clock is the count's low 32
-// bits; %globaltimer counts nanoseconds at 1.5 GHz from a seeded start, so it never stands still
-// either.
+// bits, %clock_hi its high 32; %globaltimer counts nanoseconds at 1.5 GHz from a seeded start, in
+// steps of kTimerStepNs.
 struct ModeledClock {
     static constexpr double kGigahertz = 1.5;
+    // %globaltimer moves in steps of this many nanoseconds, as a GPU's does rather than by one
+    // (to measure: scripts/gpu-check.sh's behaviours section prints the H200's steps).
+    static constexpr std::uint64_t kTimerStepNs = 32;
     static std::uint64_t start_cycles(std::uint64_t seed);
     // Within a millisecond before epoch_ns, by the seed.
     static std::uint64_t start_nanoseconds(std::uint64_t seed, std::uint64_t epoch_ns);
 };
 
-// What the simulator says of the GPU it stands in for, drawn from the grade's seed among what
-// real GPUs say, so that no constant gives it away: %nsmid is one of real GPUs' SM counts, each
-// block's %smid lies below it, %gridid is a launch number, and global buffers lie where CUDA's
-// allocations do on Linux (0x7fXX'XXXX'XXXX, 2 MiB aligned) rather than at one fixed address.
+// What the simulator says of the GPU it stands in for (GpuModel says the rest), drawn from the
+// grade's seed where a GPU's own values vary, so that no constant gives it away: a block's place
+// (its SM and its warps' slots, see Executor), %gridid's first launch number, and where global
+// buffers lie (CUDA's allocations on Linux: 0x7fXX'XXXX'XXXX, 2 MiB aligned).
 struct ModeledDevice {
-    static std::uint32_t sm_count(std::uint64_t seed);
-    static std::uint32_t sm_of_block(std::uint64_t seed, std::uint64_t linear_block);
-    // Warps an SM holds at once (%nwarpid), and the %warpid of a block's first warp: its warps
-    // take consecutive slots after those of blocks drawn as already resident on its SM.
-    static std::uint32_t warp_slots(std::uint64_t seed);
-    static std::uint32_t first_warp_slot(std::uint64_t seed, std::uint64_t linear_block,
-                                         std::uint32_t warps_per_block);
     // What a block finds in its shared memory at the start: what earlier blocks left there,
     // different in every block and every grade.
     static std::uint32_t leftover_shared_word(std::uint64_t seed, std::uint64_t linear_block,
                                               std::uint64_t word);
+    // Words 0..count-1 of the same, at once.
+    static void leftover_shared_words(std::uint64_t seed, std::uint64_t linear_block,
+                                      std::uint32_t* words, std::size_t count);
     static std::uint64_t grid_id(std::uint64_t seed);
     static std::uint64_t first_global_address(std::uint64_t seed);
+    // The generic address of shared memory's byte 0 (4 GiB aligned, below the global buffers);
+    // local memory's window follows it.
+    static std::uint64_t shared_window(std::uint64_t seed);
 };
 
 // The first `count` blocks of `grid` in launch order (x fastest).
@@ -296,8 +347,21 @@ struct WarpAccessTable {
     std::uint32_t warp = 0;
     std::uint32_t degree = 0;  // the bank bound: most distinct words asked of one bank
     std::uint32_t wavefronts = 0;
+    // The fewest wavefronts the access's width allows (the data bound): 1 for 32 lanes of 32 bits,
+    // 2 of 64 bits, 4 of 128 bits.
+    std::uint32_t ideal_wavefronts = 0;
+    std::uint32_t bytes_per_lane = 4;
     std::array<LaneAccess, 32> lanes{};
+
+    // Wavefronts over the fewest the width allows: 1 conflict free at every width.
+    double conflict_degree() const;
 };
+
+// How many lanes of a warp one wavefront serves at most for an access `bytes_per_lane` wide (32
+// for 8-, 16- and 32-bit accesses, 16 for 64-bit, 8 for 128-bit: 128 bytes per wavefront), and
+// the rule in one sentence for a lane table.
+std::uint32_t lanes_per_wavefront(std::uint32_t bytes_per_lane);
+std::string width_rule(std::uint32_t bytes_per_lane);
 
 // "32 lanes in 32 distinct banks, conflict free", "16 lanes in each of 2 banks: 16-way",
 // "32 lanes read one word: a broadcast" - what `grader explain` prints under the lane table.
@@ -320,7 +384,13 @@ std::string describe_banks(const WarpAccessTable& table);
 // The data bound is what Nsight counts as ideal: conflicts = wavefronts - ideal_wavefronts, which
 // for 32-bit accesses is wavefronts - requests (l1tex__data_bank_conflicts_pipe_lsu_mem_shared).
 // Assumed, not measured: stores follow the loads' rule; a partially active warp's data bound
-// counts only its active lanes; 8- and 16-bit accesses are 32-bit word accesses.
+// counts only its active lanes; 8- and 16-bit accesses are 32-bit word accesses (lanes asking for
+// bytes of one word share it, as the hardware's byte-masked word accesses do).
+//
+// The conflict degree of an access is its wavefronts over the fewest its width allows (the ideal
+// wavefronts): 1 conflict free at every width, gcd(stride, 32) for the probe's 32-bit loads, and
+// never the 4 a conflict-free 128-bit access moves its 512 bytes in. It is what Nsight Compute
+// reports as wavefronts over (wavefronts - l1tex__data_bank_conflicts_pipe_lsu_mem_shared).
 struct SharedAccessStats {
     std::size_t instruction_index = 0;  // in the entry's decoded instruction array
     SourceLocation where;
@@ -329,29 +399,35 @@ struct SharedAccessStats {
     std::uint64_t requests = 0;        // warp-level executions with at least one active lane
     std::uint64_t wavefronts = 0;
     std::uint64_t ideal_wavefronts = 0;
-    std::uint32_t max_degree = 0;
-    std::optional<WarpAccessTable> representative;
+    double max_degree = 0;                          // the largest conflict degree of one request
+    std::optional<WarpAccessTable> representative;  // the first request with max_degree
 
     std::uint64_t conflicts() const { return wavefronts - ideal_wavefronts; }
     double wavefronts_per_request() const;
+    double conflict_degree() const;  // wavefronts over ideal wavefronts, over every request
 };
 
-// The same counts summed per CUDA source line (file and line), loads and stores apart.
+// The same counts summed per CUDA source line (file and line), loads and stores apart. A line is
+// judged by its worst instruction: its conflict degree is the largest of its instructions', so
+// that neither other instructions of the line nor other lines dilute a conflicted access.
 struct SharedLineStats {
     std::string file;
     int line = 0;
     bool store = false;
+    std::uint32_t bytes_per_lane = 0;  // the widest of the line's accesses
     std::uint64_t requests = 0;
     std::uint64_t wavefronts = 0;
     std::uint64_t ideal_wavefronts = 0;
-    std::uint32_t max_degree = 0;
-    std::optional<WarpAccessTable> representative;  // of the instruction with the largest degree
+    double degree = 0;      // the largest conflict_degree() of the line's instructions
+    double max_degree = 0;  // the largest of one request
+    std::optional<WarpAccessTable> representative;  // of the request with max_degree
     std::uint64_t conflicts() const { return wavefronts - ideal_wavefronts; }
     double wavefronts_per_request() const;
 };
 
+// Counts over the launch's checked blocks (LaunchOptions::checked), those it reports on.
 struct LaunchCounts {
-    std::uint64_t blocks_executed = 0;
+    std::uint64_t blocks_executed = 0;      // checked blocks that ran to the end
     std::uint64_t warp_instructions = 0;    // issued, including fully predicated-off ones
     std::uint64_t thread_instructions = 0;  // sum over warp instructions of the executing lanes
     std::uint64_t shared_load_requests = 0;
@@ -360,6 +436,14 @@ struct LaunchCounts {
     std::uint64_t shared_store_requests = 0;
     std::uint64_t shared_store_wavefronts = 0;
     std::uint64_t shared_store_ideal_wavefronts = 0;
+    // Global memory: warp-level ld/st requests that reached it (ld.global, and generic addresses
+    // in a global buffer; not atomics) and the distinct 32-byte sectors each request touched, as
+    // l1tex__t_requests_pipe_lsu_mem_global_op_ld/st and l1tex__t_sectors_... count them: 4
+    // sectors per request for 32 lanes reading consecutive 32-bit words, 32 for lanes a row apart.
+    std::uint64_t global_load_requests = 0;
+    std::uint64_t global_load_sectors = 0;
+    std::uint64_t global_store_requests = 0;
+    std::uint64_t global_store_sectors = 0;
     std::uint64_t printf_calls = 0;  // thread-level printf calls; the simulator drops their output
     std::vector<SharedAccessStats> shared_accesses;  // one per ld/st instruction that executed
 };
@@ -378,7 +462,13 @@ struct LaunchResult {
     std::uint64_t race_count = 0;
     static constexpr std::size_t kMaxReportedRaces = 8;
     std::optional<SourceLocation> last_location;  // budget_exceeded: where the warp was
-    LaunchCounts counts;                          // up to where the launch ended
+    std::optional<Dim3> over_block_budget;  // budget_exceeded: the block, where its own ran out
+    LaunchCounts counts;                    // up to where the launch ended
+    std::uint64_t blocks_run = 0;           // every block that ran to the end
+    std::uint64_t instructions_run = 0;     // warp instructions of every block run
+    bool wrote_input = false;  // a store or atomic landed in LaunchOptions' input buffer
+    // Blocks that started from the work another had done alike (a matter of speed alone).
+    std::uint64_t blocks_sharing_work = 0;
 };
 
 // Runs `entry` over the blocks options.blocks selects. params holds each kernel parameter's raw
@@ -395,21 +485,34 @@ std::vector<std::byte> param_bytes(const T& value) {
     return std::vector<std::byte>(first, first + sizeof(T));
 }
 
-// The modeled cost of a launch, for ordering checks on the simulator:
+// The modeled cost of a launch, for the timing checks on the simulator:
 //
-//   cost = instruction_cost * warp_instructions
-//        + shared_wavefront_cost * (shared load wavefronts + shared store wavefronts)
+//   core   = instruction_cost * warp_instructions
+//          + shared_wavefront_cost * (shared load wavefronts + shared store wavefronts)
+//   memory = global_sector_cost * (global load sectors + global store sectors)
+//   cost   = max(core, memory)
 //
 // Each issued warp instruction costs one unit; each shared-memory wavefront costs
 // shared_wavefront_cost units, because the shared pipe, not instruction issue, is what a
 // conflicted kernel waits on. The default 20 is fitted to the H200 measurement of the reference
 // probe: its time grows by about 0.77 of the stride-1 time per extra degree of conflict. The probe
 // issues about 6.3 warp instructions per shared load, so with k = 20 the modeled growth per degree
-// is k / (k + 6.3) = 0.76 (stride 32 models at 24.5x stride 1; the H200 measured 24.6x). Only
-// ratios between launches of the same kernel are meaningful; the number is not a time.
+// is k / (k + 6.3) = 0.76 (stride 32 models at 24.5x stride 1; the H200 measured 24.6x).
+//
+// Global memory is a pipe of its own that a GPU overlaps with the rest (other warps issue while
+// one waits on a sector), so a launch costs what its slower side costs: a copy or a padded
+// transpose waits on its sectors, the probe on its shared loads. global_sector_cost is fitted to
+// the H200's transposes at n = 4096 (248% of the copy's time for tile[32][32], 110% for
+// tile[32][33]: docs/measurements/2026-12-03-h200.md): a block of the copy moves 256 sectors, and
+// the 32 x 32 tile's core is 472 instructions and 1,056 wavefronts, 21,592 units, 241% of 256 x 35.
+// A padded tile's core (1,752) stays under its sectors, so it models at the copy's cost. The
+// probe's 288 sectors a block are 2% of its core at stride 1, so its modeled ratios are what
+// they were without global memory. Only ratios between launches of one grade are meaningful; the
+// number is not a time.
 struct CostModel {
     double instruction_cost = 1.0;
     double shared_wavefront_cost = 20.0;
+    double global_sector_cost = 35.0;
 };
 double modeled_cost(const LaunchCounts& counts, const CostModel& model = {});
 

@@ -1,8 +1,17 @@
-// What a GPU shows a kernel that tries to tell it from the simulator without a clock: %warpid,
-// shared memory's initial contents, .ftz, the order blocks start in, a flag set by another block,
-// and a __device__ counter across launches. Run on the GPU machine:
-//   nvcc -O2 -arch=sm_90 -o /tmp/behaviours scripts/bench/h200_behaviours.cu && /tmp/behaviours
-// The simulator models each of these from what this prints (docs/measurements/).
+// What a GPU shows a kernel that tries to tell it from the simulator: %warpid, shared memory's
+// initial contents, .ftz, the order blocks start in, a flag set by another block, a __device__
+// counter across launches; and (sections 7-16, issue 30) %gridid per launch, NaN results,
+// __fdividef's range, the approximate instructions against the correctly rounded results,
+// %globaltimer's step, the generic addresses of shared and local memory, where cuMemAlloc puts
+// the grade's buffers, the special registers the simulator models (%clock_hi, %pm, %envreg,
+// %total_smem_size), uninitialised registers and local memory, and how far past the end of a
+// buffer a read faults. Run on the GPU machine (scripts/gpu-check.sh's `behaviours` section):
+//   nvcc -O2 -arch=sm_90 -o /tmp/behaviours scripts/bench/h200_behaviours.cu && /tmp/behaviours [DIR]
+// With DIR, the approximate instructions' differences from the correctly rounded results over
+// every mantissa are written there (rcp_approx.delta and the like: one signed byte per mantissa,
+// in ulps). The simulator models each of these from what this prints (docs/simulator-fidelity.md).
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +20,9 @@
 #include <set>
 #include <vector>
 #include <cuda_runtime.h>
+
+static float __uint_as_float_host(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+static double __longlong_as_double_host(unsigned long long u) { double d; std::memcpy(&d, &u, 8); return d; }
 
 #define CHECK(call)                                                                          \
   do {                                                                                       \
@@ -88,7 +100,162 @@ __global__ void count_launches(unsigned* out) {
   if (blockIdx.x == 0 && threadIdx.x == 0) out[0] = launches_seen;
 }
 
-int main() {
+
+// ---- issue 30 ----
+
+__device__ unsigned long long gridid_reg() {
+  unsigned long long r; asm volatile("mov.u64 %0, %%gridid;" : "=l"(r)); return r;
+}
+__global__ void record_gridid(unsigned long long* out, int launch) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) out[launch] = gridid_reg();
+}
+
+// NaN results: what an operation makes of a NaN with a payload, and of no NaN at all.
+__global__ void nan_results(const float* in, const double* din, unsigned* out, unsigned long long* dout) {
+  const float p = in[0], one = in[1], minus = in[2], inf = in[3];
+  float r[12];
+  asm("add.f32 %0, %1, %2;" : "=f"(r[0]) : "f"(p), "f"(one));
+  asm("mul.f32 %0, %1, %2;" : "=f"(r[1]) : "f"(one), "f"(p));
+  asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r[2]) : "f"(p), "f"(one), "f"(one));
+  asm("div.rn.f32 %0, %1, %2;" : "=f"(r[3]) : "f"(p), "f"(one));
+  asm("sqrt.rn.f32 %0, %1;" : "=f"(r[4]) : "f"(minus));
+  asm("rcp.approx.f32 %0, %1;" : "=f"(r[5]) : "f"(p));
+  asm("min.f32 %0, %1, %2;" : "=f"(r[6]) : "f"(p), "f"(one));
+  asm("min.f32 %0, %1, %2;" : "=f"(r[7]) : "f"(p), "f"(p));
+  asm("neg.f32 %0, %1;" : "=f"(r[8]) : "f"(p));
+  asm("abs.f32 %0, %1;" : "=f"(r[9]) : "f"(p));
+  asm("sub.f32 %0, %1, %2;" : "=f"(r[10]) : "f"(inf), "f"(inf));
+  asm("ex2.approx.f32 %0, %1;" : "=f"(r[11]) : "f"(p));
+  for (int k = 0; k < 12; ++k) out[k] = __float_as_uint(r[k]);
+  double d;
+  asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(p));
+  dout[0] = __double_as_longlong(d);
+  asm("add.f64 %0, %1, %2;" : "=d"(d) : "d"(din[0]), "d"(1.0));
+  dout[1] = __double_as_longlong(d);
+  float back;
+  asm("cvt.rn.f32.f64 %0, %1;" : "=f"(back) : "d"(din[0]));
+  out[12] = __float_as_uint(back);
+}
+
+// __fdividef (div.approx.f32) and div.full.f32 with divisors at the top of the range.
+__global__ void divide_huge(const float* in, float* out) {
+  const float x = in[0], inf = in[1];
+  for (int k = 0; k < 4; ++k) {
+    const float y = in[2 + k];
+    float a, b, c;
+    asm("div.approx.f32 %0, %1, %2;" : "=f"(a) : "f"(x), "f"(y));
+    asm("div.approx.f32 %0, %1, %2;" : "=f"(b) : "f"(inf), "f"(y));
+    asm("div.full.f32 %0, %1, %2;" : "=f"(c) : "f"(x), "f"(y));
+    out[3 * k] = a; out[3 * k + 1] = b; out[3 * k + 2] = c;
+  }
+}
+
+// One approximate instruction over every mantissa of [lo, 2 lo): its bits, for the host to
+// compare with the correctly rounded result.
+enum Approx { kRcp, kRsqrt, kSqrt, kEx2, kLg2, kSin, kCos, kCount };
+__global__ void approx_table(int op, float lo, unsigned* out) {
+  const unsigned m = blockIdx.x * blockDim.x + threadIdx.x;
+  if (m >= (1u << 23)) return;
+  const float x = __uint_as_float(__float_as_uint(lo) + m);
+  float r;
+  switch (op) {
+    case kRcp: asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+    case kRsqrt: asm("rsqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+    case kSqrt: asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+    case kEx2: asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+    case kLg2: asm("lg2.approx.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+    case kSin: asm("sin.approx.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+    default: asm("cos.approx.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+  }
+  out[m] = __float_as_uint(r);
+}
+
+// %globaltimer read back to back by one thread: the steps it moves in.
+__global__ void timer_steps(unsigned long long* out, int reads) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  unsigned long long last, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(last));
+  for (int k = 0; k < reads; ++k) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    out[k] = now - last;
+    last = now;
+  }
+}
+
+// Generic addresses of a shared and a local variable, per block.
+__global__ void window_addresses(unsigned long long* out) {
+  __shared__ float tile[2048];
+  volatile float local[16];
+  local[threadIdx.x % 16] = 1.0f;
+  tile[threadIdx.x] = local[(threadIdx.x + 1) % 16];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    out[2 * blockIdx.x] = reinterpret_cast<unsigned long long>(&tile[0]);
+    out[2 * blockIdx.x + 1] = reinterpret_cast<unsigned long long>(const_cast<float*>(&local[0]));
+  }
+  if (tile[(threadIdx.x * 7) % 2048] == -1.0f) out[0] = 0;
+}
+
+// Special registers the simulator models or reports as unsupported.
+__global__ void other_specials(unsigned* out) {
+  __shared__ float tile[2048];
+  tile[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  unsigned v;
+  asm volatile("mov.u32 %0, %%clock_hi;" : "=r"(v)); out[0] = v;
+  asm volatile("mov.u32 %0, %%total_smem_size;" : "=r"(v)); out[1] = v;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(v)); out[2] = v;
+  asm volatile("mov.u32 %0, %%nsmid;" : "=r"(v)); out[3] = v;
+  asm volatile("mov.u32 %0, %%pm0;" : "=r"(v)); out[4] = v;
+  asm volatile("mov.u32 %0, %%pm7;" : "=r"(v)); out[5] = v;
+  asm volatile("mov.u32 %0, %%envreg0;" : "=r"(v)); out[6] = v;
+  asm volatile("mov.u32 %0, %%envreg1;" : "=r"(v)); out[7] = v;
+  asm volatile("mov.u32 %0, %%envreg31;" : "=r"(v)); out[8] = v;
+  out[9] = static_cast<unsigned>(tile[5]);
+}
+
+// A register and a local word read before anything writes them.
+__global__ void unwritten_state(unsigned* out) {
+  unsigned reg, loc;
+  asm volatile("{ .reg .u32 never; mov.u32 %0, never; }" : "=r"(reg));
+  asm volatile("{ .local .align 4 .b8 never[64]; ld.local.u32 %0, [never+32]; }" : "=r"(loc));
+  const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+  out[2 * t] = reg;
+  out[2 * t + 1] = loc;
+}
+
+// A read at byte `offset` of a buffer (past its end where offset is large).
+__global__ void read_at(const char* base, unsigned long long offset, unsigned* out) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) out[0] = *reinterpret_cast<const unsigned*>(base + offset);
+}
+
+// The correctly rounded result of an approximate instruction, from double precision.
+float rounded(int op, float x) {
+  const double d = x;
+  switch (op) {
+    case kRcp: return static_cast<float>(1.0 / d);
+    case kRsqrt: return static_cast<float>(1.0 / std::sqrt(d));
+    case kSqrt: return static_cast<float>(std::sqrt(d));
+    case kEx2: return static_cast<float>(std::exp2(d));
+    case kLg2: return static_cast<float>(std::log2(d));
+    case kSin: return static_cast<float>(std::sin(d));
+    default: return static_cast<float>(std::cos(d));
+  }
+}
+
+int ulp_distance(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : 127;
+  auto key = [](float f) {
+    int i; std::memcpy(&i, &f, 4);
+    return i < 0 ? -(i & 0x7fffffff) : i;
+  };
+  const long long d = static_cast<long long>(key(a)) - key(b);
+  return static_cast<int>(d > 126 ? 126 : d < -126 ? -126 : d);
+}
+
+int main(int argc, char** argv) {
+  const char* table_dir = argc > 1 ? argv[1] : nullptr;
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, sm_%d%d\n", prop.name, prop.multiProcessorCount, prop.major,
@@ -201,6 +368,179 @@ int main() {
                 "launches 1..3 (globals persist across launches; block 0 sees others mid-launch)\n",
                 values[0], values[1], values[2]);
     CHECK(cudaFree(d));
+  }
+  // 7. %gridid in three launches of one kernel, another kernel between the second and third.
+  {
+    unsigned long long* d; CHECK(cudaMalloc(&d, 3 * sizeof(unsigned long long)));
+    unsigned* scratch; CHECK(cudaMalloc(&scratch, 4));
+    record_gridid<<<1, 32>>>(d, 0);
+    record_gridid<<<1, 32>>>(d, 1);
+    count_launches<<<1, 32>>>(scratch);
+    record_gridid<<<1, 32>>>(d, 2);
+    unsigned long long h[3]; CHECK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+    std::printf("gridid in launches 1, 2 and 4 (another kernel third): %llu %llu %llu\n", h[0], h[1], h[2]);
+    CHECK(cudaFree(d)); CHECK(cudaFree(scratch));
+  }
+
+  // 8. NaN results, from a quiet NaN with payload 0x123 (0x7fc00123).
+  {
+    const float in[4] = {__uint_as_float_host(0x7fc00123u), 1.0f, -1.0f, INFINITY};
+    const double din[1] = {__longlong_as_double_host(0x7ff8000000000123ull)};
+    float* dIn; double* dDin; unsigned* dOut; unsigned long long* dDout;
+    CHECK(cudaMalloc(&dIn, sizeof in)); CHECK(cudaMalloc(&dDin, sizeof din));
+    CHECK(cudaMalloc(&dOut, 13 * 4)); CHECK(cudaMalloc(&dDout, 16));
+    CHECK(cudaMemcpy(dIn, in, sizeof in, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dDin, din, sizeof din, cudaMemcpyHostToDevice));
+    nan_results<<<1, 1>>>(dIn, dDin, dOut, dDout);
+    unsigned out[13]; unsigned long long dout[2];
+    CHECK(cudaMemcpy(out, dOut, sizeof out, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(dout, dDout, sizeof dout, cudaMemcpyDeviceToHost));
+    const char* names[] = {"add", "mul", "fma", "div.rn", "sqrt(-1)", "rcp.approx", "min(nan,1)",
+                           "min(nan,nan)", "neg", "abs", "inf-inf", "ex2.approx", "cvt.f32.f64"};
+    std::printf("NaN results (input 0x7fc00123, f64 0x7ff8000000000123):");
+    for (int k = 0; k < 13; ++k) std::printf(" %s=0x%08x", names[k], out[k]);
+    std::printf(" cvt.f64.f32=0x%016llx add.f64=0x%016llx\n", dout[0], dout[1]);
+    CHECK(cudaFree(dIn)); CHECK(cudaFree(dDin)); CHECK(cudaFree(dOut)); CHECK(cudaFree(dDout));
+  }
+
+  // 9. div.approx.f32 (__fdividef) and div.full.f32 with divisors 2^125, 2^126 * 1.5, 2^127, 3e38.
+  {
+    const float in[6] = {1.0f, INFINITY, std::ldexp(1.0f, 125), std::ldexp(1.5f, 126),
+                         std::ldexp(1.0f, 127), 3e38f};
+    float *dIn, *dOut;
+    CHECK(cudaMalloc(&dIn, sizeof in)); CHECK(cudaMalloc(&dOut, 12 * 4));
+    CHECK(cudaMemcpy(dIn, in, sizeof in, cudaMemcpyHostToDevice));
+    divide_huge<<<1, 1>>>(dIn, dOut);
+    float out[12]; CHECK(cudaMemcpy(out, dOut, sizeof out, cudaMemcpyDeviceToHost));
+    std::printf("divide by 2^125, 1.5*2^126, 2^127, 3e38 (approx 1/y, approx inf/y, full 1/y):");
+    for (int k = 0; k < 4; ++k) std::printf(" [%g %g %g]", out[3 * k], out[3 * k + 1], out[3 * k + 2]);
+    std::printf("\n");
+    CHECK(cudaFree(dIn)); CHECK(cudaFree(dOut));
+  }
+
+  // 10. The approximate instructions over every mantissa of one binade, against the correctly
+  // rounded result: how many are off by 0, +-1, +-2 and more ulps, and an FNV-1a hash of the
+  // results (a model of the instruction reproduces the hash only where it is bit-exact).
+  {
+    struct Range { int op; const char* name; float lo; };
+    const Range ranges[] = {{kRcp, "rcp.approx", 1.0f}, {kRsqrt, "rsqrt.approx", 1.0f},
+                            {kRsqrt, "rsqrt.approx", 2.0f}, {kSqrt, "sqrt.approx", 1.0f},
+                            {kSqrt, "sqrt.approx", 2.0f}, {kEx2, "ex2.approx", 0.5f},
+                            {kLg2, "lg2.approx", 1.0f}, {kSin, "sin.approx", 0.5f},
+                            {kCos, "cos.approx", 0.5f}};
+    const unsigned n = 1u << 23;
+    unsigned* d; CHECK(cudaMalloc(&d, n * 4));
+    std::vector<unsigned> h(n);
+    std::vector<signed char> delta(n);
+    for (const Range& r : ranges) {
+      approx_table<<<n / 256, 256>>>(r.op, r.lo, d);
+      CHECK(cudaMemcpy(h.data(), d, n * 4, cudaMemcpyDeviceToHost));
+      long long counts[5] = {0, 0, 0, 0, 0};  // 0, +1, -1, +-2, more
+      unsigned long long hash = 1469598103934665603ull;
+      unsigned lo_bits; std::memcpy(&lo_bits, &r.lo, 4);
+      for (unsigned m = 0; m < n; ++m) {
+        float x, got; const unsigned xb = lo_bits + m;
+        std::memcpy(&x, &xb, 4); std::memcpy(&got, &h[m], 4);
+        const int u = ulp_distance(got, rounded(r.op, x));
+        delta[m] = static_cast<signed char>(u);
+        ++counts[u == 0 ? 0 : u == 1 ? 1 : u == -1 ? 2 : (u == 2 || u == -2) ? 3 : 4];
+        hash = (hash ^ h[m]) * 1099511628211ull;
+      }
+      std::printf("%s over [%g, %g): exact %lld, +1 ulp %lld, -1 ulp %lld, 2 ulps %lld, more %lld; hash %016llx\n",
+                  r.name, r.lo, 2 * r.lo, counts[0], counts[1], counts[2], counts[3], counts[4], hash);
+      if (table_dir != nullptr) {
+        char path[512];
+        std::snprintf(path, sizeof path, "%s/%s_%g.delta", table_dir, r.name, r.lo);
+        if (FILE* f = std::fopen(path, "wb")) { std::fwrite(delta.data(), 1, n, f); std::fclose(f); }
+      }
+    }
+    CHECK(cudaFree(d));
+  }
+
+  // 11. %globaltimer's steps, read back to back.
+  {
+    const int reads = 4096;
+    unsigned long long* d; CHECK(cudaMalloc(&d, reads * 8));
+    timer_steps<<<1, 32>>>(d, reads);
+    std::vector<unsigned long long> h(reads);
+    CHECK(cudaMemcpy(h.data(), d, reads * 8, cudaMemcpyDeviceToHost));
+    std::map<unsigned long long, int> steps;
+    for (auto s : h) if (s != 0) steps[s]++;
+    int zero = 0; for (auto s : h) zero += s == 0;
+    std::printf("globaltimer, %d back-to-back reads: %d read the same as the one before; steps:", reads, zero);
+    int shown = 0;
+    for (auto& [s, c] : steps) { if (shown++ < 12) std::printf(" %llu ns x%d", s, c); }
+    std::printf("\n");
+    CHECK(cudaFree(d));
+  }
+
+  // 12. Generic addresses of shared and local memory, two blocks, two launches.
+  {
+    unsigned long long* d; CHECK(cudaMalloc(&d, 4 * 8));
+    unsigned long long h[2][4];
+    for (int l = 0; l < 2; ++l) {
+      window_addresses<<<2, 256>>>(d);
+      CHECK(cudaMemcpy(h[l], d, sizeof h[l], cudaMemcpyDeviceToHost));
+    }
+    std::printf("generic addresses (block 0 shared, local; block 1 shared, local), launch 1: %llx %llx %llx %llx; launch 2: %llx %llx %llx %llx\n",
+                h[0][0], h[0][1], h[0][2], h[0][3], h[1][0], h[1][1], h[1][2], h[1][3]);
+    CHECK(cudaFree(d));
+  }
+
+  // 13. Where cudaMalloc (cuMemAlloc) puts a grade's buffers: Part 1's 8 KiB input and 1 MiB
+  // output (1056 blocks of 256), Part 2's two 64 MiB.
+  {
+    const size_t sizes[][2] = {{8192, 1056 * 256 * 4}, {64ull << 20, 64ull << 20}};
+    for (auto& pair : sizes) {
+      void *in, *out;
+      CHECK(cudaMalloc(&in, pair[0])); CHECK(cudaMalloc(&out, pair[1]));
+      std::printf("cudaMalloc %zu then %zu bytes: %p and %p (out - in = %lld, in mod 2 MiB = %llu)\n",
+                  pair[0], pair[1], in, out,
+                  static_cast<long long>(reinterpret_cast<char*>(out) - reinterpret_cast<char*>(in)),
+                  static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(in) % (2u << 20)));
+      CHECK(cudaFree(in)); CHECK(cudaFree(out));
+    }
+  }
+
+  // 14. Special registers: %clock_hi, %total_smem_size (8 KiB static), %dynamic_smem_size,
+  // %nsmid, %pm0, %pm7, %envreg0, %envreg1, %envreg31.
+  {
+    unsigned* d; CHECK(cudaMalloc(&d, 10 * 4));
+    other_specials<<<1, 256>>>(d);
+    unsigned h[10]; CHECK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+    std::printf("clock_hi %u, total_smem_size %u, dynamic_smem_size %u, nsmid %u, pm0 %u, pm7 %u, envreg0 %u, envreg1 %u, envreg31 %u\n",
+                h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8]);
+    CHECK(cudaFree(d));
+  }
+
+  // 15. A register and a local word nothing wrote, in 2 blocks of 64, twice.
+  {
+    unsigned* d; CHECK(cudaMalloc(&d, 2 * 64 * 2 * 4));
+    for (int l = 0; l < 2; ++l) {
+      unwritten_state<<<2, 64>>>(d);
+      std::vector<unsigned> h(2 * 64 * 2);
+      CHECK(cudaMemcpy(h.data(), d, h.size() * 4, cudaMemcpyDeviceToHost));
+      std::set<unsigned> regs, locals;
+      for (int t = 0; t < 128; ++t) { regs.insert(h[2 * t]); locals.insert(h[2 * t + 1]); }
+      std::printf("unwritten state, launch %d: registers %zu distinct (thread 0: 0x%x, thread 127: 0x%x), local words %zu distinct (0x%x, 0x%x)\n",
+                  l + 1, regs.size(), h[0], h[254], locals.size(), h[1], h[255]);
+    }
+    CHECK(cudaFree(d));
+  }
+
+  // 16. Reads past the end of an 8 KiB buffer: the first offset that faults ends this program
+  // (the context is lost), so it comes last.
+  {
+    char* buf; CHECK(cudaMalloc(&buf, 8192));
+    unsigned* d; CHECK(cudaMalloc(&d, 4));
+    for (unsigned long long offset : {8192ull, 8192ull + 4096, 65536ull, 2ull << 20, 64ull << 20}) {
+      read_at<<<1, 1>>>(buf, offset, d);
+      const cudaError_t e = cudaDeviceSynchronize();
+      std::printf("read at byte %llu of an 8 KiB buffer: %s\n", offset,
+                  e == cudaSuccess ? "no fault" : cudaGetErrorString(e));
+      std::fflush(stdout);
+      if (e != cudaSuccess) return 0;
+    }
   }
   return 0;
 }

@@ -362,6 +362,33 @@ check "the clean pass through Slurm merged the class" \
 cmp -s "$work/clean/class/gradebook.csv" "$run/class/gradebook.csv" ||
   echo "note: the clean pass's gradebook differs from the first one's (timed figures move)"
 
+# grader serve with its GPU's lane handed to this Slurm (docs/serve.md): an attempt's GPU report
+# comes from a wave of submit.sh's job array, read back as its task writes it.
+printf 'student_id\nann\n' >"$work/serve-roster.csv"
+"$grader" tokens issue "$work/serve-roster.csv" --state "$work/serve-state" \
+  -o "$work/serve-tokens.csv" 2>/dev/null
+"$grader" serve --state "$work/serve-state" --listen 127.0.0.1:0 --rate none \
+  --slurm "$here/submit.sh" --slurm-backend sim --slurm-tasks 2 >"$work/serve.log" 2>&1 &
+serve_pid=$!
+serve_port=""
+for _ in $(seq 100); do
+  serve_port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
+  [ -n "$serve_port" ] && break
+  sleep 0.1
+done
+GRADER_TOKEN=$(sed -n 's/^ann,,//p' "$work/serve-tokens.csv") timeout 600 "$grader" submit \
+  "$repo/student/example" --server "http://127.0.0.1:$serve_port" --format json \
+  >"$work/serve-submit.json" 2>"$work/serve-submit.err"
+serve_status=$?
+kill -TERM "$serve_pid" 2>/dev/null
+wait "$serve_pid"
+check "grader serve through Slurm: grader submit exits 0 ($serve_status; $work/serve-submit.err)" \
+  test "$serve_status" = 0
+check "grader serve through Slurm: the GPU lane's report is a pass" python3 -c \
+  "import json, sys; sys.exit(json.load(open('$work/serve-submit.json'))['gpu']['verdict'] != 'pass')"
+check "grader serve through Slurm: its wave ran as a job array (a task's log is there)" \
+  bash -c "ls '$work/serve-state'/slurm/wave-*/logs/shard-*.log >/dev/null"
+
 echo "figures: one batch ${one_seconds}s; clean pass through Slurm ${clean_seconds}s; through Slurm (4 tasks, 2 fake GPUs, 1 job each," \
   "first pass with a cancel and a requeue) ${first_seconds}s, rerun of index $rerun and merge" \
   "${second_seconds}s; grader merge alone ${merge_seconds}s; a Part 2 class of $part2_students" \

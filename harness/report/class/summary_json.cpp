@@ -2,10 +2,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "common/text.hpp"
+#include "model/diagnosis.hpp"
+#include "model/report.hpp"
 #include "report/class/class_detail.hpp"
 #include "report/class_outputs.hpp"
 #include "text/text_safety.hpp"

@@ -1,0 +1,77 @@
+#pragma once
+
+// The service's HTTP API and page, apart from the sockets: a request in, a response out. The
+// HTTP server (http_server.hpp) and the tests call the same handle(). Every answer's text is
+// the service's or the grader's writers' (text escaped by text/text_safety.hpp); no host path,
+// and nothing of another student's unless an instructor asks.
+//
+//   GET  /                                  the page (page.js and page.css beside it)
+//   GET  /api/health                        queue lengths, no token needed
+//   GET  /api/me                            who the token is, the exercises, the rate left
+//   POST /api/attempts                      multipart/form-data: the files (or a zip), exercise
+//   GET  /api/attempts[?student=LOGIN]      attempts, newest first (an instructor: the class's)
+//   GET  /api/attempts/N                    one attempt: each lane's state, place, verdict
+//   GET  /api/attempts/N/report?lane=sim|gpu&format=html|text|json|markdown
+//   GET  /api/attempts/N/explain?format=html|text|json   the lane tables of `grader explain`
+//   GET  /api/attempts/N/files/NAME         a file as it was submitted
+// The token travels as "Authorization: Bearer TOKEN".
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "serve/service.hpp"
+#include "serve/store.hpp"
+
+namespace grader::serve {
+
+struct ApiRequest {
+    std::string method;                          // "GET", "POST", ...
+    std::string target;                          // the path and query, as sent
+    std::map<std::string, std::string> headers;  // names in lower case
+    std::string body;
+    std::string peer;  // the client's address, for the limits on failed tokens
+};
+
+struct ApiResponse {
+    int status = 200;
+    std::string content_type = "application/json";
+    std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Requests a person, or an address whose tokens failed, may make: a bucket of `burst` refilled
+// at `per_second`. Past it the answer is 429 with the seconds to wait.
+struct RequestLimits {
+    double per_second = 20.0;
+    double burst = 60.0;
+    double failed_tokens_per_minute = 20.0;  // per address: guessing tokens is slowed to this
+};
+
+class Api {
+public:
+    Api(Service& service, RequestLimits limits);
+    ApiResponse handle(const ApiRequest& request);
+
+private:
+    // false where the bucket is empty; retry_after then says for how long.
+    bool take(std::map<std::string, std::pair<double, double>>& buckets, const std::string& key,
+              double rate, double burst, double now, double& retry_after);
+    ApiResponse route(const ApiRequest& request, double now);
+
+    Service& service_;
+    RequestLimits limits_;
+    std::mutex mutex_;
+    std::map<std::string, std::pair<double, double>> person_buckets_;  // tokens, last refill
+    std::map<std::string, std::pair<double, double>> failure_buckets_;
+};
+
+// The JSON the API answers with for an attempt: each lane's state and, while queued, its place.
+nlohmann::json attempt_json(Service& service, const Attempt& attempt);
+
+}  // namespace grader::serve

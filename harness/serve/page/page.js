@@ -1,0 +1,224 @@
+// The page of `grader serve`: sign in with a token, upload, watch both grades arrive, read
+// earlier attempts. Every report is HTML the service escaped; this script only places it.
+"use strict";
+
+const state = { token: "", me: null, shown: 0, timer: 0, loaded: {} };
+const $ = (id) => document.getElementById(id);
+
+function show(id, visible) { $(id).hidden = !visible; }
+
+async function api(path, options) {
+  const init = Object.assign({ headers: {} }, options || {});
+  init.headers["Authorization"] = "Bearer " + state.token;
+  const response = await fetch("api/" + path, init);
+  const type = response.headers.get("Content-Type") || "";
+  const body = type.startsWith("application/json") ? await response.json() : await response.text();
+  if (!response.ok) {
+    const error = new Error(body && body.error ? body.error : "the service answered " + response.status);
+    error.status = response.status;
+    throw error;
+  }
+  return body;
+}
+
+function verdictText(lane) {
+  if (!lane) return "";
+  if (lane.state !== "done") return lane.state;
+  return lane.verdict.toUpperCase() + " " + lane.score + "/" + lane.max_score;
+}
+
+function laneStatus(name, lane) {
+  if (!lane) return name === "gpu" ? "This service has no GPU: the simulator's report is the grade." : "";
+  if (lane.state === "queued") {
+    const ahead = lane.ahead === 0 ? "next in line" : lane.ahead + " ahead of you";
+    return "Waiting for its turn: " + ahead + ", " + lane.running + " being graded now.";
+  }
+  if (lane.state === "running") return "Being graded now...";
+  return "";
+}
+
+async function signIn(token) {
+  state.token = token.trim();
+  $("token-error").textContent = "";
+  try {
+    state.me = await api("me");
+  } catch (error) {
+    $("token-error").textContent = error.message;
+    return;
+  }
+  try { localStorage.setItem("grader-token", state.token); } catch (ignored) { /* private mode */ }
+  $("who").textContent = "Signed in as " + state.me.login + (state.me.name ? " (" + state.me.name + ")" : "") +
+    (state.me.role === "instructor" ? ", instructor" : "");
+  const select = $("exercise");
+  select.textContent = "";
+  for (const exercise of state.me.exercises) {
+    const option = document.createElement("option");
+    option.value = exercise.id;
+    option.textContent = exercise.title + " (" + exercise.files.join(", ") + ")";
+    select.appendChild(option);
+  }
+  updateHint();
+  updateRate(state.me.rate);
+  show("sign-in", false);
+  show("upload", true);
+  show("history", true);
+  show("student-form", state.me.role === "instructor");
+  $("history-title").textContent = state.me.role === "instructor" ? "Attempts" : "Your attempts";
+  await loadHistory();
+}
+
+function updateHint() {
+  const exercise = state.me.exercises.find((e) => e.id === $("exercise").value);
+  if (exercise) $("files-hint").textContent = "Choose " + exercise.files.join(" and ") + ", or one zip holding them.";
+}
+
+function updateRate(rate) {
+  if (!rate) return;
+  $("rate").textContent = rate.left + " of " + rate.limit + " attempts left in this window";
+}
+
+async function submit(event) {
+  event.preventDefault();
+  $("upload-error").textContent = "";
+  const files = $("files").files;
+  if (files.length === 0) {
+    $("upload-error").textContent = "Choose your files first.";
+    return;
+  }
+  const form = new FormData();
+  form.append("exercise", $("exercise").value);
+  for (const file of files) form.append("files", file, file.name);
+  $("submit").disabled = true;
+  try {
+    const attempt = await api("attempts", { method: "POST", body: form });
+    await showAttempt(attempt.id);
+    const me = await api("me");
+    updateRate(me.rate);
+  } catch (error) {
+    $("upload-error").textContent = error.message;
+  } finally {
+    $("submit").disabled = false;
+  }
+  await loadHistory();
+}
+
+// A submitted file, fetched with the token and handed to the browser as a download.
+async function download(id, name) {
+  const response = await fetch("api/attempts/" + id + "/files/" + encodeURIComponent(name),
+                               { headers: { "Authorization": "Bearer " + state.token } });
+  if (!response.ok) return;
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(await response.blob());
+  link.download = name;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+}
+
+function showFiles(attempt) {
+  const files = $("attempt-files");
+  files.textContent = "Download what was submitted: ";
+  for (const name of attempt.files) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = name;
+    button.addEventListener("click", () => download(attempt.id, name));
+    files.appendChild(button);
+    files.appendChild(document.createTextNode(" "));
+  }
+}
+
+async function showAttempt(id) {
+  clearTimeout(state.timer);
+  state.shown = id;
+  state.loaded = {};
+  for (const lane of ["sim", "gpu"]) $("lane-" + lane).querySelector(".body").textContent = "";
+  $("explain").querySelector(".body").innerHTML = "<p class=\"hint\">Made after the simulator's report.</p>";
+  show("attempt", true);
+  await poll();
+}
+
+async function poll() {
+  const id = state.shown;
+  let attempt;
+  try {
+    attempt = await api("attempts/" + id);
+  } catch (error) {
+    $("attempt-title").textContent = error.message;
+    return;
+  }
+  if (id !== state.shown) return;
+  $("attempt-title").textContent = "Attempt " + attempt.number + " of " + attempt.student + ", " +
+    attempt.created + ": " + attempt.files.join(", ");
+  if ($("attempt-files").dataset.attempt !== String(id)) {
+    $("attempt-files").dataset.attempt = String(id);
+    showFiles(attempt);
+  }
+  let waiting = false;
+  for (const name of ["sim", "gpu"]) {
+    const lane = attempt.lanes[name];
+    const article = $("lane-" + name);
+    const status = article.querySelector(".status");
+    status.textContent = laneStatus(name, lane);
+    status.className = "status" + (lane && lane.state !== "done" ? " waiting" : "");
+    if (lane && lane.state === "done" && !state.loaded[name]) {
+      state.loaded[name] = true;
+      try {
+        article.querySelector(".body").innerHTML = await api("attempts/" + id + "/report?lane=" + name + "&format=html");
+      } catch (error) {
+        article.querySelector(".body").textContent = lane.summary || error.message;
+      }
+    }
+    if (lane && lane.state !== "done") waiting = true;
+  }
+  if (attempt.explain === "ready" && !state.loaded.explain) {
+    state.loaded.explain = true;
+    $("explain").querySelector(".body").innerHTML = await api("attempts/" + id + "/explain?format=html");
+  } else if (attempt.explain !== "ready" && attempt.lanes.sim && attempt.lanes.sim.state === "done") {
+    waiting = true;
+  }
+  if (waiting) {
+    state.timer = setTimeout(poll, 1000);
+  } else {
+    await loadHistory();
+  }
+}
+
+async function loadHistory() {
+  const student = $("student").value.trim();
+  let query = "attempts";
+  if (state.me.role === "instructor") query += student ? "?student=" + encodeURIComponent(student) : "?all";
+  let list;
+  try {
+    list = await api(query);
+  } catch (error) {
+    $("upload-error").textContent = error.message;
+    return;
+  }
+  const body = $("attempts").querySelector("tbody");
+  body.textContent = "";
+  for (const attempt of list.attempts) {
+    const row = document.createElement("tr");
+    const cells = [attempt.number, attempt.student, attempt.created, attempt.exercise,
+                   verdictText(attempt.lanes.sim), verdictText(attempt.lanes.gpu), attempt.files.join(", ")];
+    cells.forEach((text, index) => {
+      const cell = document.createElement("td");
+      cell.textContent = text;
+      const lane = index === 4 ? attempt.lanes.sim : (index === 5 ? attempt.lanes.gpu : null);
+      if (lane && lane.state === "done") cell.className = "v-" + lane.verdict;
+      row.appendChild(cell);
+    });
+    row.addEventListener("click", () => showAttempt(attempt.id));
+    body.appendChild(row);
+  }
+}
+
+$("token-form").addEventListener("submit", (event) => { event.preventDefault(); signIn($("token").value); });
+$("upload-form").addEventListener("submit", submit);
+$("exercise").addEventListener("change", updateHint);
+$("student-form").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });
+try {
+  const saved = localStorage.getItem("grader-token");
+  if (saved) signIn(saved);
+} catch (ignored) { /* private mode */ }
+// Said once every handler is in place (a test's browser waits for it before it clicks).
+document.documentElement.dataset.ready = "true";

@@ -1,0 +1,425 @@
+// The work blocks share: where a launch runs blocks it does not check, every block does exactly
+// the same until it reads what tells it from the others or what another block may have written.
+// The first checked block runs that far alone (recording); each block not checked starts from
+// the state it reached, with its own identity in place, and runs on from there (replaying). See
+// sim.hpp's execution model and executor.hpp.
+
+#include <algorithm>
+#include <cstring>
+
+#include "sim/executor.hpp"
+
+namespace grader::sim::detail {
+
+namespace {
+
+// Shared work shorter than this is not worth keeping: the blocks do it themselves (a transpose
+// reads %ctaid at its first instructions; the probe's loop is 100,000 warp instructions).
+constexpr std::uint64_t kWorthSharing = 2048;
+
+// What a warp is doing, apart from its registers: saved and restored around a replay.
+struct WarpControl {
+    std::uint32_t pc, mask, live, blocked, waiting, min_waiting_pc;
+    std::array<std::uint32_t, 32> lane_pc;
+    std::uint32_t reduction_lanes;
+    std::int32_t reduction_slot;
+    AtomOp reduction_op;
+    std::uint64_t cycles;
+};
+
+WarpControl control_of(const Warp& w) {
+    return {w.pc,
+            w.mask,
+            w.live,
+            w.blocked,
+            w.waiting,
+            w.min_waiting_pc,
+            w.lane_pc,
+            w.reduction_lanes,
+            w.reduction_slot,
+            w.reduction_op,
+            w.cycles};
+}
+
+void restore_control(Warp& w, const WarpControl& c) {
+    w.pc = c.pc;
+    w.mask = c.mask;
+    w.live = c.live;
+    w.blocked = c.blocked;
+    w.waiting = c.waiting;
+    w.min_waiting_pc = c.min_waiting_pc;
+    w.lane_pc = c.lane_pc;
+    w.reduction_lanes = c.reduction_lanes;
+    w.reduction_slot = c.reduction_slot;
+    w.reduction_op = c.reduction_op;
+    w.cycles = c.cycles;
+}
+
+}  // namespace
+
+bool Executor::record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec) {
+    const std::size_t base = static_cast<std::size_t>(w.index) * entry_.slot_count;
+    std::uint8_t* tainted = &tainted_[base];
+    std::uint8_t* needed = &slice_reads_[base];
+    const auto is_tainted = [&](std::int32_t slot) { return slot >= 0 && tainted[slot] != 0; };
+    bool from_identity = reads_block_identity_[w.pc] != 0;
+    for (const std::int32_t slot : in.src)
+        from_identity = from_identity || is_tainted(slot);
+    // A store's value registers are its dst.
+    const bool stores = in.op == Op::st;
+    for (const std::int32_t slot : in.dst)
+        from_identity = from_identity || (stores && is_tainted(slot));
+    // A guard read from the block's identity: the others must run the same lanes here (a
+    // replay checks), or they part ways there.
+    const bool check = is_tainted(in.guard);
+    // A slot the slice reads, or one it computed, written again by what a replay does not redo.
+    const auto hazard = [&](std::int32_t slot) {
+        return slot >= 0 && (needed[slot] != 0 || (!from_identity && tainted[slot] != 0));
+    };
+    if (!stores) {
+        for (const std::int32_t slot : in.dst) {
+            if (hazard(slot))
+                return false;
+        }
+        if (hazard(in.dst2))
+            return false;
+    }
+    if (!from_identity) {
+        if (check)
+            slice_.push_back({w.index, w.pc, w.mask, exec, true, false});
+        return true;
+    }
+    if (!pure_[w.pc])
+        return false;  // an address, a stored word, another lane's: the block's own
+    // A computation from the block's identity: the replay runs it again with its own.
+    for (const std::int32_t slot : in.src) {
+        if (slot >= 0 && !tainted[slot])
+            needed[slot] = 1;
+    }
+    for (const std::int32_t slot : in.dst) {
+        if (slot >= 0)
+            tainted[slot] = 1;
+    }
+    if (in.dst2 >= 0)
+        tainted[in.dst2] = 1;
+    slice_.push_back({w.index, w.pc, w.mask, exec, check, true});
+    return true;
+}
+
+bool Executor::same_in_every_block(const Warp& w, const Instruction& in, std::uint32_t exec) const {
+    if (in.op != Op::ld && in.op != Op::st && in.op != Op::atom)
+        return true;
+    const std::uint64_t* base = &w.regs[static_cast<std::size_t>(in.src[0]) * 32];
+    const std::uint64_t size = in.op == Op::atom
+                                   ? std::max<std::uint64_t>(type_bits(in.type) / 8, 1)
+                                   : static_cast<std::uint64_t>(in.bytes) * in.vector;
+    for (std::uint32_t m = exec; m != 0; m &= m - 1) {
+        const unsigned lane = ctz(m);
+        std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
+        Space space = in.space;
+        if (space == Space::generic) {
+            if (address - shared_window_ < kWindowSize) {
+                space = Space::shared;
+                address -= shared_window_;
+            } else if (address - local_window_ < kWindowSize) {
+                space = Space::local;
+            } else {
+                space = Space::global;
+            }
+        }
+        switch (space) {
+            case Space::local:
+                return false;
+            case Space::shared:
+                // A word no thread of the block wrote holds what was left there: the block's own.
+                // (A replay puts its block's leftovers in place first.)
+                if (mode_ == Mode::recording && in.op == Op::ld && address < shared_bytes_) {
+                    const std::uint64_t last = std::min<std::uint64_t>((address + size - 1) / 4,
+                                                                       shared_written_.size() - 1);
+                    for (std::uint64_t word = address / 4; word <= last; ++word) {
+                        if (!shared_written_[word])
+                            return false;
+                    }
+                }
+                break;
+            case Space::global: {
+                const bool in_input =
+                    address - options_.input_address < options_.input_bytes &&
+                    size <= options_.input_address + options_.input_bytes - address;
+                if (in.op == Op::atom || (in.op == Op::ld) != in_input)
+                    return false;
+                break;
+            }
+            default:
+                break;  // parameters and constants: the same for every block
+        }
+    }
+    return true;
+}
+
+bool Executor::reads_unwritten(const Warp& w, const Instruction& in, std::uint32_t exec) const {
+    const std::uint32_t* written =
+        &written_lanes_[static_cast<std::size_t>(w.index) * entry_.slot_count];
+    // shfl reads other lanes than its own: any live lane may be asked.
+    const std::uint32_t lanes = in.op == Op::shfl ? w.live : exec;
+    for (const std::int32_t slot : in.src) {
+        if (slot >= 0 && (lanes & ~written[slot]) != 0)
+            return true;
+    }
+    return in.guard >= 0 && (w.mask & ~written[in.guard]) != 0;
+}
+
+void Executor::note_destinations(const Warp& w, const Instruction& in, std::uint32_t exec) {
+    std::uint32_t* written = &written_lanes_[static_cast<std::size_t>(w.index) * entry_.slot_count];
+    for (const std::int32_t slot : in.dst) {
+        if (slot >= 0)
+            written[slot] |= exec;
+    }
+    if (in.dst2 >= 0)
+        written[in.dst2] |= exec;
+}
+
+void Executor::save_destinations(const Warp& w, const Instruction& in) {
+    const auto save = [&](std::int32_t slot) {
+        if (slot < 0)
+            return;
+        std::uint8_t& saved = slot_saved_[static_cast<std::size_t>(w.index) * entry_.slot_count +
+                                          static_cast<std::size_t>(slot)];
+        if (saved)
+            return;
+        saved = 1;
+        SavedSlot s{w.index, slot, {}};
+        std::copy_n(&w.regs[static_cast<std::size_t>(slot) * 32], 32, s.values.begin());
+        saved_slots_.push_back(s);
+    };
+    for (const std::int32_t slot : in.dst)
+        save(slot);
+    save(in.dst2);
+}
+
+void Executor::save_shared_word(std::size_t word) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &shared_[word * 4], 4);
+    saved_words_.emplace_back(word, bits);
+}
+
+BlockState Executor::copy_of_block() const {
+    BlockState copy;
+    copy.block = block_;
+    copy.checked = checked_;
+    copy.place = place_;
+    copy.sm = sm_of_block_;
+    copy.first_warp_slot = first_warp_slot_;
+    copy.start_cycles = block_start_cycles_;
+    copy.warps.resize(warps_.size());
+    for (std::size_t k = 0; k < warps_.size(); ++k) {
+        const Warp& from = warps_[k];
+        Warp& to = copy.warps[k];
+        to.index = from.index;
+        to.regs = from.regs;
+        // Recording stops before any local access: no page was made.
+        to.local_pages.resize(from.local_pages.size());
+        restore_control(to, control_of(from));
+    }
+    copy.shared = shared_;
+    copy.shared_written = shared_written_;
+    copy.unwritten_words = unwritten_words_;
+    copy.reduction_true = reduction_true_;
+    copy.reduction_arrived = reduction_arrived_;
+    return copy;
+}
+
+bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::uint32_t place) {
+    swap_block(state);
+    mode_ = Mode::recording;  // start_block keeps what the block writes to shared memory
+    start_block(b, checked, place);
+    const std::uint64_t before = result_.instructions_run;
+    // Every lane of the special registers and constants holds what the block is given.
+    written_lanes_.assign(warps_.size() * static_cast<std::size_t>(entry_.slot_count), 0);
+    for (std::size_t k = 0; k < warps_.size(); ++k) {
+        std::uint32_t* written = &written_lanes_[k * static_cast<std::size_t>(entry_.slot_count)];
+        std::fill_n(written + entry_.special_base, static_cast<int>(Special::count), ~0u);
+        for (const ConstantSlot& c : entry_.constants)
+            written[c.slot] = ~0u;
+    }
+    const std::size_t slots = warps_.size() * static_cast<std::size_t>(entry_.slot_count);
+    tainted_.assign(slots, 0);
+    slice_reads_.assign(slots, 0);
+    slice_.clear();
+    mode_ = Mode::recording;
+    stuck_ = false;
+    parked_any_ = false;
+    recorded_after_park_ = 0;
+    bool ended = false;
+    try {
+        while (!ended && !stuck_)
+            ended = step_block();
+    } catch (...) {
+        mode_ = Mode::normal;
+        swap_block(state);
+        throw;
+    }
+    mode_ = Mode::normal;
+    shared_work_instructions_ = result_.instructions_run - before;
+    if (ended || shared_work_instructions_ >= kWorthSharing) {
+        shared_work_ = copy_of_block();
+        shared_work_->shared_written = shared_written_;
+        shared_work_->checked = false;
+        shared_work_written_ = written_lanes_;
+        slot_saved_.assign(warps_.size() * static_cast<std::size_t>(entry_.slot_count), 0);
+    }
+    for (Warp& w : warps_)
+        w.parked = false;  // the block itself goes on from here as any block does
+    if (!checked_)
+        shared_written_.clear();  // it goes on lean
+    swap_block(state);
+    return ended;
+}
+
+Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
+    BlockState& work = *shared_work_;
+    swap_block(work);
+    const Dim3 recorded = block_;
+    const std::uint32_t recorded_place = place_;
+    const std::uint64_t recorded_start = block_start_cycles_;
+    const std::uint32_t recorded_sm = sm_of_block_;
+    const std::uint32_t recorded_slot = first_warp_slot_;
+    set_identity(b, place);
+    std::vector<WarpControl> controls;
+    controls.reserve(warps_.size());
+    const std::uint64_t reduction_true = reduction_true_;
+    const std::uint64_t reduction_arrived = reduction_arrived_;
+    const auto special = [&](Warp& w, Special s) {
+        const std::int32_t slot = entry_.special_base + static_cast<std::int32_t>(s);
+        slot_saved_[static_cast<std::size_t>(w.index) * entry_.slot_count +
+                    static_cast<std::size_t>(slot)] = 1;
+        SavedSlot saved{w.index, slot, {}};
+        std::uint64_t* lanes = &w.regs[static_cast<std::size_t>(slot) * 32];
+        std::copy_n(lanes, 32, saved.values.begin());
+        saved_slots_.push_back(saved);
+        return lanes;
+    };
+    for (Warp& w : warps_) {
+        controls.push_back(control_of(w));
+        // The block's own identity; its SM's clock runs on from where the recorded block's was.
+        std::fill_n(special(w, Special::ctaid_x), 32, b.x);
+        std::fill_n(special(w, Special::ctaid_y), 32, b.y);
+        std::fill_n(special(w, Special::ctaid_z), 32, b.z);
+        std::fill_n(special(w, Special::smid), 32, sm_of_block_);
+        std::fill_n(special(w, Special::warpid), 32, first_warp_slot_ + w.index);
+        for (const Special clock :
+             {Special::clock, Special::clock_hi, Special::clock64, Special::globaltimer,
+              Special::globaltimer_lo, Special::globaltimer_hi}) {
+            special(w, clock);
+        }
+        w.cycles = w.cycles - recorded_start + block_start_cycles_;
+    }
+    // What the recorded block computed from its identity, computed again from this one's; where
+    // its guards let other lanes run than the recorded block's, this block parts ways.
+    bool same_way = true;
+    for (const SliceStep& step : slice_) {
+        Warp& w = warps_[step.warp];
+        const Instruction& in = entry_.code[step.pc];
+        if (step.check) {
+            const std::uint64_t* p = &w.regs[static_cast<std::size_t>(in.guard) * 32];
+            std::uint32_t runs = 0;
+            for (std::uint32_t m = step.mask; m != 0; m &= m - 1) {
+                const unsigned lane = ctz(m);
+                if ((p[lane] != 0) != in.negate_guard)
+                    runs |= 1u << lane;
+            }
+            if (runs != step.exec) {
+                same_way = false;
+                break;
+            }
+        }
+        if (step.compute) {
+            save_destinations(w, in);
+            if (in.ftz)
+                execute_ftz(w, in, step.exec);
+            else
+                execute(w, in, step.exec);
+        }
+    }
+    if (!same_way) {
+        // Nothing of it ran: its registers back, and it runs from its start.
+        for (const SavedSlot& saved : saved_slots_) {
+            std::copy(saved.values.begin(), saved.values.end(),
+                      &warps_[saved.warp].regs[static_cast<std::size_t>(saved.slot) * 32]);
+            slot_saved_[static_cast<std::size_t>(saved.warp) * entry_.slot_count +
+                        static_cast<std::size_t>(saved.slot)] = 0;
+        }
+        saved_slots_.clear();
+        for (std::size_t k = 0; k < warps_.size(); ++k)
+            restore_control(warps_[k], controls[k]);
+        block_ = recorded;
+        place_ = recorded_place;
+        block_start_cycles_ = recorded_start;
+        sm_of_block_ = recorded_sm;
+        first_warp_slot_ = recorded_slot;
+        swap_block(work);
+        return Replay::went_its_way;
+    }
+    // The shared words nothing wrote hold what this block's place left there.
+    const std::uint64_t linear = b.x + static_cast<std::uint64_t>(grid_.x) *
+                                           (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
+    for (std::size_t word = 0; word < shared_written_.size(); ++word) {
+        if (!shared_written_[word]) {
+            save_shared_word(word);
+            const std::uint32_t leftover =
+                ModeledDevice::leftover_shared_word(options_.clock_seed, linear, word);
+            const std::uint32_t bits =
+                options_.poison_shared ? 0x7fc00000u | (leftover & 0x003fffffu) : leftover;
+            std::memcpy(&shared_[word * 4], &bits, 4);
+        }
+    }
+    written_lanes_ = shared_work_written_;
+    // The work it shares counts toward the budget as its own.
+    const std::uint64_t instructions_before = result_.instructions_run;
+    const std::uint64_t block_before = block_instructions_;
+    result_.instructions_run += shared_work_instructions_;
+    block_instructions_ = shared_work_instructions_;
+    mode_ = Mode::replaying;
+    bool ended = false;
+    const auto undo = [&] {
+        mode_ = Mode::normal;
+        for (const SavedSlot& saved : saved_slots_) {
+            std::copy(saved.values.begin(), saved.values.end(),
+                      &warps_[saved.warp].regs[static_cast<std::size_t>(saved.slot) * 32]);
+            slot_saved_[static_cast<std::size_t>(saved.warp) * entry_.slot_count +
+                        static_cast<std::size_t>(saved.slot)] = 0;
+        }
+        saved_slots_.clear();
+        for (auto it = saved_words_.rbegin(); it != saved_words_.rend(); ++it)
+            std::memcpy(&shared_[it->first * 4], &it->second, 4);
+        saved_words_.clear();
+        for (std::size_t k = 0; k < warps_.size(); ++k)
+            restore_control(warps_[k], controls[k]);
+        reduction_true_ = reduction_true;
+        reduction_arrived_ = reduction_arrived;
+        block_instructions_ = block_before;
+        block_ = recorded;
+        place_ = recorded_place;
+        block_start_cycles_ = recorded_start;
+        sm_of_block_ = recorded_sm;
+        first_warp_slot_ = recorded_slot;
+        swap_block(work);
+    };
+    try {
+        while (!ended)
+            ended = step_block();
+    } catch (const PartsWays&) {
+        result_.instructions_run = instructions_before;  // it runs again from its start
+    } catch (...) {
+        undo();
+        throw;
+    }
+    undo();
+    if (ended) {
+        ++result_.blocks_run;
+        ++result_.blocks_sharing_work;
+    }
+    return ended ? Replay::ended : Replay::parted;
+}
+
+}  // namespace grader::sim::detail

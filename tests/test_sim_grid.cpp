@@ -1,0 +1,214 @@
+// A launch of the whole grid that looks closely at a few blocks (LaunchOptions::checked): every
+// block runs and writes; only the checked ones are counted; and blocks that do the same work
+// until something tells them apart share it, which no kernel can tell from each doing it.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "sim/sim.hpp"
+#include "sim_kernels.hpp"
+
+using grader::testing::compile_to_ptx;
+using grader::testing::sim_fixture;
+namespace sim = grader::sim;
+
+namespace {
+
+const sim::Module& module() {
+    static const sim::Module m =
+        sim::parse_ptx(compile_to_ptx(sim_fixture("whole_grid.cu"), "whole_grid.cu"));
+    return m;
+}
+
+constexpr std::uint32_t kBlocks = 160;
+constexpr std::uint32_t kThreads = 128;
+constexpr std::uint32_t kPoison = 0x7fc0dead;
+
+struct Outcome {
+    sim::LaunchResult result;
+    std::vector<std::uint32_t> out;  // the output words' bits
+};
+
+// `entry` over the grid, its output poisoned first. share: tell the launch which buffer is the
+// input, so that blocks may share their work; checked: the blocks it reports on.
+Outcome run(const char* entry, std::vector<std::vector<std::byte>> extra, bool share,
+            const std::vector<sim::Dim3>& checked, std::uint64_t seed = 5) {
+    sim::GlobalMemory memory(seed);
+    std::vector<float> input(1024);
+    for (std::size_t k = 0; k < input.size(); ++k)
+        input[k] = static_cast<float>(k % 13);
+    const std::uint64_t in = memory.allocate(input.size() * 4);
+    memory.write(in, input.data(), input.size() * 4);
+    const std::size_t n = std::size_t{kBlocks} * kThreads;
+    const std::uint64_t out = memory.allocate(n * 4);
+    const std::vector<std::uint32_t> poison(n, kPoison);
+    memory.write(out, poison.data(), n * 4);
+    sim::LaunchOptions options;
+    options.clock_seed = seed;
+    options.checked = checked;
+    if (share) {
+        options.input_address = in;
+        options.input_bytes = input.size() * 4;
+    }
+    std::vector<std::vector<std::byte>> params = {sim::param_bytes(in), sim::param_bytes(out)};
+    params.insert(params.end(), extra.begin(), extra.end());
+    Outcome outcome;
+    outcome.result =
+        sim::launch(module(), entry, {kBlocks, 1, 1}, {kThreads, 1, 1}, params, memory, options);
+    outcome.out.resize(n);
+    memory.read(out, outcome.out.data(), n * 4);
+    return outcome;
+}
+
+const std::vector<sim::Dim3> kChecked = {{0, 0, 0}, {41, 0, 0}, {159, 0, 0}};
+
+}  // namespace
+
+TEST_CASE("a launch runs every block and counts only the checked ones") {
+    const Outcome all =
+        run("sharedWorkThen", {sim::param_bytes(300), sim::param_bytes(0)}, false, {});
+    const Outcome few =
+        run("sharedWorkThen", {sim::param_bytes(300), sim::param_bytes(0)}, false, kChecked);
+    REQUIRE_MESSAGE(few.result.status == sim::LaunchStatus::completed, few.result.message);
+    CHECK(few.result.blocks_run == kBlocks);
+    CHECK(few.result.counts.blocks_executed == kChecked.size());
+    CHECK(all.result.counts.blocks_executed == kBlocks);
+    // Every block's instructions count toward the budget; the counts are the checked blocks'.
+    CHECK(few.result.instructions_run == all.result.instructions_run);
+    CHECK(few.result.counts.warp_instructions * kBlocks ==
+          all.result.counts.warp_instructions * kChecked.size());
+    CHECK(few.result.counts.shared_load_requests * kBlocks ==
+          all.result.counts.shared_load_requests * kChecked.size());
+    CHECK(few.out == all.out);
+}
+
+TEST_CASE("blocks that share their work write exactly what each writes doing it alone") {
+    // What follows the shared loop: nothing, the clock, a shared word nothing wrote (each
+    // block's own leftovers), a global word another block writes, a local array.
+    for (const int ending : {0, 1, 2, 4}) {
+        CAPTURE(ending);
+        for (const std::uint64_t seed : {1ull, 9ull}) {
+            CAPTURE(seed);
+            const Outcome alone =
+                run("sharedWorkThen", {sim::param_bytes(400), sim::param_bytes(ending)}, false,
+                    kChecked, seed);
+            const Outcome shared =
+                run("sharedWorkThen", {sim::param_bytes(400), sim::param_bytes(ending)}, true,
+                    kChecked, seed);
+            REQUIRE_MESSAGE(shared.result.status == sim::LaunchStatus::completed,
+                            shared.result.message);
+            CHECK(shared.result.blocks_run == kBlocks);
+            CHECK(shared.out == alone.out);
+            CHECK(shared.result.counts.warp_instructions == alone.result.counts.warp_instructions);
+            CHECK(shared.result.counts.shared_load_wavefronts ==
+                  alone.result.counts.shared_load_wavefronts);
+            CHECK(shared.result.instructions_run == alone.result.instructions_run);
+        }
+    }
+    // Each block's leftovers are its own, as each reads alone.
+    const Outcome leftovers =
+        run("sharedWorkThen", {sim::param_bytes(400), sim::param_bytes(2)}, true, kChecked);
+    CHECK(leftovers.out[0] != leftovers.out[100 * kThreads]);
+}
+
+TEST_CASE("a block that reads what another block writes does its own work, and sees it") {
+    const Outcome shared =
+        run("sharedWorkThen", {sim::param_bytes(200), sim::param_bytes(3)}, true, kChecked);
+    REQUIRE_MESSAGE(shared.result.status == sim::LaunchStatus::completed, shared.result.message);
+    CHECK(shared.result.blocks_run == kBlocks);
+    const Outcome plain =
+        run("sharedWorkThen", {sim::param_bytes(200), sim::param_bytes(0)}, true, kChecked);
+    for (std::uint32_t b = 0; b < kBlocks; ++b) {
+        CAPTURE(b);
+        float with_flag, sum;
+        std::memcpy(&with_flag, &shared.out[b * kThreads], 4);
+        std::memcpy(&sum, &plain.out[b * kThreads], 4);
+        // The next block's flag, where it had been set by then (it is b + 2), or 0.
+        const float seen = with_flag - sum;
+        CHECK((seen == 0.0f || seen == static_cast<float>((b + 1) % kBlocks + 1)));
+    }
+}
+
+TEST_CASE("blocks share work that comes after reading their index, where the index waits") {
+    // The index read first and used only for where the sum goes: the loop is still shared, and
+    // each block computes its index again from its own.
+    const Outcome alone = run("identityFirst", {sim::param_bytes(500)}, false, kChecked);
+    const Outcome shared = run("identityFirst", {sim::param_bytes(500)}, true, kChecked);
+    REQUIRE_MESSAGE(shared.result.status == sim::LaunchStatus::completed, shared.result.message);
+    CHECK(shared.out == alone.out);
+    CHECK(shared.result.instructions_run == alone.result.instructions_run);
+    CHECK(shared.result.blocks_sharing_work == kBlocks - kChecked.size());
+    CHECK(alone.result.blocks_sharing_work == 0);
+    // A branch on the index parts ways where it is taken: block 77's, and only it, is left out.
+    const Outcome skips = run("skipsBlock77", {sim::param_bytes(300)}, true, kChecked);
+    CHECK(skips.result.blocks_sharing_work > 0);
+}
+
+TEST_CASE("a kernel that reads its block first runs every block itself, with the same outputs") {
+    const Outcome alone = run("blockFirst", {sim::param_bytes(64)}, false, kChecked);
+    const Outcome shared = run("blockFirst", {sim::param_bytes(64)}, true, kChecked);
+    REQUIRE(shared.result.status == sim::LaunchStatus::completed);
+    CHECK(shared.out == alone.out);
+    CHECK(shared.result.instructions_run == alone.result.instructions_run);
+}
+
+TEST_CASE("a block of the grid that writes nothing leaves its outputs at the poison") {
+    const Outcome shared = run("skipsBlock77", {sim::param_bytes(300)}, true, kChecked);
+    REQUIRE(shared.result.status == sim::LaunchStatus::completed);
+    for (std::uint32_t b = 0; b < kBlocks; ++b) {
+        CAPTURE(b);
+        CHECK((shared.out[b * kThreads + 5] == kPoison) == (b == 77));
+    }
+}
+
+TEST_CASE("the modeled GPU is the architecture's: a T4 for sm_75, holding what its SMs hold") {
+    const sim::GpuModel t4 = sim::GpuModel::for_arch("sm_75");
+    CHECK(t4.name == "Tesla T4");
+    CHECK(t4.sm_count == 40);
+    CHECK(t4.warps_per_sm == 32);
+    CHECK(sim::GpuModel::for_arch("sm_90").sm_count == 132);
+    CHECK(sim::GpuModel::for_arch("sm_87").name == "GeForce RTX 3080");  // the nearest below
+    // The probe's blocks: 256 threads and 8 KiB, four to an SM (the harness's 160-block grid);
+    // the transpose's, four too; a block of 1024 threads, one.
+    CHECK(t4.resident_per_sm(256, 8192) == 4);
+    CHECK(t4.resident_per_sm(256, 4224) == 4);
+    CHECK(t4.resident_per_sm(1024, 0) == 1);
+    CHECK(t4.resident_per_sm(32, 48 * 1024) == 1);
+}
+
+TEST_CASE("a grid the GPU holds at once is resident at once: a barrier over it completes") {
+    // 160 blocks of 128 threads: eight to each of a T4's SMs, all resident.
+    const Outcome held = run("gridBarrier", {sim::param_bytes(200000)}, false, kChecked);
+    REQUIRE_MESSAGE(held.result.status == sim::LaunchStatus::completed, held.result.message);
+    for (std::uint32_t b = 0; b < kBlocks; ++b) {
+        float seen;
+        std::memcpy(&seen, &held.out[b * kThreads], 4);
+        CHECK(seen == static_cast<float>(kBlocks));
+    }
+}
+
+TEST_CASE("%gridid is the launch's own number") {
+    sim::GlobalMemory memory(3);
+    const std::uint64_t in = memory.allocate(4);
+    const std::uint64_t out = memory.allocate(32 * 4);
+    std::set<float> ids;
+    for (std::uint64_t launch = 0; launch < 3; ++launch) {
+        sim::LaunchOptions options;
+        options.clock_seed = 3;
+        options.grid_id = 500 + launch;
+        const auto result =
+            sim::launch(module(), "readsGridId", {1, 1, 1}, {32, 1, 1},
+                        {sim::param_bytes(in), sim::param_bytes(out)}, memory, options);
+        REQUIRE(result.status == sim::LaunchStatus::completed);
+        float id;
+        memory.read(out, &id, 4);
+        CHECK(id == static_cast<float>(500 + launch));
+        ids.insert(id);
+    }
+    CHECK(ids.size() == 3);
+}
