@@ -8,7 +8,8 @@ Prints the page's height (CSS pixels, document.documentElement.scrollHeight at a
 window) and its load time: milliseconds from the start of navigation to the end of parsing and the
 first layout, the median of --runs fresh Chromium starts. The copy measured drops the page's
 Content-Security-Policy and adds one script at the end of the body that reports both figures in
-the title, read back through --dump-dom. Writes, each 1100 x 1400 and checked to be under 1 MB:
+the title, read back through --dump-dom. Writes, each 1280 x 1400 (the width measured) and checked
+to be under 1 MB:
 OUT_DIR/NAME-top.png, the top of the page; and, each on a copy of the page whose other sections
 are hidden (display: none), its own policy and script kept: NAME-students.png, the students'
 table as the page's script shows the view --students-view names (default
@@ -63,7 +64,7 @@ def screenshot(html, work, name, png, fragment=""):
     page = os.path.join(work, name + ".html")
     with open(page, "w", encoding="utf-8") as f:
         f.write(html)
-    chromium(work, "profile-" + name, ["--hide-scrollbars", "--window-size=1100,1400",
+    chromium(work, "profile-" + name, ["--hide-scrollbars", "--window-size=1280,1400",
                                        "--screenshot=" + png,
                                        "file://" + page + ("#" + fragment if fragment else "")])
     size = os.path.getsize(png)

@@ -596,7 +596,8 @@ void write_students(std::ostringstream& html, const ClassSummary& summary,
                      (graded ? format_number(report.score, 2) : "–") + " / " +
                          format_number(report.max_score, 2),
                      {{"class", "number"}})
-            .element("td", cause ? cause->reason : "–", {{"class", "cause"}})
+            .element("td", cause ? cause->reason : "–",
+                     {{"class", "cause"}, {"title", cause ? cause->reason : ""}})
             .open("td", {{"class", "flag-count"}});
         if (lines.empty()) {
             page.text("–");
