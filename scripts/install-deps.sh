@@ -41,10 +41,12 @@ fi
 say "CUDA toolkit: $nvcc ($("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
 
 # grader serve: Boost.Beast (header-only), SQLite, minizip, zlib and OpenSSL, each linked
-# statically into the binary (harness/serve/CMakeLists.txt says why these).
+# statically into the binary (harness/serve/CMakeLists.txt says why these). libzstd-dev: Debian
+# 13's static libcrypto compresses with zstd (its libcrypto.pc lists -lzstd), so its archive is
+# needed to link OpenSSL's.
 packages=(cmake ninja-build g++ pkg-config
           libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
-          libboost-dev libsqlite3-dev libminizip-dev zlib1g-dev libssl-dev)
+          libboost-dev libsqlite3-dev libminizip-dev zlib1g-dev libssl-dev libzstd-dev)
 optional=()
 if [ "$with_tests" = 1 ]; then
   # xmllint checks the JUnit report against its schema; python3 reads the Gradescope and

@@ -489,6 +489,11 @@ bool Executor::global_words(Warp& w, const Instruction& in, std::uint32_t exec,
     } else {
         for_lanes(exec, access);
     }
+    if (checked_) {  // counted in the checked blocks, as memory_access counts them
+        std::array<std::uint64_t, 32> sectors;
+        for_lanes(exec, [&](unsigned lane) { sectors[lane] = addresses[lane] >> 5; });
+        record_global(store, exec, sectors);
+    }
     return true;
 }
 
