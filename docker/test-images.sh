@@ -399,31 +399,38 @@ num = lambda v: isinstance(v, numbers.Number) and not isinstance(v, bool)
 assert isinstance(data["gradable"], bool) and num(data["score"]) and 0 <= data["score"] <= 1
 assert isinstance(data["tests"], list)
 print("%s %s" % (data["gradable"], data["score"]))'
-expected_score() {  # the score outside Docker, out of the maximum
+expected_score() {  # expected_score STUDENT [OUTSIDE]: the score outside Docker, of the maximum
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["score"], d["max_score"])' \
-    "$outside/$1/report.json"
+    "${2:-$outside}/$1/report.json"
 }
 same_numbers() {  # same_numbers "A B..." "C D...": equal lists of numbers, to 1e-4
   python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split()
 sys.exit(0 if len(a) == len(b) and all(abs(float(x) - float(y)) < 1e-4 for x, y in zip(a, b))
          else 1)' "$1" "$2"
 }
-gradescope() {  # gradescope STUDENT: runs one submission, sets gs_result and gs_log
-  local student="$1" zipdir="$scratch/gs-$1" begun
+# gradescope STUDENT [CLASS EXERCISE]: runs one submission of CLASS (default: the Part 1 class),
+# sets gs_result and gs_log; with EXERCISE, the autograder's source carries a grader-exercise
+# file naming it, as the zip (or the image) of a Part 2 assignment does.
+gradescope() {
+  local student="$1" from="${2:-$class}" exercise="${3:-}" zipdir="$scratch/gs-$1" begun
   rm -rf "$zipdir"
   mkdir -p "$zipdir/upload"
-  cp -RP "$class/$student" "$zipdir/upload/my-submission"
+  cp -RP "$from/$student" "$zipdir/upload/my-submission"
   (cd "$zipdir/upload" && python3 -m zipfile -c ../submission.zip my-submission >/dev/null)
   docker create --name grader-test-gs "$image_gs" /autograder/run_autograder >/dev/null
   # Gradescope unzips the student's zip into /autograder/submission, as root.
   mkdir -p "$zipdir/unzipped"
   (cd "$zipdir/unzipped" && python3 -m zipfile -e ../submission.zip .)
   # A link survives the zip only as its target's text; put the links back as the student made them.
-  for link in $(cd "$class/$student" && find . -type l); do
+  for link in $(cd "$from/$student" && find . -type l); do
     rm -f "$zipdir/unzipped/my-submission/$link"
-    cp -P "$class/$student/$link" "$zipdir/unzipped/my-submission/$link"
+    cp -P "$from/$student/$link" "$zipdir/unzipped/my-submission/$link"
   done
   docker cp "$zipdir/unzipped/." grader-test-gs:/autograder/submission/ >/dev/null
+  if [ -n "$exercise" ]; then
+    echo "$exercise" >"$zipdir/grader-exercise"
+    docker cp "$zipdir/grader-exercise" grader-test-gs:/autograder/source/grader-exercise >/dev/null
+  fi
   begun=$(date +%s)
   timeout 600 docker start -a grader-test-gs >"$zipdir.log" 2>&1
   gs_elapsed=$(($(date +%s) - begun))
@@ -463,11 +470,17 @@ grep -q 'symbolic link' "$scratch/gs-linked_to_etc/results.json" ||
 # 7. PrairieLearn, as its external grader runs it: /grade owned by root with mode 0700, holding
 #    student/, tests/ (with the question's own exercise.yaml) and results/, mounted into the
 #    container, which runs the image's entry point; the question's timeout, 600 s here.
-prairielearn() {  # prairielearn STUDENT [with-tests]
-  local student="$1" job="$scratch/pl-$1" begun
+# prairielearn STUDENT [with-tests | CLASS EXERCISE]: with CLASS and EXERCISE, a question whose
+# info.json gives the grader GRADER_EXERCISE=EXERCISE (externalGradingOptions.environment).
+prairielearn() {
+  local student="$1" job="$scratch/pl-$1" begun from="$class" env=()
+  if [ "$#" -ge 3 ]; then
+    from="$2"
+    env=(-e "GRADER_EXERCISE=$3")
+  fi
   rm -rf "$job"
   mkdir -p "$job/student" "$job/results"
-  cp -RP "$class/$student/." "$job/student/"
+  cp -RP "$from/$student/." "$job/student/"
   if [ "${2:-}" = with-tests ]; then
     # The question's own copy of the exercise: its paths are relative to it, so the reference
     # kernels and the starter example it names travel beside it.
@@ -480,7 +493,8 @@ prairielearn() {  # prairielearn STUDENT [with-tests]
   chown -R 0:0 "$job"
   chmod 0700 "$job"
   begun=$(date +%s)
-  timeout 600 docker run --rm --network none -v "$job:/grade" "$image_pl" >"$job.log" 2>&1
+  timeout 600 docker run --rm --network none ${env[@]+"${env[@]}"} -v "$job:/grade" "$image_pl" \
+    >"$job.log" 2>&1
   pl_elapsed=$(($(date +%s) - begun))
   pl_result="$job/results/results.json"
   pl_log="$job.log"
@@ -514,6 +528,40 @@ else
   fail "prairielearn: a question with its own tests/exercise.yaml: ${got:-nothing}:" \
     "$(head -c 600 "$pl_result" 2>/dev/null)"
 fi
+
+# 8. Part 2 on each platform, as docs/docker.md sets it up: Gradescope's source carries a
+#    grader-exercise file naming day15-padding, PrairieLearn's question gives GRADER_EXERCISE in
+#    its environment; each scores what `grader batch --exercise day15-padding` does outside.
+part2="$scratch/part2"
+for name in correct_padded missing_barrier; do
+  mkdir -p "$part2/$name"
+  cp "$fixtures/padding/$name/transpose.cu" "$fixtures/padding/$name/submission.yaml" "$part2/$name/"
+done
+chmod -R a+rX "$part2"
+"$grader" batch "$part2" --output "$scratch/part2-outside" --exercise day15-padding \
+  >"$scratch/part2-outside.log" 2>&1
+for student in correct_padded missing_barrier; do
+  want="$(expected_score "$student" "$scratch/part2-outside")"
+  gradescope "$student" "$part2" day15-padding
+  if ! got="$(python3 -c "$results_valid_gradescope" "$gs_result" 2>&1)"; then
+    fail "gradescope Part 2 $student: no valid results.json: $got $(tail -n 3 "$gs_log")"
+  elif ! same_numbers "$got" "$want" || ! grep -q 'day15-padding' "$gs_result"; then
+    fail "gradescope Part 2 $student: '$got', outside Docker '$want'"
+  else
+    ok "gradescope Part 2 $student: graded as day15-padding in $gs_elapsed s, score $got as outside"
+  fi
+  prairielearn "$student" "$part2" day15-padding
+  read -r score max <<<"$want"
+  pl_want="True $(python3 -c "print($score / $max)")"
+  if ! got="$(python3 -c "$results_valid_prairielearn" "$pl_result" 2>&1)"; then
+    fail "prairielearn Part 2 $student: no valid results.json: $got $(tail -n 3 "$pl_log")"
+  elif [ "${got%% *}" != True ] || ! same_numbers "${got#* }" "${pl_want#* }" ||
+    ! grep -q 'day15-padding' "$pl_result"; then
+    fail "prairielearn Part 2 $student: '$got', outside '$pl_want'"
+  else
+    ok "prairielearn Part 2 $student: graded as day15-padding in $pl_elapsed s, '$got' as outside"
+  fi
+done
 
 if [ "$failures" -ne 0 ]; then
   echo "test-images: $failures check(s) failed" >&2

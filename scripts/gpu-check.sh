@@ -54,6 +54,10 @@
 #   spin      kernels that spin 200 and 700 ms a launch (tests/fixtures/spinning): each graded
 #             alone, then in a batch between correct ones; where each stopped, whose fault, and
 #             how long each grade held the GPU and waited for it
+#   slips     what each slip of the example costs on the GPU (scripts/slips.py, issue 33): a
+#             decimal comma, a unit, a blank sentence give 15/15 PASS with a note; a wrong
+#             prediction 14/15 PASS; the placeholder id 14/15 FAIL; a misnamed file names the
+#             rename; each report's second line is its diagnosis
 # Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on).
 set -uo pipefail
 root=$(pwd)
@@ -62,7 +66,7 @@ shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
   sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
-            corpus lock serve behaviours class2 spin)
+            corpus lock serve behaviours class2 spin slips)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -484,9 +488,14 @@ run_spin() {
   python3 "$root/scripts/bench/gpu_hold.py" $scratch/spin-out/*/report.json
 }
 
+run_slips() {
+  section "slips: what each slip of student/example costs on the GPU (scripts/slips.py)"
+  python3 "$root/scripts/slips.py" "$grader" --seed 7 | tee "$out/slips.txt"
+}
+
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|class2|spin)
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|class2|spin|slips)
       "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac

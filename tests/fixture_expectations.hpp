@@ -89,8 +89,9 @@ inline YAML::Node field(const YAML::Node& expected, const char* overrides, const
 }
 
 // Asserts a JSON grade against expected.yaml: verdict, exit status, the checks that must pass
-// and fail, what the failing checks say, what nothing may say, the interruption and the kernel
-// output's size. `overrides` names the mapping whose fields replace the GPU's (nullptr: none).
+// and fail, what the failing checks say, what nothing may say, the root cause (`cause`), the
+// interruption and the kernel output's size. `overrides` names the mapping whose fields replace the
+// GPU's (nullptr: none).
 inline void check_grade(const GraderRun& run, const YAML::Node& expected, const char* overrides) {
     REQUIRE_MESSAGE(run.report.is_object(), "no report was written: " << run.output);
     const std::string verdict = field(expected, overrides, "verdict").as<std::string>();
@@ -121,6 +122,19 @@ inline void check_grade(const GraderRun& run, const YAML::Node& expected, const 
         CHECK_MESSAGE(run.report_text.find(text) == std::string::npos,
                       "'" << text << "' in report");
         CHECK_MESSAGE(run.output.find(text) == std::string::npos, "'" << text << "' in output");
+    }
+    if (const YAML::Node cause = field(expected, overrides, "cause")) {
+        // The root cause the grade comes down to, or none for full marks.
+        const std::string want = cause.as<std::string>();
+        const nlohmann::json& diagnosis = run.report["diagnosis"];
+        if (want == "none") {
+            CHECK_MESSAGE(diagnosis.is_null(), "a diagnosis for full marks: " << diagnosis.dump());
+        } else {
+            REQUIRE_MESSAGE(diagnosis.is_object(),
+                            "no diagnosis; the summary: " << run.report.value("summary", ""));
+            CHECK_MESSAGE(diagnosis.value("cause", "") == want,
+                          "the summary: " << run.report.value("summary", ""));
+        }
     }
     if (const YAML::Node stop = field(expected, overrides, "interruption")) {
         const nlohmann::json& interruption = run.report["interruption"];

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -91,6 +92,30 @@ inline GraderRun run_grader_program(const std::string& program,
         run.report = nlohmann::json::parse(run.report_text, nullptr, false);
     }
     return run;
+}
+
+// A text report with its wrapped lines joined again: the text writer wraps at 100 columns and
+// indents a line's continuations four spaces deeper than the line (a detail nests two deeper
+// than its check), so a sentence a test looks for may span lines. Table rows may be joined too:
+// read tables from the text as it is.
+inline std::string unwrapped(const std::string& text) {
+    std::istringstream lines(text);
+    std::string out;
+    std::size_t base = 0;      // the indent of the line being continued
+    std::size_t previous = 0;  // the line before's length: a wrap happens near 100 columns
+    bool first = true;
+    for (std::string line; std::getline(lines, line);) {
+        const std::size_t indent = std::min(line.find_first_not_of(' '), line.size());
+        if (!first && previous > 70 && indent == base + 4 && indent < line.size()) {
+            out += " " + line.substr(indent);
+        } else {
+            out += (first ? "" : "\n") + line;
+            base = indent;
+        }
+        previous = line.size();
+        first = false;
+    }
+    return out + "\n";
 }
 
 // Runs the built `grader <args...>`, as run_grader_program does.

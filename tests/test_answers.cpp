@@ -4,10 +4,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -64,7 +66,8 @@ TEST_CASE("the untouched starter kit's answers name every blank still to fill in
     CHECK(fields == std::vector<std::string>{"student_id", "gpu", "rows[0].predicted_degree",
                                              "rows[0].measured_ratio", "rows[1].predicted_degree",
                                              "rows[1].measured_ratio", "rows[2].predicted_degree",
-                                             "rows[2].measured_ratio", "sentence"});
+                                             "rows[2].measured_ratio"});
+    // The blank sentence is the sentence check's to report, worth what that check is.
     CHECK(submission.problems[2].message ==
           "still blank: fill in the conflict degree you predict for stride 3");
     REQUIRE(submission.rows.size() == 3);
@@ -108,9 +111,8 @@ TEST_CASE("every mistake in an answers file is a problem with its line and field
         std::size_t rows_kept;
     };
     const std::vector<Case> cases = {
-        {"missing_student_id_and_sentence",
-         {{2, "student_id", "missing student_id"}, {2, "sentence", "missing sentence"}},
-         3},
+        {"missing_student_id_and_sentence", {{2, "student_id", "missing student_id"}}, 3},
+        {"placeholder_id", {{2, "student_id", "still the placeholder 'your-id'"}}, 3},
         {"missing_rows", {{2, "rows", "missing rows"}}, 0},
         {"stride_16_missing", {{4, "rows", "no row for stride 16"}}, 2},
         {"stride_listed_twice", {{6, "rows[2].stride", "stride 8 is listed twice"}}, 3},
@@ -128,20 +130,15 @@ TEST_CASE("every mistake in an answers file is a problem with its line and field
         {"degree_not_whole",
          {{5, "rows[1].predicted_degree", "got '8.5': it must be a whole number"}},
          3},
-        {"decimal_comma_flow",
-         {{5, "rows[1].measured_ratio", "7,91 has a decimal comma; write 7.91"}},
-         3},
-        {"decimal_comma_block",
-         {{8, "rows[2].measured_ratio", "a decimal comma; write 15.6, with a decimal point"}},
+        {"thousands_comma",
+         {{4, "rows[0].measured_ratio", "1,234 has a comma: write it with a decimal point"}},
          3},
         {"percent_sign", {{5, "rows[1].measured_ratio", "without the '%' sign"}}, 3},
         {"time_unit", {{6, "rows[2].measured_ratio", "a time; write the ratio asked for"}}, 3},
-        {"empty_sentence", {{7, "sentence", "still blank"}}, 3},
         {"misspelt_keys",
          {{7, "sentense", "did you mean 'sentence'"},
           {5, "rows[1].measured_ration", "did you mean 'measured_ratio'"},
-          {5, "rows[1].measured_ratio", "missing measured_ratio"},
-          {2, "sentence", "missing sentence"}},
+          {5, "rows[1].measured_ratio", "missing measured_ratio"}},
          3},
         {"row_not_a_map", {{5, "rows[1]", "got a list"}, {4, "rows", "no row for stride 8"}}, 2},
         {"not_utf8", {{7, "", "not UTF-8"}}, 0},
@@ -182,12 +179,12 @@ TEST_CASE("the rows that parsed stay usable when others in the file are wrong") 
     CHECK(twice.row(stride(8))->predicted_degree == 8);  // the first row for a stride counts
     CHECK(twice.row(stride(8))->location.line == 5);
 
-    // "measured_ratio: 7,91" in a flow map: YAML reads 7 and a key 91; the row keeps no
-    // measurement, so no check judges a 7 the student never wrote.
-    const grader::Submission comma = answers("decimal_comma_flow");
-    REQUIRE(comma.row(stride(8)) != nullptr);
-    CHECK_FALSE(comma.row(stride(8))->measured.has_value());
-    CHECK(comma.row(stride(8))->predicted_degree == 8);
+    // "measured_ratio: 1,234" in a flow map: YAML reads 1 and a key 234, and the comma reads two
+    // ways; the row keeps no measurement, so no check judges a 1 the student never wrote.
+    const grader::Submission comma = answers("thousands_comma");
+    REQUIRE(comma.row(stride(3)) != nullptr);
+    CHECK_FALSE(comma.row(stride(3))->measured.has_value());
+    CHECK(comma.row(stride(3))->predicted_degree == 1);
     CHECK(comma.row(stride(16))->measured == doctest::Approx(15.6));
 
     const grader::Submission extra = answers("stride_not_asked_for");
@@ -238,4 +235,116 @@ TEST_CASE("quoted numbers, a numeric student id and a missing gpu are not mistak
     CHECK(submission.row(stride(16))->measured == doctest::Approx(15.6));
     CHECK(submission.sentence ==
           "Because 3 shares no factor with 32, the lanes spread over all 32 banks.");
+}
+
+TEST_CASE("what a teacher reads without doubt is read, with a note saying how to write it") {
+    struct Reading {
+        const char* fixture;
+        int stride;
+        double value;
+        int line;
+        const char* field;
+        const char* note;
+    };
+    for (const Reading& expected : std::vector<Reading>{
+             {"decimal_comma_flow", 8, 7.91, 5, "rows[1].measured_ratio",
+              "7,91 read as 7.91 (a decimal comma); next time write 7.91"},
+             {"decimal_comma_block", 16, 15.6, 8, "rows[2].measured_ratio",
+              "15,6 read as 15.6 (a decimal comma)"},
+             {"unit_after_ratio", 3, 1.0, 4, "rows[0].measured_ratio",
+              "1.0\u00d7 read as 1 (the 'x' left out)"},
+             {"unit_after_ratio", 8, 7.83, 5, "rows[1].measured_ratio",
+              "7.83x read as 7.83 (the 'x' left out)"},
+             {"unit_after_ratio", 16, 15.6, 8, "rows[2].measured_ratio",
+              "15,6 X read as 15.6 (a decimal comma, and the 'x' left out)"},
+         }) {
+        CAPTURE(expected.fixture);
+        CAPTURE(expected.stride);
+        const grader::Submission submission = answers(expected.fixture);
+        CHECK(submission.problems.empty());
+        REQUIRE(submission.row(stride(expected.stride)) != nullptr);
+        CHECK(submission.row(stride(expected.stride))->measured == doctest::Approx(expected.value));
+        const auto note = std::find_if(
+            submission.notes.begin(), submission.notes.end(),
+            [&](const grader::SubmissionProblem& n) { return n.field == expected.field; });
+        REQUIRE(note != submission.notes.end());
+        CAPTURE(note->message);
+        CHECK(note->location.line == expected.line);
+        CHECK(contains(note->message, expected.note));
+    }
+}
+
+TEST_CASE("a blank sentence is the sentence check's, not a mistake of the answers file") {
+    for (const char* fixture : {"empty_sentence", "missing_student_id_and_sentence"}) {
+        CAPTURE(fixture);
+        const grader::Submission submission = answers(fixture);
+        CHECK(submission.sentence.empty());
+        for (const auto& problem : submission.problems) {
+            CHECK(problem.field != "sentence");
+        }
+    }
+    CHECK(answers("empty_sentence").problems.empty());
+}
+
+TEST_CASE("each answer keeps where it is written, and the answers given are counted") {
+    const grader::Submission example = answers("empty_sentence");
+    REQUIRE(example.row(stride(8)) != nullptr);
+    CHECK(example.row(stride(8))->predicted_location.line == 5);
+    CHECK(example.row(stride(8))->predicted_location.column > 20);
+    CHECK(example.row(stride(8))->measured_location.line == 5);
+    CHECK(example.row(stride(8))->measured_location.column >
+          example.row(stride(8))->predicted_location.column);
+    CHECK(example.answers_given == 6);
+
+    const grader::Submission kit =
+        grader::load_submission(kSourceDir / "student", day15());  // every answer blank
+    CHECK(kit.answers_given == 0);
+    CHECK_FALSE(kit.unreadable);
+    CHECK_FALSE(kit.missing);
+    CHECK(answers("no_such_folder").missing);
+    CHECK(answers("yaml_syntax_error").unreadable);
+}
+
+TEST_CASE("a student id left as a placeholder is a blank to fill in, in any spelling") {
+    for (const char* id : {"your-id", "YOUR ID", "<your id>", "student_id", "TODO", "xxxx"}) {
+        CAPTURE(id);
+        const TemporaryFolder folder(std::string("placeholder-") +
+                                     std::to_string(std::hash<std::string>{}(id)));
+        std::ofstream(folder.path / "submission.yaml")
+            << "student_id: \"" << id << "\"\nrows:\n"
+            << "  - { stride: 3, predicted_degree: 1, measured_ratio: 1.0 }\n"
+            << "  - { stride: 8, predicted_degree: 8, measured_ratio: 7.83 }\n"
+            << "  - { stride: 16, predicted_degree: 16, measured_ratio: 15.6 }\n"
+            << "sentence: \"3 shares no factor with 32.\"\n";
+        const grader::Submission submission = grader::load_submission(folder.path, day15());
+        REQUIRE(submission.problems.size() == 1);
+        CHECK(contains(submission.problems[0].message, "still the placeholder"));
+    }
+    for (const char* id : {"ada", "s1234567", "idris", "yourid2"}) {
+        CAPTURE(id);
+        const TemporaryFolder folder(std::string("own-id-") + id);
+        std::ofstream(folder.path / "submission.yaml")
+            << "student_id: \"" << id << "\"\nrows:\n"
+            << "  - { stride: 3, predicted_degree: 1, measured_ratio: 1.0 }\n"
+            << "  - { stride: 8, predicted_degree: 8, measured_ratio: 7.83 }\n"
+            << "  - { stride: 16, predicted_degree: 16, measured_ratio: 15.6 }\n"
+            << "sentence: \"3 shares no factor with 32.\"\n";
+        CHECK(grader::load_submission(folder.path, day15()).problems.empty());
+    }
+}
+
+TEST_CASE("Part 2's percentages may carry their '%' sign; a ratio's 'x' is not read there") {
+    const grader::Exercise padding =
+        grader::load_exercise(kSourceDir / "exercises" / "day15-padding");
+    const TemporaryFolder folder("percent-sign");
+    std::ofstream(folder.path / "submission.yaml")
+        << "student_id: \"ada\"\ngpu: \"Tesla T4\"\nrows:\n"
+        << "  - { tile: \"32x32\", predicted_degree: 32, percent_of_copy: 175% }\n"
+        << "  - { tile: \"yours\", predicted_degree: 1, percent_of_copy: 1.2x }\n"
+        << "sentence: \"33 is coprime with 32.\"\n";
+    const grader::Submission submission = grader::load_submission(folder.path, padding);
+    REQUIRE(submission.notes.size() == 1);
+    CHECK(contains(submission.notes[0].message, "175% read as 175 (the '%' sign left out)"));
+    REQUIRE(submission.problems.size() == 1);
+    CHECK(submission.problems[0].field == "rows[1].percent_of_copy");
 }

@@ -376,7 +376,7 @@ TEST_CASE(
     CHECK(found.submissions[1].student == "bob");
     REQUIRE(found.skipped.size() == 6);
     CHECK(found.skipped[0].name == ".git");
-    CHECK(found.skipped[0].reason.find("hidden") != std::string::npos);
+    CHECK(found.skipped[0].reason == grader::kSystemLeftoverReason);
     const std::string link_reason =
         "a symbolic link, not followed: a submission is a folder of its own";
     CHECK(found.skipped[1].name == "dangling");
@@ -527,9 +527,18 @@ void make_hostile_class(const fs::path& root, const std::string& latin1_name,
     copy_fixture("correct", dir / "Doe, Jane (late)");
     // A Latin-1 folder name: the output folder gets a safe name that still says whose it is.
     copy_fixture("correct", dir / latin1_name);
-    // Not submissions.
+    // Zipped on a Mac: the files one folder down, beside the zip's __MACOSX with their "._" twins.
+    fs::create_directories(dir / "mac_zip");
+    copy_fixture("correct", dir / "mac_zip" / "day15");
+    fs::create_directories(dir / "mac_zip" / "__MACOSX" / "day15");
+    write_text(dir / "mac_zip" / "__MACOSX" / "day15" / "._probe.cu", "\x00\x05\x16\x07");
+    write_text(dir / "mac_zip" / "__MACOSX" / "._day15", "\x00\x05\x16\x07");
+    // Not submissions: what the system and a Mac's zip of the whole class leave.
     fs::create_directories(dir / ".hidden");
     copy_fixture("correct", dir / ".hidden" / "x");
+    fs::create_directories(dir / "__MACOSX" / "correct");
+    write_text(dir / "__MACOSX" / "._correct", "\x00\x05\x16\x07");
+    write_text(dir / ".DS_Store", "Bud1");
     write_text(dir / "roster.csv", "name\n");
     // A link to a folder outside the class whose files carry a token: not graded, never read.
     const auto elsewhere = root / "elsewhere";
@@ -550,9 +559,10 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
     const std::string latin1_folder = grader::student_folder_name(latin1_name);
     CHECK(latin1_folder.rfind("Jos_-", 0) == 0);
 
-    const std::set<std::string> expected = {
-        "correct",     "compile_error",  "forbidden_include", "missing_probe",    "malformed_yaml",
-        "huge_source", "latin1_answers", "empty_folder",      "Doe, Jane (late)", latin1_folder};
+    const std::set<std::string> expected = {"correct",        "compile_error",  "forbidden_include",
+                                            "missing_probe",  "malformed_yaml", "huge_source",
+                                            "latin1_answers", "empty_folder",   "Doe, Jane (late)",
+                                            latin1_folder,    "mac_zip"};
     const auto output = root / "out";
     const GraderRun run =
         run_grader({"batch", dir.string(), "--output", output.string(), "--jobs", "2"});
@@ -596,6 +606,7 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
         return read_json(output / student / "report.json")["verdict"].get<std::string>();
     };
     CHECK(verdict_of("Doe, Jane (late)") == verdict_of("correct"));
+    CHECK(verdict_of("mac_zip") == verdict_of("correct"));
     CHECK(verdict_of(latin1_folder) == verdict_of("correct"));
     CHECK(verdict_of("compile_error") != "pass");
     CHECK(verdict_of("empty_folder") != "pass");
@@ -640,13 +651,28 @@ TEST_CASE("a class with hostile submissions is graded to the end, one row and ev
     CHECK(page.find("href=\"Doe%2C%20Jane%20%28late%29/report.txt\"") != std::string::npos);
 
     // What was not graded is listed, with why: in the log and in the summary.
-    CHECK(run.output.find("skipped '.hidden' in the class folder: hidden") != std::string::npos);
+    // What a Mac's zip and the system leave is said once, on one line.
+    CHECK(run.output.find("skipped '.DS_Store', '.hidden' and '__MACOSX' in the class folder: "
+                          "left by a Mac's zip") != std::string::npos);
+    CHECK(run.output.find("skipped '__MACOSX' in the class folder") == std::string::npos);
     CHECK(run.output.find("skipped 'roster.csv' in the class folder: a file") != std::string::npos);
     CHECK(run.output.find("skipped 'linked' in the class folder: a symbolic link, not followed") !=
           std::string::npos);
-    REQUIRE(summary["skipped"].size() == 3);
-    CHECK(summary["skipped"][0]["name"] == ".hidden");
-    CHECK(summary["skipped"][1]["name"] == "linked");
+    // PrairieLearn's score upload, from a plain batch: a row per graded folder, as it is named
+    // (no '__MACOSX'), each score a percentage.
+    const auto scores = parse_csv(read_text(output / "prairielearn-scores.csv"));
+    REQUIRE(scores.size() == expected.size() + 1);
+    CHECK(scores[0] == std::vector<std::string>{"uid", "qid", "score_perc", "feedback"});
+    std::set<std::string> uids;
+    for (std::size_t i = 1; i < scores.size(); ++i) {
+        uids.insert(scores[i][0]);
+        CHECK(scores[i][1] == "day15-bank-conflicts");
+    }
+    CHECK(uids == keys);
+    REQUIRE(summary["skipped"].size() == 5);
+    CHECK(summary["skipped"][1]["name"] == ".hidden");
+    CHECK(summary["skipped"][2]["name"] == "__MACOSX");
+    CHECK(summary["skipped"][3]["name"] == "linked");
     CHECK(run.output.find(token) == std::string::npos);
     for (const auto& entry : fs::recursive_directory_iterator(output)) {
         if (entry.is_regular_file()) {

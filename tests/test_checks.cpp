@@ -18,6 +18,7 @@
 #include "checks/checks.hpp"
 #include "exercise/exercise.hpp"
 #include "model/bank_model.hpp"
+#include "model/diagnosis.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "test_paths.hpp"
@@ -113,6 +114,7 @@ Submission correct_answers() {
         s.rows.push_back(row);
     }
     s.sentence = "Stride 3 shares no factor with 32, so it is conflict free.";
+    s.answers_given = 6;
     return s;
 }
 
@@ -384,7 +386,12 @@ TEST_CASE("a compile failure fails every kernel check with the reason, and nothi
     CHECK(check(report, "accumulator").not_run());
     CHECK(check(report, "ordering").not_run());
     CHECK(check(report, "counted_degrees").not_run());
-    CHECK(report.summary.find("Compile and ABI") != std::string::npos);
+    // The summary is the diagnosis: a compile error by kind, where it is, and what to do.
+    CHECK(report.summary.rfind("fail: Compile error: syntax: probe.cu did not compile", 0) == 0);
+    REQUIRE(report.diagnosis);
+    CHECK(report.diagnosis->cause == Cause::compile_syntax_error);
+    CHECK(report.diagnosis->where == "probe.cu:14:5");
+    CHECK(report.diagnosis->check == "compile_abi");
     CHECK(check(report, "predicted_degrees").passed());
     CHECK(report.compile_log.find("probe.cu:14:5") != std::string::npos);
     // The check's first line names the failure, not the fixed ABI.
@@ -575,7 +582,9 @@ TEST_CASE(
                                   "the simulator does not support shfl.sync.idx.b32", false};
     const Report report = evaluate(day15(), correct_answers(), m, "r");
     CHECK(report.verdict == Verdict::fail);
-    CHECK(report.summary.find("Accumulator check") != std::string::npos);
+    REQUIRE(report.diagnosis);
+    CHECK(report.diagnosis->check == "accumulator");
+    CHECK(report.summary.rfind("fail: Wrong outputs: ", 0) == 0);
     SUBCASE("without a failure before it, it is the machine's: ungradable") {
         m.run("student", 1)->outputs[0].ok = true;
         m.run("student", 1)->outputs[0].bad_elements = 0;
@@ -812,8 +821,9 @@ TEST_CASE("Part 2: the lesson's bandwidth as % of copy is named as the trap it i
     CHECK(any_detail_contains(*found, "82.5 looks like the lesson's bandwidth"));
 }
 
-TEST_CASE("the exercise's points policy: an incomplete answers file halves the kernel's points") {
+TEST_CASE("the exercise's points policy: answers all blank halve the kernel's points") {
     Submission blanks = correct_answers();
+    blanks.answers_given = 0;  // the untouched kit: every predicted and measured value blank
     SubmissionProblem blank;
     blank.location = SourceLocation{"submission.yaml", 5, 30};
     blank.field = "rows[1].predicted_degree";
@@ -831,4 +841,229 @@ TEST_CASE("the exercise's points policy: an incomplete answers file halves the k
     lenient.kernel_points_without_answers = 1.0;
     const Report kept = evaluate(lenient, blanks, measured(h200_like_ratio), "kept");
     CHECK(check(kept, "accumulator").points == check(full, "accumulator").points);
+}
+
+TEST_CASE("a slip in the answers costs the answers' own points, never the kernel's") {
+    const Report full = evaluate(day15(), correct_answers(), measured(h200_like_ratio), "full");
+    REQUIRE(full.score == doctest::Approx(full.max_score));
+    const auto kernel_points = [](const Report& report) {
+        double points = 0.0;
+        for (const char* id : {"compile_abi", "accumulator", "hidden_input", "ordering",
+                               "consistency", "counted_degrees"}) {
+            points += check(report, id).points;
+        }
+        return points;
+    };
+    SUBCASE("a blank sentence, worth 0 points: a pass at full marks, the sentence check says so") {
+        Submission answers = correct_answers();
+        answers.sentence.clear();
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "blank");
+        CHECK(report.verdict == Verdict::pass);
+        CHECK(report.score == doctest::Approx(full.score));
+        CHECK(check(report, "submission_file").passed());
+        CHECK_FALSE(check(report, "sentence").passed());
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::blank_sentence);
+        CHECK(report.summary.find("no sentence") != std::string::npos);
+    }
+    SUBCASE("a value that is no number: the answers' points go, the kernel's stay") {
+        Submission answers = correct_answers();
+        answers.rows[1].measured.reset();
+        answers.problems.push_back({SourceLocation{"submission.yaml", 17, 57},
+                                    "rows[1].measured_ratio",
+                                    "expected this stride's time divided by stride 1's (a number "
+                                    "greater than 0), got 'fast'"});
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "slip");
+        CHECK(report.verdict == Verdict::fail);  // the answers file is required
+        CHECK(kernel_points(report) == doctest::Approx(kernel_points(full)));
+        CHECK(check(report, "submission_file").points == 0.0);
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::malformed_answers);
+        CHECK(report.diagnosis->where == "submission.yaml:17:57");
+    }
+    SUBCASE("a value read as meant passes the answers check with a note") {
+        Submission answers = correct_answers();
+        answers.notes.push_back({SourceLocation{"submission.yaml", 17, 57},
+                                 "rows[1].measured_ratio",
+                                 "7,8 read as 7.8 (a decimal comma); next time write 7.8"});
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "note");
+        CHECK(report.score == doctest::Approx(full.score));
+        CHECK(check(report, "submission_file").passed());
+        CHECK(any_detail_contains(check(report, "submission_file"),
+                                  "submission.yaml:17:57: rows[1].measured_ratio: 7,8 read as"));
+        CHECK_FALSE(report.diagnosis);
+    }
+}
+
+TEST_CASE("an honest wrong prediction costs its points, fails no one, and points at the answer") {
+    Submission answers = correct_answers();
+    answers.rows[1].predicted_degree = 4;
+    answers.rows[1].predicted_location = SourceLocation{"/tmp/x/submission.yaml", 17, 39};
+    const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "honest");
+    const CheckResult& c = check(report, "predicted_degrees");
+    CHECK_FALSE(c.passed());
+    CHECK_FALSE(c.required);  // the shipped exercise's own choice, in exercise.yaml
+    CHECK(any_detail_contains(c,
+                              "submission.yaml:17:39: stride 8: you predicted 4; gcd(8, 32) "
+                              "is 8"));
+    CHECK(report.verdict == Verdict::pass);
+    CHECK(report.score == doctest::Approx(report.max_score - 1.0));
+    REQUIRE(report.diagnosis);
+    CHECK(report.diagnosis->cause == Cause::wrong_prediction);
+    CHECK(report.diagnosis->where == "submission.yaml:17:39");
+    CHECK(report.summary.rfind("pass, with one thing to fix: A wrong predicted degree: "
+                               "submission.yaml:17:39: stride 8: you predicted 4; gcd(8, 32) is 8",
+                               0) == 0);
+    SUBCASE("an exercise that requires it fails the work") {
+        Exercise strict = day15();
+        for (auto& spec : strict.checks) {
+            spec.required = spec.required || spec.kind == CheckKind::predicted;
+        }
+        CHECK(evaluate(strict, answers, measured(h200_like_ratio), "strict").verdict ==
+              Verdict::fail);
+    }
+}
+
+TEST_CASE("the diagnosis names the root cause and its fix, not the symptom") {
+    SUBCASE("a missing barrier: the race, with where the barrier goes") {
+        Measurements m = measured(h200_like_ratio);
+        for (auto& run : m.runs) {
+            if (run.kernel == "student") {
+                run.outputs[0].ok = false;
+                run.outputs[0].bad_elements = 40;
+                run.outputs[0].first_bad = 3;
+                run.outputs[0].first_bad_value = std::nan("");
+                run.outputs[0].first_bad_wrote_nan = true;
+                run.outputs[0].first_bad_expected = 2048;
+                run.races.push_back(
+                    "thread (35, 0, 0) (warp 1, lane 3) of block (0, 0, 0) read shared word 35 at "
+                    "probe.cu:34:9, which thread (3, 0, 0) (warp 0, lane 3) wrote at probe.cu:25:9 "
+                    "with no __syncthreads() between them");
+            }
+        }
+        const Report report = evaluate(day15(), correct_answers(), m, "barrier");
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::missing_barrier);
+        CHECK(report.diagnosis->fix ==
+              "put __syncthreads() between probe.cu:25:9 and probe.cu:34:9");
+        CHECK(report.diagnosis->where == "probe.cu:34:9");
+        CHECK(report.summary.find("holds NaN") == std::string::npos);
+        CHECK(report.summary.rfind("fail: Missing __syncthreads() (a race): ", 0) == 0);
+        CHECK(report.summary.find("; put __syncthreads() between probe.cu:25:9 and "
+                                  "probe.cu:34:9") != std::string::npos);
+        REQUIRE(check(report, "accumulator").diagnosis);
+        CHECK(check(report, "accumulator").diagnosis->cause == Cause::missing_barrier);
+    }
+    SUBCASE("the grid's last thread never writes: an off-by-one output guard") {
+        Measurements m = measured(h200_like_ratio);
+        m.environment.grid_blocks = 528;
+        m.environment.block_size = 256;
+        OutputComparison& ones = m.run("student", 8)->outputs[0];
+        ones.ok = false;
+        ones.bad_elements = 1;
+        ones.first_bad = 528 * 256 - 1;
+        ones.first_bad_value = std::nan("");
+        ones.first_bad_expected = 2048;
+        const Report report = evaluate(day15(), correct_answers(), m, "guard");
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::off_by_one_guard);
+        CHECK(report.diagnosis->fix.find("t < n") != std::string::npos);
+    }
+    SUBCASE("a thread that holds 1024 of 2048 ones skipped half its reads") {
+        Measurements m = measured(h200_like_ratio);
+        OutputComparison& ones = m.run("student", 3)->outputs[0];
+        ones.ok = false;
+        ones.bad_elements = 270336;
+        ones.first_bad = 0;
+        ones.first_bad_value = 1024;
+        ones.first_bad_expected = 2048;
+        const Report report = evaluate(day15(), correct_answers(), m, "skips");
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::skipped_reads);
+        CHECK(report.diagnosis->what.find("1024 of its 2048 reads") != std::string::npos);
+    }
+    SUBCASE("compile errors by kind") {
+        for (const auto& [log, cause] : std::vector<std::pair<std::string, Cause>>{
+                 {"probe.cu(14): error: identifier \"__syncthread\" is undefined",
+                  Cause::compile_undefined_name},
+                 {"probe.cu(9): error: a value of type \"int *\" cannot be used to initialize an "
+                  "entity of type \"float *\"",
+                  Cause::compile_type_error},
+                 {"probe.cu:35:5: error: expected a \";\"", Cause::compile_syntax_error},
+                 {"probe.cu(2): error: this declaration has no storage class or type specifier",
+                  Cause::compile_error}}) {
+            const std::string shown = log;  // a named copy: clang captures no binding
+            CAPTURE(shown);
+            Measurements m;
+            m.environment.backend = "sim";
+            m.student.attempted = true;
+            m.student.log = log;
+            const Report report = evaluate(day15(), correct_answers(), m, "compile");
+            REQUIRE(report.diagnosis);
+            CHECK(report.diagnosis->cause == cause);
+            CHECK(report.diagnosis->where.rfind("probe.cu:", 0) == 0);
+        }
+    }
+    SUBCASE("a wrong signature, with the signature to keep") {
+        Measurements m = measured(h200_like_ratio);
+        m.student.abi_problem = "parameter 3 (n) is 4 bytes; the ABI says size_t, 8 bytes";
+        const Report report = evaluate(day15(), correct_answers(), m, "abi");
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::wrong_signature);
+        CHECK(report.diagnosis->fix.find("probeSharedStride(const float*, float*, size_t, int)") !=
+              std::string::npos);
+    }
+    SUBCASE("a kernel that ignores the stride") {
+        Measurements m = measured([](int) { return 1.0; });
+        for (auto& run : m.runs) {
+            if (run.kernel == "student") {
+                run.counts = counted(1);
+            }
+        }
+        const Report report = evaluate(day15(), correct_answers(), m, "ignores");
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::ignores_stride);
+    }
+    SUBCASE("a fault stops the kernel: the stop is the cause") {
+        Measurements m = measured(h200_like_ratio);
+        m.interruption = Interruption{StopKind::fault, "run student stride 4",
+                                      "CUDA_ERROR_ILLEGAL_ADDRESS", true};
+        const Report report = evaluate(day15(), correct_answers(), m, "fault");
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::kernel_fault);
+        CHECK(report.diagnosis->what == "at run student stride 4: CUDA_ERROR_ILLEGAL_ADDRESS");
+    }
+    SUBCASE("the machine's causes: no GPU, an unfit GPU") {
+        Measurements none;
+        none.environment.backend = "cuda";
+        none.interruption =
+            Interruption{StopKind::no_gpu, "open device", "no CUDA device was found", false};
+        const Report no_gpu = evaluate(day15(), correct_answers(), none, "none");
+        REQUIRE(no_gpu.diagnosis);
+        CHECK(no_gpu.diagnosis->cause == Cause::no_gpu);
+        CHECK(area_of(no_gpu.diagnosis->cause) == CauseArea::machine);
+        Measurements unfit = measured(h200_like_ratio);
+        unfit.run("reference", 32)->ratio = *unfit.run("reference", 16)->ratio;
+        const Report report = evaluate(day15(), correct_answers(), unfit, "unfit");
+        CHECK(report.verdict == Verdict::ungradable);
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::machine_unfit);
+    }
+    SUBCASE("a kernel's cause comes before an answer's") {
+        Submission answers = correct_answers();
+        answers.rows[0].predicted_degree = 3;
+        answers.sentence.clear();
+        Measurements m = measured(h200_like_ratio);
+        m.run("student", 3)->outputs[1].ok = false;
+        m.run("student", 3)->outputs[1].bad_elements = 1;
+        const Report report = evaluate(day15(), answers, m, "order");
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->check == "hidden_input");
+        CHECK(check(report, "predicted_degrees").diagnosis->cause == Cause::wrong_prediction);
+        CHECK(check(report, "sentence").diagnosis->cause == Cause::blank_sentence);
+    }
+    SUBCASE("full marks have no diagnosis") {
+        CHECK_FALSE(
+            evaluate(day15(), correct_answers(), measured(h200_like_ratio), "ok").diagnosis);
+    }
 }

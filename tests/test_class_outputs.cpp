@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <map>
@@ -10,10 +11,13 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/text.hpp"
 #include "fixtures/class/synthetic_class.hpp"
+#include "model/diagnosis.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "report/class_outputs.hpp"
@@ -26,7 +30,10 @@ namespace {
 // An RFC 4180 reader, written apart from the writer so the test does not share its mistakes.
 // Returns nullopt on a malformed file (a stray quote, a quote left open, a bare line end). A
 // leading UTF-8 byte-order mark is read as a spreadsheet reads it: not part of the first cell.
-std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string& file) {
+// `separator` is ',' as the file is written, or ';' as a European spreadsheet reads it (a quote
+// inside a cell is then a character, as LibreOffice reads it).
+std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string& file,
+                                                               char separator = ',') {
     const std::string bom = "\xEF\xBB\xBF";
     const std::string text = file.rfind(bom, 0) == 0 ? file.substr(bom.size()) : file;
     std::vector<std::vector<std::string>> rows;
@@ -48,6 +55,9 @@ std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string
                 field += c;
                 ++i;
             }
+        } else if (c == '"' && separator != ',' && !field.empty()) {
+            field += c;  // read at ';', a quote inside a comma-separated cell is a character
+            ++i;
         } else if (c == '"') {
             if (!field.empty() || field_was_quoted) {
                 return std::nullopt;
@@ -55,7 +65,7 @@ std::optional<std::vector<std::vector<std::string>>> parse_csv(const std::string
             in_quotes = true;
             field_was_quoted = true;
             ++i;
-        } else if (c == ',') {
+        } else if (c == separator) {
             row.push_back(field);
             field.clear();
             field_was_quoted = false;
@@ -106,6 +116,27 @@ std::size_t student_dots_expected(const std::vector<ClassEntry>& entries) {
     return dots;
 }
 
+// Whether a spreadsheet would run a cell as a formula: a text cell that starts with =, + or @ (a
+// leading - is a number's sign or made text by the writer's apostrophe); a key cell (the
+// folder), or a cell a spreadsheet splitting at ';' made, where it could also call a function,
+// follow a link or reach a program outside a formula's string ("...", its quotes doubled).
+bool could_run(const std::string& cell, bool key) {
+    if (cell.empty() || std::string("=+-@").find(cell[0]) == std::string::npos) {
+        return false;
+    }
+    if (cell[0] == '=' || !key) {
+        return cell[0] != '-';
+    }
+    bool in_string = false;
+    for (const char c : cell) {
+        in_string = c == '"' ? !in_string : in_string;
+        if (!in_string && std::string("()|![").find(c) != std::string::npos) {
+            return true;
+        }
+    }
+    return false;
+}
+
 const std::vector<std::string>* row_for_folder(const std::vector<std::vector<std::string>>& rows,
                                                const std::string& folder) {
     for (const auto& row : rows) {
@@ -152,6 +183,7 @@ const std::vector<std::string> kHeader = {"folder",
                                           "sentence_text",
                                           "sentence_cluster",
                                           "flags",
+                                          "cause",
                                           "reason"};
 
 std::size_t column(const std::string& name) {
@@ -179,9 +211,9 @@ TEST_CASE("the gradebook is keyed by submission folder, one line per row, the ty
     for (std::size_t i = 1; i < rows->size(); ++i) {
         folders.push_back((*rows)[i][0]);
     }
-    // "@trent" is neutralised to "'@trent", which still sorts first as the folder "@trent".
-    CHECK(folders.front() == "'@trent");
-    CHECK(std::is_sorted(folders.begin() + 1, folders.end()));
+    // The folder "@trent" is the key as it is named: it can run nothing, and it joins.
+    CHECK(folders.front() == "@trent");
+    CHECK(std::is_sorted(folders.begin(), folders.end()));
     CHECK(std::set<std::string>(folders.begin(), folders.end()).size() == folders.size());
 
     SUBCASE("a pass has its score, where its numbers came from, its points per check") {
@@ -261,10 +293,9 @@ TEST_CASE("the gradebook is keyed by submission folder, one line per row, the ty
     }
     SUBCASE("no cell that a spreadsheet would run is left as it was") {
         for (const auto& row : *rows) {
-            for (const std::string& cell : row) {
-                if (!cell.empty()) {
-                    CHECK_MESSAGE(std::string("=+@").find(cell[0]) == std::string::npos, cell);
-                }
+            CHECK_MESSAGE(!could_run(row[0], true), row[0]);
+            for (std::size_t c = 1; c < row.size(); ++c) {
+                CHECK_MESSAGE(!could_run(row[c], false), row[c]);
             }
         }
     }
@@ -288,16 +319,41 @@ TEST_CASE("control characters in a student's id or reason never reach the gradeb
     CHECK(alice->back() == "#error \\x1b[31mFAIL\\r\\nPASS 13/13");
 }
 
-TEST_CASE("a folder or id starting with - or + is neutralised, a number is not") {
+TEST_CASE("a folder starting with - or + joins as it is named, an id like it is made text") {
     std::vector<ClassEntry> entries = fixtures::synthetic_class();
-    entries[0].student_folder = "-1+1";
+    entries[0].student_folder = "-dash-first";
     entries[0].report.student_id = "+SUM(A1:A9)";
-    const auto rows = parse_csv(write_gradebook_csv(entries));
+    entries[1].student_folder = "=HYPERLINK(\"http://x\";\"y\")";
+    const std::string csv = write_gradebook_csv(entries);
+    const auto rows = parse_csv(csv);
     REQUIRE(rows.has_value());
-    const auto* row = row_for_folder(*rows, "'-1+1");
+    const auto* row = row_for_folder(*rows, "-dash-first");
     REQUIRE(row != nullptr);
     CHECK((*row)[column("student_id")] == "'+SUM(A1:A9)");
     CHECK((*row)[column("score")] == "13");
+    // A folder that could run as a formula is made text even as a key; its ; is quoted.
+    CHECK(row_for_folder(*rows, "'=HYPERLINK(\"http://x\";\"y\")") != nullptr);
+    CHECK(csv.find("\"'=HYPERLINK(\"\"http://x\"\";") != std::string::npos);
+}
+
+TEST_CASE("a sentence that is a formula to a spreadsheet splitting at ; is quoted and made text") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    entries[0].report.sentence = ";=cmd|' /C calc'!A0";
+    entries[1].report.sentence = "@SUM(1+1)*cmd|' /C calc'!A0";
+    const std::string csv = write_gradebook_csv(entries);
+    CHECK(csv.find(",\";'=cmd|' /C calc'!A0\",") != std::string::npos);
+    CHECK(csv.find(",\"'@SUM(1+1)*cmd|' /C calc'!A0\",") != std::string::npos);
+    // Read with ; as the separator, as a European spreadsheet does, no cell starts a formula.
+    const auto rows = parse_csv(csv, ';');
+    REQUIRE(rows.has_value());
+    for (const auto& row : *rows) {
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            CHECK_MESSAGE(!could_run(row[c], c == 0), row[c]);
+        }
+    }
+    const auto by_comma = parse_csv(csv);
+    REQUIRE(by_comma.has_value());
+    CHECK((*row_for_folder(*by_comma, "alice"))[column("sentence_text")] == ";'=cmd|' /C calc'!A0");
 }
 
 TEST_CASE("failure reasons rank root causes: each submission once, under its first failing stage") {
@@ -538,17 +594,31 @@ TEST_CASE("the class report is one page with no external resource and every stri
         CHECK(html.find("url(") == std::string::npos);
         CHECK(html.find("<link") == std::string::npos);
         CHECK(html.find("<img") == std::string::npos);
-        CHECK(html.find("<script") == std::string::npos);
         CHECK(html.find("default-src 'none'") != std::string::npos);
         const std::regex href(R"(href="([^"]*)\")");
-        std::size_t links = 0;
+        std::size_t reports = 0;
         for (auto it = std::sregex_iterator(html.begin(), html.end(), href);
-             it != std::sregex_iterator(); ++it, ++links) {
+             it != std::sregex_iterator(); ++it) {
             const std::string target = (*it)[1];
             CHECK_MESSAGE(target.find(':') == std::string::npos, target);
             CHECK_MESSAGE(target.rfind("//", 0) != 0, target);
+            reports += target.rfind('#', 0) == 0 ? 0 : 1;  // else a place on this page
         }
-        CHECK(links == entries.size());
+        CHECK(reports == entries.size());
+    }
+    SUBCASE("its one script is inline, and the only one the page's policy lets run") {
+        CHECK(count_of(html, "<script") == 1);
+        const std::size_t open = html.find("<script>");
+        REQUIRE(open != std::string::npos);
+        const std::size_t start = open + std::string("<script>").size();
+        const std::string script = html.substr(start, html.find("</script>", start) - start);
+        const auto digest = sha256(script);
+        const std::string hash =
+            base64(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+        CHECK(html.find("script-src 'sha256-" + hash + "'") != std::string::npos);
+        CHECK(html.find("unsafe-inline'; script") != std::string::npos);  // style only
+        CHECK(html.find("'unsafe-eval'") == std::string::npos);
+        CHECK(script.find("innerHTML") == std::string::npos);  // it moves rows, writes no markup
     }
     SUBCASE("student strings are escaped, links stay on this disk") {
         CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
@@ -570,13 +640,13 @@ TEST_CASE("the class report is one page with no external resource and every stri
         const std::string students = element_with_id(html, "students", "table");
         CHECK(students.find("class=\"one-line\"") != std::string::npos);
         // frank did not compile: the first line of his reason in the row, all of it inside.
-        const std::size_t frank = students.find("<td class=\"folder\" title=\"frank\">frank</td>");
+        const std::size_t frank = students.find("<td class=\"folder\">frank</td>");
         REQUIRE(frank != std::string::npos);
         const std::string row = students.substr(frank, students.find("</tr>", frank) - frank);
         CHECK(row.find("<details><summary>") != std::string::npos);
         CHECK(row.find("<div class=\"reason\">") != std::string::npos);
         // kim: her flags counted in the line, listed in the details.
-        const std::size_t kim = students.find("title=\"kim\">kim</td>");
+        const std::size_t kim = students.find(">kim</td>");
         REQUIRE(kim != std::string::npos);
         const std::string kim_row = students.substr(kim, students.find("</tr>", kim) - kim);
         CHECK(kim_row.find("<span class=\"badge review\">4 flags</span>") != std::string::npos);
@@ -610,8 +680,8 @@ TEST_CASE("the class report is one page with no external resource and every stri
         const std::string students = element_with_id(html, "students", "table");
         std::vector<std::size_t> positions;
         for (const char* folder : {"@trent", "alice", "bob", "frank", "grace", "peggy"}) {
-            positions.push_back(students.find(std::string("<td class=\"folder\" title=\"") +
-                                              folder + "\">" + folder));
+            positions.push_back(
+                students.find(std::string("<td class=\"folder\">") + folder + "</td>"));
         }
         CHECK(std::find(positions.begin(), positions.end(), std::string::npos) == positions.end());
         CHECK(std::is_sorted(positions.begin(), positions.end()));
@@ -655,9 +725,9 @@ TEST_CASE("an empty class still gives a header, a summary and a page whose plots
     const auto rows = parse_csv(write_gradebook_csv(none));
     REQUIRE(rows.has_value());
     REQUIRE(rows->size() == 1);
-    CHECK(rows->front() == std::vector<std::string>{"folder", "student_id", "score", "max_score",
-                                                    "verdict", "numbers", "sentence_text",
-                                                    "sentence_cluster", "flags", "reason"});
+    CHECK(rows->front() == std::vector<std::string>{
+                               "folder", "student_id", "score", "max_score", "verdict", "numbers",
+                               "sentence_text", "sentence_cluster", "flags", "cause", "reason"});
     const auto summary = nlohmann::json::parse(write_class_summary_json(none, nullptr));
     CHECK(summary["submissions"] == 0);
     CHECK(summary["score"]["mean"].is_null());
@@ -1029,4 +1099,348 @@ TEST_CASE("ids that differ only by invisible or look-alike characters are flagge
         set_id("carol", "s1003");
         CHECK(flag_submissions(entries, with_example()).count("alice") == 0);
     }
+}
+
+namespace {
+
+// The student's measured values on each named stride, as the answers file gave them.
+void claim(Report& report, const std::map<int, double>& measured) {
+    for (ReportRow& row : report.rows) {
+        if (row.kernel == "student" && measured.count(row.stride) != 0) {
+            row.claimed_ratio = measured.at(row.stride);
+        }
+    }
+}
+
+ClassReportOptions with_lesson_and_ratios() {
+    ClassReportOptions options = with_example();
+    options.example_ratios = {{"student", 3, 1.0}, {"student", 8, 7.83}, {"student", 16, 15.6}};
+    options.modeled_ratios = {{"student", 3, 1.00}, {"student", 8, 6.30}, {"student", 16, 12.35}};
+    options.lesson_solution = {
+        "Stride 3 does not sit between stride 2 and stride 4 because the degree is not a function "
+        "of how large the stride is.",
+        "It is a divisibility question, and 3 shares nothing with 32."};
+    return options;
+}
+
+}  // namespace
+
+TEST_CASE("measured values copied from the starter kit's example or the simulator are flagged") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    auto& alice = entries[0].report;
+    auto& bob = entries[1].report;
+    auto& carol = entries[2].report;
+    auto& dave = entries[3].report;
+    claim(alice, {{3, 1.0}, {8, 7.83}, {16, 15.6}});   // the shipped example's, as typed there
+    claim(bob, {{3, 1.00}, {8, 7.830}, {16, 15.60}});  // the same numbers, other zeros
+    claim(carol, {{3, 1.0}, {8, 6.3}, {16, 12.35}});   // the simulator's, "measured on my T4"
+    claim(dave, {{3, 1.02}, {8, 7.71}, {16, 15.3}});   // a T4's own
+    const auto flags = flag_submissions(entries, with_lesson_and_ratios());
+    REQUIRE(flags.count("alice") == 1);
+    CHECK(flags.at("alice").measured_same_as_example);
+    CHECK(flags.at("bob").measured_same_as_example);
+    CHECK_FALSE(flags.at("alice").measured_same_as_modeled);
+    CHECK(flags.at("carol").measured_same_as_modeled);
+    CHECK_FALSE(flags.at("carol").measured_same_as_example);
+    CHECK(flags.count("dave") == 0);
+    CHECK(flags.at("carol").lines() ==
+          std::vector<std::string>{
+              "measured values the simulator's modeled ratios, not a GPU's times"});
+
+    SUBCASE("in the gradebook's flags, the summary and the review table") {
+        const auto rows = parse_csv(write_gradebook_csv(entries, with_lesson_and_ratios()));
+        REQUIRE(rows.has_value());
+        CHECK((*row_for_folder(*rows, "alice"))[column("flags")] ==
+              "measured values the starter kit's example's, not the student's own");
+        const auto summary = nlohmann::json::parse(
+            write_class_summary_json(entries, nlohmann::json::object(), with_lesson_and_ratios()));
+        CHECK(summary["flags"]["bob"]["measured_same_as_example"] == true);
+        CHECK(summary["flags"]["carol"]["measured_same_as_modeled"] == true);
+        const std::string page = write_class_report_html(entries, with_lesson_and_ratios());
+        CHECK(element_with_id(page, "review", "table").find("the simulator&#39;s modeled ratios") !=
+              std::string::npos);
+    }
+    SUBCASE("graded on the simulator, a student's own kernel's modeled ratios typed as measured") {
+        std::vector<ClassEntry> simulated = fixtures::simulated_class();
+        auto& erin = simulated[4].report;  // a kernel of her own, 0.55 of the reference's ratios
+        std::map<int, double> printed;
+        for (const ReportRow& row : erin.rows) {
+            if (row.kernel == "student" && row.named) {
+                printed[row.stride] = std::round(*row.ratio * 100.0) / 100.0;
+            }
+        }
+        claim(erin, printed);
+        claim(simulated[3].report, {{3, 1.02}, {8, 7.71}, {16, 15.3}});
+        const auto sim_flags = flag_submissions(simulated, with_example());
+        CHECK(sim_flags.at("erin").measured_same_as_modeled);
+        CHECK(sim_flags.count("dave") == 0);
+        // The same numbers from a GPU's grade are that GPU's times: nothing to flag.
+        std::vector<ClassEntry> timed = fixtures::synthetic_class();
+        timed[4].report.rows = erin.rows;
+        CHECK(flag_submissions(timed, with_example()).count("erin") == 0);
+    }
+    SUBCASE("a kernel that is 1 everywhere, measured 1 everywhere, is no copy of anything") {
+        std::vector<ClassEntry> flat = fixtures::simulated_class();
+        for (ReportRow& row : flat[0].report.rows) {
+            row.ratio = 1.0;
+        }
+        claim(flat[0].report, {{3, 1.0}, {8, 1.0}, {16, 1.0}});
+        CHECK(flag_submissions(flat, with_example()).count("alice") == 0);
+    }
+}
+
+TEST_CASE("the lesson's own solution is flagged and its cluster named as the lesson's") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    const ClassReportOptions options = with_lesson_and_ratios();
+    // Both of the lesson's sentences as one answer; the first alone; the first with a word changed.
+    entries[0].report.sentence = options.lesson_solution[0] + " " + options.lesson_solution[1];
+    entries[1].report.sentence = options.lesson_solution[0];
+    entries[2].report.sentence =
+        "Stride 3 does not sit between stride 2 and stride 4 because the degree is not a function "
+        "of how big the stride is.";
+    const auto flags = flag_submissions(entries, options);
+    CHECK(flags.at("alice").sentence_same_as_lesson);
+    CHECK(flags.at("bob").sentence_same_as_lesson);
+    CHECK(flags.at("carol").sentence_nearly_lesson);
+    CHECK_FALSE(flags.at("carol").sentence_same_as_lesson);
+    CHECK(flags.count("dave") == 0);
+    const auto lines = flags.at("alice").lines();
+    CHECK(std::find(lines.begin(), lines.end(),
+                    "sentence same as the lesson's own solution (its course page)") != lines.end());
+
+    const std::vector<SentenceCluster> clusters = cluster_sentences(entries, options);
+    const auto lesson = std::find_if(clusters.begin(), clusters.end(), [](const auto& cluster) {
+        return cluster.source == "the lesson's own solution";
+    });
+    REQUIRE(lesson != clusters.end());
+    CHECK(lesson->folders == std::vector<std::string>{"bob", "carol"});
+    const auto example = std::find_if(clusters.begin(), clusters.end(), [](const auto& cluster) {
+        return cluster.source == "the starter kit's example";
+    });
+    REQUIRE(example != clusters.end());
+    CHECK(example->folders == std::vector<std::string>{"kim", "lee"});
+
+    const std::string page = write_class_report_html(entries, options);
+    CHECK(element_with_id(page, "sentences", "table")
+              .find(": the lesson&#39;s own solution</span>") != std::string::npos);
+    const auto summary =
+        nlohmann::json::parse(write_class_summary_json(entries, nlohmann::json::object(), options));
+    bool named = false;
+    for (const auto& cluster : summary["sentence_clusters"]) {
+        named = named || cluster["source"] == "the lesson's own solution";
+    }
+    CHECK(named);
+}
+
+TEST_CASE(
+    "the starter sentence in look-alike letters or with invisible characters is the starter's") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    // Latin a, e, o, c, i, p as Cyrillic ones (U+0430, U+0435, U+043E, U+0441, U+0456, U+0440).
+    std::string cyrillic;
+    std::string invisible;
+    int seen = 0;
+    for (const char c : std::string(fixtures::kExampleSentence)) {
+        const std::map<char, const char*> cyrillic_of = {{'a', "\xd0\xb0"}, {'e', "\xd0\xb5"},
+                                                         {'o', "\xd0\xbe"}, {'c', "\xd1\x81"},
+                                                         {'i', "\xd1\x96"}, {'p', "\xd1\x80"}};
+        cyrillic += cyrillic_of.count(c) != 0 ? cyrillic_of.at(c) : std::string(1, c);
+        invisible += c;
+        // U+034F, U+FE00 and U+180E inside words, in turn.
+        if (c == 'n' || c == 't') {
+            static const char* const kInvisible[] = {"\xcd\x8f", "\xef\xb8\x80", "\xe1\xa0\x8e"};
+            invisible += kInvisible[seen++ % 3];
+        }
+    }
+    REQUIRE(cyrillic != fixtures::kExampleSentence);
+    entries[0].report.sentence = cyrillic;
+    entries[1].report.sentence = invisible;
+    const auto flags = flag_submissions(entries, with_example());
+    CHECK(flags.at("alice").sentence_same_as_example);
+    CHECK(flags.at("bob").sentence_same_as_example);
+    // With kim's and lee's, one cluster of four, word for word.
+    CHECK(flags.at("alice").same_sentence_as == std::vector<std::string>{"bob", "kim", "lee"});
+    CHECK(flags.at("alice").sentence_cluster_identical);
+}
+
+TEST_CASE("short answers one word apart are no near-copies of each other") {
+    std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    entries[0].report.sentence = "Coprime.";
+    entries[1].report.sentence = "gcd";
+    entries[2].report.sentence = "Odd stride.";
+    entries[3].report.sentence = "Even stride.";
+    const auto flags = flag_submissions(entries, with_example());
+    for (const char* folder : {"alice", "bob", "carol", "dave"}) {
+        CHECK_MESSAGE(flags.count(folder) == 0, folder);
+    }
+    for (const SentenceCluster& cluster : cluster_sentences(entries)) {
+        CHECK(std::find(cluster.folders.begin(), cluster.folders.end(), "alice") ==
+              cluster.folders.end());
+    }
+    // Two who answered with the same word did write the same: that is said, as identical.
+    entries[1].report.sentence = "coprime";
+    const auto same = flag_submissions(entries, with_example());
+    CHECK(same.at("alice").same_sentence_as == std::vector<std::string>{"bob"});
+    CHECK(same.at("alice").sentence_cluster_identical);
+}
+
+TEST_CASE("each failing student is under one root cause, the diagnosis, not the check it broke") {
+    const std::vector<ClassEntry> entries = fixtures::diagnosed_class();
+    const ClassSummary summary = summarize_class(entries);
+    std::map<std::string, std::vector<std::string>> by_cause;
+    for (const FailureReason& reason : summary.failure_reasons) {
+        CAPTURE(reason.key);
+        if (!reason.cause.empty()) {
+            CHECK(reason.key == "cause:" + reason.cause);
+            by_cause[reason.cause] = reason.folders;
+        }
+    }
+    CHECK(by_cause["skipped_reads"] == std::vector<std::string>{"erin"});
+    CHECK(by_cause["compile_syntax_error"] == std::vector<std::string>{"frank"});
+    CHECK(by_cause["stride_sniffing"] == std::vector<std::string>{"heidi"});
+    CHECK(by_cause["wrong_prediction"] == std::vector<std::string>{"mallory"});
+    // The machine's fault is no student's cause: grace is listed apart, as not graded.
+    CHECK(by_cause.count("machine_fault") == 0);
+    const auto compile = std::find_if(
+        summary.failure_reasons.begin(), summary.failure_reasons.end(),
+        [](const FailureReason& reason) { return reason.cause == "compile_syntax_error"; });
+    REQUIRE(compile != summary.failure_reasons.end());
+    CHECK(compile->reason == "compile error: syntax");
+    CHECK(compile->area == "source");
+
+    SUBCASE("the gradebook's cause and reason are the diagnosis, with its fix") {
+        const auto rows = parse_csv(write_gradebook_csv(entries));
+        REQUIRE(rows.has_value());
+        const auto* erin = row_for_folder(*rows, "erin");
+        REQUIRE(erin != nullptr);
+        CHECK((*erin)[column("cause")] == "skipped reads");
+        CHECK(erin->back() ==
+              "skipped reads: probe.cu:31:9: thread 0 of block 0 held 1024 at stride 8, not "
+              "2048: the kernel skipped half of its reads; make every thread's 2048 reads");
+        CHECK((*row_for_folder(*rows, "alice"))[column("cause")] == "");
+        CHECK(row_for_folder(*rows, "grace")->back().find("the GPU did not answer") !=
+              std::string::npos);
+    }
+    SUBCASE("summary.json groups by cause and keeps each student's diagnosis whole") {
+        const auto json =
+            nlohmann::json::parse(write_class_summary_json(entries, nlohmann::json::object(), {}));
+        bool grouped = false;
+        for (const auto& reason : json["failure_reasons"]) {
+            if (reason["cause"] == "stride_sniffing") {
+                grouped = reason["folders"] == nlohmann::json({"heidi"}) &&
+                          reason["area"] == "kernel" && reason["count"] == 1;
+            }
+        }
+        CHECK(grouped);
+        CHECK(json["diagnoses"]["frank"]["cause"] == "compile_syntax_error");
+        CHECK(json["diagnoses"]["frank"]["where"] == "probe.cu:35:5");
+        CHECK(json["diagnoses"]["frank"]["fix"] == "add the ; before probe.cu:35:5");
+        CHECK_FALSE(json["diagnoses"].contains("alice"));
+    }
+    SUBCASE("a report without a diagnosis (an older grader's) still has its stage as its cause") {
+        std::vector<ClassEntry> mixed = entries;
+        mixed[4].report.diagnosis.reset();  // erin
+        const ClassSummary old = summarize_class(mixed);
+        const bool by_check = std::any_of(old.failure_reasons.begin(), old.failure_reasons.end(),
+                                          [](const FailureReason& r) {
+                                              return r.key == "check:accumulator" &&
+                                                     r.folders == std::vector<std::string>{"erin"};
+                                          });
+        CHECK(by_check);
+    }
+}
+
+TEST_CASE(
+    "on the simulator the ratio chart draws only the kernels that differ from the reference") {
+    std::vector<ClassEntry> entries = fixtures::simulated_class();
+    // Kernels like the reference: the simulator models exactly the reference's ratios.
+    for (ClassEntry& entry : entries) {
+        for (ReportRow& row : entry.report.rows) {
+            if (row.kernel == "student" && row.reference_ratio && row.ratio) {
+                row.ratio = *row.reference_ratio;
+            }
+        }
+    }
+    const std::string alike = write_class_report_html(entries, {});
+    CHECK(count_of(alike, "class=\"student-dot\"") == 0);
+    CHECK(alike.find("16 students' kernels model the reference's ratios at every stride") !=
+          std::string::npos);
+    CHECK(alike.find("only the 0 that differ are drawn") != std::string::npos);
+    // The reference and the model are still drawn, and the students' own numbers charted.
+    CHECK(count_of(alike, "class=\"reference-point\"") > 0);
+    CHECK(count_of(alike, "<svg id=\"claims-chart\"") == 1);
+
+    // erin's kernel skips reads: its modeled ratios are not the reference's, and it is drawn.
+    for (ReportRow& row : entries[4].report.rows) {
+        if (row.kernel == "student" && row.ratio) {
+            row.ratio = *row.ratio * 0.55;
+        }
+    }
+    const std::string one = write_class_report_html(entries, {});
+    std::size_t erin_dots = 0;
+    for (const ReportRow& row : entries[4].report.rows) {
+        erin_dots += row.kernel == "student" && row.ratio ? 1 : 0;
+    }
+    CHECK(count_of(one, "class=\"student-dot\"") == erin_dots);
+    CHECK(one.find("only the 1 that differ are drawn") != std::string::npos);
+
+    SUBCASE("a GPU class draws every student: their times are their own") {
+        std::vector<ClassEntry> timed = fixtures::synthetic_class();
+        CHECK(count_of(write_class_report_html(timed, {}), "class=\"student-dot\"") ==
+              student_dots_expected(timed));
+    }
+}
+
+TEST_CASE("the students' own predictions and measurements are charted, a column per stride") {
+    const std::vector<ClassEntry> entries = fixtures::synthetic_class();
+    const std::string html = write_class_report_html(entries, {});
+    const std::string chart = element_with_id(html, "claims-chart", "svg");
+    std::size_t claims = 0;
+    std::size_t wrong = 0;
+    for (const ClassEntry& entry : entries) {
+        for (const ReportRow& row : entry.report.rows) {
+            claims += row.claimed_ratio ? 1 : 0;
+            wrong += row.claimed_ratio && row.predicted_degree &&
+                             static_cast<unsigned>(*row.predicted_degree) != row.degree
+                         ? 1
+                         : 0;
+        }
+    }
+    REQUIRE(claims > 0);
+    CHECK(count_of(chart, "class=\"claim-dot\"") == claims);
+    CHECK(count_of(chart, "data-right=\"no\"") == wrong);
+    CHECK(count_of(chart, "class=\"claim-model\"") == 3);  // strides 3, 8 and 16
+    CHECK(chart.find(">stride 8</text>") != std::string::npos);
+    CHECK(chart.find("predicted 8: ") != std::string::npos);
+    const std::string table = element_with_id(html, "claims-table", "table");
+    CHECK(table.find("<th>predicted it</th>") != std::string::npos);
+}
+
+TEST_CASE("each student's row carries what the page's script sorts and filters by") {
+    const std::vector<ClassEntry> entries = fixtures::diagnosed_class();
+    const std::string html = write_class_report_html(entries, with_example());
+    const std::string students = element_with_id(html, "students", "table");
+    const std::size_t frank = students.find("data-folder=\"frank\"");
+    REQUIRE(frank != std::string::npos);
+    const std::string tag = students.substr(frank, students.find('>', frank) - frank);
+    CHECK(tag.find("data-verdict=\"fail\"") != std::string::npos);
+    CHECK(tag.find("data-score=\"4\"") != std::string::npos);
+    CHECK(tag.find("data-cause=\"cause:compile_syntax_error\"") != std::string::npos);
+    const std::size_t kim = students.find("data-folder=\"kim\"");
+    REQUIRE(kim != std::string::npos);
+    const std::string kim_tag = students.substr(kim, students.find('>', kim) - kim);
+    CHECK(kim_tag.find("data-flags=\"example-id same-id sentence-example sentence-shared\"") !=
+          std::string::npos);
+    // The filters offer each cause the class has, with its count, and each flag kind.
+    const std::string filters = element_with_id(html, "student-filters", "form");
+    CHECK(filters.find("<option value=\"cause:compile_syntax_error\">compile error: syntax "
+                       "(1)</option>") != std::string::npos);
+    CHECK(filters.find("<option value=\"sentence-example\">") != std::string::npos);
+    // A cause's row links to that filter (where the script runs).
+    CHECK(element_with_id(html, "failure-reasons", "table")
+              .find("href=\"#cause=cause%3Acompile_syntax_error\"") != std::string::npos);
+    // An ungradable grade has no score to sort by, and no cause of its own.
+    const std::size_t grace = students.find("data-folder=\"grace\"");
+    const std::string grace_tag = students.substr(grace, students.find('>', grace) - grace);
+    CHECK(grace_tag.find("data-score=\"\"") != std::string::npos);
+    CHECK(grace_tag.find("data-cause=\"\"") != std::string::npos);
 }

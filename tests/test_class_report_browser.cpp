@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fixtures/class/synthetic_class.hpp"
+#include "model/diagnosis.hpp"
 #include "model/report.hpp"
 #include "report/class_outputs.hpp"
 #include "test_paths.hpp"
@@ -159,8 +160,13 @@ TEST_CASE("the class report renders in headless Chromium with its charts and tab
         CHECK(count_of(html, "class=\"bar\"") == 14);
         CHECK(count_of(html, "class=\"student-dot\"") == dots);
         CHECK(count_of(html, "<tr class=\"student-row\"") == entries.size());
-        // The hostile id stayed text: the browser made no script element of it.
-        CHECK(html.find("<script") == std::string::npos);
+        // The hostile id stayed text: the browser made no script element of it; the page's own
+        // script is the one there is, and it ran (the policy let it: it marks the page "js").
+        CHECK(count_of(html, "<script") == 1);
+        CHECK(html.find("<html lang=\"en\" class=\"js\">") != std::string::npos);
+        CHECK(html.find("<output id=\"filter-count\" aria-live=\"polite\">" +
+                        std::to_string(entries.size()) + " of " + std::to_string(entries.size()) +
+                        " students shown</output>") != std::string::npos);
         CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
         // The labels say what the numbers are: timed on the GPU the class was graded on.
         CHECK(html.find(">Measured ratio per stride</h2>") != std::string::npos);
@@ -213,7 +219,7 @@ namespace {
 // A class of 300 from the synthetic one: 60 share one sentence word for word, 20 more change a
 // word of it, and the rest write their own, as the H200 class's copies did.
 std::vector<ClassEntry> class_of_300() {
-    const std::vector<ClassEntry> base = fixtures::synthetic_class();
+    const std::vector<ClassEntry> base = fixtures::diagnosed_class();
     std::vector<ClassEntry> entries;
     for (int i = 0; i < 300; ++i) {
         ClassEntry entry = base[static_cast<std::size_t>(i) % base.size()];
@@ -221,6 +227,12 @@ std::vector<ClassEntry> class_of_300() {
         std::snprintf(folder, sizeof folder, "%03d-", i);
         entry.student_folder = folder + entry.student_folder;
         entry.report.student_id = "student-" + std::to_string(i);
+        if (i % 50 == 3) {
+            // Names as a course's exports make them: long, with spaces, an e-mail address.
+            entry.student_folder = std::string(folder) + "Nguyen, Thi Minh Khai (resubmitted)";
+            entry.report.student_id =
+                "thi.minh.khai.nguyen" + std::to_string(i) + "@students.example.edu";
+        }
         const std::string shared =
             "Stride 3 shares no factor with 32, so the 32 lanes land in 32 different banks.";
         entry.report.sentence =
@@ -231,18 +243,36 @@ std::vector<ClassEntry> class_of_300() {
                            " says: stride 3 is odd, and an odd stride "
                            "visits every bank once, so no two lanes of warp " +
                            std::to_string(i % 7) + " collide.";
+        // Causes a class of 300 has that the base's 17 do not: missing barriers and off-by-one
+        // output guards, as the class of the issue had (6 and 4 in 14 accumulator failures).
+        if (entry.report.verdict == Verdict::pass && (i % 25 == 7 || i % 25 == 19)) {
+            const bool barrier = i % 25 == 7;
+            entry.report.verdict = Verdict::fail;
+            entry.report.score -= 2;
+            entry.report.diagnosis = fixtures::diagnosis(
+                barrier ? Cause::missing_barrier : Cause::off_by_one_guard,
+                barrier ? "a warp reads words of the tile that another warp wrote, with no "
+                          "__syncthreads() between them"
+                        : "the output guard t <= n writes one word past the end",
+                barrier ? "put __syncthreads() between probe.cu:25:9 and probe.cu:34:9"
+                        : "guard with t < n",
+                barrier ? "probe.cu:34:9" : "probe.cu:41:5", "accumulator");
+        }
         entries.push_back(entry);
     }
     return entries;
 }
 
 // The page as Chromium lays it out: its height in CSS pixels and the milliseconds from the start
-// of navigation to the end of parsing. The page allows no script (its CSP); this copy, made for
-// the measurement only, drops the CSP and reports both figures in its title.
+// of navigation to the end of parsing. The page allows its own script only (its CSP); this copy,
+// made for the measurement only, drops the CSP and reports the figures in its title.
 struct PageMeasure {
     long height = -1;
     long parse_ms = -1;
     long tallest_student_row = -1;  // px, a row of the students table with its details closed
+    // Name cells (folders and ids, in every table) whose text is cut or broken inside a word:
+    // wider than their box, or wrapped onto more lines than their words need.
+    long cut_names = -1;
 };
 
 PageMeasure measure_page(const std::string& html, const fs::path& work, const std::string& name) {
@@ -254,9 +284,14 @@ PageMeasure measure_page(const std::string& html, const fs::path& work, const st
     probe.insert(probe.rfind("</body>"),
                  "<script>let tallest = 0; document.querySelectorAll('tr.student-row')"
                  ".forEach(r => { tallest = Math.max(tallest, r.offsetHeight); });"
+                 "let cut = 0; document.querySelectorAll('td.folder, td.student')"
+                 ".forEach(c => { const words = c.textContent.split(/\\s+/).length;"
+                 " const lines = Math.round(c.getClientRects()[0] ?"
+                 " (c.clientHeight - 6) / parseFloat(getComputedStyle(c).lineHeight || 18) : 1);"
+                 " if (c.scrollWidth > c.clientWidth + 1 || lines > words) cut++; });"
                  "document.title = 'MEASURE ' + "
                  "document.documentElement.scrollHeight + ' ' + Math.round(performance.now()) + "
-                 "' ' + tallest;</script>");
+                 "' ' + tallest + ' ' + cut;</script>");
     const fs::path file = work / (name + ".html");
     std::ofstream(file, std::ios::binary) << probe;
     fs::create_directories(work / ("profile-" + name));
@@ -267,8 +302,8 @@ PageMeasure measure_page(const std::string& html, const fs::path& work, const st
     PageMeasure measure;
     const std::size_t at = dom.output.find("<title>MEASURE ");
     if (dom.status == 0 && at != std::string::npos) {
-        std::sscanf(dom.output.c_str() + at, "<title>MEASURE %ld %ld %ld", &measure.height,
-                    &measure.parse_ms, &measure.tallest_student_row);
+        std::sscanf(dom.output.c_str() + at, "<title>MEASURE %ld %ld %ld %ld", &measure.height,
+                    &measure.parse_ms, &measure.tallest_student_row, &measure.cut_names);
     }
     return measure;
 }
@@ -297,7 +332,8 @@ TEST_CASE("the class page of 300 students stays readable: its height and load ti
     const PageMeasure page = measure_page(html, work, "class-300");
     MESSAGE("class of 300: page " << page.height << " px tall, parsed in " << page.parse_ms
                                   << " ms, " << html.size() << " bytes, tallest student row "
-                                  << page.tallest_student_row << " px");
+                                  << page.tallest_student_row << " px, " << page.cut_names
+                                  << " names cut");
     REQUIRE(page.height > 0);
     // 60 students sharing a sentence once made a page 53,000 px tall, and the H200's class of 100
     // one 393,000 px tall: the copies are now clusters listed once. Rows whose reasons and flags
@@ -305,6 +341,8 @@ TEST_CASE("the class page of 300 students stays readable: its height and load ti
     // the details folded) and the page 13,149 px.
     CHECK(page.tallest_student_row > 0);
     CHECK(page.tallest_student_row <= 32);
+    // Names are read whole: none cut by an ellipsis, none broken a letter a line.
+    CHECK(page.cut_names == 0);
     CHECK(page.height < 16000);
     CHECK(page.parse_ms < 5000);
     // The 80 copies of one sentence (and its one-word variant) and the 220 sentences written from
@@ -320,6 +358,7 @@ TEST_CASE("the class page of 300 students stays readable: its height and load ti
     fs::create_directories(shot_dir);
     const fs::path page_file = work / "class-300-page.html";
     std::ofstream(page_file, std::ios::binary) << html;
+    std::ofstream(shot_dir / "class-report-300.html", std::ios::binary) << html;  // to look at
     fs::create_directories(work / "profile-shot-300");
     const fs::path shot = shot_dir / "class-report-300.png";
     fs::remove(shot);
@@ -331,5 +370,70 @@ TEST_CASE("the class page of 300 students stays readable: its height and load ti
     CHECK_MESSAGE(run.status == 0, chromium_errors(work / "shot-300.stderr"));
     CHECK(fs::exists(shot));
     MESSAGE("class of 300 screenshot: " << shot.string());
+
+    // The page's script, under the page's own policy, filtering and sorting as a linked view asks
+    // (#...): the rows it keeps, in its order, as Chromium's DOM holds them.
+    struct Shown {
+        std::vector<std::string> folders;  // visible rows, in the table's order
+        std::vector<double> scores;
+        std::size_t hidden = 0;
+        std::string counter;
+    };
+    const auto view = [&](const std::string& name, const std::string& fragment) {
+        fs::create_directories(work / ("profile-" + name));
+        const CommandResult dom =
+            run_capturing_stdout(chromium_command(work / ("profile-" + name),
+                                                  "--window-size=1280,900 --dump-dom 'file://" +
+                                                      page_file.string() + "#" + fragment + "'"),
+                                 work / (name + ".stderr"));
+        Shown shown;
+        REQUIRE_MESSAGE(dom.status == 0, chromium_errors(work / (name + ".stderr")));
+        const std::string& text = dom.output;
+        for (std::size_t at = text.find("<tr class=\"student-row\""); at != std::string::npos;
+             at = text.find("<tr class=\"student-row\"", at + 1)) {
+            const std::string tag = text.substr(at, text.find('>', at) - at);
+            if (tag.find(" hidden=") != std::string::npos) {
+                ++shown.hidden;
+                continue;
+            }
+            const auto attribute = [&](const std::string& key) {
+                const std::size_t from = tag.find(key + "=\"") + key.size() + 2;
+                return tag.substr(from, tag.find('"', from) - from);
+            };
+            shown.folders.push_back(attribute("data-folder"));
+            shown.scores.push_back(std::stod(attribute("data-score") + "0"));
+        }
+        const std::size_t counter = text.find("<output id=\"filter-count\"");
+        if (counter != std::string::npos) {
+            const std::size_t from = text.find('>', counter) + 1;
+            shown.counter = text.substr(from, text.find('<', from) - from);
+        }
+        return shown;
+    };
+    std::size_t failed = 0;
+    std::size_t barriers = 0;
+    for (const ClassEntry& entry : entries) {
+        failed += entry.report.verdict == Verdict::fail ? 1 : 0;
+        barriers +=
+            entry.report.diagnosis && entry.report.diagnosis->cause == Cause::missing_barrier ? 1
+                                                                                              : 0;
+    }
+    REQUIRE(barriers > 0);
+    const Shown fails = view("fails", "verdict=fail&sort=score&order=desc");
+    CHECK(fails.folders.size() == failed);
+    CHECK(fails.hidden == 300 - failed);
+    CHECK(std::is_sorted(fails.scores.rbegin(), fails.scores.rend()));  // highest first
+    CHECK(fails.counter == std::to_string(failed) + " of 300 students shown");
+    const Shown missing_barrier = view("barrier", "cause=cause%3Amissing_barrier");
+    CHECK(missing_barrier.folders.size() == barriers);
+    CHECK(std::is_sorted(missing_barrier.folders.begin(), missing_barrier.folders.end()));
+    const Shown searched = view("search", "q=mallory&verdict=fail&flag=any");
+    CHECK_FALSE(searched.folders.empty());
+    for (const std::string& folder : searched.folders) {
+        CHECK(folder.find("mallory") != std::string::npos);
+    }
+    const Shown everyone = view("everyone", "");
+    CHECK(everyone.folders.size() == 300);
+    CHECK(std::is_sorted(everyone.folders.begin(), everyone.folders.end()));
     fs::remove_all(work);
 }

@@ -7,10 +7,13 @@
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "exercise_mutations.hpp"
@@ -43,6 +46,114 @@ TEST_CASE("--help names every subcommand and --version prints the version") {
     const GraderRun version = run_grader({"--version"});
     CHECK(version.exit_code == 0);
     CHECK(version.output.find("grader 0.") != std::string::npos);
+}
+
+TEST_CASE("grader help SUBCOMMAND and -V answer as --help and --version do") {
+    const GraderRun help = run_grader({"help", "grade"});
+    CHECK(help.exit_code == 0);
+    CHECK(help.output.find("Usage: grader grade [OPTIONS] SUBMISSION") != std::string::npos);
+    CHECK(help.output == run_grader({"grade", "--help"}).output);
+    const GraderRun all = run_grader({"help"});
+    CHECK(all.exit_code == 0);
+    CHECK(all.output == run_grader({"--help"}).output);
+    const GraderRun unknown = run_grader({"help", "grdae"});
+    CHECK(unknown.exit_code == 2);
+    CHECK(unknown.output.find("did you mean 'grade'?") != std::string::npos);
+    const GraderRun version = run_grader({"-V"});
+    CHECK(version.exit_code == 0);
+    CHECK(version.output == run_grader({"--version"}).output);
+}
+
+TEST_CASE("a number that is no count or no time limit is refused in a line, with what to give") {
+    const std::string example = (kSource / "student" / "example").string();
+    for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+             {{"batch", example, "--jobs", "0"},
+              "--jobs: 0 is not a number of jobs; give a whole number, 1 or more"},
+             {{"batch", example, "--jobs", "-3"}, "-3 is not a number of jobs"},
+             {{"batch", example, "--jobs", "2.5"}, "2.5 is not a number of jobs"},
+             {{"batch", example, "--timeout", "-1"},
+              "--timeout: -1 is not a time limit; give seconds above 0, e.g. 30"},
+             {{"grade", example, "--timeout", "-1"}, "-1 is not a time limit"},
+             {{"grade", example, "--timeout", "0"}, "0 is not a time limit"},
+             {{"grade", example, "--timeout", "inf"}, "inf is not a time limit"},
+             {{"grade", example, "--device", "-1"}, "-1 is not a GPU index; give 0 or more"},
+         }) {
+        const std::string last = args.back();  // a named copy: clang captures no binding
+        CAPTURE(last);
+        const GraderRun run = run_grader(args, {}, kNoGpu);
+        CHECK(run.exit_code == 2);
+        CHECK(run.output.find(says) != std::string::npos);
+        // Said in a line or two: never CLI11's range up to 1.8e308, 300 digits long.
+        CHECK(run.output.size() < 300);
+        CHECK(run.output.find("179769313") == std::string::npos);
+    }
+}
+
+TEST_CASE("explain on another exercise's folder gives the command for it, not \"not found\"") {
+    const auto folder = (kSource / "student" / "padding" / "example").string();
+    const GraderRun run = run_grader({"explain", folder}, {}, kNoGpu);
+    CHECK(run.exit_code == 2);
+    CHECK(run.output.find("has no probe.cu but has the files of exercise day15-padding; explain it "
+                          "with:\n  grader explain " +
+                          folder + " --exercise day15-padding") != std::string::npos);
+    CHECK(run.output.find("was not found") == std::string::npos);
+}
+
+TEST_CASE("a file handed in under another name is named with what was meant") {
+    struct Case {
+        const char* from;
+        const char* to;
+    };
+    for (const Case& misnamed :
+         {Case{"probe.cu", "Probe.cu"}, Case{"probe.cu", "probe.cu.txt"},
+          Case{"probe.cu", "probe (1).cu"}, Case{"submission.yaml", "submission.yml"},
+          Case{"submission.yaml", "Submission.YAML"}}) {
+        CAPTURE(misnamed.to);
+        const auto folder = scratch(std::string("misnamed-") +
+                                    std::to_string(std::hash<std::string>{}(misnamed.to)));
+        std::filesystem::remove_all(folder);
+        std::filesystem::create_directories(folder);
+        for (const char* file : {"probe.cu", "submission.yaml"}) {
+            std::filesystem::copy_file(
+                kSource / "student" / "example" / file,
+                folder / (file == std::string(misnamed.from) ? misnamed.to : file));
+        }
+        const auto report = scratch("misnamed.json");
+        const GraderRun run = run_grader({"grade", folder.string(), "--backend", "sim", "--format",
+                                          "json", "-o", report.string()},
+                                         report, kNoGpu);
+        CHECK(run.exit_code == 1);
+        CHECK(run.report["folder_problem"].value("kind", "") == "misnamed_file");
+        CHECK(run.report["diagnosis"].value("cause", "") == "misnamed_file");
+        CHECK(run.report.value("summary", "") ==
+              std::string("fail: the folder holds ") + misnamed.to + ", not " + misnamed.from +
+                  ": rename " + misnamed.to + " to " + misnamed.from +
+                  " (file names are exact, case included)");
+        // The check that missed the file says so too, where the student reads it.
+        CHECK(run.report.dump().find(std::string("the folder holds ") + misnamed.to +
+                                     ": did you mean it? Rename it " + misnamed.from) !=
+              std::string::npos);
+    }
+}
+
+TEST_CASE("a student id left as the README's placeholder is named, not passed silently") {
+    const auto folder = scratch("placeholder-id");
+    std::filesystem::remove_all(folder);
+    std::filesystem::create_directories(folder);
+    std::filesystem::copy_file(kSource / "student" / "example" / "probe.cu", folder / "probe.cu");
+    std::string answers = read_text(kSource / "student" / "example" / "submission.yaml");
+    answers.replace(answers.find("\"example-student\""), 17, "\"your-id\"");
+    write_text(folder / "submission.yaml", answers);
+    const auto report = scratch("placeholder-id.json");
+    const GraderRun run = run_grader(
+        {"grade", folder.string(), "--backend", "sim", "--format", "json", "-o", report.string()},
+        report, kNoGpu);
+    CHECK(run.exit_code == 1);
+    CHECK(run.report.value("summary", "").find("still the placeholder 'your-id'") !=
+          std::string::npos);
+    CHECK(run.report["diagnosis"].value("cause", "") == "blank_answers");
+    // The slip costs the answers' point and nothing of the kernel's.
+    CHECK(run.report.value("score", 0.0) == doctest::Approx(14.0));
 }
 
 TEST_CASE("a usage error exits 2 and says what was wrong") {
@@ -523,11 +634,13 @@ TEST_CASE("the untouched starter kit fails kindly: its answers check names every
     REQUIRE(run.report.is_object());
     CHECK(run.report["verdict"] == "fail");
     const std::string answers = check_text(*find_check(run.report, "submission_file"));
-    CHECK(answers.find("9 blanks of the starter kit's submission.yaml still to fill in") !=
+    CHECK(answers.find("8 blanks of the starter kit's submission.yaml still to fill in") !=
           std::string::npos);
     CHECK(answers.find("rows[2].predicted_degree: still blank: fill in the conflict degree you "
                        "predict for stride 16") != std::string::npos);
-    CHECK(answers.find("sentence: still blank") != std::string::npos);
+    // The blank sentence is its own check's, worth what that check is (0 points).
+    CHECK(check_text(*find_check(run.report, "sentence")).find("No sentence was given") !=
+          std::string::npos);
     // The kernel is the lesson's and still runs: nothing else fails for the blanks.
     CHECK((*find_check(run.report, "accumulator"))["passed"] == true);
     // But it is not the student's work: no majority of the points (it took 10 of 15 before).
@@ -601,9 +714,24 @@ TEST_CASE("student/README.md quotes report lines as the grader prints them") {
         const GraderRun run = run_grader(
             {"grade", filled_kit("readme-comma", "7,91", false).string(), "--backend", "sim"}, {},
             kNoGpu);
-        const std::string quote = readme_quote("has a decimal comma; write 7.91");
+        const std::string quote = readme_quote("7,91 read as 7.91 (a decimal comma)");
         CAPTURE(quote);
-        CHECK(run.output.find(quote) != std::string::npos);
+        CHECK(unwrapped(run.output).find(quote) != std::string::npos);
+        CHECK(run.exit_code == 0);  // read as meant: a note, not a mistake
+    }
+    SUBCASE("a wrong prediction, pointed at by line") {
+        const auto folder = filled_kit("readme-prediction", "7.91", false);
+        std::string answers = read_text(folder / "submission.yaml");
+        const std::string eight = "{ stride: 8,  predicted_degree: 8,";
+        REQUIRE(answers.find(eight) != std::string::npos);
+        answers.replace(answers.find(eight), eight.size(), "{ stride: 8,  predicted_degree: 4,");
+        write_text(folder / "submission.yaml", answers);
+        const GraderRun run =
+            run_grader({"grade", folder.string(), "--backend", "sim"}, {}, kNoGpu);
+        const std::string quote = readme_quote(": stride 8: you predicted 4; gcd(8, 32) is 8");
+        CAPTURE(quote);
+        CHECK(unwrapped(run.output).find(quote) != std::string::npos);
+        CHECK(run.exit_code == 0);  // an honest wrong prediction fails no one
     }
     SUBCASE("a dropped ';' in the starter kit's probe.cu") {
         const GraderRun run = run_grader(
@@ -611,17 +739,21 @@ TEST_CASE("student/README.md quotes report lines as the grader prints them") {
             {}, kNoGpu);
         const std::string quote = readme_quote("probe.cu did not compile:");
         CAPTURE(quote);
-        CHECK(run.output.find(quote) != std::string::npos);
+        CHECK(unwrapped(run.output).find(quote) != std::string::npos);
     }
     SUBCASE("the kit's __syncthreads() deleted: the race, once, with its fix") {
         const GraderRun run =
             run_grader({"grade", filled_kit("readme-race", "7.91", false, true).string(),
                         "--backend", "sim", "--seed", "1"},
                        {}, kNoGpu);
-        std::string quote = readme_quote("; put __syncthreads() between probe.cu:");
+        std::string quote = readme_quote("... with no __syncthreads() between them");
         quote = quote.substr(quote.find("with no __syncthreads()"));
         CAPTURE(quote);
-        CHECK(run.output.find(quote) != std::string::npos);
+        CHECK(unwrapped(run.output).find(quote) != std::string::npos);
+        // The line under the verdict: the diagnosis and its fix, as the README quotes it.
+        const std::string diagnosis = readme_quote("fail: Missing __syncthreads() (a race): ");
+        CAPTURE(diagnosis);
+        CHECK(unwrapped(run.output).find("\n" + diagnosis + "\n") != std::string::npos);
     }
     SUBCASE("an inverted ratio") {
         const GraderRun run = run_grader(
@@ -629,7 +761,7 @@ TEST_CASE("student/README.md quotes report lines as the grader prints them") {
             {}, kNoGpu);
         const std::string quote = readme_quote("this looks inverted");
         CAPTURE(quote);
-        CHECK(run.output.find(quote) != std::string::npos);
+        CHECK(unwrapped(run.output).find(quote) != std::string::npos);
     }
     SUBCASE("half the reads skipped, and the footer's seed line") {
         const GraderRun run =
@@ -638,10 +770,10 @@ TEST_CASE("student/README.md quotes report lines as the grader prints them") {
                        {}, kNoGpu);
         const std::string quote = readme_quote("holds 1024, expected 2048");
         CAPTURE(quote);
-        CHECK(run.output.find(quote) != std::string::npos);
+        CHECK(unwrapped(run.output).find(quote) != std::string::npos);
         std::string footer = readme_quote("seed 1 (--seed 1 repeats this grade)");
         footer = footer.substr(0, footer.find(", NVRTC"));  // NVRTC's version is the machine's
         CAPTURE(footer);
-        CHECK(run.output.find(footer) != std::string::npos);
+        CHECK(unwrapped(run.output).find(footer) != std::string::npos);
     }
 }

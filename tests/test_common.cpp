@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/files.hpp"
 #include "common/text.hpp"
@@ -224,5 +227,73 @@ TEST_CASE("FNV-1a and hex: the names and digests a later run must find again") {
     CHECK(grader::fnv1a("") == grader::kFnv1aOffset);
     CHECK(grader::fnv1a("a") == 0xaf63dc4c8601ec8cull);  // the published test vector
     CHECK(grader::fnv1a("bc", grader::fnv1a("a")) == grader::fnv1a("abc"));
+}
+
+TEST_CASE("SHA-256 and base64 give the published test vectors") {
+    const auto hex = [](const std::array<unsigned char, 32>& digest) {
+        return grader::hex_bytes(
+            std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+    };
+    // FIPS 180-4's examples: one block, two blocks, and the empty message.
+    CHECK(hex(grader::sha256("abc")) ==
+          "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK(hex(grader::sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")) ==
+          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    CHECK(hex(grader::sha256("")) ==
+          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    // RFC 4648, section 10.
+    CHECK(grader::base64("") == "");
+    CHECK(grader::base64("f") == "Zg==");
+    CHECK(grader::base64("fo") == "Zm8=");
+    CHECK(grader::base64("foobar") == "Zm9vYmFy");
     CHECK(grader::hex_bytes(std::string("\x01\xff J", 4)) == "01ff204a");
+}
+
+TEST_CASE("'did you mean' is one rule: a typo's nearest name, never a far one or the same one") {
+    const std::vector<std::string> commands = {"grade", "batch", "sweep", "explain", "merge"};
+    CHECK(nearest_name("grdae", commands) == std::optional<std::string>("grade"));
+    CHECK(nearest_name("explian", commands) == std::optional<std::string>("explain"));
+    CHECK_FALSE(nearest_name("grade", commands));  // the name itself is no suggestion
+    CHECK_FALSE(nearest_name("compile", commands));
+    CHECK_FALSE(nearest_name("ab", {"gb"}));  // one letter in two is no typo
+    CHECK(nearest_name("sentense", {"student_id", "gpu", "rows", "sentence"}) ==
+          std::optional<std::string>("sentence"));
+}
+
+TEST_CASE("a missing file's likely name in the folder: its case, a suffix added, a typo") {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("grader-test-meant-file-" + std::to_string(::getpid()));
+    const auto folder_with = [&](const std::vector<std::string>& names) {
+        std::filesystem::remove_all(dir);
+        std::filesystem::create_directories(dir);
+        for (const std::string& name : names) {
+            std::ofstream(dir / name) << "x";
+        }
+        return dir;
+    };
+    struct Case {
+        std::vector<std::string> files;
+        std::string wanted;
+        std::optional<std::string> meant;
+    };
+    for (const Case& c : std::vector<Case>{
+             {{"Probe.cu", "submission.yaml"}, "probe.cu", "Probe.cu"},
+             {{"probe.cu.txt", "submission.yaml"}, "probe.cu", "probe.cu.txt"},
+             {{"probe (1).cu"}, "probe.cu", "probe (1).cu"},
+             {{"PROBE.CU.download"}, "probe.cu", "PROBE.CU.download"},
+             {{"probe.cu", "submission.yml"}, "submission.yaml", "submission.yml"},
+             {{"prob.cu"}, "probe.cu", "prob.cu"},
+             {{"transpose.cu", "submission.yaml"}, "probe.cu", std::nullopt},
+             {{".probe.cu"}, "probe.cu", std::nullopt},  // a dot-file is not work
+             {{"probe.cu"}, "probe.cu", std::nullopt},   // there: nothing to suggest
+         }) {
+        CAPTURE(c.wanted);
+        CAPTURE(c.files.front());
+        CHECK(meant_file(folder_with(c.files), c.wanted) == c.meant);
+    }
+    CHECK(meant_file_hint(folder_with({"Probe.cu"}), "probe.cu") ==
+          "; the folder holds Probe.cu: did you mean it? Rename it probe.cu");
+    CHECK(meant_file_hint(folder_with({"notes.txt"}), "probe.cu").empty());
+    CHECK_FALSE(meant_file(dir / "no-such-folder", "probe.cu"));
+    std::filesystem::remove_all(dir);
 }

@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exercise/exercise.hpp"
@@ -394,5 +396,44 @@ TEST_CASE("the starter kit's example and the platforms' policy are optional sett
     SUBCASE("the bundled exercise names the starter kit's example") {
         CHECK_FALSE(day15().example_sentence.empty());
         CHECK(day15().example_student_id == "example-student");
+    }
+    SUBCASE("the example's measured values are read as ratios, by the case each row is about") {
+        const grader::Exercise exercise =
+            load_with("starter_example: " + (kSourceDir / "student/example").string() + "\n");
+        using Ratio = std::pair<grader::Case, double>;
+        CHECK(exercise.example_ratios == std::vector<Ratio>{{{"student", 3}, 1.0},
+                                                            {{"student", 8}, 7.83},
+                                                            {{"student", 16}, 15.6}});
+        const grader::Exercise part2 =
+            grader::load_exercise(kSourceDir / "exercises/day15-padding");
+        REQUIRE(part2.example_ratios.size() == 2);
+        CHECK(part2.example_ratios[0].second == doctest::Approx(1.753));  // 175.3 % of the copy
+    }
+    SUBCASE("the lesson's solution and the simulator's modeled ratios, as written") {
+        const grader::Exercise exercise = load_with(
+            "lesson_solution:\n  - \"It is a divisibility question.\"\n"
+            "  - \"3 shares nothing with 32.\"\n");
+        CHECK(exercise.lesson_solution == std::vector<std::string>{"It is a divisibility question.",
+                                                                   "3 shares nothing with 32."});
+        CHECK(day15().simulator.modeled_ratios ==
+              std::map<int, double>{{3, 1.00}, {8, 6.30}, {16, 12.35}});
+        CHECK(day15().lesson_solution.size() == 4);
+        CHECK_THROWS_AS(load_with("lesson_solution: \"one string\"\n"), ExerciseError);
+        CHECK_THROWS_AS(load_with("lesson_solution: []\n"), ExerciseError);
+    }
+    SUBCASE("a modeled ratio at a stride the student does not name is refused, naming it") {
+        std::string file = base;
+        const std::string from = "  modeled_timing: true\n";
+        const std::size_t at = file.find(from);
+        REQUIRE(at != std::string::npos);
+        file.replace(at, from.size(), from + "  modeled_ratios: { 3: 1.00, 4: 3.27 }\n");
+        std::ofstream(folder.path / "exercise.yaml") << file;
+        try {
+            grader::load_exercise(folder.path);
+            FAIL("a modeled ratio at stride 4 was accepted");
+        } catch (const ExerciseError& error) {
+            CHECK(error.field() == "simulator.modeled_ratios.4");
+            CHECK(contains(error.what(), "stride 4 is not one the student names"));
+        }
     }
 }

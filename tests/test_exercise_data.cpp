@@ -7,14 +7,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "exercise/exercise.hpp"
 #include "grader_run.hpp"
 #include "test_paths.hpp"
 
@@ -167,5 +171,28 @@ TEST_CASE("Part 1 with every id and name changed grades exactly as Part 1") {
         drop_run_specific(renamed);
         CHECK(renamed.dump(1) == part1.dump(1));
         CHECK(part1["verdict"] == verdict);
+    }
+}
+
+TEST_CASE("the modeled ratios Part 1 keeps for the copy flag are the simulator's own") {
+    const grader::Exercise exercise =
+        grader::load_exercise(kSource / "exercises" / "day15-bank-conflicts");
+    REQUIRE_FALSE(exercise.simulator.modeled_ratios.empty());
+    const fs::path scratch = scratch_root("exercise_data");
+    fs::create_directories(scratch);
+    const json report =
+        graded(kSource / "student" / "example", {}, scratch / "modeled-ratios.json");
+    for (const auto& [stride, kept] : exercise.simulator.modeled_ratios) {
+        const int shown = stride;  // a named copy: clang captures no binding
+        CAPTURE(shown);
+        bool found = false;
+        for (const json& row : report["rows"]) {
+            if (row["kernel"] == "reference" && row["stride"] == stride) {
+                found = true;
+                // As `grader grade` prints it: two decimals.
+                CHECK(std::abs(row["ratio"].get<double>() - kept) <= 0.005);
+            }
+        }
+        CHECK(found);
     }
 }

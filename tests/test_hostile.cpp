@@ -156,6 +156,9 @@ void collect_strings(const nlohmann::json& value, std::string& out) {
 // The text a reader of the format sees: JSON strings decoded, XML entities and markdown escapes
 // undone.
 std::string readable(const std::string& format, const std::string& content) {
+    if (format == "text") {
+        return unwrapped(content);
+    }
     if (format == "json" || format == "gradescope" || format == "prairielearn") {
         const auto document = nlohmann::json::parse(content, nullptr, false);
         REQUIRE_MESSAGE(!document.is_discarded(), format << " is not JSON");

@@ -7,11 +7,15 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/bank_model.hpp"
 #include "model/describe.hpp"
+#include "model/diagnosis.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
@@ -135,6 +139,55 @@ TEST_CASE("an infinity or a NaN the kernel wrote survives the worker's JSON; nev
     unwritten.first_bad_wrote_nan = false;
     const auto unwritten_back = nlohmann::json(unwritten).get<OutputComparison>();
     CHECK(describe_wrong_output(0, unwritten_back).find("never written") != std::string::npos);
+}
+
+TEST_CASE("a diagnosis reads back from a report's JSON, on the report and on its check") {
+    Report report;
+    report.verdict = Verdict::fail;
+    Diagnosis diagnosis;
+    diagnosis.cause = Cause::missing_barrier;
+    diagnosis.what = "a warp reads words of the tile another warp wrote";
+    diagnosis.fix = "put __syncthreads() between probe.cu:25:9 and probe.cu:34:9";
+    diagnosis.where = "probe.cu:34:9";
+    diagnosis.check = "accumulator";
+    CheckResult check;
+    check.id = "accumulator";
+    check.diagnosis = diagnosis;
+    report.checks.push_back(check);
+    report.diagnosis = diagnosis;
+
+    const nlohmann::json written = report;
+    CHECK(written["diagnosis"]["cause"] == "missing_barrier");
+    CHECK(written["diagnosis"]["title"] == "missing __syncthreads() (a race)");
+    CHECK(written["diagnosis"]["area"] == "kernel");
+    CHECK(written["checks"][0]["diagnosis"]["fix"] == diagnosis.fix);
+    const Report read = written.get<Report>();
+    REQUIRE(read.diagnosis);
+    CHECK(read.diagnosis->cause == Cause::missing_barrier);
+    CHECK(read.diagnosis->where == "probe.cu:34:9");
+    CHECK(read.diagnosis->check == "accumulator");
+    REQUIRE(read.checks.front().diagnosis);
+    CHECK(to_sentence(*read.checks.front().diagnosis) == diagnosis.what + "; " + diagnosis.fix);
+
+    SUBCASE("a report without one writes null and reads back none") {
+        report.diagnosis.reset();
+        const nlohmann::json none = report;
+        CHECK(none["diagnosis"].is_null());
+        CHECK_FALSE(none.get<Report>().diagnosis);
+    }
+}
+
+TEST_CASE("every cause has a key of its own that reads back, a title and an area") {
+    std::set<std::string_view> keys;
+    for (const Cause cause : all_causes()) {
+        CHECK(keys.insert(to_string(cause)).second);
+        CHECK(cause_from_string(to_string(cause)) == cause);
+        CHECK_FALSE(cause_title(cause).empty());
+    }
+    CHECK(keys.size() == all_causes().size());
+    CHECK(area_of(Cause::no_gpu) == CauseArea::machine);
+    CHECK(area_of(Cause::wrong_prediction) == CauseArea::answers);
+    CHECK_FALSE(cause_from_string("a_cause_from_a_newer_grader"));
 }
 
 TEST_CASE("a counted degree is wavefronts over the fewest the widths allow, of the worst line") {

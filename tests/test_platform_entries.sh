@@ -205,6 +205,24 @@ check "prairielearn: a Part 2 submission has the documented fields" "$prairielea
 names = [t[\"name\"] for t in data[\"tests\"]]
 assert \"Exact transpose\" in names and \"Compile and ABI\" in names, names"
 
+# 3c. Part 2 as docs/docker.md sets it up: Gradescope's source carries a grader-exercise file
+#     naming the bundled exercise by id (its zip or image), PrairieLearn's question gives
+#     GRADER_EXERCISE=day15-padding in its environment.
+mkdir -p "$scratch/gradescope-padding-by-id/source"
+echo day15-padding >"$scratch/gradescope-padding-by-id/source/grader-exercise"
+run_gradescope padding-by-id "$real_bin" "$repo/student/padding/example"
+check "gradescope: source/grader-exercise names Part 2, which is graded" "$gradescope_fields
+names = [t[\"name\"] for t in data[\"tests\"]]
+assert \"Exact transpose\" in names, names
+assert \"day15-padding\" in data[\"output\"], data[\"output\"][:300]
+assert data[\"score\"] > 0, \"the Part 2 example is graded as Part 2\""
+run_prairielearn padding-by-id "$real_bin" "$repo/student/padding/example" \
+  GRADER_EXERCISE=day15-padding
+check "prairielearn: GRADER_EXERCISE=day15-padding grades Part 2" "$prairielearn_fields
+names = [t[\"name\"] for t in data[\"tests\"]]
+assert \"Exact transpose\" in names, names
+assert data[\"gradable\"] is True and data[\"score\"] > 0, data[\"score\"]"
+
 # 4. An empty submission: graded as a failure by the grader, still a valid file.
 run_gradescope empty "$real_bin"
 check "gradescope: an empty submission still gets a valid results.json" "$gradescope_fields

@@ -186,6 +186,8 @@ TEST_CASE("shards partition the class; a restart grades nothing twice; merge equ
     const auto whole = grader::run_batch(day15(), batch, quiet);
     CHECK(whole.status.graded == 0);
     CHECK(read_text(merge.output_dir / "gradebook.csv") == read_text(rebuilt / "gradebook.csv"));
+    CHECK(read_text(merge.output_dir / "prairielearn-scores.csv") ==
+          read_text(rebuilt / "prairielearn-scores.csv"));
     CHECK(without_run(merge.output_dir / "summary.json") == without_run(rebuilt / "summary.json"));
     CHECK(page_without_time(merge.output_dir / "class-report.html") ==
           page_without_time(rebuilt / "class-report.html"));

@@ -100,13 +100,45 @@ TEST_CASE("HTML and XML escaping leave no markup and no character the format for
 TEST_CASE("a CSV field is one line, quoted where it must be, and never a formula") {
     CHECK(text::csv_field("alice") == "alice");
     CHECK(text::csv_field("Smith, \"Bobby\"") == "\"Smith, \"\"Bobby\"\"\"");
-    CHECK(text::csv_field("=cmd|' /C calc'!A0") == "'=cmd|' /C calc'!A0");
-    CHECK(text::csv_field("+SUM(A1:A9)") == "'+SUM(A1:A9)");
+    CHECK(text::csv_field("=cmd|' /C calc'!A0") == "\"'=cmd|' /C calc'!A0\"");
+    CHECK(text::csv_field("+SUM(A1:A9)") == "\"'+SUM(A1:A9)\"");
     CHECK(text::csv_field("-1+1") == "'-1+1");
     CHECK(text::csv_field("@trent") == "'@trent");
     CHECK(text::csv_field("\t=1") == "'\\t=1");
+    CHECK(text::csv_field("\r=1") == "'\\r=1");
     CHECK(text::csv_field("two\nlines") == "two\\nlines");
     CHECK_FALSE(has_raw_control(text::csv_field(kHostile), false));
+    SUBCASE("a semicolon starts no formula, for the spreadsheets that split cells at it") {
+        CHECK(text::csv_field(";=cmd|' /C calc'!A0") == "\";'=cmd|' /C calc'!A0\"");
+        CHECK(text::csv_field("a; b") == "\"a; b\"");
+        CHECK(text::csv_field("a;  @SUM(1)") == "\"a;  '@SUM(1)\"");
+        CHECK(text::csv_field("=1;-2") == "\"'=1;'-2\"");
+        // What could call a function is inside quotes, a formula's string.
+        CHECK(text::csv_field("gcd(3 32) is 1") == "\"gcd(3 32) is 1\"");
+        CHECK(text::csv_field("cmd|calc") == "\"cmd|calc\"");
+    }
+}
+
+TEST_CASE("a CSV key cell stays the name it joins on wherever a spreadsheet can do no harm") {
+    using text::CsvCell;
+    CHECK(text::csv_field("-dash-first", CsvCell::key) == "-dash-first");
+    CHECK(text::csv_field("+alice", CsvCell::key) == "+alice");
+    CHECK(text::csv_field("@jo.smith_2", CsvCell::key) == "@jo.smith_2");
+    const std::string accented =
+        "-Jos\xc3\xa9 Garc\xc3\xad"
+        "a";  // -José García
+    CHECK(text::csv_field(accented, CsvCell::key) == accented);
+    CHECK(text::csv_field("smith, anna", CsvCell::key) == "\"smith, anna\"");
+    // What could call a function, reach a program or another sheet is made text, key or not.
+    CHECK(text::csv_field("=A1", CsvCell::key) == "'=A1");
+    CHECK(text::csv_field("-2+cmd|' /C calc'!A0", CsvCell::key) == "\"'-2+cmd|' /C calc'!A0\"");
+    CHECK(text::csv_field("+SUM(A1:A9)", CsvCell::key) == "\"'+SUM(A1:A9)\"");
+    CHECK(text::csv_field("@HYPERLINK(\"x\")", CsvCell::key) == "\"'@HYPERLINK(\"\"x\"\")\"");
+    CHECK(text::csv_field("\t-a", CsvCell::key) == "'\\t-a");
+    CHECK(text::csv_field("-a;b", CsvCell::key) == "\"'-a;b\"");
+    CHECK(text::csv_field("a;=b", CsvCell::key) == "\"a;'=b\"");
+    // A text cell is made text whatever follows its first character.
+    CHECK(text::csv_field("-dash-first") == "'-dash-first");
 }
 
 TEST_CASE("markdown punctuation is escaped and links stay on this disk") {
@@ -181,6 +213,22 @@ TEST_CASE("sentences compare equal whatever their case, spacing and punctuation"
     CHECK(text::comparison_key("It’s “conflict free” — like stride 1") ==
           text::comparison_key("its conflict free like stride 1"));
     CHECK(text::comparison_key("ÉCOLE") == text::comparison_key("école"));
+    SUBCASE("look-alike letters and invisible characters do not make a copy look new") {
+        const std::string starter = "Stride 3 shares no factor with 32, so it is conflict free.";
+        // Cyrillic a, e, o, c and i (U+0430, U+0435, U+043E, U+0441, U+0456) for Latin ones.
+        const std::string cyrillic =
+            "Strid\xd0\xb5 3 sh\xd0\xb0r\xd0\xb5s n\xd0\xbe f\xd0\xb0\xd1\x81tor w\xd1\x96th 32, "
+            "so it is \xd1\x81onflict free.";
+        // U+034F in "Stride", U+FE00 in "factor", U+180E in "conflict", U+200D in "free".
+        const std::string invisible =
+            "Str\xcd\x8fide 3 shares no fac\xef\xb8\x80tor with 32, so it is con\xe1\xa0\x8e"
+            "flict fr\xe2\x80\x8d"
+            "ee.";
+        CHECK(text::comparison_key(cyrillic) == text::comparison_key(starter));
+        CHECK(text::comparison_key(invisible) == text::comparison_key(starter));
+        CHECK(text::comparison_key("Stride 5 shares no factor with 32.") !=
+              text::comparison_key(starter));
+    }
     CHECK(text::comparison_key(example) != text::comparison_key("Stride 3 is odd."));
     CHECK(text::comparison_key(" .,;\n") == "");
 }

@@ -29,6 +29,7 @@
 #include "batch/merge.hpp"
 #include "checks/checks.hpp"
 #include "common/files.hpp"
+#include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 #include "device/backend.hpp"
@@ -338,7 +339,9 @@ std::vector<std::filesystem::path> write_class_outputs(const std::vector<ClassEn
     write_file_atomically(gradebook, texts.gradebook_csv);
     write_file_atomically(summary, texts.summary_json);
     write_file_atomically(page, texts.page_html);
-    return {gradebook, summary, page};
+    const auto prairielearn = output_dir / kPrairieLearnScoresFile;
+    write_file_atomically(prairielearn, texts.prairielearn_scores_csv);
+    return {gradebook, summary, page, prairielearn};
 }
 
 // Compares sentences and ids across the class now that every grade is in, and writes again
@@ -523,6 +526,13 @@ ClassReportOptions batch_class_options(const Exercise& exercise,
     options.exercise_title = exercise.title;
     options.example_sentence = exercise.example_sentence;
     options.example_student_id = exercise.example_student_id;
+    for (const auto& [subject, ratio] : exercise.example_ratios) {
+        options.example_ratios.push_back({subject.kernel, subject.stride, ratio});
+    }
+    for (const auto& [stride, ratio] : exercise.simulator.modeled_ratios) {
+        options.modeled_ratios.push_back({std::string(kStudentKernel), stride, ratio});
+    }
+    options.lesson_solution = exercise.lesson_solution;
     options.skipped = skipped;
     return options;
 }
@@ -550,9 +560,11 @@ ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEn
                                    const std::vector<SkippedEntry>& skipped,
                                    const std::filesystem::path& output_dir, const RunInfo& run,
                                    const std::string& finished_at, bool interrupted,
-                                   const std::vector<std::string>& unfinished) {
+                                   const std::vector<std::string>& unfinished,
+                                   const std::string& prairielearn_qid) {
     ClassStageResult stage;
     ClassReportOptions class_options = batch_class_options(exercise, skipped);
+    class_options.prairielearn_qid = prairielearn_qid;
     class_options.interrupted = interrupted;
     class_options.unfinished = unfinished;
     flag_and_rewrite(entries, stage, class_options, batch_report_options(exercise), output_dir);
@@ -802,7 +814,7 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
                     result.reports_rewritten = so_far.reports_rewritten;
                     return run_info(result, options);
                 },
-                result.finished_at, result.interrupted, unfinished);
+                result.finished_at, result.interrupted, unfinished, options.prairielearn_qid);
             result.flagged = stage.flagged;
             result.reports_rewritten = stage.reports_rewritten;
             result.class_outputs = stage.files;

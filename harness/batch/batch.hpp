@@ -42,6 +42,8 @@ inline constexpr const char* kGradebookFile = "gradebook.csv";
 inline constexpr const char* kSummaryFile = "summary.json";
 inline constexpr const char* kClassReportFile = "class-report.html";
 inline constexpr const char* kLocksFolder = ".locks";
+// PrairieLearn's score upload (an assessment's Uploads tab, "Upload new question scores").
+inline constexpr const char* kPrairieLearnScoresFile = "prairielearn-scores.csv";
 
 struct BatchOptions {
     std::filesystem::path submissions_dir;  // one sub-folder per submission
@@ -76,6 +78,8 @@ struct BatchOptions {
     // graded again: the machine may be another), write OUTPUT/shard.json, and leave the class
     // outputs to `grader merge`.
     std::optional<Shard> shard;
+    // The question prairielearn-scores.csv gives the scores to; empty: the exercise's id.
+    std::string prairielearn_qid;
 };
 
 // One submission of the class.
@@ -178,6 +182,15 @@ std::string submission_key(const std::string& folder_name);
 // The class outputs' own names in the output folder; no student's output folder takes one.
 const std::set<std::string>& class_output_names();
 
+// What a Mac's zip or the system leaves beside the submissions, never a student's: a folder
+// "__MACOSX" (a Mac's zip: the files' Finder metadata) and every name that starts with '.'
+// (".DS_Store", "._alice", ".git"). Skipped in the class folder, and not taken for the one folder
+// that holds a student's files.
+bool system_leftover(const std::string& name);
+inline constexpr const char* kSystemLeftoverReason =
+    "left by a Mac's zip or the system (__MACOSX, or a name that starts with '.'), not a "
+    "submission";
+
 // A class folder's contents: its submissions, sorted by folder name (every sub-folder; a
 // symbolic link to a folder counts), and what was skipped, with why (hidden entries, plain files,
 // anything else that is not a folder).
@@ -186,8 +199,8 @@ struct ClassFolder {
     std::vector<SkippedEntry> skipped;
 };
 
-// Whether a class folder's entry of this name can be a submission: not hidden (a '.' first, which
-// covers "." and ".."), and a name a folder's listing can give (not empty, no '/', no NUL).
+// Whether a class folder's entry of this name can be a submission: not a system leftover (a '.'
+// first, which covers "." and "..", or __MACOSX), and a name a listing gives (no '/', no NUL).
 bool listed_as_submission(const std::string& name);
 
 // Gives each submission (sorted by folder name) the output name batch files its reports under:
@@ -218,6 +231,11 @@ void check_output_folder(const std::filesystem::path& submissions_dir,
 // sub-folder.
 bool output_has_reports(const std::filesystem::path& output_dir);
 
+// The reports a batch (or a merge) wrote into output_dir, one per sub-folder that holds a
+// report.json, by folder; each folder is its entry's key. Throws BatchError where output_dir
+// cannot be read.
+std::vector<ClassEntry> entries_in_output(const std::filesystem::path& output_dir);
+
 // OUTPUT/<student>/report.json, read back; nullopt where missing, unreadable, a link or not a
 // report. The second form follows no link below `folder` (a shard's folder, read by the merge).
 std::optional<Report> read_report_json(const std::filesystem::path& file);
@@ -242,8 +260,9 @@ std::vector<ClassEntry> collect_class_entries(const std::vector<BatchSubmission>
 
 // The class-wide stage of a batch over the reports in output_dir: ids and sentences compared
 // across the class, the reports whose sentence flag changed written again (into output_dir),
-// then gradebook.csv, summary.json (with run(the stage so far) as its "run") and
-// class-report.html. One batch of the whole class and `grader merge` of its shards both end here.
+// then gradebook.csv, summary.json (with run(the stage so far) as its "run"), class-report.html
+// and prairielearn-scores.csv (to the question prairielearn_qid; empty: the exercise's id). One
+// batch of the whole class and `grader merge` of its shards both end here.
 struct ClassStageResult {
     std::size_t flagged = 0;
     std::size_t reports_rewritten = 0;
@@ -254,7 +273,8 @@ ClassStageResult write_class_stage(const Exercise& exercise, std::vector<ClassEn
                                    const std::vector<SkippedEntry>& skipped,
                                    const std::filesystem::path& output_dir, const RunInfo& run,
                                    const std::string& finished_at, bool interrupted = false,
-                                   const std::vector<std::string>& unfinished = {});
+                                   const std::vector<std::string>& unfinished = {},
+                                   const std::string& prairielearn_qid = {});
 
 // Grades the class and writes every file. The output folder may not be the class folder nor lie
 // inside it (nor inside a submission a symbolic link points to), and is locked for the run's

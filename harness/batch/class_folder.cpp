@@ -77,15 +77,20 @@ const std::set<std::string>& class_output_names() {
     return names;
 }
 
+bool system_leftover(const std::string& name) {
+    return name == "__MACOSX" || (!name.empty() && name[0] == '.');
+}
+
 namespace {
 
-// Whether a folder holds a submission's files itself: an answers file or a .cu source.
+// Whether a folder holds a submission's files itself: an answers file or a .cu source (not a
+// Mac's AppleDouble "._probe.cu", which holds only the file's Finder metadata).
 bool holds_submission_files(const std::filesystem::path& folder) {
     std::error_code error;
     for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
         const std::filesystem::file_status status = entry.symlink_status(error);
         const auto name = entry.path().filename();
-        if (std::filesystem::is_regular_file(status) &&
+        if (std::filesystem::is_regular_file(status) && !system_leftover(name.string()) &&
             (name == "submission.yaml" || name.extension() == ".cu")) {
             return true;
         }
@@ -104,6 +109,7 @@ std::filesystem::path folder_to_grade(const std::filesystem::path& folder) {
     std::vector<std::filesystem::path> inner;
     for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
         if (std::filesystem::is_directory(entry.symlink_status(error)) &&
+            !system_leftover(entry.path().filename().string()) &&
             holds_submission_files(entry.path())) {
             inner.push_back(entry.path());
         }
@@ -114,7 +120,7 @@ std::filesystem::path folder_to_grade(const std::filesystem::path& folder) {
 }  // namespace
 
 bool listed_as_submission(const std::string& name) {
-    return !name.empty() && name[0] != '.' && name.find('/') == std::string::npos &&
+    return !name.empty() && !system_leftover(name) && name.find('/') == std::string::npos &&
            name.find('\0') == std::string::npos;
 }
 
@@ -165,8 +171,8 @@ ClassFolder find_submissions(const std::filesystem::path& submissions_dir,
     ClassFolder found;
     for (const auto& entry : entries) {
         const std::string name = entry.path().filename().string();
-        if (!listed_as_submission(name)) {
-            found.skipped.push_back({name, "hidden (the name starts with '.')"});
+        if (system_leftover(name)) {
+            found.skipped.push_back({name, kSystemLeftoverReason});
             continue;
         }
         // The entry itself, never what a link names: a student's folder that is a link would
@@ -236,6 +242,36 @@ std::optional<Report> read_report_json(const std::filesystem::path& folder,
     } catch (const std::exception&) {
         return std::nullopt;
     }
+}
+
+std::vector<ClassEntry> entries_in_output(const std::filesystem::path& output_dir) {
+    std::error_code error;
+    std::filesystem::directory_iterator folders(output_dir, error);
+    if (error) {
+        throw BatchError("cannot read " + text::visible_line(output_dir.string()) + ": " +
+                         error.message());
+    }
+    std::vector<ClassEntry> entries;
+    for (const auto& folder : folders) {
+        const std::string name = folder.path().filename().string();
+        if (system_leftover(name) || !folder.is_directory(error) || folder.is_symlink(error)) {
+            continue;
+        }
+        auto report = read_report_json(folder.path() / report_file_name(Format::json, true));
+        if (!report) {
+            continue;
+        }
+        ClassEntry entry;
+        entry.student_folder = name;
+        entry.submission_folder = name;
+        entry.report_link = name + "/" + report_file_name(Format::text, true);
+        entry.report = std::move(*report);
+        entries.push_back(std::move(entry));
+    }
+    std::sort(entries.begin(), entries.end(), [](const ClassEntry& a, const ClassEntry& b) {
+        return a.student_folder < b.student_folder;
+    });
+    return entries;
 }
 
 }  // namespace grader

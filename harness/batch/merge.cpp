@@ -18,7 +18,6 @@
 #include "common/version.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
-#include "report/prairielearn_scores.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
@@ -370,13 +369,8 @@ MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) 
         };
     };
     result.stage = write_class_stage(exercise, result.entries, first.skipped, options.output_dir,
-                                     run, finished_at);
+                                     run, finished_at, false, {}, options.prairielearn_qid);
     result.prairielearn_scores = options.output_dir / kPrairieLearnScoresFile;
-    write_file_atomically(
-        result.prairielearn_scores,
-        write_prairielearn_scores_csv(result.entries, options.prairielearn_qid.empty()
-                                                          ? exercise.id
-                                                          : options.prairielearn_qid));
     return result;
 }
 

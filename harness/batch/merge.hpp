@@ -53,9 +53,6 @@ struct MergeResult {
     double wall_seconds = 0.0;
 };
 
-// The class outputs' file for PrairieLearn's upload.
-inline constexpr const char* kPrairieLearnScoresFile = "prairielearn-scores.csv";
-
 // Throws MergeRefused before writing anything where the shards do not make one class; BatchError
 // for an output folder that is one of the shards or lies inside one; std::exception where a file
 // cannot be written.

@@ -145,13 +145,19 @@ std::vector<int> draw_unnamed_strides(const Exercise& exercise, std::uint64_t se
 
 namespace {
 
-// The exercise's points policy: while the answers file is incomplete, the kernel's checks earn
-// only the exercise's share of their points, so the untouched starter kit (whose kernel is the
-// lesson's) takes neither a pass nor most of the points.
-void apply_points_policy(const Exercise& exercise, Report& report) {
+// The exercise's points policy: while the answers file holds none of the student's answers (it
+// is missing, or every value is still the starter kit's blank), the kernel's checks earn only the
+// exercise's share of their points, so the untouched starter kit (whose kernel is the lesson's)
+// takes neither a pass nor most of the points. A slip in answers the student did write (a blank
+// sentence, a misspelt key, a value that is no number) costs the answers' own points, never the
+// kernel's.
+void apply_points_policy(const Exercise& exercise, const Submission& submission, Report& report) {
     const double share = exercise.kernel_points_without_answers;
     if (share >= 1.0 || report.checks.size() != exercise.checks.size()) {
         return;  // the report's checks are the exercise's, in its order
+    }
+    if (submission.answers_given > 0 || submission.unreadable) {
+        return;
     }
     CheckResult* answers = nullptr;
     for (std::size_t i = 0; i < report.checks.size(); ++i) {
@@ -178,10 +184,31 @@ void apply_points_policy(const Exercise& exercise, Report& report) {
     }
     if (before > 0.0) {
         answers->details.push_back(
-            "until " + exercise.submission_answers + " is complete, the kernel's checks earn " +
-            format_number(share * 100.0, 0) + "% of their points: " + format_number(after, 2) +
-            " of " + format_number(before, 2));
+            "until " + exercise.submission_answers +
+            " holds your answers, the kernel's checks earn " + format_number(share * 100.0, 0) +
+            "% of their points: " + format_number(after, 2) + " of " + format_number(before, 2));
     }
+}
+
+// Why the machine could not grade, as a cause: no GPU, a GPU that does not show the model with
+// the exercise's own kernels (calibration), or a fault of the grader, the device or the exercise.
+Diagnosis machine_diagnosis(const Measurements& m, const std::string& reason, bool uncalibrated) {
+    Diagnosis diagnosis;
+    diagnosis.what = reason;
+    if (uncalibrated) {
+        diagnosis.cause = Cause::machine_unfit;
+        diagnosis.fix = "grade on another GPU, or with --backend sim";
+    } else if ((m.interruption && m.interruption->kind == StopKind::no_gpu) ||
+               (!m.environment.gpu_available && m.environment.backend == "cuda")) {
+        diagnosis.cause = Cause::no_gpu;
+        diagnosis.fix = "grade on a machine with a GPU, or with --backend sim";
+    } else {
+        diagnosis.cause = Cause::machine_fault;
+        diagnosis.fix =
+            "tell your instructor: the grade does not count, and nothing in your work "
+            "needs changing";
+    }
+    return diagnosis;
 }
 
 }  // namespace
@@ -281,7 +308,7 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
                std::make_pair(b.kernel != kStudent, b.stride);
     });
 
-    apply_points_policy(exercise, report);
+    apply_points_policy(exercise, submission, report);
     for (const auto& check : report.checks) {
         report.score += check.points;
         report.max_score += check.max_points;
@@ -312,14 +339,42 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     } else if (ungradable) {
         report.verdict = Verdict::ungradable;
         report.summary = "ungradable: " + *ungradable;
-        for (const auto& detail : calibration_failures(exercise, m)) {
+        const std::vector<std::string> calibration = calibration_failures(exercise, m);
+        for (const auto& detail : calibration) {
             report.summary += "; " + detail;
         }
+        report.diagnosis = machine_diagnosis(m, *ungradable, !calibration.empty());
     } else {
         report.verdict = Verdict::pass;
         report.summary = "pass: every check passed";
     }
+    diagnose(exercise, report);
+    if (report.verdict == Verdict::pass && !report.diagnosis && !submission.notes.empty()) {
+        // Read as the student meant it: say so where they look first.
+        const SubmissionProblem& note = submission.notes.front();
+        report.summary +=
+            "; note: " + std::filesystem::path(note.location.file).filename().string() + ":" +
+            std::to_string(note.location.line) + ": " + note.message;
+    }
     return report;
+}
+
+void diagnose(const Exercise& exercise, Report& report) {
+    report.diagnosis = diagnose_report(exercise, report);
+    if (!report.diagnosis) {
+        return;
+    }
+    // The summary's reason is the diagnosis: the root cause and its fix, not the first symptom.
+    // A folder's own message says both already ("the folder is empty: hand in ...").
+    if (report.verdict == Verdict::fail && report.folder_problem) {
+        report.summary = "fail: " + report.folder_problem->message;
+    } else if (report.verdict == Verdict::fail) {
+        report.summary = "fail: " + to_line(*report.diagnosis);
+    } else if (report.verdict == Verdict::pass) {
+        // A pass that lost points (a wrong prediction), or that has a check to see to all the
+        // same (no sentence, worth none): what, and where.
+        report.summary = "pass, with one thing to fix: " + to_line(*report.diagnosis);
+    }
 }
 
 Sweep summarize_sweep(const Exercise& exercise, const Measurements& m) {

@@ -9,9 +9,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exercise/exercise.hpp"
+#include "model/diagnosis.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "model/sweep.hpp"
@@ -67,6 +69,32 @@ inline constexpr std::size_t kMaxDetailsPerCheck = 12;
 inline constexpr std::size_t kMaxDetailBytes = 1000;
 void collapse_details(CheckResult& check, std::size_t max_details = kMaxDetailsPerCheck,
                       std::size_t max_bytes = kMaxDetailBytes);
+
+// "submission.yaml:5:60", FILE:LINE:COLUMN as compilers write it (editors and Colab link it):
+// the file's own name, never the grading machine's path; empty where there is no file.
+std::string shown_location(const SourceLocation& location);
+
+// The fix a race line names: "put __syncthreads() between probe.cu:25:9 and probe.cu:34:9" from
+// "... read ... at probe.cu:34:9, which ... wrote at probe.cu:25:9 with no __syncthreads()
+// between them"; empty where the line is no such race.
+std::string race_fix(std::string_view race);
+
+// The root cause of a check that failed, from what the grade observed (not from the check's
+// words): a missing barrier, an off-by-one guard, a compile error by kind, a wrong prediction
+// with where it is written. nullopt for a check that passed or did not run. grade_checks() sets
+// each check's.
+std::optional<Diagnosis> diagnose_check(const Exercise& exercise, const CheckSpec& spec,
+                                        const CheckResult& check, const Submission& submission,
+                                        const Measurements& m);
+
+// The root cause a report comes down to: the machine's for an ungradable grade, the folder's
+// where a file is missing, the kernel's stop or its first failing check's, then the answers';
+// for a pass that lost points, the check that lost them; nullopt for full marks.
+std::optional<Diagnosis> diagnose_report(const Exercise& exercise, const Report& report);
+
+// Sets the report's diagnosis (diagnose_report) and the summary's reason from it. evaluate()
+// calls it; grade_submission() again once it knows what the folder holds.
+void diagnose(const Exercise& exercise, Report& report);
 
 Report evaluate(const Exercise& exercise, const Submission& submission,
                 const Measurements& measurements, const std::string& submission_label);

@@ -37,9 +37,21 @@ std::size_t stride_prefix(const std::string& detail, std::string& stride) {
     return end + 2;
 }
 
-// The fix a race line names: "put __syncthreads() between probe.cu:25 and probe.cu:34" from
-// "... read ... at probe.cu:34, which ... wrote at probe.cu:25 with no __syncthreads() between
-// them"; empty where the line is no such race.
+// "3, 5, 8 and 9", the first few of many.
+std::string strides_text(const std::vector<std::string>& strides) {
+    constexpr std::size_t kNamed = 8;
+    std::string text;
+    for (std::size_t i = 0; i < strides.size() && i < kNamed; ++i) {
+        text += (i == 0 ? "" : i + 1 == strides.size() ? " and " : ", ") + strides[i];
+    }
+    if (strides.size() > kNamed) {
+        text += " and " + std::to_string(strides.size() - kNamed) + " more";
+    }
+    return text;
+}
+
+}  // namespace
+
 std::string race_fix(std::string_view race) {
     if (race.find("no __syncthreads() between them") == std::string_view::npos) {
         return {};
@@ -96,21 +108,6 @@ std::string race_fix(std::string_view race) {
     }
     return {};
 }
-
-// "3, 5, 8 and 9", the first few of many.
-std::string strides_text(const std::vector<std::string>& strides) {
-    constexpr std::size_t kNamed = 8;
-    std::string text;
-    for (std::size_t i = 0; i < strides.size() && i < kNamed; ++i) {
-        text += (i == 0 ? "" : i + 1 == strides.size() ? " and " : ", ") + strides[i];
-    }
-    if (strides.size() > kNamed) {
-        text += " and " + std::to_string(strides.size() - kNamed) + " more";
-    }
-    return text;
-}
-
-}  // namespace
 
 void collapse_details(CheckResult& check, std::size_t max_details, std::size_t max_bytes) {
     constexpr std::string_view kRace = "a shared-memory race: ";

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -21,6 +22,7 @@
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/describe.hpp"
+#include "model/diagnosis.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
@@ -127,17 +129,8 @@ void not_run(CheckResult& check, const std::string& reason) {
     check.message = "Not run: " + reason + ".";
 }
 
-// "submission.yaml:5:60", FILE:LINE:COLUMN as compilers write it (editors and Colab link it):
-// the file's own name, never the grading machine's path.
 std::string where(const SourceLocation& location) {
-    std::string text = std::filesystem::path(location.file).filename().string();
-    if (location.line > 0) {
-        text += ":" + std::to_string(location.line);
-        if (location.column > 0) {
-            text += ":" + std::to_string(location.column);
-        }
-    }
-    return text;
+    return shown_location(location);
 }
 
 // Failing items first, so the summary and a reader's eye land on what went wrong.
@@ -246,6 +239,11 @@ private:
                                  std::to_string(blanks) + (blanks == 1 ? " blank" : " blanks") +
                                      " of the starter kit's " + exercise_.submission_answers +
                                      " still to fill in, named below");
+        }
+        // Values read as meant (a decimal comma, a unit) pass, each with how to write it.
+        for (const auto& note : submission_.notes) {
+            check.details.push_back(where(note.location) + ": " +
+                                    (note.field.empty() ? "" : note.field + ": ") + note.message);
         }
         finish(check, spec, submission_.problems.empty(), {});
     }
@@ -408,7 +406,8 @@ private:
                               std::to_string(exercise_.banks) + ") is " +
                               std::to_string(degree.value_or(0))
                         : "its conflict degree is " + std::to_string(degree.value_or(0));
-                check.details.push_back(name + ": you predicted " +
+                check.details.push_back(where(row->predicted_location) + ": " + name +
+                                        ": you predicted " +
                                         std::to_string(*row->predicted_degree) + "; " + model);
             }
         }
@@ -522,8 +521,9 @@ private:
                     all_plausible = false;
                     const auto in_band = [&](double r) { return r >= low && r <= high; };
                     check.details.push_back(
-                        answer_name(subject) + ": you measured " + ratio_text(exercise_, *ratio) +
-                        "; for a " + std::to_string(*degree) + "-way " +
+                        where(row->measured_location) + ": " + answer_name(subject) +
+                        ": you measured " + ratio_text(exercise_, *ratio) + "; for a " +
+                        std::to_string(*degree) + "-way " +
                         (*degree == 1 ? std::string("(conflict-free) access") : "conflict") +
                         " a ratio between " + ratio_text(exercise_, low) + " and " +
                         ratio_text(exercise_, high) + " is plausible" +
@@ -540,7 +540,8 @@ private:
                 if (ratio && *ratio < 0.9) {
                     all_plausible = false;
                     check.details.push_back(
-                        answer_name(subject) + ": you wrote " + ratio_text(exercise_, *ratio) +
+                        where(row->measured_location) + ": " + answer_name(subject) +
+                        ": you wrote " + ratio_text(exercise_, *ratio) +
                         measurement_slip(*ratio, [](double r) { return r >= 1.0; }));
                 }
             }
@@ -836,6 +837,7 @@ std::vector<CheckResult> grade_checks(const Exercise& exercise, const Submission
     std::vector<CheckResult> checks;
     for (const CheckSpec& spec : exercise.checks) {
         checks.push_back(grading.check(spec));
+        checks.back().diagnosis = diagnose_check(exercise, spec, checks.back(), submission, m);
     }
     return checks;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <csignal>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -24,12 +26,15 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "batch/batch.hpp"
 #include "batch/shard.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
+#include "cli/option_checks.hpp"
 #include "common/text.hpp"
 #include "cuda/resources.hpp"
 #include "device/backend.hpp"
@@ -68,6 +73,7 @@ struct BatchCommandOptions {
     std::vector<std::string> only;
     std::string backend = "auto";
     std::string shard;  // "I/N", empty: the whole class
+    std::string prairielearn_qid;
 };
 
 // The first SIGINT or SIGTERM asks the batch to stop; a second one ends the process at once.
@@ -112,6 +118,34 @@ std::string format_duration(double seconds) {
 
 double per_minute(const BatchStatus& status) {
     return status.elapsed_seconds > 0 ? status.graded * 60.0 / status.elapsed_seconds : 0.0;
+}
+
+// What was skipped in the class folder, a line per reason: a Mac's zip leaves a __MACOSX and a
+// "._" twin of every file, which are said once, not once each.
+std::vector<std::string> skipped_lines(const std::vector<SkippedEntry>& skipped) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+    for (const auto& entry : skipped) {
+        auto reason = std::find_if(by_reason.begin(), by_reason.end(),
+                                   [&](const auto& group) { return group.first == entry.reason; });
+        if (reason == by_reason.end()) {
+            by_reason.push_back({entry.reason, {}});
+            reason = std::prev(by_reason.end());
+        }
+        reason->second.push_back("'" + text::visible_line(entry.name) + "'");
+    }
+    constexpr std::size_t kNamesShown = 3;
+    std::vector<std::string> lines;
+    for (const auto& [reason, names] : by_reason) {
+        std::string named;
+        for (std::size_t i = 0; i < names.size() && i < kNamesShown; ++i) {
+            named += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+        }
+        if (names.size() > kNamesShown) {
+            named += " and " + std::to_string(names.size() - kNamesShown) + " more";
+        }
+        lines.push_back("skipped " + named + " in the class folder: " + reason);
+    }
+    return lines;
 }
 
 // One log line: whatever a submission made its folder name or its compiler say (an #error text
@@ -240,9 +274,8 @@ void warn_about_class(const BatchResult& result, const BatchCommandOptions& opti
                            "calls (Docker's default does from 20.10.18; docs/docker.md)"
                          : "; grade in a container or on a kernel with Landlock");
     }
-    for (const auto& skipped : result.skipped) {
-        spdlog::warn("skipped '{}' in the class folder: {}", text::visible_line(skipped.name),
-                     skipped.reason);
+    for (const std::string& line : skipped_lines(result.skipped)) {
+        spdlog::warn("{}", line);
     }
     if (result.entries.empty() && result.abandoned.empty() && result.not_started.empty()) {
         spdlog::warn(
@@ -271,7 +304,8 @@ void print_summary(const BatchResult& result) {
     if (result.flagged > 0) {
         std::printf(
             "%zu submissions to look at twice (a shared or missing student id, a copied or "
-            "missing sentence): see the flags in the gradebook and the class page\n",
+            "missing sentence, copied measurements): see the flags in the gradebook and the "
+            "class page\n",
             result.flagged);
     }
     for (const auto& file : result.class_outputs) {
@@ -351,6 +385,7 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
     batch.resume = options.resume;
     batch.device_server = !options.own_contexts;
     batch.only = options.only;
+    batch.prairielearn_qid = options.prairielearn_qid;
     batch.stop = &stop_requested;
     batch.shard = shard;
 
@@ -430,18 +465,18 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->add_option("-j,--jobs", options->jobs,
                      "Submissions graded at once (default: on GPUs, 4 per GPU within half the "
                      "CPU cores; with --own-contexts or on the simulator, GPUs + 1; at least 2)")
-        ->check(CLI::PositiveNumber);
+        ->check(at_least_one("jobs"));
     command
         ->add_option("--timeout", options->timeout,
                      "Seconds a kernel stage may run before it is stopped (default: the "
                      "exercise's limit; on a GPU the student's stages stop sooner, at 4 times "
                      "the reference's time and a 1.5 s margin for the grade)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_seconds());
     command
         ->add_option("--devices", options->devices,
                      "GPU indices to use, e.g. 0,1 (default: every visible GPU)")
         ->delimiter(',')
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative_index("a GPU index"));
     command
         ->add_option("--backend", options->backend,
                      "auto (cuda where a GPU is visible, else the PTX simulator, chosen once "
@@ -460,6 +495,8 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command->add_option("--shard", options->shard,
                         "I/N: grade only this task's share of the class (task I of N, counted "
                         "from 0), for a job array; write the manifest `grader merge` reads");
+    command->add_option("--prairielearn-qid", options->prairielearn_qid,
+                        "The question id for prairielearn-scores.csv (default: the exercise's id)");
     command->footer(
         "Example:\n  grader batch submissions/ -o class-report --exercise day15-padding\n"
         "writes class-report/<student>/report.*, and the class page and gradebook.");

@@ -26,6 +26,7 @@ void add_explain_command(CLI::App& app, const GlobalOptions& global, Runner& run
 void add_launch_command(CLI::App& app, Runner& run);
 void add_compile_command(CLI::App& app, Runner& run);
 void add_merge_command(CLI::App& app, const GlobalOptions& global, Runner& run);
+void add_canvas_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_serve_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_tokens_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_submit_command(CLI::App& app, const GlobalOptions& global, Runner& run);

@@ -40,6 +40,16 @@ struct ExplainCommandOptions {
 int run_explain(const ExplainCommandOptions& options) {
     const Exercise exercise =
         load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
+    if (!options.reference) {
+        if (const auto other = other_exercise_of(options.submission, exercise.submission_source)) {
+            // Part 2's folder explained as Part 1: the command that explains it, not "not found".
+            std::cerr << "grader: "
+                      << other_exercise_message(options.submission, exercise.submission_source,
+                                                *other, "explain")
+                      << "\n";
+            return kExitUsage;
+        }
+    }
     GradeOptions grade;
     grade.submission_dir = options.submission;
     grade.backend = "sim";

@@ -19,6 +19,7 @@
 #include "checks/checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
+#include "cli/option_checks.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
@@ -63,15 +64,8 @@ int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
         load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
     if (const auto other = other_exercise_of(options.submission, exercise.submission_source)) {
         // The folder holds another exercise's kernel file: say which, with the command for it.
-        const std::string folder = text::visible_line(options.submission.string());
-        const bool plain = folder.find_first_not_of(
-                               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                               "0123456789/._-") == std::string::npos;
-        spdlog::warn(
-            "{} has no {} but has the files of exercise {}; grade it with:\n  grader "
-            "grade {} --exercise {}",
-            folder, exercise.submission_source, *other, plain ? folder : "'" + folder + "'",
-            *other);
+        spdlog::warn("{}", other_exercise_message(options.submission, exercise.submission_source,
+                                                  *other, "grade"));
     }
 
     GradeOptions grade;
@@ -129,17 +123,21 @@ void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->capture_default_str();
     command->add_option("-o,--output", options->output,
                         "Write the report to FILE (also on compile failure or when ungradable)");
-    command->add_option("--device", options->device, "GPU index")->capture_default_str();
+    command->add_option("--device", options->device, "GPU index")
+        ->check(non_negative_index("a GPU index"))
+        ->capture_default_str();
     command->add_option("--seed", options->seed,
                         "Seed for the hidden input, the unnamed strides and the timing order "
                         "(default: random; the report records it)");
     command->footer(
         "Examples:\n  grader grade student/example\n"
         "  grader grade my-part2 --exercise day15-padding --format json -o r.json");
-    command->add_option("--timeout", options->timeout,
-                        "Seconds a kernel stage may run before it is stopped (default: the "
-                        "exercise's limit; on a GPU the student's stages stop sooner, at 4 times "
-                        "the reference's time and a 1.5 s margin for the grade)");
+    command
+        ->add_option("--timeout", options->timeout,
+                     "Seconds a kernel stage may run before it is stopped (default: the "
+                     "exercise's limit; on a GPU the student's stages stop sooner, at 4 times "
+                     "the reference's time and a 1.5 s margin for the grade)")
+        ->check(positive_seconds());
     command
         ->add_option("--backend", options->backend,
                      "auto (a GPU where there is one, else the PTX simulator), cuda or sim")

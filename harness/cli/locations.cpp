@@ -11,6 +11,7 @@
 #include "common/version.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
+#include "text/text_safety.hpp"
 
 namespace grader::cli {
 
@@ -114,6 +115,18 @@ std::optional<std::string> other_exercise_of(const std::filesystem::path& submis
         }
     }
     return std::nullopt;
+}
+
+std::string other_exercise_message(const std::filesystem::path& submission,
+                                   const std::string& this_exercise_source,
+                                   const std::string& other_id, const std::string& command) {
+    const std::string folder = text::visible_line(submission.string());
+    const bool plain = folder.find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                           "0123456789/._-") == std::string::npos;
+    return folder + " has no " + this_exercise_source + " but has the files of exercise " +
+           other_id + "; " + command + " it with:\n  grader " + command + " " +
+           (plain ? folder : "'" + folder + "'") + " --exercise " + other_id;
 }
 
 std::map<std::string, std::string> other_exercise_sources(const Exercise& exercise) {

@@ -36,6 +36,12 @@ CLI::Validator exercise_locator();
 std::optional<std::string> other_exercise_of(const std::filesystem::path& submission,
                                              const std::string& this_exercise_source);
 
+// What to say of such a folder: "part2 has no probe.cu but has the files of exercise
+// day15-padding; explain it with:\n  grader explain part2 --exercise day15-padding".
+std::string other_exercise_message(const std::filesystem::path& submission,
+                                   const std::string& this_exercise_source,
+                                   const std::string& other_id, const std::string& command);
+
 // The bundled exercises other than `exercise`, by id, with their kernel file: what a grade names
 // when a folder holds another exercise's work (GradeOptions::other_exercise_sources).
 std::map<std::string, std::string> other_exercise_sources(const Exercise& exercise);

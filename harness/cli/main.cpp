@@ -37,8 +37,9 @@ int main(int argc, char** argv) {
         "  grader grade student/example\n"
         "  grader grade my-part2 --exercise day15-padding\n"
         "  grader batch submissions/ -o class-report\n"
-        "Each subcommand's --help lists its options and their defaults.");
-    app.set_version_flag("--version", std::string("grader ") + grader::kGraderVersion);
+        "Each subcommand's --help (or grader help SUBCOMMAND) lists its options and their "
+        "defaults.");
+    app.set_version_flag("-V,--version", std::string("grader ") + grader::kGraderVersion);
     app.require_subcommand(1);
     app.fallthrough();  // -v and -q also after the subcommand: grader grade DIR -q
     GlobalOptions global;
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
     add_sweep_command(app, global, run);
     add_batch_command(app, global, run);
     add_merge_command(app, global, run);
+    add_canvas_command(app, global, run);
     add_explain_command(app, global, run);
     add_serve_command(app, global, run);
     add_tokens_command(app, global, run);
@@ -63,8 +65,24 @@ int main(int argc, char** argv) {
     add_launch_command(app, run);
     add_compile_command(app, run);
 
+    // `grader help` and `grader help grade`, as git and cargo answer them: the help of the app
+    // or of the subcommand named.
+    std::vector<std::string> words(argv + 1, argv + argc);
+    if (!words.empty() && words.front() == "help") {
+        words.erase(words.begin());
+        words.resize(std::min<std::size_t>(words.size(), 1));
+        // A word that names no subcommand is left to fail as one ("did you mean 'grade'?"):
+        // with --help after it, CLI11 would print the app's help and exit 0.
+        const auto subcommands = app.get_subcommands({});
+        if (words.empty() ||
+            std::any_of(subcommands.begin(), subcommands.end(),
+                        [&](const CLI::App* sub) { return sub->get_name() == words.front(); })) {
+            words.push_back("--help");
+        }
+    }
     try {
-        app.parse(argc, argv);
+        std::vector<std::string> reversed(words.rbegin(), words.rend());
+        app.parse(reversed);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
@@ -72,7 +90,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        const std::vector<std::string> args(argv + 1, argv + argc);
+        const std::vector<std::string>& args = words;
         const auto suggestion = grader::cli::suggestion_for(app, args);
         const std::string hint = suggestion ? suggestion->line() : "";
         const auto subcommands = app.get_subcommands({});

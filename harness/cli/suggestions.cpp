@@ -21,23 +21,6 @@ std::vector<std::string> flag_names(const CLI::App& app) {
 
 }  // namespace
 
-std::optional<std::string> nearest(const std::string& typed,
-                                   const std::vector<std::string>& candidates) {
-    std::optional<std::string> best;
-    std::size_t best_distance = 0;
-    for (const std::string& candidate : candidates) {
-        const std::size_t distance = edit_distance(typed, candidate);
-        if (!best || distance < best_distance) {
-            best = candidate;
-            best_distance = distance;
-        }
-    }
-    if (!best || best_distance == 0 || best_distance > 2 || 2 * best_distance >= typed.size()) {
-        return std::nullopt;
-    }
-    return best;
-}
-
 std::optional<Suggestion> suggestion_for(const CLI::App& app,
                                          const std::vector<std::string>& args) {
     std::vector<std::string> subcommands;
@@ -61,7 +44,7 @@ std::optional<Suggestion> suggestion_for(const CLI::App& app,
             if (std::find(known.begin(), known.end(), flag) != known.end()) {
                 continue;
             }
-            return Suggestion{flag, nearest(flag, known).value_or(""), true};
+            return Suggestion{flag, nearest_name(flag, known).value_or(""), true};
         }
         if (command == nullptr) {
             for (const CLI::App* sub : app.get_subcommands({})) {
@@ -70,7 +53,7 @@ std::optional<Suggestion> suggestion_for(const CLI::App& app,
                 }
             }
             if (command == nullptr) {
-                return Suggestion{arg, nearest(arg, subcommands).value_or(""), false};
+                return Suggestion{arg, nearest_name(arg, subcommands).value_or(""), false};
             }
         }
     }

@@ -9,11 +9,6 @@
 
 namespace grader::cli {
 
-// The candidate nearest to `typed` by edit distance, where it is near enough to be a typo (at
-// most 2 edits, and fewer than half the word's letters); nullopt otherwise.
-std::optional<std::string> nearest(const std::string& typed,
-                                   const std::vector<std::string>& candidates);
-
 // The first word of a command line CLI11 refused that is neither a subcommand nor a flag the app
 // knows, and the known one nearest to it.
 struct Suggestion {

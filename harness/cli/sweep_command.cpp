@@ -20,6 +20,7 @@
 #include "checks/checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
+#include "cli/option_checks.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
 #include "grade/protocol.hpp"
@@ -88,7 +89,9 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
                      "Exercise folder or bundled id, e.g. day15-padding (default: "
                      "day15-bank-conflicts)")
         ->transform(exercise_locator());
-    command->add_option("--device", options->device, "GPU index")->capture_default_str();
+    command->add_option("--device", options->device, "GPU index")
+        ->check(non_negative_index("a GPU index"))
+        ->capture_default_str();
     command->add_option("--format", options->format, "text or json")
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();

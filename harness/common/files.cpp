@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/text.hpp"
+
 namespace grader {
 namespace {
 
@@ -389,6 +391,83 @@ Descriptor open_private_folder(const std::filesystem::path& folder, std::string&
         return Descriptor();
     }
     return opened;
+}
+
+}  // namespace grader
+
+namespace grader {
+namespace {
+
+// A file name as a student's tools may have changed it, set back: lower case, without an
+// extension an editor or a browser added ("probe.cu.txt", "probe.cu.download") and without a
+// copy's mark ("probe (1).cu", "probe.cu (2)").
+std::string folded_file_name(std::string name) {
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) {
+        return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    });
+    for (const std::string added : {".txt", ".download", ".crdownload", ".bak"}) {
+        if (name.size() > added.size() + 1 &&
+            name.compare(name.size() - added.size(), added.size(), added) == 0) {
+            name.erase(name.size() - added.size());
+            break;
+        }
+    }
+    // " (1)", "(12)": a browser's mark for a second download of the same name.
+    for (std::size_t open = name.rfind('('); open != std::string::npos && open > 0;
+         open = open > 0 ? name.rfind('(', open - 1) : std::string::npos) {
+        const std::size_t close = name.find(')', open);
+        if (close == std::string::npos || close == open + 1 ||
+            name.find_first_not_of("0123456789", open + 1) != close) {
+            continue;
+        }
+        const std::size_t start = open > 0 && name[open - 1] == ' ' ? open - 1 : open;
+        name.erase(start, close + 1 - start);
+        break;
+    }
+    return name;
+}
+
+}  // namespace
+
+std::optional<std::string> meant_file(const std::filesystem::path& folder,
+                                      const std::string& name) {
+    std::error_code error;
+    if (std::filesystem::symlink_status(folder / name, error).type() !=
+        std::filesystem::file_type::not_found) {
+        return std::nullopt;
+    }
+    std::vector<std::string> entries;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+        const std::string entry_name = entry.path().filename().string();
+        if (!entry_name.empty() && entry_name[0] != '.') {
+            entries.push_back(entry_name);
+        }
+    }
+    if (error) {
+        return std::nullopt;
+    }
+    std::sort(entries.begin(), entries.end());
+    const std::string wanted = folded_file_name(name);
+    std::vector<std::string> folded;
+    for (const std::string& entry : entries) {
+        folded.push_back(folded_file_name(entry));
+        if (folded.back() == wanted) {
+            return entry;
+        }
+    }
+    if (const auto near = nearest_name(wanted, folded)) {
+        return entries[static_cast<std::size_t>(std::find(folded.begin(), folded.end(), *near) -
+                                                folded.begin())];
+    }
+    return std::nullopt;
+}
+
+std::string meant_file_hint(const std::filesystem::path& folder, const std::string& name) {
+    const auto meant = meant_file(folder, name);
+    if (!meant) {
+        return {};
+    }
+    return "; the folder holds " + *meant + ": did you mean it? Rename it " + name;
 }
 
 }  // namespace grader

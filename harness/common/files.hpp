@@ -90,6 +90,17 @@ std::optional<std::string> read_student_file(const std::filesystem::path& folder
                                              const std::filesystem::path& name,
                                              std::size_t max_bytes, std::string& why);
 
+// Where `name` is not in the folder, the entry of the folder that was most likely meant for it:
+// the same name in another case ("Probe.cu"), with a suffix an editor or a browser adds
+// ("probe.cu.txt", "probe (1).cu"), or a typo away ("submission.yml", "prob.cu"), by the same
+// rule as every "did you mean" (nearest_name). Only names are looked at, never a file's content;
+// dot-files are left out. Nullopt where `name` is there, or nothing is near it.
+std::optional<std::string> meant_file(const std::filesystem::path& folder, const std::string& name);
+
+// "; the folder holds Probe.cu: did you mean it? Rename it probe.cu" where meant_file finds one;
+// empty otherwise. The file name is the student's text: writers escape it.
+std::string meant_file_hint(const std::filesystem::path& folder, const std::string& name);
+
 // The same reading, for a file the grader wrote into a folder that others may have touched since
 // (a shard's report, read by `grader merge`): `why` is a sentence for the instructor ("it is a
 // symbolic link, not followed").

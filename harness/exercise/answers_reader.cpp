@@ -1,6 +1,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
@@ -14,7 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/files.hpp"
 #include "common/kernel_ids.hpp"
+#include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "exercise/yaml_file.hpp"
 
@@ -39,13 +42,93 @@ bool is_blank(const YAML::Node& node) {
     return node.IsNull() || (node.IsScalar() && trim(node.Scalar()).empty());
 }
 
+// A number a teacher reads without doubt though it is not written as asked: a decimal comma
+// ("7,41" is 7.41), a times sign after a ratio ("7.8x", "7.8 x", "7.8×"), a percent sign after a
+// percentage ("236%"). Text that is no such number, or that reads two ways ("1,234": 1.234 or
+// 1234?), is not read.
+struct MeantNumber {
+    double value = 0.0;
+    std::string how;  // what was read past: "a decimal comma", "the 'x' left out"
+};
+
+std::optional<MeantNumber> number_as_meant(const std::string& scalar, bool percent) {
+    std::string text = trim(scalar);
+    std::vector<std::string> set_aside;
+    const std::vector<std::string> units =
+        percent ? std::vector<std::string>{"%"} : std::vector<std::string>{"x", "X", "\xC3\x97"};
+    for (const std::string& unit : units) {
+        if (text.size() > unit.size() &&
+            text.compare(text.size() - unit.size(), unit.size(), unit) == 0) {
+            text = trim(text.substr(0, text.size() - unit.size()));
+            set_aside.push_back(percent ? "the '%' sign left out" : "the 'x' left out");
+            break;
+        }
+    }
+    if (const std::size_t comma = text.find(','); comma != std::string::npos) {
+        const std::string whole = text.substr(0, comma);
+        const std::string fraction = text.substr(comma + 1);
+        const auto digits = [](const std::string& part) {
+            return !part.empty() && std::all_of(part.begin(), part.end(),
+                                                [](char c) { return c >= '0' && c <= '9'; });
+        };
+        // "1,234" may be a thousands separator: read neither way.
+        if (!digits(whole) || !digits(fraction) || fraction.size() == 3) {
+            return std::nullopt;
+        }
+        text = whole + "." + fraction;
+        set_aside.insert(set_aside.begin(), "a decimal comma");
+    }
+    const auto value = parse_number(text);
+    if (!value || set_aside.empty()) {
+        return std::nullopt;
+    }
+    return MeantNumber{*value, join_list(set_aside, ", and ")};
+}
+
+// A student id the student has not made their own: the README's "your-id" and its spellings,
+// "student-id", "TODO", "xxx", "<your id>". Compared by letters and digits alone, case aside.
+bool is_placeholder_id(const std::string& id) {
+    std::string letters;
+    for (const unsigned char c : id) {
+        if (std::isalnum(c)) {
+            letters += static_cast<char>(std::tolower(c));
+        }
+    }
+    static const std::set<std::string> placeholders = {
+        "yourid",   "youridhere", "yourstudentid", "studentid", "myid",
+        "id",       "todo",       "tbd",           "changeme",  "fixme",
+        "yourname", "name",       "insertid",      "enterid",   "youridgoeshere"};
+    const bool only_x = !letters.empty() && letters.find_first_not_of('x') == std::string::npos;
+    return placeholders.count(letters) != 0 || only_x;
+}
+
 class SubmissionReader {
 public:
-    SubmissionReader(std::string shown_path, Submission& submission)
-        : shown_path_(std::move(shown_path)), submission_(submission) {}
+    SubmissionReader(std::string shown_path, bool percent, Submission& submission)
+        : shown_path_(std::move(shown_path)), percent_(percent), submission_(submission) {}
 
     void problem(const YAML::Mark& mark, const std::string& field, const std::string& message) {
         submission_.problems.push_back({location_of(shown_path_, mark), field, message});
+    }
+
+    void note(const YAML::Mark& mark, const std::string& field, const std::string& message) {
+        submission_.notes.push_back({location_of(shown_path_, mark), field, message});
+    }
+
+    void count_answer() { ++submission_.answers_given; }
+
+    // A measured value written as "7,41" or "7.8x": read, with a note saying how to write it.
+    std::optional<double> read_as_meant(const YAML::Mark& mark, const std::string& field,
+                                        const std::string& written) {
+        const auto meant = number_as_meant(written, percent_);
+        if (!meant || meant->value <= 0.0) {
+            return std::nullopt;
+        }
+        const std::string plain = format_number(meant->value, 6);
+        note(mark, field,
+             trim(written) + " read as " + plain + " (" + meant->how + "); next time write " +
+                 plain + ", a plain number with a decimal point");
+        return meant->value;
     }
 
     void keys(const YAML::Node& map, const std::string& field,
@@ -117,6 +200,11 @@ public:
             return std::nullopt;
         }
         const auto value = node.IsScalar() ? parse_number(node.Scalar()) : std::nullopt;
+        if (!value && node.IsScalar()) {
+            if (const auto meant = read_as_meant(node.Mark(), field, node.Scalar())) {
+                return meant;
+            }
+        }
         if (!value || *value <= 0.0) {
             problem(node.Mark(), field,
                     "expected " + what_it_is + " (a number greater than 0), got " + describe(node) +
@@ -153,6 +241,7 @@ public:
 
 private:
     std::string shown_path_;
+    bool percent_;
     Submission& submission_;
 };
 
@@ -208,21 +297,19 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
         std::vector<std::string> row_keys = {answers.key_field, answers.predicted_field,
                                              answers.measured_field};
         // In a flow map "{ ..., measured_ratio: 7,91 }" YAML reads 7 as the value and 91 as a
-        // key of its own: name the decimal comma, not an unknown key '91'.
+        // key of its own: a decimal comma, read as 7.91 where a measurement was asked for, and
+        // never an unknown key '91'.
         std::string previous_key;
         std::string previous_value;
-        std::set<std::string> comma_keys;  // their value is only the part before the comma
+        std::map<std::string, std::pair<YAML::Mark, std::string>> comma_values;  // key: "7,91"
         for (const auto& entry : row) {
             const std::string name = entry.first.IsScalar() ? entry.first.Scalar() : "";
             const bool digits_only =
                 !name.empty() &&
                 std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
             if (digits_only && is_blank(entry.second) && parse_integer(previous_value)) {
-                reader.problem(entry.first.Mark(), field + "." + previous_key,
-                               previous_value + "," + name + " has a decimal comma; write " +
-                                   previous_value + "." + name + ", with a decimal point");
+                comma_values[previous_key] = {entry.first.Mark(), previous_value + "," + name};
                 row_keys.push_back(name);
-                comma_keys.insert(previous_key);
             }
             previous_key = name;
             previous_value = entry.second.IsScalar() ? entry.second.Scalar() : "";
@@ -249,14 +336,38 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
         SubmissionRow parsed;
         parsed.predicted_degree = reader.positive_int(
             row, field, answers.predicted_field, "the conflict degree you predict for " + about);
-        parsed.measured = reader.positive_number(row, field, answers.measured_field,
-                                                 answers.measured_description + " (" + about + ")");
-        // 7,91 was reported above; 7 is not what the student measured, so no check may use it.
-        if (comma_keys.count(answers.predicted_field) != 0) {
+        if (const auto comma = comma_values.find(answers.predicted_field);
+            comma != comma_values.end()) {
+            // A degree counts lanes: 8,5 is no whole number however it is read.
+            reader.problem(
+                comma->second.first, field + "." + answers.predicted_field,
+                comma->second.second + " has a decimal comma; a degree is a whole number of lanes");
             parsed.predicted_degree.reset();
         }
-        if (comma_keys.count(answers.measured_field) != 0) {
-            parsed.measured.reset();
+        if (const auto comma = comma_values.find(answers.measured_field);
+            comma != comma_values.end()) {
+            const std::string measured = field + "." + answers.measured_field;
+            parsed.measured =
+                reader.read_as_meant(comma->second.first, measured, comma->second.second);
+            if (!parsed.measured) {
+                reader.problem(comma->second.first, measured,
+                               comma->second.second +
+                                   " has a comma: write it with a decimal "
+                                   "point, or without the comma");
+            }
+        } else {
+            parsed.measured =
+                reader.positive_number(row, field, answers.measured_field,
+                                       answers.measured_description + " (" + about + ")");
+        }
+        for (auto [key_name, location] :
+             {std::pair{&answers.predicted_field, &parsed.predicted_location},
+              std::pair{&answers.measured_field, &parsed.measured_location}}) {
+            const YAML::Node value = find_value(row, *key_name);
+            *location = reader.location(value.IsDefined() ? value : row);
+            if (value.IsDefined() && !is_blank(value)) {
+                reader.count_answer();  // the student's, right or wrong
+            }
         }
         if (!key) {
             continue;
@@ -315,24 +426,42 @@ Submission load_submission(const fs::path& directory, const Exercise& exercise) 
                                               directory, exercise.submission_answers);
     if (!parsed.root) {
         std::string message = parsed.failure;
-        if (parsed.failure_location->line == 0) {
+        const std::string meant =
+            parsed.not_found ? meant_file_hint(directory, exercise.submission_answers) : "";
+        if (!meant.empty()) {
+            message += meant;
+        } else if (parsed.failure_location->line == 0) {
             message += "; start from the starter kit's " + exercise.submission_answers +
                        " and fill in every blank";
         }
         submission.problems.push_back({*parsed.failure_location, "", message});
+        submission.unreadable = !parsed.not_found;
+        submission.missing = parsed.not_found;
         return submission;
     }
     const YAML::Node& root = *parsed.root;
-    SubmissionReader reader(shown_path, submission);
+    SubmissionReader reader(shown_path, exercise.ratios.as_percent, submission);
     reader.keys(root, "", {"student_id", "gpu", "rows", "sentence"});
     submission.student_id =
         reader.text(root, "student_id", true, "your student id, in quotes").value_or("");
+    if (is_placeholder_id(submission.student_id)) {
+        // The README's form reads student_id: "your-id": an id left so joins no gradebook.
+        reader.problem(find_value(root, "student_id").Mark(), "student_id",
+                       "still the placeholder " + quote(submission.student_id) +
+                           ": write your own student id, as your course knows you, in quotes");
+    }
     submission.gpu_name =
         reader.text(root, "gpu", false, "the GPU you measured on, e.g. \"Tesla T4\"").value_or("");
     read_rows(reader, root, exercise, submission);
-    submission.sentence =
-        reader.text(root, "sentence", true, "one sentence, as asked: " + exercise.sentence_prompt)
-            .value_or("");
+    // The sentence is the sentence check's to judge: blank or left out, it costs what that check
+    // is worth (nothing, in the shipped exercises), never the answers file's point.
+    if (const YAML::Node sentence = find_value(root, "sentence");
+        sentence.IsDefined() && !is_blank(sentence)) {
+        submission.sentence = reader
+                                  .text(root, "sentence", false,
+                                        "one sentence, as asked: " + exercise.sentence_prompt)
+                                  .value_or("");
+    }
     return submission;
 }
 

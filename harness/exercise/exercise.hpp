@@ -14,9 +14,11 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/kernel_ids.hpp"
+#include "model/diagnosis.hpp"
 
 namespace grader {
 
@@ -164,10 +166,12 @@ struct OrderingRule {
 
 // A mistake the lesson names, recognised from what was counted: its message replaces the
 // check's generic one. Every condition given must hold.
-struct Diagnosis {
+struct DiagnosisRule {
     std::optional<double> counted_degree_at_least;
     std::optional<int> static_shared_bytes_above;
     std::string message;
+    // The root cause it names (`cause: old_width`); the check's generic one where not given.
+    std::optional<Cause> cause;
 };
 
 enum class CheckKind {
@@ -208,7 +212,7 @@ struct CheckSpec {
     double band_low = 0.0;
     double band_high = 0.0;
     double band_slack = 0.0;
-    std::vector<Diagnosis> diagnoses;  // counted_degree
+    std::vector<DiagnosisRule> diagnoses;  // counted_degree
     SourceLocation location;
 };
 
@@ -260,6 +264,11 @@ struct SimulatorSpec {
     // shared-memory traffic); false where the model leaves out what dominates (global memory),
     // and then checks that need timing do not run on it.
     bool modeled_timing = true;
+    // `modeled_ratios`: the exercise's own kernel's modeled ratios at the student's strides, as
+    // `grader grade` prints them where there is no GPU. A student who types them in as measured
+    // on a GPU is flagged for the instructor. tests/test_exercise_data.cpp checks them against
+    // the simulator.
+    std::map<int, double> modeled_ratios;
 };
 
 // PrairieLearn's advice for a submission it cannot grade at all (a file missing, a kernel that
@@ -330,11 +339,20 @@ struct Exercise {
     // Empty where the exercise names no example.
     std::string example_sentence;
     std::string example_student_id;
+    // The example's measured values, as ratios (a percentage divided by 100), by the case each
+    // row is about: a student who hands them in as their own measurements is flagged.
+    std::vector<std::pair<Case, double>> example_ratios;
+    // `lesson_solution`: the lesson's own answer to the sentence prompt, as its course page words
+    // it, a sentence an item. A student's sentence that is one of them, or nearly, is flagged and
+    // named as the lesson's.
+    std::vector<std::string> lesson_solution;
     // `platforms.prairielearn`: how PrairieLearn's results file treats an ungradable submission.
     PrairieLearnPolicy prairielearn;
     // `scoring.kernel_points_without_answers`: the share of their points the kernel's checks
-    // (compile, outputs, timings, counted degree) earn while the answers file is incomplete. The
-    // starter kit's kernel is the lesson's own, so at 1 an untouched kit would take most points.
+    // (compile, outputs, timings, counted degree) earn while the answers file holds none of the
+    // student's answers (missing, or every value still blank). The starter kit's kernel is the
+    // lesson's own, so at 1 an untouched kit would take most points. A slip in answers the
+    // student wrote costs the answers' own points, never these.
     double kernel_points_without_answers = 0.5;
 };
 
@@ -354,6 +372,9 @@ struct SubmissionRow {
     std::optional<int> predicted_degree;
     std::optional<double> measured;  // as the student wrote it (a ratio, or a percentage)
     SourceLocation location;
+    // Where each value is written, for a check that points at it: "submission.yaml:17:28".
+    SourceLocation predicted_location;
+    SourceLocation measured_location;
 };
 
 struct Submission {
@@ -363,6 +384,16 @@ struct Submission {
     std::vector<SubmissionRow> rows;
     std::string sentence;
     std::vector<SubmissionProblem> problems;  // empty when the answers file is complete and valid
+    // Values read as the student meant them though not written as asked (a decimal comma, a
+    // unit after the number), each saying how it was read and how to write it: not problems.
+    std::vector<SubmissionProblem> notes;
+    // How many predicted and measured values the rows hold, right or wrong: 0 for the untouched
+    // starter kit, whose answers are all blank.
+    int answers_given = 0;
+    // The file is there but could not be read (not YAML, not UTF-8, too large): what the student
+    // answered is unknown, so it is not taken for the untouched kit.
+    bool unreadable = false;
+    bool missing = false;  // there is no answers file at all
     // Why the answers file was never read (the grader stopped before it): then nothing can be
     // said of it, neither pass nor fail. Empty when it was read.
     std::string unread_reason;

@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "common/kernel_ids.hpp"
+#include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "exercise/exercise_reading.hpp"
 #include "exercise/yaml_file.hpp"
+#include "model/diagnosis.hpp"
 
 namespace grader::exercise_reading {
 
@@ -81,17 +83,17 @@ void read_answers(const ExerciseReader& reader, const YAML::Node& answers, Exerc
 
 namespace {
 
-std::vector<Diagnosis> read_diagnoses(const ExerciseReader& reader, const YAML::Node& list,
-                                      const std::string& field) {
+std::vector<DiagnosisRule> read_diagnoses(const ExerciseReader& reader, const YAML::Node& list,
+                                          const std::string& field) {
     if (!list.IsSequence()) {
         reader.fail(list.Mark(), field,
                     "expected a list of { when, message }, got " + describe(list));
     }
-    std::vector<Diagnosis> diagnoses;
+    std::vector<DiagnosisRule> diagnoses;
     for (std::size_t i = 0; i < list.size(); ++i) {
         const std::string item = index_field(field, i);
-        reader.expect_map(list[i], item, {"when", "message"});
-        Diagnosis diagnosis;
+        reader.expect_map(list[i], item, {"when", "message", "cause"});
+        DiagnosisRule diagnosis;
         const YAML::Node when = reader.required(list[i], item, "when");
         reader.expect_map(when, item + ".when",
                           {"counted_degree_at_least", "static_shared_bytes_above"});
@@ -109,6 +111,22 @@ std::vector<Diagnosis> read_diagnoses(const ExerciseReader& reader, const YAML::
         }
         diagnosis.message =
             reader.nonempty_text(reader.required(list[i], item, "message"), item + ".message");
+        if (const YAML::Node node = find_value(list[i], "cause"); node.IsDefined()) {
+            const std::string key = reader.nonempty_text(node, item + ".cause");
+            diagnosis.cause = cause_from_string(key);
+            if (!diagnosis.cause) {
+                std::vector<std::string> keys;
+                for (const Cause cause : all_causes()) {
+                    keys.push_back(std::string(to_string(cause)));
+                }
+                reader.fail(node.Mark(), item + ".cause",
+                            "unknown cause " + quote(key) +
+                                (nearest_name(key, keys)
+                                     ? " (did you mean '" + *nearest_name(key, keys) + "'?)"
+                                     : std::string()) +
+                                "; the causes are: " + join_list(keys, ", "));
+            }
+        }
         diagnoses.push_back(diagnosis);
     }
     return diagnoses;

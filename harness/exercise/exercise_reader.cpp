@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "exercise/exercise.hpp"
@@ -61,6 +63,37 @@ void read_starter_example(const ExerciseReader& reader, const YAML::Node& node,
     }
     exercise.example_sentence = example.sentence;
     exercise.example_student_id = example.student_id;
+    for (const SubmissionRow& row : example.rows) {
+        if (row.measured) {
+            exercise.example_ratios.emplace_back(
+                row.subject, exercise.ratios.as_percent ? *row.measured / 100.0 : *row.measured);
+        }
+    }
+}
+
+// The simulator's modeled ratios, by stride: only strides a student names, each once.
+void read_modeled_ratios(const ExerciseReader& reader, const YAML::Node& node, Exercise& exercise) {
+    const std::string field = "simulator.modeled_ratios";
+    if (!node.IsMap()) {
+        reader.fail(
+            node.Mark(), field,
+            "expected a map of stride to ratio, e.g. { 3: 1.00, 8: 6.30 }, got " + describe(node));
+    }
+    for (const auto& item : node) {
+        const int stride = reader.positive_int(item.first, field);
+        const std::string at = field + "." + std::to_string(stride);
+        if (std::find(exercise.student_strides.begin(), exercise.student_strides.end(), stride) ==
+            exercise.student_strides.end()) {
+            reader.fail(item.first.Mark(), at,
+                        "stride " + std::to_string(stride) +
+                            " is not one the student names (strides.student)");
+        }
+        if (!exercise.simulator.modeled_ratios
+                 .emplace(stride, reader.number(item.second, at, false))
+                 .second) {
+            reader.fail(item.first.Mark(), at, "given twice");
+        }
+    }
 }
 
 }  // namespace
@@ -89,7 +122,8 @@ Exercise load_exercise(const fs::path& directory) {
                                  "timing",         "limits",
                                  "answers",        "sentence_prompt",
                                  "checks",         "starter_example",
-                                 "platforms",      "scoring"});
+                                 "platforms",      "scoring",
+                                 "lesson_solution"});
 
     const YAML::Node version = reader.required(root, "", "schema_version");
     exercise.schema_version = reader.positive_int(version, "schema_version");
@@ -141,9 +175,12 @@ Exercise load_exercise(const fs::path& directory) {
         read_calibration(reader, calibration, exercise);
     }
     if (const YAML::Node simulator = find_value(root, "simulator"); simulator.IsDefined()) {
-        reader.expect_map(simulator, "simulator", {"modeled_timing"});
+        reader.expect_map(simulator, "simulator", {"modeled_timing", "modeled_ratios"});
         if (const YAML::Node node = find_value(simulator, "modeled_timing"); node.IsDefined()) {
             exercise.simulator.modeled_timing = reader.boolean(node, "simulator.modeled_timing");
+        }
+        if (const YAML::Node node = find_value(simulator, "modeled_ratios"); node.IsDefined()) {
+            read_modeled_ratios(reader, node, exercise);
         }
     }
     if (const YAML::Node timing = find_value(root, "timing"); timing.IsDefined()) {
@@ -197,6 +234,16 @@ Exercise load_exercise(const fs::path& directory) {
     }
     if (const YAML::Node example = find_value(root, "starter_example"); example.IsDefined()) {
         read_starter_example(reader, example, exercise);
+    }
+    if (const YAML::Node lesson = find_value(root, "lesson_solution"); lesson.IsDefined()) {
+        if (!lesson.IsSequence() || lesson.size() == 0) {
+            reader.fail(lesson.Mark(), "lesson_solution",
+                        "expected a list of the lesson's sentences, got " + describe(lesson));
+        }
+        for (std::size_t i = 0; i < lesson.size(); ++i) {
+            exercise.lesson_solution.push_back(
+                reader.nonempty_text(lesson[i], "lesson_solution[" + std::to_string(i) + "]"));
+        }
     }
     return exercise;
 }

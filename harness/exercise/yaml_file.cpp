@@ -142,17 +142,8 @@ namespace {
 // "unknown key 'tile_word' (did you mean 'tile_words'?); the keys here are: ..."
 std::string unknown_key_message(const std::string& key, const std::vector<std::string>& known) {
     std::string message = "unknown key " + quote(key);
-    std::string closest;
-    std::size_t best = 3;  // a typo is at most two edits away
-    for (const auto& candidate : known) {
-        const std::size_t distance = edit_distance(key, candidate);
-        if (distance < best) {
-            best = distance;
-            closest = candidate;
-        }
-    }
-    if (!closest.empty()) {
-        message += " (did you mean '" + closest + "'?)";
+    if (const auto closest = nearest_name(key, known)) {
+        message += " (did you mean '" + *closest + "'?)";
     }
     return message + "; the keys allowed here are: " + join_list(known, ", ");
 }
@@ -368,6 +359,7 @@ ParsedFile parse_yaml_file(const fs::path& path, const std::string& shown_path,
     if (!content) {
         parsed.failure_location = SourceLocation{shown_path, 0, 0};
         parsed.failure = "cannot read the " + what_it_is + ": " + why;
+        parsed.not_found = why == "not found";
         return parsed;
     }
     if (const std::size_t bad = text::first_invalid_utf8(*content); bad != std::string_view::npos) {

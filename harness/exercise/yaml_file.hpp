@@ -58,6 +58,7 @@ struct ParsedFile {
     std::optional<YAML::Node> root;
     std::optional<SourceLocation> failure_location;
     std::string failure;
+    bool not_found = false;  // the failure is that there is no such file
 };
 
 // A student's file (student_name given) is opened without following links: see read_student_file.

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "checks/checks.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "grade/protocol.hpp"
 #include "grade/stage.hpp"
@@ -126,6 +128,25 @@ std::optional<FolderProblem> folder_problem_of(const Exercise& exercise,
     }
     if (!answers) {
         report.missing_files.push_back(exercise.submission_answers);
+    }
+    // A file there under another name: "Probe.cu", "probe.cu.txt", "submission.yml".
+    std::vector<std::pair<std::string, std::string>> misnamed;  // (as found, as asked)
+    for (const std::string& name : report.missing_files) {
+        if (const auto meant = meant_file(folder, name)) {
+            misnamed.emplace_back(*meant, name);
+        }
+    }
+    if (!misnamed.empty()) {
+        std::string holds;
+        std::string renames;
+        for (std::size_t i = 0; i < misnamed.size(); ++i) {
+            const auto& [found, asked] = misnamed[i];
+            holds += (i == 0 ? "" : ", and ") + found + ", not " + asked;
+            renames += (i == 0 ? "" : " and ") + found + " to " + asked;
+        }
+        return FolderProblem{FolderProblem::Kind::misnamed_file, misnamed.front().first,
+                             "the folder holds " + holds + ": rename " + renames +
+                                 " (file names are exact, case included)"};
     }
     if (source) {
         return std::nullopt;
@@ -344,9 +365,7 @@ Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
                                                               : options.submission_label);
     if (!options.submission_dir.empty()) {
         report.folder_problem = folder_problem_of(exercise, options, report);
-        if (report.folder_problem && report.verdict == Verdict::fail) {
-            report.summary = "fail: " + report.folder_problem->message;
-        }
+        diagnose(exercise, report);  // what the folder holds may be the root cause
     }
     report.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();

@@ -8,6 +8,7 @@
 #include <map>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "common/kernel_ids.hpp"
 #include "model/json.hpp"
@@ -34,20 +35,29 @@ void to_json(nlohmann::json& j, const Submission& v) {
              {"predicted_degree", row.predicted_degree ? nlohmann::json(*row.predicted_degree)
                                                        : nlohmann::json(nullptr)},
              {"measured", row.measured ? nlohmann::json(*row.measured) : nlohmann::json(nullptr)},
-             {"location", row.location}});
+             {"location", row.location},
+             {"predicted_location", row.predicted_location},
+             {"measured_location", row.measured_location}});
     }
-    nlohmann::json problems = nlohmann::json::array();
-    for (const auto& problem : v.problems) {
-        problems.push_back({{"location", problem.location},
-                            {"field", problem.field},
-                            {"message", problem.message}});
-    }
+    const auto problems_json = [](const std::vector<SubmissionProblem>& list) {
+        nlohmann::json problems = nlohmann::json::array();
+        for (const auto& problem : list) {
+            problems.push_back({{"location", problem.location},
+                                {"field", problem.field},
+                                {"message", problem.message}});
+        }
+        return problems;
+    };
     j = nlohmann::json{{"directory", v.directory.string()},
                        {"student_id", v.student_id},
                        {"gpu", v.gpu_name},
                        {"rows", rows},
                        {"sentence", v.sentence},
-                       {"problems", problems}};
+                       {"problems", problems_json(v.problems)},
+                       {"notes", problems_json(v.notes)},
+                       {"answers_given", v.answers_given},
+                       {"unreadable", v.unreadable},
+                       {"missing", v.missing}};
 }
 
 void from_json(const nlohmann::json& j, Submission& v) {
@@ -67,21 +77,33 @@ void from_json(const nlohmann::json& j, Submission& v) {
         if (row.contains("measured") && !row["measured"].is_null()) {
             r.measured = row["measured"].get<double>();
         }
-        if (row.contains("location")) {
-            row["location"].get_to(r.location);
+        for (auto [key, location] : {std::pair{"location", &r.location},
+                                     std::pair{"predicted_location", &r.predicted_location},
+                                     std::pair{"measured_location", &r.measured_location}}) {
+            if (row.contains(key)) {
+                row[key].get_to(*location);
+            }
         }
         v.rows.push_back(r);
     }
-    v.problems.clear();
-    for (const auto& problem : j.value("problems", nlohmann::json::array())) {
-        SubmissionProblem p;
-        if (problem.contains("location")) {
-            problem["location"].get_to(p.location);
+    const auto problems_from = [&j](const char* key) {
+        std::vector<SubmissionProblem> list;
+        for (const auto& problem : j.value(key, nlohmann::json::array())) {
+            SubmissionProblem p;
+            if (problem.contains("location")) {
+                problem["location"].get_to(p.location);
+            }
+            p.field = problem.value("field", "");
+            p.message = problem.value("message", "");
+            list.push_back(p);
         }
-        p.field = problem.value("field", "");
-        p.message = problem.value("message", "");
-        v.problems.push_back(p);
-    }
+        return list;
+    };
+    v.problems = problems_from("problems");
+    v.notes = problems_from("notes");
+    v.answers_given = j.value("answers_given", 0);
+    v.unreadable = j.value("unreadable", false);
+    v.missing = j.value("missing", false);
 }
 
 namespace {

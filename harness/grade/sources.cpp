@@ -62,7 +62,8 @@ KernelSources load_kernel_sources(const Exercise& exercise,
     if (!student_source) {
         sources.student_missing_reason =
             exercise.submission_source + " " +
-            (why == "not found" ? "was not found in the submission folder"
+            (why == "not found" ? "was not found in the submission folder" +
+                                      meant_file_hint(submission_dir, exercise.submission_source)
                                 : "could not be used: " + why);
         return sources;
     }

@@ -99,6 +99,8 @@ const char* to_string(FolderProblem::Kind kind) {
             return "one_folder_down";
         case FolderProblem::Kind::other_exercise:
             return "other_exercise";
+        case FolderProblem::Kind::misnamed_file:
+            return "misnamed_file";
     }
     return "empty";
 }
@@ -439,6 +441,7 @@ void from_json(const json& j, FolderProblem& v) {
     const std::string kind = j.value("kind", "");
     v.kind = kind == "other_exercise"    ? FolderProblem::Kind::other_exercise
              : kind == "one_folder_down" ? FolderProblem::Kind::one_folder_down
+             : kind == "misnamed_file"   ? FolderProblem::Kind::misnamed_file
                                          : FolderProblem::Kind::empty;
     read(j, "detail", v.detail);
     read(j, "message", v.message);
@@ -477,6 +480,25 @@ void from_json(const json& j, Measurements& v) {
     read(j, "context_seconds", v.context_seconds);
 }
 
+void to_json(json& j, const Diagnosis& v) {
+    j = json{{"cause", std::string(to_string(v.cause))},
+             {"title", std::string(cause_title(v.cause))},
+             {"area", std::string(to_string(area_of(v.cause)))},
+             {"what", v.what},
+             {"fix", v.fix},
+             {"where", v.where},
+             {"check", v.check}};
+}
+void from_json(const json& j, Diagnosis& v) {
+    // A cause this grader does not know (a newer report's) reads as the generic wrong_output;
+    // its words are kept.
+    v.cause = cause_from_string(j.value("cause", "")).value_or(Cause::wrong_output);
+    read(j, "what", v.what);
+    read(j, "fix", v.fix);
+    read(j, "where", v.where);
+    read(j, "check", v.check);
+}
+
 void to_json(json& j, const CheckResult& v) {
     j = json{{"id", v.id},
              {"title", v.title},
@@ -488,7 +510,8 @@ void to_json(json& j, const CheckResult& v) {
              {"max_points", v.max_points},
              {"message", v.message},
              {"details", v.details},
-             {"kind", v.kind}};
+             {"kind", v.kind},
+             {"diagnosis", v.diagnosis ? json(*v.diagnosis) : json(nullptr)}};
 }
 void from_json(const json& j, CheckResult& v) {
     read(j, "id", v.id);
@@ -506,6 +529,7 @@ void from_json(const json& j, CheckResult& v) {
     read(j, "message", v.message);
     read(j, "details", v.details);
     read(j, "kind", v.kind);
+    read_optional(j, "diagnosis", v.diagnosis);
     if (v.kind.empty()) {
         // A report written before checks carried their kind: the ids were Part 1's and Part 2's,
         // whose three checks that writers single out were named for their kinds.
@@ -627,7 +651,8 @@ void to_json(json& j, const Report& v) {
              {"compile_error", v.compile_error},
              {"banks", v.banks},
              {"reference_kernel", v.reference_kernel},
-             {"folder_problem", v.folder_problem ? json(*v.folder_problem) : json(nullptr)}};
+             {"folder_problem", v.folder_problem ? json(*v.folder_problem) : json(nullptr)},
+             {"diagnosis", v.diagnosis ? json(*v.diagnosis) : json(nullptr)}};
 }
 void from_json(const json& j, Report& v) {
     read(j, "schema_version", v.schema_version);
@@ -669,6 +694,7 @@ void from_json(const json& j, Report& v) {
         v.reference_kernel = "reference";
     }
     read_optional(j, "folder_problem", v.folder_problem);
+    read_optional(j, "diagnosis", v.diagnosis);
 }
 
 void to_json(json& j, const ExplainedLane& v) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "model/diagnosis.hpp"
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
@@ -34,6 +35,8 @@ void from_json(const nlohmann::json& j, Interruption& value);
 void to_json(nlohmann::json& j, const Measurements& value);
 void from_json(const nlohmann::json& j, Measurements& value);
 
+void to_json(nlohmann::json& j, const Diagnosis& value);
+void from_json(const nlohmann::json& j, Diagnosis& value);
 void to_json(nlohmann::json& j, const CheckResult& value);
 void from_json(const nlohmann::json& j, CheckResult& value);
 void to_json(nlohmann::json& j, const ReportRow& value);

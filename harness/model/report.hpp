@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/diagnosis.hpp"
 #include "model/measurements.hpp"
 
 namespace grader {
@@ -35,6 +36,9 @@ struct CheckResult {
     // What the check is, whatever the exercise calls it: "answers_file", "compile_abi", "output",
     // "predicted", "ordering", "consistency", "measured", "counted_degree" or "sentence".
     std::string kind;
+    // Why it failed or lost points, as a root cause; nullopt where it passed in full or did not
+    // run.
+    std::optional<Diagnosis> diagnosis;
 
     bool passed() const { return status == CheckStatus::passed; }
     bool not_run() const { return status == CheckStatus::not_run; }
@@ -85,12 +89,13 @@ struct SentenceReview {
 };
 
 // Why a folder holds no work for this exercise, where the folder alone shows it: nothing in it,
-// the files one folder down, or another exercise's kernel file. Each is a cause of its own, with
-// its own advice (the message), apart from a file missing among others.
+// the files one folder down, another exercise's kernel file, or a file the exercise needs under
+// another name ("Probe.cu", "submission.yml"). Each is a cause of its own, with its own advice
+// (the message), apart from a file missing among others.
 struct FolderProblem {
-    enum class Kind { empty, one_folder_down, other_exercise };
+    enum class Kind { empty, one_folder_down, other_exercise, misnamed_file };
     Kind kind = Kind::empty;
-    std::string detail;   // the inner folder's name, or the other exercise's id
+    std::string detail;   // the inner folder's name, the other exercise's id, or the misnamed file
     std::string message;  // what the student reads: what is wrong and what to do
 };
 const char* to_string(FolderProblem::Kind kind);
@@ -136,6 +141,10 @@ struct Report {
     std::string reference_kernel;
     // Set by grade_submission() where missing_files has a cause the folder shows.
     std::optional<FolderProblem> folder_problem;
+    // The root cause the grade comes down to: the failing check's (or the stop's, or the
+    // machine's for an ungradable grade), else the first check that lost points; nullopt for
+    // full marks. The text report's first line after the verdict.
+    std::optional<Diagnosis> diagnosis;
 };
 
 }  // namespace grader

@@ -34,6 +34,14 @@ struct SkippedEntry {
     std::string reason;  // e.g. "a plain file, not a submission folder"
 };
 
+// A measured value as an answers file gives it: the row's kernel and stride, and the value as a
+// ratio (a percentage divided by 100), as ReportRow keys and claims it.
+struct ClaimedRatio {
+    std::string kernel;
+    int stride = 0;
+    double ratio = 0.0;
+};
+
 // What the class outputs know besides the reports.
 struct ClassReportOptions {
     std::string exercise_id;     // empty: taken from the first report that names one
@@ -44,6 +52,17 @@ struct ClassReportOptions {
     // unchanged from it is flagged. Empty: nothing to compare with.
     std::string example_sentence;
     std::string example_student_id;
+    // Values no student measured: the starter kit's example's measured values, and the
+    // simulator's modeled ratios of the exercise's kernel (what `grader grade` prints where there
+    // is no GPU). A student whose measured values are all one of these is flagged.
+    std::vector<ClaimedRatio> example_ratios;
+    std::vector<ClaimedRatio> modeled_ratios;
+    // The lesson's own answer to the sentence prompt, a sentence an item (its course page's
+    // Solution): a student's sentence that is one of them, or several of them in a row, or
+    // nearly, is flagged, and its cluster named as the lesson's.
+    std::vector<std::string> lesson_solution;
+    // The question PrairieLearn's score upload gives the scores to; empty: the exercise's id.
+    std::string prairielearn_qid;
     std::vector<SkippedEntry> skipped;  // listed on the page and in the summary
     // The run stopped before every submission had a report (Ctrl-C, a signal): every output says
     // so, and lists these folders, so a partial class never reads as complete.
@@ -79,14 +98,27 @@ struct CheckSummary {
     std::size_t not_run = 0;  // its input was never produced: not counted as a failure
 };
 
-// Why submissions did not get full marks, by root cause: each submission counts once, under the
-// first stage that failed (the answers file, the compile, the student's kernel stopping, then the
-// checks in the exercise's order). Checks that did not run because of it are not counted.
+// Why submissions did not get full marks, by root cause: each submission counts once, under its
+// report's diagnosis (a missing barrier, an off-by-one guard, the old width, a compile error by
+// kind: model/diagnosis.hpp), or, for a report that has none (written by an older grader), the
+// first stage that failed (the answers file, the compile, the student's kernel stopping, then
+// the checks in the exercise's order). Checks that did not run because of it are not counted.
 struct FailureReason {
-    std::string key;                   // "check:<id>", "interruption:<kind>" or "summary:<text>"
-    std::string reason;                // what the instructor reads
+    // "cause:<cause>" (a diagnosis), "check:<id>", "interruption:<kind>" or "summary:<text>"
+    std::string key;
+    std::string reason;                // what the instructor reads: the cause's title
+    std::string cause;                 // the diagnosis's cause ("missing_barrier"); empty: none
+    std::string area;                  // who acts on it: "folder", "source", "kernel", "answers"
     std::vector<std::string> folders;  // the submissions it applies to, sorted
 };
+
+// One submission's root cause, as the failure reasons group it; nullopt for full marks and for
+// an ungradable grade (listed apart).
+struct StudentCause {
+    std::string key;     // FailureReason::key
+    std::string reason;  // FailureReason::reason
+};
+std::optional<StudentCause> student_cause(const Report& report);
 
 // A submission the machine could not grade: not a failure, listed apart with its reason.
 struct NotGraded {
@@ -101,13 +133,29 @@ struct SubmissionFlags {
     std::vector<std::string> same_id_as;        // other folders whose id is the same
     bool no_sentence = false;                   // the sentence review item failed: none was given
     bool sentence_same_as_example = false;      // case, spacing and punctuation aside
+    bool sentence_nearly_example = false;       // a word in twelve changed, added or dropped
+    bool sentence_same_as_lesson = false;       // the lesson's own solution, word for word
+    bool sentence_nearly_lesson = false;        // the lesson's own solution, nearly
     std::vector<std::string> same_sentence_as;  // other folders in the same sentence cluster
     std::size_t sentence_cluster = 0;           // 1-based number of that cluster; 0: none
     bool sentence_cluster_identical = true;     // false: near-identical, not word for word
+    // Every measured value the answers give is the starter kit's example's; or the simulator's
+    // modeled ratio (of the exercise's kernel, or of this student's own as the grade modeled it).
+    bool measured_same_as_example = false;
+    bool measured_same_as_modeled = false;
 
     bool any() const {
         return no_id || example_id || !same_id_as.empty() || no_sentence ||
-               sentence_same_as_example || !same_sentence_as.empty();
+               sentence_same_as_example || sentence_nearly_example || sentence_same_as_lesson ||
+               sentence_nearly_lesson || !same_sentence_as.empty() || measured_same_as_example ||
+               measured_same_as_modeled;
+    }
+    // Whether a flag other than a sentence shared with classmates is set: one whose row the class
+    // page cannot fold into its sentence cluster's.
+    bool beyond_shared_sentence() const {
+        SubmissionFlags others = *this;
+        others.same_sentence_as.clear();
+        return others.any();
     }
     // One line each, e.g. "same student id as bob", "sentence same as the starter kit's example".
     std::vector<std::string> lines() const;
@@ -120,12 +168,18 @@ struct SentenceCluster {
     std::string sentence;              // the first member's sentence, as typed (raw)
     std::vector<std::string> folders;  // its members, sorted
     bool identical = true;             // every member's sentence compares equal
+    // Where the sentence comes from where it is not a student's: "the lesson's own solution" or
+    // "the starter kit's example"; empty otherwise.
+    std::string source;
 };
 
 // The clusters of two members or more. Identical: equal text::comparison_key; near-identical:
 // at most one word in twelve of the longer changed, added or dropped (at least one), linked
-// transitively.
-std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& entries);
+// transitively, between sentences of four words or more (two short answers such as "Coprime."
+// and "gcd" are one word apart, and no copy of each other). A cluster whose sentence is the
+// lesson's solution or the starter kit's example (options) is named so.
+std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& entries,
+                                               const ClassReportOptions& options = {});
 
 // The flags of every submission that has one, by folder. Student ids compare without case and
 // surrounding spaces; sentences compare by text::comparison_key.
@@ -166,8 +220,10 @@ struct ClassSummary {
 
 ClassSummary summarize_class(const std::vector<ClassEntry>& entries);
 
-// One line per submission: why it got its verdict (the interruption where grading stopped,
-// else the report's summary). Raw text: each writer makes it safe for its format.
+// One line per submission: why it got its verdict. Its diagnosis where the report has one (the
+// cause's title, then what was found and the fix: "missing __syncthreads() (a race): a warp reads
+// ...; put __syncthreads() between probe.cu:25:9 and probe.cu:34:9"), else the interruption where
+// grading stopped, else the report's summary. Raw text: each writer makes it safe for its format.
 std::string class_reason(const Report& report);
 
 // Everything the class outputs show, computed once from the reports; each writer reads it.
@@ -181,11 +237,12 @@ struct ClassData {
 ClassData compute_class_data(const std::vector<ClassEntry>& entries,
                              const ClassReportOptions& options);
 
-// The three class outputs, from one ClassData: what a batch (or a merge of shards) writes.
+// The class outputs, from one ClassData: what a batch (or a merge of shards) writes.
 struct ClassOutputTexts {
     std::string gradebook_csv;
     std::string summary_json;
     std::string page_html;
+    std::string prairielearn_scores_csv;  // PrairieLearn's score upload (prairielearn_scores.hpp)
 };
 
 ClassOutputTexts write_class_outputs_text(const std::vector<ClassEntry>& entries,

@@ -8,7 +8,7 @@ namespace grader {
 
 std::string write_prairielearn_scores_csv(const std::vector<ClassEntry>& entries,
                                           const std::string& qid) {
-    std::string csv = "uid,qid,score_perc,feedback\r\n";
+    std::string csv = text::csv_row({"uid", "qid", "score_perc", "feedback"});
     for (const ClassEntry& entry : entries) {
         const Report& report = entry.report;
         std::string score;
@@ -23,8 +23,10 @@ std::string write_prairielearn_scores_csv(const std::vector<ClassEntry>& entries
         if (report.verdict != Verdict::pass && !reason.empty()) {
             feedback += ": " + reason;
         }
-        csv += text::csv_field(entry.student_folder) + "," + text::csv_field(qid) + "," + score +
-               "," + text::csv_field(text::markdown_inline(feedback)) + "\r\n";
+        const std::string& uid =
+            entry.submission_folder.empty() ? entry.student_folder : entry.submission_folder;
+        csv += text::csv_row({text::csv_field(uid, text::CsvCell::key), text::csv_field(qid), score,
+                              text::csv_field(text::markdown_inline(feedback))});
     }
     return csv;
 }

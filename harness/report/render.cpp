@@ -162,15 +162,32 @@ Cell sectors_cell(const ReportRow& row) {
             sectors_text(row.global_store_sectors_per_request)};
 }
 
-void add_timing_columns(const Report& report, bool verbose, std::vector<TableColumn>& columns) {
+// A modeled cost has no spread: the column says nothing on the simulator.
+bool shows_spread(const Report& report, bool verbose) {
+    return verbose || !is_simulated(report);
+}
+
+// Whether any row read its ratio more than once: a min–max column of dashes says nothing.
+bool any_range(const Report& report) {
+    return std::any_of(report.rows.begin(), report.rows.end(), [](const ReportRow& row) {
+        return row.ratio_min && row.ratio_max && *row.ratio_min != *row.ratio_max;
+    });
+}
+
+// The timing columns, and the outputs' where the table is the student's: the exercise's own
+// kernels are the oracle, with nothing to compare.
+void add_timing_columns(const Report& report, bool verbose, bool outputs,
+                        std::vector<TableColumn>& columns) {
     if (is_simulated(report)) {
-        columns.push_back({"modeled", "cost"});
+        columns.push_back({"modeled", "cost", 2});
     } else {
-        columns.push_back({"median", "ms"});
+        columns.push_back({"median", "ms", 2});
     }
-    columns.push_back({"spread", "%"});
+    if (shows_spread(report, verbose)) {
+        columns.push_back({"spread", "%", 4});
+    }
     if (verbose) {
-        columns.push_back({"samples", ""});
+        columns.push_back({"samples", "", 5});
     }
     if (verbose || any_counted_degree(report)) {
         columns.push_back({"counted", "degree"});
@@ -178,19 +195,23 @@ void add_timing_columns(const Report& report, bool verbose, std::vector<TableCol
     if (any_global_counts(report)) {
         columns.push_back({"sectors", "ld / st"});
     }
-    for (const auto& input : inputs_of(report)) {
-        columns.push_back({input, "output"});
+    if (outputs) {
+        for (const auto& input : inputs_of(report)) {
+            columns.push_back({input, "output"});
+        }
     }
 }
 
-void add_timing_cells(const Report& report, const ReportRow& row, bool verbose,
+void add_timing_cells(const Report& report, const ReportRow& row, bool verbose, bool outputs,
                       std::vector<Cell>& cells) {
     if (row.timing) {
         cells.push_back({significant(row.timing->median_ms, 4)});
-        cells.push_back({fixed(row.timing->spread * 100.0, 1)});
     } else {
         cells.push_back({kMissing, Tone::muted});
-        cells.push_back({kMissing, Tone::muted});
+    }
+    if (shows_spread(report, verbose)) {
+        cells.push_back(row.timing ? Cell{fixed(row.timing->spread * 100.0, 1)}
+                                   : Cell{kMissing, Tone::muted});
     }
     if (verbose) {
         cells.push_back({row.timing ? std::to_string(row.timing->samples) : kMissing});
@@ -201,9 +222,11 @@ void add_timing_cells(const Report& report, const ReportRow& row, bool verbose,
     if (any_global_counts(report)) {
         cells.push_back(sectors_cell(row));
     }
-    for (const auto& input : inputs_of(report)) {
-        cells.push_back(row.kernel == kStudentKernel ? output_cell(row.output(input))
-                                                     : Cell{kMissing, Tone::muted});
+    if (outputs) {
+        for (const auto& input : inputs_of(report)) {
+            cells.push_back(row.kernel == kStudentKernel ? output_cell(row.output(input))
+                                                         : Cell{kMissing, Tone::muted});
+        }
     }
 }
 
@@ -231,14 +254,17 @@ Table student_sweep_table(const Report& report, bool verbose) {
     Table table;
     table.title = "Your kernel (" + ratio_explanation(report) + ")";
     const bool simulated = is_simulated(report);
+    const bool range = verbose || any_range(report);
     table.columns = {{"stride", ""},
                      {"degree", "(model)"},
                      {"your", "prediction"},
                      {"your ratio", "(your GPU)"},
-                     {simulated ? "modeled" : "measured", "ratio"},
-                     {"min–max", ""},
-                     {"reference", simulated ? "(modeled)" : "ratio"}};
-    add_timing_columns(report, verbose, table.columns);
+                     {simulated ? "modeled" : "measured", "ratio"}};
+    if (range) {
+        table.columns.push_back({"min–max", "", 3});
+    }
+    table.columns.push_back({"reference", simulated ? "(modeled)" : "ratio"});
+    add_timing_columns(report, verbose, true, table.columns);
     bool any_unnamed = false;
     for (const ReportRow* row : rows_of(report, "student")) {
         std::vector<Cell> cells;
@@ -248,9 +274,11 @@ Table student_sweep_table(const Report& report, bool verbose) {
         cells.push_back(
             {ratio_text(row->claimed_ratio), row->claimed_ratio ? Tone::plain : Tone::muted});
         cells.push_back({ratio_text(row->ratio)});
-        cells.push_back({range_text(*row), Tone::muted});
+        if (range) {
+            cells.push_back({range_text(*row), Tone::muted});
+        }
         cells.push_back({ratio_text(row->reference_ratio)});
-        add_timing_cells(report, *row, verbose, cells);
+        add_timing_cells(report, *row, verbose, true, cells);
         table.rows.push_back(std::move(cells));
         any_unnamed = any_unnamed || row->unnamed;
     }
@@ -268,18 +296,23 @@ Table harness_sweep_table(const Report& report, const std::string& kernel, bool 
     table.title = label.empty() ? "Reference kernel" : label;
     table.title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(table.title[0])));
     table.title += ", same compiler and options";
+    const bool range = verbose || any_range(report);
     table.columns = {{"stride", ""},
                      {"degree", "(model)"},
-                     {is_simulated(report) ? "modeled ratio" : "ratio", "vs stride 1"},
-                     {"min–max", ""}};
-    add_timing_columns(report, verbose, table.columns);
+                     {is_simulated(report) ? "modeled ratio" : "ratio", "vs stride 1"}};
+    if (range) {
+        table.columns.push_back({"min–max", "", 3});
+    }
+    add_timing_columns(report, verbose, false, table.columns);
     for (const ReportRow* row : rows) {
         std::vector<Cell> cells;
         cells.push_back({stride_text(*row)});
         cells.push_back({degree_text(row->degree)});
         cells.push_back({ratio_text(row->ratio)});
-        cells.push_back({range_text(*row), Tone::muted});
-        add_timing_cells(report, *row, verbose, cells);
+        if (range) {
+            cells.push_back({range_text(*row), Tone::muted});
+        }
+        add_timing_cells(report, *row, verbose, false, cells);
         table.rows.push_back(std::move(cells));
     }
     return table;
@@ -437,6 +470,9 @@ std::optional<Table> lines_table(const Report& report) {
 
 std::vector<Table> tables(const Report& report, bool verbose) {
     std::vector<Table> out;
+    if (rows_of(report, "student").empty() && !verbose) {
+        return out;
+    }
     if (!has_sweep(report)) {
         if (!report.rows.empty()) {
             out.push_back(kernels_table(report, verbose));
@@ -535,10 +571,9 @@ std::string device_phrase(const Report& report) {
     if (environment.backend == "sim") {
         const bool costs = std::any_of(report.rows.begin(), report.rows.end(),
                                        [](const ReportRow& row) { return row.ratio.has_value(); });
-        return "on the PTX simulator (" + arch_part + "sim): " +
-               (costs || report.rows.empty() ? "costs are modeled"
-                                             : "nothing is timed (this exercise's timing needs "
-                                               "a GPU)");
+        // Short enough that the first line, with an id, fits a terminal's 100 columns.
+        return "on the PTX simulator (" + arch_part + "sim), " +
+               (costs || report.rows.empty() ? "modeled costs" : "not timed");
     }
     if (environment.backend == "cuda") {
         if (!environment.gpu_available) {

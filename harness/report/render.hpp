@@ -28,6 +28,9 @@ struct Cell {
 struct TableColumn {
     std::string top;
     std::string bottom;  // the second header line, "" where one line is enough
+    // Where a table is too wide for a terminal's 100 columns, the text form leaves out columns
+    // with the highest rank first; 0: always shown.
+    int drop_rank = 0;
 };
 
 struct Table {
@@ -39,7 +42,10 @@ struct Table {
 
 // The tables a report shows: with a sweep, the student's kernel at every stride it ran and each
 // of the exercise's kernels at its strides; without one, one row per kernel with its time,
-// bandwidth and ratio to the base, as the lesson's Part 2 table.
+// bandwidth and ratio to the base, as the lesson's Part 2 table. None where the student's kernel
+// has no rows (it did not compile, the file was not there): the exercise's own rows alone are
+// not the student's to read, except with verbose. A column is there only where a row has
+// something in it (no spread for modeled costs, no range for a single reading).
 std::vector<Table> tables(const Report& report, bool verbose);
 
 // A student row's input whose outputs were wrong.
@@ -56,9 +62,9 @@ bool named_in_details(const WrongValue& wrong, const std::vector<CheckResult>& c
 // "sm_90" from "9.0"; empty where the capability is unknown.
 std::string arch_name(const std::string& compute_capability);
 // Where the grade's numbers came from, naming the backend actually used: "on NVIDIA H200
-// (sm_90, cuda)", "on the PTX simulator (sm_75, sim): costs are modeled" (or, where no row has a
-// modeled cost, as for an exercise whose timing needs a GPU, "nothing is timed"), "on the cuda
-// backend, with no GPU found", or that grading stopped before a backend was chosen.
+// (sm_90, cuda)", "on the PTX simulator (sm_75, sim), modeled costs" (or, where no row has a
+// modeled cost, as for an exercise whose timing needs a GPU, "not timed"), "on the cuda backend,
+// with no GPU found", or that grading stopped before a backend was chosen.
 std::string device_phrase(const Report& report);
 bool is_simulated(const Report& report);
 

@@ -1,6 +1,7 @@
 #include "common/text.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,76 @@ constexpr std::size_t kLogLines = 60;
 constexpr const char* kIndent = "  ";
 constexpr std::size_t kCheckWordWidth = 10;           // "[NOT RUN] "
 constexpr const char* kCheckIndent = "            ";  // under the title, past the word
+// A terminal's width, and a Colab cell's: lines longer than this wrap, and a table leaves out
+// the columns it can spare until it fits.
+constexpr std::size_t kWidth = 100;
+// How much deeper a wrapped line's continuations are indented: deeper than the two spaces that
+// nest a detail under its check, so a reader (or a script) tells a continuation from a new line.
+constexpr const char* kWrapIndent = "    ";
+
+// The lines of `text` (itself split at '\n'), each wrapped at kWidth columns between words: the
+// first after `first`, each later one after `rest`. A word wider than the line stays whole.
+std::vector<std::string> wrapped(std::string_view text, const std::string& first,
+                                 const std::string& rest) {
+    std::vector<std::string> out;
+    for (const std::string& paragraph : split_lines(text)) {
+        std::string line = out.empty() ? first : rest;
+        const std::size_t indent = text::display_width(line);
+        std::size_t width = indent;
+        std::size_t start = 0;
+        bool empty = true;
+        while (start <= paragraph.size()) {
+            std::size_t end = paragraph.find(' ', start);
+            if (end == std::string::npos) {
+                end = paragraph.size();
+            }
+            const std::string word = paragraph.substr(start, end - start);
+            const std::size_t word_width = text::display_width(word);
+            if (!empty && width + 1 + word_width > kWidth) {
+                while (line.size() > rest.size() && line.back() == ' ') {
+                    line.pop_back();
+                }
+                out.push_back(line);
+                line = rest;
+                width = text::display_width(rest);
+                empty = true;
+            }
+            if (!empty) {
+                line += ' ';
+                ++width;
+            }
+            line += word;
+            width += word_width;
+            empty = false;
+            start = end + 1;
+        }
+        while (!line.empty() && line.back() == ' ') {
+            line.pop_back();
+        }
+        out.push_back(line);
+    }
+    if (out.empty()) {
+        out.push_back(first);
+    }
+    return out;
+}
+
+// Appends text wrapped at kWidth after `indent`, its continuations kWrapIndent deeper, painted
+// line by line.
+void put(std::string& out, std::string_view text, const std::string& indent,
+         const std::function<std::string(const std::string&)>& paint) {
+    const std::string rest = indent + kWrapIndent;
+    const std::vector<std::string> lines = wrapped(text, indent, rest);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        // The indent stays unpainted, so a color never runs under the margin.
+        const std::size_t margin = std::min(i == 0 ? indent.size() : rest.size(), lines[i].size());
+        out += lines[i].substr(0, margin) + paint(lines[i].substr(margin)) + "\n";
+    }
+}
+
+void put(std::string& out, std::string_view text, const std::string& indent) {
+    put(out, text, indent, [](const std::string& line) { return line; });
+}
 
 // Wraps text in ANSI escapes only where the caller asked for color.
 class Painter {
@@ -75,8 +146,7 @@ std::string pad(const std::string& text, std::size_t width, bool left) {
     return left ? text + fill : fill + text;
 }
 
-void render_table(const Table& table, const Painter& painter, std::string& out) {
-    out += painter.bold(table.title) + "\n";
+std::vector<std::size_t> column_widths(const Table& table) {
     std::vector<std::size_t> widths(table.columns.size(), 0);
     for (std::size_t c = 0; c < table.columns.size(); ++c) {
         widths[c] = std::max(text::display_width(table.columns[c].top),
@@ -87,6 +157,36 @@ void render_table(const Table& table, const Painter& painter, std::string& out) 
             }
         }
     }
+    return widths;
+}
+
+// The table without the columns it can spare, highest drop rank first, until it fits kWidth.
+Table fitted(Table table) {
+    for (;;) {
+        const std::vector<std::size_t> widths = column_widths(table);
+        std::size_t total = std::string(kIndent).size();
+        for (std::size_t c = 0; c < widths.size(); ++c) {
+            total += widths[c] + (c > 0 ? 2 : 0);
+        }
+        const auto spare = std::max_element(
+            table.columns.begin(), table.columns.end(),
+            [](const TableColumn& a, const TableColumn& b) { return a.drop_rank < b.drop_rank; });
+        if (total <= kWidth || spare == table.columns.end() || spare->drop_rank == 0) {
+            return table;
+        }
+        const auto index = static_cast<std::size_t>(spare - table.columns.begin());
+        table.columns.erase(spare);
+        for (auto& row : table.rows) {
+            if (index < row.size()) {
+                row.erase(row.begin() + static_cast<std::ptrdiff_t>(index));
+            }
+        }
+    }
+}
+
+void render_table(const Table& table, const Painter& painter, std::string& out) {
+    put(out, table.title, "", [&](const std::string& part) { return painter.bold(part); });
+    const std::vector<std::size_t> widths = column_widths(table);
     const auto line = [&](auto cell_text) {
         std::string text = kIndent;
         for (std::size_t c = 0; c < widths.size(); ++c) {
@@ -109,7 +209,8 @@ void render_table(const Table& table, const Painter& painter, std::string& out) 
         });
     }
     for (const auto& note : table.notes) {
-        out += kIndent + painter.tone(note, Tone::muted) + "\n";
+        put(out, note, kIndent,
+            [&](const std::string& part) { return painter.tone(part, Tone::muted); });
     }
 }
 
@@ -117,47 +218,50 @@ void render_block(const std::string& title, const std::string& raw, std::size_t 
                   const Painter& painter, std::string& out) {
     out += "\n" + painter.bold(title) + "\n";
     for (const auto& line : split_lines(text::visible(raw), max_lines)) {
-        out += kIndent + line + "\n";
+        put(out, line, kIndent);
     }
 }
 
 void render_environment(const Report& report, std::string& out) {
     using text::visible_line;
     const Environment& env = report.environment;
-    out += "\nEnvironment\n";
-    out += std::string(kIndent) + "exercise: " + visible_line(report.exercise_title) + " (" +
-           visible_line(report.exercise_id) + ")\n";
-    out += std::string(kIndent) + "submission: " + visible_line(report.submission) +
-           (report.claimed_gpu.empty()
-                ? ""
-                : ", measured by the student on " + visible_line(report.claimed_gpu)) +
-           "\n";
-    out += std::string(kIndent) + "backend: " + visible_line(env.backend) +
-           ", device: " + (env.device_name.empty() ? "none" : visible_line(env.device_name)) +
-           ", compute capability " +
-           (env.compute_capability.empty() ? "unknown" : visible_line(env.compute_capability)) +
-           (env.sm_count > 0 ? ", " + std::to_string(env.sm_count) + " SMs" : std::string()) + "\n";
+    std::vector<std::string> lines;
+    lines.push_back("exercise: " + visible_line(report.exercise_title) + " (" +
+                    visible_line(report.exercise_id) + ")");
+    lines.push_back("submission: " + visible_line(report.submission) +
+                    (report.claimed_gpu.empty()
+                         ? ""
+                         : ", measured by the student on " + visible_line(report.claimed_gpu)));
+    lines.push_back(
+        "backend: " + visible_line(env.backend) +
+        ", device: " + (env.device_name.empty() ? "none" : visible_line(env.device_name)) +
+        ", compute capability " +
+        (env.compute_capability.empty() ? "unknown" : visible_line(env.compute_capability)) +
+        (env.sm_count > 0 ? ", " + std::to_string(env.sm_count) + " SMs" : std::string()));
     // The simulator has no driver and no SMs: nothing is printed rather than "driver ," or 0.
-    out += std::string(kIndent) +
-           (env.driver_version.empty() ? std::string()
-                                       : "driver " + visible_line(env.driver_version) + ", ") +
-           "NVRTC " + visible_line(env.nvrtc_version) + ", grader " +
-           visible_line(env.grader_version) + "\n";
-    out += std::string(kIndent) + "grid: " + std::to_string(env.grid_blocks) + " blocks of " +
-           std::to_string(env.block_size) + " threads" +
-           (env.blocks_per_sm > 0 ? ", " + std::to_string(env.blocks_per_sm) + " blocks per SM"
-                                  : std::string()) +
-           "\n";
+    lines.push_back((env.driver_version.empty()
+                         ? std::string()
+                         : "driver " + visible_line(env.driver_version) + ", ") +
+                    "NVRTC " + visible_line(env.nvrtc_version) + ", grader " +
+                    visible_line(env.grader_version));
+    lines.push_back("grid: " + std::to_string(env.grid_blocks) + " blocks of " +
+                    std::to_string(env.block_size) + " threads" +
+                    (env.blocks_per_sm > 0
+                         ? ", " + std::to_string(env.blocks_per_sm) + " blocks per SM"
+                         : std::string()));
     if (!env.confinement.empty()) {
-        out +=
-            std::string(kIndent) + "compile confinement: " + visible_line(env.confinement) + "\n";
+        lines.push_back("compile confinement: " + visible_line(env.confinement));
     }
     for (const auto& note : env.notes) {
-        out += std::string(kIndent) + "note: " + visible_line(note) + "\n";
+        lines.push_back("note: " + visible_line(note));
     }
-    out += std::string(kIndent) + "seed " + std::to_string(report.seed) + ", " +
-           std::to_string(report.timing_rounds) + " rounds, " +
-           format_number(report.wall_seconds, 2) + " s in all\n";
+    lines.push_back("seed " + std::to_string(report.seed) + ", " +
+                    std::to_string(report.timing_rounds) + " rounds, " +
+                    format_number(report.wall_seconds, 2) + " s in all");
+    out += "\nEnvironment\n";
+    for (const std::string& line : lines) {
+        put(out, line, kIndent);
+    }
 }
 
 void render_checks(const Report& report, const Painter& painter, std::string& out) {
@@ -171,27 +275,25 @@ void render_checks(const Report& report, const Painter& painter, std::string& ou
         out += kIndent + painter.check(check) +
                std::string(kCheckWordWidth - std::min(word.size(), kCheckWordWidth - 1), ' ') +
                text::visible_line(check.title) + "  " + check_points(check) + kind + "\n";
-        for (const auto& line : split_lines(text::visible(check.message))) {
-            out += kCheckIndent + line + "\n";
-        }
+        put(out, text::visible(check.message), kCheckIndent);
         for (const auto& detail : check.details) {
-            for (const auto& line : split_lines(text::visible(detail))) {
-                out += std::string(kCheckIndent) + kIndent + line + "\n";
-            }
+            put(out, text::visible(detail), std::string(kCheckIndent) + kIndent);
         }
     }
 }
 
 void render_interruption(const Interruption& stop, const Painter& painter, std::string& out) {
     out += "\n" + painter.bold("Grading stopped") + "\n";
-    out += std::string(kIndent) +
-           (stop.stage.empty() ? "" : "at " + text::visible_line(stop.stage) + ": ") +
-           text::visible_line(stop.message) + " (" + std::string(to_string(stop.kind)) + ")" + "\n";
+    put(out,
+        (stop.stage.empty() ? "" : "at " + text::visible_line(stop.stage) + ": ") +
+            text::visible_line(stop.message) + " (" + std::string(to_string(stop.kind)) + ")",
+        kIndent);
     if (!stop.students_fault) {
-        out += std::string(kIndent) +
-               "The machine or the grader is at fault, not the submission: this grade does not "
-               "count, and there is nothing in your work to change. Tell your instructor, who "
-               "must fix the grading machine (the reason is above).\n";
+        put(out,
+            "The machine or the grader is at fault, not the submission: this grade does not "
+            "count, and there is nothing in your work to change. Tell your instructor, who must "
+            "fix the grading machine (the reason is above).",
+            kIndent);
     }
 }
 
@@ -200,11 +302,21 @@ void render_interruption(const Interruption& stop, const Painter& painter, std::
 std::string render_text(const Report& report, const TextOptions& options, bool with_checks) {
     const Painter painter(options.color);
     std::string out;
-    out += painter.verdict(report.verdict) + "  " + painter.bold(score_text(report)) + "  " +
-           student_name(report) + "  " + text::visible_line(report.exercise_id) + "  " +
-           device_phrase(report) + "\n";
+    // The verdict and the score in color, then who, what and where, wrapped like any line.
+    const std::string verdict = verdict_word(report.verdict);
+    const std::string score = score_text(report);
+    const std::vector<std::string> heading =
+        wrapped(verdict + "  " + score + "  " + student_name(report) + "  " +
+                    text::visible_line(report.exercise_id) + "  " + device_phrase(report),
+                "", kWrapIndent);
+    out += painter.verdict(report.verdict) + "  " + painter.bold(score) +
+           heading.front().substr(verdict.size() + 2 + score.size()) + "\n";
+    for (std::size_t i = 1; i < heading.size(); ++i) {
+        out += heading[i] + "\n";
+    }
+    // The line under it is the diagnosis and its fix (the summary says it).
     if (!report.summary.empty()) {
-        out += text::visible_line(report.summary) + "\n";
+        put(out, text::visible_line(report.summary), "");
     }
     if (options.verbose) {
         render_environment(report, out);
@@ -218,7 +330,7 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
     for (const Table& table : shown) {
         if (!table.rows.empty()) {
             out += "\n";
-            render_table(table, painter, out);
+            render_table(options.verbose ? table : fitted(table), painter, out);
         }
     }
 
@@ -232,7 +344,8 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
     if (!wrong.empty()) {
         out += "\n" + painter.bold("Outputs that held the wrong value") + "\n";
         for (const auto& line : wrong) {
-            out += kIndent + painter.tone(line, Tone::bad) + "\n";
+            put(out, line, kIndent,
+                [&](const std::string& part) { return painter.tone(part, Tone::bad); });
         }
     }
 
@@ -241,12 +354,11 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
     }
     if (!report.sentence.empty()) {
         out += "\n" + painter.bold("Your sentence") + "\n";
-        for (const auto& line : split_lines(text::visible(report.sentence))) {
-            out += kIndent + line + "\n";
-        }
+        put(out, text::visible(report.sentence), kIndent);
         const std::string flag = sentence_flag_text(report.sentence_review);
         if (!flag.empty()) {
-            out += kIndent + painter.tone("(" + flag + ")", Tone::bad) + "\n";
+            put(out, "(" + flag + ")", kIndent,
+                [&](const std::string& part) { return painter.tone(part, Tone::bad); });
         }
     }
     const std::size_t max_lines = options.verbose ? 0 : kLogLines;
@@ -272,11 +384,11 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
         if (!env.grader_version.empty()) {
             machine += ", grader " + text::visible_line(env.grader_version);
         }
-        out += "\n" +
-               painter.tone("seed " + std::to_string(report.seed) + " (--seed " +
-                                std::to_string(report.seed) + " repeats this grade), " + machine,
-                            Tone::muted) +
-               "\n";
+        out += "\n";
+        put(out,
+            "seed " + std::to_string(report.seed) + " (--seed " + std::to_string(report.seed) +
+                " repeats this grade), " + machine,
+            "", [&](const std::string& part) { return painter.tone(part, Tone::muted); });
     }
     return out;
 }

@@ -1,6 +1,7 @@
 #include "text/text_safety.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
@@ -274,13 +275,53 @@ std::string xml(std::string_view text, XmlPlace place) {
     return out;
 }
 
-std::string csv_field(std::string_view text) {
-    std::string value = visible_line(text);
-    if (!value.empty() && (value[0] == '=' || value[0] == '+' || value[0] == '-' ||
-                           value[0] == '@' || value[0] == '\\')) {
-        value.insert(value.begin(), '\'');
+namespace {
+
+bool formula_character(char c) {
+    return c == '=' || c == '+' || c == '-' || c == '@';
+}
+
+// What a formula needs to call a function, reach a program (DDE), or another sheet or book.
+constexpr const char* kFormulaReach = "(|![";
+
+// Whether a key that starts with +, - or @ can do nothing in a spreadsheet but show itself (or
+// an error): letters, digits, spaces and . _ - + @ only, UTF-8 letters included.
+bool harmless_key(std::string_view value) {
+    return std::all_of(value.begin(), value.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte >= 0x80 || std::isalnum(byte) != 0 || c == ' ' || c == '.' || c == '_' ||
+               c == '-' || c == '+' || c == '@';
+    });
+}
+
+}  // namespace
+
+std::string csv_field(std::string_view text, CsvCell cell) {
+    const std::string shown = visible_line(text);
+    std::string value;
+    value.reserve(shown.size() + 2);
+    // visible_line writes a leading tab or CR as "\t" or "\r": a backslash start is a control.
+    const bool formula_start = !shown.empty() && (formula_character(shown[0]) || shown[0] == '\\');
+    if (formula_start &&
+        !(cell == CsvCell::key && shown[0] != '=' && shown[0] != '\\' && harmless_key(shown))) {
+        value += '\'';
     }
-    if (value.find_first_of(",\"") == std::string::npos) {
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+        value += shown[i];
+        if (shown[i] != ';') {
+            continue;
+        }
+        std::size_t next = i + 1;
+        while (next < shown.size() && shown[next] == ' ') {
+            value += shown[next++];
+        }
+        if (next < shown.size() && formula_character(shown[next])) {
+            value += '\'';
+        }
+        i = next - 1;
+    }
+    if (value.find_first_of(",;\"") == std::string::npos &&
+        value.find_first_of(kFormulaReach) == std::string::npos) {
         return value;
     }
     std::string quoted = "\"";
@@ -291,6 +332,14 @@ std::string csv_field(std::string_view text) {
         }
     }
     return quoted + "\"";
+}
+
+std::string csv_row(const std::vector<std::string>& fields) {
+    std::string row;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        row += (i > 0 ? "," : "") + fields[i];
+    }
+    return row + "\r\n";
 }
 
 std::string markdown_inline(std::string_view text) {
@@ -376,31 +425,6 @@ std::size_t display_width(std::string_view text) {
     return width;
 }
 
-std::string comparison_key(std::string_view text) {
-    std::string key;
-    for_each_code_point(text, [&](char32_t c, std::string_view bytes) {
-        if (c < 0x80) {
-            if (is_ascii_alnum(c)) {
-                key += static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
-            }
-            return;
-        }
-        if (is_hidden_control(c) || is_unicode_punctuation_or_space(c) || c == 0xFFFD ||
-            c == 0xFEFF || c == 0x200B) {
-            return;
-        }
-        if ((c >= 0xC0 && c <= 0xDE) && c != 0xD7) {
-            // Latin-1's capitals are their small letters less 0x20; both encode in two bytes.
-            const char32_t lower = c + 0x20;
-            key += static_cast<char>(0xC0 | (lower >> 6));
-            key += static_cast<char>(0x80 | (lower & 0x3F));
-            return;
-        }
-        key.append(bytes);
-    });
-    return key;
-}
-
 namespace {
 
 struct IdFold {
@@ -476,21 +500,67 @@ bool append_hangul_syllable_fold(char32_t c, std::string& key) {
 
 }  // namespace
 
-std::string id_key(std::string_view id) {
-    std::string key;
-    for_each_code_point(id, [&](char32_t c, std::string_view bytes) {
+namespace {
+
+// The text as ids and sentences compare it: each code point through the table (a look-alike
+// letter becomes the letter it imitates, case folded), default-ignorable code points and
+// controls dropped.
+std::string fold_look_alikes(std::string_view text) {
+    std::string folded;
+    for_each_code_point(text, [&](char32_t c, std::string_view bytes) {
         if (is_default_ignorable(c) || is_hidden_control(c)) {
             return;
         }
-        if (!append_hangul_syllable_fold(c, key)) {
-            append_fold(c, bytes, key);
+        if (!append_hangul_syllable_fold(c, folded)) {
+            append_fold(c, bytes, folded);
         }
     });
+    return folded;
+}
+
+}  // namespace
+
+std::string id_key(std::string_view id) {
+    const std::string key = fold_look_alikes(id);
     const std::size_t first = key.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) {
         return {};
     }
     return key.substr(first, key.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+std::string comparison_key(std::string_view text) {
+    // Punctuation and spaces go before the fold too: it maps some of them to letters (an em dash
+    // to a katakana prolonged sound mark).
+    std::string letters;
+    for_each_code_point(text, [&](char32_t c, std::string_view bytes) {
+        if (c < 0x80 ? !is_ascii_alnum(c) : is_unicode_punctuation_or_space(c)) {
+            return;
+        }
+        letters.append(bytes);
+    });
+    std::string key;
+    for_each_code_point(fold_look_alikes(letters), [&](char32_t c, std::string_view bytes) {
+        if (c < 0x80) {
+            if (is_ascii_alnum(c)) {
+                key += static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+            }
+            return;
+        }
+        if (is_hidden_control(c) || is_unicode_punctuation_or_space(c) || c == 0xFFFD ||
+            c == 0xFEFF || c == 0x200B) {
+            return;
+        }
+        if ((c >= 0xC0 && c <= 0xDE) && c != 0xD7) {
+            // Latin-1's capitals are their small letters less 0x20; both encode in two bytes.
+            const char32_t lower = c + 0x20;
+            key += static_cast<char>(0xC0 | (lower >> 6));
+            key += static_cast<char>(0x80 | (lower & 0x3F));
+            return;
+        }
+        key.append(bytes);
+    });
+    return key;
 }
 
 }  // namespace grader::text

@@ -14,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace grader::text {
 
@@ -50,10 +51,28 @@ std::string html_line(std::string_view text);
 enum class XmlPlace { text, attribute };
 std::string xml(std::string_view text, XmlPlace place);
 
-// One RFC 4180 field: visible_line(); a value a spreadsheet would run as a formula (one that
-// starts with =, +, -, @ or a control) gets a leading apostrophe; quoted where it holds a comma or
-// a quote.
-std::string csv_field(std::string_view text);
+// One RFC 4180 field, safe in every spreadsheet: visible_line() (so no line break or tab is left
+// raw), then quoted where it holds a comma, a semicolon or a quote. A text cell a spreadsheet
+// would read as a formula (one that starts with =, +, -, @, or a control such as tab or CR, which
+// visible_line shows as a backslash escape) gets a leading apostrophe, which makes it text.
+//
+// A spreadsheet that splits cells at ';' (most of Europe's) ignores the quotes of a file split at
+// ',' and makes one cell of everything between two ';'. So a ';' followed (past spaces) by =, +,
+// - or @ gets the apostrophe before that character too, and a field holding what a formula needs
+// to call a function, reach a program or another sheet (any of ( | ! [) is quoted: inside a
+// formula a quoted field is a string, which calls nothing, as its quotes are doubled.
+//
+// A key cell (a folder, a uid, an LMS id: what a gradebook is joined on) stays exactly the name
+// it came from wherever a spreadsheet can do no harm with it, so that a folder "-dash-first"
+// still joins with the class folder's "-dash-first": it is kept as it is unless it starts with =,
+// or starts with +, - or @ and holds anything but letters, digits, spaces and . _ - + @. Such a
+// key is made text as a text cell is.
+enum class CsvCell { text, key };
+std::string csv_field(std::string_view text, CsvCell cell = CsvCell::text);
+
+// One CSV row of fields csv_field() made (numbers as they are), joined by ',' and ended by CRLF,
+// as RFC 4180 writes a record.
+std::string csv_row(const std::vector<std::string>& fields);
 
 // Markdown inline text: visible(), with newlines and tabs as spaces (a line of its own could start
 // a list or a heading) and the punctuation markdown gives meaning to escaped by a backslash, so a
@@ -82,9 +101,11 @@ std::string shorten(std::string_view text, std::size_t max_bytes);
 // The code points in UTF-8 text: what a terminal shows of it, one column each.
 std::size_t display_width(std::string_view text);
 
-// The text as two sentences are compared: letters and digits only, in lower case, so that case,
-// spacing and punctuation (ASCII and the common Unicode quotes, dashes and spaces) do not tell two
-// copies of one sentence apart. Other letters (accented, other scripts) are kept as they are.
+// The text as two sentences are compared: folded as id_key folds ids (look-alike letters of other
+// scripts to the letters they imitate, case, default-ignorable code points such as U+034F,
+// U+FE00 and U+180E dropped), then letters and digits only, so that case, spacing, punctuation
+// (ASCII and the common Unicode quotes, dashes and spaces), a Cyrillic "а" for a Latin "a" and
+// an invisible character inside a word do not tell two copies of one sentence apart.
 std::string comparison_key(std::string_view text);
 
 // A student id as ids are compared (UTS #39, Unicode's security mechanisms): normalised (NFKD),

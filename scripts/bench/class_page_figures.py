@@ -2,15 +2,20 @@
 """Measures a class page in headless Chromium and takes its screenshots.
 
 Usage: class_page_figures.py CLASS_REPORT_HTML OUT_DIR [--name class-page-300] [--runs 3]
+                             [--students-view FRAGMENT]
 
 Prints the page's height (CSS pixels, document.documentElement.scrollHeight at a 1280 px wide
 window) and its load time: milliseconds from the start of navigation to the end of parsing and the
-first layout, the median of --runs fresh Chromium starts. The page allows no script (its CSP); the
-copy measured drops the CSP and adds one script at the end of the body that reports both figures
-in the title, read back through --dump-dom. Writes OUT_DIR/NAME-top.png (the top of the page, 1100
-x 1400) and OUT_DIR/NAME-sentences.png (the same window on a copy of the page whose sections other
-than "Sentences" are hidden, so that the clusters sit at the top), each checked to be under 1 MB.
-Chromium is Debian's `chromium`, or $GRADER_CHROMIUM.
+first layout, the median of --runs fresh Chromium starts. The copy measured drops the page's
+Content-Security-Policy and adds one script at the end of the body that reports both figures in
+the title, read back through --dump-dom. Writes, each 1280 x 1400 (the width measured) and checked
+to be under 1 MB:
+OUT_DIR/NAME-top.png, the top of the page; and, each on a copy of the page whose other sections
+are hidden (display: none), its own policy and script kept: NAME-students.png, the students'
+table as the page's script shows the view --students-view names (default
+"verdict=fail&sort=score&order=desc": the failing students, highest score first);
+NAME-numbers.png, what the students predicted and measured; NAME-sentences.png, the sentence
+clusters. Chromium is Debian's `chromium`, or $GRADER_CHROMIUM.
 """
 import argparse
 import os
@@ -27,8 +32,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 CSP = re.compile(r'<meta http-equiv="Content-Security-Policy"[^>]*>')
 MEASURE = ("<script>const h = document.documentElement.scrollHeight; "
            "document.title = 'MEASURE ' + h + ' ' + Math.round(performance.now());</script>")
-ONLY_SENTENCES = ('<style>main > section:not([aria-labelledby="sentences-title"]) '
-                  '{ display: none; }</style>')
+ONLY = ('<style>main > section:not([aria-labelledby="%s"]), nav.contents '
+        '{ display: none; }</style>')
 MAX_PNG_BYTES = 1024 * 1024
 
 
@@ -55,12 +60,13 @@ def measure(html, work, runs):
     return heights, times
 
 
-def screenshot(html, work, name, png):
+def screenshot(html, work, name, png, fragment=""):
     page = os.path.join(work, name + ".html")
     with open(page, "w", encoding="utf-8") as f:
         f.write(html)
-    chromium(work, "profile-" + name, ["--hide-scrollbars", "--window-size=1100,1400",
-                                       "--screenshot=" + png, "file://" + page])
+    chromium(work, "profile-" + name, ["--hide-scrollbars", "--window-size=1280,1400",
+                                       "--screenshot=" + png,
+                                       "file://" + page + ("#" + fragment if fragment else "")])
     size = os.path.getsize(png)
     if size >= MAX_PNG_BYTES:
         sys.exit("class_page_figures: %s is %d bytes, over 1 MB" % (png, size))
@@ -73,6 +79,7 @@ def main():
     parser.add_argument("out_dir")
     parser.add_argument("--name", default="class-page-300")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--students-view", default="verdict=fail&sort=score&order=desc")
     args = parser.parse_args()
     with open(args.page, encoding="utf-8") as f:
         html = f.read()
@@ -85,9 +92,12 @@ def main():
                ", ".join(str(t) for t in times)))
         top = os.path.join(args.out_dir, args.name + "-top.png")
         print("%s: %d bytes" % (top, screenshot(html, work, "top", top)))
-        sentences = os.path.join(args.out_dir, args.name + "-sentences.png")
-        only = html.replace("</head>", ONLY_SENTENCES + "</head>", 1)
-        print("%s: %d bytes" % (sentences, screenshot(only, work, "sentences", sentences)))
+        for part, title, fragment in (("students", "students-title", args.students_view),
+                                      ("numbers", "claims-chart-title", ""),
+                                      ("sentences", "sentences-title", "")):
+            png = os.path.join(args.out_dir, args.name + "-" + part + ".png")
+            only = html.replace("</head>", ONLY % title + "</head>", 1)
+            print("%s: %d bytes" % (png, screenshot(only, work, part, png, fragment)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

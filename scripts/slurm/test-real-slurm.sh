@@ -1,7 +1,8 @@
 #!/bin/bash
 # A class graded through a real Slurm on this machine, with the shipped scripts: starts munged,
 # slurmctld and one slurmd (two fake GPUs, character devices declared in gres.conf) as root, with
-# no systemd, submits a class of 40 on the simulator, and asserts what docs/slurm.md promises.
+# no systemd, submits a class of 40 on the simulator and a Part 2 class (--exercise
+# day15-padding, which the merge must be given too), and asserts what docs/slurm.md promises.
 # Stops every daemon it started, whatever happens.
 #
 #   GRADER_SLURM_TEST=1 scripts/slurm/test-real-slurm.sh build/harness/cli/grader
@@ -310,6 +311,44 @@ for line in bad:
 sys.exit(1 if bad else 0)
 EOF
 
+# Part 2 through Slurm: the exercise reaches the tasks and the merge alike (the merge of a Part 2
+# class without it refused and wrote nothing).
+part2="$work/part2-class"
+for fixture in "$repo"/tests/fixtures/padding/*/; do
+  [ -f "$fixture/transpose.cu" ] || continue
+  for copy in 1 2; do
+    mkdir -p "$part2/$(basename "$fixture")-$copy"
+    cp "$fixture/transpose.cu" "$fixture/submission.yaml" "$part2/$(basename "$fixture")-$copy/"
+  done
+done
+part2_students=$(find "$part2" -mindepth 1 -maxdepth 1 -type d | wc -l)
+start=$(now)
+"$here/submit.sh" "$part2" "$work/part2" 2 --exercise day15-padding --jobs 2 >/dev/null
+for _ in $(seq 900); do
+  [ -z "$(squeue -h -o %i)" ] && break
+  sleep 0.5
+done
+part2_seconds=$(python3 -c "print(round($(now) - $start, 1))")
+check "the Part 2 class through Slurm merged ($part2_students students)" \
+  grep -q "^merged $part2_students students from 2 shards" "$work/part2/logs/merge.log"
+check "the Part 2 class's outputs are Part 2's" python3 - "$work/part2/class" "$part2_students" <<'EOF'
+import csv, json, sys
+out, students = sys.argv[1], int(sys.argv[2])
+summary = json.load(open(f"{out}/summary.json"))
+rows = list(csv.reader(open(f"{out}/gradebook.csv", newline="", encoding="utf-8-sig")))
+pl = list(csv.reader(open(f"{out}/prairielearn-scores.csv", newline="", encoding="utf-8")))
+verdicts = {r[0]: r[rows[0].index("verdict")] for r in rows[1:]}
+bad = []
+if summary["exercise_id"] != "day15-padding":
+    bad.append(f"summary.json's exercise is {summary['exercise_id']}")
+if len(verdicts) != students or len(pl) != students + 1 or pl[1][1] != "day15-padding":
+    bad.append("the gradebook or prairielearn-scores.csv is not one row per student of Part 2")
+if verdicts.get("correct_padded-1") != "pass" or verdicts.get("missing_barrier-1") != "fail":
+    bad.append(f"verdicts: {verdicts}")
+print("\n".join("  " + line for line in bad))
+sys.exit(1 if bad else 0)
+EOF
+
 # A clean pass through Slurm, nothing stopped: the figure to hold against one batch.
 start=$(now)
 "$here/submit.sh" "$work/class" "$work/clean" "$shards" --jobs 1 >/dev/null
@@ -352,7 +391,8 @@ check "grader serve through Slurm: its wave ran as a job array (a task's log is 
 
 echo "figures: one batch ${one_seconds}s; clean pass through Slurm ${clean_seconds}s; through Slurm (4 tasks, 2 fake GPUs, 1 job each," \
   "first pass with a cancel and a requeue) ${first_seconds}s, rerun of index $rerun and merge" \
-  "${second_seconds}s; grader merge alone ${merge_seconds}s"
+  "${second_seconds}s; grader merge alone ${merge_seconds}s; a Part 2 class of $part2_students" \
+  "through Slurm (2 tasks) ${part2_seconds}s"
 if [ -n "${GRADER_SLURM_FIGURES:-}" ]; then
   {
     echo "one_batch_seconds=$one_seconds"
@@ -360,6 +400,7 @@ if [ -n "${GRADER_SLURM_FIGURES:-}" ]; then
     echo "slurm_rerun_and_merge_seconds=$second_seconds"
     echo "merge_seconds=$merge_seconds"
     echo "slurm_clean_pass_seconds=$clean_seconds"
+    echo "slurm_part2_seconds=$part2_seconds"
     grep -h "graded in" "$work/clean/logs/"shard-*.log
     for log in "$run"/logs/*.log; do echo "--- $(basename "$log")"; cat "$log"; done
   } >>"$GRADER_SLURM_FIGURES"

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
@@ -415,11 +417,37 @@ std::pair<int, int> y_powers(const ClassSummary& summary) {
             std::min(12, static_cast<int>(std::ceil(std::log2(high * 1.05))))};
 }
 
+// Whether a grade's kernel models other ratios than the reference's at some stride: on the
+// simulator a kernel like the reference models exactly its ratios, and a dot of it repeats the
+// reference's bar.
+bool differs_from_reference(const Report& report) {
+    constexpr double kSame = 0.005;
+    return std::any_of(report.rows.begin(), report.rows.end(), [](const ReportRow& row) {
+        return row.kernel == kStudentKernel && row.ratio && row.reference_ratio &&
+               plottable(*row.ratio) && plottable(*row.reference_ratio) &&
+               std::abs(*row.ratio / *row.reference_ratio - 1.0) > kSame;
+    });
+}
+
 }  // namespace
 
 void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
-                       const std::vector<const ClassEntry*>& sorted) {
+                       const std::vector<const ClassEntry*>& all) {
     const Numbers numbers = numbers_of(summary);
+    // On the simulator, the students whose kernels model other ratios than the reference's: the
+    // rest would pile on the reference's bar and say nothing it does not.
+    std::vector<const ClassEntry*> sorted;
+    std::size_t like_reference = 0;
+    for (const ClassEntry* entry : all) {
+        if (numbers != Numbers::modeled || differs_from_reference(entry->report)) {
+            sorted.push_back(entry);
+        } else if (std::any_of(entry->report.rows.begin(), entry->report.rows.end(),
+                               [](const ReportRow& row) {
+                                   return row.kernel == kStudentKernel && row.ratio;
+                               })) {
+            ++like_reference;
+        }
+    }
     const bool sweep = summary.sweep;
     std::vector<int> strides;
     for (const StrideSummary& row : summary.strides) {
@@ -578,7 +606,222 @@ void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
     html << "</svg>\n";
 
     write_ratio_note(html, summary, numbers, base);
+    if (numbers == Numbers::modeled) {
+        html << "<p class=\"note\" id=\"ratio-like-reference\">" << like_reference
+             << (like_reference == 1 ? " student's kernel models" : " students' kernels model")
+             << " the reference's ratios at every stride, as the simulator models any kernel "
+                "that reads like it: their dots would sit on the reference's bar, so only the "
+             << sorted.size()
+             << " that differ are drawn. What the students predicted and measured themselves is "
+                "charted above.</p>\n";
+    }
     write_stride_table(html, summary);
+}
+
+void write_claims_chart(std::ostringstream& html, const ClassSummary& summary,
+                        const std::vector<const ClassEntry*>& sorted) {
+    // A column per row a student answers: (kernel, stride), in the order first seen.
+    struct Column {
+        std::string kernel;
+        int stride = 0;
+        std::string name;
+        unsigned degree = 0;
+        std::vector<std::pair<double, bool>> claims;  // measured, predicted the model's degree
+        std::map<int, std::size_t> predicted;         // degree -> students
+        std::size_t right = 0;
+    };
+    std::vector<Column> columns;
+    bool percent = false;
+    for (const ClassEntry* entry : sorted) {
+        percent = percent || entry->report.ratio_as_percent;
+        for (const ReportRow& row : entry->report.rows) {
+            if (!row.claimed_ratio && !row.predicted_degree) {
+                continue;
+            }
+            auto column = std::find_if(columns.begin(), columns.end(), [&](const Column& c) {
+                return c.kernel == row.kernel && c.stride == row.stride;
+            });
+            if (column == columns.end()) {
+                columns.push_back({row.kernel,
+                                   row.stride,
+                                   summary.sweep ? "stride " + std::to_string(row.stride)
+                                                 : (row.label.empty() ? row.kernel : row.label),
+                                   row.degree,
+                                   {},
+                                   {},
+                                   0});
+                column = std::prev(columns.end());
+            }
+            const bool right = row.predicted_degree && row.degree > 0 &&
+                               static_cast<unsigned>(*row.predicted_degree) == row.degree;
+            if (row.predicted_degree) {
+                ++column->predicted[*row.predicted_degree];
+                column->right += right ? 1 : 0;
+            }
+            if (row.claimed_ratio && plottable(*row.claimed_ratio)) {
+                column->claims.push_back({*row.claimed_ratio, right});
+            }
+        }
+    }
+    if (summary.sweep) {
+        std::stable_sort(columns.begin(), columns.end(),
+                         [](const Column& a, const Column& b) { return a.stride < b.stride; });
+    }
+    // In a column, those who predicted the model's degree first, each group by value: the two
+    // read as two groups, not as one band of mixed colours.
+    for (Column& column : columns) {
+        std::sort(column.claims.begin(), column.claims.end(), [](const auto& a, const auto& b) {
+            return a.second != b.second ? a.second : a.first < b.first;
+        });
+    }
+    double low = 1.0;
+    double high = summary.sweep ? 2.0 : 1.0;
+    for (const Column& column : columns) {
+        for (const auto& [ratio, right] : column.claims) {
+            low = std::min(low, ratio);
+            high = std::max(high, ratio);
+        }
+        if (summary.sweep && column.degree > 0) {
+            high = std::max(high, static_cast<double>(column.degree));
+        }
+    }
+    const int low_power = std::max(-6, static_cast<int>(std::floor(std::log2(low / 1.05))));
+    const int high_power =
+        std::max(low_power + 1, std::min(12, static_cast<int>(std::ceil(std::log2(high * 1.05)))));
+    const double width = 960, height = 400, left = 64, right_margin = 16, top = 24, bottom = 96;
+    const double plot_width = width - left - right_margin;
+    const double plot_height = height - top - bottom;
+    const double band = plot_width / static_cast<double>(std::max<std::size_t>(columns.size(), 1));
+    const auto y_of = [&](double ratio) {
+        const double power = std::clamp(std::log2(ratio), static_cast<double>(low_power),
+                                        static_cast<double>(high_power));
+        return top + plot_height - (power - low_power) / (high_power - low_power) * plot_height;
+    };
+    const auto value_text = [&](double ratio) {
+        return percent ? format_number(ratio * 100.0, 1) + "%" : format_number(ratio, 4);
+    };
+    html << "<section class=\"card\" aria-labelledby=\"claims-chart-title\">\n"
+         << "<h2 id=\"claims-chart-title\">What the students predicted and measured</h2>\n"
+         << "<svg id=\"claims-chart\" viewBox=\"0 0 " << width << ' ' << height << "\" width=\""
+         << width << "\" height=\"" << height
+         << "\" role=\"img\" aria-label=\"each student's own measured value and predicted degree "
+            "per "
+         << (summary.sweep ? "stride" : "kernel") << "\">\n";
+    for (int power = low_power; power <= high_power; ++power) {
+        const double y = y_of(std::ldexp(1.0, power));
+        html << "<line class=\"grid\" x1=\"" << left << "\" x2=\"" << left + plot_width
+             << "\" y1=\"" << svg_number(y) << "\" y2=\"" << svg_number(y) << "\"/><text x=\""
+             << left - 8 << "\" y=\"" << svg_number(y + 4) << "\" text-anchor=\"end\">"
+             << value_text(std::ldexp(1.0, power)) << "</text>\n";
+    }
+    std::size_t dots = 0;
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+        const Column& column = columns[i];
+        const double x = left + (static_cast<double>(i) + 0.5) * band;
+        if (summary.sweep && column.degree > 0) {
+            const double y = y_of(column.degree);
+            html << "<rect class=\"claim-model\" x=\"" << svg_number(x - 6) << "\" y=\""
+                 << svg_number(y - 6)
+                 << "\" width=\"12\" height=\"12\" fill=\"none\" stroke=\"#8e24aa\" "
+                    "stroke-width=\"2\"><title>model: degree "
+                 << column.degree << "</title></rect>\n";
+        }
+        for (std::size_t k = 0; k < column.claims.size(); ++k) {
+            const auto& [ratio, right] = column.claims[k];
+            // Spread across the band in the students' order, so a crowd reads as a crowd.
+            const double spread =
+                column.claims.size() > 1
+                    ? static_cast<double>(k) / static_cast<double>(column.claims.size() - 1) - 0.5
+                    : 0.0;
+            html << "<circle class=\"claim-dot\" data-right=\"" << (right ? "yes" : "no")
+                 << "\" cx=\"" << svg_number(x + spread * band * 0.6) << "\" cy=\""
+                 << svg_number(y_of(ratio)) << "\" r=\"3\" fill=\""
+                 << (right ? "#2e7d32" : "#e65100") << "\" fill-opacity=\"0.55\"/>\n";
+            ++dots;
+        }
+        html << "<text x=\"" << svg_number(x) << "\" y=\"" << top + plot_height + 18
+             << "\" text-anchor=\"middle\">" << escape_html(column.name) << "</text>";
+        // The predictions, most frequent first: "predicted 8: 250, 4: 30".
+        std::vector<std::pair<std::size_t, int>> tallies;
+        for (const auto& [degree, students] : column.predicted) {
+            tallies.push_back({students, degree});
+        }
+        std::sort(tallies.rbegin(), tallies.rend());
+        std::string predicted;
+        for (std::size_t t = 0; t < tallies.size() && t < 3; ++t) {
+            predicted += (t == 0 ? "" : ", ") + std::to_string(tallies[t].second) + ": " +
+                         std::to_string(tallies[t].first);
+        }
+        if (tallies.size() > 3) {
+            predicted += ", ...";
+        }
+        html << "<text class=\"tally\" x=\"" << svg_number(x) << "\" y=\"" << top + plot_height + 36
+             << "\" text-anchor=\"middle\">"
+             << (predicted.empty() ? std::string("no prediction") : "predicted " + predicted)
+             << "</text>\n";
+    }
+    if (dots == 0) {
+        html << "<text class=\"no-data\" x=\"" << left + plot_width / 2 << "\" y=\""
+             << top + plot_height / 2
+             << "\" text-anchor=\"middle\">No data: no student's answers give a measured "
+                "value</text>\n";
+    }
+    html << "<text class=\"axis-title\" x=\"" << left + plot_width / 2 << "\" y=\"" << height - 12
+         << "\" text-anchor=\"middle\">"
+         << (summary.sweep
+                 ? "stride; under it, the degrees the students predicted: degree: students"
+                 : "kernel; under it, the degrees the students predicted: degree: "
+                   "students")
+         << "</text>\n<text class=\"axis-title\" transform=\"translate(16 " << top + plot_height / 2
+         << ") rotate(-90)\" text-anchor=\"middle\">"
+         << (percent ? "measured, as the answers give it (log scale)"
+                     : "measured ratio, as the answers give it (log scale)")
+         << "</text>\n</svg>\n<p class=\"note\">Each dot is one student's measured value as "
+            "their answers file gives it, green where they predicted the model's degree for that "
+         << (summary.sweep ? "stride" : "kernel") << " and orange where not";
+    if (summary.sweep) {
+        html << "; the square is the model's degree gcd(stride, " << summary.banks
+             << "), the ratio a kernel all of whose time were bank requests would show";
+    }
+    html << ". These are the students' own numbers, from their own GPUs: the grade's numbers are "
+            "in the next chart.</p>\n";
+    html << "<div class=\"scroll\"><table id=\"claims-table\" class=\"compact\">\n<thead><tr>"
+            "<th></th>";
+    for (const Column& column : columns) {
+        html << "<th class=\"number\">" << escape_html(column.name) << "</th>";
+    }
+    html << "</tr></thead>\n<tbody>\n";
+    const auto row = [&](const char* heading, const auto& cell) {
+        html << "<tr><th>" << heading << "</th>";
+        for (const Column& column : columns) {
+            html << "<td class=\"number\">" << cell(column) << "</td>";
+        }
+        html << "</tr>\n";
+    };
+    row("model's degree",
+        [](const Column& c) { return c.degree > 0 ? std::to_string(c.degree) : std::string("–"); });
+    row("predicted it", [](const Column& c) {
+        std::size_t predicted = 0;
+        for (const auto& [degree, students] : c.predicted) {
+            predicted += students;
+        }
+        return std::to_string(c.right) + " of " + std::to_string(predicted);
+    });
+    const auto spread = [&](const Column& c, double at) {
+        if (c.claims.empty()) {
+            return std::string("–");
+        }
+        std::vector<double> values;
+        for (const auto& claim : c.claims) {
+            values.push_back(claim.first);
+        }
+        std::sort(values.begin(), values.end());
+        return value_text(values[static_cast<std::size_t>(at * (values.size() - 1) + 0.5)]);
+    };
+    row("measured, min", [&](const Column& c) { return spread(c, 0.0); });
+    row("measured, median", [&](const Column& c) { return spread(c, 0.5); });
+    row("measured, max", [&](const Column& c) { return spread(c, 1.0); });
+    html << "</tbody>\n</table></div>\n</section>\n";
 }
 
 }  // namespace grader::class_detail

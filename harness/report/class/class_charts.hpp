@@ -21,7 +21,14 @@ void write_score_histogram(std::ostringstream& html, const ClassSummary& summary
 bool any_student_ratio(const ClassSummary& summary);
 void write_counted_chart(std::ostringstream& html, const ClassSummary& summary,
                          const std::vector<const ClassEntry*>& sorted);
+// Each student's ratio, timed or modeled in their grade, beside the reference's and the model's;
+// on the simulator only the kernels whose modeled ratios differ from the reference's.
 void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
                        const std::vector<const ClassEntry*>& sorted);
+// What the students wrote in their answers: each one's measured ratio per stride (or kernel), on
+// the same log scale as the model's degree, coloured by whether their predicted degree is the
+// model's, with the predictions tallied under each column.
+void write_claims_chart(std::ostringstream& html, const ClassSummary& summary,
+                        const std::vector<const ClassEntry*>& sorted);
 
 }  // namespace grader::class_detail

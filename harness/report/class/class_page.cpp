@@ -1,15 +1,19 @@
-// The class page: one self-contained HTML file (inline CSS and SVG, no script).
+// The class page: one self-contained HTML file (inline CSS and SVG, and one small script that
+// sorts and filters the students; the page is whole without it).
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -23,6 +27,7 @@
 #include "report/class/markup.hpp"
 #include "report/class_outputs.hpp"
 #include "report/class_page_css.hpp"
+#include "report/class_page_js.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
@@ -38,35 +43,89 @@ std::string escape_html(const std::string& text) {
     return text::html_line(text);
 }
 
+// The script's SHA-256 in base64, as a Content-Security-Policy names a script it lets run.
+std::string script_hash() {
+    const auto digest = sha256(kClassPageJs);
+    return base64(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+}
+
+// A list of folders, whole: the first few inline, the rest folded in a <details> that needs no
+// script to open (a cause 60 students share was cut at "and 48 more").
+void write_folder_list(Markup& page, const std::vector<std::string>& folders) {
+    constexpr std::size_t kInline = 12;
+    std::string shown;
+    for (std::size_t i = 0; i < folders.size() && i < kInline; ++i) {
+        shown += (i > 0 ? ", " : "") + folders[i];
+    }
+    page.text(shown);
+    if (folders.size() > kInline) {
+        std::string rest;
+        for (std::size_t i = kInline; i < folders.size(); ++i) {
+            rest += (i > kInline ? ", " : "") + folders[i];
+        }
+        page.text(" ")
+            .open("details", {{"class", "more"}})
+            .element("summary", "and " + std::to_string(folders.size() - kInline) + " more")
+            .text(rest)
+            .close("details");
+    }
+}
+
 void write_failure_reasons(std::ostringstream& html, const ClassSummary& summary) {
-    html << "<section class=\"card\" aria-labelledby=\"failure-reasons-title\">\n"
-         << "<h2 id=\"failure-reasons-title\">Failure reasons, by root cause</h2>\n"
-         << "<table id=\"failure-reasons\">\n<thead><tr><th class=\"number\">#</th>"
-         << "<th>root cause</th><th class=\"number\">submissions</th><th>folders</th></tr>"
-         << "</thead>\n<tbody>\n";
-    constexpr std::size_t kFoldersShown = 12;
+    Markup page(html);
+    page.open("section", {{"class", "card"}, {"aria-labelledby", "failure-reasons-title"}})
+        .line()
+        .element("h2", "Root causes", {{"id", "failure-reasons-title"}})
+        .line()
+        .open("table", {{"id", "failure-reasons"}})
+        .line()
+        .table_head({{"#", "number"},
+                     {"root cause", ""},
+                     {"whose to fix", ""},
+                     {"submissions", "number"},
+                     {"folders", ""}})
+        .line()
+        .open("tbody")
+        .line();
     std::size_t rank = 0;
     for (const FailureReason& reason : summary.failure_reasons) {
-        html << "<tr class=\"failure-reason\" data-key=\"" << escape_html(reason.key)
-             << "\"><td class=\"number\">" << ++rank << "</td><td>" << escape_html(reason.reason)
-             << "</td><td class=\"number\">" << reason.folders.size()
-             << "</td><td class=\"folders\">";
-        for (std::size_t i = 0; i < reason.folders.size() && i < kFoldersShown; ++i) {
-            html << (i > 0 ? ", " : "") << escape_html(reason.folders[i]);
-        }
-        if (reason.folders.size() > kFoldersShown) {
-            html << " and " << reason.folders.size() - kFoldersShown << " more";
-        }
-        html << "</td></tr>\n";
+        page.open("tr", {{"class", "failure-reason"},
+                         {"data-key", reason.key},
+                         {"data-cause", reason.cause}})
+            .element("td", std::to_string(++rank), {{"class", "number"}})
+            .open("td", {{"class", "cause"}})
+            .text(reason.reason)
+            .text(" ")
+            // Where the script runs, a link that shows these students in the table below.
+            .element("a", "show",
+                     {{"class", "js-only show"}, {"href", "#cause=" + text::url_path(reason.key)}})
+            .close("td")
+            .element("td", reason.area.empty() ? "–" : reason.area, {{"class", "area"}})
+            .element("td", std::to_string(reason.folders.size()), {{"class", "number"}})
+            .open("td", {{"class", "folders"}});
+        write_folder_list(page, reason.folders);
+        page.close("td").close("tr").line();
     }
     if (summary.failure_reasons.empty()) {
-        html << "<tr><td colspan=\"4\">No graded submission lost a point.</td></tr>\n";
+        page.open("tr")
+            .element("td", "No graded submission lost a point.", {{"colspan", "5"}})
+            .close("tr")
+            .line();
     }
-    html << "</tbody>\n</table>\n<p class=\"note\">Each submission counts once, under the first "
-            "stage that failed: the answers file, the compile, the kernel stopping, then the "
-            "checks in the exercise's order. Checks that did not run because of it are not "
-            "failures of their own (see the checks below); ungradable submissions are listed "
-            "apart.</p>\n</section>\n";
+    page.close("tbody")
+        .line()
+        .close("table")
+        .line()
+        .element("p",
+                 "Each submission counts once, under its grade's diagnosis: the root cause its "
+                 "own report leads with (a missing barrier, an off-by-one guard, the old width, a "
+                 "compile error by kind), not the check that saw the symptom. A report without "
+                 "one counts under the first stage that failed. Ungradable submissions are listed "
+                 "apart.",
+                 {{"class", "note"}})
+        .line()
+        .close("section")
+        .line();
 }
 
 void write_checks(std::ostringstream& html, const ClassSummary& summary) {
@@ -139,8 +198,7 @@ void write_review(std::ostringstream& html, const std::vector<const ClassEntry*>
             continue;
         }
         const SubmissionFlags& flag = mine->second;
-        if (flag.sentence_cluster > 0 && !flag.no_id && !flag.example_id &&
-            flag.same_id_as.empty() && !flag.no_sentence && !flag.sentence_same_as_example) {
+        if (flag.sentence_cluster > 0 && !flag.beyond_shared_sentence()) {
             only_shared[flag.sentence_cluster].push_back(entry->student_folder);
             continue;
         }
@@ -233,8 +291,9 @@ void write_sentences(std::ostringstream& html, const std::vector<const ClassEntr
             .open("td", {{"class", "sentence"}})
             .element("span",
                      "cluster " + std::to_string(cluster.number) +
-                         (cluster.identical ? "" : ", near-identical"),
-                     {{"class", "badge review"}})
+                         (cluster.identical ? "" : ", near-identical") +
+                         (cluster.source.empty() ? "" : ": " + cluster.source),
+                     {{"class", cluster.source.empty() ? "badge review" : "badge review source"}})
             .text(" " + cluster.sentence)
             .close("td")
             .element("td", size, {{"class", "number"}})
@@ -329,28 +388,155 @@ std::string first_line(const std::string& text) {
     return text.substr(0, text.find('\n'));
 }
 
-// One line a student, whatever the class's size: at 300 students, rows whose reasons, flags and
-// numbers wrapped (93 px each) were three quarters of the page. A row shows its folder, id,
-// verdict, score, report and the first line of its reason; the whole reason and the flags are
-// in the row's details, folded. Numbers shared by the whole class are said once above.
-// The students' table's headings: "numbers" (the figures' source) only where the class's
-// figures come from more than one.
-std::vector<Markup::Heading> student_headings(bool one_source) {
-    std::vector<Markup::Heading> headings = {
-        {"folder", ""}, {"student id", ""}, {"verdict", ""}, {"score", "number"}};
-    if (!one_source) {
-        headings.push_back({"numbers", ""});
-    }
-    headings.push_back({"reason and flags", ""});
-    headings.push_back({"report", ""});
-    return headings;
+// A flag as the students' filter names it: its kind (a row's data-flags) and what it says.
+struct FlagKind {
+    const char* kind;
+    const char* label;
+};
+
+std::vector<FlagKind> flag_kinds(const SubmissionFlags& flag) {
+    std::vector<FlagKind> kinds;
+    const auto add = [&](bool set, const char* kind, const char* label) {
+        if (set) {
+            kinds.push_back({kind, label});
+        }
+    };
+    add(flag.no_id, "no-id", "no student id");
+    add(flag.example_id, "example-id", "the starter kit's id");
+    add(!flag.same_id_as.empty(), "same-id", "a student id shared with another folder");
+    add(flag.no_sentence, "no-sentence", "no sentence");
+    add(flag.sentence_same_as_lesson || flag.sentence_nearly_lesson, "sentence-lesson",
+        "the lesson's own sentence");
+    add(flag.sentence_same_as_example || flag.sentence_nearly_example, "sentence-example",
+        "the starter kit's sentence");
+    add(!flag.same_sentence_as.empty(), "sentence-shared", "a sentence shared with classmates");
+    add(flag.measured_same_as_example, "measured-example", "the starter kit's measured values");
+    add(flag.measured_same_as_modeled, "measured-modeled",
+        "the simulator's modeled ratios as measured");
+    return kinds;
 }
 
-void write_students(std::ostringstream& html, const std::vector<const ClassEntry*>& sorted,
+// Lower case, for the search the script makes (ASCII letters; others as they are).
+std::string search_text(const std::vector<std::string>& parts) {
+    std::string text;
+    for (const std::string& part : parts) {
+        text += (text.empty() ? "" : " ") + part;
+    }
+    for (char& c : text) {
+        if (c >= 'A' && c <= 'Z') {
+            c = static_cast<char>(c - 'A' + 'a');
+        }
+    }
+    return text;
+}
+
+// The students' table's headings: each that sorts has a button the script wires (inert without
+// it); "numbers" (the figures' source) only where the class's figures come from more than one.
+void write_student_headings(Markup& page, bool one_source) {
+    struct Heading {
+        const char* text;
+        const char* sort;  // empty: does not sort
+        const char* css_class;
+    };
+    std::vector<Heading> headings = {{"folder", "folder", ""},   {"student id", "student", ""},
+                                     {"verdict", "verdict", ""}, {"score", "score", "number"},
+                                     {"cause", "cause", ""},     {"flags", "flagcount", ""}};
+    if (!one_source) {
+        headings.push_back({"numbers", "", ""});
+    }
+    headings.push_back({"reason and flags", "", ""});
+    headings.push_back({"report", "", ""});
+    page.open("thead").open("tr");
+    for (const Heading& heading : headings) {
+        if (*heading.sort == '\0') {
+            page.element("th", heading.text, {{"class", heading.css_class}});
+            continue;
+        }
+        page.open("th",
+                  {{"class", heading.css_class},
+                   {"data-sort", heading.sort},
+                   {"scope", "col"},
+                   {"aria-sort", std::string(heading.sort) == "folder" ? "ascending" : "none"}})
+            .open("button", {{"type", "button"}, {"class", "sort"}})
+            .text(heading.text)
+            .close("button")
+            .close("th");
+    }
+    page.close("tr").close("thead");
+}
+
+// The filters above the table: shown only where the script runs (the page is whole without).
+void write_student_filters(Markup& page, const ClassSummary& summary,
+                           const std::map<std::string, std::size_t>& flag_counts,
+                           const std::map<std::string, std::string>& flag_labels,
+                           std::size_t students) {
+    page.open("form", {{"id", "student-filters"}, {"class", "filters js-only"}, {"role", "search"}})
+        .open("label")
+        .text("search ")
+        .open("input", {{"type", "search"},
+                        {"name", "q"},
+                        {"placeholder", "folder, id, cause or flag"},
+                        {"aria-label", "search the students"}})
+        .close("label")
+        .open("label")
+        .text("verdict ")
+        .open("select", {{"name", "verdict"}})
+        .element("option", "any", {{"value", ""}});
+    for (const char* verdict : {"pass", "fail", "ungradable"}) {
+        page.element("option", verdict, {{"value", verdict}});
+    }
+    page.close("select")
+        .close("label")
+        .open("label")
+        .text("cause ")
+        .open("select", {{"name", "cause"}})
+        .element("option", "any", {{"value", ""}});
+    for (const FailureReason& reason : summary.failure_reasons) {
+        page.element("option", reason.reason + " (" + std::to_string(reason.folders.size()) + ")",
+                     {{"value", reason.key}});
+    }
+    page.close("select")
+        .close("label")
+        .open("label")
+        .text("flag ")
+        .open("select", {{"name", "flag"}})
+        .element("option", "any or none", {{"value", ""}})
+        .element("option", "any flag", {{"value", "any"}})
+        .element("option", "no flag", {{"value", "none"}});
+    for (const auto& [kind, count] : flag_counts) {
+        page.element("option", flag_labels.at(kind) + " (" + std::to_string(count) + ")",
+                     {{"value", kind}});
+    }
+    page.close("select")
+        .close("label")
+        .open("label")
+        .text("score at most ")
+        .open("input", {{"type", "number"}, {"name", "score"}, {"step", "any"}, {"min", "0"}})
+        .close("label")
+        .open("button", {{"type", "reset"}})
+        .text("show all")
+        .close("button")
+        .element("output",
+                 std::to_string(students) + " of " + std::to_string(students) + " students shown",
+                 {{"id", "filter-count"}, {"aria-live", "polite"}})
+        .close("form")
+        .line();
+}
+
+void write_students(std::ostringstream& html, const ClassSummary& summary,
+                    const std::vector<const ClassEntry*>& sorted,
                     const std::map<std::string, SubmissionFlags>& flags) {
     std::set<std::string> sources;
+    std::map<std::string, std::size_t> flag_counts;
+    std::map<std::string, std::string> flag_labels;
     for (const ClassEntry* entry : sorted) {
         sources.insert(numbers_source(entry->report));
+        if (const auto mine = flags.find(entry->student_folder); mine != flags.end()) {
+            for (const FlagKind& kind : flag_kinds(mine->second)) {
+                ++flag_counts[kind.kind];
+                flag_labels[kind.kind] = kind.label;
+            }
+        }
     }
     const bool one_source = sources.size() == 1;
     Markup page(html);
@@ -364,54 +550,78 @@ void write_students(std::ostringstream& html, const std::vector<const ClassEntry
             .line();
     }
     page.element("p",
-                 "One line a student: the first line of the reason, and how many flags; open "
-                 "the line for the whole reason and the flags.",
+                 "One line a student, by folder: the verdict, the score, the root cause and the "
+                 "flags; open a line for the whole reason and the flags. Sort by a column's "
+                 "heading, filter above (with the script the page carries; without it, every "
+                 "student is listed as here).",
                  {{"class", "note"}})
-        .line()
-        .open("table", {{"id", "students"}, {"class", "one-line"}})
-        .line()
-        .table_head(student_headings(one_source))
-        .line()
-        .open("tbody")
         .line();
+    write_student_filters(page, summary, flag_counts, flag_labels, sorted.size());
+    page.open("div", {{"class", "scroll"}})
+        .open("table", {{"id", "students"}, {"class", "one-line"}})
+        .line();
+    write_student_headings(page, one_source);
+    page.line().open("tbody").line();
     for (const ClassEntry* entry : sorted) {
         const Report& report = entry->report;
         const char* verdict = to_string(report.verdict);
-        page.open("tr", {{"class", "student-row"}})
-            .element("td", entry->student_folder,
-                     {{"class", "folder"}, {"title", entry->student_folder}})
-            .element("td", report.student_id, {{"class", "student"}, {"title", report.student_id}})
+        std::vector<std::string> lines;
+        std::string kinds;
+        if (const auto mine = flags.find(entry->student_folder); mine != flags.end()) {
+            lines = mine->second.lines();
+            for (const FlagKind& kind : flag_kinds(mine->second)) {
+                kinds += (kinds.empty() ? "" : " ") + std::string(kind.kind);
+            }
+        }
+        const std::optional<StudentCause> cause = student_cause(report);
+        const bool graded = report.verdict != Verdict::ungradable;
+        const std::string reason = class_reason(report);
+        page.open("tr", {{"class", "student-row"},
+                         {"data-folder", entry->student_folder},
+                         {"data-student", report.student_id},
+                         {"data-verdict", verdict},
+                         {"data-score", graded ? format_number(report.score, 6) : std::string()},
+                         {"data-cause", cause ? cause->key : std::string()},
+                         {"data-flags", kinds},
+                         {"data-flagcount", std::to_string(lines.size())},
+                         {"data-text",
+                          search_text({entry->student_folder, report.student_id,
+                                       cause ? cause->reason : std::string(), reason, kinds})}})
+            .element("td", entry->student_folder, {{"class", "folder"}})
+            .element("td", report.student_id, {{"class", "student"}})
             .open("td")
             .element("span", verdict, {{"class", std::string("badge ") + verdict}})
             .close("td")
-            .element(
-                "td",
-                (report.verdict == Verdict::ungradable ? "–" : format_number(report.score, 2)) +
-                    " / " + format_number(report.max_score, 2),
-                {{"class", "number"}});
+            .element("td",
+                     (graded ? format_number(report.score, 2) : "–") + " / " +
+                         format_number(report.max_score, 2),
+                     {{"class", "number"}})
+            .element("td", cause ? cause->reason : "–",
+                     {{"class", "cause"}, {"title", cause ? cause->reason : ""}})
+            .open("td", {{"class", "flag-count"}});
+        if (lines.empty()) {
+            page.text("–");
+        } else {
+            page.element("span",
+                         std::to_string(lines.size()) + (lines.size() == 1 ? " flag" : " flags"),
+                         {{"class", "badge review"}});
+        }
+        page.close("td");
         if (!one_source) {
             page.element("td", numbers_source(report), {{"class", "numbers"}});
         }
-        std::vector<std::string> lines;
-        if (const auto mine = flags.find(entry->student_folder); mine != flags.end()) {
-            lines = mine->second.lines();
-        }
-        const std::string reason = class_reason(report);
         page.open("td", {{"class", "detail"}});
         if (reason.empty() && lines.empty()) {
             page.text("–");
         } else {
             page.open("details").open("summary");
-            if (!lines.empty()) {
-                page.element(
-                        "span",
-                        std::to_string(lines.size()) + (lines.size() == 1 ? " flag" : " flags"),
-                        {{"class", "badge review"}})
-                    .text(" ");
+            // Hidden while the details are open: the whole reason follows. The cause's title,
+            // in its column already, is not said twice on the line.
+            std::string line = first_line(reason);
+            if (cause && line.rfind(cause->reason + ": ", 0) == 0) {
+                line.erase(0, cause->reason.size() + 2);
             }
-            // Hidden while the details are open: the whole reason follows.
-            page.element("span",
-                         reason.empty() ? "no reason: " + lines.front() : first_line(reason),
+            page.element("span", reason.empty() ? "no reason: " + lines.front() : line,
                          {{"class", "first-line"}})
                 .close("summary");
             if (!reason.empty()) {
@@ -437,7 +647,32 @@ void write_students(std::ostringstream& html, const std::vector<const ClassEntry
         }
         page.close("td").close("tr").line();
     }
-    page.close("tbody").line().close("table").line().close("section").line();
+    page.close("tbody").line().close("table").close("div").line().close("section").line();
+}
+
+// Where each part of the page is: at 300 students it is long.
+void write_contents(std::ostringstream& html, bool counted_instead) {
+    Markup page(html);
+    page.open("nav", {{"class", "contents"}, {"aria-label", "contents"}});
+    const std::vector<std::pair<std::string, std::string>> parts = {
+        {"#verdict-counts-title", "verdicts"},
+        {"#failure-reasons-title", "root causes"},
+        {"#not-graded-title", "not graded"},
+        {"#students-title", "students"},
+        {"#review-title", "to look at twice"},
+        {"#sentences-title", "sentences"},
+        {"#claims-chart-title", "predicted and measured"},
+        {counted_instead ? "#counted-chart-title" : "#ratio-chart-title",
+         counted_instead ? "counted degrees" : "ratios"},
+        {"#checks-title", "checks"},
+        {"#skipped-title", "skipped"}};
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (i > 0) {
+            page.text(" · ");
+        }
+        page.element("a", parts[i].second, {{"href", parts[i].first}});
+    }
+    page.close("nav").line();
 }
 
 }  // namespace
@@ -462,8 +697,10 @@ std::string write_class_report_html(const ClassData& data, const ClassReportOpti
          << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
          // Nothing on this page may be fetched: a student string that slipped past escaping
          // still could not load anything.
+         // The page's own script, and only it, may run: the policy names its SHA-256.
          << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-            "style-src 'unsafe-inline'\">\n"
+            "style-src 'unsafe-inline'; script-src 'sha256-"
+         << script_hash() << "'\">\n"
          << "<title>Class report: " << escape_html(heading);
     if (!options.generated_at.empty()) {
         html << " (" << escape_html(options.generated_at) << ")";
@@ -506,27 +743,31 @@ std::string write_class_report_html(const ClassData& data, const ClassReportOpti
                 "with <code>--resume</code> to finish.</p>\n";
     }
 
-    write_verdict_counts(html, summary);
-    write_score_histogram(html, summary);
     const bool counted_instead =
         !any_student_ratio(summary) &&
         std::any_of(sorted.begin(), sorted.end(), [](const ClassEntry* entry) {
             return std::any_of(entry->report.rows.begin(), entry->report.rows.end(),
                                [](const ReportRow& row) { return row.counted_degree.has_value(); });
         });
+    write_contents(html, counted_instead);
+    // What an instructor of 300 reads first: the verdicts, why students lost points, what the
+    // machine could not grade, and the students themselves; then copies, numbers and checks.
+    write_verdict_counts(html, summary);
+    write_score_histogram(html, summary);
+    write_failure_reasons(html, summary);
+    write_not_graded(html, summary, options.unfinished);
+    write_students(html, summary, sorted, flags);
+    write_review(html, sorted, flags, data.clusters);
+    write_sentences(html, sorted, data.clusters, flags);
+    write_claims_chart(html, summary, sorted);
     if (counted_instead) {
         write_counted_chart(html, summary, sorted);
     } else {
         write_ratio_chart(html, summary, sorted);
     }
-    write_failure_reasons(html, summary);
     write_checks(html, summary);
-    write_not_graded(html, summary, options.unfinished);
-    write_review(html, sorted, flags, data.clusters);
-    write_sentences(html, sorted, data.clusters, flags);
     write_skipped(html, options.skipped);
-    write_students(html, sorted, flags);
-    html << "</main>\n</body>\n</html>\n";
+    html << "</main>\n<script>" << kClassPageJs << "</script>\n</body>\n</html>\n";
     return html.str();
 }
 

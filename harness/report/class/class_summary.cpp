@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -22,10 +23,12 @@
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
+#include "model/diagnosis.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "report/class/class_detail.hpp"
 #include "report/class_outputs.hpp"
+#include "report/prairielearn_scores.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
@@ -94,6 +97,8 @@ bool before_the_kernel_runs(const CheckResult& check) {
 struct RootCause {
     std::string key;
     std::string reason;
+    std::string cause = {};
+    std::string area = {};
 };
 
 std::string check_reason(const CheckResult& check) {
@@ -125,6 +130,9 @@ std::optional<RootCause> missing_files(const Report& report) {
                                  "Another exercise's work (" + problem->detail +
                                      "): graded as this one; grade it with --exercise " +
                                      problem->detail + " or move it to that exercise's class"};
+            case FolderProblem::Kind::misnamed_file:
+                return RootCause{"folder:misnamed_file",
+                                 "A file under another name (" + problem->detail + ")"};
         }
     }
     std::string source;
@@ -162,6 +170,11 @@ std::optional<RootCause> missing_files(const Report& report) {
 std::optional<RootCause> root_cause(const Report& report) {
     if (report.verdict == Verdict::ungradable) {
         return std::nullopt;
+    }
+    if (const std::optional<Diagnosis>& diagnosis = report.diagnosis) {
+        const std::string cause(to_string(diagnosis->cause));
+        return RootCause{"cause:" + cause, std::string(cause_title(diagnosis->cause)), cause,
+                         std::string(to_string(area_of(diagnosis->cause)))};
     }
     if (auto missing = missing_files(report)) {
         return missing;
@@ -224,11 +237,24 @@ std::vector<std::string> SubmissionFlags::lines() const {
         }
         out.push_back(line);
     }
+    if (measured_same_as_example) {
+        out.push_back("measured values the starter kit's example's, not the student's own");
+    }
+    if (measured_same_as_modeled) {
+        out.push_back("measured values the simulator's modeled ratios, not a GPU's times");
+    }
     if (no_sentence) {
         out.push_back("no sentence");
     }
-    if (sentence_same_as_example) {
-        out.push_back("sentence same as the starter kit's example");
+    if (sentence_same_as_lesson || sentence_nearly_lesson) {
+        out.push_back(std::string("sentence ") +
+                      (sentence_same_as_lesson ? "same as" : "nearly the same as") +
+                      " the lesson's own solution (its course page)");
+    }
+    if (sentence_same_as_example || sentence_nearly_example) {
+        out.push_back(std::string("sentence ") +
+                      (sentence_same_as_example ? "same as" : "nearly the same as") +
+                      " the starter kit's example");
     }
     if (!same_sentence_as.empty()) {
         // A cluster of 60 is one short line, not 59 names on each of 60 rows.
@@ -321,9 +347,87 @@ std::size_t near_identical_edits(std::size_t words_a, std::size_t words_b) {
     return std::max<std::size_t>(1, std::max(words_a, words_b) / 12);
 }
 
+// Sentences shorter than this are near-identical to nothing: "Coprime." and "gcd" are one word
+// apart, and neither is a copy of the other.
+constexpr std::size_t kNearIdenticalMinWords = 4;
+
+bool near_identical(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
+    return std::min(a.size(), b.size()) >= kNearIdenticalMinWords &&
+           within_word_edits(a, b, near_identical_edits(a.size(), b.size()));
+}
+
+enum class Likeness { none, nearly, same };
+
+// How like one sentence another is: the same comparison key, near-identical, or neither.
+Likeness likeness(const std::string& sentence, const std::string& other) {
+    const std::string key = text::comparison_key(sentence);
+    if (key.empty()) {
+        return Likeness::none;
+    }
+    if (key == text::comparison_key(other)) {
+        return Likeness::same;
+    }
+    std::map<std::string, std::uint32_t> ids;
+    return near_identical(sentence_words(sentence, ids), sentence_words(other, ids))
+               ? Likeness::nearly
+               : Likeness::none;
+}
+
+// How like the lesson's solution a sentence is: any one of its sentences, or several in a row
+// handed in as one.
+Likeness lesson_likeness(const std::string& sentence, const std::vector<std::string>& lesson) {
+    Likeness best = Likeness::none;
+    for (std::size_t first = 0; first < lesson.size() && best != Likeness::same; ++first) {
+        std::string run;
+        for (std::size_t last = first; last < lesson.size() && best != Likeness::same; ++last) {
+            run += (last > first ? " " : "") + lesson[last];
+            best = std::max(best, likeness(sentence, run));
+        }
+    }
+    return best;
+}
+
+// Whether a report's measured values are these, every one (two or more, one of them far from
+// 1, so that a kernel that is 1 everywhere is not taken for a copy): within `tolerance` of each.
+bool claims_are(const Report& report, const std::vector<ClaimedRatio>& values, double tolerance) {
+    std::size_t matched = 0;
+    bool telling = false;
+    for (const ClaimedRatio& value : values) {
+        const auto row =
+            std::find_if(report.rows.begin(), report.rows.end(), [&](const ReportRow& r) {
+                return r.kernel == value.kernel && r.stride == value.stride && r.claimed_ratio;
+            });
+        if (row == report.rows.end() || std::abs(*row->claimed_ratio - value.ratio) > tolerance) {
+            return false;
+        }
+        ++matched;
+        telling = telling || std::abs(value.ratio - 1.0) > 0.1;
+    }
+    return matched >= 2 && telling;
+}
+
+// Modeled ratios are printed with two decimals: a value typed from them is within half the last.
+constexpr double kPrintedRatioTolerance = 0.005 + 1e-9;
+
+// A student graded on the simulator whose measured values are their own kernel's modeled ratios,
+// as `grader grade` printed them where there was no GPU.
+bool claims_own_modeled(const Report& report) {
+    if (!modeled(report)) {
+        return false;
+    }
+    std::vector<ClaimedRatio> own;
+    for (const ReportRow& row : report.rows) {
+        if (row.kernel == kStudentKernel && row.claimed_ratio && row.ratio) {
+            own.push_back({row.kernel, row.stride, *row.ratio});
+        }
+    }
+    return claims_are(report, own, kPrintedRatioTolerance);
+}
+
 }  // namespace
 
-std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& entries) {
+std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& entries,
+                                               const ClassReportOptions& options) {
     const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
     // Identical sentences first, by key; then near-identical keys joined (union-find).
     std::vector<std::string> keys;
@@ -356,9 +460,7 @@ std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& en
     }
     for (std::size_t i = 0; i < keys.size(); ++i) {
         for (std::size_t j = i + 1; j < keys.size(); ++j) {
-            if (root(i) != root(j) && !words[i].empty() && !words[j].empty() &&
-                within_word_edits(words[i], words[j],
-                                  near_identical_edits(words[i].size(), words[j].size()))) {
+            if (root(i) != root(j) && near_identical(words[i], words[j])) {
                 parent[root(j)] = root(i);
             }
         }
@@ -391,7 +493,14 @@ std::vector<SentenceCluster> cluster_sentences(const std::vector<ClassEntry>& en
                          return a.folders.front() < b.folders.front();
                      });
     for (std::size_t i = 0; i < clusters.size(); ++i) {
-        clusters[i].number = i + 1;
+        SentenceCluster& cluster = clusters[i];
+        cluster.number = i + 1;
+        if (lesson_likeness(cluster.sentence, options.lesson_solution) != Likeness::none) {
+            cluster.source = "the lesson's own solution";
+        } else if (!options.example_sentence.empty() &&
+                   likeness(cluster.sentence, options.example_sentence) != Likeness::none) {
+            cluster.source = "the starter kit's example";
+        }
     }
     return clusters;
 }
@@ -404,7 +513,6 @@ std::map<std::string, SubmissionFlags> flags_with(const std::vector<ClassEntry>&
     const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
     std::map<std::string, std::vector<std::string>> by_id;
     const std::string example_id = id_key(options.example_student_id);
-    const std::string example_sentence = text::comparison_key(options.example_sentence);
     std::map<std::string, SubmissionFlags> flags;
     for (const ClassEntry* entry : sorted) {
         const Report& report = entry->report;
@@ -425,9 +533,22 @@ std::map<std::string, SubmissionFlags> flags_with(const std::vector<ClassEntry>&
         mine.no_sentence =
             review != nullptr ? review->status == CheckStatus::failed : sentence.empty();
         if (!sentence.empty()) {
-            mine.sentence_same_as_example =
-                !example_sentence.empty() && sentence == example_sentence;
+            const Likeness example = options.example_sentence.empty()
+                                         ? Likeness::none
+                                         : likeness(report.sentence, options.example_sentence);
+            mine.sentence_same_as_example = example == Likeness::same;
+            mine.sentence_nearly_example = example == Likeness::nearly;
+            const Likeness lesson = lesson_likeness(report.sentence, options.lesson_solution);
+            mine.sentence_same_as_lesson = lesson == Likeness::same;
+            mine.sentence_nearly_lesson = lesson == Likeness::nearly;
         }
+        // Typed exactly as the example has them; the modeled ratios as printed.
+        mine.measured_same_as_example =
+            !options.example_ratios.empty() && claims_are(report, options.example_ratios, 1e-9);
+        mine.measured_same_as_modeled =
+            (!options.modeled_ratios.empty() &&
+             claims_are(report, options.modeled_ratios, kPrintedRatioTolerance)) ||
+            claims_own_modeled(report);
     }
     const auto others = [](const std::vector<std::string>& group, const std::string& me) {
         std::vector<std::string> rest;
@@ -463,7 +584,7 @@ std::map<std::string, SubmissionFlags> flags_with(const std::vector<ClassEntry>&
 
 std::map<std::string, SubmissionFlags> flag_submissions(const std::vector<ClassEntry>& entries,
                                                         const ClassReportOptions& options) {
-    return flags_with(entries, options, cluster_sentences(entries));
+    return flags_with(entries, options, cluster_sentences(entries, options));
 }
 
 ClassData compute_class_data(const std::vector<ClassEntry>& entries,
@@ -471,7 +592,7 @@ ClassData compute_class_data(const std::vector<ClassEntry>& entries,
     ClassData data;
     data.sorted = sorted_by_folder(entries);
     data.summary = summarize_class(entries);
-    data.clusters = cluster_sentences(entries);
+    data.clusters = cluster_sentences(entries, options);
     data.flags = flags_with(entries, options, data.clusters);
     return data;
 }
@@ -480,8 +601,11 @@ ClassOutputTexts write_class_outputs_text(const std::vector<ClassEntry>& entries
                                           const nlohmann::json& run_info,
                                           const ClassReportOptions& options) {
     const ClassData data = compute_class_data(entries, options);
+    const std::string qid = !options.prairielearn_qid.empty() ? options.prairielearn_qid
+                            : !options.exercise_id.empty()    ? options.exercise_id
+                                                              : data.summary.exercise_id;
     return {write_gradebook_csv(data, options), write_class_summary_json(data, run_info, options),
-            write_class_report_html(data, options)};
+            write_class_report_html(data, options), write_prairielearn_scores_csv(entries, qid)};
 }
 
 SentenceReview sentence_review_of(const SubmissionFlags& flags) {
@@ -508,7 +632,19 @@ std::string numbers_source(const Report& report) {
 // Why a row reads as it does: a stop where it decided the grade (the student's kernel stopped, or
 // the grade could not count), else the report's own summary, which leads with the first failure.
 // A failed compile on a machine without a GPU is a failed compile, not "no_gpu".
+std::optional<StudentCause> student_cause(const Report& report) {
+    if (const auto cause = root_cause(report)) {
+        return StudentCause{cause->key, cause->reason};
+    }
+    return std::nullopt;
+}
+
 std::string class_reason(const Report& report) {
+    if (const std::optional<Diagnosis>& diagnosis = report.diagnosis) {
+        const std::string title(cause_title(diagnosis->cause));
+        const std::string sentence = to_sentence(*diagnosis);
+        return sentence.empty() ? title : title + ": " + sentence;
+    }
     if (report.interruption &&
         (report.verdict == Verdict::ungradable || report.interruption->students_fault)) {
         const Interruption& stop = *report.interruption;
@@ -577,6 +713,8 @@ void count_entry(const ClassEntry& entry, ClassSummary& summary,
         FailureReason& reason = reasons[cause->key];
         reason.key = cause->key;
         reason.reason = cause->reason;
+        reason.cause = cause->cause;
+        reason.area = cause->area;
         reason.folders.push_back(entry.student_folder);  // entries arrive sorted
     }
 }

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,13 +22,7 @@ using namespace class_detail;
 namespace {
 
 void append_csv_row(std::string& out, const std::vector<std::string>& fields) {
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-        if (i > 0) {
-            out += ',';
-        }
-        out += fields[i];
-    }
-    out += "\r\n";  // RFC 4180 line end
+    out += text::csv_row(fields);
 }
 
 std::string joined(const std::vector<std::string>& lines, const char* separator) {
@@ -61,6 +56,7 @@ std::string write_gradebook_csv(const ClassData& data, const ClassReportOptions&
     header.push_back("sentence_text");
     header.push_back("sentence_cluster");
     header.push_back("flags");
+    header.push_back("cause");
     header.push_back("reason");
     append_csv_row(out, header);
 
@@ -70,8 +66,10 @@ std::string write_gradebook_csv(const ClassData& data, const ClassReportOptions&
         // gradebook would read as the student's when the machine or the harness stopped the grade.
         const bool graded = report.verdict != Verdict::ungradable;
         std::vector<std::string> row;
-        row.push_back(text::csv_field(entry->submission_folder.empty() ? entry->student_folder
-                                                                       : entry->submission_folder));
+        // The key, exactly as the class folder names it wherever that is harmless: it joins.
+        row.push_back(text::csv_field(
+            entry->submission_folder.empty() ? entry->student_folder : entry->submission_folder,
+            text::CsvCell::key));
         row.push_back(text::csv_field(report.student_id));
         row.push_back(graded ? format_number(report.score, 2) : "");
         row.push_back(format_number(report.max_score, 2));
@@ -94,12 +92,14 @@ std::string write_gradebook_csv(const ClassData& data, const ClassReportOptions&
                           : std::to_string(mine->second.sentence_cluster));
         row.push_back(mine == flags.end() ? ""
                                           : text::csv_field(joined(mine->second.lines(), "; ")));
+        const std::optional<StudentCause> cause = student_cause(report);
+        row.push_back(cause ? text::csv_field(cause->reason) : std::string());
         row.push_back(text::csv_field(class_reason(report)));
         append_csv_row(out, row);
     }
     for (const std::string& folder : options.unfinished) {
         std::vector<std::string> row(header.size());
-        row[0] = text::csv_field(folder);
+        row[0] = text::csv_field(folder, text::CsvCell::key);
         row[4] = "not graded";
         row.back() =
             "the batch was interrupted before this submission was graded: run the same "

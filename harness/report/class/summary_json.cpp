@@ -2,10 +2,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "common/text.hpp"
+#include "model/diagnosis.hpp"
+#include "model/report.hpp"
 #include "report/class/class_detail.hpp"
 #include "report/class_outputs.hpp"
 #include "text/text_safety.hpp"
@@ -46,6 +49,8 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
     for (const FailureReason& reason : summary.failure_reasons) {
         reasons.push_back({{"key", text::visible_line(reason.key)},
                            {"reason", text::visible_line(reason.reason)},
+                           {"cause", reason.cause.empty() ? json(nullptr) : json(reason.cause)},
+                           {"area", reason.area.empty() ? json(nullptr) : json(reason.area)},
                            {"count", reason.folders.size()},
                            {"folders", reason.folders}});
     }
@@ -76,6 +81,11 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
                          {"same_id_as", mine.same_id_as},
                          {"no_sentence", mine.no_sentence},
                          {"sentence_same_as_example", mine.sentence_same_as_example},
+                         {"sentence_nearly_example", mine.sentence_nearly_example},
+                         {"sentence_same_as_lesson", mine.sentence_same_as_lesson},
+                         {"sentence_nearly_lesson", mine.sentence_nearly_lesson},
+                         {"measured_same_as_example", mine.measured_same_as_example},
+                         {"measured_same_as_modeled", mine.measured_same_as_modeled},
                          {"same_sentence_as", mine.same_sentence_as},
                          {"sentence_cluster", mine.sentence_cluster}};
     }
@@ -84,7 +94,23 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
         clusters.push_back({{"cluster", cluster.number},
                             {"sentence", text::visible_line(cluster.sentence)},
                             {"identical", cluster.identical},
+                            {"source", cluster.source.empty() ? nlohmann::json(nullptr)
+                                                              : nlohmann::json(cluster.source)},
                             {"folders", cluster.folders}});
+    }
+    // Each student's diagnosis, whole, by folder: the failure reasons above group them by cause.
+    json diagnoses = json::object();
+    for (const ClassEntry* entry : data.sorted) {
+        if (const std::optional<Diagnosis>& diagnosis = entry->report.diagnosis) {
+            diagnoses[entry->student_folder] = {
+                {"cause", std::string(to_string(diagnosis->cause))},
+                {"title", std::string(cause_title(diagnosis->cause))},
+                {"area", std::string(to_string(area_of(diagnosis->cause)))},
+                {"what", text::visible_line(diagnosis->what)},
+                {"fix", text::visible_line(diagnosis->fix)},
+                {"where", text::visible_line(diagnosis->where)},
+                {"check", diagnosis->check}};
+        }
     }
     json skipped = json::array();
     for (const SkippedEntry& entry : options.skipped) {
@@ -107,6 +133,7 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
          {{"timed", summary.timed}, {"modeled", summary.modeled}, {"timed_on", summary.timed_on}}},
         {"checks", checks},
         {"failure_reasons", reasons},
+        {"diagnoses", diagnoses},
         {"not_graded", not_graded},
         {"flags", flags},
         {"interrupted", options.interrupted},
