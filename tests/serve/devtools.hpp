@@ -111,11 +111,15 @@ public:
     }
 
     // Evaluates `condition` until it is true, or `seconds` pass; returns whether it became true.
+    // True once `condition` holds, false at the deadline. A condition that throws is not true
+    // yet: between two documents (a navigation, a form's submission) `document.documentElement`
+    // is null for a moment, which a loaded machine catches (test_serve_browser, Debian 13).
     bool wait_until(const std::string& condition, double seconds) {
         const auto deadline = std::chrono::steady_clock::now() +
                               std::chrono::milliseconds(static_cast<long>(seconds * 1000));
         while (std::chrono::steady_clock::now() < deadline) {
-            if (evaluate("Boolean(" + condition + ")") == true) {
+            if (evaluate("(() => { try { return Boolean(" + condition +
+                         "); } catch (e) { return false; } })()") == true) {
                 return true;
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
