@@ -352,7 +352,14 @@ Descriptor open_private_folder(const std::filesystem::path& folder, std::string&
             why = error.what();
             return Descriptor();
         }
-    } else if (S_ISLNK(status.st_mode)) {
+        // What was made, examined as a found folder is (its owner is checked below: before, the
+        // zeroed status said root, and every other user's new folder was refused as root's).
+        if (::lstat(folder.c_str(), &status) != 0) {
+            why = folder.string() + " cannot be examined: " + errno_text(errno);
+            return Descriptor();
+        }
+    }
+    if (S_ISLNK(status.st_mode)) {
         why = folder.string() + " is a symbolic link, not a folder";
         return Descriptor();
     } else if (!S_ISDIR(status.st_mode)) {
