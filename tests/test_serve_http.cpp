@@ -156,6 +156,47 @@ TEST_CASE("a student's attempt gets the simulator's report, the lane tables, and
     }
 }
 
+TEST_CASE("the instructor pages through every attempt of a class, newest first") {
+    const fs::path state = fresh_folder("pages") / "state";
+    InProcessService running(sim_only(state));
+    const Client prof = running.client("prof", serve::Role::instructor);
+    const Client ann = running.client("ann");
+    auto& store = running.service->store();
+    const std::int64_t ann_id = store.person_by_login("ann")->id;
+    std::vector<std::int64_t> ids;  // attempts with no lane: nothing to grade, only to list
+    for (int i = 0; i < 5; ++i) {
+        ids.push_back(store.add_attempt(ann_id, "day15-bank-conflicts", "p" + std::to_string(i),
+                                        {"probe.cu"}, {}, i));
+    }
+    const auto listed = [](const nlohmann::json& page) {
+        std::vector<std::int64_t> out;
+        for (const auto& attempt : page["attempts"]) {
+            out.push_back(attempt["id"].get<std::int64_t>());
+        }
+        return out;
+    };
+    auto page = prof.get("/api/attempts?all&limit=2");
+    CHECK(listed(page) == std::vector<std::int64_t>{ids[4], ids[3]});
+    REQUIRE(page.contains("next_before"));
+    page = prof.get("/api/attempts?all&limit=2&before=" + page["next_before"].dump());
+    CHECK(listed(page) == std::vector<std::int64_t>{ids[2], ids[1]});
+    page = prof.get("/api/attempts?all&limit=2&before=" + page["next_before"].dump());
+    CHECK(listed(page) == std::vector<std::int64_t>{ids[0]});
+    CHECK_FALSE(page.contains("next_before"));  // a short page is the last
+    // A student pages through their own the same way.
+    CHECK(listed(ann.get("/api/attempts?before=" + std::to_string(ids[1]))) ==
+          std::vector<std::int64_t>{ids[0]});
+    int status = 0;
+    CHECK(prof.get("/api/attempts?all&before=x1", &status).value("error", "") ==
+          "before is an attempt's id, a whole number: got 'x1'");
+    CHECK(status == 400);
+    CHECK(prof.get("/api/attempts?all&limit=201", &status).value("error", "") ==
+          "limit is a whole number from 1 to 200: got '201'");
+    CHECK(status == 400);
+    CHECK(prof.get("/api/attempts?all&limit=0", &status).value("error", "").rfind("limit is", 0) ==
+          0);
+}
+
 TEST_CASE("every bad input gets a clear answer, and loses nothing already graded") {
     const fs::path state = fresh_folder("bad") / "state";
     serve::HttpOptions http;

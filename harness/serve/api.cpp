@@ -31,6 +31,16 @@ ApiResponse json_response(int status, const nlohmann::json& body) {
     return response;
 }
 
+// An attempt's id as a path or query gives it: digits only, at most 18 of them; nullopt otherwise.
+std::optional<std::int64_t> attempt_id(const std::string& text) {
+    if (text.empty() || text.size() > 18 || !std::all_of(text.begin(), text.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c));
+        })) {
+        return std::nullopt;
+    }
+    return std::stoll(text);
+}
+
 ApiResponse error_response(int status, const std::string& message, double retry_after = 0.0) {
     ApiResponse response = json_response(status, {{"error", message}, {"status", status}});
     if (retry_after > 0.0) {
@@ -304,22 +314,44 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
         } else if (instructor && target.query.count("all") != 0) {
             whose = 0;
         }
+        // A page: the newest `limit` (at most kListLimit) older than `before`; next_before asks
+        // for the page after it, where there may be one.
+        std::int64_t before = 0;
+        if (const auto query = target.query.find("before"); query != target.query.end()) {
+            const auto id = attempt_id(query->second);
+            if (!id) {
+                throw ServiceError(400, "before is an attempt's id, a whole number: got '" +
+                                            text::visible_line(query->second) + "'");
+            }
+            before = *id;
+        }
+        std::size_t limit = kListLimit;
+        if (const auto query = target.query.find("limit"); query != target.query.end()) {
+            const auto count = attempt_id(query->second);
+            if (!count || *count < 1 || *count > static_cast<std::int64_t>(kListLimit)) {
+                throw ServiceError(400, "limit is a whole number from 1 to " +
+                                            std::to_string(kListLimit) + ": got '" +
+                                            text::visible_line(query->second) + "'");
+            }
+            limit = static_cast<std::size_t>(*count);
+        }
         nlohmann::json list = nlohmann::json::array();
-        for (const Attempt& attempt : service_.store().attempts(whose, kListLimit)) {
+        const auto attempts = service_.store().attempts(whose, limit, before);
+        for (const Attempt& attempt : attempts) {
             list.push_back(attempt_json(service_, attempt));
         }
-        return json_response(200, {{"attempts", list}});
+        nlohmann::json body = {{"attempts", list}};
+        if (attempts.size() == limit) {
+            body["next_before"] = attempts.back().id;
+        }
+        return json_response(200, body);
     }
     if (get && path.size() >= 3 && path[1] == "attempts") {
-        std::int64_t id = 0;
-        const std::string& number = path[2];
-        if (number.empty() || number.size() > 18 ||
-            !std::all_of(number.begin(), number.end(),
-                         [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+        const auto id = attempt_id(path[2]);
+        if (!id) {
             return error_response(404, "no such attempt");
         }
-        id = std::stoll(number);
-        const Attempt attempt = service_.visible_attempt(person, id);
+        const Attempt attempt = service_.visible_attempt(person, *id);
         if (path.size() == 3) {
             nlohmann::json body = attempt_json(service_, attempt);
             body["explain"] = service_.has_explanation(attempt) ? "ready" : "pending";

@@ -461,12 +461,14 @@ std::optional<Attempt> Store::attempt(std::int64_t id) {
     return attempt;
 }
 
-std::vector<Attempt> Store::attempts(std::int64_t person, std::size_t limit) {
+std::vector<Attempt> Store::attempts(std::int64_t person, std::size_t limit, std::int64_t before) {
     std::lock_guard<std::mutex> lock(mutex_);
     Statement select(db_, (std::string("SELECT ") + kAttemptColumns +
-                           " WHERE ? = 0 OR a.person = ? ORDER BY a.id DESC LIMIT ?")
+                           " WHERE (? = 0 OR a.person = ?) AND (? = 0 OR a.id < ?)"
+                           " ORDER BY a.id DESC LIMIT ?")
                               .c_str());
-    select.bind(1, person).bind(2, person).bind(3, static_cast<std::int64_t>(limit));
+    select.bind(1, person).bind(2, person).bind(3, before).bind(4, before);
+    select.bind(5, static_cast<std::int64_t>(limit));
     std::vector<Attempt> attempts;
     while (select.step()) {
         attempts.push_back(read_attempt(select));

@@ -118,8 +118,9 @@ public:
                              const std::string& folder, const std::vector<std::string>& files,
                              const std::vector<Lane>& lanes, double now);
     std::optional<Attempt> attempt(std::int64_t id);
-    // Newest first; person 0: everyone's. At most `limit`.
-    std::vector<Attempt> attempts(std::int64_t person, std::size_t limit);
+    // Newest first; person 0: everyone's. At most `limit`, and only those older than the attempt
+    // `before` where it is not 0 (the next page of a list).
+    std::vector<Attempt> attempts(std::int64_t person, std::size_t limit, std::int64_t before = 0);
     // Attempts of a person created after `since`, and the oldest of them (for the rate limit).
     std::int64_t attempts_since(std::int64_t person, double since, double* oldest);
 

@@ -92,17 +92,37 @@ class Service:
         self.log.close()
 
 
-def request(port, method, path, token, body=None, content_type=None, timeout=60):
+def request(port, method, path, token, body=None, content_type=None, timeout=60, retries=20):
+    """(status, JSON). A 429 (a person's requests past the service's rate) is waited out as its
+    Retry-After says and sent again, up to `retries` times; every other answer is returned."""
     headers = {"Authorization": "Bearer " + token}
     if content_type:
         headers["Content-Type"] = content_type
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
-                                 headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as response:
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
+    for _ in range(retries + 1):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
+                                     headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            answer = json.loads(error.read() or b"null")
+            if error.code != 429:
+                return error.code, answer
+            time.sleep(float(error.headers.get("Retry-After") or 1))
+    return error.code, answer
+
+
+def every_attempt(port, token):
+    """Every attempt of the class, newest first, page by page (?all&before=...)."""
+    attempts, query = [], "/api/attempts?all"
+    while True:
+        status, page = request(port, "GET", query, token)
+        if status != 200:
+            sys.exit(f"serve_bench: GET {query}: {status} {page}")
+        attempts.extend(page["attempts"])
+        if "next_before" not in page:
+            return attempts
+        query = f"/api/attempts?all&before={page['next_before']}"
 
 
 def multipart(files, exercise="day15-bank-conflicts"):
@@ -151,8 +171,17 @@ def self_checks(port, tokens, files, count):
             if lanes_done(now):
                 break
             time.sleep(0.02)
+        # Where each lane's time went: its report's own stages, the queue's wait beside them.
+        stages = {}
+        for name, lane in now["lanes"].items():
+            _, report = request(port, "GET", f"/api/attempts/{attempt['id']}/report?lane={name}"
+                                "&format=json", tokens[i])
+            stages[name] = {"queued": lane["started_at"] - lane["enqueued_at"],
+                            "wall": report.get("wall_seconds"),
+                            "stages": report.get("stage_seconds", {})}
         rows.append({"id": attempt["id"], "server": waits(now), "client": seen,
-                     "verdicts": {k: v.get("verdict") for k, v in now["lanes"].items()}})
+                     "verdicts": {k: v.get("verdict") for k, v in now["lanes"].items()},
+                     "stages": stages})
         time.sleep(0.5)  # the queue empty again, the device server idle
     return rows
 
@@ -246,14 +275,8 @@ def main():
         by_id = {}
         deadline = time.time() + args.deadline
         while time.time() < deadline:
-            _, listed = request(service.port, "GET", "/api/attempts?all", prof_token)
-            by_id = {a["id"]: a for a in listed["attempts"]}
-            # The list holds the newest 200: read the rest one by one.
-            for s in accepted:
-                if s["id"] not in by_id:
-                    _, by_id[s["id"]] = request(service.port, "GET", f"/api/attempts/{s['id']}",
-                                                prof_token)
-            if all(lanes_done(by_id[s["id"]]) for s in accepted):
+            by_id = {a["id"]: a for a in every_attempt(service.port, prof_token)}
+            if all(lanes_done(by_id.get(s["id"], {})) for s in accepted):
                 break
             time.sleep(2)
         stop_sampling.set()
@@ -286,6 +309,15 @@ def main():
         lines.append(f"self-check, {lane} report: server {statistics.median(server):.3f} s median "
                      f"(max {max(server):.3f}), client {statistics.median(client):.3f} s median "
                      f"(max {max(client):.3f}) over {len(server)}")
+        spent = [c["stages"][lane] for c in checks if lane in c.get("stages", {})]
+        if spent:
+            names = sorted({n for c in spent for n in c["stages"]},
+                           key=lambda n: -statistics.median(c["stages"].get(n, 0) for c in spent))
+            lines.append(f"  {lane}: queued {statistics.median(c['queued'] for c in spent):.3f} s, "
+                         f"the grade's wall {statistics.median(c['wall'] or 0 for c in spent):.3f} s"
+                         " (medians); its stages: " + ", ".join(
+                             f"{n} {statistics.median(c['stages'].get(n, 0) for c in spent):.3f}"
+                             for n in names[:6]))
         goal(max(server) <= limit, f"Part 1 self-check, upload to the {lane} report <= {limit} s "
                                    f"(max {max(server):.3f} s)")
     rush = results["rush"]
