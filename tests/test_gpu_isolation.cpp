@@ -109,6 +109,13 @@ TEST_CASE("a faulting, a hanging and a trapping kernel between two correct ones 
                 CHECK(stopped.find("within the time limit of 1.5 s") != std::string::npos);
                 CHECK(stopped.find("4 times the reference probe's") != std::string::npos);
                 CHECK(in_batch.value("wall_seconds", 99.0) < 4.0);
+                // Its hold on the GPU ends where its worker was stopped, and is recorded so.
+                const nlohmann::json& environment = in_batch["environment"];
+                const double from = environment.value("gpu_held_from", 0.0);
+                const double until = environment.value("gpu_held_until", 0.0);
+                CHECK(from > 0.0);
+                CHECK(until >= from);
+                CHECK(until - from < 4.0);
             }
             continue;
         }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "checks/checks.hpp"
+#include "common/clock.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "grade/protocol.hpp"
@@ -312,6 +313,12 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
     }
     const ChildResult child = run_child(argv, limits, on_message, scratch->path().string());
     close_stage();
+    Environment& environment = seen.measurements.environment;
+    if (environment.gpu_held_from > 0.0 && environment.gpu_held_until == 0.0) {
+        // The worker was stopped while it held the GPU (a kernel past its limit, a crash): it
+        // held it until it was gone, which is now.
+        environment.gpu_held_until = unix_seconds();
+    }
     (void)run_limit;
 
     Measurements& m = seen.measurements;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "checks/checks.hpp"
+#include "common/clock.hpp"
 #include "common/kernel_ids.hpp"
 #include "common/version.hpp"
 #include "compile/compile.hpp"
@@ -49,11 +50,6 @@ namespace grader {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double unix_seconds() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 double seconds_since(Clock::time_point began) {
     return std::chrono::duration<double>(Clock::now() - began).count();

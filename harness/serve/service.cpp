@@ -21,6 +21,7 @@
 #include "batch/batch.hpp"
 #include "batch/device_servers.hpp"
 #include "batch/shard.hpp"
+#include "common/clock.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "grade/grade.hpp"
@@ -110,8 +111,7 @@ std::string utc_text(double seconds) {
 }
 
 double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+    return unix_seconds();
 }
 
 Service::Service(ServiceOptions options) : options_(std::move(options)) {

@@ -28,7 +28,8 @@ def main():
             print(f"{name}: no report ({error})")
             continue
         env = report.get("environment") or {}
-        held = (env.get("gpu_held_until") or 0) - (env.get("gpu_held_from") or 0)
+        held_from, held_until = env.get("gpu_held_from") or 0, env.get("gpu_held_until") or 0
+        held = held_until - held_from if held_from and held_until else None
         stages = report.get("stage_seconds") or {}
         students = sum(v for k, v in stages.items()
                        if k.startswith("run student") or k in ("time", "count"))
@@ -38,7 +39,8 @@ def main():
             whose = "the student's" if stop.get("students_fault") else "the machine's"
             stopped = (f"  stopped at '{stop.get('stage')}' ({stop.get('kind')}, {whose}): "
                        f"{(stop.get('message') or '')[:160]}")
-        print(f"{name:<28} {report.get('verdict', '?'):<10} held the GPU {held:6.2f} s, "
+        held_text = f"{held:6.2f} s" if held is not None else "(not recorded)"
+        print(f"{name:<28} {report.get('verdict', '?'):<10} held the GPU {held_text}, "
               f"waited {stages.get('wait for device', 0.0):6.2f} s, student's stages "
               f"{students:6.2f} s, wall {report.get('wall_seconds', 0.0):6.2f} s{stopped}")
     return 0
