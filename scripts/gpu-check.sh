@@ -452,18 +452,22 @@ run_serve() {
 # Issue 32's figures: the Part 2 and the Part 1 class of 100, each with its device server's
 # memory sampled, by this grader and (where built) the one from before.
 run_class2() {
-  local graders=("$grader") g label
+  local graders=("$grader") g label exercise
   [ -x "$root/.carry/before/bin/grader" ] && graders+=("$root/.carry/before/bin/grader")
   rm -rf $scratch/class2
   python3 "$root/scripts/bench/make_class.py" $scratch/class2 --size 100 --seed 1 --exercise padding
   [ -d $scratch/class ] || python3 "$root/scripts/bench/make_class.py" $scratch/class --size 100 --seed 1
   for g in "${graders[@]}"; do
     label=now
-    [ "$g" = "$grader" ] || label="before: $("$g" --version)"
+    exercise=exercises/day15-padding
+    if [ "$g" != "$grader" ]; then
+      label="before: $("$g" --version)"
+      exercise="$(dirname "$(dirname "$g")")/share/grader/exercises/day15-padding"  # its own
+    fi
     section "Part 2: a class of 100 through grader batch ($label), the device server's memory sampled"
     rm -rf $scratch/class2-out
     python3 "$root/scripts/bench/batch_bench.py" "$g" $scratch/class2 $scratch/class2-out \
-      --timeout 5 --exercise exercises/day15-padding --server-memory --alone 3
+      --timeout 5 --exercise "$exercise" --server-memory --alone 3
     section "Part 1: the class of 100 through grader batch ($label), the device server's memory sampled"
     rm -rf $scratch/class1-out
     python3 "$root/scripts/bench/batch_bench.py" "$g" $scratch/class $scratch/class1-out \
