@@ -30,7 +30,14 @@ from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PADDING = ["--exercise", os.path.join(ROOT, "exercises/day15-padding")]
+
+
+def exercises_of(grader):
+    """The exercises a grader reads as its own: an installed one's share/grader/exercises (the
+    grader from before is installed so), else this tree's."""
+    installed = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(grader))),
+                             "share", "grader", "exercises")
+    return installed if os.path.isdir(installed) else os.path.join(ROOT, "exercises")
 GOALS = {
     "part1": "0.5 s", "part2": "0.8 s", "class": "25 s",
     "sim_part1": "0.4 s", "sim_class": "20 s",
@@ -52,15 +59,17 @@ def grade(grader, submission, extra, env, report):
     return wall, data
 
 
-def grade_rows(variants, submission, extra, runs, work, tag):
-    """Interleaved grades; per variant: walls, verdicts, ratios by (kernel, stride)."""
+def grade_rows(variants, submission, extra, runs, work, tag, exercise=None):
+    """Interleaved grades; per variant: walls, verdicts, ratios by (kernel, stride). `exercise`:
+    an exercise's id, read from each grader's own exercises."""
     results = {v["label"]: {"walls": [], "verdicts": [], "ratios": {}, "stages": Counter()}
                for v in variants}
     for i in range(runs):
         line = f"{tag} {i + 1:2d}:"
         for n, v in enumerate(variants):
             report = os.path.join(work, f"{tag}-{n}-{i}.json")
-            wall, data = grade(v["grader"], submission, extra + v.get("extra", []), v["env"],
+            own = ["--exercise", os.path.join(exercises_of(v["grader"]), exercise)] if exercise else []
+            wall, data = grade(v["grader"], submission, extra + own + v.get("extra", []), v["env"],
                                report)
             r = results[v["label"]]
             r["walls"].append(wall)
@@ -216,8 +225,8 @@ def main():
             stages = p1[label]["stages"]
             notes.append(f"Part 1 {label}: per grade, mean seconds by stage: " + ", ".join(
                 f"{s} {t / args.runs:.3f}" for s, t in sorted(stages.items(), key=lambda x: -x[1])))
-        p2 = grade_rows(variants, os.path.join(ROOT, "student/padding/example"), PADDING,
-                        args.runs, work, "part2")
+        p2 = grade_rows(variants, os.path.join(ROOT, "student/padding/example"), [],
+                        args.runs, work, "part2", exercise="day15-padding")
         table.append((f"one Part 2 grade, wall, median of {args.runs}",
                        {l: f"{median(p2[l]['walls']):.3f} s" for l in labels}, GOALS["part2"]))
         for label in labels:
@@ -269,8 +278,8 @@ def main():
         sim = ["--backend", "sim"]
         s1 = grade_rows(variants, os.path.join(ROOT, "student/example"), sim, args.sim_runs,
                         work, "sim-part1")
-        s2 = grade_rows(variants, os.path.join(ROOT, "student/padding/example"), sim + PADDING,
-                        args.sim_runs, work, "sim-part2")
+        s2 = grade_rows(variants, os.path.join(ROOT, "student/padding/example"), sim,
+                        args.sim_runs, work, "sim-part2", exercise="day15-padding")
         table.append((f"one Part 1 grade on the simulator, median of {args.sim_runs}",
                       {l: f"{median(s1[l]['walls']):.3f} s" for l in labels}, GOALS["sim_part1"]))
         table.append((f"one Part 2 grade on the simulator, median of {args.sim_runs}",
