@@ -954,6 +954,35 @@ TEST_CASE("the diagnosis names the root cause and its fix, not the symptom") {
         REQUIRE(check(report, "accumulator").diagnosis);
         CHECK(check(report, "accumulator").diagnosis->cause == Cause::missing_barrier);
     }
+    SUBCASE("tile words never written: the poisoned input's NaN names them, whichever fails") {
+        // What an H200 gave half_tile_unwritten: the ones hold what the SM held before (a finite
+        // wrong sum), the hidden input's runs, after the NaN poison, hold NaN.
+        Measurements m = measured(h200_like_ratio);
+        for (auto& run : m.runs) {
+            if (run.kernel == "student") {
+                OutputComparison& ones = run.outputs[0];
+                ones.ok = false;
+                ones.bad_elements = 270336;
+                ones.first_bad = 0;
+                ones.first_bad_value = 8687;
+                ones.first_bad_expected = 2048;
+                OutputComparison& hidden = run.outputs[1];
+                hidden.ok = false;
+                hidden.bad_elements = 270336;
+                hidden.first_bad = 0;
+                hidden.first_bad_value = std::nan("");
+                hidden.first_bad_wrote_nan = true;
+                hidden.first_bad_expected = 15000;
+            }
+        }
+        const Report report = evaluate(day15(), correct_answers(), m, "unwritten");
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::unwritten_tile);
+        REQUIRE(check(report, "accumulator").diagnosis);
+        CHECK(check(report, "accumulator").diagnosis->cause == Cause::unwritten_tile);
+        CHECK(report.diagnosis->fix ==
+              "write every word of the tile, then __syncthreads(), then read it");
+    }
     SUBCASE("the grid's last thread never writes: an off-by-one output guard") {
         Measurements m = measured(h200_like_ratio);
         m.environment.grid_blocks = 528;
