@@ -142,6 +142,12 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
     }
     local_pages_per_lane_ = (entry.local_bytes + kLocalPage - 1) / kLocalPage;
     poison_state_ = options.clock_seed * 0x9e3779b97f4a7c15ull ^ 0x706f69736f6eull;
+    // An H200's unwritten local memory read one word everywhere (gpu-check's `behaviours`: one
+    // value in every thread and word, 0xfffdc0, what ran there before): one word per launch here,
+    // drawn from the seed, never 0.
+    std::uint64_t drawn = 0;
+    fill_poison(&drawn, 1);
+    local_poison_ = static_cast<std::uint32_t>(drawn >> 32) | 0x40u;
     shared_window_ = ModeledDevice::shared_window(options.clock_seed);
     local_window_ = shared_window_ + kWindowSize;
     clock_start_ = ModeledClock::start_cycles(options.clock_seed);

@@ -259,6 +259,7 @@ private:
     std::vector<BlockState> place_leftovers_;
     std::vector<std::uint64_t> register_file();
     std::uint64_t poison_state_ = 0;
+    std::uint32_t local_poison_ = 0;  // every word of local memory before a thread writes it
     void fill_poison(std::uint64_t* words, std::size_t count);
     std::vector<std::int32_t> shared_stat_index_;
     std::vector<std::uint8_t> reads_clock_;  // per instruction

@@ -55,10 +55,11 @@ std::byte* Executor::local_bytes_at(Warp& w, unsigned lane, std::uint32_t pc,
             result_.unsupported = std::move(u);
             throw Stop{LaunchStatus::unsupported};
         }
-        // What local memory holds before a thread writes it: the launch's poison, not zeros.
+        // What local memory holds before a thread writes it: the launch's poison word in every
+        // word, not zeros.
         page.reset(new std::byte[kLocalPage]);
-        std::uint64_t words[kLocalPage / 8];
-        fill_poison(words, kLocalPage / 8);
+        std::uint32_t words[kLocalPage / 4];
+        std::fill_n(words, kLocalPage / 4, local_poison_);
         std::memcpy(page.get(), words, kLocalPage);
     }
     return page.get() + address % kLocalPage;
