@@ -983,6 +983,26 @@ TEST_CASE("the diagnosis names the root cause and its fix, not the symptom") {
         CHECK(report.diagnosis->fix ==
               "write every word of the tile, then __syncthreads(), then read it");
     }
+    SUBCASE("a kernel that writes NaN itself: its NaN, not an unwritten tile") {
+        // writes_nan on an H200: NaN on both inputs, the ones' too, which no poison reaches.
+        Measurements m = measured(h200_like_ratio);
+        for (auto& run : m.runs) {
+            if (run.kernel == "student") {
+                for (OutputComparison& output : run.outputs) {
+                    output.ok = false;
+                    output.bad_elements = 270336;
+                    output.first_bad = 0;
+                    output.first_bad_value = std::nan("");
+                    output.first_bad_wrote_nan = true;
+                    output.first_bad_expected = 2048;
+                }
+            }
+        }
+        const Report report = evaluate(day15(), correct_answers(), m, "nan");
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause != Cause::unwritten_tile);
+        CHECK(report.summary.find("a NaN the kernel wrote") != std::string::npos);
+    }
     SUBCASE("the grid's last thread never writes: an off-by-one output guard") {
         Measurements m = measured(h200_like_ratio);
         m.environment.grid_blocks = 528;

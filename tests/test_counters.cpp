@@ -601,7 +601,10 @@ TEST_CASE("the counters open on the GPU, or say in one sentence why not") {
         return;
     }
     CHECK(counter->reason().empty());
-    CHECK(counter->passes() == 1);
+    // Shared memory's metrics and global memory's sectors beside them: one replay pass for the
+    // shared ones alone, two on an H200 (GH100) with the global ones (2026-12-05).
+    CHECK(counter->passes() >= 1);
+    CHECK(counter->passes() <= 2);
     CHECK(counter->description().find("libcupti.so.1") != std::string::npos);
 }
 

@@ -353,14 +353,15 @@ private:
             }
         }
         // Tile words no thread wrote explain a wrong sum on every input, also on one whose runs
-        // start from whatever the SM held (a GPU's leftovers, finite): where an input whose runs
-        // start from the NaN poison gave a NaN sum, that is the cause to name.
+        // start from whatever the SM held (a GPU's leftovers: a finite wrong sum; a NaN there is
+        // the kernel's own): where an input whose runs start from the NaN poison gave a NaN sum,
+        // that is the cause to name.
         for (const KernelRun* run : runs) {
             for (const OutputComparison& result : run->outputs) {
                 const InputSpec* poisoned = input(result.input);
                 if (result.input != spec_.input && poisoned != nullptr && poisoned->poison_shared &&
                     result.ran && !result.ok && std::isnan(result.first_bad_value) &&
-                    result.first_bad_wrote_nan && failed_on_own_input(runs)) {
+                    result.first_bad_wrote_nan && finite_on_own_input(runs)) {
                     return wrong_output(*run, result);
                 }
             }
@@ -375,11 +376,13 @@ private:
         return std::nullopt;
     }
 
-    bool failed_on_own_input(const std::vector<const KernelRun*>& runs) const {
+    // Whether this check's own input first went wrong with a finite value (what a GPU's SM
+    // held before), not a NaN or an infinity the kernel made.
+    bool finite_on_own_input(const std::vector<const KernelRun*>& runs) const {
         for (const KernelRun* run : runs) {
             for (const OutputComparison& result : run->outputs) {
                 if (result.input == spec_.input && result.ran && !result.ok) {
-                    return true;
+                    return std::isfinite(result.first_bad_value);
                 }
             }
         }
