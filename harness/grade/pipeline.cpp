@@ -838,12 +838,17 @@ private:
     // Tells the parent that `stage` begins, with its limit (its deadline, and whose fault a stop
     // in it is); what the stage before took of the student's margin is spent.
     void enter(const Stage& stage, const StageLimit& limit) {
+        spend_students_stage();
+        stage_ = stage;
+        sink_.stage(stage, limit);
+    }
+
+    // What the student's stage that just ended took beyond its allowance comes off the margin.
+    void spend_students_stage() {
         if (students_stage_) {
             budget_.spent(seconds_since(students_stage_->first), students_stage_->second);
             students_stage_.reset();
         }
-        stage_ = stage;
-        sink_.stage(stage, limit);
     }
 
     // A stage of the student's code, with what it may take (limits.hpp); the run limit where the
@@ -854,6 +859,8 @@ private:
                                     ? simulated_run_limit(stage.stride)
                                     : run_limit_);
         }
+        // The stage before is spent first: its limit is what the margin has left after it.
+        spend_students_stage();
         enter(stage, budget_.limit(*allowance));
         students_stage_.emplace(Clock::now(), *allowance);
     }
