@@ -58,7 +58,9 @@ const Exercise& padding() {
     return exercise;
 }
 
-const InputSpec& input_named(const Exercise& exercise, const std::string& id) {
+// `id` is a plain string: with a std::string parameter, GCC 14 takes the returned reference for
+// one to that temporary (-Wdangling-reference), as in test_checks.cpp.
+const InputSpec& input_named(const Exercise& exercise, const char* id) {
     for (const InputSpec& input : exercise.inputs) {
         if (input.id == id) {
             return input;

@@ -406,9 +406,12 @@ ShardManifest manifest_from_json(const nlohmann::json& json) {
                                               " names and class.folders_hex " +
                                               std::to_string(manifest.class_folders.size()));
     }
-    const nlohmann::json& skipped = field(json, "class.skipped");
+    // A named path: GCC 14 takes a reference returned by a call given a temporary string for one
+    // into that string (-Wdangling-reference).
+    const std::string skipped_path = "class.skipped";
+    const nlohmann::json& skipped = field(json, skipped_path);
     if (!skipped.is_array()) {
-        throw bad_field("class.skipped", "is not a list");
+        throw bad_field(skipped_path, "is not a list");
     }
     for (std::size_t i = 0; i < skipped.size(); ++i) {
         const std::string where = "class.skipped[" + std::to_string(i) + "]";
