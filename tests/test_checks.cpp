@@ -132,6 +132,17 @@ bool any_detail_contains(const CheckResult& c, const std::string& text) {
                        [&](const std::string& d) { return d.find(text) != std::string::npos; });
 }
 
+// Every thread of the grid's 270336 wrong from thread 0 on, holding `value` (a NaN the kernel
+// wrote where `wrote_nan`).
+void every_thread_wrong(OutputComparison& output, double value, bool wrote_nan, double expected) {
+    output.ok = false;
+    output.bad_elements = 270336;
+    output.first_bad = 0;
+    output.first_bad_value = value;
+    output.first_bad_wrote_nan = wrote_nan;
+    output.first_bad_expected = expected;
+}
+
 }  // namespace
 
 TEST_CASE("a correct submission on a GPU that shows the model passes with every point") {
@@ -960,19 +971,8 @@ TEST_CASE("the diagnosis names the root cause and its fix, not the symptom") {
         Measurements m = measured(h200_like_ratio);
         for (auto& run : m.runs) {
             if (run.kernel == "student") {
-                OutputComparison& ones = run.outputs[0];
-                ones.ok = false;
-                ones.bad_elements = 270336;
-                ones.first_bad = 0;
-                ones.first_bad_value = 8687;
-                ones.first_bad_expected = 2048;
-                OutputComparison& hidden = run.outputs[1];
-                hidden.ok = false;
-                hidden.bad_elements = 270336;
-                hidden.first_bad = 0;
-                hidden.first_bad_value = std::nan("");
-                hidden.first_bad_wrote_nan = true;
-                hidden.first_bad_expected = 15000;
+                every_thread_wrong(run.outputs[0], 8687, false, 2048);
+                every_thread_wrong(run.outputs[1], std::nan(""), true, 15000);
             }
         }
         const Report report = evaluate(day15(), correct_answers(), m, "unwritten");
@@ -989,12 +989,7 @@ TEST_CASE("the diagnosis names the root cause and its fix, not the symptom") {
         for (auto& run : m.runs) {
             if (run.kernel == "student") {
                 for (OutputComparison& output : run.outputs) {
-                    output.ok = false;
-                    output.bad_elements = 270336;
-                    output.first_bad = 0;
-                    output.first_bad_value = std::nan("");
-                    output.first_bad_wrote_nan = true;
-                    output.first_bad_expected = 2048;
+                    every_thread_wrong(output, std::nan(""), true, 2048);
                 }
             }
         }

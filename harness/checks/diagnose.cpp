@@ -356,13 +356,15 @@ private:
         // start from whatever the SM held (a GPU's leftovers: a finite wrong sum; a NaN there is
         // the kernel's own): where an input whose runs start from the NaN poison gave a NaN sum,
         // that is the cause to name.
-        for (const KernelRun* run : runs) {
-            for (const OutputComparison& result : run->outputs) {
-                const InputSpec* poisoned = input(result.input);
-                if (result.input != spec_.input && poisoned != nullptr && poisoned->poison_shared &&
-                    result.ran && !result.ok && std::isnan(result.first_bad_value) &&
-                    result.first_bad_wrote_nan && finite_on_own_input(runs)) {
-                    return wrong_output(*run, result);
+        if (finite_on_own_input(runs)) {
+            for (const KernelRun* run : runs) {
+                for (const OutputComparison& result : run->outputs) {
+                    const InputSpec* poisoned = input(result.input);
+                    if (result.input != spec_.input && poisoned != nullptr &&
+                        poisoned->poison_shared && result.ran && !result.ok &&
+                        std::isnan(result.first_bad_value) && result.first_bad_wrote_nan) {
+                        return wrong_output(*run, result);
+                    }
                 }
             }
         }

@@ -32,8 +32,9 @@ ApiResponse json_response(int status, const nlohmann::json& body) {
     return response;
 }
 
-// An attempt's id as a path or query gives it: digits only, at most 18 of them; nullopt otherwise.
-std::optional<std::int64_t> attempt_id(const std::string& text) {
+// A whole number as a path or query gives it (an attempt's id, a page's size): digits only, at
+// most 18 of them; nullopt otherwise.
+std::optional<std::int64_t> whole_number(const std::string& text) {
     if (text.empty() || text.size() > 18 || !std::all_of(text.begin(), text.end(), [](char c) {
             return std::isdigit(static_cast<unsigned char>(c));
         })) {
@@ -319,7 +320,7 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
         // for the page after it, where there may be one.
         std::int64_t before = 0;
         if (const auto query = target.query.find("before"); query != target.query.end()) {
-            const auto id = attempt_id(query->second);
+            const auto id = whole_number(query->second);
             if (!id) {
                 throw ServiceError(400, "before is an attempt's id, a whole number: got '" +
                                             text::visible_line(query->second) + "'");
@@ -328,7 +329,7 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
         }
         std::size_t limit = kListLimit;
         if (const auto query = target.query.find("limit"); query != target.query.end()) {
-            const auto count = attempt_id(query->second);
+            const auto count = whole_number(query->second);
             if (!count || *count < 1 || *count > static_cast<std::int64_t>(kListLimit)) {
                 throw ServiceError(400, "limit is a whole number from 1 to " +
                                             std::to_string(kListLimit) + ": got '" +
@@ -348,7 +349,7 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
         return json_response(200, body);
     }
     if (get && path.size() >= 3 && path[1] == "attempts") {
-        const auto id = attempt_id(path[2]);
+        const auto id = whole_number(path[2]);
         if (!id) {
             return error_response(404, "no such attempt");
         }
