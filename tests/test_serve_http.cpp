@@ -195,6 +195,19 @@ TEST_CASE("the instructor pages through every attempt of a class, newest first")
     CHECK(status == 400);
     CHECK(prof.get("/api/attempts?all&limit=0", &status).value("error", "").rfind("limit is", 0) ==
           0);
+    // A hostile student's variants: a sign, a number past 18 digits, a control character, an
+    // empty value; each a 400 that shows what came in as visible text, none a crash.
+    for (const std::string query :
+         {"before=-1", "before=1234567890123456789012", "before=%1B%5B2J", "before=", "limit=-5",
+          "limit=99999999999999999999", "limit=1%0A2"}) {
+        CAPTURE(query);
+        const auto answer = ann.get("/api/attempts?" + query, &status);
+        CHECK(status == 400);
+        const std::string error = answer.value("error", "");
+        CHECK(error.find_first_of("\x1b\n") == std::string::npos);
+    }
+    CHECK(ann.get("/api/attempts?before=%1B%5B2J").value("error", "").find("\\x1b") !=
+          std::string::npos);
 }
 
 TEST_CASE("every bad input gets a clear answer, and loses nothing already graded") {
