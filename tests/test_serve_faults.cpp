@@ -458,7 +458,7 @@ TEST_SUITE("other_user" * doctest::skip(kNotRoot)) {
                 serve_refusal({"--state", (folder / "state").string(), "--backend", "sim"},
                               folder / "folder.log");
             CHECK(status == 2);
-            CHECK(said.find("grader serve: the state folder " + (folder / "state").string() +
+            CHECK(said.find("grader: the state folder " + (folder / "state").string() +
                             " belongs to user 65534 (nobody), not to this user") !=
                   std::string::npos);
         }

@@ -189,7 +189,7 @@ int run_serve(const ServeCommandOptions& options) {
     try {
         service_holder.emplace(service_options);
     } catch (const serve::StoreError& error) {
-        spdlog::error("grader serve: {}", text::visible_line(error.what()));
+        spdlog::error("{}", text::visible_line(error.what()));
         return kExitUsage;
     }
     serve::Service& service = *service_holder;
