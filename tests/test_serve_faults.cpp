@@ -9,17 +9,20 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -27,14 +30,17 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "serve/http_client.hpp"
 #include "serve/http_server.hpp"
 #include "serve/raw_socket.hpp"
 #include "serve/service.hpp"
 #include "serve/service_fixture.hpp"
 #include "serve/store.hpp"
+#include "serve/zip_maker.hpp"
 #include "test_paths.hpp"
 
 extern char** environ;

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <ratio>
 #include <set>
 #include <stdexcept>
 #include <thread>
