@@ -226,10 +226,11 @@ TEST_CASE(
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));
 
-    // Held, they cost the service nothing: no acceptor spinning on "Too many open files".
+    // Held, they cost the service nothing: no acceptor spinning on "Too many open files" (a core
+    // when unloaded; a quarter of one on a machine at load 20, 0.75 s of these 3 s).
     const double cpu_before = cpu_seconds(running.pid);
     std::this_thread::sleep_for(std::chrono::seconds(3));
-    CHECK(cpu_seconds(running.pid) - cpu_before < 1.0);
+    CHECK(cpu_seconds(running.pid) - cpu_before < 0.5);
 
     // Meanwhile a student is answered and graded, every time.
     std::vector<long long> ids;
