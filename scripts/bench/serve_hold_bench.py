@@ -32,6 +32,7 @@ import random
 import re
 import resource
 import selectors
+import shutil
 import socket
 import statistics
 import subprocess
@@ -264,6 +265,7 @@ def scenario(grader, name, args, files, rng):
     log.close()
     with open(log_path, "rb") as f:
         log_text = f.read().decode(errors="replace")
+    shutil.rmtree(work, ignore_errors=True)
 
     statuses = {}
     for status, _ in polls:
