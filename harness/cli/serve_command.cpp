@@ -6,13 +6,17 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -34,6 +38,9 @@
 
 namespace grader::cli {
 namespace {
+
+// How long SIGINT or SIGTERM may take to stop the service.
+constexpr std::chrono::seconds kStopBound{15};
 
 struct ServeCommandOptions {
     std::filesystem::path state = "grader-serve";
@@ -116,6 +123,9 @@ int run_serve(const ServeCommandOptions& options) {
     }
     http.threads = options.threads;
     http.max_connections_per_address = options.per_address;
+    // Every connection is a descriptor: as many as the system allows this user, so that idle
+    // connections never take the ones a grade needs (the caps below keep those apart).
+    const std::size_t open_files = serve::raise_open_file_limit();
 
     serve::ServiceOptions service_options;
     service_options.state_dir = options.state;
@@ -175,7 +185,23 @@ int run_serve(const ServeCommandOptions& options) {
     sigaddset(&signals, SIGTERM);
     ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-    serve::Service service(service_options);
+    std::optional<serve::Service> service_holder;
+    try {
+        service_holder.emplace(service_options);
+    } catch (const serve::StoreError& error) {
+        spdlog::error("{}", text::visible_line(error.what()));
+        return kExitUsage;
+    }
+    serve::Service& service = *service_holder;
+    // Descriptors kept for everything but connections: each grade's worker pipes and files, the
+    // state file's two connections, the device servers, the log.
+    constexpr std::size_t kDescriptorsPerGrade = 16;
+    constexpr std::size_t kDescriptorsBeside = 64;
+    serve::set_connection_caps(
+        http, open_files,
+        kDescriptorsBeside +
+            kDescriptorsPerGrade * static_cast<std::size_t>(service.grades_at_once()));
+    http.log = [](const std::string& line) { spdlog::warn("{}", text::visible_line(line)); };
     serve::Api api(service, serve::RequestLimits{});
     serve::HttpServer server(
         http, [&api](const serve::ApiRequest& request) { return api.handle(request); });
@@ -201,10 +227,12 @@ int run_serve(const ServeCommandOptions& options) {
         http.address.find(':') != std::string::npos ? "[" + http.address + "]" : http.address;
     std::fprintf(stderr,
                  "grader serve: listening on http://%s:%u (state %s; %s; %s; %d simulator "
-                 "grades at once; at most %d attempts per student in %.0f s)\n",
+                 "grades at once; at most %d attempts per student in %.0f s; %zu connections at "
+                 "once, %zu from one address, of %zu open files)\n",
                  shown_address.c_str(), server.port(),
                  text::visible_line(options.state.string()).c_str(), exercise_ids.c_str(),
-                 gpu_lane.c_str(), service_options.sim_jobs, rate->count, rate->window_seconds);
+                 gpu_lane.c_str(), service_options.sim_jobs, rate->count, rate->window_seconds,
+                 http.max_connections, http.max_connections_per_address, open_files);
     if (requeued > 0 || given_up > 0) {
         std::fprintf(stderr,
                      "grader serve: %lld grades left running by the last run queued again, %lld "
@@ -224,10 +252,35 @@ int run_serve(const ServeCommandOptions& options) {
     while (::sigwait(&signals, &signal_number) != 0) {
     }
     std::fprintf(stderr,
-                 "grader serve: stopping (signal %d); queued grades wait for the next start\n",
+                 "grader serve: stopping (signal %d); grades in flight are stopped and, with "
+                 "the queued ones, graded at the next start\n",
                  signal_number);
+    std::fflush(stderr);
+    // The stop is bounded: a worker is stopped within a tenth of a second, but a write of the
+    // state may wait out another process's lock. Past the bound the process ends as it is, and
+    // what was running is queued again at the next start.
+    std::mutex stop_mutex;
+    std::condition_variable stop_done;
+    bool stopped = false;
+    std::thread bound([&] {
+        std::unique_lock<std::mutex> lock(stop_mutex);
+        if (!stop_done.wait_for(lock, kStopBound, [&] { return stopped; })) {
+            std::fprintf(stderr,
+                         "grader serve: not stopped within %lld s: ending now; what was running "
+                         "is queued again at the next start\n",
+                         static_cast<long long>(kStopBound.count()));
+            std::fflush(stderr);
+            std::_Exit(kExitInternal);
+        }
+    });
     server.stop();
     service.stop();
+    {
+        std::lock_guard<std::mutex> lock(stop_mutex);
+        stopped = true;
+    }
+    stop_done.notify_all();
+    bound.join();
     return 0;
 }
 

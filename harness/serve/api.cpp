@@ -141,12 +141,30 @@ nlohmann::json lane_json(Service& service, const Attempt& attempt, const Job& jo
         lane["running"] = place.running;
     }
     if (job.state == JobState::done) {
+        if (job.services_fault) {
+            lane["services_fault"] = true;  // not counted against the student's rate
+        }
         lane["verdict"] = job.verdict;
         lane["score"] = job.score;
         lane["max_score"] = job.max_score;
         lane["summary"] = job.summary;
     }
     return lane;
+}
+
+// The service's own state, as health() says it: "ok" false while the state cannot be written.
+nlohmann::json service_health(Service& service) {
+    const ServiceHealth health = service.health();
+    nlohmann::json body = {{"ok", health.problem.empty()}};
+    if (!health.problem.empty()) {
+        body["problem"] = health.problem;
+        body["problem_since"] = utc_text(health.since);
+        body["unrecorded_grades"] = health.unrecorded;
+    }
+    if (health.disk_free_mb) {
+        body["disk_free_mb"] = std::floor(*health.disk_free_mb);
+    }
+    return body;
 }
 
 std::optional<Lane> lane_of(const std::map<std::string, std::string>& query) {
@@ -204,6 +222,15 @@ ApiResponse Api::handle(const ApiRequest& request) {
         response = error_response(error.status(), error.what(), error.retry_after());
     } catch (const UploadError& error) {
         response = error_response(error.status(), error.what());
+    } catch (const StoreError& error) {
+        // The service's own trouble (another process's lock, a full disk): this request fails,
+        // the instructor is told (health, the log), and the next may work.
+        service_.store_failed(error);
+        response = error_response(503,
+                                  "the service cannot record or read this now (its state is "
+                                  "busy or its disk full): nothing of yours was lost; try again "
+                                  "in a minute",
+                                  60.0);
     } catch (const std::exception&) {
         // What went wrong may name the machine's folders: the operator's log has it, not the
         // answer.
@@ -239,12 +266,17 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
         return error_response(404, "nothing here: the page is at /");
     }
     if (get && path.size() == 2 && path[1] == "health") {
-        const Counts counts = service_.counts();
-        return json_response(
-            200, {{"ok", true},
-                  {"gpu", service_.options().gpu},
-                  {"queued", {{"sim", counts.sim.queued}, {"gpu", counts.gpu.queued}}},
-                  {"running", {{"sim", counts.sim.running}, {"gpu", counts.gpu.running}}}});
+        nlohmann::json body = service_health(service_);
+        try {
+            const Counts counts = service_.counts();
+            body["queued"] = {{"sim", counts.sim.queued}, {"gpu", counts.gpu.queued}};
+            body["running"] = {{"sim", counts.sim.running}, {"gpu", counts.gpu.running}};
+        } catch (const StoreError& error) {
+            service_.store_failed(error);
+            body = service_health(service_);
+        }
+        body["gpu"] = service_.options().gpu;
+        return json_response(200, body);
     }
 
     // Everything else is someone's: who, first.
@@ -280,16 +312,20 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
                  {"files", {exercise.submission_source, exercise.submission_answers}}});
         }
         const auto [left, frees_in] = service_.rate_left(person, now);
-        return json_response(200, {{"login", person.login},
-                                   {"name", person.name},
-                                   {"role", to_string(person.role)},
-                                   {"exercises", exercises},
-                                   {"gpu", service_.options().gpu},
-                                   {"rate",
-                                    {{"limit", service_.options().rate.count},
-                                     {"window_seconds", service_.options().rate.window_seconds},
-                                     {"left", left},
-                                     {"next_in_seconds", frees_in}}}});
+        nlohmann::json body = {{"login", person.login},
+                               {"name", person.name},
+                               {"role", to_string(person.role)},
+                               {"exercises", exercises},
+                               {"gpu", service_.options().gpu},
+                               {"rate",
+                                {{"limit", service_.options().rate.count},
+                                 {"window_seconds", service_.options().rate.window_seconds},
+                                 {"left", left},
+                                 {"next_in_seconds", frees_in}}}};
+        if (instructor) {
+            body["service"] = service_health(service_);
+        }
+        return json_response(200, body);
     }
     if (path.size() == 2 && path[1] == "attempts") {
         if (request.method == "POST") {

@@ -48,7 +48,8 @@ async function signIn(token) {
   }
   try { localStorage.setItem("grader-token", state.token); } catch (ignored) { /* private mode */ }
   $("who").textContent = "Signed in as " + state.me.login + (state.me.name ? " (" + state.me.name + ")" : "") +
-    (state.me.role === "instructor" ? ", instructor" : "");
+    (state.me.role === "instructor" ? ", instructor" : "") +
+    (state.me.service && state.me.service.problem ? ". The service: " + state.me.service.problem : "");
   const select = $("exercise");
   select.textContent = "";
   for (const exercise of state.me.exercises) {
