@@ -83,7 +83,7 @@ int run_tool(const LtiCommandOptions& options) {
         return kExitPass;
     }
     if (options.format == "jwks") {
-        std::cout << text::json_text(nlohmann::json{{"keys", {jwk}}}, 2) << "\n";
+        std::cout << text::json_text(nlohmann::json{{"keys", nlohmann::json::array({jwk})}}, 2) << "\n";
         return kExitPass;
     }
     std::cout << "Register this tool with the LMS (LTI 1.3):\n"
