@@ -170,7 +170,6 @@ struct Tool {
     std::unique_ptr<serve::Lti> lti;
     std::unique_ptr<serve::Api> api;
     std::unique_ptr<serve::HttpServer> server;
-    std::vector<std::string> log;
 
     Tool(const fs::path& state, serve::ScorePolicy policy, unsigned short port = 0) {
         serve::ServiceOptions options;
@@ -179,17 +178,18 @@ struct Tool {
         options.worker_executable = GRADER_BINARY;
         options.sim_jobs = 2;
         service = std::make_unique<serve::Service>(options);
-        serve::LtiOptions lti_options;
-        lti_options.policy = policy;
-        lti_options.retry_first_seconds = 0.2;
-        lti_options.poll_seconds = 0.2;
-        lti_options.log = [this](const std::string& line) { log.push_back(line); };
-        lti = std::make_unique<serve::Lti>(*service, lti_options);
-        api = std::make_unique<serve::Api>(*service, serve::RequestLimits{}, lti.get());
         serve::HttpOptions http;
         http.port = port;
         server = std::make_unique<serve::HttpServer>(
             http, [this](const serve::ApiRequest& request) { return api->handle(request); });
+        serve::LtiOptions lti_options;
+        lti_options.public_url = url();  // the test's client names no port in its Host
+        lti_options.policy = policy;
+        lti_options.retry_first_seconds = 0.2;
+        lti_options.poll_seconds = 0.2;
+        lti_options.jwks_refetch_seconds = 0.5;
+        lti = std::make_unique<serve::Lti>(*service, lti_options);
+        api = std::make_unique<serve::Api>(*service, serve::RequestLimits{}, lti.get());
         service->start();
         lti->start();
         server->start();
@@ -374,6 +374,7 @@ TEST_CASE("the platform's new key is fetched from its JWKS when it rotates") {
     tool.lti->store().save_platform(platform.registration());
     REQUIRE(launch(tool, platform, "ann", "").status == 303);
     CHECK(platform.control("rotate", "POST")["kid"] == "platform-key-2");
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // jwks_refetch_seconds
     const Launch after = launch(tool, platform, "ann", "");
     CHECK_MESSAGE(after.status == 303, after.body);
     const auto requests = platform.control("requests");
@@ -426,9 +427,9 @@ TEST_CASE("every graded attempt's score reaches the gradebook, retried until acc
     CHECK(scores[0]["gradingProgress"] == "FullyGraded");
     CHECK(scores[0]["lineitem"] == "default");
 
-    // The gradebook is down for the next two posts; the score waits in the outbox, and the
+    // The gradebook is down for the next three posts; the score waits in the outbox, and the
     // service is stopped meanwhile.
-    platform.control("fail-scores?count=2", "POST");
+    platform.control("fail-scores?count=3", "POST");
     const auto second = as_ann.submit(kit("wrong_degrees"));
     REQUIRE(second.status == 201);
     const auto id = nlohmann::json::parse(second.body)["id"].get<long long>();
@@ -449,7 +450,7 @@ TEST_CASE("every graded attempt's score reaches the gradebook, retried until acc
     REQUIRE(scores.size() == 2);
     CHECK(scores[1]["scoreGiven"] == 15);  // the best: the first attempt's, not this 14
     CHECK(tool->lti->store().scores(id)[0].state == "posted");
-    CHECK(tool->lti->store().scores(id)[0].tries >= 3);
+    CHECK(tool->lti->store().scores(id)[0].tries == 4);  // three refused, then accepted
     tool.reset();
 
     // Latest, as an instructor may choose instead: the 14 of the attempt just graded.
@@ -460,7 +461,7 @@ TEST_CASE("every graded attempt's score reaches the gradebook, retried until acc
     scores = wait_for_scores(platform, 3, 240);
     REQUIRE(scores.size() == 3);
     CHECK(scores[2]["scoreGiven"] == 14);
-    CHECK(scores[2]["comment"].get<std::string>().find("stride 3") != std::string::npos);
+    CHECK(!scores[2]["comment"].get<std::string>().empty());  // the grade's summary
 }
 
 TEST_CASE("a student launched from the course submits on the page and sees where the score goes" *

@@ -35,7 +35,6 @@ constexpr const char* kRosterScope =
 constexpr const char* kRoleVocabulary = "http://purl.imsglobal.org/vocab/lis/v2/";
 constexpr const char* kSessionPrefix = "gl-";
 constexpr const char* kKeyFile = "tool-key.pem";
-constexpr double kJwksRefetchSeconds = 5.0;  // an unknown kid fetches the JWKS at most this often
 constexpr std::size_t kRosterPages = 50;
 
 // A launch refused: the status, and the one line the browser shows and the log keeps.
@@ -219,7 +218,7 @@ std::string launched_exercise(const nlohmann::json& claims) {
     if (id.empty()) {
         const std::string target = string_claim(claims, claim("target_link_uri"));
         const std::size_t at = target.find("exercise=");
-        if (at != std::string::npos && (target[at - 1] == '?' || target[at - 1] == '&')) {
+        if (at != std::string::npos && at > 0 && (target[at - 1] == '?' || target[at - 1] == '&')) {
             id = target.substr(at + 9, target.find('&', at) - (at + 9));
         }
     }
@@ -427,6 +426,18 @@ ApiResponse Lti::launch(const ApiRequest& request, const std::map<std::string, s
     try {
         const auto id_token = form.find("id_token");
         const auto state = form.find("state");
+        if (const auto error = form.find("error"); error != form.end()) {
+            // The platform's authorization endpoint said no (OIDC's error response).
+            const auto detail = form.find("error_description");
+            throw Refusal(401, "the platform refused the sign-in: " +
+                                   text::shorten(text::visible_line(error->second), 60) +
+                                   (detail == form.end()
+                                        ? std::string()
+                                        : " (" +
+                                              text::shorten(text::visible_line(detail->second),
+                                                            200) +
+                                              ")"));
+        }
         if (id_token == form.end() || id_token->second.empty()) {
             throw Refusal(400, "it carries no id_token");
         }
@@ -580,10 +591,10 @@ std::string Lti::platform_key(const LtiPlatform& platform, const std::string& ki
     if (const auto found = keys.find(kid); found != keys.end()) {
         return found->second;
     }
-    // A kid not seen yet: the platform may have rotated its key. Its JWKS is fetched again, at
-    // most every few seconds, so that forged kids cannot make this tool hammer the platform.
+    // A kid not seen yet: the platform may have rotated its key, and its JWKS is fetched again.
     const auto fetched = keys_fetched_at_.find(platform.id);
-    if (fetched == keys_fetched_at_.end() || now - fetched->second >= kJwksRefetchSeconds) {
+    if (fetched == keys_fetched_at_.end() ||
+        now - fetched->second >= options_.jwks_refetch_seconds) {
         keys_fetched_at_[platform.id] = now;
         try {
             const HttpReply reply =

@@ -61,6 +61,9 @@ struct LtiOptions {
     double login_seconds = 600.0;         // from login initiation to launch, at most
     unsigned leeway_seconds = 60;         // clock skew allowed on exp, nbf and iat
     double http_seconds = 20.0;           // each request to a platform, at most
+    // An unknown kid fetches the platform's JWKS again at most this often, so that forged kids
+    // cannot make the tool hammer the platform.
+    double jwks_refetch_seconds = 5.0;
     double retry_first_seconds = 2.0;     // a refused score is tried again after this, doubling
     double retry_most_seconds = 600.0;    // ... up to this
     double poll_seconds = 0.5;            // how often finished grades are looked for
