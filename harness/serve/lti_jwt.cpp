@@ -100,6 +100,9 @@ std::string describe(const std::error_code& error) {
                 break;
         }
     }
+    if (error == jwt::AlgorithmErrc::VerificationErr) {
+        return "its signature does not verify with the platform's key";
+    }
     if (error == jwt::AlgorithmErrc::NoneAlgorithmUsed) {
         return "it is not signed (alg none)";
     }

@@ -51,6 +51,9 @@ foreach (['day15-bank-conflicts' => 'Bank conflicts (Part 1)', 'day15-padding' =
         'toolurl' => $toolurl . '/lti/launch?exercise=' . $exercise,
         'instructorcustomparameters' => 'exercise=' . $exercise,
         'grade' => 15,
+        // No LTI 1.1 key: the generator's default one ('12345') would become the 1.3 launch's aud.
+        'resourcekey' => '',
+        'password' => '',
         'launchcontainer' => LTI_LAUNCH_CONTAINER_WINDOW,
         'instructorchoicesendname' => 1,
         'instructorchoicesendemailaddr' => 1,
@@ -79,4 +82,4 @@ echo json_encode([
     'activities' => $activities,
     'teacher' => 'teacher01',
     'students' => $users,
-], JSON_PRETTY_PRINT) . "\n";
+], JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES) . "\n";

@@ -14,7 +14,7 @@
 //   GET  /memberships     NRPS: the course's members (pages of 2, linked by rel="next")
 //   POST /lineitems/:id/lineitem/scores   AGS: a score
 //   GET  /control/scores, POST /control/rotate, POST /control/fail-scores?count=N,
-//   GET  /control/requests   what the test reads and changes
+//   POST /control/tool?url=URL, GET /control/requests   what the test reads and changes
 //
 // Variants (a launch a hostile student or a broken platform makes): expired, wrong-key (signed by
 // a key the JWKS does not hold, under the real kid), other-deployment, forged-role (the signed
@@ -27,7 +27,7 @@ import { SignJWT, generateKeyPair, exportJWK, createRemoteJWKSet, jwtVerify } fr
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((pairs, word, index, words) =>
     word.startsWith("--") ? [...pairs, [word.slice(2), words[index + 1]]] : pairs, []));
-const tool = args.tool;
+let tool = args.tool;
 const clientId = args["client-id"] || "962fa4d8-bcbf-49a0-94b2-2de05ad274af";
 const deploymentId = args.deployment || "07940580-b309-415e-a37c-914d387c1150";
 let issuer = "";  // http://127.0.0.1:PORT, once listening
@@ -59,7 +59,7 @@ const scores = [];
 const requests = [];
 const accessTokens = new Map();  // token -> scopes
 let failScores = 0;
-const toolKeys = createRemoteJWKSet(new URL(tool + "/lti/jwks"));
+let toolKeys = createRemoteJWKSet(new URL(tool + "/lti/jwks"));
 
 function html(response, status, body) {
   response.writeHead(status, { "Content-Type": "text/html; charset=utf-8" });
@@ -245,6 +245,12 @@ const server = http.createServer(async (request, response) => {
       await addKey();
       keys.length = 1;  // the old key is withdrawn, as a rotation does
       return json(response, 200, { kid: keys[0].kid });
+    }
+    if (request.method === "POST" && url.pathname === "/control/tool") {
+      // The tool restarted elsewhere (another port): its URLs, and its keys fetched again.
+      tool = url.searchParams.get("url");
+      toolKeys = createRemoteJWKSet(new URL(tool + "/lti/jwks"));
+      return json(response, 200, { tool });
     }
     if (request.method === "POST" && url.pathname === "/control/fail-scores") {
       failScores = Number(url.searchParams.get("count") || 1);
