@@ -55,8 +55,9 @@ bool on_path(const std::string& program) {
 fs::path platform_folder() {
     static const fs::path folder = [] {
         if (!on_path("node") || !on_path("npm")) {
-            MESSAGE("SKIPPED: Node.js and npm are needed for the LTI platform (apt-get install "
-                    "nodejs npm)");
+            MESSAGE(
+                "SKIPPED: Node.js and npm are needed for the LTI platform (apt-get install "
+                "nodejs npm)");
             std::exit(77);
         }
         const fs::path dir = test_program_folder() / "lti-platform";
@@ -113,8 +114,8 @@ struct Platform {
 
     explicit Platform(const std::string& tool_url, const fs::path& log) {
         const fs::path folder = platform_folder();
-        std::vector<std::string> argv = {"/usr/bin/env", "node",  (folder / "platform.mjs").string(),
-                                         "--tool",       tool_url};
+        std::vector<std::string> argv = {"/usr/bin/env", "node", (folder / "platform.mjs").string(),
+                                         "--tool", tool_url};
         std::vector<char*> raw;
         for (auto& argument : argv) {
             raw.push_back(argument.data());
@@ -217,13 +218,13 @@ Launch launch(const Tool& tool, const Platform& platform, const std::string& use
               const std::string& exercise, const std::string& variant = "", Way way = Way::honest) {
     const nlohmann::json hint = {{"user", user}, {"exercise", exercise}, {"variant", variant}};
     const auto login = fetch(tool.url() + "/lti/login?iss=" + percent_encode(platform.url) +
-                             "&login_hint=" + user + "&target_link_uri=" +
-                             percent_encode(tool.url() + "/lti/launch") +
+                             "&login_hint=" + user +
+                             "&target_link_uri=" + percent_encode(tool.url() + "/lti/launch") +
                              "&lti_message_hint=" + percent_encode(hint.dump()) +
                              "&client_id=" + kClientId + "&lti_deployment_id=" + kDeployment);
     REQUIRE(login.status == 302);
-    const std::string cookie = login.headers.at("set-cookie").substr(
-        0, login.headers.at("set-cookie").find(';'));
+    const std::string cookie =
+        login.headers.at("set-cookie").substr(0, login.headers.at("set-cookie").find(';'));
     const auto authorized = fetch(login.headers.at("location") + "&format=json");
     REQUIRE_MESSAGE(authorized.status == 200, authorized.body);
     const auto form = nlohmann::json::parse(authorized.body);
@@ -408,8 +409,9 @@ TEST_CASE("an instructor's launch sees the class, and reads the course's roster 
     CHECK(status == 403);
 }
 
-TEST_CASE("every graded attempt's score reaches the gradebook, retried until accepted, none lost "
-          "across a restart") {
+TEST_CASE(
+    "every graded attempt's score reaches the gradebook, retried until accepted, none lost "
+    "across a restart") {
     const fs::path folder = fresh_folder("scores");
     auto tool = std::make_unique<Tool>(folder / "state", serve::ScorePolicy::best);
     Platform platform(tool->url(), folder / "platform.log");
@@ -471,8 +473,8 @@ TEST_CASE("every graded attempt's score reaches the gradebook, retried until acc
 TEST_CASE("a student launched from the course submits on the page and sees where the score goes" *
           doctest::test_suite("browser")) {
     const char* chromium = std::getenv("GRADER_CHROMIUM");
-    const std::string browser_path = chromium != nullptr && *chromium != '\0' ? chromium
-                                                                              : "/usr/bin/chromium";
+    const std::string browser_path =
+        chromium != nullptr && *chromium != '\0' ? chromium : "/usr/bin/chromium";
     if ((std::getenv("GRADER_NO_BROWSER") != nullptr &&
          std::string(std::getenv("GRADER_NO_BROWSER")) == "1") ||
         !fs::exists(browser_path)) {
@@ -494,9 +496,10 @@ TEST_CASE("a student launched from the course submits on the page and sees where
           "LTI launch refused: its id_token: it has expired (exp)");
 
     browser.open(platform.url + "/course?user=bo&exercise=day15-bank-conflicts");
-    REQUIRE(browser.wait_until("document.getElementById('who') && "
-                               "document.getElementById('who').textContent.startsWith('Signed')",
-                               30));
+    REQUIRE(
+        browser.wait_until("document.getElementById('who') && "
+                           "document.getElementById('who').textContent.startsWith('Signed')",
+                           30));
     CHECK(browser.evaluate("document.getElementById('who').textContent") ==
           "Signed in as bo (Bo Chen)");
     CHECK(browser.evaluate("document.getElementById('lti').textContent") ==

@@ -85,8 +85,9 @@ bool settles(Browser& browser, const std::string& condition, double seconds) {
 
 }  // namespace
 
-TEST_CASE("each student of the Moodle course launches, submits and sees the score in the "
-          "gradebook") {
+TEST_CASE(
+    "each student of the Moodle course launches, submits and sees the score in the "
+    "gradebook") {
     const std::string run_file = environment("GRADER_MOODLE_RUN");
     if (run_file.empty()) {
         MESSAGE("SKIPPED: run by scripts/moodle/lti-moodle.sh (GRADER_MOODLE_RUN is not set)");
@@ -128,12 +129,11 @@ TEST_CASE("each student of the Moodle course launches, submits and sees the scor
         // Moodle's authorization, Moodle posts the id_token to the tool, the tool opens the page.
         const double opened = wall_seconds();
         browser.open(moodle + "/mod/lti/launch.php?id=" + std::to_string(cmid));
-        REQUIRE_MESSAGE(
-            settles(browser,
-                    "document.getElementById('who') !== null && "
-                    "document.getElementById('who').textContent.startsWith('Signed')",
-                    120),
-            browser.evaluate("document.body ? document.body.innerText : ''").dump());
+        REQUIRE_MESSAGE(settles(browser,
+                                "document.getElementById('who') !== null && "
+                                "document.getElementById('who').textContent.startsWith('Signed')",
+                                120),
+                        browser.evaluate("document.body ? document.body.innerText : ''").dump());
         const double on_page = wall_seconds();
         result["launch_seconds"] = on_page - opened;
         CHECK(browser.evaluate("document.getElementById('who').textContent")
@@ -142,15 +142,16 @@ TEST_CASE("each student of the Moodle course launches, submits and sees the scor
         CHECK(browser.evaluate("document.getElementById('exercise').value") ==
               "day15-bank-conflicts");
 
-        browser.evaluate("(() => { const chosen = new DataTransfer();"
-                         "chosen.items.add(new File([" +
-                         js(kit.probe) + "], 'probe.cu')); chosen.items.add(new File([" +
-                         js(kit.answers) +
-                         "], 'submission.yaml'));"
-                         "document.getElementById('files').files = chosen.files;"
-                         "document.getElementById('submit').click(); return true; })()");
+        browser.evaluate(
+            "(() => { const chosen = new DataTransfer();"
+            "chosen.items.add(new File([" +
+            js(kit.probe) + "], 'probe.cu')); chosen.items.add(new File([" + js(kit.answers) +
+            "], 'submission.yaml'));"
+            "document.getElementById('files').files = chosen.files;"
+            "document.getElementById('submit').click(); return true; })()");
         REQUIRE(settles(browser, "document.querySelector('#lane-sim .verdict') !== null", 600));
-        result["verdict"] = browser.evaluate("document.querySelector('#lane-sim .verdict').textContent");
+        result["verdict"] =
+            browser.evaluate("document.querySelector('#lane-sim .verdict').textContent");
         const auto attempt = browser.evaluate(
             "fetch('api/attempts/' + state.shown, {headers: {Authorization: 'Bearer ' + "
             "state.token}}).then(r => r.json())");
@@ -170,7 +171,8 @@ TEST_CASE("each student of the Moodle course launches, submits and sees the scor
                 "(() => { for (const row of document.querySelectorAll('table.user-grade tr')) {"
                 " if (row.innerText.includes('Bank conflicts')) {"
                 "  const cell = row.querySelector('td.column-grade');"
-                "  return cell ? cell.innerText.trim().split('\\n')[0].trim() : ''; } } return ''; })()");
+                "  return cell ? cell.innerText.trim().split('\\n')[0].trim() : ''; } } return ''; "
+                "})()");
             if (grade == kit.expected) {
                 seen = true;
                 result["gradebook_seen_at"] = wall_seconds();

@@ -61,8 +61,9 @@ int run_tool(const LtiCommandOptions& options) {
         // (AGS scores, NRPS roster) it asks for; the page opens in a new window.
         const nlohmann::json key = {
             {"title", options.title},
-            {"description", "Check a GPU exercise on the course's GPU; the score goes to the "
-                            "gradebook"},
+            {"description",
+             "Check a GPU exercise on the course's GPU; the score goes to the "
+             "gradebook"},
             {"oidc_initiation_url", url + "/lti/login"},
             {"target_link_uri", url + "/lti/launch"},
             {"public_jwk_url", url + "/lti/jwks"},
@@ -83,7 +84,8 @@ int run_tool(const LtiCommandOptions& options) {
         return kExitPass;
     }
     if (options.format == "jwks") {
-        std::cout << text::json_text(nlohmann::json{{"keys", nlohmann::json::array({jwk})}}, 2) << "\n";
+        std::cout << text::json_text(nlohmann::json{{"keys", nlohmann::json::array({jwk})}}, 2)
+                  << "\n";
         return kExitPass;
     }
     std::cout << "Register this tool with the LMS (LTI 1.3):\n"
@@ -106,10 +108,12 @@ int run_add(LtiCommandOptions options) {
         // Moodle's endpoints, as its "Tool configuration details" lists them.
         const std::string moodle = without_final_slash(options.moodle);
         platform.issuer = platform.issuer.empty() ? moodle : platform.issuer;
-        platform.auth_url = platform.auth_url.empty() ? moodle + "/mod/lti/auth.php" : platform.auth_url;
+        platform.auth_url =
+            platform.auth_url.empty() ? moodle + "/mod/lti/auth.php" : platform.auth_url;
         platform.token_url =
             platform.token_url.empty() ? moodle + "/mod/lti/token.php" : platform.token_url;
-        platform.jwks_url = platform.jwks_url.empty() ? moodle + "/mod/lti/certs.php" : platform.jwks_url;
+        platform.jwks_url =
+            platform.jwks_url.empty() ? moodle + "/mod/lti/certs.php" : platform.jwks_url;
         platform.name = platform.name.empty() ? "Moodle" : platform.name;
     }
     for (const auto& [name, value] :
@@ -201,8 +205,9 @@ void add_lti_command(CLI::App& app, const GlobalOptions& global, Runner& run) {
         ->capture_default_str();
     tool->add_option("--title", options->title, "The tool's name in Canvas")->capture_default_str();
     state_option(tool);
-    tool->callback(
-        [options, &run] { run = [options] { return guarded([&] { return run_tool(*options); }); }; });
+    tool->callback([options, &run] {
+        run = [options] { return guarded([&] { return run_tool(*options); }); };
+    });
 
     CLI::App* platform = command->add_subcommand("platform", "The LMSs whose launches are taken");
     platform->require_subcommand(1);
@@ -221,13 +226,15 @@ void add_lti_command(CLI::App& app, const GlobalOptions& global, Runner& run) {
     add->add_option("--moodle", options->moodle,
                     "A Moodle's address (its wwwroot): its issuer and its three URLs from it");
     state_option(add);
-    add->callback(
-        [options, &run] { run = [options] { return guarded([&] { return run_add(*options); }); }; });
+    add->callback([options, &run] {
+        run = [options] { return guarded([&] { return run_add(*options); }); };
+    });
 
     CLI::App* list = platform->add_subcommand("list", "The LMSs registered here");
     state_option(list);
-    list->callback(
-        [options, &run] { run = [options] { return guarded([&] { return run_list(*options); }); }; });
+    list->callback([options, &run] {
+        run = [options] { return guarded([&] { return run_list(*options); }); };
+    });
 
     CLI::App* remove = platform->add_subcommand("remove", "Stop taking an LMS's launches");
     remove->add_option("--issuer", options->platform.issuer, "Its issuer")->required();

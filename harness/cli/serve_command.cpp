@@ -194,9 +194,8 @@ int run_serve(const ServeCommandOptions& options) {
     try {
         lti = std::make_unique<serve::Lti>(service, lti_options);
         const auto platforms = lti->store().platforms().size();
-        lti_line = "LTI 1.3: " + std::to_string(platforms) +
-                   " platform(s) registered, the " + options.lti_score +
-                   " score to their gradebooks" +
+        lti_line = "LTI 1.3: " + std::to_string(platforms) + " platform(s) registered, the " +
+                   options.lti_score + " score to their gradebooks" +
                    (options.lti_url.empty() ? std::string(" (give --lti-url for HTTPS)") : "");
     } catch (const serve::lti::JwtError& error) {
         lti_line = std::string("LTI 1.3 off: ") + error.what();
@@ -323,10 +322,9 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
                      "GRADER_BACKEND of the Slurm tasks (sim: a cluster without GPUs, to test)")
         ->check(CLI::IsMember({"cuda", "sim"}))
         ->capture_default_str();
-    command
-        ->add_option("--lti-url", options->lti_url,
-                     "Where an LMS and browsers reach this service (https://HOST[/PATH]), for "
-                     "LTI 1.3 launches (docs/lti.md)");
+    command->add_option("--lti-url", options->lti_url,
+                        "Where an LMS and browsers reach this service (https://HOST[/PATH]), for "
+                        "LTI 1.3 launches (docs/lti.md)");
     command
         ->add_option("--lti-score", options->lti_score,
                      "Which score an LMS's gradebook gets: a student's best attempt's, or their "

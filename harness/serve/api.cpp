@@ -264,8 +264,9 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
     const std::string token = bearer_token(request);
     Person person;
     try {
-        person = lti_ != nullptr && Lti::is_session_token(token) ? lti_->authenticate(token, now)
-                                                                 : service_.authenticate(token, now);
+        person = lti_ != nullptr && Lti::is_session_token(token)
+                     ? lti_->authenticate(token, now)
+                     : service_.authenticate(token, now);
     } catch (const ServiceError& error) {
         if (!take(failure_buckets_, request.peer, limits_.failed_tokens_per_minute / 60.0,
                   limits_.failed_tokens_per_minute, now, retry_after)) {
@@ -294,15 +295,15 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
         }
         const auto [left, frees_in] = service_.rate_left(person, now);
         nlohmann::json me = {{"login", person.login},
-                                   {"name", person.name},
-                                   {"role", to_string(person.role)},
-                                   {"exercises", exercises},
-                                   {"gpu", service_.options().gpu},
-                                   {"rate",
-                                    {{"limit", service_.options().rate.count},
-                                     {"window_seconds", service_.options().rate.window_seconds},
-                                     {"left", left},
-                                     {"next_in_seconds", frees_in}}}};
+                             {"name", person.name},
+                             {"role", to_string(person.role)},
+                             {"exercises", exercises},
+                             {"gpu", service_.options().gpu},
+                             {"rate",
+                              {{"limit", service_.options().rate.count},
+                               {"window_seconds", service_.options().rate.window_seconds},
+                               {"left", left},
+                               {"next_in_seconds", frees_in}}}};
         if (lti_ != nullptr) {
             me["lti"] = lti_->describe(token, now);
         }

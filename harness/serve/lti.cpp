@@ -28,7 +28,8 @@ namespace {
 // The claims of LTI 1.3 (1EdTech's LTI Core, AGS and NRPS specifications).
 constexpr const char* kClaim = "https://purl.imsglobal.org/spec/lti/claim/";
 constexpr const char* kAgsClaim = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint";
-constexpr const char* kNrpsClaim = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice";
+constexpr const char* kNrpsClaim =
+    "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice";
 constexpr const char* kScoreScope = "https://purl.imsglobal.org/spec/lti-ags/scope/score";
 constexpr const char* kRosterScope =
     "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly";
@@ -185,7 +186,8 @@ bool instructor_role(const nlohmann::json& roles) {
 // The login a platform's user gets here: their username on the platform where it says one
 // (Moodle's ext claim, OIDC's preferred_username), else their email, else their id there.
 std::string wanted_login(const nlohmann::json& claims, const std::string& subject) {
-    std::string login = member_string(claims.value(claim("ext"), nlohmann::json()), "user_username");
+    std::string login =
+        member_string(claims.value(claim("ext"), nlohmann::json()), "user_username");
     if (login.empty()) {
         login = string_claim(claims, "preferred_username");
     }
@@ -333,9 +335,9 @@ std::string Lti::public_url(const ApiRequest& request) const {
 std::optional<ApiResponse> Lti::handle(const ApiRequest& request, double now) {
     const std::size_t question = request.target.find('?');
     const std::string path = request.target.substr(0, question);
-    std::map<std::string, std::string> form =
-        question == std::string::npos ? std::map<std::string, std::string>()
-                                      : parse_form(request.target.substr(question + 1));
+    std::map<std::string, std::string> form = question == std::string::npos
+                                                  ? std::map<std::string, std::string>()
+                                                  : parse_form(request.target.substr(question + 1));
     if (request.method == "POST") {
         for (auto& [name, value] : parse_form(request.body)) {
             form[name] = value;
@@ -406,18 +408,18 @@ ApiResponse Lti::login(const ApiRequest& request, const std::map<std::string, st
         query.emplace_back("lti_message_hint", hint);
     }
     ApiResponse response = plain(302, "to the platform's sign-in");
-    response.headers.emplace_back("Location",
-                                  platform.auth_url +
-                                      (platform.auth_url.find('?') == std::string::npos ? "?" : "&") +
-                                      form_body(query));
+    response.headers.emplace_back(
+        "Location", platform.auth_url +
+                        (platform.auth_url.find('?') == std::string::npos ? "?" : "&") +
+                        form_body(query));
     // The browser that began the login must be the one that ends it (a launch posted from
     // elsewhere with a stolen state lacks it). SameSite=None lets the platform's cross-site form
     // post bring it back; browsers take that only with Secure, i.e. over HTTPS.
     const bool https = public_url(request).rfind("https://", 0) == 0;
     response.headers.emplace_back(
         "Set-Cookie", "lti-state-" + state + "=1; Path=/; Max-Age=" +
-                          std::to_string(static_cast<long>(options_.login_seconds)) +
-                          "; HttpOnly" + (https ? "; SameSite=None; Secure" : "; SameSite=Lax"));
+                          std::to_string(static_cast<long>(options_.login_seconds)) + "; HttpOnly" +
+                          (https ? "; SameSite=None; Secure" : "; SameSite=Lax"));
     return response;
 }
 
@@ -429,14 +431,13 @@ ApiResponse Lti::launch(const ApiRequest& request, const std::map<std::string, s
         if (const auto error = form.find("error"); error != form.end()) {
             // The platform's authorization endpoint said no (OIDC's error response).
             const auto detail = form.find("error_description");
-            throw Refusal(401, "the platform refused the sign-in: " +
-                                   text::shorten(text::visible_line(error->second), 60) +
-                                   (detail == form.end()
-                                        ? std::string()
-                                        : " (" +
-                                              text::shorten(text::visible_line(detail->second),
-                                                            200) +
-                                              ")"));
+            throw Refusal(
+                401,
+                "the platform refused the sign-in: " +
+                    text::shorten(text::visible_line(error->second), 60) +
+                    (detail == form.end()
+                         ? std::string()
+                         : " (" + text::shorten(text::visible_line(detail->second), 200) + ")"));
         }
         if (id_token == form.end() || id_token->second.empty()) {
             throw Refusal(400, "it carries no id_token");
@@ -446,10 +447,9 @@ ApiResponse Lti::launch(const ApiRequest& request, const std::map<std::string, s
         }
         const auto began = store_->login(state->second);
         if (!began || began->created_at < now - options_.login_seconds) {
-            throw Refusal(401,
-                          "its state is not a login begun here in the last " +
-                              std::to_string(static_cast<long>(options_.login_seconds / 60)) +
-                              " minutes, or was used already (a launch is good once)");
+            throw Refusal(401, "its state is not a login begun here in the last " +
+                                   std::to_string(static_cast<long>(options_.login_seconds / 60)) +
+                                   " minutes, or was used already (a launch is good once)");
         }
         if (cookies(request).count("lti-state-" + state->second) == 0) {
             throw Refusal(401,
@@ -481,10 +481,9 @@ ApiResponse Lti::launch(const ApiRequest& request, const std::map<std::string, s
             throw Refusal(401, "its issuer (iss) is not the platform whose login it ends");
         }
         const nlohmann::json audience = claims.value("aud", nlohmann::json());
-        const bool ours =
-            audience == platform->client_id ||
-            (audience.is_array() &&
-             std::find(audience.begin(), audience.end(), platform->client_id) != audience.end());
+        const bool ours = audience == platform->client_id ||
+                          (audience.is_array() && std::find(audience.begin(), audience.end(),
+                                                            platform->client_id) != audience.end());
         if (!ours) {
             throw Refusal(401, "its audience (aud) is not this tool's client_id");
         }
@@ -532,8 +531,7 @@ ApiResponse Lti::launch(const ApiRequest& request, const std::map<std::string, s
         if (exercise.empty()) {
             exercise = service_.options().exercises.front().id;
         } else if (service_.exercise(exercise) == nullptr) {
-            throw Refusal(400, "its exercise '" +
-                                   text::shorten(text::visible_line(exercise), 80) +
+            throw Refusal(400, "its exercise '" + text::shorten(text::visible_line(exercise), 80) +
                                    "' is not one this service grades");
         }
         // Every check passed: only now is anything recorded, and the login spent with its nonce.
@@ -541,9 +539,8 @@ ApiResponse Lti::launch(const ApiRequest& request, const std::map<std::string, s
             throw Refusal(401, "its login or nonce was used already (a launch is good once)");
         }
         LtiSession session;
-        const Person person = store_->person_for(platform->id, subject,
-                                                 wanted_login(claims, subject),
-                                                 display_name(claims), now);
+        const Person person = store_->person_for(
+            platform->id, subject, wanted_login(claims, subject), display_name(claims), now);
         session.person = person.id;
         session.role = instructor_role(claims.value(claim("roles"), nlohmann::json()))
                            ? Role::instructor
@@ -553,15 +550,16 @@ ApiResponse Lti::launch(const ApiRequest& request, const std::map<std::string, s
         session.deployment = deployment;
         const nlohmann::json context = claims.value(claim("context"), nlohmann::json());
         session.context = member_string(context, "id");
-        session.context_title = text::shorten(
-            text::visible_line(member_string(context, "title").empty()
-                                   ? member_string(context, "label")
-                                   : member_string(context, "title")),
-            200);
+        session.context_title =
+            text::shorten(text::visible_line(member_string(context, "title").empty()
+                                                 ? member_string(context, "label")
+                                                 : member_string(context, "title")),
+                          200);
         session.resource_link = resource_link;
         session.exercise = exercise;
         const nlohmann::json ags = claims.value(kAgsClaim, nlohmann::json());
-        const nlohmann::json scopes = ags.is_object() ? ags.value("scope", nlohmann::json()) : nlohmann::json();
+        const nlohmann::json scopes =
+            ags.is_object() ? ags.value("scope", nlohmann::json()) : nlohmann::json();
         if (scopes.is_array() &&
             std::find(scopes.begin(), scopes.end(), kScoreScope) != scopes.end()) {
             session.lineitem = member_string(ags, "lineitem");
@@ -574,8 +572,8 @@ ApiResponse Lti::launch(const ApiRequest& request, const std::map<std::string, s
         ApiResponse response = plain(303, "to the page");
         // The page takes the session from the fragment, which no server or log sees.
         response.headers.emplace_back("Location", "../#lti=" + token);
-        response.headers.emplace_back("Set-Cookie", "lti-state-" + state->second +
-                                                        "=; Path=/; Max-Age=0; HttpOnly");
+        response.headers.emplace_back(
+            "Set-Cookie", "lti-state-" + state->second + "=; Path=/; Max-Age=0; HttpOnly");
         return response;
     } catch (const Refusal& refusal) {
         if (options_.log) {
@@ -597,9 +595,8 @@ std::string Lti::platform_key(const LtiPlatform& platform, const std::string& ki
         now - fetched->second >= options_.jwks_refetch_seconds) {
         keys_fetched_at_[platform.id] = now;
         try {
-            const HttpReply reply =
-                call(platform.jwks_url, "GET", {{"Accept", "application/json"}}, "",
-                     options_.http_seconds);
+            const HttpReply reply = call(platform.jwks_url, "GET", {{"Accept", "application/json"}},
+                                         "", options_.http_seconds);
             const auto set = nlohmann::json::parse(reply.body, nullptr, false);
             if (reply.status != 200 || !set.is_object() || !set.contains("keys") ||
                 !set["keys"].is_array()) {
@@ -671,13 +668,13 @@ nlohmann::json Lti::describe(const std::string& token, double now) {
         return nullptr;
     }
     const auto platform = store_->platform(session->platform);
-    nlohmann::json described = {{"platform", platform ? platform->name : std::string()},
-                                 {"course", session->context_title},
-                                 {"exercise", session->exercise},
-                                 {"gradebook", !session->lineitem.empty()},
-                                 {"policy", to_string(options_.policy)},
-                                 {"roster", session->role == Role::instructor &&
-                                                !session->memberships.empty()}};
+    nlohmann::json described = {
+        {"platform", platform ? platform->name : std::string()},
+        {"course", session->context_title},
+        {"exercise", session->exercise},
+        {"gradebook", !session->lineitem.empty()},
+        {"policy", to_string(options_.policy)},
+        {"roster", session->role == Role::instructor && !session->memberships.empty()}};
     if (const auto standing = store_->standing(session->platform, session->subject)) {
         described["last_score"] = standing->last_score_state;
     }
@@ -706,10 +703,10 @@ std::string Lti::access_token(const LtiPlatform& platform, const std::string& sc
          {"client_assertion",
           lti::signed_token(assertion, private_pem_, public_jwk_.value("kid", ""))},
          {"scope", scope}});
-    const HttpReply reply = call(platform.token_url, "POST",
-                                 {{"Content-Type", "application/x-www-form-urlencoded"},
-                                  {"Accept", "application/json"}},
-                                 body, options_.http_seconds);
+    const HttpReply reply = call(
+        platform.token_url, "POST",
+        {{"Content-Type", "application/x-www-form-urlencoded"}, {"Accept", "application/json"}},
+        body, options_.http_seconds);
     const auto answer = nlohmann::json::parse(reply.body, nullptr, false);
     if (reply.status != 200 || !answer.is_object() || !answer.contains("access_token") ||
         !answer["access_token"].is_string()) {
@@ -717,10 +714,9 @@ std::string Lti::access_token(const LtiPlatform& platform, const std::string& sc
                                  std::to_string(reply.status) + ": " +
                                  text::shorten(text::visible_line(reply.body), 200));
     }
-    const double lasts =
-        answer.contains("expires_in") && answer["expires_in"].is_number()
-            ? answer["expires_in"].get<double>()
-            : 3600.0;
+    const double lasts = answer.contains("expires_in") && answer["expires_in"].is_number()
+                             ? answer["expires_in"].get<double>()
+                             : 3600.0;
     const std::string token = answer["access_token"].get<std::string>();
     std::lock_guard<std::mutex> lock(keys_mutex_);
     tokens_[{platform.id, scope}] = {token, now + std::max(0.0, lasts - 30.0)};
@@ -732,10 +728,9 @@ int Lti::post_due_scores(double now) {
         if (graded.verdict == "ungradable") {
             store_->add_score(graded, 0.0, "skipped", now);
         } else {
-            store_->add_score(graded,
-                              options_.policy == ScorePolicy::best ? graded.best_score
-                                                                   : graded.score,
-                              "pending", now);
+            store_->add_score(
+                graded, options_.policy == ScorePolicy::best ? graded.best_score : graded.score,
+                "pending", now);
         }
     }
     int accepted = 0;
@@ -760,11 +755,10 @@ int Lti::post_due_scores(double now) {
                                          {"gradingProgress", "FullyGraded"},
                                          {"timestamp", iso8601(now)},
                                          {"comment", text::shorten(score.comment, 1000)}};
-            const HttpReply reply =
-                call(scores_url(score.lineitem), "POST",
-                     {{"Content-Type", "application/vnd.ims.lis.v1.score+json"},
-                      {"Authorization", "Bearer " + token}},
-                     body.dump(), options_.http_seconds);
+            const HttpReply reply = call(scores_url(score.lineitem), "POST",
+                                         {{"Content-Type", "application/vnd.ims.lis.v1.score+json"},
+                                          {"Authorization", "Bearer " + token}},
+                                         body.dump(), options_.http_seconds);
             if (reply.status >= 200 && reply.status < 300) {
                 store_->score_posted(score.id, now);
                 ++accepted;
@@ -795,8 +789,8 @@ void Lti::score_loop() {
             }
         }
         std::unique_lock<std::mutex> lock(wake_mutex_);
-        wake_.wait_for(lock, std::chrono::milliseconds(
-                                 static_cast<long>(options_.poll_seconds * 1000.0)));
+        wake_.wait_for(
+            lock, std::chrono::milliseconds(static_cast<long>(options_.poll_seconds * 1000.0)));
     }
 }
 
@@ -826,18 +820,19 @@ nlohmann::json Lti::roster(const std::string& token, double now) {
             const auto container = nlohmann::json::parse(reply.body, nullptr, false);
             if (reply.status != 200 || !container.is_object() ||
                 !container.value("members", nlohmann::json()).is_array()) {
-                throw ServiceError(502, "the course's roster could not be read: the platform "
-                                        "answered " +
-                                            std::to_string(reply.status));
+                throw ServiceError(502,
+                                   "the course's roster could not be read: the platform "
+                                   "answered " +
+                                       std::to_string(reply.status));
             }
             for (const auto& member : container["members"]) {
                 const std::string user = member_string(member, "user_id");
-                nlohmann::json row = {{"user_id", user},
-                                      {"name", text::visible_line(member_string(member, "name"))},
-                                      {"email", text::visible_line(member_string(member, "email"))},
-                                      {"status", member.value("status", "Active")},
-                                      {"instructor",
-                                       instructor_role(member.value("roles", nlohmann::json()))}};
+                nlohmann::json row = {
+                    {"user_id", user},
+                    {"name", text::visible_line(member_string(member, "name"))},
+                    {"email", text::visible_line(member_string(member, "email"))},
+                    {"status", member.value("status", "Active")},
+                    {"instructor", instructor_role(member.value("roles", nlohmann::json()))}};
                 if (const auto standing = store_->standing(platform->id, user)) {
                     row["login"] = standing->login;
                     row["attempts"] = standing->attempts;
@@ -854,12 +849,10 @@ nlohmann::json Lti::roster(const std::string& token, double now) {
             const auto link = reply.headers.find("link");
             if (link != reply.headers.end()) {
                 const std::size_t next = link->second.find("rel=\"next\"");
-                const std::size_t open = next == std::string::npos
-                                             ? std::string::npos
-                                             : link->second.rfind('<', next);
-                const std::size_t close = open == std::string::npos
-                                              ? std::string::npos
-                                              : link->second.find('>', open);
+                const std::size_t open =
+                    next == std::string::npos ? std::string::npos : link->second.rfind('<', next);
+                const std::size_t close =
+                    open == std::string::npos ? std::string::npos : link->second.find('>', open);
                 if (close != std::string::npos) {
                     url = link->second.substr(open + 1, close - open - 1);
                 }

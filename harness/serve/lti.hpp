@@ -53,8 +53,9 @@ const char* to_string(ScorePolicy policy);
 std::optional<ScorePolicy> score_policy_from_string(std::string_view text);
 
 struct LtiOptions {
-    // Where platforms and browsers reach the tool, as they see it ("https://gpu.course.edu/grader"):
-    // the redirect_uri of its logins. Empty: http:// and the request's Host.
+    // Where platforms and browsers reach the tool, as they see it
+    // ("https://gpu.course.edu/grader"): the redirect_uri of its logins. Empty: http:// and the
+    // request's Host.
     std::string public_url;
     ScorePolicy policy = ScorePolicy::best;
     double session_seconds = 8 * 3600.0;  // how long a launch's page stays signed in
@@ -64,9 +65,9 @@ struct LtiOptions {
     // An unknown kid fetches the platform's JWKS again at most this often, so that forged kids
     // cannot make the tool hammer the platform.
     double jwks_refetch_seconds = 5.0;
-    double retry_first_seconds = 2.0;     // a refused score is tried again after this, doubling
-    double retry_most_seconds = 600.0;    // ... up to this
-    double poll_seconds = 0.5;            // how often finished grades are looked for
+    double retry_first_seconds = 2.0;   // a refused score is tried again after this, doubling
+    double retry_most_seconds = 600.0;  // ... up to this
+    double poll_seconds = 0.5;          // how often finished grades are looked for
     std::function<void(const std::string&)> log;
 };
 

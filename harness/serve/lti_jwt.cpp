@@ -141,8 +141,9 @@ nlohmann::json public_jwk(const std::string& private_pem) {
     }
     const Bignum n(modulus);
     const Bignum e(exponent);
-    nlohmann::json jwk = {
-        {"kty", "RSA"}, {"n", base64url(big_endian(n.get()))}, {"e", base64url(big_endian(e.get()))}};
+    nlohmann::json jwk = {{"kty", "RSA"},
+                          {"n", base64url(big_endian(n.get()))},
+                          {"e", base64url(big_endian(e.get()))}};
     // RFC 7638: the SHA-256 of the required members in lexicographic order, without spaces (as
     // nlohmann's object, a sorted map, dumps them).
     const std::string canonical = jwk.dump();
@@ -174,7 +175,8 @@ std::string public_pem_from_jwk(const nlohmann::json& jwk) {
     const Bignum e(BN_bin2bn(reinterpret_cast<const unsigned char*>(e_bytes.data()),
                              static_cast<int>(e_bytes.size()), nullptr));
     const std::unique_ptr<OSSL_PARAM_BLD, FreeParamBuild> build(OSSL_PARAM_BLD_new());
-    if (!n || !e || !build || OSSL_PARAM_BLD_push_BN(build.get(), OSSL_PKEY_PARAM_RSA_N, n.get()) != 1 ||
+    if (!n || !e || !build ||
+        OSSL_PARAM_BLD_push_BN(build.get(), OSSL_PKEY_PARAM_RSA_N, n.get()) != 1 ||
         OSSL_PARAM_BLD_push_BN(build.get(), OSSL_PKEY_PARAM_RSA_E, e.get()) != 1) {
         throw JwtError("OpenSSL could not read the key's numbers");
     }
@@ -218,10 +220,9 @@ nlohmann::json verified_claims(const std::string& token, const std::string& publ
                                unsigned leeway_seconds) {
     std::error_code error;
     try {
-        const auto decoded =
-            jwt::decode(token, jwt::params::algorithms({"RS256"}), error,
-                        jwt::params::secret(public_pem), jwt::params::verify(true),
-                        jwt::params::leeway(leeway_seconds));
+        const auto decoded = jwt::decode(token, jwt::params::algorithms({"RS256"}), error,
+                                         jwt::params::secret(public_pem), jwt::params::verify(true),
+                                         jwt::params::leeway(leeway_seconds));
         if (error) {
             throw JwtError(describe(error));
         }

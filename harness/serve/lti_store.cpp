@@ -236,7 +236,8 @@ bool LtiStore::finish_login(const std::string& state, const std::string& nonce, 
     if (sqlite3_changes(db_) != 1) {
         return false;
     }
-    Statement spend(db_, "INSERT INTO lti_nonces(nonce, used_at) VALUES(?, ?) ON CONFLICT DO NOTHING");
+    Statement spend(db_,
+                    "INSERT INTO lti_nonces(nonce, used_at) VALUES(?, ?) ON CONFLICT DO NOTHING");
     spend.bind(1, nonce).bind(2, now);
     spend.step();
     if (sqlite3_changes(db_) != 1) {
@@ -440,9 +441,9 @@ void LtiStore::score_failed(std::int64_t id, const std::string& error, double ne
 
 std::vector<LtiScore> LtiStore::scores(std::int64_t attempt) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Statement select(db_, (std::string("SELECT ") + kScoreColumns +
-                           " WHERE (? = 0 OR attempt = ?) ORDER BY id")
-                              .c_str());
+    Statement select(
+        db_, (std::string("SELECT ") + kScoreColumns + " WHERE (? = 0 OR attempt = ?) ORDER BY id")
+                 .c_str());
     select.bind(1, attempt).bind(2, attempt);
     std::vector<LtiScore> scores;
     while (select.step()) {

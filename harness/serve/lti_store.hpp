@@ -27,12 +27,12 @@ namespace grader::serve {
 // here (`grader lti platform add`).
 struct LtiPlatform {
     std::int64_t id = 0;
-    std::string issuer;     // iss of its id_tokens
-    std::string client_id;  // this tool's client_id there: aud of its id_tokens
-    std::string name;       // "Moodle", "Canvas": for people to read
-    std::string auth_url;   // its OIDC authorization endpoint
-    std::string token_url;  // its OAuth 2 token endpoint (AGS, NRPS)
-    std::string jwks_url;   // its public keys
+    std::string issuer;                    // iss of its id_tokens
+    std::string client_id;                 // this tool's client_id there: aud of its id_tokens
+    std::string name;                      // "Moodle", "Canvas": for people to read
+    std::string auth_url;                  // its OIDC authorization endpoint
+    std::string token_url;                 // its OAuth 2 token endpoint (AGS, NRPS)
+    std::string jwks_url;                  // its public keys
     std::vector<std::string> deployments;  // deployment_id values this tool answers
 };
 
