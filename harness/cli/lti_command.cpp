@@ -136,8 +136,8 @@ int run_add(LtiCommandOptions options) {
     store->save_platform(platform);
     std::cerr << "grader lti: " << text::visible_line(platform.issuer) << " (client_id "
               << text::visible_line(platform.client_id) << ", " << platform.deployments.size()
-              << " deployment(s)) is registered; grader serve answers its launches from its next "
-                 "start\n";
+              << " deployment(s)) is registered; grader serve takes its launches at once (no "
+                 "restart)\n";
     return kExitPass;
 }
 

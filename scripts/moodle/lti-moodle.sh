@@ -7,6 +7,8 @@
 # without Slurm. Needs Debian's PHP 8.2 (php-cli php-mysql php-xml php-mbstring php-curl php-zip
 # php-gd php-intl php-soap), MariaDB 10.11 (mariadb-server) and Chromium; docs/lti.md says more.
 #
+# GRADER and DRIVER find the exercises and fixtures from where they lie in the build: do not
+# rebuild them while it runs (a relinked grader makes its workers fail to start).
 # Everything it starts is its own and stopped at the end: a MariaDB on a socket in OUT (no TCP),
 # Moodle under PHP's built-in server, `grader serve` (the simulator's lane), each on 127.0.0.1.
 # Moodle's source is copied (hard links) into OUT, as its installer writes config.php beside it.
@@ -48,7 +50,8 @@ mkdir -p "$work"
 pids=()
 cleanup() {
   local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  # PHP's server forks its workers: they go with it.
+  for pid in "${pids[@]}"; do pkill -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
 }
 trap cleanup EXIT
