@@ -10,21 +10,29 @@
 // installed; the browser's suite where Chromium is not (or GRADER_NO_BROWSER=1).
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "exercise/exercise.hpp"
 #include "serve/api.hpp"
 #include "serve/devtools.hpp"
 #include "serve/http_client.hpp"
@@ -34,6 +42,7 @@
 #include "serve/service.hpp"
 #include "serve/service_fixture.hpp"
 #include "serve/store.hpp"
+#include "serve/zip_maker.hpp"
 #include "test_paths.hpp"
 
 extern char** environ;

@@ -12,7 +12,9 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -23,6 +25,7 @@
 
 #include "serve/devtools.hpp"
 #include "serve/service_fixture.hpp"
+#include "serve/zip_maker.hpp"
 #include "test_paths.hpp"
 
 using namespace grader::testing;

@@ -29,6 +29,7 @@
 #include "serve/http_server.hpp"
 #include "serve/lti.hpp"
 #include "serve/lti_jwt.hpp"
+#include "serve/lti_store.hpp"
 #include "serve/service.hpp"
 #include "serve/store.hpp"
 #include "serve/upload.hpp"

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <stdexcept>
 #include <vector>
 
 #include "common/files.hpp"
@@ -760,7 +761,7 @@ int Lti::post_due_scores(double now) {
                                           {"Authorization", "Bearer " + token}},
                                          body.dump(), options_.http_seconds);
             if (reply.status >= 200 && reply.status < 300) {
-                store_->score_posted(score.id, now);
+                store_->score_posted(score.id, now_seconds());  // when the platform said yes
                 ++accepted;
                 continue;
             }

@@ -41,6 +41,7 @@
 
 #include "serve/api.hpp"
 #include "serve/lti_store.hpp"
+#include "serve/service.hpp"
 #include "serve/store.hpp"
 
 namespace grader::serve {

@@ -6,8 +6,12 @@
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/param_build.h>
+#include <openssl/params.h>
 #include <openssl/pem.h>
 
+#include <cctype>
+#include <cstddef>
+#include <exception>
 #include <jwt/jwt.hpp>
 #include <memory>
 #include <system_error>

@@ -5,6 +5,7 @@ summary: how many launched, were graded, and whose score Moodle holds and showed
 opening the activity to the tool's page, and from the attempt's grade to the score in Moodle (as
 its database stamps it, to the second, and as the student's gradebook page showed it)."""
 import json
+import sqlite3
 import statistics
 import sys
 from pathlib import Path
@@ -35,13 +36,25 @@ for s in graded:
     if "gradebook_seen_at" in s:
         seen.append(s["gradebook_seen_at"] - s["graded_at"])
 
+# The tool's outbox: when Moodle accepted each score (its answer to the POST), and after how many
+# tries, beside when the attempt was graded.
+outbox = []
+state = out / "work" / "state" / "state.sqlite"
+if state.exists():
+    with sqlite3.connect(f"file:{state}?mode=ro", uri=True) as db:
+        outbox = db.execute("SELECT posted_at - graded_at, tries, state FROM lti_scores").fetchall()
+accepted = [row[0] for row in outbox if row[2] == "posted"]
+retried = sum(1 for row in outbox if row[1] > 1)
+
 print(f"- students in the course: {len(run['students'])}; launched from Moodle: {len(launch)}; "
       f"graded: {len(graded)}; score in Moodle's gradebook (database): {len(stored)}; "
       f"seen on the student's gradebook page: {len(seen)}; lost: {len(lost)} {' '.join(lost)}")
 print(f"- opening the activity to the tool's page (Moodle's launch, the OIDC login, the id_token "
       f"checked): {spread(launch)}")
-print(f"- graded attempt to the score in Moodle's database (grade_grades.timemodified, whole "
-      f"seconds): {spread(stored)}")
+print(f"- graded attempt to the score accepted by Moodle's AGS endpoint (the tool's outbox: "
+      f"posted_at - graded_at): {spread(accepted)}; scores posted more than once: {retried}")
+print(f"- graded attempt to Moodle's grade_grades.timemodified (whole seconds, so within a "
+      f"second either way): {spread(stored)}")
 print(f"- graded attempt to the score on the student's gradebook page (reloaded until shown): "
       f"{spread(seen)}")
 print()
