@@ -31,6 +31,9 @@
 #include "grade/grade.hpp"
 #include "serve/api.hpp"
 #include "serve/http_server.hpp"
+#include "serve/lti.hpp"
+#include "serve/lti_jwt.hpp"
+#include "serve/lti_store.hpp"
 #include "serve/service.hpp"
 #include "serve/store.hpp"
 #include "serve/upload.hpp"
@@ -58,6 +61,8 @@ struct ServeCommandOptions {
     std::filesystem::path slurm;
     int slurm_tasks = 1;
     std::string slurm_backend = "cuda";
+    std::string lti_url;
+    std::string lti_score = "best";
 };
 
 // "20/1h", "5/10m", "100/3600s", "20/1d": attempts per window; "0" or "none": no limit.
@@ -202,10 +207,33 @@ int run_serve(const ServeCommandOptions& options) {
         kDescriptorsBeside +
             kDescriptorsPerGrade * static_cast<std::size_t>(service.grades_at_once()));
     http.log = [](const std::string& line) { spdlog::warn("{}", text::visible_line(line)); };
-    serve::Api api(service, serve::RequestLimits{});
+    // LTI 1.3 beside the tokens: its key is made at the first start, so that the LMS can be
+    // given the tool's JWKS before any platform is registered here.
+    std::unique_ptr<serve::Lti> lti;
+    serve::LtiOptions lti_options;
+    lti_options.public_url = options.lti_url;
+    while (!lti_options.public_url.empty() && lti_options.public_url.back() == '/') {
+        lti_options.public_url.pop_back();
+    }
+    lti_options.policy = *serve::score_policy_from_string(options.lti_score);
+    lti_options.log = service_options.log;
+    std::string lti_line;
+    try {
+        lti = std::make_unique<serve::Lti>(service, lti_options);
+        const auto platforms = lti->store().platforms().size();
+        lti_line = "LTI 1.3: " + std::to_string(platforms) + " platform(s) registered, the " +
+                   options.lti_score + " score to their gradebooks" +
+                   (options.lti_url.empty() ? std::string(" (give --lti-url for HTTPS)") : "");
+    } catch (const serve::lti::JwtError& error) {
+        lti_line = std::string("LTI 1.3 off: ") + error.what();
+    }
+    serve::Api api(service, serve::RequestLimits{}, lti.get());
     serve::HttpServer server(
         http, [&api](const serve::ApiRequest& request) { return api.handle(request); });
     const auto [requeued, given_up] = service.start();
+    if (lti) {
+        lti->start();
+    }
     server.start();
 
     std::string exercise_ids;
@@ -240,7 +268,8 @@ int run_serve(const ServeCommandOptions& options) {
                      static_cast<long long>(requeued), static_cast<long long>(given_up),
                      service_options.max_starts);
     }
-    if (service.store().people().empty()) {
+    std::fprintf(stderr, "grader serve: %s\n", text::visible_line(lti_line).c_str());
+    if (service.store().people().empty() && (!lti || lti->store().platforms().empty())) {
         std::fprintf(stderr,
                      "grader serve: no tokens yet: grader tokens issue ROSTER.csv --state %s -o "
                      "tokens.csv\n",
@@ -274,6 +303,9 @@ int run_serve(const ServeCommandOptions& options) {
         }
     });
     server.stop();
+    if (lti) {
+        lti->stop();
+    }
     service.stop();
     {
         std::lock_guard<std::mutex> lock(stop_mutex);
@@ -343,6 +375,15 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->add_option("--slurm-backend", options->slurm_backend,
                      "GRADER_BACKEND of the Slurm tasks (sim: a cluster without GPUs, to test)")
         ->check(CLI::IsMember({"cuda", "sim"}))
+        ->capture_default_str();
+    command->add_option("--lti-url", options->lti_url,
+                        "Where an LMS and browsers reach this service (https://HOST[/PATH]), for "
+                        "LTI 1.3 launches (docs/lti.md)");
+    command
+        ->add_option("--lti-score", options->lti_score,
+                     "Which score an LMS's gradebook gets: a student's best attempt's, or their "
+                     "latest's")
+        ->check(CLI::IsMember({"best", "latest"}))
         ->capture_default_str();
     command->footer(
         "Examples:\n  grader tokens issue roster.csv -o tokens.csv\n  grader serve\n"

@@ -15,6 +15,7 @@
 #include "exercise/exercise.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
+#include "serve/lti.hpp"
 #include "serve/page_assets.hpp"
 #include "serve/upload.hpp"
 #include "text/text_safety.hpp"
@@ -97,18 +98,7 @@ Target parse_target(const std::string& target) {
         at = slash + 1;
     }
     if (question != std::string::npos) {
-        std::string query = target.substr(question + 1);
-        std::size_t begin = 0;
-        while (begin <= query.size()) {
-            const std::size_t amp = std::min(query.find('&', begin), query.size());
-            const std::string pair = query.substr(begin, amp - begin);
-            const std::size_t equals = pair.find('=');
-            if (!pair.empty()) {
-                parsed.query[percent_decode(pair.substr(0, equals))] =
-                    equals == std::string::npos ? "" : percent_decode(pair.substr(equals + 1));
-            }
-            begin = amp + 1;
-        }
+        parsed.query = parse_form(target.substr(question + 1));
     }
     return parsed;
 }
@@ -174,6 +164,22 @@ std::optional<Lane> lane_of(const std::map<std::string, std::string>& query) {
 
 }  // namespace
 
+std::map<std::string, std::string> parse_form(const std::string& text) {
+    std::map<std::string, std::string> fields;
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+        const std::size_t amp = std::min(text.find('&', begin), text.size());
+        const std::string pair = text.substr(begin, amp - begin);
+        const std::size_t equals = pair.find('=');
+        if (!pair.empty()) {
+            fields[percent_decode(pair.substr(0, equals))] =
+                equals == std::string::npos ? "" : percent_decode(pair.substr(equals + 1));
+        }
+        begin = amp + 1;
+    }
+    return fields;
+}
+
 nlohmann::json attempt_json(Service& service, const Attempt& attempt) {
     nlohmann::json lanes = nlohmann::json::object();
     for (const Job& job : attempt.jobs) {
@@ -189,7 +195,8 @@ nlohmann::json attempt_json(Service& service, const Attempt& attempt) {
             {"lanes", lanes}};
 }
 
-Api::Api(Service& service, RequestLimits limits) : service_(service), limits_(limits) {}
+Api::Api(Service& service, RequestLimits limits, Lti* lti)
+    : service_(service), limits_(limits), lti_(lti) {}
 
 bool Api::take(std::map<std::string, std::pair<double, double>>& buckets, const std::string& key,
                double rate, double burst, double now, double& retry_after) {
@@ -262,6 +269,11 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
     if (get && path.size() == 1 && path[0] == "page.css") {
         return text_response("text/css; charset=utf-8", page::kStyle);
     }
+    if (lti_ != nullptr && !path.empty() && path[0] == "lti") {
+        if (auto answer = lti_->handle(request, now)) {
+            return *answer;
+        }
+    }
     if (path.empty() || path[0] != "api") {
         return error_response(404, "nothing here: the page is at /");
     }
@@ -284,7 +296,9 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
     const std::string token = bearer_token(request);
     Person person;
     try {
-        person = service_.authenticate(token, now);
+        person = lti_ != nullptr && Lti::is_session_token(token)
+                     ? lti_->authenticate(token, now)
+                     : service_.authenticate(token, now);
     } catch (const ServiceError& error) {
         if (!take(failure_buckets_, request.peer, limits_.failed_tokens_per_minute / 60.0,
                   limits_.failed_tokens_per_minute, now, retry_after)) {
@@ -325,7 +339,13 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
         if (instructor) {
             body["service"] = service_health(service_);
         }
+        if (lti_ != nullptr) {
+            body["lti"] = lti_->describe(token, now);
+        }
         return json_response(200, body);
+    }
+    if (get && path.size() == 3 && path[1] == "lti" && path[2] == "roster" && lti_ != nullptr) {
+        return json_response(200, lti_->roster(token, now));
     }
     if (path.size() == 2 && path[1] == "attempts") {
         if (request.method == "POST") {
@@ -335,6 +355,9 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
             const Upload upload =
                 parse_multipart(request.body, boundary, service_.options().upload);
             const Attempt attempt = service_.submit(person, upload, now);
+            if (lti_ != nullptr) {
+                lti_->attempt_made(token, attempt, now);
+            }
             return json_response(201, attempt_json(service_, attempt));
         }
         if (!get) {
