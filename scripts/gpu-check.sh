@@ -14,11 +14,14 @@
 #             conflicts) and global sectors per request against the simulator's and the
 #             hand-worked ones (tests/fixtures/kernels/vector_tile_accesses.cu), and a grade's
 #             note on the simulator's witness, compared at the grid's scale
-#   bench     issue 19's table (scripts/bench/table_bench.py): 20 grades of each exercise's
-#             example (the probe also without counters) and the class of 100 through grader
-#             batch, beside the grader from before (.carry/before/bin/grader, made by
-#             scripts/bench/build-before.sh): walls, stages, ratio spreads, verdict flips;
-#             then a grade alone of each, stage by stage (scripts/bench/worker_timeline.py)
+#   bench     this grader beside another build of it in one run, their grades interleaved
+#             (scripts/bench/table_bench.py): 20 grades of each exercise's example (the probe
+#             also without counters) and the class of 100 through grader batch: walls, stages,
+#             ratio spreads, verdict flips; then a grade alone of each, stage by stage
+#             (scripts/bench/worker_timeline.py). The other build is .carry/before/bin/grader,
+#             made from any commit by scripts/bench/build-before.sh COMMIT (a branch against the
+#             main it starts from: build-before.sh $(git merge-base HEAD main)), with its own
+#             exercises
 #   isolation a faulting, a hanging and a trapping kernel between two correct ones in one batch
 #   class     the class of 100 through grader batch; SIGKILL midway and --resume
 #   share     two batches sharing one GPU at once; --devices 0,0
@@ -205,9 +208,8 @@ EOF
 }
 
 run_bench() {
-  # The "before" column: the grader of main at 5e5b133, from before issue 19's pipeline change,
-  # installed by scripts/bench/build-before.sh into .carry/before/ (it reads its own exercises
-  # from .carry/before/share/grader/).
+  # The "before" column: the grader that scripts/bench/build-before.sh COMMIT installed into
+  # .carry/before/ (it reads its own exercises from .carry/before/share/grader/).
   local before=()
   if [ -x "$root/.carry/before/bin/grader" ]; then
     before=(--before "$root/.carry/before/bin/grader")
