@@ -47,11 +47,7 @@ const char* verdict_color(Verdict verdict) {
 // A fixed jitter per student and stride, so dots at one stride do not hide each other and the
 // page is the same on every run.
 double jitter(const std::string& folder, int stride) {
-    std::uint64_t hash = 1469598103934665603ULL;
-    for (char c : folder + "#" + std::to_string(stride)) {
-        hash ^= static_cast<unsigned char>(c);
-        hash *= 1099511628211ULL;
-    }
+    const std::uint64_t hash = fnv1a(folder + "#" + std::to_string(stride));
     return static_cast<double>(hash % 1000) / 999.0 - 0.5;  // in [-0.5, 0.5]
 }
 
