@@ -1,6 +1,7 @@
 #include "device/witness.hpp"
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "common/kernel_ids.hpp"

@@ -1,6 +1,13 @@
 #include "grade/compiles.hpp"
 
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <filesystem>
 #include <string_view>
+#include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include "common/kernel_ids.hpp"

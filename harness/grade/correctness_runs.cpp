@@ -1,10 +1,15 @@
 #include "grade/correctness_runs.hpp"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include "common/kernel_ids.hpp"

@@ -5,9 +5,12 @@
 
 #include "grade/pipeline.hpp"
 
+#include <cxxabi.h>
+
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -15,6 +18,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 

@@ -1,6 +1,7 @@
 #include "grade/run_slots.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <string_view>
 

@@ -1,7 +1,14 @@
 #include "grade/shared_counts.hpp"
 
+#include <cxxabi.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <utility>
 
 #include "common/kernel_ids.hpp"
 #include "grade/launches.hpp"

@@ -1,10 +1,17 @@
 #include "grade/timing_rounds.hpp"
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <type_traits>
 
 #include "common/kernel_ids.hpp"
+#include "exercise/exercise.hpp"
 #include "grade/launches.hpp"
 #include "grade/stage.hpp"
 #include "measure/outputs.hpp"
