@@ -82,20 +82,24 @@ def tokens(text):
         yield (kind, value, line)
 
 
-# What may stand between a function's parameter list and its body.
-AFTER_PARAMETERS = {"const", "noexcept", "override", "final", "volatile", "&", "&&", "try"}
-SCOPES = {"namespace", "class", "struct", "union", "enum"}
+# What may stand between a function's parameter list and its body ("}": the last of a
+# constructor's member initializers written with braces).
+AFTER_PARAMETERS = {")", "}", "const", "noexcept", "override", "final", "volatile", "&", "&&",
+                    "try"}
 
 
-def split_at_depth_zero(prefix):
-    """The prefix's tokens with their paren depth."""
+def at_depth_zero(prefix):
+    """The prefix's tokens outside any parentheses or brackets."""
     depth = 0
+    kept = []
     for token in prefix:
         if token[1] in ("(", "["):
             depth += 1
-        yield token, depth
-        if token[1] in (")", "]"):
+        elif token[1] in (")", "]"):
             depth -= 1
+        elif depth == 0:
+            kept.append(token[1])
+    return kept
 
 
 def function_name(prefix, scope_names):
@@ -131,34 +135,28 @@ def function_name(prefix, scope_names):
 
 
 def classify(prefix):
-    """What the '{' ending `prefix` opens, at namespace or class scope."""
+    """What the '{' ending `prefix` opens at namespace or class scope: a namespace (or an extern
+    block), a class, an enum, a function's body, or an initializer (whose braces hold data)."""
     values = [t[1] for t in prefix]
     if not values:
         return "block"
     if values[0] == "extern" or "namespace" in values[:2]:
         return "namespace"
-    depth0 = [v for (t, depth) in split_at_depth_zero(prefix) for v in [t[1]] if depth == 0]
-    if "=" in depth0 and not any(
-        values[i] == "operator" and values[i + 1] == "=" for i in range(len(values) - 1)
-    ):
+    outside = at_depth_zero(prefix)
+    assigned = "=" in outside and not any(
+        values[i] == "operator" and values[i + 1] == "=" for i in range(len(values) - 1))
+    if assigned:
         return "initializer"
-    has_parameters = "(" in values
-    if not has_parameters or values[0] in ("template",) and not has_parameters:
-        for keyword in ("enum",):
-            if keyword in depth0:
-                return "enum"
-        for keyword in ("class", "struct", "union"):
-            if keyword in depth0:
-                return "class"
-        return "initializer"
-    last = values[-1]
-    if last == ")" or last in AFTER_PARAMETERS or last == "}":
-        return "function"
-    if "->" in depth0:  # a trailing return type
-        return "function"
-    for keyword in ("class", "struct", "union"):
-        if keyword in depth0[:3]:
+    if "(" not in values:
+        if "enum" in outside:
+            return "enum"
+        if any(keyword in outside for keyword in ("class", "struct", "union")):
             return "class"
+        return "initializer"
+    if values[-1] in AFTER_PARAMETERS or "->" in outside:  # "->": a trailing return type
+        return "function"
+    if any(keyword in outside[:3] for keyword in ("class", "struct", "union")):
+        return "class"  # struct alignas(16) Vector {
     return "initializer"
 
 
@@ -178,7 +176,6 @@ def functions(path):
     # Each open brace: (kind, name, line). Kinds: namespace, class, function, initializer, block.
     stack = []
     prefix = []
-    member_initializers = 0  # braces of a constructor's member initializers still open
     for token in tokens(path.read_text(errors="replace")):
         kind, value, line = token
         inside_function = any(entry[0] in ("function", "initializer", "enum") for entry in stack)
@@ -194,7 +191,6 @@ def functions(path):
                 if ")" in values[:colon] and values[-1] not in ("{", ";"):
                     if re.match(r"\w", values[-1]) or values[-1] == ">":
                         stack.append(("member_initializer", None, line))
-                        member_initializers += 1
                         prefix.append(token)
                         continue
             scope_names = [entry[1] for entry in stack if entry[0] == "class" and entry[1]]
@@ -211,7 +207,6 @@ def functions(path):
                 continue
             opened, name, first = stack.pop()
             if opened == "member_initializer":
-                member_initializers -= 1
                 prefix.append(token)
                 continue
             if opened == "function":
