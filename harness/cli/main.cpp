@@ -62,6 +62,7 @@ void add_commands(CLI::App& app, GlobalOptions& global, Runner& run) {
     add_explain_command(app, global, run);
     add_serve_command(app, global, run);
     add_tokens_command(app, global, run);
+    add_lti_command(app, global, run);
     add_submit_command(app, global, run);
     add_worker_command(app, run);
     add_device_server_command(app, run);

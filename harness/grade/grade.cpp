@@ -99,6 +99,8 @@ std::optional<Interruption> interruption_from(const ChildResult& child,
                          "the grader's worker sent more than its message limit " + where);
         case ChildResult::End::spawn_failed:
             throw std::runtime_error("could not start the grader's worker: " + child.error);
+        case ChildResult::End::cancelled:
+            throw GradeCancelled("the grade was cancelled " + where);
     }
     return std::nullopt;
 }
@@ -319,6 +321,7 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
     limits.seconds = exercise.limits.compile_seconds;
     limits.output_bytes = exercise.limits.output_bytes;
     limits.memory_bytes = exercise.limits.memory_bytes;
+    limits.cancel = options.cancel;
 
     WorkerResult result;
     Observations& seen = result.observations;
@@ -351,6 +354,9 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
         return result;
     }
     const ChildResult child = run_child(argv, limits, on_message, scratch->path().string());
+    if (child.end == ChildResult::End::cancelled) {
+        throw GradeCancelled("the grade was cancelled");
+    }
     clock.close_stage();
     settle(seen, child, stage_limit, protocol_problem);
     return result;
