@@ -14,6 +14,7 @@
 
 #include "exercise/exercise.hpp"
 #include "model/json.hpp"
+#include "model/report.hpp"
 #include "report/writers.hpp"
 #include "serve/lti.hpp"
 #include "serve/page_assets.hpp"
