@@ -14,11 +14,14 @@
 #             conflicts) and global sectors per request against the simulator's and the
 #             hand-worked ones (tests/fixtures/kernels/vector_tile_accesses.cu), and a grade's
 #             note on the simulator's witness, compared at the grid's scale
-#   bench     issue 19's table (scripts/bench/table_bench.py): 20 grades of each exercise's
-#             example (the probe also without counters) and the class of 100 through grader
-#             batch, beside the grader from before (.carry/before/bin/grader, made by
-#             scripts/bench/build-before.sh): walls, stages, ratio spreads, verdict flips;
-#             then a grade alone of each, stage by stage (scripts/bench/worker_timeline.py)
+#   bench     this grader beside another build of it in one run, their grades interleaved
+#             (scripts/bench/table_bench.py): 20 grades of each exercise's example (the probe
+#             also without counters) and the class of 100 through grader batch: walls, stages,
+#             ratio spreads, verdict flips; then a grade alone of each, stage by stage
+#             (scripts/bench/worker_timeline.py). The other build is .carry/before/bin/grader,
+#             made from any commit by scripts/bench/build-before.sh COMMIT (a branch against the
+#             main it starts from: build-before.sh $(git merge-base HEAD main)), with its own
+#             exercises; GRADER_BEFORE=PREFIX names another installed build instead
 #   isolation a faulting, a hanging and a trapping kernel between two correct ones in one batch
 #   class     the class of 100 through grader batch; SIGKILL midway and --resume
 #   share     two batches sharing one GPU at once; --devices 0,0
@@ -62,7 +65,8 @@
 #             decimal comma, a unit, a blank sentence give 15/15 PASS with a note; a wrong
 #             prediction 14/15 PASS; the placeholder id 14/15 FAIL; a misnamed file names the
 #             rename; each report's second line is its diagnosis
-# Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on), GRADER_CORPUS_SIM
+# Environment: GRADER_BUILD_DIR (default build), GRADER_BEFORE (bench: the other build's install
+# prefix, default .carry/before), NCU_COMPARE_STRIDES (passed on), GRADER_CORPUS_SIM
 # (corpus: the simulator's corpus-sim.json made beforehand by tests/test_corpus on a machine
 # without a GPU, so that the GPU's time goes to the GPU's half).
 set -uo pipefail
@@ -209,14 +213,16 @@ EOF
 }
 
 run_bench() {
-  # The "before" column: the grader of main at 5e5b133, from before issue 19's pipeline change,
-  # installed by scripts/bench/build-before.sh into .carry/before/ (it reads its own exercises
-  # from .carry/before/share/grader/).
-  local before=()
-  if [ -x "$root/.carry/before/bin/grader" ]; then
-    before=(--before "$root/.carry/before/bin/grader")
+  # The "before" column: the grader installed into $GRADER_BEFORE (default .carry/before/, where
+  # scripts/bench/build-before.sh COMMIT installs it; any `cmake --install` prefix will do), which
+  # reads its own exercises from its share/grader/.
+  local before_dir="${GRADER_BEFORE:-.carry/before}" before=()
+  case "$before_dir" in /*) ;; *) before_dir="$root/$before_dir" ;; esac
+  if [ -x "$before_dir/bin/grader" ]; then
+    before=(--before "$before_dir/bin/grader")
+    echo "bench: before is $before_dir/bin/grader ($("$before_dir/bin/grader" --version))"
   else
-    echo "bench: no .carry/before/bin/grader (scripts/bench/build-before.sh): no 'before' column"
+    echo "bench: no $before_dir/bin/grader (scripts/bench/build-before.sh): no 'before' column"
   fi
   section "benchmark: issue 19's table, this grader beside the one before (table_bench.py)"
   python3 "$root/scripts/bench/table_bench.py" "$grader" "${before[@]}" --rows gpu --runs 20 \

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -25,7 +26,9 @@
 #include <vector>
 
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "compile/compile.hpp"
+#include "compile/compile_cache.hpp"
 #include "compile/nvrtc_library.hpp"
 #include "exercise/exercise.hpp"
 #include "isolation/confine.hpp"
@@ -1276,4 +1279,35 @@ TEST_CASE("hostile sources reach the compile outcome bounded: a 16 MB type, an a
         CHECK(compiled.outcome.vetting_problems.size() == grader::kMaxVettingProblems + 1);
         CHECK(compiled.outcome.log.size() <= grader::kMaxCompileLogBytes);
     }
+}
+
+TEST_CASE("the compile cache stores a trusted kernel under the FNV-1a of its key, and hits it") {
+    const std::filesystem::path cache = std::filesystem::temp_directory_path() /
+                                        ("grader-test-compile-cache-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(cache);
+    grader::CompileRequest request = probe_request("correct_probe.cu");
+    request.vet = false;  // the harness's own: only those are cached
+    bool hit = true;
+    const grader::CompiledKernel first = grader::compile_kernel_cached(request, cache, &hit);
+    REQUIRE(first.outcome.ok);
+    CHECK_FALSE(hit);
+    char name[32];
+    std::snprintf(
+        name, sizeof name, "%016llx.kernel",
+        static_cast<unsigned long long>(grader::fnv1a(grader::compile_cache_key(request))));
+    CHECK(std::filesystem::is_regular_file(cache / name));
+    const grader::CompiledKernel second = grader::compile_kernel_cached(request, cache, &hit);
+    CHECK(hit);
+    CHECK(second.ptx == first.ptx);
+    // Another option is another key, and a compile of its own.
+    request.options.push_back("-lineinfo");
+    grader::compile_kernel_cached(request, cache, &hit);
+    CHECK_FALSE(hit);
+    // A student's source is never stored or looked up.
+    request.vet = true;
+    grader::compile_kernel_cached(request, cache, &hit);
+    CHECK_FALSE(hit);
+    CHECK(std::distance(std::filesystem::directory_iterator(cache),
+                        std::filesystem::directory_iterator()) == 2);
+    std::filesystem::remove_all(cache);
 }

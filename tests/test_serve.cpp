@@ -13,8 +13,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "serve/roster.hpp"
 #include "serve/service.hpp"
@@ -96,6 +98,11 @@ TEST_CASE("a token is kept as its hash: the state file never holds it, and it fi
         CHECK_FALSE(store.person_by_token(altered));
         CHECK_FALSE(store.person_by_token("ann"));
     }
+    // The hash is SHA-256 (FIPS 180-4's example "abc"): a state file an earlier build wrote still
+    // finds its owners.
+    const TokenHash abc = hash_token("abc");
+    CHECK(hex_bytes(std::string_view(reinterpret_cast<const char*>(abc.data()), abc.size())) ==
+          "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     for (const auto& file : fs::directory_iterator(folder)) {
         const std::string bytes = grader::testing::read_text(file.path());
         CHECK_MESSAGE(bytes.find(token) == std::string::npos, file.path());

@@ -156,6 +156,60 @@ TEST_CASE("a student's attempt gets the simulator's report, the lane tables, and
     }
 }
 
+TEST_CASE(
+    "each route answers its method and path; below /api/ a path no route takes is said "
+    "only to a caller whose token holds") {
+    const fs::path state = fresh_folder("routes") / "state";
+    InProcessService running(sim_only(state));
+    const std::string token = running.client("ann").token;
+    const auto ask = [&](const std::string& method, const std::string& target, bool with_token) {
+        serve::ApiRequest request;
+        request.method = method;
+        request.target = target;
+        request.peer = "127.0.0.1";
+        if (with_token) {
+            request.headers["authorization"] = "Bearer " + token;
+        }
+        const serve::ApiResponse response = running.api->handle(request);
+        const auto body = nlohmann::json::parse(response.body, nullptr, false);
+        return std::make_pair(response.status, body.is_object() ? body.value("error", "") : "");
+    };
+    const auto type_of = [&](const std::string& method, const std::string& target) {
+        serve::ApiRequest request;
+        request.method = method;
+        request.target = target;
+        return running.api->handle(request).content_type;
+    };
+    using Answer = std::pair<int, std::string>;
+    const std::string nothing_here = "nothing here: the page is at /";
+    const std::string no_such_api = "no such API: see GET /api/me, /api/attempts";
+
+    CHECK(type_of("GET", "/") == "text/html; charset=utf-8");
+    CHECK(type_of("HEAD", "/index.html") == "text/html; charset=utf-8");
+    CHECK(type_of("GET", "/page.js") == "text/javascript; charset=utf-8");
+    CHECK(type_of("HEAD", "/page.css") == "text/css; charset=utf-8");
+    CHECK(ask("POST", "/", false) == Answer{404, nothing_here});
+    CHECK(ask("GET", "/elsewhere/page.js", false) == Answer{404, nothing_here});
+    CHECK(ask("GET", "/lti/login", false) == Answer{404, nothing_here});  // not an LTI tool
+    CHECK(ask("GET", "/api/health", false).first == 200);
+
+    CHECK(ask("GET", "/api/nothing", false).first == 401);
+    CHECK(ask("POST", "/api/health", false).first == 401);
+    CHECK(ask("GET", "/api/nothing", true) == Answer{404, no_such_api});
+    CHECK(ask("GET", "/api", true) == Answer{404, no_such_api});
+    CHECK(ask("POST", "/api/me", true) == Answer{404, no_such_api});
+    CHECK(ask("GET", "/api/lti/roster", true) == Answer{404, no_such_api});  // not an LTI tool
+    CHECK(ask("GET", "/api/me", true).first == 200);
+    CHECK(ask("GET", "/api/attempts", true).first == 200);
+    CHECK(ask("DELETE", "/api/attempts", true) ==
+          Answer{405, "attempts are listed (GET) or made (POST)"});
+    CHECK(ask("GET", "/api/attempts/first", true) == Answer{404, "no such attempt"});
+    CHECK(ask("GET", "/api/attempts/first/report", true) == Answer{404, "no such attempt"});
+    CHECK(ask("GET", "/api/attempts/first/elsewhere", true) == Answer{404, "no such attempt"});
+    CHECK(ask("GET", "/api/attempts/7/files/probe.cu", true).first == 404);
+    CHECK(ask("DELETE", "/api/attempts/7", true) == Answer{404, no_such_api});
+}
+
 TEST_CASE("the instructor pages through every attempt of a class, newest first") {
     const fs::path state = fresh_folder("pages") / "state";
     InProcessService running(sim_only(state));

@@ -80,8 +80,8 @@ public:
     void upload(const void* host, std::size_t bytes);
     void download(void* host, std::size_t bytes) const;
     // On `stream`, in order with the launches there. (A plain cuMemsetD32 goes to the legacy
-    // default stream, which a non-blocking stream does not wait for: the fill could land after
-    // the kernel and poison its output. Seen on an H200 with two graders sharing the GPU.)
+    // default stream, which a non-blocking stream does not wait for: where another process
+    // keeps the GPU busy, the fill can land after the kernel and poison its output.)
     void fill_words(unsigned int value, CUstream stream);
 
 private:

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "common/kernel_ids.hpp"
+#include "device/sim_budget.hpp"
 #include "measure/outputs.hpp"
 
 namespace grader {
