@@ -154,8 +154,9 @@ void check_binary(const char* what, int samples, Ours ours, Host host) {
             const F got = ours(a, b, d);
             if (!same(got, want)) {
                 ++mismatches;
-                FAIL_CHECK(std::string(what) << "." << name_of(d) << "(" << std::hexfloat << a << ", " << b
-                                << "): " << got << ", the host's " << want);
+                FAIL_CHECK(std::string(what)
+                           << "." << name_of(d) << "(" << std::hexfloat << a << ", " << b
+                           << "): " << got << ", the host's " << want);
             }
         }
     }
@@ -179,16 +180,13 @@ TEST_CASE("f32 and f64 add, sub, mul and div round to the bit in every direction
         "div.f32", kSamples, [](float a, float b, Direction d) { return rounding::div(a, b, d); },
         [](float a, float b) { return a / b; });
     check_binary<double>(
-        "add.f64", kSamples,
-        [](double a, double b, Direction d) { return rounding::add(a, b, d); },
+        "add.f64", kSamples, [](double a, double b, Direction d) { return rounding::add(a, b, d); },
         [](double a, double b) { return a + b; });
     check_binary<double>(
-        "mul.f64", kSamples,
-        [](double a, double b, Direction d) { return rounding::mul(a, b, d); },
+        "mul.f64", kSamples, [](double a, double b, Direction d) { return rounding::mul(a, b, d); },
         [](double a, double b) { return a * b; });
     check_binary<double>(
-        "div.f64", kSamples,
-        [](double a, double b, Direction d) { return rounding::div(a, b, d); },
+        "div.f64", kSamples, [](double a, double b, Direction d) { return rounding::div(a, b, d); },
         [](double a, double b) { return a / b; });
 }
 
@@ -210,8 +208,9 @@ TEST_CASE("fma rounds once, to the bit in every direction, as the host's fma") {
                 const F got = rounding::fma(a, b, c, d);
                 if (!same(got, want)) {
                     ++mismatches;
-                    FAIL_CHECK(std::string(what) << "." << name_of(d) << "(" << std::hexfloat << a << ", " << b
-                                    << ", " << c << "): " << got << ", the host's " << want);
+                    FAIL_CHECK(std::string(what)
+                               << "." << name_of(d) << "(" << std::hexfloat << a << ", " << b
+                               << ", " << c << "): " << got << ", the host's " << want);
                 }
             }
         }
@@ -230,8 +229,8 @@ TEST_CASE("sqrt and the conversions to f32 round to the bit in every direction, 
     const auto report = [&](const char* what, Direction d, auto in, auto got, auto want) {
         if (!same(got, want)) {
             ++mismatches;
-            FAIL_CHECK(std::string(what) << "." << name_of(d) << "(" << std::hexfloat << in << "): " << got
-                            << ", the host's " << want);
+            FAIL_CHECK(std::string(what) << "." << name_of(d) << "(" << std::hexfloat << in
+                                         << "): " << got << ", the host's " << want);
         }
     };
     for (int k = 0; k < kSamples && mismatches < 5; ++k) {
@@ -240,8 +239,8 @@ TEST_CASE("sqrt and the conversions to f32 round to the bit in every direction, 
         // Doubles near floats' last places: cvt.f32.f64's ties and near-ties.
         const double near_float =
             static_cast<double>(floats.any()) *
-            (1.0 + std::ldexp(static_cast<double>(static_cast<int>(rng() % 5) - 2), -24 - 
-                                                              static_cast<int>(rng() % 30)));
+            (1.0 + std::ldexp(static_cast<double>(static_cast<int>(rng() % 5) - 2),
+                              -24 - static_cast<int>(rng() % 30)));
         // Integers of every length, so that some need rounding.
         const auto length = static_cast<int>(rng() % 64);
         const std::uint64_t u = rng() >> (63 - length);
@@ -303,8 +302,7 @@ TEST_CASE("the cases the issue names, and the edges of the range, in each direct
     CHECK(bits(rounding::fma(2.0f, 3.0f, -6.0f, Direction::down)) == 0x80000000u);
     // Integers past float's 24 bits.
     CHECK(rounding::from_integer<float>(std::int64_t{16777217}, Direction::up) == 16777218.0f);
-    CHECK(rounding::from_integer<float>(std::int64_t{16777217}, Direction::nearest) ==
-          16777216.0f);
+    CHECK(rounding::from_integer<float>(std::int64_t{16777217}, Direction::nearest) == 16777216.0f);
     CHECK(rounding::from_integer<float>(std::int64_t{-16777217}, Direction::toward_zero) ==
           -16777216.0f);
     CHECK(rounding::from_integer<float>(~std::uint64_t{0}, Direction::toward_zero) ==
