@@ -22,7 +22,6 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "common/files.hpp"
@@ -460,9 +459,14 @@ TEST_CASE("a correct probe compiles to a cubin and PTX whose entry matches the A
 TEST_CASE("the cubin says how many registers ptxas gave the kernel, as ptxas's own report does") {
     // A kernel that keeps 192 reads in registers, and the plain probe, for a T4 (sm_75): ptxas's
     // -v report in NVRTC's log says "Used N registers"; the cubin's .text section says N too.
-    for (const auto& [folder, at_least, at_most] :
-         {std::make_tuple("register_heavy_grid_barrier", 200, 255),
-          std::make_tuple("buffer_order_sniffing", 8, 64)}) {
+    struct Expected {
+        const char* folder;
+        int at_least;
+        int at_most;
+    };
+    for (const Expected& kernel : {Expected{"register_heavy_grid_barrier", 200, 255},
+                                   Expected{"buffer_order_sniffing", 8, 64}}) {
+        const std::string folder = kernel.folder;
         CAPTURE(folder);
         grader::CompileRequest request = probe_request("correct_probe.cu");
         request.source = read_text(std::filesystem::path(GRADER_FIXTURES_DIR) / "sim_fidelity" /
@@ -474,8 +478,8 @@ TEST_CASE("the cubin says how many registers ptxas gave the kernel, as ptxas's o
         const auto registers =
             grader::cubin_registers(compiled.cubin, compiled.outcome.lowered_name);
         REQUIRE(registers.has_value());
-        CHECK(*registers >= at_least);
-        CHECK(*registers <= at_most);
+        CHECK(*registers >= kernel.at_least);
+        CHECK(*registers <= kernel.at_most);
         const std::string used = "Used " + std::to_string(*registers) + " registers";
         CHECK_MESSAGE(contains(compiled.outcome.log, used), compiled.outcome.log);
         // Not this kernel, or not a cubin: nothing.

@@ -12,9 +12,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <ios>
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -406,13 +408,15 @@ TEST_CASE(
     };
     for (const int index : {2048, 2049, 2050, 2111}) {
         CAPTURE(index);
-        const auto [result, got] = run(index);
+        const auto ran = run(index);
+        const sim::LaunchResult& result = ran.first;
+        const std::vector<std::uint32_t>& got = ran.second;
         REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
         CHECK(got[0] == 0x5eedu);
         CHECK(got[1] == 8448u);
     }
     // Past the allocation: a fault, as on a GPU.
-    const auto [result, got] = run(2112);
+    const sim::LaunchResult result = run(2112).first;
     CHECK(result.status == sim::LaunchStatus::fault);
     CHECK(result.message.find("outside the block's 8448 bytes of shared memory") !=
           std::string::npos);
