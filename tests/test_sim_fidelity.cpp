@@ -394,6 +394,21 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("an atomic add's NaN in shared memory is the canonical one, as its add's is") {
+    // The add of a compare-and-swap loop: an ordinary add, whose NaN a GPU makes canonical
+    // (nan_payload_sniffing); the host's would keep the payload.
+    sim::GlobalMemory memory;
+    const std::uint64_t in = upload(memory, {float_of(0x7fc00123u)});
+    const std::uint64_t out = memory.allocate(3 * 4);
+    const auto result = sim::launch(module(), "atomicNanShared", {1, 1, 1}, {32, 1, 1},
+                                    {sim::param_bytes(in), sim::param_bytes(out)}, memory, {});
+    REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+    const auto got = read_back<std::uint32_t>(memory, out, 3);
+    CHECK(got[0] == 0x7fffffffu);
+    CHECK(got[1] == 0xffffffffu);
+    CHECK(got[2] == 0x7fffffffu);
+}
+
 TEST_CASE(
     "a block's shared memory is whole allocation units: a read past its declared end is not") {
     // 2049 words (8196 bytes) are 8448 bytes on a T4 (units of 256), as %total_smem_size says.

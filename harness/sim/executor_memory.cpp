@@ -612,7 +612,9 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
             if constexpr (std::is_floating_point_v<T>) {
                 switch (in.atom_op) {
                     case AtomOp::add:
-                        nv = old + v;
+                        // In shared memory an ordinary add in a compare-and-swap loop: its NaN
+                        // is the add's, the canonical one.
+                        nv = r.space == Space::shared ? gpu_nan(old + v) : old + v;
                         if constexpr (std::is_same_v<T, float>) {
                             if (r.space == Space::global)
                                 nv = global_atomic_sum(old, v);
