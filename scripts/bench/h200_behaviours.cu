@@ -269,6 +269,19 @@ __global__ void atomic_subnormals(const float* in, float* global, unsigned* out)
   out[6] = __float_as_uint(word[2]);
 }
 
+// An atomicAdd of an f64 NaN with a payload (0x7ff8000000000123) to 1.0: out[0] in global memory,
+// out[1] in shared.
+__global__ void atomic_nan_wide(const double* in, double* global, unsigned long long* out) {
+  __shared__ double word;
+  if (threadIdx.x == 0) word = 1.0;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  atomicAdd(&global[0], in[0]);
+  atomicAdd(&word, in[0]);
+  out[0] = __double_as_longlong(global[0]);
+  out[1] = __double_as_longlong(word);
+}
+
 // clock() and clock64() read back to back by one thread: the differences.
 __global__ void clock_steps(unsigned* out32, unsigned long long* out64, int reads) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
@@ -762,6 +775,15 @@ int main(int argc, char** argv) {
                 "atomicAdd(0) to a global 1e-39 returned 0x%08x and left 0x%08x; NaN 0x7fc00123 + 1: global 0x%08x, shared 0x%08x\n",
                 h[0], h[1], h[2], h[3], h[4], h[5], h[6]);
     CHECK(cudaFree(dIn)); CHECK(cudaFree(dGlobal)); CHECK(cudaFree(dOut));
+    const double wideIn = __longlong_as_double_host(0x7ff8000000000123ull), wideGlobal = 1.0;
+    double *dWideIn, *dWideGlobal; unsigned long long* dWideOut;
+    CHECK(cudaMalloc(&dWideIn, 8)); CHECK(cudaMalloc(&dWideGlobal, 8)); CHECK(cudaMalloc(&dWideOut, 16));
+    CHECK(cudaMemcpy(dWideIn, &wideIn, 8, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dWideGlobal, &wideGlobal, 8, cudaMemcpyHostToDevice));
+    atomic_nan_wide<<<1, 32>>>(dWideIn, dWideGlobal, dWideOut);
+    unsigned long long w[2]; CHECK(cudaMemcpy(w, dWideOut, sizeof w, cudaMemcpyDeviceToHost));
+    std::printf("f64 atomicAdd of NaN 0x7ff8000000000123 to 1.0: global 0x%016llx, shared 0x%016llx\n", w[0], w[1]);
+    CHECK(cudaFree(dWideIn)); CHECK(cudaFree(dWideGlobal)); CHECK(cudaFree(dWideOut));
   }
 
   // 18. clock() and clock64() read back to back.
