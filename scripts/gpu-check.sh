@@ -51,7 +51,11 @@
 #             approximate instructions against the correctly rounded results (their per-mantissa
 #             differences into OUT_DIR/approx/), %globaltimer's steps, shared and local addresses,
 #             cudaMalloc's placement, %clock_hi/%pm/%envreg, unwritten registers, reads past a
-#             buffer's end; the simulator's model of each is docs/simulator-fidelity.md
+#             buffer's end; issue 42's: the rounded intrinsics in every direction against the
+#             host's fesetround, atomics' flush to zero, clock() back to back, the blocks an SM
+#             holds of a 200-register kernel, shared reads past a block's declared size; then the
+#             simulator's tests of the same (test_sim_fidelity, test_sim_rounding). The
+#             simulator's model of each is docs/simulator-fidelity.md
 #   class2    issue 32's class figures: a generated Part 2 class of 100 (make_class.py --exercise
 #             padding), then Part 1's class of 100, each through grader batch with the device
 #             servers' resident memory sampled through it (batch_bench.py --server-memory): wall,
@@ -339,10 +343,22 @@ PY
 run_behaviours() {
   section "what a kernel can observe of this GPU (scripts/bench/h200_behaviours.cu)"
   mkdir -p "$out/approx"
-  nvcc -O2 -arch=native -o "$scratch/behaviours" scripts/bench/h200_behaviours.cu &&
+  # -frounding-math: section 16's reference is the host's own directed rounding (fesetround).
+  nvcc -O2 -arch=native -Xcompiler -frounding-math -I. -o "$scratch/behaviours" \
+    scripts/bench/h200_behaviours.cu &&
     "$scratch/behaviours" "$out/approx"
   gzip -f "$out"/approx/*.delta 2>/dev/null
   ls -l "$out/approx"
+  # Shared memory past a block's declared 16,388 bytes: one process per word, since a fault ends
+  # the context. 4097 is the first word past the end; 4128 and 4160 the first past 128- and
+  # 256-byte allocation units; 4352 past a further 1 KiB.
+  for word in 4097 4100 4127 4128 4159 4160 4352 8192; do
+    "$scratch/behaviours" --shared-past "$word"
+  done
+  # The simulator beside it: the same rounding sweep, atomics, granule and registers
+  # (tests/test_sim_fidelity) and the fixtures of issue 42 graded there (test_sim_fixtures).
+  "$root/$build/tests/test_sim_fidelity" 2>&1 | tail -3
+  "$root/$build/tests/test_sim_rounding" 2>&1 | tail -3
 }
 
 # One grade of student/example/ as JSON into $1, with the rest of the line before the grader (an

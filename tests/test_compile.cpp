@@ -29,6 +29,7 @@
 #include "common/text.hpp"
 #include "compile/compile.hpp"
 #include "compile/compile_cache.hpp"
+#include "compile/cubin.hpp"
 #include "compile/nvrtc_library.hpp"
 #include "exercise/exercise.hpp"
 #include "isolation/confine.hpp"
@@ -456,6 +457,40 @@ TEST_CASE("a correct probe compiles to a cubin and PTX whose entry matches the A
     CHECK(contains(compiled.ptx, ".visible .entry _Z17probeSharedStridePKfPfmi("));
     CHECK(contains(compiled.ptx, ".file\t1 \"probe.cu\""));
     CHECK(compiled.ptx.back() != '\0');
+}
+
+TEST_CASE("the cubin says how many registers ptxas gave the kernel, as ptxas's own report does") {
+    // A kernel that keeps 192 reads in registers, and the plain probe, for a T4 (sm_75): ptxas's
+    // -v report in NVRTC's log says "Used N registers"; the cubin's .text section says N too.
+    struct Expected {
+        const char* folder;
+        int at_least;
+        int at_most;
+    };
+    for (const Expected& kernel : {Expected{"register_heavy_grid_barrier", 200, 255},
+                                   Expected{"buffer_order_sniffing", 8, 64}}) {
+        const std::string folder = kernel.folder;
+        CAPTURE(folder);
+        grader::CompileRequest request = probe_request("correct_probe.cu");
+        request.source = read_text(std::filesystem::path(GRADER_FIXTURES_DIR) / "sim_fidelity" /
+                                   folder / "probe.cu");
+        request.arch = "sm_75";
+        request.options.push_back("--ptxas-options=-v");
+        const grader::CompiledKernel compiled = grader::compile_kernel(request);
+        REQUIRE_MESSAGE(compiled.outcome.ok, compiled.outcome.log);
+        const auto registers =
+            grader::cubin_registers(compiled.cubin, compiled.outcome.lowered_name);
+        REQUIRE(registers.has_value());
+        CHECK(*registers >= kernel.at_least);
+        CHECK(*registers <= kernel.at_most);
+        const std::string used = "Used " + std::to_string(*registers) + " registers";
+        CHECK_MESSAGE(contains(compiled.outcome.log, used), compiled.outcome.log);
+        // Not this kernel, or not a cubin: nothing.
+        CHECK_FALSE(grader::cubin_registers(compiled.cubin, "_Z5otherv").has_value());
+        CHECK_FALSE(grader::cubin_registers(compiled.ptx, compiled.outcome.lowered_name));
+        CHECK_FALSE(
+            grader::cubin_registers(compiled.cubin.substr(0, 100), compiled.outcome.lowered_name));
+    }
 }
 
 TEST_CASE("a virtual architecture gives PTX and no cubin") {

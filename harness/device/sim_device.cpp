@@ -7,11 +7,14 @@
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
 
 #include "common/kernel_ids.hpp"
+#include "compile/cubin.hpp"
+#include "device/buffer_layout.hpp"
 #include "device/sim_budget.hpp"
 #include "measure/outputs.hpp"
 
@@ -176,29 +179,11 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     SimBuffers& b = settings.buffers != nullptr ? *settings.buffers : own;
     const std::uint64_t clock_seed = settings.clock_seed;
     const std::uint64_t elements = output_elements(exercise, geometry);
-    const std::size_t input_bytes = input_words.size() * sizeof(float);
-    if (!b.memory || b.output_elements != elements) {
-        b.memory.emplace(clock_seed);
-        b.inputs.clear();
-        b.output = 0;
-        b.output_elements = elements;
-    }
+    place_input(b, exercise, elements, clock_seed, settings.input_index, input_words);
     sim::GlobalMemory& memory = *b.memory;
-    SimBuffers::Input& in = b.inputs[input_words.data()];
-    if (in.bytes != input_bytes || in.address == 0) {
-        in.address = memory.allocate(input_bytes);
-        in.bytes = input_bytes;
-        in.intact = false;
-    }
-    if (b.output == 0) {
-        b.output = memory.allocate(elements * sizeof(float));
-    }
-    const std::uint64_t input = in.address;
-    const std::uint64_t output = b.output;
-    if (!in.intact) {
-        memory.write(input, input_words.data(), input_bytes);
-        in.intact = true;
-    }
+    const std::uint64_t input = b.base + b.layout.inputs.at(settings.input_index);
+    const std::size_t input_bytes = input_words.size() * sizeof(float);
+    const std::uint64_t output = b.base + b.layout.output;
     if (elements > 0 && outputs != nullptr) {
         auto* words =
             reinterpret_cast<std::uint32_t*>(memory.find(output, elements * sizeof(float)));
@@ -218,14 +203,12 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     options.grid_id = settings.grid_id;
     options.poison_shared = settings.poison_shared;
     options.module_globals = settings.module_globals;
+    options.registers_per_thread = settings.registers_per_thread;
     const auto arguments = kernel_arguments(exercise, input, output, elements, stride);
     sim::LaunchResult result =
         sim::launch(module, entry, sim::Dim3{geometry.grid.x, geometry.grid.y, geometry.grid.z},
                     sim::Dim3{geometry.block.x, geometry.block.y, geometry.block.z}, arguments,
                     memory, options);
-    if (result.wrote_input) {
-        in.intact = false;  // the next launch gets its input again
-    }
     if (outputs != nullptr && result.status == sim::LaunchStatus::completed) {
         // Copied once, not zero-filled first (64 MiB for a Part 2 launch).
         const auto* words =
@@ -234,6 +217,28 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     }
     memory.release_from(mark);
     return result;
+}
+
+void place_input(SimBuffers& buffers, const Exercise& exercise, std::uint64_t elements,
+                 std::uint64_t seed, std::size_t index, const std::vector<float>& words) {
+    if (!buffers.memory || buffers.output_elements != elements) {
+        buffers.memory.emplace(seed);
+        buffers.layout = buffer_layout(exercise, elements);
+        buffers.base = buffers.memory->allocate(buffers.layout.bytes);
+        buffers.output_elements = elements;
+        buffers.written.assign(exercise.inputs.size(), nullptr);
+    }
+    if (index >= buffers.written.size() ||
+        words.size() * sizeof(float) > buffers.layout.input_bytes) {
+        throw std::invalid_argument("input " + std::to_string(index) + " of " +
+                                    std::to_string(words.size()) +
+                                    " words does not fit the exercise's buffers");
+    }
+    if (buffers.written[index] != words.data()) {
+        buffers.memory->write(buffers.base + buffers.layout.inputs[index], words.data(),
+                              words.size() * sizeof(float));
+        buffers.written[index] = words.data();
+    }
 }
 
 SimDevice::SimDevice(const Exercise& exercise, std::uint64_t seed, StudentBlocks student_blocks)
@@ -289,6 +294,9 @@ LoadResult SimDevice::load(const KernelSpec& spec, const CompiledKernel& compile
         kernel->param_source = "ptx";
         kernel->static_shared_bytes = static_cast<int>(entry->static_shared_bytes);
     }
+    // ptxas's count, from the cubin NVRTC made beside the PTX for the modeled GPU: with the
+    // block's threads and shared memory it decides how many blocks an SM holds at once.
+    kernel->registers = cubin_registers(compiled.cubin, kernel->entry).value_or(-1);
     result.kernel = std::move(kernel);
     return result;
 }
@@ -396,7 +404,18 @@ DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
     settings.grid_id = sim::ModeledDevice::grid_id(seed_) + launches_++;
     settings.poison_shared = input.poison_shared;
     settings.module_globals = &loaded.globals;
+    settings.registers_per_thread = static_cast<std::uint32_t>(std::max(kernel.registers, 0));
     settings.buffers = &buffers_;
+    settings.input_index = input_index(exercise_, input);
+    // Every input given so far in its place, as the GPU path copies them all before its first
+    // launch: what lies past one input's end is the next one's words there as here.
+    const std::uint64_t elements = output_elements(exercise_, geometry);
+    for (std::size_t i = 0; i < exercise_.inputs.size(); ++i) {
+        const auto given = inputs_.find(exercise_.inputs[i].id);
+        if (given != inputs_.end()) {
+            place_input(buffers_, exercise_, elements, seed_, i, *given->second);
+        }
+    }
     const sim::LaunchResult result =
         simulate(exercise_, loaded.module, loaded.entry, geometry, *words->second, stride, settings,
                  launch.outputs_read ? &ran.outputs : nullptr);

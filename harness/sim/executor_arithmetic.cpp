@@ -11,6 +11,7 @@
 
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
+#include "sim/rounding.hpp"
 
 namespace grader::sim::detail {
 
@@ -154,8 +155,10 @@ void execute_add_sub(Executor& self, Warp& w, const Instruction& in, std::uint32
         using T = decltype(zero);
         const bool add = in.op == Op::add;
         if constexpr (std::is_floating_point_v<T>) {
+            const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
-                T r = add ? as<T>(o.a[l]) + as<T>(o.b[l]) : as<T>(o.a[l]) - as<T>(o.b[l]);
+                T r = add ? rounding::add(as<T>(o.a[l]), as<T>(o.b[l]), mode)
+                          : rounding::sub(as<T>(o.a[l]), as<T>(o.b[l]), mode);
                 if (in.saturate)
                     r = saturate_unit(r);
                 o.d[l] = bits_of<T>(gpu_nan(r));
@@ -182,8 +185,9 @@ void execute_mul_lo(Executor& self, Warp& w, const Instruction& in, std::uint32_
     dispatch_any(in.type, [&](auto zero) {
         using T = decltype(zero);
         if constexpr (std::is_floating_point_v<T>) {
+            const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
-                T r = as<T>(o.a[l]) * as<T>(o.b[l]);
+                T r = rounding::mul(as<T>(o.a[l]), as<T>(o.b[l]), mode);
                 if (in.saturate)
                     r = saturate_unit(r);
                 o.d[l] = bits_of<T>(gpu_nan(r));
@@ -266,17 +270,18 @@ void execute_mad_wide(Executor& self, Warp& w, const Instruction& in, std::uint3
 
 void execute_fma(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
     const auto o = self.operands<3>(w, in);
+    const auto mode = rounding::direction_of(in.rounding);
     if (in.type == Type::f32) {
         for_lanes(exec, [&](unsigned l) {
-            float r = std::fma(as<float>(o.a[l]), as<float>(o.b[l]), as<float>(o.c[l]));
+            float r = rounding::fma(as<float>(o.a[l]), as<float>(o.b[l]), as<float>(o.c[l]), mode);
             if (in.saturate)
                 r = saturate_unit(r);
             o.d[l] = bits_of<float>(gpu_nan(r));
         });
     } else {
         for_lanes(exec, [&](unsigned l) {
-            o.d[l] = bits_of<double>(
-                gpu_nan(std::fma(as<double>(o.a[l]), as<double>(o.b[l]), as<double>(o.c[l]))));
+            o.d[l] = bits_of<double>(gpu_nan(
+                rounding::fma(as<double>(o.a[l]), as<double>(o.b[l]), as<double>(o.c[l]), mode)));
         });
     }
 }
@@ -287,9 +292,10 @@ void execute_div_rem(Executor& self, Warp& w, const Instruction& in, std::uint32
         using T = decltype(zero);
         const bool quotient = in.op == Op::div;
         if constexpr (std::is_floating_point_v<T>) {
+            const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
                 const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
-                T r = quotient ? x / y : std::fmod(x, y);
+                T r = quotient ? rounding::div(x, y, mode) : std::fmod(x, y);
                 if (quotient && in.approx && std::is_same_v<T, float>)
                     r = approximate_quotient(x, y);
                 o.d[l] = bits_of<T>(gpu_nan(r));
@@ -379,15 +385,16 @@ void execute_float_unary(Executor& self, Warp& w, const Instruction& in, std::ui
     dispatch_any(in.type, [&](auto zero) {
         using T = decltype(zero);
         if constexpr (std::is_floating_point_v<T>) {
+            const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
                 const T x = as<T>(o.a[l]);
                 T r = x;
                 switch (in.op) {
                     case Op::rcp:
-                        r = T(1) / x;
+                        r = rounding::div(T(1), x, mode);
                         break;
                     case Op::sqrt:
-                        r = std::sqrt(x);
+                        r = rounding::sqrt(x, mode);
                         break;
                     case Op::rsqrt:
                         r = T(1) / std::sqrt(x);

@@ -9,6 +9,7 @@
 
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
+#include "sim/rounding.hpp"
 
 namespace grader::sim::detail {
 
@@ -195,13 +196,14 @@ void execute_setp(Executor& self, Warp& w, const Instruction& in, std::uint32_t 
     });
 }
 
-// Conversions: float to integer rounds as asked (rzi when none), saturates, NaN gives 0.
-// Float rounding modes other than round-to-nearest for float results (.rz/.rm/.rp) are
-// computed as round-to-nearest.
+// Conversions: float to integer rounds as asked (rzi when none), saturates, NaN gives 0. A
+// float result rounds as .rn/.rz/.rm/.rp ask (sim/rounding.hpp), or to an integral value as
+// .rni/.rzi/.rmi/.rpi ask.
 void execute_cvt(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
     const auto o = self.operands<1>(w, in);
     const Type to = in.type;
     const Type from = in.source_type;
+    const auto mode = rounding::direction_of(in.rounding);
     dispatch_any(from, [&](auto source_zero) {
         using S = decltype(source_zero);
         dispatch_any(to, [&](auto target_zero) {
@@ -212,10 +214,10 @@ void execute_cvt(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
                 if constexpr (std::is_floating_point_v<D>) {
                     if constexpr (std::is_floating_point_v<S>) {
                         r = round_float(static_cast<D>(x), in.rounding);
-                        if (sizeof(D) < sizeof(S))
-                            r = static_cast<D>(round_float(x, in.rounding));
+                        if constexpr (sizeof(D) < sizeof(S))
+                            r = rounding::narrow(round_float(x, in.rounding), mode);
                     } else {
-                        r = static_cast<D>(x);
+                        r = rounding::from_integer<D>(x, mode);
                     }
                     if (in.saturate)
                         r = saturate_unit(r);

@@ -37,6 +37,17 @@ std::string hex(std::uint64_t value) {
     return text;
 }
 
+// atom.add.f32 and red.add.f32 in global memory: "the current implementation ... flushes
+// subnormal inputs and results to sign-preserving zero" (PTX ISA, atom); in shared memory (a
+// loop of an ordinary add and a compare-and-swap) it keeps them. An H100 left 0x00000000 after
+// atomicAdd of 1e-40 to 0.0f in global memory and 0x000116c2 in shared memory (2026-12-06).
+float global_atomic_sum(float old, float value) {
+    const auto flush = [](float x) {
+        return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x;
+    };
+    return flush(flush(old) + flush(value));
+}
+
 }  // namespace
 
 std::byte* Executor::local_bytes_at(Warp& w, unsigned lane, std::uint32_t pc,
@@ -601,7 +612,13 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
             if constexpr (std::is_floating_point_v<T>) {
                 switch (in.atom_op) {
                     case AtomOp::add:
-                        nv = old + v;
+                        // In shared memory an ordinary add in a compare-and-swap loop: its NaN
+                        // is the add's, the canonical one.
+                        nv = r.space == Space::shared ? gpu_nan(old + v) : old + v;
+                        if constexpr (std::is_same_v<T, float>) {
+                            if (r.space == Space::global)
+                                nv = global_atomic_sum(old, v);
+                        }
                         break;
                     case AtomOp::min:
                         nv = std::fmin(old, v);
