@@ -55,16 +55,9 @@ double seconds_since(Clock::time_point began) {
     return std::chrono::duration<double>(Clock::now() - began).count();
 }
 
-// A line a launch reports (a race, a note) names places from the PTX's .file lines, which an asm
-// comment can forge at any length: each is bounded before it joins a message of the worker.
+// A launch's stop message names places from the PTX's .file lines, which an asm comment can
+// forge at any length: it is bounded before it joins a message of the worker.
 constexpr std::size_t kMaxLaunchLineBytes = 600;
-std::vector<std::string> bounded_lines(const std::vector<std::string>& lines) {
-    std::vector<std::string> bounded;
-    for (const std::string& line : lines) {
-        bounded.push_back(text::shorten(line, kMaxLaunchLineBytes));
-    }
-    return bounded;
-}
 
 Ending ending_of(DeviceLaunch::End end) {
     switch (end) {
@@ -137,9 +130,9 @@ struct SimulatorWitness {
     // The count that stands in where the GPU's counters cannot count, and that the GPU's count
     // is compared with.
     std::map<int, SharedAccessCounts> counts;
-    // Shared-memory races: a GPU's output may come out right by the warps' timing (a missing
-    // barrier), which no output check on a GPU can tell.
-    std::map<int, std::vector<std::string>> races;
+    // Shared-memory races and unwritten reads: a GPU's output may come out right by the warps'
+    // timing (a missing barrier), which no output check on a GPU can tell.
+    std::map<int, std::vector<Finding>> findings;
 };
 
 SimulatorWitness simulate_student(const Exercise& exercise, std::uint64_t seed,
@@ -155,15 +148,18 @@ SimulatorWitness simulate_student(const Exercise& exercise, std::uint64_t seed,
     InputSpec input = exercise.inputs.front();
     input.simulated_blocks = 1;
     for (const int stride : strides) {
-        const DeviceLaunch launch = simulated->run(input, words, stride);
+        DeviceLaunch launch = simulated->run(input, words, stride);
+        // What it saw before a stop too: a read racing a fill is why the simulator may fault
+        // where a GPU reads stale words.
+        for (Finding& finding : launch.findings) {
+            finding.witness = true;
+            witness.findings[stride].push_back(std::move(finding));
+        }
         if (launch.end != DeviceLaunch::End::completed) {
             continue;
         }
         if (launch.counts) {
             witness.counts[stride] = *launch.counts;
-        }
-        if (!launch.races.empty()) {
-            witness.races[stride] = bounded_lines(launch.races);
         }
     }
     return witness;
@@ -366,6 +362,7 @@ private:
         if (sources.requests.count(std::string(kStudentKernel)) == 0) {
             compiled.outcome.attempted = false;
             compiled.outcome.log = sources.student_missing_reason;
+            compiled.outcome.source_missing = sources.student_not_found;
         } else {
             compiled = std::move(student);
             environment_.confinement = compiled.confinement;
@@ -509,6 +506,7 @@ private:
             report_all();  // the device failed (run() says so)
             throw;
         }
+        run.findings.insert(run.findings.end(), launch.findings.begin(), launch.findings.end());
         if (launch.end != DeviceLaunch::End::completed) {
             report_all();
             stop(stage, ending_of(launch.end),
@@ -520,13 +518,6 @@ private:
         if (&input == &exercise_.inputs.front() && launch.counts) {
             run.counts = launch.counts;
             run.count_source = "simulator";
-        }
-        const std::vector<std::string> notes = bounded_lines(launch.notes);
-        run.notes.insert(run.notes.end(), notes.begin(), notes.end());
-        for (const std::string& race : bounded_lines(launch.races)) {
-            if (std::find(run.races.begin(), run.races.end(), race) == run.races.end()) {
-                run.races.push_back(race);
-            }
         }
         if (launch.kernel_ms && run.kernel != kStudentKernel) {
             reference_ms_[{run.kernel, run.stride, input.id}] = *launch.kernel_ms;
@@ -794,13 +785,11 @@ private:
         const std::vector<KernelRun*> counted = counted_runs();
         const SimulatorWitness witness = simulator_.valid() ? simulator_.get() : SimulatorWitness{};
         for (KernelRun* run : counted) {
-            const auto races = witness.races.find(run->stride);
-            if (races == witness.races.end()) {
+            const auto found = witness.findings.find(run->stride);
+            if (found == witness.findings.end()) {
                 continue;
             }
-            for (const std::string& race : races->second) {
-                run->races.push_back("the simulator, running this source: " + race);
-            }
+            run->findings.insert(run->findings.end(), found->second.begin(), found->second.end());
             sink_.run(*run);
         }
         if (!hardware.counted) {

@@ -60,6 +60,7 @@ KernelSources load_kernel_sources(const Exercise& exercise,
     auto student_source = read_student_file(submission_dir, exercise.submission_source,
                                             exercise.limits.source_bytes, why);
     if (!student_source) {
+        sources.student_not_found = why == "not found";
         sources.student_missing_reason =
             exercise.submission_source + " " +
             (why == "not found" ? "was not found in the submission folder" +
