@@ -388,6 +388,7 @@ void Executor::swap_block(BlockState& state) {
     std::swap(races_, state.races);
     std::swap(reduction_true_, state.reduction_true);
     std::swap(reduction_arrived_, state.reduction_arrived);
+    std::swap(block_barriers_, state.barriers);
 }
 
 std::size_t Executor::globals_bytes() const {

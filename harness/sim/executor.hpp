@@ -212,6 +212,7 @@ struct BlockState {
     RaceTracker races;
     std::uint64_t reduction_true = 0;
     std::uint64_t reduction_arrived = 0;
+    std::uint32_t barriers = 0;
 };
 
 class Executor;
