@@ -483,8 +483,8 @@ TEST_CASE("a failing accumulator names the stride, the thread, its value and how
     SUBCASE("the check's finding names the thread: the text says it once") {
         Report report = failing_accumulator_report();
         const auto& bad = find_row(report, "student", 8)->outputs[0];
-        Finding wrong;
-        wrong.kind = FindingKind::wrong_output;
+        grader::Finding wrong;
+        wrong.kind = grader::FindingKind::wrong_output;
         wrong.strides = {8};
         wrong.output = bad;
         report.checks[2].findings = {wrong};
@@ -501,8 +501,8 @@ TEST_CASE("a failing accumulator names the stride, the thread, its value and how
 TEST_CASE("a wrong thread a check's finding names, at one stride or several, is not listed again") {
     Report report = failing_accumulator_report();
     const auto& bad = find_row(report, "student", 8)->outputs[0];
-    Finding wrong;
-    wrong.kind = FindingKind::wrong_output;
+    grader::Finding wrong;
+    wrong.kind = grader::FindingKind::wrong_output;
     wrong.strides = {16, 8};  // merged: the same wrong thread at two strides
     wrong.output = bad;
     report.checks[2].findings = {wrong};
