@@ -134,6 +134,14 @@ bool same_finding(const Finding& a, const Finding& b) {
     if (a.witness != b.witness) {
         return false;
     }
+    // One missing barrier, whatever showed it: a race between two places, or a read of a word
+    // the fill at the other place had not written yet.
+    if (fails(a) && fails(b)) {
+        const auto fix_a = barrier_between(a);
+        if (fix_a.size() == 2 && fix_a == barrier_between(b)) {
+            return true;
+        }
+    }
     if (is_race(a.kind) && is_race(b.kind)) {
         if (a.kind == FindingKind::races_counted || b.kind == FindingKind::races_counted) {
             return a.kind == b.kind;

@@ -256,11 +256,11 @@ Table student_sweep_table(const Report& report, bool verbose) {
     const bool simulated = is_simulated(report);
     const bool range = verbose || any_range(report);
     // Where the table is wider than a terminal, the student's own figures (in the answers file,
-    // and in the checks' details) go after the spread and the range.
+    // and in the checks' details) go last, after the spread, the range and the time.
     table.columns = {{"stride", ""},
                      {"degree", "(model)"},
-                     {"your", "prediction", 5},
-                     {"your ratio", "(your GPU)", 6},
+                     {"your", "prediction", 1},
+                     {"your ratio", "(your GPU)", 1},
                      {simulated ? "modeled" : "measured", "ratio"}};
     if (range) {
         table.columns.push_back({"min–max", "", 3});
@@ -337,7 +337,7 @@ Table kernels_table(const Report& report, bool verbose) {
                               : "; not timed on the simulator, the counted degree decides") +
                   ")";
     // Where the table is wider than a terminal, the columns the ratio and the outputs do without
-    // go first: the student's own figures (in the answers file), the cost, the bandwidth.
+    // go first: the bandwidth, the cost, then the student's own figures (in the answers file).
     table.columns = {{"kernel", ""},
                      {simulated ? "modeled" : "time", simulated ? "cost" : "(ms)", 3}};
     const bool bandwidth = std::any_of(report.rows.begin(), report.rows.end(), [](const auto& r) {
@@ -353,8 +353,8 @@ Table kernels_table(const Report& report, bool verbose) {
     if (sectors) {
         table.columns.push_back({"sectors", "ld / st"});
     }
-    table.columns.push_back({"your", "prediction", 6});
-    table.columns.push_back({report.ratio_as_percent ? "your %" : "your ratio", "(your GPU)", 5});
+    table.columns.push_back({"your", "prediction", 1});
+    table.columns.push_back({report.ratio_as_percent ? "your %" : "your ratio", "(your GPU)", 2});
     for (const auto& input : inputs_of(report)) {
         table.columns.push_back({input, "output"});
     }
