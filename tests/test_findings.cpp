@@ -170,7 +170,8 @@ TEST_CASE("a read that did not wait for the fill names the fill and the barrier 
     CHECK(has(line, "before any thread of its block wrote it"));
     CHECK(has(line, "probe.cu:16:17 writes it"));
     CHECK(has(line, "put __syncthreads() between probe.cu:16:17 and probe.cu:21:18"));
-    CHECK(has(missing_barrier_text(read), "reads the shared tile before the fill has written it"));
+    CHECK(has(missing_barrier_text(read),
+              "reads words of the shared tile before the fill at probe.cu:16:17 has written them"));
     SUBCASE("without a fill it is a word nothing wrote") {
         read.lines.resize(1);
         CHECK(barrier_fix(read).empty());

@@ -507,14 +507,17 @@ DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
         ran.message = stop_message(result, budget, settings.block_budget);
         // Where it stopped, typed: the fault's place and kind, or where the budget ran out.
         const std::optional<sim::SourceLocation> at =
-            result.fault ? std::optional<sim::SourceLocation>(result.fault->where)
-                         : result.last_location;
+            result.fault         ? std::optional<sim::SourceLocation>(result.fault->where)
+            : result.unsupported ? std::optional<sim::SourceLocation>(result.unsupported->where)
+                                 : result.last_location;
         if (at) {
             Finding stopped;
             stopped.kind = FindingKind::kernel_stopped;
             stopped.strides = {stride};
             stopped.lines = {place_of(*at)};
-            stopped.names = {result.fault ? result.fault->kind : std::string("timeout")};
+            stopped.names = {result.fault         ? result.fault->kind
+                             : result.unsupported ? std::string("unsupported")
+                                                  : std::string("timeout")};
             ran.findings.push_back(std::move(stopped));
         }
         return ran;

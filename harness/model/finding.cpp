@@ -212,7 +212,8 @@ std::vector<Finding> merged(const std::vector<Finding>& findings) {
         if (finding.kind == FindingKind::races_counted) {
             same->count += finding.count;
         }
-        // A race found from both sides: the error's kind stands for the pair.
+        // A race found from both sides: the error's kind stands for the pair (a read before the
+        // fill, seen first, stands for the race it makes: it says what went wrong).
         if (severity_of(finding.kind) > severity_of(same->kind)) {
             const std::vector<int> strides = same->strides;
             *same = finding;

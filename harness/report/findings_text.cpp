@@ -466,8 +466,10 @@ std::string place_text(const FindingPlace& place) {
         return place.ptx_line > 0 ? "PTX line " + std::to_string(place.ptx_line)
                                   : std::string("a line the PTX does not name");
     }
-    std::string text =
-        (place.file.empty() ? std::string("line ") : place.file + ":") + std::to_string(place.line);
+    if (place.file.empty()) {
+        return "line " + std::to_string(place.line);  // the PTX names no file for it
+    }
+    std::string text = place.file + ":" + std::to_string(place.line);
     if (place.column > 0) {
         text += ":" + std::to_string(place.column);
     }
@@ -616,8 +618,8 @@ std::string missing_barrier_text(const Finding& evidence) {
     switch (evidence.kind) {
         case FindingKind::race_write_after_read:
             text =
-                "a warp overwrites words of the shared tile that another warp still reads, "
-                "with no barrier between the read and the write";
+                "a warp reads words of the shared tile before another warp writes them, with "
+                "no barrier between the write and the read";
             break;
         case FindingKind::race_write_after_write:
             text =
@@ -625,8 +627,10 @@ std::string missing_barrier_text(const Finding& evidence) {
                 "barrier between the writes";
             break;
         case FindingKind::unwritten_shared_read:
-            text = "a thread reads the shared tile before the fill has written it: " +
-                   unwritten_shared_read(evidence);
+            text = "a thread reads words of the shared tile before the fill" +
+                   (evidence.lines.size() > 1 ? " at " + place_text(evidence.lines[1])
+                                              : std::string()) +
+                   " has written them, with no barrier between the fill and the read";
             break;
         default:
             text =
@@ -634,7 +638,10 @@ std::string missing_barrier_text(const Finding& evidence) {
                 "barrier between the write and the read";
             break;
     }
-    const std::string strides = strides_text(evidence.strides);
+    // Compact in a diagnosis, which leads the report: "(at 7 strides)" past three.
+    const std::string strides = evidence.strides.size() > 3
+                                    ? "(at " + std::to_string(evidence.strides.size()) + " strides)"
+                                    : strides_text(evidence.strides);
     return strides.empty() ? text : text + " " + strides;
 }
 
