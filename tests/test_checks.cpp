@@ -931,6 +931,21 @@ TEST_CASE("a slip in the answers costs the answers' own points, never the kernel
         REQUIRE(report.diagnosis);
         CHECK(report.diagnosis->cause == Cause::malformed_answers);
         CHECK(report.diagnosis->where == "submission.yaml:17:57");
+        CHECK(report.diagnosis->fix.empty());  // the value's own line says what was expected
+    }
+    SUBCASE("a file not read at all: the diagnosis says to start again from the kit's, once") {
+        Submission answers;
+        answers.unreadable = true;
+        answers.problems.push_back({SourceLocation{"submission.yaml", 0, 0}, "",
+                                    FindingKind::answer_malformed,
+                                    "submission.yaml is not UTF-8 text"});
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "unread");
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::malformed_answers);
+        CHECK(report.diagnosis->fix ==
+              "start from the starter kit's submission.yaml and fill in every blank");
+        const std::string summary = report.summary;
+        CHECK(summary.find("starter kit's") == summary.rfind("starter kit's"));
     }
     SUBCASE("a value read as meant passes the answers check with a note") {
         Submission answers = correct_answers();

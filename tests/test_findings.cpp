@@ -15,6 +15,7 @@
 #include "model/diagnosis.hpp"
 #include "model/finding.hpp"
 #include "model/json.hpp"
+#include "report/diagnosis_text.hpp"
 #include "report/findings_text.hpp"
 
 using namespace grader;
@@ -224,4 +225,60 @@ TEST_CASE("a warp's lanes on two rows of a narrow tile are told from one row or 
         }
         CHECK(warp_row_span(words, 0x0000ffffu).lanes_per_row == 0);
     }
+}
+
+// Sentences that a check's message, a read and a folder's problem share with a finding: said by
+// report/ alone (scripts/check_messages.py fails where another part spells them again).
+TEST_CASE("a check's message and a folder's problem take their words from report/") {
+    const Wording wording;
+    Finding unfit = sample(FindingKind::timing_machine_unfit);
+    CHECK(timing_unused_reason(unfit) ==
+          "this machine does not show the model with the exercise's own kernels, so it cannot "
+          "grade timings (the machine is unfit, not your kernel)");
+    CHECK(finding_text(unfit, wording) == "timing not used: " + timing_unused_reason(unfit));
+    Finding needs_gpu = sample(FindingKind::timing_needs_gpu);
+    CHECK(has(timing_unused_reason(needs_gpu), "the counted degree stands in"));
+    CHECK(timing_unused_reason(needs_gpu) != timing_unused_reason(unfit));
+
+    Finding none = sample(FindingKind::no_shared_access);
+    none.count = 1;
+    CHECK(no_shared_tile_message(none, "transpose") ==
+          "Your kernel has no shared tile: transpose made no shared-memory load or store in 1 "
+          "counted run, so it has no bank conflicts to remove.");
+    none.count = 3;
+    CHECK(has(no_shared_tile_message(none, "transpose"), "in 3 counted runs,"));
+
+    CHECK(file_not_found_text("probe.cu") == "probe.cu was not found in the submission folder");
+    Finding missing = sample(FindingKind::kernel_file_missing);
+    missing.names = {"probe.cu"};
+    missing.text.clear();
+    CHECK(finding_text(missing, wording) == file_not_found_text("probe.cu"));
+
+    CHECK(misnamed_files_text({{"Probe.cu", "probe.cu"}}) ==
+          "the folder holds Probe.cu, not probe.cu: rename Probe.cu to probe.cu (file names are "
+          "exact, case included)");
+    CHECK(misnamed_files_text({{"Probe.cu", "probe.cu"}, {"submission.yml", "submission.yaml"}}) ==
+          "the folder holds Probe.cu, not probe.cu, and submission.yml, not submission.yaml: "
+          "rename Probe.cu to probe.cu and submission.yml to submission.yaml (file names are "
+          "exact, case included)");
+
+    // An answers file not read at all starts again from the kit's; the reader says only why.
+    DiagnosisFacts facts;
+    facts.answers_file = "submission.yaml";
+    CHECK(diagnosis_fix(Cause::malformed_answers, facts) ==
+          "start from the starter kit's submission.yaml and fill in every blank");
+}
+
+TEST_CASE("a measurement read as inverted is told to write the exercise's own description") {
+    Finding inverted = sample(FindingKind::measurement_implausible);
+    inverted.values = {0.25, 3.0, 5.0, 4.0, 4.0};
+    inverted.count = 2;  // MeasurementSlip::inverted
+    inverted.names.resize(2);
+    inverted.names.push_back("this stride's time divided by stride 1's");
+    CHECK(has(finding_text(inverted, Wording{}),
+              "this looks inverted (stride 1's time divided by this one's): write this stride's "
+              "time divided by stride 1's, 4"));
+    inverted.names.back() = "the kernel's time divided by the copy's";
+    CHECK(
+        has(finding_text(inverted, Wording{}), "write the kernel's time divided by the copy's, "));
 }

@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "model/bank_model.hpp"
-#include "model/describe.hpp"
 #include "model/diagnosis.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
+#include "report/describe.hpp"
 #include "test_paths.hpp"
 
 using namespace grader;

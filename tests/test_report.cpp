@@ -24,11 +24,11 @@
 
 #include "common/text.hpp"
 #include "grader_run.hpp"
-#include "model/describe.hpp"
 #include "model/explanation.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
+#include "report/describe.hpp"
 #include "report/findings_text.hpp"
 #include "report/writers.hpp"
 #include "test_paths.hpp"

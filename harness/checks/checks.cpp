@@ -18,7 +18,7 @@
 #include "checks/grading.hpp"
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
-#include "model/describe.hpp"
+#include "report/describe.hpp"
 #include "report/diagnosis_text.hpp"
 #include "text/text_safety.hpp"
 

@@ -18,10 +18,10 @@
 #include "common/text.hpp"
 #include "compile/nvrtc_log.hpp"
 #include "exercise/exercise.hpp"
-#include "model/describe.hpp"
 #include "model/diagnosis.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
+#include "report/describe.hpp"
 #include "report/diagnosis_text.hpp"
 
 namespace grader {
@@ -192,8 +192,11 @@ private:
             return std::nullopt;
         }
         const SubmissionProblem& first = submission_.problems.front();
+        // A file that could not be read at all (line 0) is started again from the kit's.
         return make(Cause::malformed_answers,
-                    (first.field.empty() ? "" : first.field + ": ") + first.message, {},
+                    (first.field.empty() ? "" : first.field + ": ") + first.message,
+                    first.location.line == 0 ? diagnosis_fix(Cause::malformed_answers, facts())
+                                             : std::string(),
                     shown_location(first.location));
     }
 

@@ -22,8 +22,9 @@
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "compile/nvrtc_log.hpp"
-#include "model/describe.hpp"
 #include "model/diagnosis.hpp"
+#include "report/describe.hpp"
+#include "report/findings_text.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
@@ -149,7 +150,7 @@ public:
     Grading(const Exercise& exercise, const Submission& submission, const Measurements& m)
         : exercise_(exercise), submission_(submission), m_(m) {
         calibration_ = calibration_failures(exercise, m);
-        timing_reason_ = timing_unavailable_reason();
+        timing_unused_ = timing_unused();
     }
 
     CheckResult check(const CheckSpec& spec) const {
@@ -160,8 +161,8 @@ public:
         check.review = spec.review;
         check.max_points = spec.points;
         check.kind = std::string(to_string(spec.kind));
-        if (timing_check(spec) && !timing_reason_.empty()) {
-            not_run(check, timing_reason_);
+        if (timing_check(spec) && timing_unused_) {
+            not_run(check, timing_unused_reason(*timing_unused_));
             return check;
         }
         const bool reads_answers =
@@ -205,19 +206,20 @@ public:
 
 private:
     // Why this grade's times cannot be checked: no timing at all, or a machine that does not show
-    // the model with the exercise's own kernels. Empty when they can.
-    std::string timing_unavailable_reason() const {
+    // the model with the exercise's own kernels. None when they can.
+    std::optional<Finding> timing_unused() const {
         const bool timed = std::any_of(m_.runs.begin(), m_.runs.end(),
                                        [](const KernelRun& r) { return r.ratio.has_value(); });
+        Finding unused;
         if (!calibration_.empty()) {
-            return "this machine does not show the model with the exercise's own kernels, so it "
-                   "cannot grade timings (the machine is unfit, not your kernel)";
+            unused.kind = FindingKind::timing_machine_unfit;
+            return unused;
         }
         if (!timed && m_.environment.backend == "sim" && !exercise_.simulator.modeled_timing) {
-            return "timing needs a GPU for this exercise (its file sets simulator.modeled_timing: "
-                   "false); the counted degree stands in";
+            unused.kind = FindingKind::timing_needs_gpu;
+            return unused;
         }
-        return {};
+        return std::nullopt;
     }
 
     void answers_file(const CheckSpec& spec, CheckResult& check) const {
@@ -725,16 +727,12 @@ private:
             // The device counted, and the kernel touched no shared memory: the student's kernel
             // decides that (Part 2's naive transpose), so it fails; "not run" is the machine's.
             finish(check, spec, false, {});
-            check.message = "Your kernel has no shared tile: " + exercise_.kernel_name +
-                            " made no shared-memory load or store in " +
-                            std::to_string(counted_without_shared) +
-                            (counted_without_shared == 1 ? " counted run" : " counted runs") +
-                            ", so it has no bank conflicts to remove. " +
-                            fill_template(spec.hint, {});
             Finding none;
             none.kind = FindingKind::no_shared_access;
             none.count = static_cast<std::uint64_t>(counted_without_shared);
             none.names = {source_of_counts(spec)};
+            check.message = no_shared_tile_message(none, exercise_.kernel_name) + " " +
+                            fill_template(spec.hint, {});
             check.findings.push_back(std::move(none));
             return;
         }
@@ -746,11 +744,8 @@ private:
         const bool degrees_match = all_match;
         const Finding* failed_rule = nullptr;
         if (!spec.rules.empty()) {
-            if (!timing_reason_.empty()) {
-                Finding unused;
-                unused.kind = calibration_.empty() ? FindingKind::timing_needs_gpu
-                                                   : FindingKind::timing_machine_unfit;
-                check.findings.push_back(std::move(unused));
+            if (timing_unused_) {
+                check.findings.push_back(*timing_unused_);
             } else {
                 const RatioLookup ratio_of = measured_ratios(exercise_, m_);
                 for (const auto& rule : spec.rules) {
@@ -957,7 +952,7 @@ private:
     const Submission& submission_;
     const Measurements& m_;
     std::vector<std::string> calibration_;
-    std::string timing_reason_;
+    std::optional<Finding> timing_unused_;
 };
 
 }  // namespace

@@ -430,12 +430,9 @@ Submission load_submission(const fs::path& directory, const Exercise& exercise) 
         std::string message = parsed.failure;
         const std::string meant =
             parsed.not_found ? meant_file_hint(directory, exercise.submission_answers) : "";
-        if (!meant.empty()) {
-            message += meant;
-        } else if (parsed.failure_location->line == 0) {
-            message += "; start from the starter kit's " + exercise.submission_answers +
-                       " and fill in every blank";
-        }
+        // A file not read at all (at line 0) gets its fix from the diagnosis: start again from
+        // the starter kit's (report/diagnosis_text.cpp).
+        message += meant;
         submission.problems.push_back(
             {*parsed.failure_location, "", FindingKind::answer_malformed, message});
         submission.unreadable = !parsed.not_found;

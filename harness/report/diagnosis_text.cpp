@@ -2,6 +2,8 @@
 
 #include "report/diagnosis_text.hpp"
 
+#include <cstddef>
+
 namespace grader {
 namespace {
 
@@ -12,6 +14,18 @@ std::string at(const DiagnosisFacts& facts) {
 
 }  // namespace
 
+std::string misnamed_files_text(const std::vector<std::pair<std::string, std::string>>& misnamed) {
+    std::string holds;
+    std::string renames;
+    for (std::size_t i = 0; i < misnamed.size(); ++i) {
+        const auto& [found, asked] = misnamed[i];
+        holds += (i == 0 ? "" : ", and ") + found + ", not " + asked;
+        renames += (i == 0 ? "" : " and ") + found + " to " + asked;
+    }
+    return "the folder holds " + holds + ": rename " + renames +
+           " (file names are exact, case included)";
+}
+
 std::string diagnosis_fix(Cause cause, const DiagnosisFacts& facts) {
     switch (cause) {
         case Cause::missing_kernel_file:
@@ -19,6 +33,10 @@ std::string diagnosis_fix(Cause cause, const DiagnosisFacts& facts) {
         case Cause::missing_answers_file:
             return "start from the starter kit's " + facts.answers_file +
                    ", fill in every blank and hand it in beside " + facts.kernel_file;
+        case Cause::malformed_answers:
+            // Said where the file could not be read at all: nothing in it can be kept.
+            return "start from the starter kit's " + facts.answers_file +
+                   " and fill in every blank";
         case Cause::missing_files:
             return "hand in both, starting from the starter kit's";
         case Cause::compile_syntax_error:

@@ -5,6 +5,8 @@
 // findings (checks/diagnose.cpp); only report/ says it.
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/diagnosis.hpp"
 
@@ -28,6 +30,10 @@ struct DiagnosisFacts {
     // ignores_stride: told by the counts (1 wavefront per request at every stride), not the times.
     bool counted_one = false;
 };
+
+// A folder's files under other names, (as found, as asked): "the folder holds Probe.cu, not
+// probe.cu: rename Probe.cu to probe.cu (file names are exact, case included)".
+std::string misnamed_files_text(const std::vector<std::pair<std::string, std::string>>& misnamed);
 
 // The fix a cause calls for, where the grader knows one; empty where it has none (the
 // exercise's hint, its own words, stands in).

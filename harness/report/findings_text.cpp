@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "common/text.hpp"
-#include "model/describe.hpp"
+#include "report/describe.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
@@ -247,7 +247,7 @@ std::string points_held_back(const Finding& f) {
 
 std::string kernel_file_missing(const Finding& f) {
     // The read's own account, with the file the student seems to have meant, where it has one.
-    return f.text.empty() ? name_at(f, 0) + " was not found in the submission folder" : f.text;
+    return f.text.empty() ? file_not_found_text(name_at(f, 0)) : f.text;
 }
 
 std::string compile_error(const Finding& f) {
@@ -361,10 +361,8 @@ std::string measurement_implausible(const Finding& f, const Wording& w) {
                    "/ " +
                    format_number(ratio * 100.0, 1) + " x 100 = " + ratio_text(w, meant);
         case MeasurementSlip::inverted:
-            return text +
-                   "; this looks inverted (stride 1's time divided by this one's): write this "
-                   "stride's time divided by stride 1's, " +
-                   ratio_text(w, meant);
+            return text + "; this looks inverted (stride 1's time divided by this one's): write " +
+                   name_at(f, 2) + ", " + ratio_text(w, meant);
         case MeasurementSlip::percent_for_ratio:
             return text + "; this looks like a percentage: write the ratio, " +
                    ratio_text(w, meant);
@@ -404,6 +402,30 @@ std::string judged_by_witness(const Finding& f) {
            "source (the same shared instructions, degrees within " +
            format_number(value_at(f, 0) * 100.0, 0) + "%), so the simulator's lines are the GPU's";
 }
+
+}  // namespace
+
+std::string file_not_found_text(const std::string& name) {
+    return name + " was not found in the submission folder";
+}
+
+std::string timing_unused_reason(const Finding& f) {
+    if (f.kind == FindingKind::timing_machine_unfit) {
+        return "this machine does not show the model with the exercise's own kernels, so it "
+               "cannot grade timings (the machine is unfit, not your kernel)";
+    }
+    return "timing needs a GPU for this exercise (its file sets simulator.modeled_timing: "
+           "false); the counted degree stands in";
+}
+
+std::string no_shared_tile_message(const Finding& none, const std::string& kernel_name) {
+    return "Your kernel has no shared tile: " + kernel_name +
+           " made no shared-memory load or store in " + std::to_string(none.count) +
+           (none.count == 1 ? " counted run" : " counted runs") +
+           ", so it has no bank conflicts to remove.";
+}
+
+namespace {
 
 std::string no_shared_access(const Finding& f) {
     return "your kernel has no shared tile: 0 shared load requests and 0 shared store requests "
@@ -464,7 +486,7 @@ bool is_rule(FindingKind kind) {
 std::string place_text(const FindingPlace& place) {
     if (place.line <= 0) {
         return place.ptx_line > 0 ? "PTX line " + std::to_string(place.ptx_line)
-                                  : std::string("a line the PTX does not name");
+                                  : describe_line_place(place.file, place.line);
     }
     if (place.file.empty()) {
         return "line " + std::to_string(place.line);  // the PTX names no file for it
@@ -599,12 +621,8 @@ std::string finding_text(const Finding& f, const Wording& w) {
         case FindingKind::clock_read:
             return clock_read(f);
         case FindingKind::timing_machine_unfit:
-            return "timing not used: this machine does not show the model with the exercise's "
-                   "own kernels, so it cannot grade timings (the machine is unfit, not your "
-                   "kernel)";
         case FindingKind::timing_needs_gpu:
-            return "timing not used: timing needs a GPU for this exercise (its file sets "
-                   "simulator.modeled_timing: false); the counted degree stands in";
+            return "timing not used: " + timing_unused_reason(f);
         case FindingKind::sentence_given:
             return "\"" + f.text + "\"";
         case FindingKind::sentence_is_example:

@@ -58,6 +58,19 @@ std::string missing_barrier_text(const Finding& evidence);
 std::string timing_only_message(const std::string& counts_clean, const Finding& failed_rule,
                                 const Wording& wording);
 
+// "probe.cu was not found in the submission folder": the read's account of a file handed in
+// with no such name (kernel_file_missing), before the name it seems to have meant.
+std::string file_not_found_text(const std::string& name);
+
+// Why a grade's times are not used (timing_machine_unfit, timing_needs_gpu), as a timing check
+// that was not run says it: "this machine does not show the model with the exercise's own ...".
+std::string timing_unused_reason(const Finding& unused);
+
+// A counted-degree check's message where the kernel made no shared access (no_shared_access):
+// "Your kernel has no shared tile: probe made no shared-memory load or store in 3 counted runs,
+// so it has no bank conflicts to remove."
+std::string no_shared_tile_message(const Finding& none, const std::string& kernel_name);
+
 // "(at strides 1, 3 and 8)", "(at 7 strides)"; empty for fewer than two.
 std::string strides_text(std::vector<int> strides);
 

@@ -13,7 +13,7 @@
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
-#include "model/describe.hpp"
+#include "report/describe.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader::report_detail {
