@@ -5,18 +5,25 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/bank_model.hpp"
 #include "model/diagnosis.hpp"
 #include "model/finding.hpp"
 #include "model/json.hpp"
+#include "model/observations.hpp"
 #include "report/diagnosis_text.hpp"
 #include "report/findings_text.hpp"
+#include "test_paths.hpp"
 
 using namespace grader;
 

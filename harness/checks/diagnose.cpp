@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,10 +20,13 @@
 #include "compile/nvrtc_log.hpp"
 #include "exercise/exercise.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
 #include "report/describe.hpp"
 #include "report/diagnosis_text.hpp"
+#include "report/findings_text.hpp"
 
 namespace grader {
 namespace {

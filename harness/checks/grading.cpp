@@ -23,6 +23,8 @@
 #include "common/text.hpp"
 #include "compile/nvrtc_log.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
+#include "model/observations.hpp"
 #include "report/describe.hpp"
 #include "report/findings_text.hpp"
 #include "text/text_safety.hpp"

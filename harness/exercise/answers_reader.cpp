@@ -20,6 +20,7 @@
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "exercise/yaml_file.hpp"
+#include "model/finding.hpp"
 
 // The answers file: every fault is the student's, recorded as a SubmissionProblem with its line
 // and field and graded by the answers check; nothing here throws for what a student wrote.

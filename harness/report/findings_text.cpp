@@ -4,11 +4,14 @@
 #include "report/findings_text.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "common/text.hpp"
+#include "model/observations.hpp"
 #include "report/describe.hpp"
 #include "text/text_safety.hpp"
 
