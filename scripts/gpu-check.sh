@@ -69,6 +69,9 @@
 #             decimal comma, a unit, a blank sentence give 15/15 PASS with a note; a wrong
 #             prediction 14/15 PASS; the placeholder id 14/15 FAIL; a misnamed file names the
 #             rename; each report's second line is its diagnosis
+#   findings  issue 40's six cases on the GPU (tests/fixtures/submissions and padding): each graded
+#             in text and JSON, its reason (the summary) and the first screen of its report up to
+#             the rule, with the number of lines; reports in OUT_DIR/findings/
 # Environment: GRADER_BUILD_DIR (default build), GRADER_BEFORE (bench: the other build's install
 # prefix, default .carry/before), NCU_COMPARE_STRIDES (passed on), GRADER_CORPUS_SIM
 # (corpus: the simulator's corpus-sim.json made beforehand by tests/test_corpus on a machine
@@ -80,7 +83,7 @@ shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
   sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
-            corpus lock serve behaviours class2 spin slips)
+            corpus lock serve behaviours class2 spin slips findings)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -530,6 +533,32 @@ run_spin() {
   python3 "$root/scripts/bench/gpu_hold.py" $scratch/spin-out/*/report.json
 }
 
+run_findings() {
+  section "issue 40's cases: the reason each report gives on the GPU, and its first screen"
+  mkdir -p "$out/findings"
+  local folder name extra screen
+  for folder in tests/fixtures/submissions/pointer_chase_missing_barrier \
+                tests/fixtures/submissions/never_reads_the_tile \
+                tests/fixtures/submissions/same_value_flag \
+                tests/fixtures/submissions/load_check_strided_fill \
+                tests/fixtures/padding/padded_strided_global_write \
+                tests/fixtures/padding/tile_16x17 \
+                tests/fixtures/padding/missing_barrier; do
+    name=$(basename "$folder")
+    extra=()
+    [ "${folder#tests/fixtures/padding}" != "$folder" ] && extra=("${padding[@]}")
+    "$grader" grade "$folder" "${extra[@]}" --backend cuda --seed 20261202 --format json \
+      -o "$out/findings/$name.json" --quiet
+    "$grader" grade "$folder" "${extra[@]}" --backend cuda --seed 20261202 \
+      > "$out/findings/$name.txt" 2>&1
+    screen=$(awk -v rule="$(printf '%100s' '' | tr ' ' '-')" '$0 == rule {exit} {n++} END {print n}' \
+      "$out/findings/$name.txt")
+    echo "--- $name: first screen $screen lines; cause $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print((d.get("diagnosis") or {}).get("cause"), d["verdict"], d["score"])' "$out/findings/$name.json")"
+    awk -v rule="$(printf '%100s' '' | tr ' ' '-')" '$0 == rule {exit} {print}' \
+      "$out/findings/$name.txt"
+  done
+}
+
 run_slips() {
   section "slips: what each slip of student/example costs on the GPU (scripts/slips.py)"
   python3 "$root/scripts/slips.py" "$grader" --seed 7 | tee "$out/slips.txt"
@@ -537,7 +566,7 @@ run_slips() {
 
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|class2|spin|slips)
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|class2|spin|slips|findings)
       "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac

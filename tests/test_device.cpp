@@ -234,7 +234,10 @@ TEST_CASE("every request and its reply cross the socket as they were sent") {
         launch.message = "too many resources";
         launch.outputs = {1.5F, -0.0F, 3.25F};
         launch.kernel_ms = 0.125;
-        launch.races = {"a race"};
+        Finding race;
+        race.kind = FindingKind::race_read_after_write;
+        race.lines = {{"probe.cu", 34, 9, 0}, {"probe.cu", 25, 9, 0}};
+        launch.findings = {race};
         launch.counts = SharedAccessCounts{};
         launch.counts->load_wavefronts = 77;
         return launch;
@@ -297,7 +300,9 @@ TEST_CASE("every request and its reply cross the socket as they were sent") {
     CHECK(*launch.kernel_ms == 0.125);
     REQUIRE(launch.counts);
     CHECK(launch.counts->load_wavefronts == 77);
-    CHECK(launch.races == std::vector<std::string>{"a race"});
+    REQUIRE(launch.findings.size() == 1);
+    CHECK(launch.findings[0].kind == FindingKind::race_read_after_write);
+    CHECK(launch.findings[0].lines[1].line == 25);
     const TimingSamples samples = client.receive(rq::kTime);
     CHECK(samples.per_round_ms == std::vector<std::vector<double>>{{1.0, 2.0}, {3.0, 4.0}});
     CHECK(samples.launches_per_sample == std::vector<int>{2, 1});

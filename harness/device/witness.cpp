@@ -36,15 +36,18 @@ SimulatorWitness witness_student(const Exercise& exercise, std::uint64_t seed,
     InputSpec input = exercise.inputs.front();
     input.simulated_blocks = 1;
     for (const int stride : strides) {
-        const DeviceLaunch launch = simulated->run(input, words, stride);
+        DeviceLaunch launch = simulated->run(input, words, stride);
+        // What it saw before a stop too: a read racing a fill is why the simulator may fault
+        // where a GPU reads stale words.
+        for (Finding& finding : launch.findings) {
+            finding.witness = true;
+            witness.findings[stride].push_back(std::move(finding));
+        }
         if (launch.end != DeviceLaunch::End::completed) {
             continue;
         }
         if (launch.counts) {
             witness.counts[stride] = *launch.counts;
-        }
-        if (!launch.races.empty()) {
-            witness.races[stride] = launch.races;
         }
     }
     return witness;

@@ -15,13 +15,15 @@
 #include "compile/compile.hpp"
 #include "device/device.hpp"
 #include "exercise/exercise.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
 
 namespace grader {
 
 struct SimulatorWitness {
-    std::map<int, SharedAccessCounts> counts;       // by stride
-    std::map<int, std::vector<std::string>> races;  // by stride, one sentence each
+    std::map<int, SharedAccessCounts> counts;  // by stride
+    // Shared-memory races and unwritten reads, by stride, each marked as the witness's.
+    std::map<int, std::vector<Finding>> findings;
 };
 
 // The student's kernel at each of `strides` with the exercise's first input (`words`); nothing

@@ -20,6 +20,7 @@
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "exercise/yaml_file.hpp"
+#include "model/finding.hpp"
 
 // The answers file: every fault is the student's, recorded as a SubmissionProblem with its line
 // and field and graded by the answers check; nothing here throws for what a student wrote.
@@ -107,12 +108,14 @@ public:
     SubmissionReader(std::string shown_path, bool percent, Submission& submission)
         : shown_path_(std::move(shown_path)), percent_(percent), submission_(submission) {}
 
-    void problem(const YAML::Mark& mark, const std::string& field, const std::string& message) {
-        submission_.problems.push_back({location_of(shown_path_, mark), field, message});
+    void problem(const YAML::Mark& mark, const std::string& field, const std::string& message,
+                 FindingKind kind = FindingKind::answer_malformed) {
+        submission_.problems.push_back({location_of(shown_path_, mark), field, kind, message});
     }
 
     void note(const YAML::Mark& mark, const std::string& field, const std::string& message) {
-        submission_.notes.push_back({location_of(shown_path_, mark), field, message});
+        submission_.notes.push_back(
+            {location_of(shown_path_, mark), field, FindingKind::answer_read_as_meant, message});
     }
 
     void count_answer() { ++submission_.answers_given; }
@@ -139,7 +142,7 @@ public:
     }
 
     void blank(const YAML::Node& node, const std::string& field, const std::string& what_it_is) {
-        problem(node.Mark(), field, "still blank: fill in " + what_it_is);
+        problem(node.Mark(), field, what_it_is, FindingKind::answer_blank);
     }
 
     std::optional<std::string> text(const YAML::Node& map, const std::string& key, bool required,
@@ -453,13 +456,11 @@ Submission load_submission(const fs::path& directory, const Exercise& exercise) 
         std::string message = parsed.failure;
         const std::string meant =
             parsed.not_found ? meant_file_hint(directory, exercise.submission_answers) : "";
-        if (!meant.empty()) {
-            message += meant;
-        } else if (parsed.failure_location->line == 0) {
-            message += "; start from the starter kit's " + exercise.submission_answers +
-                       " and fill in every blank";
-        }
-        submission.problems.push_back({*parsed.failure_location, "", message});
+        // A file not read at all (at line 0) gets its fix from the diagnosis: start again from
+        // the starter kit's (report/diagnosis_text.cpp).
+        message += meant;
+        submission.problems.push_back(
+            {*parsed.failure_location, "", FindingKind::answer_malformed, message});
         submission.unreadable = !parsed.not_found;
         submission.missing = parsed.not_found;
         return submission;
@@ -472,8 +473,7 @@ Submission load_submission(const fs::path& directory, const Exercise& exercise) 
     if (is_placeholder_id(submission.student_id)) {
         // The README's form reads student_id: "your-id": an id left so joins no gradebook.
         reader.problem(find_value(root, "student_id").Mark(), "student_id",
-                       "still the placeholder " + quote(submission.student_id) +
-                           ": write your own student id, as your course knows you, in quotes");
+                       quote(submission.student_id), FindingKind::answer_placeholder);
     }
     submission.gpu_name =
         reader.text(root, "gpu", false, "the GPU you measured on, e.g. \"Tesla T4\"").value_or("");

@@ -91,6 +91,7 @@ void GradeCompiles::record_student(CompiledKernel student, Environment& environm
     if (sources_.requests.count(std::string(kStudentKernel)) == 0) {
         compiled.outcome.attempted = false;
         compiled.outcome.log = sources_.student_missing_reason;
+        compiled.outcome.source_missing = sources_.student_not_found;
     } else {
         compiled = std::move(student);
         environment.confinement = compiled.confinement;

@@ -58,6 +58,8 @@ bool CorrectnessRuns::launch(std::size_t run, const Stage& stage, std::vector<Ke
         report_all(runs);  // the device failed (Device::run says so)
         throw;
     }
+    current_.run.findings.insert(current_.run.findings.end(), launch.findings.begin(),
+                                 launch.findings.end());
     if (launch.end != DeviceLaunch::End::completed) {
         report_all(runs);
         const KernelRun& failed = current_.run;
@@ -81,13 +83,6 @@ void CorrectnessRuns::keep_observations(const InputSpec& input, const DeviceLaun
     if (&input == &exercise_.inputs.front() && launch.counts) {
         run.counts = launch.counts;
         run.count_source = "simulator";
-    }
-    const std::vector<std::string> notes = bounded_lines(launch.notes);
-    run.notes.insert(run.notes.end(), notes.begin(), notes.end());
-    for (const std::string& race : bounded_lines(launch.races)) {
-        if (std::find(run.races.begin(), run.races.end(), race) == run.races.end()) {
-            run.races.push_back(race);
-        }
     }
 }
 

@@ -28,6 +28,7 @@
 #include "model/explanation.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
+#include "report/diagnosis_text.hpp"
 
 namespace grader {
 namespace {
@@ -140,16 +141,8 @@ std::optional<FolderProblem> folder_problem_of(const Exercise& exercise,
         }
     }
     if (!misnamed.empty()) {
-        std::string holds;
-        std::string renames;
-        for (std::size_t i = 0; i < misnamed.size(); ++i) {
-            const auto& [found, asked] = misnamed[i];
-            holds += (i == 0 ? "" : ", and ") + found + ", not " + asked;
-            renames += (i == 0 ? "" : " and ") + found + " to " + asked;
-        }
         return FolderProblem{FolderProblem::Kind::misnamed_file, misnamed.front().first,
-                             "the folder holds " + holds + ": rename " + renames +
-                                 " (file names are exact, case included)"};
+                             misnamed_files_text(misnamed)};
     }
     if (source) {
         return std::nullopt;

@@ -1,16 +1,6 @@
 #include "grade/launches.hpp"
 
-#include "text/text_safety.hpp"
-
 namespace grader {
-
-std::vector<std::string> bounded_lines(const std::vector<std::string>& lines) {
-    std::vector<std::string> bounded;
-    for (const std::string& line : lines) {
-        bounded.push_back(text::shorten(line, kMaxLaunchLineBytes));
-    }
-    return bounded;
-}
 
 Ending ending_of(DeviceLaunch::End end) {
     switch (end) {

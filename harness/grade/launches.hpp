@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <string>
-#include <vector>
 
 #include "device/device.hpp"
 #include "exercise/exercise.hpp"
@@ -13,10 +12,9 @@
 
 namespace grader {
 
-// A line a launch reports (a race, a note) names places from the PTX's .file lines, which an asm
-// comment can forge at any length: each is bounded before it joins a message of the worker.
+// A launch's stop message names places from the PTX's .file lines, which an asm comment can
+// forge at any length: it is bounded before it joins a message of the worker.
 inline constexpr std::size_t kMaxLaunchLineBytes = 600;
-std::vector<std::string> bounded_lines(const std::vector<std::string>& lines);
 
 // How a launch that did not complete ends its stage.
 Ending ending_of(DeviceLaunch::End end);

@@ -44,6 +44,7 @@ void to_json(nlohmann::json& j, const Submission& v) {
         for (const auto& problem : list) {
             problems.push_back({{"location", problem.location},
                                 {"field", problem.field},
+                                {"kind", std::string(to_string(problem.kind))},
                                 {"message", problem.message}});
         }
         return problems;
@@ -94,6 +95,8 @@ void from_json(const nlohmann::json& j, Submission& v) {
                 problem["location"].get_to(p.location);
             }
             p.field = problem.value("field", "");
+            p.kind = finding_kind_from_string(problem.value("kind", ""))
+                         .value_or(FindingKind::answer_malformed);
             p.message = problem.value("message", "");
             list.push_back(p);
         }

@@ -63,13 +63,11 @@ void SharedCounts::merge(const HardwareCounts& hardware, std::uint64_t grid_bloc
     }
     const SimulatorWitness witness = witness_.valid() ? witness_.get() : SimulatorWitness{};
     for (KernelRun* run : counted) {
-        const auto races = witness.races.find(run->stride);
-        if (races == witness.races.end()) {
+        const auto found = witness.findings.find(run->stride);
+        if (found == witness.findings.end()) {
             continue;
         }
-        for (const std::string& race : bounded_lines(races->second)) {
-            run->races.push_back("the simulator, running this source: " + race);
-        }
+        run->findings.insert(run->findings.end(), found->second.begin(), found->second.end());
         sink.run(*run);
     }
     if (!hardware.counted) {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "model/describe.hpp"
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"
+#include "report/describe.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"

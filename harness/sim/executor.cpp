@@ -391,6 +391,7 @@ void Executor::swap_block(BlockState& state) {
     std::swap(races_, state.races);
     std::swap(reduction_true_, state.reduction_true);
     std::swap(reduction_arrived_, state.reduction_arrived);
+    std::swap(block_barriers_, state.barriers);
 }
 
 std::size_t Executor::globals_bytes() const {
@@ -517,6 +518,7 @@ void Executor::start_block(Dim3 b, bool checked, std::uint32_t place) {
         races_.start_block((shared_bytes_ + 3) / 4);
     reduction_true_ = 0;
     reduction_arrived_ = 0;
+    block_barriers_ = 0;
     for (Warp& w : warps_)
         init_warp(w);
 }
@@ -561,6 +563,7 @@ bool Executor::step_block() {
     reduction_arrived_ = 0;
     if (checked_)
         races_.barrier();
+    ++block_barriers_;
     // The warps waited for the last one to arrive.
     std::uint64_t arrived = 0;
     for (const Warp& w : warps_)

@@ -212,6 +212,7 @@ struct BlockState {
     RaceTracker races;
     std::uint64_t reduction_true = 0;
     std::uint64_t reduction_arrived = 0;
+    std::uint32_t barriers = 0;
 };
 
 class Executor;
@@ -301,6 +302,7 @@ private:
     bool access_raced_ = false;  // the warp-wide access being executed found a race
     // The (line, earlier line, kind) of each race reported, to report each once.
     std::vector<std::array<std::uint32_t, 3>> reported_races_;
+    std::uint32_t block_barriers_ = 0;  // barriers the current block has completed
 
     // ---- threads and locations ----
 

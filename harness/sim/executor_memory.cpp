@@ -687,6 +687,7 @@ void Executor::record_uninitialized(const Warp& w, unsigned lane, std::uint64_t 
     u.byte_offset = byte_offset;
     u.word = byte_offset / 4;
     locate_variable(byte_offset, u.variable, u.word_in_variable);
+    u.barriers_before = block_barriers_;
     result_.uninitialized_shared_read = std::move(u);
 }
 
@@ -712,7 +713,9 @@ std::string Executor::lane_text(const ThreadId& t) {
 // Counts the race for this warp-wide access and reports it once per pair of instructions.
 void Executor::record_race(const Warp& w, unsigned lane, const RaceHit& hit,
                            std::uint64_t byte_offset) {
-    access_raced_ = true;
+    // Two writes of one value race only in name (racecheck's INFO): not counted among the
+    // accesses that raced.
+    access_raced_ = access_raced_ || hit.kind != RaceKind::same_value_write;
     if (result_.races.size() >= LaunchResult::kMaxReportedRaces)
         return;
     // One report per pair of source lines: unrolled copies of a loop's access share one.
@@ -768,6 +771,13 @@ void Executor::record_race(const Warp& w, unsigned lane, const RaceHit& hit,
             race.message = lane_text(race.thread) + block + " wrote " + word + " at " +
                            location_text(race.where) + ", which " + lane_text(race.other) +
                            " also wrote at " + location_text(race.earlier) + unsynchronized;
+            break;
+        case RaceKind::same_value_write:
+            race.kind = SharedRace::Kind::same_value_write;
+            race.message = lane_text(race.thread) + block + " wrote " + word + " at " +
+                           location_text(race.where) + ", which " + lane_text(race.other) +
+                           " also wrote at " + location_text(race.earlier) +
+                           ", the same value, with no __syncthreads() between them";
             break;
         case RaceKind::one_store_two_values:
         case RaceKind::none:

@@ -315,6 +315,9 @@ struct UninitializedSharedRead {
     std::uint64_t word = 0;         // byte_offset / 4
     std::string variable;           // the .shared variable that holds the word, if known
     std::uint64_t word_in_variable = 0;
+    // Barriers the block had completed before the read: none, and the word a store of the
+    // kernel writes later is a missing barrier rather than a tile never written.
+    std::uint32_t barriers_before = 0;
 };
 
 // A shared-memory race: two warps touched a word, at least one writing, with no barrier of the
@@ -327,6 +330,7 @@ struct SharedRace {
         write_after_read,      // wrote a word another warp had read
         write_after_write,     // wrote a word another warp had written
         one_store_two_values,  // lanes of one store, different values, one word
+        same_value_write,      // wrote a word another warp had written, the same value
     };
     Kind kind = Kind::read_after_write;
     // One sentence naming the lines, the word (variable[index] where known) and the lanes.
