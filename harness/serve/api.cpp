@@ -285,6 +285,12 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
                                    {"role", to_string(person.role)},
                                    {"exercises", exercises},
                                    {"gpu", service_.options().gpu},
+                                   // What an upload may be, so a client refuses (and says why)
+                                   // before it sends what a proxy would cut off.
+                                   {"upload",
+                                    {{"max_bytes", service_.options().upload.max_total_bytes},
+                                     {"max_file_bytes", service_.options().upload.max_file_bytes},
+                                     {"max_files", service_.options().upload.max_files}}},
                                    {"rate",
                                     {{"limit", service_.options().rate.count},
                                      {"window_seconds", service_.options().rate.window_seconds},
