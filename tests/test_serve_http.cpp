@@ -518,6 +518,57 @@ TEST_CASE("grader submit says why an upload is refused before sending it, and ex
     running.kill(SIGTERM);
 }
 
+TEST_CASE("grader serve --slurm refuses to start where its script cannot submit") {
+    const fs::path folder = fresh_folder("slurm-check");
+    fs::create_directories(folder / "empty-path");
+    // scripts/slurm/submit.sh --check, with no sbatch on PATH: refused at once, saying so.
+    const CommandResult refused = run_command(
+        "PATH='" + (folder / "empty-path").string() + "' '" + std::string(GRADER_BINARY) +
+        "' serve --listen 127.0.0.1:0 --state '" + (folder / "state").string() + "' --slurm '" +
+        std::string(GRADER_SOURCE_DIR) + "/scripts/slurm/submit.sh' 2>&1");
+    CHECK_MESSAGE(refused.status == 2, refused.output);
+    CHECK(refused.output.find("sbatch is not on PATH") != std::string::npos);
+    CHECK(refused.output.find("never comes") != std::string::npos);
+    const CommandResult missing = run_command(
+        "'" + std::string(GRADER_BINARY) + "' serve --listen 127.0.0.1:0 --state '" +
+        (folder / "state").string() + "' --slurm '" + (folder / "absent.sh").string() + "' 2>&1");
+    CHECK_MESSAGE(missing.status == 2, missing.output);
+    CHECK(missing.output.find("no executable script there") != std::string::npos);
+}
+
+TEST_CASE("a wave Slurm does not take is the service's fault, said to the student and logged") {
+    const fs::path folder = fresh_folder("slurm-fails");
+    const fs::path script = folder / "submit.sh";
+    std::ofstream(script) << "#!/bin/sh\necho 'sbatch: error: Batch job submission failed' >&2\n"
+                             "exit 1\n";
+    fs::permissions(script, fs::perms::owner_all);
+    auto options = sim_only(folder / "state", 1);
+    options.gpu = true;
+    options.slurm.submit_script = script;
+    options.slurm.backend = "sim";
+    std::vector<std::string> logged;
+    std::mutex logged_mutex;
+    options.log = [&](const std::string& line) {
+        std::lock_guard<std::mutex> lock(logged_mutex);
+        logged.push_back(line);
+    };
+    InProcessService running(options);
+    const Client ann = running.client("ann");
+    const auto sent = ann.submit_example();
+    REQUIRE(sent.status == 201);
+    // Before: the GPU's lane said "being graded" until the wave's deadline.
+    const auto done = ann.wait_done(nlohmann::json::parse(sent.body)["id"], 120);
+    REQUIRE_MESSAGE(done.contains("lanes"), done.dump());
+    const auto& gpu = done.at("lanes").at("gpu");
+    CHECK_MESSAGE(gpu["state"] == "done", done.dump());
+    CHECK(gpu["verdict"] == "ungradable");
+    CHECK(gpu["summary"].get<std::string>().find("the service's fault, not your submission's") !=
+          std::string::npos);
+    std::lock_guard<std::mutex> lock(logged_mutex);
+    REQUIRE(!logged.empty());
+    CHECK(logged.front().find("a Slurm wave could not be submitted") != std::string::npos);
+}
+
 namespace {
 
 std::string nginx_path() {

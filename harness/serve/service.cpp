@@ -508,9 +508,20 @@ void Service::slurm_loop() {
                                          (run / "submit.log").string());
             }
         } catch (const std::exception& error) {
+            // The service's fault, said to each student at once: a wave never submitted has
+            // nothing to wait for, and its lanes would say "being graded" until the deadline.
             if (options_.log) {
                 options_.log(std::string("a Slurm wave could not be submitted: ") + error.what());
             }
+            for (const Job& job : wave) {
+                store_->finish(job.attempt, Lane::gpu, "ungradable", 0, 0,
+                               "the service could not hand this grade to the course's GPU "
+                               "cluster (its Slurm submission failed): the service's fault, not "
+                               "your submission's; the instructor has the details in the "
+                               "service's log",
+                               now_seconds());
+            }
+            continue;
         }
         // Each task of the array writes RUN/shards/I/<folder>/report.json as it grades: a report
         // is filed as soon as it is there. The wave is over when every task has written its
