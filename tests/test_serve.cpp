@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exercise/exercise.hpp"
+#include "grader_run.hpp"
 #include "serve/roster.hpp"
 #include "serve/service.hpp"
 #include "serve/store.hpp"

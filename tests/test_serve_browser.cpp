@@ -16,7 +16,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "serve/devtools.hpp"
@@ -24,6 +23,7 @@
 #include "serve/http_server.hpp"
 #include "serve/service.hpp"
 #include "serve/service_fixture.hpp"
+#include "serve/store.hpp"
 #include "serve/zip_maker.hpp"
 #include "test_paths.hpp"
 
@@ -264,11 +264,17 @@ TEST_CASE(
     CHECK(browser.evaluate("new Set(Array.from(" + table +
                            ".querySelectorAll('tbody tr:not(.inactive) td'), td => "
                            "getComputedStyle(td).backgroundColor)).size") == 1);
-    for (const auto& [width, height, mobile, name] :
-         {std::tuple<int, int, bool, const char*>{360, 780, true, "serve-page-360.png"},
-          std::tuple<int, int, bool, const char*>{1280, 900, false, "serve-page-1280.png"}}) {
+    struct Window {
+        int width;
+        int height;
+        bool mobile;
+        const char* screenshot;
+    };
+    for (const Window& window : {Window{360, 780, true, "serve-page-360.png"},
+                                 Window{1280, 900, false, "serve-page-1280.png"}}) {
+        const int width = window.width;
         CAPTURE(width);
-        browser.viewport(width, height, mobile);
+        browser.viewport(width, window.height, window.mobile);
         CHECK(sideways_overflow(browser) == 0);
         // A table keeps its words whole: at 360 px its headers were broken letter by letter.
         CHECK(browser.evaluate("(() => { const th = document.querySelector('#lane-sim table th');"
@@ -280,7 +286,8 @@ TEST_CASE(
                                "t.parentElement.getBoundingClientRect().right).every(r => r <= " +
                                std::to_string(width) + ")") == true);
         fs::create_directories(artifacts_dir());
-        std::ofstream(artifacts_dir() / name, std::ios::binary) << browser.screenshot();
+        std::ofstream(artifacts_dir() / window.screenshot, std::ios::binary)
+            << browser.screenshot();
     }
 
     // Sign-out forgets the token: in the page, in the browser's storage, after a reload.

@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include "text/text_safety.hpp"

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "batch/batch.hpp"
 #include "common/version.hpp"
