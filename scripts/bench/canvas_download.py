@@ -164,7 +164,10 @@ def import_scores(path, column):
     if column not in header:
         return None, header
     at = header.index(column)
-    return {row[1]: row[at] for row in rows[2:]}, header
+    # Scores are out of the column's points possible (the exercise's points: 15 in Part 1, 11 in
+    # Part 2); they are compared as fractions of it.
+    points = float(rows[1][at])
+    return {row[1]: float(row[at]) / points for row in rows[2:]}, header
 
 
 def main():
@@ -242,7 +245,7 @@ def main():
                             "-o", report] + exercise_flag, capture_output=True)
             with open(report, encoding="utf-8") as f:
                 graded = json.load(f)
-            return graded["score"] / graded["max_score"] * 15.0 if graded["max_score"] else 0.0
+            return graded["score"] / graded["max_score"] if graded["max_score"] else 0.0
 
         started = time.monotonic()
         for user, entry in plan.items():
@@ -264,9 +267,10 @@ def main():
                     mismatches.append(f"{entry['name']} ({user}) handed in nothing and has {got}")
                 continue
             key = "text entry" if entry["how"] == "text entry" else entry["kind"]
-            if got is None or abs(float(got) - alone[key]) > 0.01:
+            if got is None or abs(got - alone[key]) > 1e-4:
                 mismatches.append(f"{entry['name']} ({user}, {entry['how']}, {entry['kind']}): "
-                                  f"{got} in the import, {alone[key]:.2f} graded alone")
+                                  f"{got} of the points in the import, {alone[key]:.4f} "
+                                  f"graded alone")
         # A sample graded alone from their own folder as handed in (unpacked or not).
         sample = rng.sample([u for u, e in plan.items() if e["how"] not in ("nothing",)],
                             min(args.sample, len(plan)))
@@ -278,9 +282,9 @@ def main():
                 continue
             own = grade_alone(os.path.join(class_dir, folders[0]))
             sampled.append(user)
-            if scores.get(user) is None or abs(float(scores[user]) - own) > 0.01:
+            if scores.get(user) is None or abs(scores[user] - own) > 1e-4:
                 mismatches.append(f"{plan[user]['name']} ({user}): {scores.get(user)} in the "
-                                  f"import, {own:.2f} when their folder is graded alone")
+                                  f"import, {own:.4f} when their folder is graded alone")
         timings[f"{part} graded alone"] = time.monotonic() - started
         hows = {}
         for entry in plan.values():
