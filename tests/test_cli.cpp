@@ -347,24 +347,34 @@ TEST_CASE("batching an empty class warns that the class outputs are empty") {
     CHECK(run.output.find("holds no submission folder") != std::string::npos);
 }
 
-TEST_CASE("reusing the output folder of another exercise's batch warns") {
+TEST_CASE("a batch resumed into another exercise's output grades that one, and refuses another") {
     const auto empty = scratch("empty-class-2");
     std::filesystem::create_directories(empty);
     const auto output = scratch("other-exercise-out");
     std::filesystem::remove_all(output);
     std::filesystem::create_directories(output);
     write_text(output / "summary.json", R"({"exercise_id": "day15-padding"})");
+    // Without --exercise: the run's own (it warned before, and graded the default into it).
     const GraderRun run =
         run_grader({"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"},
                    {}, kNoGpu);
-    CHECK(run.output.find("holds the class outputs of exercise day15-padding") !=
+    CHECK(run.exit_code == 0);
+    CHECK(run.output.find("graded exercise day15-padding: resumed as that exercise") !=
           std::string::npos);
-    // The same exercise: no warning.
+    // Another exercise than the run's: refused in one line.
+    const GraderRun other = run_grader({"batch", empty.string(), "-o", output.string(), "--backend",
+                                        "sim", "--resume", "--exercise", "day15-bank-conflicts"},
+                                       {}, kNoGpu);
+    CHECK(other.exit_code == 2);
+    CHECK(other.output.find("graded exercise day15-padding, not day15-bank-conflicts as "
+                            "--exercise says") != std::string::npos);
+    // The same exercise: nothing to say.
     write_text(output / "summary.json", R"({"exercise_id": "day15-bank-conflicts"})");
     const GraderRun same =
         run_grader({"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"},
                    {}, kNoGpu);
-    CHECK(same.output.find("holds the class outputs of exercise") == std::string::npos);
+    CHECK(same.exit_code == 0);
+    CHECK(same.output.find("graded exercise") == std::string::npos);
 }
 
 TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, line and field") {

@@ -268,6 +268,12 @@ ApiResponse me(ApiCall& call) {
                            {"role", to_string(call.person.role)},
                            {"exercises", exercises},
                            {"gpu", service.options().gpu},
+                           // What an upload may be, so a client refuses (and says why) before
+                           // it sends what a proxy would cut off.
+                           {"upload",
+                            {{"max_bytes", service.options().upload.max_total_bytes},
+                             {"max_file_bytes", service.options().upload.max_file_bytes},
+                             {"max_files", service.options().upload.max_files}}},
                            {"rate",
                             {{"limit", service.options().rate.count},
                              {"window_seconds", service.options().rate.window_seconds},

@@ -780,7 +780,7 @@ std::vector<Job> Service::claim_wave(std::string& exercise_id) {
     return wave;
 }
 
-void Service::submit_wave(const std::vector<Job>& wave, const std::string& exercise_id,
+bool Service::submit_wave(const std::vector<Job>& wave, const std::string& exercise_id,
                           const fs::path& run) {
     const Exercise* exercise = this->exercise(exercise_id);
     try {
@@ -809,10 +809,21 @@ void Service::submit_wave(const std::vector<Job>& wave, const std::string& exerc
                                      (run / "submit.log").string());
         }
     } catch (const std::exception& error) {
+        // The service's fault, said to each student at once: a wave never submitted has nothing
+        // to wait for, and its lanes would say "being graded" until the deadline.
         if (options_.log) {
             options_.log(std::string("a Slurm wave could not be submitted: ") + error.what());
         }
+        for (const Job& job : wave) {
+            store_->finish(job.attempt, Lane::gpu, "ungradable", 0, 0,
+                           "the service could not hand this grade to the course's GPU cluster "
+                           "(its Slurm submission failed): the service's fault, not your "
+                           "submission's; the instructor has the details in the service's log",
+                           now_seconds(), true);
+        }
+        return false;
     }
+    return true;
 }
 
 std::vector<Job> Service::collect_wave(std::vector<Job> pending, const fs::path& run) {
@@ -894,7 +905,9 @@ void Service::slurm_wave(std::size_t& wave_number) {
     const fs::path run = options_.state_dir / "slurm" /
                          ("wave-" + std::to_string(static_cast<long>(now_seconds())) + "-" +
                           std::to_string(++wave_number));
-    submit_wave(wave, exercise_id, run);
+    if (!submit_wave(wave, exercise_id, run)) {
+        return;
+    }
     // Each task of the array writes RUN/shards/I/<folder>/report.json as it grades: a report is
     // filed as soon as it is there. The wave is over when every task has written its shard.json
     // (or at the deadline); the merge's class outputs are not waited for.

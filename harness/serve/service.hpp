@@ -175,9 +175,9 @@ private:
     // The next queued GPU grades, fairly ordered, of one exercise (the first of another goes
     // back for the next wave), at most the wave's size.
     std::vector<Job> claim_wave(std::string& exercise_id);
-    // The wave's files copied into RUN/submissions and handed to the submit script; a failure
-    // is logged, and the wave's grades wait for their deadline.
-    void submit_wave(const std::vector<Job>& wave, const std::string& exercise_id,
+    // The wave's files copied into RUN/submissions and handed to the submit script. False where
+    // that failed: it is logged, and the wave's attempts end at once as the service's fault.
+    bool submit_wave(const std::vector<Job>& wave, const std::string& exercise_id,
                      const std::filesystem::path& run);
     // Each report filed as a task writes it, until every task is done, the deadline or a stop;
     // the grades left without one.

@@ -589,6 +589,10 @@ ClassData compute_class_data(const std::vector<ClassEntry>& entries,
     ClassData data;
     data.sorted = sorted_by_folder(entries);
     data.summary = summarize_class(entries);
+    if (data.summary.exercise_id.empty()) {
+        // A class with no report yet still graded its exercise: a resumed run reads it here.
+        data.summary.exercise_id = options.exercise_id;
+    }
     data.clusters = cluster_sentences(entries, options);
     data.flags = flags_with(entries, options, data.clusters);
     return data;
