@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -35,11 +36,17 @@ struct MergeCommandOptions {
 };
 
 int run_merge_command(const MergeCommandOptions& options, const GlobalOptions& global) {
-    // The shards' own exercise (their manifests say it), never a default.
+    // The shards' own exercise (their manifests say it), never a default. A manifest that cannot
+    // be read names no exercise here: the merge refuses it below, with every other problem.
     std::optional<std::string> shards_exercise;
     for (const auto& shard : options.shards) {
-        if (const auto manifest = read_manifest(shard);
-            manifest && !manifest->exercise_id.empty()) {
+        std::optional<ShardManifest> manifest;
+        try {
+            manifest = read_manifest(shard);
+        } catch (const std::runtime_error&) {
+            continue;
+        }
+        if (manifest && !manifest->exercise_id.empty()) {
             shards_exercise = manifest->exercise_id;
             break;
         }
