@@ -756,7 +756,8 @@ TEST_CASE("student/README.md quotes report lines as the grader prints them") {
             run_grader({"grade", filled_kit("readme-race", "7.91", false, true).string(),
                         "--backend", "sim", "--seed", "1"},
                        {}, kNoGpu);
-        std::string quote = readme_quote("... with no __syncthreads() between them");
+        CAPTURE(run.output);
+        std::string quote = readme_quote("... with no __syncthreads() completed before the read");
         quote = quote.substr(quote.find("with no __syncthreads()"));
         CAPTURE(quote);
         CHECK(unwrapped(run.output).find(quote) != std::string::npos);
@@ -778,6 +779,7 @@ TEST_CASE("student/README.md quotes report lines as the grader prints them") {
             run_grader({"grade", (kFixtures / "submissions" / "skips_half_the_reads").string(),
                         "--backend", "sim", "--seed", "1"},
                        {}, kNoGpu);
+        CAPTURE(run.output);
         const std::string quote = readme_quote("holds 1024, expected 2048");
         CAPTURE(quote);
         CHECK(unwrapped(run.output).find(quote) != std::string::npos);
