@@ -394,19 +394,20 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("an atomic add's NaN in shared memory is the canonical one, as its add's is") {
-    // The add of a compare-and-swap loop: an ordinary add, whose NaN a GPU makes canonical
-    // (nan_payload_sniffing); the host's would keep the payload.
+TEST_CASE("an atomic add's NaN is the canonical one in f32 and keeps its payload in f64") {
+    // As an H100 gave them (gpu-check behaviours, section 17): f32 0x7fffffff in shared and in
+    // global memory, f64 0x7ff8000000000123 kept in both; the host's f32 add would keep it.
     sim::GlobalMemory memory;
     const std::uint64_t in = upload(memory, {float_of(0x7fc00123u)});
-    const std::uint64_t out = memory.allocate(3 * 4);
-    const auto result = sim::launch(module(), "atomicNanShared", {1, 1, 1}, {32, 1, 1},
+    const std::uint64_t out = upload(memory, {0.0f, 0.0f, 0.0f, 1.0f});
+    const auto result = sim::launch(module(), "atomicNan", {1, 1, 1}, {32, 1, 1},
                                     {sim::param_bytes(in), sim::param_bytes(out)}, memory, {});
     REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
-    const auto got = read_back<std::uint32_t>(memory, out, 3);
-    CHECK(got[0] == 0x7fffffffu);
-    CHECK(got[1] == 0xffffffffu);
-    CHECK(got[2] == 0x7fffffffu);
+    const auto got = read_back<std::uint32_t>(memory, out, 4);
+    CHECK(got[0] == 0x7fffffffu);  // f32, shared
+    CHECK(got[1] == 0x7fc00123u);  // f64, shared: the payload's low half
+    CHECK(got[2] == 0x7ff80000u);  // and its high half
+    CHECK(got[3] == 0x7fffffffu);  // f32, global
 }
 
 TEST_CASE(

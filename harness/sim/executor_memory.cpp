@@ -612,12 +612,14 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
             if constexpr (std::is_floating_point_v<T>) {
                 switch (in.atom_op) {
                     case AtomOp::add:
-                        // In shared memory an ordinary add in a compare-and-swap loop: its NaN
-                        // is the add's, the canonical one.
-                        nv = r.space == Space::shared ? gpu_nan(old + v) : old + v;
+                        // A NaN as gpu-check's behaviours section 17 shows it: f32 gives the
+                        // canonical one in either space, f64 keeps the NaN operand's payload in
+                        // either (test_sim_fidelity's atomicNan).
                         if constexpr (std::is_same_v<T, float>) {
-                            if (r.space == Space::global)
-                                nv = global_atomic_sum(old, v);
+                            nv = gpu_nan(r.space == Space::global ? global_atomic_sum(old, v)
+                                                                  : old + v);
+                        } else {
+                            nv = old + v;
                         }
                         break;
                     case AtomOp::min:
