@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
 #include "report/findings_text.hpp"
 #include "report/render.hpp"
@@ -388,6 +391,49 @@ bool bears_on_failure(const Report& report, const Table& table) {
     return true;
 }
 
+namespace {
+
+// The failing threads, unless a check's findings name each of them (a platform lists the checks
+// itself).
+void render_wrong_values(const Report& report, bool with_checks, const Painter& painter,
+                         std::string& out) {
+    std::vector<std::string> wrong;
+    for (const auto& found : wrong_values(report)) {
+        if (!with_checks || !named_by_a_check(report, found)) {
+            wrong.push_back(found.line);
+        }
+    }
+    if (!wrong.empty()) {
+        out += "\n" + painter.bold("Outputs that held the wrong value") + "\n";
+        for (const auto& line : wrong) {
+            put(out, line, kIndent,
+                [&](const std::string& part) { return painter.tone(part, Tone::bad); });
+        }
+    }
+}
+
+// One footer line, so a grade can be repeated and its machine named; -v gives the rest.
+void render_footer(const Report& report, const Painter& painter, std::string& out) {
+    const Environment& env = report.environment;
+    std::string machine = text::visible_line(env.backend.empty() ? "no backend" : env.backend);
+    if (!env.device_name.empty()) {
+        machine += " on " + text::visible_line(env.device_name);
+    }
+    if (!env.nvrtc_version.empty()) {
+        machine += ", NVRTC " + text::visible_line(env.nvrtc_version);
+    }
+    if (!env.grader_version.empty()) {
+        machine += ", grader " + text::visible_line(env.grader_version);
+    }
+    out += "\n";
+    put(out,
+        "seed " + std::to_string(report.seed) + " (--seed " + std::to_string(report.seed) +
+            " repeats this grade), " + machine,
+        "", [&](const std::string& part) { return painter.tone(part, Tone::muted); });
+}
+
+}  // namespace
+
 std::string render_text(const Report& report, const TextOptions& options, bool with_checks) {
     const Painter painter(options.color);
     std::string out;
@@ -431,23 +477,7 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
         render_table(options.verbose ? table : fitted(table), painter, out);
     }
 
-    {
-        // The failing threads, unless a check's findings name each of them (a platform lists
-        // the checks itself).
-        std::vector<std::string> wrong;
-        for (const auto& found : wrong_values(report)) {
-            if (!with_checks || !named_by_a_check(report, found)) {
-                wrong.push_back(found.line);
-            }
-        }
-        if (!wrong.empty()) {
-            out += "\n" + painter.bold("Outputs that held the wrong value") + "\n";
-            for (const auto& line : wrong) {
-                put(out, line, kIndent,
-                    [&](const std::string& part) { return painter.tone(part, Tone::bad); });
-            }
-        }
-    }
+    render_wrong_values(report, with_checks, painter, out);
 
     if (with_checks && failing) {
         render_check_lines(report, painter, out);
@@ -478,23 +508,7 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
         render_interruption(*report.interruption, painter, out);
     }
     if (!options.verbose) {
-        // One footer line, so a grade can be repeated and its machine named; -v gives the rest.
-        const Environment& env = report.environment;
-        std::string machine = text::visible_line(env.backend.empty() ? "no backend" : env.backend);
-        if (!env.device_name.empty()) {
-            machine += " on " + text::visible_line(env.device_name);
-        }
-        if (!env.nvrtc_version.empty()) {
-            machine += ", NVRTC " + text::visible_line(env.nvrtc_version);
-        }
-        if (!env.grader_version.empty()) {
-            machine += ", grader " + text::visible_line(env.grader_version);
-        }
-        out += "\n";
-        put(out,
-            "seed " + std::to_string(report.seed) + " (--seed " + std::to_string(report.seed) +
-                " repeats this grade), " + machine,
-            "", [&](const std::string& part) { return painter.tone(part, Tone::muted); });
+        render_footer(report, painter, out);
     }
     return out;
 }
