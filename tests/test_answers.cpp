@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exercise/exercise.hpp"
+#include "model/finding.hpp"
 #include "test_paths.hpp"
 
 namespace fs = std::filesystem;

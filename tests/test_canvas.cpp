@@ -4,6 +4,7 @@
 // read back as its GradebookImporter reads it.
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

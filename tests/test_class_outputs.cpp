@@ -18,6 +18,7 @@
 #include "common/text.hpp"
 #include "fixtures/class/synthetic_class.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "report/class_outputs.hpp"

@@ -39,7 +39,9 @@
 #include "device/requests.hpp"
 #include "device/wire.hpp"
 #include "exercise/exercise.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "test_paths.hpp"
 
 using namespace grader;

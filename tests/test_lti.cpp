@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "exercise/exercise.hpp"
+#include "grader_run.hpp"
 #include "serve/api.hpp"
 #include "serve/devtools.hpp"
 #include "serve/http_client.hpp"

@@ -14,6 +14,7 @@
 #include "measure/outputs.hpp"
 #include "measure/statistics.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "report/describe.hpp"
 #include "test_paths.hpp"
 

@@ -15,8 +15,10 @@
 
 #include "model/bank_model.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
 #include "report/describe.hpp"
 #include "test_paths.hpp"

@@ -50,6 +50,7 @@
 #include "grade/worker.hpp"
 #include "grade/worker_options.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "test_paths.hpp"
 
 using namespace grader;

@@ -18,6 +18,8 @@
 #include "checks/grading.hpp"
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
+#include "model/finding.hpp"
+#include "model/observations.hpp"
 #include "report/describe.hpp"
 #include "report/diagnosis_text.hpp"
 #include "text/text_safety.hpp"

@@ -2,9 +2,11 @@
 // report/findings_text.cpp, bounded.
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "checks/checks.hpp"
+#include "exercise/exercise.hpp"
 #include "model/finding.hpp"
 #include "model/report.hpp"
 #include "report/findings_text.hpp"

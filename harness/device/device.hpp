@@ -22,6 +22,7 @@
 #include "compile/compile.hpp"
 #include "device/backend.hpp"
 #include "exercise/exercise.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
 
 namespace grader {

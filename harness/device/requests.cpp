@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "exercise/exercise.hpp"
+#include "model/finding.hpp"
 #include "model/json.hpp"
 
 namespace grader::requests {

@@ -1,6 +1,7 @@
 #include "device/sim_device.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <memory>

@@ -21,6 +21,7 @@
 #include "device/sim_budget.hpp"
 #include "exercise/exercise.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "sim/sim.hpp"
 
 namespace grader {

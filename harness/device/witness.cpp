@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "common/kernel_ids.hpp"
 #include "counters/counters.hpp"

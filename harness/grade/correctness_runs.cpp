@@ -15,6 +15,7 @@
 #include "common/kernel_ids.hpp"
 #include "grade/launches.hpp"
 #include "measure/outputs.hpp"
+#include "model/finding.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {

@@ -19,6 +19,7 @@
 #include "grade/stage.hpp"
 #include "grade/stages.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 
 namespace grader {
 

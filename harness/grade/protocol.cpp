@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/kernel_ids.hpp"
+#include "model/finding.hpp"
 #include "model/json.hpp"
 #include "text/text_safety.hpp"
 

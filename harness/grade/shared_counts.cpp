@@ -13,6 +13,7 @@
 #include "common/kernel_ids.hpp"
 #include "grade/launches.hpp"
 #include "grade/stage.hpp"
+#include "model/finding.hpp"
 
 namespace grader {
 

@@ -16,6 +16,7 @@
 #include "grade/run_slots.hpp"
 #include "grade/stages.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 
 namespace grader {
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 
 namespace grader {
 namespace {

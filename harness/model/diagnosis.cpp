@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 
+#include "model/measurements.hpp"
 #include "model/report.hpp"
 
 namespace grader {

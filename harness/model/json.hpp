@@ -8,7 +8,9 @@
 
 #include "model/diagnosis.hpp"
 #include "model/explanation.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
 #include "model/sweep.hpp"
 

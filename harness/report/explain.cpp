@@ -11,6 +11,7 @@
 
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "report/describe.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"

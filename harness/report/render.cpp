@@ -13,6 +13,7 @@
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
+#include "model/measurements.hpp"
 #include "report/describe.hpp"
 #include "text/text_safety.hpp"
 

@@ -12,6 +12,7 @@
 
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
 #include "report/writers.hpp"
 

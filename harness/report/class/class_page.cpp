@@ -21,6 +21,7 @@
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
+#include "model/diagnosis.hpp"
 #include "model/report.hpp"
 #include "report/class/class_charts.hpp"
 #include "report/class/class_detail.hpp"

@@ -24,6 +24,7 @@
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "report/class/class_detail.hpp"
