@@ -142,9 +142,10 @@ std::vector<Finding> shared_findings(const sim::LaunchResult& result, int stride
         finding.threads = {thread_of(read->thread)};
         finding.word = word_of(read->word, read->variable, read->word_in_variable);
         finding.count = read->barriers_before;
-        if (read->barriers_before == 0) {
-            // No barrier yet, and the kernel stores to shared memory: the store nearest before
-            // the read in the source is the fill the read did not wait for.
+        if (read->barriers_before == 0 && read->written_later) {
+            // No barrier yet, and a thread of the block wrote the word afterwards: the store
+            // nearest before the read in the source is the fill the read did not wait for. A
+            // word the block never wrote (a spare array read for what it holds) is no fill's.
             if (const auto fill = fill_before(result.counts, read->where)) {
                 finding.lines.push_back(place_of(*fill));
             }

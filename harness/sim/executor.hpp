@@ -297,7 +297,14 @@ private:
     void note_written(std::size_t word) {
         unwritten_words_ -= shared_written_[word] ^ 1u;
         shared_written_[word] = 1;
+        if (word == watched_word_)
+            note_watched_write();
     }
+    // The word of the launch's first uninitialised shared read, watched in its block until a
+    // thread writes it (UninitializedSharedRead::written_later).
+    std::size_t watched_word_ = static_cast<std::size_t>(-1);
+    Dim3 watched_block_{};
+    void note_watched_write();
     RaceTracker races_;
     bool access_raced_ = false;  // the warp-wide access being executed found a race
     // The (line, earlier line, kind) of each race reported, to report each once.

@@ -691,6 +691,17 @@ void Executor::record_uninitialized(const Warp& w, unsigned lane, std::uint64_t 
     locate_variable(byte_offset, u.variable, u.word_in_variable);
     u.barriers_before = block_barriers_;
     result_.uninitialized_shared_read = std::move(u);
+    watched_word_ = byte_offset / 4;
+    watched_block_ = block_;
+}
+
+void Executor::note_watched_write() {
+    if (block_.x != watched_block_.x || block_.y != watched_block_.y ||
+        block_.z != watched_block_.z || !result_.uninitialized_shared_read) {
+        return;
+    }
+    result_.uninitialized_shared_read->written_later = true;
+    watched_word_ = static_cast<std::size_t>(-1);
 }
 
 // The .shared variable holding byte_offset, and the word's index in it.

@@ -318,6 +318,10 @@ struct UninitializedSharedRead {
     // Barriers the block had completed before the read: none, and the word a store of the
     // kernel writes later is a missing barrier rather than a tile never written.
     std::uint32_t barriers_before = 0;
+    // A thread of the block wrote the word after the read, before the block ended or the launch
+    // stopped: a fill the read did not wait for. Without it the word was never written by the
+    // block (a tile left half-written, or a spare array read for what it holds).
+    bool written_later = false;
 };
 
 // A shared-memory race: two warps touched a word, at least one writing, with no barrier of the
