@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <cstring>
 #include <ios>
+#include <iterator>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -408,6 +410,76 @@ TEST_CASE("an atomic add's NaN is the canonical one in f32 and keeps its payload
     CHECK(got[1] == 0x7fc00123u);  // f64, shared: the payload's low half
     CHECK(got[2] == 0x7ff80000u);  // and its high half
     CHECK(got[3] == 0x7fffffffu);  // f32, global
+}
+
+TEST_CASE("each float operation gives a NaN's bits as an H100 and an H200 do") {
+    // tests/fixtures/sim/nan_results.cu, slot by slot. `measured`: the bits gpu-check's
+    // behaviours section 8 printed on an H200 (docs/measurements/2026-12-05-h200-run1.log) and
+    // an H100 (2026-12-06-h100-gpu-check.md); the others are the model's reading of those (f32
+    // arithmetic canonical, f64 the first NaN operand's payload, conversions carry the payload),
+    // printed beside the GPU's by the same section.
+    struct Expected {
+        const char* name;
+        std::uint64_t bits;
+        bool measured;
+    };
+    const Expected expected[] = {
+        {"add.f32", 0x7fffffffu, true},
+        {"mul.f32", 0x7fffffffu, true},
+        {"fma.f32", 0x7fffffffu, true},
+        {"div.rn.f32", 0x7fffffffu, true},
+        {"sqrt.f32(-1)", 0x7fffffffu, true},
+        {"rcp.approx.f32", 0x7fffffffu, true},
+        {"min.f32(nan, 1)", 0x3f800000u, true},
+        {"min.f32(a, a)", 0x7fc00123u, true},
+        {"neg.f32", 0x7fffffffu, true},
+        {"abs.f32", 0x7fffffffu, true},
+        {"inf - inf f32", 0x7fffffffu, true},
+        {"ex2.approx.f32", 0x7fffffffu, true},
+        {"cvt.f32.f64", 0x7fc00000u, true},
+        {"cvt.f64.f32", 0x7ff8002460000000ull, true},
+        {"add.f64", 0x7ff8000000000123ull, true},
+        {"add.f32(a, b)", 0x7fffffffu, false},
+        {"min.f32(a, b)", 0x7fc00123u, false},
+        {"max.f32(b, a)", 0x7fc00456u, false},
+        {"cvt.rni.f32.f32", 0x7fffffffu, false},
+        {"add.f64(a, b)", 0x7ff8000000000123ull, false},
+        {"add.f64(1, b)", 0x7ff8000000000456ull, false},
+        {"mul.f64(1, a)", 0x7ff8000000000123ull, false},
+        {"fma.f64(1, 1, a)", 0x7ff8000000000123ull, false},
+        {"div.f64(a, 1)", 0x7ff8000000000123ull, false},
+        {"sqrt.f64(a)", 0x7ff8000000000123ull, false},
+        {"neg.f64", 0xfff8000000000123ull, false},
+        {"abs.f64", 0x7ff8000000000123ull, false},
+        {"inf - inf f64", 0x7fffffffffffffffull, false},
+        {"min.f64(a, b)", 0x7ff8000000000123ull, false},
+        {"cvt.f64.f32(b)", 0x7ff8008ac0000000ull, false},
+        {"cvt.f32.f64(b)", 0x7fc00000u, false},
+    };
+    constexpr std::size_t kResults = std::size(expected);
+    const sim::Module nan_module =
+        sim::parse_ptx(compile_to_ptx(sim_fixture("nan_results.cu"), "nan_results.cu"));
+    sim::GlobalMemory memory;
+    const std::vector<std::uint64_t> nans = {0x7fc00123u, 0x7fc00456u, 0x7ff8000000000123ull,
+                                             0x7ff8000000000456ull};
+    const std::uint64_t in = memory.allocate(nans.size() * 8);
+    memory.write(in, nans.data(), nans.size() * 8);
+    const std::uint64_t out = memory.allocate(kResults * 8);
+    const auto result = sim::launch(nan_module, "nanResults", {1, 1, 1}, {1, 1, 1},
+                                    {sim::param_bytes(in), sim::param_bytes(out)}, memory, {});
+    REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+    const auto got = read_back<std::uint64_t>(memory, out, kResults);
+    for (std::size_t k = 0; k < kResults; ++k) {
+        const std::string name = expected[k].name;
+        CAPTURE(name);
+        CAPTURE(expected[k].measured);
+        const auto hex = [](std::uint64_t v) {
+            std::ostringstream text;
+            text << "0x" << std::hex << v;
+            return text.str();
+        };
+        CHECK(hex(got[k]) == hex(expected[k].bits));
+    }
 }
 
 TEST_CASE(

@@ -157,11 +157,11 @@ void execute_add_sub(Executor& self, Warp& w, const Instruction& in, std::uint32
         if constexpr (std::is_floating_point_v<T>) {
             const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
-                T r = add ? rounding::add(as<T>(o.a[l]), as<T>(o.b[l]), mode)
-                          : rounding::sub(as<T>(o.a[l]), as<T>(o.b[l]), mode);
+                const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
+                T r = add ? rounding::add(x, y, mode) : rounding::sub(x, y, mode);
                 if (in.saturate)
                     r = saturate_unit(r);
-                o.d[l] = bits_of<T>(gpu_nan(r));
+                o.d[l] = bits_of<T>(gpu_nan(r, x, y));
             });
         } else if (in.saturate && std::is_same_v<T, std::int32_t>) {
             for_lanes(exec, [&](unsigned l) {
@@ -187,10 +187,11 @@ void execute_mul_lo(Executor& self, Warp& w, const Instruction& in, std::uint32_
         if constexpr (std::is_floating_point_v<T>) {
             const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
-                T r = rounding::mul(as<T>(o.a[l]), as<T>(o.b[l]), mode);
+                const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
+                T r = rounding::mul(x, y, mode);
                 if (in.saturate)
                     r = saturate_unit(r);
-                o.d[l] = bits_of<T>(gpu_nan(r));
+                o.d[l] = bits_of<T>(gpu_nan(r, x, y));
             });
         } else {
             using U = Unsigned<T>;
@@ -280,8 +281,8 @@ void execute_fma(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
         });
     } else {
         for_lanes(exec, [&](unsigned l) {
-            o.d[l] = bits_of<double>(gpu_nan(
-                rounding::fma(as<double>(o.a[l]), as<double>(o.b[l]), as<double>(o.c[l]), mode)));
+            const double x = as<double>(o.a[l]), y = as<double>(o.b[l]), z = as<double>(o.c[l]);
+            o.d[l] = bits_of<double>(gpu_nan(rounding::fma(x, y, z, mode), x, y, z));
         });
     }
 }
@@ -298,7 +299,7 @@ void execute_div_rem(Executor& self, Warp& w, const Instruction& in, std::uint32
                 T r = quotient ? rounding::div(x, y, mode) : std::fmod(x, y);
                 if (quotient && in.approx && std::is_same_v<T, float>)
                     r = approximate_quotient(x, y);
-                o.d[l] = bits_of<T>(gpu_nan(r));
+                o.d[l] = bits_of<T>(gpu_nan(r, x, y));
             });
         } else {
             for_lanes(exec, [&](unsigned l) {
@@ -326,7 +327,10 @@ void execute_min_max(Executor& self, Warp& w, const Instruction& in, std::uint32
         for_lanes(exec, [&](unsigned l) {
             const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
             if constexpr (std::is_floating_point_v<T>) {
-                o.d[l] = bits_of<T>(gpu_nan(lowest ? std::fmin(x, y) : std::fmax(x, y)));
+                // A NaN comes out only where both are NaN: the first, as min(NaN, NaN) kept
+                // 0x7fc00123 on the H200 (behaviours section 8), in either width.
+                const T r = lowest ? std::fmin(x, y) : std::fmax(x, y);
+                o.d[l] = bits_of<T>(std::isnan(r) ? quieted(x) : r);
             } else {
                 o.d[l] = bits_of<T>(lowest ? std::min(x, y) : std::max(x, y));
             }
@@ -342,7 +346,14 @@ void execute_neg_abs(Executor& self, Warp& w, const Instruction& in, std::uint32
         for_lanes(exec, [&](unsigned l) {
             const T x = as<T>(o.a[l]);
             if constexpr (std::is_floating_point_v<T>) {
-                o.d[l] = bits_of<T>(negate ? -x : std::fabs(x));
+                // An f32 NaN comes out canonical (0x7fffffff on the H100 and H200, behaviours
+                // section 8); an f64 one keeps its bits.
+                const T r = negate ? -x : std::fabs(x);
+                if constexpr (std::is_same_v<T, float>) {
+                    o.d[l] = bits_of<T>(gpu_nan(r));
+                } else {
+                    o.d[l] = bits_of<T>(r);
+                }
             } else {
                 using U = Unsigned<T>;
                 const U minus = static_cast<U>(U(0) - static_cast<U>(x));
@@ -416,7 +427,7 @@ void execute_float_unary(Executor& self, Warp& w, const Instruction& in, std::ui
                     if (in.approx)
                         r = approximate(r, x, in.op);
                 }
-                o.d[l] = bits_of<T>(gpu_nan(r));
+                o.d[l] = bits_of<T>(gpu_nan(r, x));
             });
         }
     });

@@ -122,32 +122,9 @@ __global__ void record_gridid(unsigned long long* out, int launch) {
   if (threadIdx.x == 0 && blockIdx.x == 0) out[launch] = gridid_reg();
 }
 
-// NaN results: what an operation makes of a NaN with a payload, and of no NaN at all.
-__global__ void nan_results(const float* in, const double* din, unsigned* out, unsigned long long* dout) {
-  const float p = in[0], one = in[1], minus = in[2], inf = in[3];
-  float r[12];
-  asm("add.f32 %0, %1, %2;" : "=f"(r[0]) : "f"(p), "f"(one));
-  asm("mul.f32 %0, %1, %2;" : "=f"(r[1]) : "f"(one), "f"(p));
-  asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r[2]) : "f"(p), "f"(one), "f"(one));
-  asm("div.rn.f32 %0, %1, %2;" : "=f"(r[3]) : "f"(p), "f"(one));
-  asm("sqrt.rn.f32 %0, %1;" : "=f"(r[4]) : "f"(minus));
-  asm("rcp.approx.f32 %0, %1;" : "=f"(r[5]) : "f"(p));
-  asm("min.f32 %0, %1, %2;" : "=f"(r[6]) : "f"(p), "f"(one));
-  asm("min.f32 %0, %1, %2;" : "=f"(r[7]) : "f"(p), "f"(p));
-  asm("neg.f32 %0, %1;" : "=f"(r[8]) : "f"(p));
-  asm("abs.f32 %0, %1;" : "=f"(r[9]) : "f"(p));
-  asm("sub.f32 %0, %1, %2;" : "=f"(r[10]) : "f"(inf), "f"(inf));
-  asm("ex2.approx.f32 %0, %1;" : "=f"(r[11]) : "f"(p));
-  for (int k = 0; k < 12; ++k) out[k] = __float_as_uint(r[k]);
-  double d;
-  asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(p));
-  dout[0] = __double_as_longlong(d);
-  asm("add.f64 %0, %1, %2;" : "=d"(d) : "d"(din[0]), "d"(1.0));
-  dout[1] = __double_as_longlong(d);
-  float back;
-  asm("cvt.rn.f32.f64 %0, %1;" : "=f"(back) : "d"(din[0]));
-  out[12] = __float_as_uint(back);
-}
+// NaN results: what each float operation makes of a NaN with a payload (the kernel the
+// simulator's test_sim_fidelity runs, and the bits it expects there).
+#include "tests/fixtures/sim/nan_results.cu"
 
 // __fdividef (div.approx.f32) and div.full.f32 with divisors at the top of the range.
 __global__ void divide_huge(const float* in, float* out) {
@@ -567,25 +544,22 @@ int main(int argc, char** argv) {
     CHECK(cudaFree(d)); CHECK(cudaFree(scratch));
   }
 
-  // 8. NaN results, from a quiet NaN with payload 0x123 (0x7fc00123).
+  // 8. NaN results, from quiet NaNs with payloads 0x123 and 0x456 (f32 and f64).
   {
-    const float in[4] = {__uint_as_float_host(0x7fc00123u), 1.0f, -1.0f, INFINITY};
-    const double din[1] = {__longlong_as_double_host(0x7ff8000000000123ull)};
-    float* dIn; double* dDin; unsigned* dOut; unsigned long long* dDout;
-    CHECK(cudaMalloc(&dIn, sizeof in)); CHECK(cudaMalloc(&dDin, sizeof din));
-    CHECK(cudaMalloc(&dOut, 13 * 4)); CHECK(cudaMalloc(&dDout, 16));
+    const unsigned long long in[4] = {0x7fc00123ull, 0x7fc00456ull, 0x7ff8000000000123ull,
+                                      0x7ff8000000000456ull};
+    unsigned long long *dIn, *dOut;
+    CHECK(cudaMalloc(&dIn, sizeof in)); CHECK(cudaMalloc(&dOut, kNanResults * 8));
     CHECK(cudaMemcpy(dIn, in, sizeof in, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(dDin, din, sizeof din, cudaMemcpyHostToDevice));
-    nan_results<<<1, 1>>>(dIn, dDin, dOut, dDout);
-    unsigned out[13]; unsigned long long dout[2];
+    nanResults<<<1, 1>>>(dIn, dOut);
+    unsigned long long out[kNanResults];
     CHECK(cudaMemcpy(out, dOut, sizeof out, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(dout, dDout, sizeof dout, cudaMemcpyDeviceToHost));
-    const char* names[] = {"add", "mul", "fma", "div.rn", "sqrt(-1)", "rcp.approx", "min(nan,1)",
-                           "min(nan,nan)", "neg", "abs", "inf-inf", "ex2.approx", "cvt.f32.f64"};
-    std::printf("NaN results (input 0x7fc00123, f64 0x7ff8000000000123):");
-    for (int k = 0; k < 13; ++k) std::printf(" %s=0x%08x", names[k], out[k]);
-    std::printf(" cvt.f64.f32=0x%016llx add.f64=0x%016llx\n", dout[0], dout[1]);
-    CHECK(cudaFree(dIn)); CHECK(cudaFree(dDin)); CHECK(cudaFree(dOut)); CHECK(cudaFree(dDout));
+#define NAN_RESULT_NAME(name) #name,
+    const char* names[] = {NAN_RESULTS(NAN_RESULT_NAME)};
+    std::printf("NaN results (tests/fixtures/sim/nan_results.cu; test_sim_fidelity expects):");
+    for (int k = 0; k < kNanResults; ++k) std::printf(" %s=0x%llx", names[k], out[k]);
+    std::printf("\n");
+    CHECK(cudaFree(dIn)); CHECK(cudaFree(dOut));
   }
 
   // 9. div.approx.f32 (__fdividef) and div.full.f32 with divisors 2^125, 2^126 * 1.5, 2^127, 3e38.
