@@ -1,8 +1,8 @@
 // What the red team's sim_fidelity fixtures of 2026-12-06 observe, measured on a GPU
 // (scripts/gpu-check.sh OUT redteam): __sinf and __cosf far outside sin.approx's documented
-// range, the cycles 64 dependent fmaf and one global load take between two clock64() reads, and
-// the launch of a kernel under __launch_bounds__(128) with 256 threads, and printf's result. The simulator's side is
-// the fixtures' grades on the simulator (test_sim_fixtures).
+// range; the cycles 64 dependent fmaf, one global load and __nanosleep(1000) take between two
+// clock64() reads; printf's result; and the launch of a kernel under __launch_bounds__(128) with
+// 256 threads. The simulator's side is the fixtures' grades there (test_sim_fixtures).
 #include <cstdio>
 
 #include <cuda_runtime.h>
@@ -20,7 +20,8 @@ __global__ void approx_far(float* out) {
 }
 
 // As fma_latency_sniffing and load_latency_sniffing time them, per thread of 2 blocks of 256.
-__global__ void latencies(const float* in, long long* fma_cycles, long long* load_cycles) {
+__global__ void latencies(const float* in, long long* fma_cycles, long long* load_cycles,
+                          long long* sleep_cycles) {
     const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
     const float seed = in[0];
     long long t0 = clock64();
@@ -35,6 +36,10 @@ __global__ void latencies(const float* in, long long* fma_cycles, long long* loa
     const float v = in[1 + (t0 >> 62)];
     t1 = v != 12345.0f ? clock64() : t0;
     load_cycles[t] = t1 - t0;
+    t0 = clock64();
+    __nanosleep(1000u + static_cast<unsigned int>(t0 >> 62));
+    t1 = clock64();
+    sleep_cycles[t] = t1 - t0;
 }
 
 __global__ void printf_result(int* out) { out[0] = printf("printf_result: %d\n", 1); }
@@ -43,7 +48,10 @@ __global__ void __launch_bounds__(128) bounded(float* out) { out[threadIdx.x] = 
 
 int main() {
     cudaDeviceProp prop{};
-    cudaGetDeviceProperties(&prop, 0);
+    if (const cudaError_t error = cudaGetDeviceProperties(&prop, 0); error != cudaSuccess) {
+        std::printf("no GPU: %s\n", cudaGetErrorString(error));
+        return 1;
+    }
     std::printf("device: %s, sm_%d%d\n", prop.name, prop.major, prop.minor);
 
     float* d_out = nullptr;
@@ -66,17 +74,20 @@ int main() {
     const int threads = 512;
     float ones[2] = {1.0f, 1.0f};
     float* d_in = nullptr;
-    long long *d_fma = nullptr, *d_load = nullptr;
+    long long *d_fma = nullptr, *d_load = nullptr, *d_sleep = nullptr;
     cudaMalloc(&d_in, sizeof ones);
     cudaMemcpy(d_in, ones, sizeof ones, cudaMemcpyHostToDevice);
     cudaMalloc(&d_fma, threads * sizeof(long long));
     cudaMalloc(&d_load, threads * sizeof(long long));
-    latencies<<<2, 256>>>(d_in, d_fma, d_load);
-    long long fma[threads], load[threads];
+    cudaMalloc(&d_sleep, threads * sizeof(long long));
+    latencies<<<2, 256>>>(d_in, d_fma, d_load, d_sleep);
+    long long fma[threads], load[threads], sleep[threads];
     cudaMemcpy(fma, d_fma, sizeof fma, cudaMemcpyDeviceToHost);
     cudaMemcpy(load, d_load, sizeof load, cudaMemcpyDeviceToHost);
+    cudaMemcpy(sleep, d_sleep, sizeof sleep, cudaMemcpyDeviceToHost);
     long long fma_min = fma[0], fma_max = fma[0], load_min = load[0], load_max = load[0];
-    int fma_under = 0, load_under = 0;
+    long long sleep_min = sleep[0], sleep_max = sleep[0];
+    int fma_under = 0, load_under = 0, sleep_in = 0;
     for (int t = 0; t < threads; ++t) {
         fma_min = fma[t] < fma_min ? fma[t] : fma_min;
         fma_max = fma[t] > fma_max ? fma[t] : fma_max;
@@ -84,6 +95,9 @@ int main() {
         load_max = load[t] > load_max ? load[t] : load_max;
         fma_under += fma[t] < 160;
         load_under += load[t] < 24;
+        sleep_min = sleep[t] < sleep_min ? sleep[t] : sleep_min;
+        sleep_max = sleep[t] > sleep_max ? sleep[t] : sleep_max;
+        sleep_in += sleep[t] >= 1500 && sleep[t] <= 1540;
     }
     std::printf("64 dependent fmaf between clock64() reads: %lld to %lld cycles, %d of %d threads "
                 "under 160\n",
@@ -91,6 +105,9 @@ int main() {
     std::printf("a global load and a compare between clock64() reads: %lld to %lld cycles, %d of "
                 "%d threads under 24\n",
                 load_min, load_max, load_under, threads);
+    std::printf("__nanosleep(1000) between clock64() reads: %lld to %lld cycles, %d of %d threads "
+                "in [1500, 1540]\n",
+                sleep_min, sleep_max, sleep_in, threads);
 
     int* d_parsed = nullptr;
     int parsed = -100;
