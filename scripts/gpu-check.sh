@@ -72,6 +72,10 @@
 #   findings  issue 40's six cases on the GPU (tests/fixtures/submissions and padding): each graded
 #             in text and JSON, its reason (the summary) and the first screen of its report up to
 #             the rule, with the number of lines; reports in OUT_DIR/findings/
+#   redteam   the red team's seven sim_fidelity fixtures of 2026-12-06 (large-argument __sinf and
+#             __cosf, dependent-FMA and load latency and __nanosleep(1000) read by clock64(),
+#             __launch_bounds__(128), printf's result) graded on the GPU, and what they observe
+#             (scripts/bench/redteam_behaviours.cu)
 # Environment: GRADER_BUILD_DIR (default build), GRADER_BEFORE (bench: the other build's install
 # prefix, default .carry/before), NCU_COMPARE_STRIDES (passed on), GRADER_CORPUS_SIM
 # (corpus: the simulator's corpus-sim.json made beforehand by tests/test_corpus on a machine
@@ -83,7 +87,7 @@ shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
   sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
-            corpus lock serve behaviours class2 spin slips findings)
+            corpus lock serve behaviours class2 spin slips findings redteam)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -134,19 +138,10 @@ run_fixtures() {
   "$root/$build/tests/test_gpu_fixtures" 2>&1 | tail -150
 }
 
-run_hostile() {
-  section "hostile submissions through grader grade on the GPU"
-  local reports="$scratch/hostile"
-  rm -rf "$reports" && mkdir -p "$reports"
-  for folder in tests/fixtures/hostile/*/; do
-    local name exercise=()
-    name=$(basename "$folder")
-    [ -f "$folder/probe.cu" ] || [ -f "$folder/transpose.cu" ] || continue
-    [ -f "$folder/transpose.cu" ] && exercise=("${padding[@]}")
-    timeout 300 "$grader" grade "$folder" "${exercise[@]}" --seed 7 --format json \
-      --output "$reports/$name.json" --quiet >/dev/null 2>&1
-    local code=$?
-    python3 - "$reports/$name.json" "$name" "$code" <<'EOF'
+# One line for a grade's JSON report $1 of fixture $2 that exited $3: its exit status, verdict,
+# score, failed checks and where it stopped.
+grade_line() {
+  python3 - "$1" "$2" "$3" <<'EOF'
 import json, sys
 path, name, code = sys.argv[1:]
 try:
@@ -158,8 +153,42 @@ failed = [c["id"] for c in r.get("checks", []) if c.get("status") == "failed"]
 stop = r.get("interruption") or {}
 print(f"{name:45s} exit {code:>3}  {r['verdict']:10s} {r.get('score')}/{r.get('max_score')}"
       f"  failed: {','.join(failed) or '-'}  {stop.get('stage', '')} {stop.get('message', '')[:90]}")
+print("    " + r.get("summary", "")[:200])
 EOF
+}
+
+run_hostile() {
+  section "hostile submissions through grader grade on the GPU"
+  local reports="$scratch/hostile"
+  rm -rf "$reports" && mkdir -p "$reports"
+  for folder in tests/fixtures/hostile/*/; do
+    local name exercise=()
+    name=$(basename "$folder")
+    [ -f "$folder/probe.cu" ] || [ -f "$folder/transpose.cu" ] || continue
+    [ -f "$folder/transpose.cu" ] && exercise=("${padding[@]}")
+    timeout 300 "$grader" grade "$folder" "${exercise[@]}" --seed 7 --format json \
+      --output "$reports/$name.json" --quiet >/dev/null 2>&1
+    grade_line "$reports/$name.json" "$name" "$?"
   done
+}
+
+# The red team's sim_fidelity fixtures of 2026-12-06, which the simulator passes: each graded on
+# the GPU at the seed the simulator graded it (a GPU is expected to fail every one), then what
+# they observe, measured (scripts/bench/redteam_behaviours.cu).
+run_redteam() {
+  section "the red team's simulator-fidelity fixtures graded on the GPU"
+  local reports="$scratch/redteam"
+  rm -rf "$reports" && mkdir -p "$reports"
+  for name in sinf_large_argument_sniffing cosf_large_argument_sniffing fma_latency_sniffing \
+              load_latency_sniffing launch_bounds_below_block printf_return_sniffing \
+              nanosleep_exact_sniffing; do
+    timeout 300 "$grader" grade "tests/fixtures/sim_fidelity/$name" --backend cuda \
+      --seed 20261202 --format json --output "$reports/$name.json" --quiet >/dev/null 2>&1
+    grade_line "$reports/$name.json" "$name" "$?"
+  done
+  section "what they observe on this GPU (scripts/bench/redteam_behaviours.cu)"
+  nvcc -O2 -arch=native -o "$scratch/redteam_behaviours" scripts/bench/redteam_behaviours.cu &&
+    "$scratch/redteam_behaviours"
 }
 
 run_counters() {
@@ -566,7 +595,7 @@ run_slips() {
 
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|class2|spin|slips|findings)
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|class2|spin|slips|findings|redteam)
       "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac

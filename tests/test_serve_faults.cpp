@@ -296,6 +296,45 @@ TEST_CASE("a connection over its address's cap takes the place of the one idle l
     }
 }
 
+// A client that asks and never reads its answers (its requests sent at once, the answers filling
+// both sockets' buffers) holds its connection in the answer's write, not waiting for a request.
+// Such a connection must give way as an idle one does: else two addresses of them fill every
+// connection the service has, and every other client is answered 503 (the red team's idle
+// connections of issue 42, made to stay busy).
+TEST_CASE("a connection whose answers go unread gives way to a new one, as an idle one does") {
+    const fs::path state = fresh_folder("unread") / "state";
+    serve::HttpOptions http;
+    http.max_connections_per_address = 4;
+    http.max_connections = 8;
+    InProcessService running(sim_only(state), http);
+    const unsigned short port = running.server->port();
+    // 2,000 asks for the page's script (14 KB): 28 MB of answers, more than the sockets hold.
+    std::string pipelined;
+    for (int i = 0; i < 2000; ++i) {
+        pipelined += "GET /page.js HTTP/1.1\r\nHost: x\r\n\r\n";
+    }
+    std::vector<std::unique_ptr<RawSocket>> unread;
+    for (const char* from : {"127.0.0.2", "127.0.0.3"}) {
+        for (int i = 0; i < 4; ++i) {
+            unread.push_back(std::make_unique<RawSocket>(port, from));
+            REQUIRE(unread.back()->send(pipelined));
+        }
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // each answer's write is stuck
+
+    const std::string health = "GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    // Over its address's cap: one of the address's unread connections gives way.
+    RawSocket same(port, "127.0.0.2");
+    same.send(health);
+    const std::string same_answer = same.receive(10);
+    CHECK_MESSAGE(same_answer.rfind("HTTP/1.1 200", 0) == 0, same_answer.substr(0, 200));
+    // Over the total, from an address with none open: anyone's gives way.
+    RawSocket other(port);
+    other.send(health);
+    const std::string other_answer = other.receive(10);
+    CHECK_MESSAGE(other_answer.rfind("HTTP/1.1 200", 0) == 0, other_answer.substr(0, 200));
+}
+
 TEST_CASE("another process holding the state file's lock fails requests, never the service") {
     const fs::path folder = fresh_folder("locked");
     const fs::path state = folder / "state";

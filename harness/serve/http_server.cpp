@@ -353,6 +353,12 @@ private:
         response->body() = api.body;
         response->keep_alive(keep_alive);
         response->prepare_payload();
+        // From here the connection waits for its client to read, as an idle one waits for it to
+        // ask: it gives way over a cap as an idle one does. A client that asks and never reads
+        // (its requests sent at once, the answers filling the sockets) would otherwise hold its
+        // connection in this write, past the reach of the caps' giving way, and a few addresses
+        // of them would leave every other client a 503.
+        state_->set_waiting(id_, true);
         stream_.expires_after(millis(state_->options.request_seconds));
         http::async_write(stream_, *response,
                           [self = shared_from_this(), response, keep_alive, drain_after](
