@@ -72,10 +72,10 @@
 #   findings  issue 40's six cases on the GPU (tests/fixtures/submissions and padding): each graded
 #             in text and JSON, its reason (the summary) and the first screen of its report up to
 #             the rule, with the number of lines; reports in OUT_DIR/findings/
-#   redteam   the red team's seven sim_fidelity fixtures of 2026-12-06 (large-argument __sinf and
-#             __cosf, dependent-FMA and load latency and __nanosleep(1000) read by clock64(),
-#             __launch_bounds__(128), printf's result) graded on the GPU, and what they observe
-#             (scripts/bench/redteam_behaviours.cu)
+#   redteam   the red team's eight sim_fidelity fixtures of 2026-12-06 (large-argument __sinf and
+#             __cosf; dependent-FMA and load latency, __nanosleep of 1 us and of 10 ms, each read
+#             by clock64(); __launch_bounds__(128); printf's result) graded on the GPU, and what
+#             they observe (scripts/bench/redteam_behaviours.cu)
 # Environment: GRADER_BUILD_DIR (default build), GRADER_BEFORE (bench: the other build's install
 # prefix, default .carry/before), NCU_COMPARE_STRIDES (passed on), GRADER_CORPUS_SIM
 # (corpus: the simulator's corpus-sim.json made beforehand by tests/test_corpus on a machine
@@ -181,7 +181,7 @@ run_redteam() {
   rm -rf "$reports" && mkdir -p "$reports"
   for name in sinf_large_argument_sniffing cosf_large_argument_sniffing fma_latency_sniffing \
               load_latency_sniffing launch_bounds_below_block printf_return_sniffing \
-              nanosleep_exact_sniffing; do
+              nanosleep_exact_sniffing nanosleep_beyond_limit_sniffing; do
     timeout 300 "$grader" grade "tests/fixtures/sim_fidelity/$name" --backend cuda \
       --seed 20261202 --format json --output "$reports/$name.json" --quiet >/dev/null 2>&1
     grade_line "$reports/$name.json" "$name" "$?"

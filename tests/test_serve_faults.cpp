@@ -37,6 +37,7 @@
 #include "grader_run.hpp"
 #include "serve/http_client.hpp"
 #include "serve/http_server.hpp"
+#include "serve/lti_store.hpp"
 #include "serve/raw_socket.hpp"
 #include "serve/service.hpp"
 #include "serve/service_fixture.hpp"
@@ -333,6 +334,66 @@ TEST_CASE("a connection whose answers go unread gives way to a new one, as an id
     other.send(health);
     const std::string other_answer = other.receive(10);
     CHECK_MESSAGE(other_answer.rfind("HTTP/1.1 200", 0) == 0, other_answer.substr(0, 200));
+}
+
+// A student's upload under way is often the connection that has waited longest: over the total,
+// whoever holds many connections from a few addresses, opening more, gave way after it. One
+// student's 1 MB upload at 100 KB/s was cut after 80 KB (Broken pipe) by idle connections from
+// four other addresses under grader serve's caps of 912 and 256.
+TEST_CASE("over the total, the address holding the most connections gives way, not an upload") {
+    const fs::path state = fresh_folder("upload-under-way") / "state";
+    serve::HttpOptions http;
+    http.max_connections_per_address = 6;
+    http.max_connections = 8;
+    InProcessService running(sim_only(state), http);
+    const unsigned short port = running.server->port();
+    const std::string body(200000, 'x');
+    RawSocket upload(port);
+    REQUIRE(
+        upload.send("POST /api/attempts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n"
+                    "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, 1000)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::vector<std::unique_ptr<RawSocket>> held;
+    for (const char* from : {"127.0.0.2", "127.0.0.3"}) {
+        for (int i = 0; i < 6; ++i) {
+            held.push_back(std::make_unique<RawSocket>(port, from));
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+    upload.send(body.substr(1000));
+    // Answered (the token is nobody's), not closed to make room.
+    const std::string answer = upload.receive(10);
+    CHECK_MESSAGE(answer.rfind("HTTP/1.1 401", 0) == 0, answer.substr(0, 200));
+}
+
+// Anyone on the network can begin an LTI login (POST /lti/login with the course's issuer, which
+// is public): each was a row of the state file kept until a launch finished, so one client with
+// no token added 18,647 rows (3.3 MB of state.sqlite, 4 MB of WAL) in 20 s, without end. Logins
+// past their time and all but the newest are dropped as each begins.
+TEST_CASE("LTI logins begun and never launched are bounded: the newest are kept") {
+    const fs::path state = fresh_folder("lti-logins") / "state";
+    serve::Store store(state / "state.sqlite");
+    serve::LtiStore lti(state / "state.sqlite");
+    for (int i = 0; i < 12; ++i) {
+        const std::string n = std::to_string(i);
+        lti.begin_login("state" + n, "nonce" + n, 1, 1000.0 + i, 0.0, 5);
+    }
+    for (int i = 0; i < 12; ++i) {
+        CAPTURE(i);
+        const auto login = lti.login("state" + std::to_string(i));
+        REQUIRE(login.has_value() == (i >= 7));
+        if (login) {
+            CHECK(login->nonce == "nonce" + std::to_string(i));
+        }
+    }
+    // The newest still finishes, once.
+    CHECK(lti.finish_login("state11", "nonce11", 1012.0, 0.0));
+    CHECK_FALSE(lti.finish_login("state11", "nonce11", 1013.0, 0.0));
+    // A login past its time goes when another begins, however few there are.
+    lti.begin_login("later", "nonce-later", 1, 2000.0, 1500.0, 5);
+    CHECK_FALSE(lti.login("state10").has_value());
+    CHECK(lti.login("later").has_value());
 }
 
 TEST_CASE("another process holding the state file's lock fails requests, never the service") {

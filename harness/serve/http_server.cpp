@@ -89,8 +89,8 @@ void set_connection_caps(HttpOptions& options, std::size_t open_files, std::size
 // use (members are destroyed in reverse order): a session that goes with it still finds the
 // connections' table it leaves.
 struct HttpServer::State {
-    // Connections waiting for a request (or the rest of one), oldest first: the first to give
-    // way to a new connection over a cap.
+    // Connections waiting for a request (or the rest of one, or for their client to read an
+    // answer), oldest first: the first to give way to a new connection over a cap.
     using Waiting = std::set<std::pair<Clock::time_point, std::uint64_t>>;
     struct Connection {
         std::weak_ptr<Session> session;
@@ -107,7 +107,6 @@ struct HttpServer::State {
     std::mutex mutex;
     std::unordered_map<std::uint64_t, Connection> connections;
     std::map<std::string, Address> addresses;
-    Waiting waiting;
     std::uint64_t next_id = 1;
     bool stopped = false;
     std::chrono::milliseconds accept_pause = kFirstAcceptPause;
@@ -118,8 +117,8 @@ struct HttpServer::State {
     net::steady_timer accept_timer{io};
 
     // A new connection from `address`: its id, or 0 where it must be refused. Over a cap, the
-    // longest-waiting connection of the address (or, over the total, of anyone) gives way: its
-    // session is returned in `gives_way`, to be closed, and no longer counts.
+    // longest-waiting connection of the address (or, over the total, of the address holding the
+    // most) gives way: its session is returned in `gives_way`, to be closed, and no longer counts.
     std::uint64_t admit(const std::string& address, std::shared_ptr<Session>& gives_way) {
         std::lock_guard<std::mutex> lock(mutex);
         Address& mine = addresses[address];
@@ -130,9 +129,7 @@ struct HttpServer::State {
                 victim = mine.waiting.begin()->second;
             }
         } else if (connections.size() >= options.max_connections) {
-            if (!waiting.empty()) {
-                victim = waiting.begin()->second;
-            }
+            victim = longest_waiting_of_busiest();
         } else {
             victim = 0;  // room: nobody gives way
         }
@@ -151,6 +148,28 @@ struct HttpServer::State {
         ++addresses[address].connections;
         return id;
     }
+    // Over the total: the longest-waiting connection of the address that holds the most (of
+    // those with one waiting; between equals, the one waiting longest). Whoever holds hundreds of
+    // connections from a few addresses, reopening them as they close, gives way before a student
+    // holding one, whose upload may be under way: the oldest of anyone's was that upload.
+    std::optional<std::uint64_t> longest_waiting_of_busiest() const {
+        const Address* busiest = nullptr;
+        for (const auto& entry : addresses) {
+            const Address& candidate = entry.second;
+            if (candidate.waiting.empty()) {
+                continue;
+            }
+            if (busiest == nullptr || candidate.connections > busiest->connections ||
+                (candidate.connections == busiest->connections &&
+                 *candidate.waiting.begin() < *busiest->waiting.begin())) {
+                busiest = &candidate;
+            }
+        }
+        if (busiest == nullptr) {
+            return std::nullopt;
+        }
+        return busiest->waiting.begin()->second;
+    }
     void attach(std::uint64_t id, const std::shared_ptr<Session>& session) {
         std::lock_guard<std::mutex> lock(mutex);
         if (const auto found = connections.find(id); found != connections.end()) {
@@ -166,13 +185,11 @@ struct HttpServer::State {
         }
         Connection& connection = found->second;
         if (connection.waiting_since) {
-            waiting.erase({*connection.waiting_since, id});
             addresses[connection.address].waiting.erase({*connection.waiting_since, id});
             connection.waiting_since.reset();
         }
         if (is_waiting) {
             connection.waiting_since = Clock::now();
-            waiting.insert({*connection.waiting_since, id});
             addresses[connection.address].waiting.insert({*connection.waiting_since, id});
         }
     }
@@ -189,7 +206,6 @@ struct HttpServer::State {
         const Connection& connection = found->second;
         const auto address = addresses.find(connection.address);
         if (connection.waiting_since) {
-            waiting.erase({*connection.waiting_since, id});
             address->second.waiting.erase({*connection.waiting_since, id});
         }
         if (--address->second.connections == 0) {

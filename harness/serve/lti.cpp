@@ -492,7 +492,8 @@ ApiResponse Lti::login(const ApiRequest& request, const std::map<std::string, st
     const LtiPlatform& platform = matching.front();
     const std::string state = random_hex();
     const std::string nonce = random_hex();
-    store_->begin_login(state, nonce, platform.id, now);
+    store_->begin_login(state, nonce, platform.id, now, now - options_.login_seconds,
+                        options_.most_pending_logins);
     std::vector<std::pair<std::string, std::string>> query = {
         {"scope", "openid"},
         {"response_type", "id_token"},

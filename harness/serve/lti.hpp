@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -66,6 +67,9 @@ struct LtiOptions {
     // An unknown kid fetches the platform's JWKS again at most this often, so that forged kids
     // cannot make the tool hammer the platform.
     double jwks_refetch_seconds = 5.0;
+    // Logins begun and not yet launched that the state file keeps, the newest: anyone may begin
+    // one (POST /lti/login with the course's public issuer), so they are bounded (about 20 MB).
+    std::size_t most_pending_logins = 100000;
     double retry_first_seconds = 2.0;   // a refused score is tried again after this, doubling
     double retry_most_seconds = 600.0;  // ... up to this
     double poll_seconds = 0.5;          // how often finished grades are looked for

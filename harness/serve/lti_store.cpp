@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS lti_logins(
   nonce TEXT NOT NULL,
   platform INTEGER NOT NULL,
   created_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS lti_logins_begun ON lti_logins(created_at);
 CREATE TABLE IF NOT EXISTS lti_nonces(nonce TEXT PRIMARY KEY, used_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS lti_users(
   platform INTEGER NOT NULL,
@@ -199,13 +200,24 @@ bool LtiStore::remove_platform(const std::string& issuer, const std::string& cli
 }
 
 void LtiStore::begin_login(const std::string& state, const std::string& nonce,
-                           std::int64_t platform, double now) {
+                           std::int64_t platform, double now, double older_than,
+                           std::size_t most_pending) {
     std::lock_guard<std::mutex> lock(mutex_);
+    Transaction transaction(db_);
     Statement insert(db_,
                      "INSERT INTO lti_logins(state, nonce, platform, created_at) VALUES(?, ?, ?, "
                      "?)");
     insert.bind(1, state).bind(2, nonce).bind(3, platform).bind(4, now);
     insert.step();
+    Statement stale(db_, "DELETE FROM lti_logins WHERE created_at < ?");
+    stale.bind(1, older_than);
+    stale.step();
+    // Rows are numbered in the order they were added: the newest keep the highest numbers.
+    Statement oldest(
+        db_, "DELETE FROM lti_logins WHERE rowid <= (SELECT MAX(rowid) FROM lti_logins) - ?");
+    oldest.bind(1, static_cast<std::int64_t>(most_pending));
+    oldest.step();
+    transaction.commit();
 }
 
 std::optional<LtiStore::Login> LtiStore::login(const std::string& state) {

@@ -101,9 +101,11 @@ public:
     std::optional<LtiPlatform> platform(std::int64_t id);
     bool remove_platform(const std::string& issuer, const std::string& client_id);
 
-    // An OIDC login: its state (the browser's cookie names it too) and nonce.
+    // An OIDC login: its state (the browser's cookie names it too) and nonce. Logins begun
+    // before `older_than` are dropped meanwhile, and of the rest only the newest `most_pending`
+    // are kept: anyone on the network can begin logins, and each was a row kept for good.
     void begin_login(const std::string& state, const std::string& nonce, std::int64_t platform,
-                     double now);
+                     double now, double older_than, std::size_t most_pending);
     struct Login {
         std::string nonce;
         std::int64_t platform = 0;
