@@ -589,3 +589,31 @@ TEST_CASE("integer, double and correctly rounded float results equal an H200's, 
         }
     }
 }
+
+TEST_CASE("a launch past the kernel's launch bounds is refused, as a GPU refuses it") {
+    const std::string ptx = compile_to_ptx(fixture("launch_bounds.cu"), "bounds.cu");
+    const auto run = [](const std::string& text, sim::Dim3 block) {
+        const sim::Module module = sim::parse_ptx(text);
+        sim::GlobalMemory memory;
+        const std::uint64_t in = upload(memory, std::vector<float>(128, 1.0f));
+        const std::uint64_t out = upload(memory, std::vector<float>(128, 0.0f));
+        return sim::launch(module, "boundedCopy", {1, 1, 1}, block,
+                           {sim::param_bytes(in), sim::param_bytes(out)}, memory, {});
+    };
+    CHECK(run(ptx, {64, 1, 1}).status == sim::LaunchStatus::completed);
+    const auto over = run(ptx, {128, 1, 1});
+    REQUIRE(over.status == sim::LaunchStatus::fault);
+    REQUIRE(over.fault);
+    CHECK(over.fault->kind == "launch");
+    CHECK(over.message.find("allow 64 threads a block; this launch has 128") != std::string::npos);
+
+    // .reqntid (a block of exactly these threads), in the same place of the PTX.
+    const std::string bounds = ".maxntid 64, 1, 1";
+    REQUIRE(ptx.find(bounds) != std::string::npos);
+    std::string exact = ptx;
+    exact.replace(exact.find(bounds), bounds.size(), ".reqntid 32, 2, 1");
+    CHECK(run(exact, {32, 2, 1}).status == sim::LaunchStatus::completed);
+    const auto other = run(exact, {64, 1, 1});
+    CHECK(other.status == sim::LaunchStatus::fault);
+    CHECK(other.message.find("(32, 2, 1) threads (.reqntid)") != std::string::npos);
+}

@@ -961,6 +961,18 @@ LaunchResult launch(const Module& module, std::string_view entry_name, Dim3 grid
         result.fault = std::move(f);
         return result;
     };
+    if (entry->max_threads != 0 && threads > entry->max_threads) {
+        return refuse("the kernel's launch bounds (__launch_bounds__, .maxntid) allow " +
+                      std::to_string(entry->max_threads) + " threads a block; this launch has " +
+                      std::to_string(threads));
+    }
+    const auto& required = entry->required_block;
+    if (required[0] != 0 &&
+        (required[0] != block.x || required[1] != block.y || required[2] != block.z)) {
+        return refuse("the kernel requires blocks of (" + std::to_string(required[0]) + ", " +
+                      std::to_string(required[1]) + ", " + std::to_string(required[2]) +
+                      ") threads (.reqntid); this launch's are " + dim_text(block));
+    }
     const std::size_t shared = entry->dynamic_shared_offset + options.dynamic_shared_bytes;
     if (entry->static_shared_bytes > kMaxStaticSharedBytes) {
         return refuse("the kernel declares " + std::to_string(entry->static_shared_bytes) +

@@ -4,6 +4,7 @@
 // executes it. Every operand is a register slot (immediates, symbol addresses and special
 // registers get slots of their own), so the executor never looks at text.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -200,6 +201,10 @@ struct Entry {
     std::size_t dynamic_shared_offset = 0;
     std::size_t local_bytes = 0;
     std::size_t param_bytes = 0;
+    // The launch bounds ptxas records (__launch_bounds__, __cluster_dims__'s kin): .maxntid's
+    // threads a block at most (0: none), .reqntid's block exactly (zeros: none).
+    std::uint64_t max_threads = 0;
+    std::array<std::uint32_t, 3> required_block{};
 };
 
 struct Program {

@@ -140,10 +140,35 @@ void Parser::entry(std::size_t start) {
                 ++k;
         }
     }
+    launch_bounds(k);
     expect("{");
     body();
     close_entry();
     entry_ = nullptr;
+}
+
+// The directives between an entry's parameters and its body that bound its launch: .maxntid
+// (threads a block at most) and .reqntid (the block exactly), each of up to three numbers.
+void Parser::launch_bounds(std::size_t k) {
+    while (tokens_[k].text != "{" && tokens_[k].kind != TokenKind::end) {
+        const std::string_view directive = tokens_[k].text;
+        ++k;
+        if (directive != ".maxntid" && directive != ".reqntid")
+            continue;
+        std::array<std::uint32_t, 3> dims{1, 1, 1};
+        for (std::size_t d = 0; d < 3 && tokens_[k].kind == TokenKind::number; ++d) {
+            dims[d] =
+                static_cast<std::uint32_t>(std::stoul(std::string(tokens_[k].text), nullptr, 0));
+            ++k;
+            if (tokens_[k].text == ",")
+                ++k;
+        }
+        if (directive == ".maxntid") {
+            entry_->max_threads = std::uint64_t{dims[0]} * dims[1] * dims[2];
+        } else {
+            entry_->required_block = dims;
+        }
+    }
 }
 
 void Parser::body() {

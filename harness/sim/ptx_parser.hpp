@@ -134,6 +134,7 @@ private:
 
     void top_level();
     void entry(std::size_t start);
+    void launch_bounds(std::size_t k);
     void body();
     void instruction();
     std::vector<Operand> operands(std::size_t begin, std::size_t end);
