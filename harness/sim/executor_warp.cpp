@@ -134,7 +134,8 @@ void execute_nanosleep(Executor& self, Warp& w, const Instruction& in, std::uint
     for_lanes(exec, [&](unsigned l) {
         longest = std::max<std::uint64_t>(longest, static_cast<std::uint32_t>(a[l]));
     });
-    w.cycles += static_cast<std::uint64_t>(static_cast<double>(longest) * ModeledClock::kGigahertz);
+    w.cycles += ModeledClock::sleep_cycles(self.options_.clock_seed, longest,
+                                           w.cycles ^ (std::uint64_t{w.index} << 48));
 }
 
 void execute_nop(Executor&, Warp&, const Instruction&, std::uint32_t) {}

@@ -242,6 +242,13 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
 
 }  // namespace
 
+std::uint64_t ModeledClock::sleep_cycles(std::uint64_t seed, std::uint64_t ns, std::uint64_t draw) {
+    constexpr std::uint64_t kLongestNs = 1'000'000;
+    const double asked = static_cast<double>(std::min(ns, kLongestNs));
+    const double spread = static_cast<double>(mix(seed ^ mix(draw)) >> 11) * 0x1p-53;  // [0, 1)
+    return static_cast<std::uint64_t>(asked * (1.0 + spread / 4) * kGigahertz);
+}
+
 std::uint64_t ModeledClock::start_cycles(std::uint64_t seed) {
     // Between about 45 seconds and 3.4 hours of uptime at 1.5 GHz; %clock (the low 32 bits) is
     // nonzero at the start.

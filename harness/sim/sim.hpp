@@ -234,6 +234,11 @@ struct ModeledClock {
     // (to measure: scripts/gpu-check.sh's behaviours section prints the H200's steps).
     static constexpr std::uint64_t kTimerStepNs = 32;
     static std::uint64_t start_cycles(std::uint64_t seed);
+    // The cycles a nanosleep of `ns` takes: capped at 1 ms ("the maximum sleep duration is
+    // approximately 1 millisecond", the CUDA C++ Programming Guide), then between 1 and 1.25
+    // times it, drawn from the seed and `draw` (the PTX ISA gives a sleep as about the delay, in
+    // [0, 2t]), so that no exact duration gives the simulator away.
+    static std::uint64_t sleep_cycles(std::uint64_t seed, std::uint64_t ns, std::uint64_t draw);
     // Within a millisecond before epoch_ns, by the seed.
     static std::uint64_t start_nanoseconds(std::uint64_t seed, std::uint64_t epoch_ns);
 };
