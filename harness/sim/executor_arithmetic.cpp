@@ -91,6 +91,28 @@ float approximate(float rounded, float input, Op op) {
     return rounded;
 }
 
+// The angle sin.approx/cos.approx.f32 take the sine or cosine of. Their unit works in turns:
+// the compiled code first multiplies x by 1/(2 pi) in f32, rounding toward zero (FMUL.RZ before
+// MUFU.SIN in sm_90's code), so far from zero the angle is off by up to an f32 ulp of x/(2 pi)
+// turns: __sinf(1e5) is about 0.006 from sinf(1e5) (sim_fidelity/sinf_large_argument_sniffing).
+// Within [-pi, pi] the measured accuracy holds (approximate), and the host's result is kept.
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+// An .approx f32 sine or cosine of x outside [-pi, pi], which the unit takes in turns.
+template <class T>
+bool far_turns(T x, bool approx) {
+    return std::is_same_v<T, float> && approx && std::isfinite(x) &&
+           std::fabs(x) > static_cast<T>(kTwoPi / 2);
+}
+
+// x as the unit's angle: x / (2 pi) in f32 rounded toward zero, back in radians.
+template <class T>
+double angle_in_turns(T x) {
+    const float turns =
+        rounding::mul(static_cast<float>(x), 0.15915494f, rounding::Direction::toward_zero);
+    return static_cast<double>(turns) * kTwoPi;
+}
+
 // div.approx.f32 (__fdividef): x times the hardware's reciprocal of y, which is 0 for
 // 2^126 < |y| < 2^128 (its result would be subnormal, and the unit flushes it), so the quotient
 // is 0 there, or NaN for an infinite x (the CUDA guide's and libdevice's stated range).
@@ -417,10 +439,12 @@ void execute_float_unary(Executor& self, Warp& w, const Instruction& in, std::ui
                         r = std::log2(x);
                         break;
                     case Op::sin:
-                        r = std::sin(x);
+                        r = far_turns(x, in.approx) ? static_cast<T>(std::sin(angle_in_turns(x)))
+                                                    : std::sin(x);
                         break;
                     default:
-                        r = std::cos(x);
+                        r = far_turns(x, in.approx) ? static_cast<T>(std::cos(angle_in_turns(x)))
+                                                    : std::cos(x);
                         break;
                 }
                 if constexpr (std::is_same_v<T, float>) {
