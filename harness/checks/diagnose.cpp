@@ -90,8 +90,10 @@ bool rule_holds(const DiagnosisRule& rule, double worst_degree, int static_share
 // buffer, a loop that never ends).
 Diagnosis stop_diagnosis(const Interruption& stop, const Finding* at) {
     const Cause cause = cause_of(stop.kind);
-    const std::string where =
-        at != nullptr && !at->lines.empty() ? place_text(at->lines.front()) : std::string();
+    // A stop with no line (a launch refused before any instruction ran) names none.
+    const bool placed = at != nullptr && !at->lines.empty() &&
+                        (at->lines.front().line > 0 || at->lines.front().ptx_line > 0);
+    const std::string where = placed ? place_text(at->lines.front()) : std::string();
     const std::string kind = at != nullptr && !at->names.empty() ? at->names.front() : "";
     DiagnosisFacts facts;
     facts.where = where;
