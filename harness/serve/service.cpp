@@ -27,6 +27,7 @@
 #include "common/text.hpp"
 #include "grade/grade.hpp"
 #include "grade/protocol.hpp"
+#include "grade/worker_options.hpp"
 #include "isolation/child.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
@@ -682,8 +683,10 @@ void Service::grade_one(const Job& job, int device) {
         // The lane tables of `grader explain`, after the report, which the student reads first;
         // under the same limits and confinement. Without them the report stands.
         try {
-            const WorkerResult explained = run_worker_process(
-                *exercise, grade, report->seed, {"--explain", "--explain-strides", "3,8,16,32"});
+            WorkerTask task;
+            task.mode = WorkerOptions::Mode::explain;
+            task.explain_strides = {3, 8, 16, 32};
+            const WorkerResult explained = run_worker_process(*exercise, grade, report->seed, task);
             if (explained.observations.lane_tables) {
                 write_file_atomically(
                     attempt_dir(*attempt) / kExplainFile,
