@@ -49,6 +49,13 @@ TEST_CASE("numbers are written the way the lesson writes them") {
     CHECK(format_number(std::nan(""), 2) == "nan");
 }
 
+TEST_CASE("a list of names reads as a sentence offers them") {
+    CHECK(names_or({}).empty());
+    CHECK(names_or({"text"}) == "text");
+    CHECK(names_or({"text", "json"}) == "text or json");
+    CHECK(names_or({"html", "text", "json", "markdown"}) == "html, text, json or markdown");
+}
+
 TEST_CASE("an atomic write replaces the whole file and leaves no temporary behind") {
     const auto dir = grader::testing::scratch_root("common") / "atomic";
     std::filesystem::remove_all(dir);

@@ -26,6 +26,8 @@
 
 #include "archive/zip_reader.hpp"
 #include "cli/commands.hpp"
+#include "common/text.hpp"
+#include "report/writers.hpp"
 #include "serve/http_client.hpp"
 #include "text/text_safety.hpp"
 
@@ -40,7 +42,7 @@ struct SubmitCommandOptions {
     std::string token;
     fs::path token_file;
     std::string exercise;
-    std::string format = "text";
+    std::string format = to_string(Format::text);
     bool no_wait = false;
     double wait = 900.0;
 };
@@ -230,7 +232,7 @@ int run_submit(const SubmitCommandOptions& options) {
             std::cout << text::json_text(attempt, 2) << "\n";
             return kExitPass;
         }
-        const std::string report_format = options.format == "json" ? "json" : "text";
+        const std::string report_format = options.format;
         nlohmann::json printed = {{"attempt", attempt}};
         std::map<std::string, bool> shown;
         std::string last_wait;
@@ -273,7 +275,7 @@ int run_submit(const SubmitCommandOptions& options) {
                 const std::string report = client.get_text(
                     "/api/attempts/" + id + "/report?lane=" + lane + "&format=" + report_format,
                     status);
-                if (options.format == "json") {
+                if (parse_format(options.format) == Format::json) {
                     printed[lane] = status == 200 ? nlohmann::json::parse(report, nullptr, false)
                                                   : nlohmann::json(state);
                 } else {
@@ -286,7 +288,7 @@ int run_submit(const SubmitCommandOptions& options) {
                 }
             }
             if (!waiting) {
-                if (options.format == "json") {
+                if (parse_format(options.format) == Format::json) {
                     std::cout << text::json_text(printed, 2) << "\n";
                 }
                 return exit_for(final_verdict);
@@ -326,8 +328,9 @@ void add_submit_command(CLI::App& app, const GlobalOptions& global, Runner& run)
     command->add_option("--token-file", options->token_file, "A file holding your token");
     command->add_option("--exercise", options->exercise,
                         "The exercise's id (default: the one whose kernel file the folder holds)");
-    command->add_option("--format", options->format, "text or json")
-        ->check(CLI::IsMember({"text", "json"}))
+    const std::vector<std::string> formats = {to_string(Format::text), to_string(Format::json)};
+    command->add_option("--format", options->format, names_or(formats))
+        ->check(CLI::IsMember(formats))
         ->capture_default_str();
     command->add_flag("--no-wait", options->no_wait,
                       "Print the attempt and return; see its reports on the page");
