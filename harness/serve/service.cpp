@@ -53,52 +53,29 @@ StoreError::Kind kind_of_errno(int error) {
                                                                 : StoreError::Kind::other;
 }
 
+// A folder of this user's alone for an attempt (common/files's checks: no link, this user's,
+// nobody else may write in it), made where missing.
 void make_private_folder(const fs::path& folder) {
-    if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
-        const int error = errno;
-        throw StoreError("the folder " + text::visible_line(folder.string()) +
-                             " cannot be created: " + std::strerror(error),
-                         kind_of_errno(error));
+    create_output_folders(folder, Sharing::owner_only);
+    std::string why;
+    if (!open_private_folder(folder, why).valid()) {
+        throw StoreError("the folder " + text::visible_line(why) + ": refused");
     }
 }
 
-// Written once, never through a link, private, and on the disk before the attempt is recorded.
-void write_new_file(const fs::path& path, const std::string& bytes) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        const int error = errno;
-        throw StoreError("an uploaded file cannot be written: " + std::string(std::strerror(error)),
-                         kind_of_errno(error));
-    }
-    std::size_t written = 0;
-    while (written < bytes.size()) {
-        const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-        if (n < 0 && errno == EINTR) {
-            continue;
+// The attempt's folder, its files written once, private and on the disk (with their folders'
+// entries) before the attempt is recorded. A write that failed for want of room is a full store.
+void write_attempt_files(const fs::path& dir, const std::vector<UploadedFile>& files) {
+    try {
+        make_private_folder(dir);
+        make_private_folder(dir / kFilesFolder);
+        for (const UploadedFile& file : files) {
+            write_file_atomically(dir / kFilesFolder / file.name, file.bytes, Sharing::owner_only);
         }
-        if (n <= 0) {
-            const int error = n == 0 ? ENOSPC : errno;
-            ::close(fd);
-            throw StoreError(
-                "an uploaded file cannot be written: " + std::string(std::strerror(error)),
-                kind_of_errno(error));
-        }
-        written += static_cast<std::size_t>(n);
-    }
-    const bool synced = ::fsync(fd) == 0;
-    const int error = errno;
-    ::close(fd);
-    if (!synced) {
-        throw StoreError("an uploaded file cannot be written: " + std::string(std::strerror(error)),
-                         kind_of_errno(error));
-    }
-}
-
-void sync_folder(const fs::path& folder) {
-    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        ::fsync(fd);
-        ::close(fd);
+        sync_folder(dir / kFilesFolder);
+        sync_folder(dir);
+    } catch (const std::system_error& error) {
+        throw StoreError(error.what(), kind_of_errno(error.code().value()));
     }
 }
 
@@ -215,7 +192,6 @@ Service::Service(ServiceOptions options) : options_(std::move(options)) {
     // The state folder is checked (and made) by the store, as the GPU lock's is; then the
     // attempts' folder inside it.
     store_ = std::make_unique<Store>(options_.state_dir / kStateFile, options_.store_busy_seconds);
-    make_private_folder(options_.state_dir / kAttemptsFolder);
     std::string why;
     if (!open_private_folder(options_.state_dir / kAttemptsFolder, why).valid()) {
         throw StoreError("the state folder's " + text::visible_line(why) + ": refused");
@@ -503,13 +479,7 @@ Attempt Service::submit(const Person& person, const Upload& upload, double now) 
     const fs::path dir = options_.state_dir / kAttemptsFolder / folder;
     std::int64_t id = 0;
     try {
-        make_private_folder(dir);
-        make_private_folder(dir / kFilesFolder);
-        for (const UploadedFile& file : upload.files) {
-            write_new_file(dir / kFilesFolder / file.name, file.bytes);
-        }
-        sync_folder(dir / kFilesFolder);
-        sync_folder(dir);
+        write_attempt_files(dir, upload.files);
         id = store_->add_attempt(person.id, chosen->id, folder, names, lanes, now);
     } catch (const StoreError& error) {
         // Nothing is kept of an attempt the state could not take: the student is told to try
