@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "common/files.hpp"
@@ -47,6 +48,13 @@ TEST_CASE("numbers are written the way the lesson writes them") {
     CHECK(format_number(24.581, 2) == "24.58");
     CHECK(format_number(-0.0001, 2) == "0");
     CHECK(format_number(std::nan(""), 2) == "nan");
+}
+
+TEST_CASE("a list of names reads as a sentence offers them") {
+    CHECK(names_or({}).empty());
+    CHECK(names_or({"text"}) == "text");
+    CHECK(names_or({"text", "json"}) == "text or json");
+    CHECK(names_or({"html", "text", "json", "markdown"}) == "html, text, json or markdown");
 }
 
 TEST_CASE("an atomic write replaces the whole file and leaves no temporary behind") {
@@ -133,6 +141,16 @@ TEST_CASE("a private folder is this user's, made 0700, and refused where others 
     std::filesystem::create_directory_symlink(dir / "a", dir / "link");
     CHECK_FALSE(open_private_folder(dir / "link", why).valid());
     CHECK(why == (dir / "link").string() + " is a symbolic link, not a folder");
+}
+
+TEST_CASE("a folder's entries are synced, and a folder that is not there is named") {
+    const auto dir = grader::testing::scratch_root("common") / "synced";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    write_file_atomically(dir / "kept.txt", "kept");
+    CHECK_NOTHROW(sync_folder(dir));
+    CHECK_THROWS_WITH_AS(sync_folder(dir / "missing"), doctest::Contains("missing"),
+                         std::system_error);
 }
 
 TEST_CASE("an interrupted write's temporary is removed, and nothing else") {

@@ -1082,9 +1082,17 @@ TEST_CASE("markup, quotes and control characters come back as text, never as XML
 TEST_CASE("formats are named, parsed and written under their conventional file names") {
     using grader::Format;
     for (const Format format : {Format::text, Format::json, Format::markdown, Format::gradescope,
-                                Format::prairielearn, Format::junit}) {
+                                Format::prairielearn, Format::junit, Format::html}) {
         CHECK(grader::parse_format(grader::to_string(format)) == format);
     }
+    // What `grader grade --format` offers: every format but the page's fragment, in this order.
+    CHECK(grader::file_format_names() == std::vector<std::string>{"text", "json", "markdown",
+                                                                  "gradescope", "prairielearn",
+                                                                  "junit"});
+    CHECK(std::string(grader::content_type(Format::html)) == "text/html; charset=utf-8");
+    CHECK(std::string(grader::content_type(Format::json)) == "application/json");
+    CHECK(grader::write_report(passing_report(), Format::html, grader::ReportOptions{}) ==
+          grader::write_report_html(passing_report()));
     CHECK_FALSE(grader::parse_format("xml").has_value());
     CHECK_FALSE(grader::parse_format("JSON").has_value());
     CHECK(grader::report_file_name(Format::text, false) == "report.txt");

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "text/text_safety.hpp"
@@ -148,6 +149,85 @@ bool plain_file_name(std::string_view name) {
            text::visible_line(name) == name;
 }
 
+namespace {
+
+// Where an entry named `name` goes: its folders, then its file name last; nullopt for what is
+// skipped (a folder, what an archiver adds). Refused (ZipRefused) for an absolute name, '..', a
+// link or anything but a plain file. `entry` names it in a refusal.
+std::optional<std::vector<std::string>> entry_place(const std::string& name,
+                                                    const unz_file_info64& info,
+                                                    const std::string& entry) {
+    if (name.empty() || name[0] == '/' || name[0] == '\\' || (name.size() > 1 && name[1] == ':')) {
+        refuse(entry +
+               " has an absolute name: a zip may only hold names "
+               "relative to itself");
+    }
+    std::vector<std::string> parts = split_path(name);
+    if (std::find(parts.begin(), parts.end(), "..") != parts.end()) {
+        refuse(entry + " climbs out of the zip with '..': refused");
+    }
+    const bool is_folder = name.back() == '/' || name.back() == '\\';
+    // Unix's file type, where the zip was made on a Unix (made-by host 3).
+    const unsigned host = static_cast<unsigned>(info.version >> 8);
+    const unsigned mode = static_cast<unsigned>(info.external_fa >> 16);
+    if (host == 3 && (mode & S_IFMT) != 0) {
+        if ((mode & S_IFMT) == S_IFLNK) {
+            refuse(entry +
+                   " is a symbolic link: a zip may only hold "
+                   "plain files (zip it with the files themselves)");
+        }
+        if ((mode & S_IFMT) != S_IFREG && (mode & S_IFMT) != S_IFDIR) {
+            refuse(entry + " is not a plain file");
+        }
+    }
+    if (is_folder || (host == 3 && (mode & S_IFMT) == S_IFDIR)) {
+        return std::nullopt;
+    }
+    const std::string& base = parts.back();
+    const bool hidden = base.empty() || base[0] == '.' ||
+                        std::any_of(parts.begin(), parts.end() - 1, [](const std::string& part) {
+                            return part == "__MACOSX" || (!part.empty() && part[0] == '.');
+                        });
+    if (hidden) {
+        // .DS_Store, __MACOSX/._probe.cu: what an archiver adds, not the student.
+        return std::nullopt;
+    }
+    if (!plain_file_name(base)) {
+        refuse(entry + " is not a plain file name");
+    }
+    return parts;
+}
+
+// The current entry's bytes, read to one byte past the limit whatever its header claimed.
+std::string unzip_current(unzFile archive, const std::string& entry, const ZipLimits& limits) {
+    if (unzOpenCurrentFile(archive) != UNZ_OK) {
+        refuse(entry + " cannot be unzipped");
+    }
+    std::string content;
+    char buffer[16384];
+    int got = 0;
+    // The header's size is a claim: reading stops one byte past the limit, whatever it said.
+    while ((got = unzReadCurrentFile(archive, buffer, sizeof buffer)) > 0) {
+        content.append(buffer, static_cast<std::size_t>(got));
+        if (content.size() > limits.max_file_bytes) {
+            unzCloseCurrentFile(archive);
+            refuse_as_too_large(entry +
+                                " is larger unzipped than its header says, and "
+                                "more than " +
+                                zip_size_text(limits.max_file_bytes));
+        }
+    }
+    const int closed = unzCloseCurrentFile(archive);
+    if (got < 0 || closed != UNZ_OK) {
+        refuse(entry +
+               " cannot be unzipped (a damaged archive: its CRC "
+               "or its data is wrong)");
+    }
+    return content;
+}
+
+}  // namespace
+
 std::vector<ZippedFile> read_zip_files(std::string_view bytes, const std::string& zip_name,
                                        const ZipLimits& limits) {
     const std::string zip = shown(zip_name);
@@ -181,45 +261,12 @@ std::vector<ZippedFile> read_zip_files(std::string_view bytes, const std::string
         const std::string name(raw_name,
                                std::min<std::size_t>(info.size_filename, sizeof raw_name - 1));
         const std::string entry = zip + ": " + shown(name);
-        if (name.empty() || name[0] == '/' || name[0] == '\\' ||
-            (name.size() > 1 && name[1] == ':')) {
-            refuse(entry +
-                   " has an absolute name: a zip may only hold names "
-                   "relative to itself");
-        }
-        std::vector<std::string> parts = split_path(name);
-        if (std::find(parts.begin(), parts.end(), "..") != parts.end()) {
-            refuse(entry + " climbs out of the zip with '..': refused");
-        }
-        const bool is_folder = name.back() == '/' || name.back() == '\\';
-        // Unix's file type, where the zip was made on a Unix (made-by host 3).
-        const unsigned host = static_cast<unsigned>(info.version >> 8);
-        const unsigned mode = static_cast<unsigned>(info.external_fa >> 16);
-        if (host == 3 && (mode & S_IFMT) != 0) {
-            if ((mode & S_IFMT) == S_IFLNK) {
-                refuse(entry +
-                       " is a symbolic link: a zip may only hold "
-                       "plain files (zip it with the files themselves)");
-            }
-            if ((mode & S_IFMT) != S_IFREG && (mode & S_IFMT) != S_IFDIR) {
-                refuse(entry + " is not a plain file");
-            }
-        }
-        if (is_folder || (host == 3 && (mode & S_IFMT) == S_IFDIR)) {
+        auto parts = entry_place(name, info, entry);
+        if (!parts) {
             continue;
         }
-        std::string base = parts.back();
-        parts.pop_back();
-        const bool hidden = base.empty() || base[0] == '.' ||
-                            std::any_of(parts.begin(), parts.end(), [](const std::string& part) {
-                                return part == "__MACOSX" || (!part.empty() && part[0] == '.');
-                            });
-        if (hidden) {
-            continue;  // .DS_Store, __MACOSX/._probe.cu: what an archiver adds, not the student
-        }
-        if (!plain_file_name(base)) {
-            refuse(entry + " is not a plain file name");
-        }
+        const std::string base = parts->back();
+        parts->pop_back();
         if ((info.flag & 1u) != 0) {
             refuse(entry + " is encrypted: zip it without a password");
         }
@@ -228,35 +275,13 @@ std::vector<ZippedFile> read_zip_files(std::string_view bytes, const std::string
                                 " unzipped: a file may be at most " +
                                 zip_size_text(limits.max_file_bytes));
         }
-        if (unzOpenCurrentFile(archive.get()) != UNZ_OK) {
-            refuse(entry + " cannot be unzipped");
-        }
-        std::string content;
-        char buffer[16384];
-        int got = 0;
-        // The header's size is a claim: reading stops one byte past the limit, whatever it said.
-        while ((got = unzReadCurrentFile(archive.get(), buffer, sizeof buffer)) > 0) {
-            content.append(buffer, static_cast<std::size_t>(got));
-            if (content.size() > limits.max_file_bytes) {
-                unzCloseCurrentFile(archive.get());
-                refuse_as_too_large(entry +
-                                    " is larger unzipped than its header says, and "
-                                    "more than " +
-                                    zip_size_text(limits.max_file_bytes));
-            }
-        }
-        const int closed = unzCloseCurrentFile(archive.get());
-        if (got < 0 || closed != UNZ_OK) {
-            refuse(entry +
-                   " cannot be unzipped (a damaged archive: its CRC "
-                   "or its data is wrong)");
-        }
+        std::string content = unzip_current(archive.get(), entry, limits);
         total += content.size();
         if (total > limits.max_total_bytes) {
             refuse_as_too_large(zip + " unzips to more than " +
                                 zip_size_text(limits.max_total_bytes) + ", the most taken");
         }
-        entries.push_back({parts, name, {base, std::move(content)}});
+        entries.push_back({*parts, name, {base, std::move(content)}});
         if (entries.size() > limits.max_files) {
             refuse(zip + " holds too many files: at most " + std::to_string(limits.max_files) +
                    " are taken");

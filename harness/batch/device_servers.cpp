@@ -161,10 +161,11 @@ void keep_serving(const std::shared_ptr<State>& state, int device) {
             }
             return 0.0;
         };
-        const ChildResult ended = run_child({state->executable.string(), "__device-server",
-                                             "--exercise", state->exercise_dir.string(), "--device",
-                                             std::to_string(device), "--socket", socket.string()},
-                                            limits, on_message);
+        const ChildResult ended = run_child(
+            {state->executable.string(), DeviceServerFlags::command, DeviceServerFlags::exercise,
+             state->exercise_dir.string(), DeviceServerFlags::device, std::to_string(device),
+             DeviceServerFlags::socket, socket.string()},
+            limits, on_message);
         std::filesystem::remove(socket, ignored);
         lock.lock();
         server.ready = false;

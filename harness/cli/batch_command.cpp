@@ -304,21 +304,9 @@ void print_summary(const BatchResult& result) {
     std::fflush(stdout);
 }
 
-int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& global) {
-    const std::string output_shown = text::visible_line(options.output.string());
-    std::error_code unreadable;  // a name the system refuses is check_output_folder's to say
-    if (std::filesystem::exists(options.output, unreadable) &&
-        !std::filesystem::is_directory(options.output, unreadable)) {
-        spdlog::error("--output {} exists and is not a folder", output_shown);
-        return kExitUsage;
-    }
-    try {
-        check_output_folder(options.submissions, options.output);
-    } catch (const BatchError& error) {
-        spdlog::error("{}", text::visible_line(error.what()));
-        return kExitUsage;
-    }
-    std::optional<Shard> shard;
+// --shard's share of the class, checked against --backend: an exit code (said) where it cannot
+// be graded here, else 0 (and `shard` empty without --shard).
+int shard_to_grade(const BatchCommandOptions& options, std::optional<Shard>& shard) {
     if (!options.shard.empty()) {
         std::string why;
         shard = parse_shard(options.shard, why);
@@ -346,21 +334,20 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
             return kExitUngradable;
         }
     }
-    // A shard's task started again (a requeue) finishes what it began: it is always a resume.
-    if (!shard && !options.resume && options.only.empty() && output_has_reports(options.output)) {
-        spdlog::error(
-            "{} already holds reports from an earlier batch: add --resume to finish it "
-            "(keeping the reports there), or choose another --output folder",
-            output_shown);
-        return kExitUsage;
-    }
+    return 0;
+}
+
+// The exercise the class is graded as: --exercise, else the one a run already in --output graded,
+// else the one the class's own work names. Nullopt (said) where none can be.
+std::optional<Exercise> exercise_to_grade(const BatchCommandOptions& options,
+                                          const std::string& output_shown) {
     // A run already in --output graded its exercise: resuming it grades the same one.
     const std::optional<std::string> earlier = earlier_exercise(options.output);
     std::string why;
     const auto exercise_dir = exercise_for_run(options.exercise, earlier, output_shown, why);
     if (!exercise_dir) {
         spdlog::error("{}", why);
-        return kExitUsage;
+        return std::nullopt;
     }
     Exercise exercise = load_exercise(*exercise_dir);
     if (earlier && options.exercise.empty() &&
@@ -385,6 +372,40 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
             }
         }
     }
+    return exercise;
+}
+
+int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& global) {
+    const std::string output_shown = text::visible_line(options.output.string());
+    std::error_code unreadable;  // a name the system refuses is check_output_folder's to say
+    if (std::filesystem::exists(options.output, unreadable) &&
+        !std::filesystem::is_directory(options.output, unreadable)) {
+        spdlog::error("--output {} exists and is not a folder", output_shown);
+        return kExitUsage;
+    }
+    try {
+        check_output_folder(options.submissions, options.output);
+    } catch (const BatchError& error) {
+        spdlog::error("{}", text::visible_line(error.what()));
+        return kExitUsage;
+    }
+    std::optional<Shard> shard;
+    if (const int refused = shard_to_grade(options, shard); refused != 0) {
+        return refused;
+    }
+    // A shard's task started again (a requeue) finishes what it began: it is always a resume.
+    if (!shard && !options.resume && options.only.empty() && output_has_reports(options.output)) {
+        spdlog::error(
+            "{} already holds reports from an earlier batch: add --resume to finish it "
+            "(keeping the reports there), or choose another --output folder",
+            output_shown);
+        return kExitUsage;
+    }
+    const std::optional<Exercise> chosen = exercise_to_grade(options, output_shown);
+    if (!chosen) {
+        return kExitUsage;
+    }
+    const Exercise& exercise = *chosen;
 
     BatchOptions batch;
     batch.submissions_dir = options.submissions;

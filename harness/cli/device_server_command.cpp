@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "device/device_server.hpp"
 #include "device/gpu_server.hpp"
 #include "device/session_account.hpp"
 #include "exercise/exercise.hpp"
@@ -21,11 +22,11 @@ void add_device_server_command(CLI::App& app, Runner& run) {
     auto exercise_dir = std::make_shared<std::filesystem::path>();
     auto device = std::make_shared<int>(0);
     auto socket = std::make_shared<std::filesystem::path>();
-    CLI::App* command = app.add_subcommand("__device-server", "");
+    CLI::App* command = app.add_subcommand(DeviceServerFlags::command, "");
     command->group("");  // hidden from --help
-    command->add_option("--exercise", *exercise_dir)->required();
-    command->add_option("--device", *device);
-    command->add_option("--socket", *socket)->required();
+    command->add_option(DeviceServerFlags::exercise, *exercise_dir)->required();
+    command->add_option(DeviceServerFlags::device, *device);
+    command->add_option(DeviceServerFlags::socket, *socket)->required();
     command->callback([exercise_dir, device, socket, &run] {
         run = [exercise_dir, device, socket]() -> int {
             const Exercise exercise = load_exercise(*exercise_dir);

@@ -21,6 +21,7 @@
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
 #include "grade/protocol.hpp"
+#include "grade/worker_options.hpp"
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"
 #include "report/writers.hpp"
@@ -54,18 +55,11 @@ int run_explain(const ExplainCommandOptions& options) {
     grade.submission_dir = options.submission;
     grade.backend = "sim";
     grade.worker_executable = current_executable();
-    std::vector<std::string> extra = {"--explain"};
-    if (!options.strides.empty()) {
-        std::string list;
-        for (const int stride : options.strides) {
-            list += (list.empty() ? "" : ",") + std::to_string(stride);
-        }
-        extra.insert(extra.end(), {"--explain-strides", list});
-    }
-    if (options.reference) {
-        extra.push_back("--explain-reference");
-    }
-    const WorkerResult worker = run_worker_process(exercise, grade, 20261202, extra);
+    WorkerTask task;
+    task.mode = WorkerOptions::Mode::explain;
+    task.explain_strides = options.strides;
+    task.explain_reference = options.reference;
+    const WorkerResult worker = run_worker_process(exercise, grade, 20261202, task);
     const auto& explanation = worker.observations.lane_tables;
     if (!explanation) {
         const auto& stop = worker.observations.measurements.interruption;

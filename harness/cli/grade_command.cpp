@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "checks/checks.hpp"
 #include "cli/commands.hpp"
@@ -34,7 +35,7 @@ namespace {
 struct GradeCommandOptions {
     std::filesystem::path submission;
     std::filesystem::path exercise;
-    std::string format = "text";
+    std::string format = to_string(Format::text);
     std::filesystem::path output;
     int device = 0;
     std::optional<std::uint64_t> seed;
@@ -116,10 +117,8 @@ void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
                      "Exercise folder holding exercise.yaml, or a bundled exercise's id such "
                      "as day15-padding (default: day15-bank-conflicts)")
         ->transform(exercise_locator());
-    command
-        ->add_option("--format", options->format,
-                     "text, json, markdown, gradescope, prairielearn or junit")
-        ->check(CLI::IsMember({"text", "json", "markdown", "gradescope", "prairielearn", "junit"}))
+    command->add_option("--format", options->format, names_or(file_format_names()))
+        ->check(CLI::IsMember(file_format_names()))
         ->capture_default_str();
     command->add_option("-o,--output", options->output,
                         "Write the report to FILE (also on compile failure or when ungradable)");

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -125,18 +126,13 @@ bool slurm_submit_ready(const std::filesystem::path& script, std::string& said) 
     return false;
 }
 
-int run_serve(const ServeCommandOptions& options) {
-    const auto rate = parse_rate(options.rate);
-    if (!rate) {
-        spdlog::error("--rate {}: give attempts per window, e.g. 20/1h, 5/10m (or none)",
-                      text::visible_line(options.rate));
-        return kExitUsage;
-    }
+// --listen's ADDRESS:PORT and the connections' limits; nullopt (said) where it is not one.
+std::optional<serve::HttpOptions> http_options(const ServeCommandOptions& options) {
     const std::size_t colon = options.listen.rfind(':');
     if (colon == std::string::npos) {
         spdlog::error("--listen {}: give ADDRESS:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080",
                       text::visible_line(options.listen));
-        return kExitUsage;
+        return std::nullopt;
     }
     serve::HttpOptions http;
     http.address = options.listen.substr(0, colon);
@@ -152,15 +148,16 @@ int run_serve(const ServeCommandOptions& options) {
     } catch (const std::exception&) {
         spdlog::error("--listen {}: the port is not a number from 0 to 65535",
                       text::visible_line(options.listen));
-        return kExitUsage;
+        return std::nullopt;
     }
     http.threads = options.threads;
     http.max_connections_per_address = options.per_address;
-    // Every connection is a descriptor: as many as the system allows this user, so that idle
-    // connections never take the ones a grade needs (the caps below keep those apart).
-    const std::size_t open_files = serve::raise_open_file_limit();
+    return http;
+}
 
-    serve::ServiceOptions service_options;
+// The service's options from the command's; an exit code (said) where they cannot be, else 0.
+int make_service_options(const ServeCommandOptions& options, const serve::RateLimit& rate,
+                         serve::ServiceOptions& service_options) {
     service_options.state_dir = options.state;
     std::vector<std::string> exercises = options.exercises;
     if (exercises.empty()) {
@@ -182,12 +179,11 @@ int run_serve(const ServeCommandOptions& options) {
     std::stable_partition(service_options.exercises.begin(), service_options.exercises.end(),
                           [&](const Exercise& e) { return e.id == default_id; });
     service_options.worker_executable = current_executable();
-    service_options.rate = *rate;
+    service_options.rate = rate;
     service_options.run_seconds_override = options.timeout;
     service_options.upload.max_total_bytes = options.max_upload_kb * 1024;
     service_options.upload.max_file_bytes =
         std::min(service_options.upload.max_file_bytes, service_options.upload.max_total_bytes);
-    http.max_body_bytes = service_options.upload.max_total_bytes + 64 * 1024;
     service_options.log = [](const std::string& line) {
         spdlog::warn("{}", text::visible_line(line));
     };
@@ -216,6 +212,102 @@ int run_serve(const ServeCommandOptions& options) {
         }
         service_options.gpu_jobs_per_device = std::max(1, options.gpu_jobs);
     }
+    return 0;
+}
+
+// The first lines on standard error: where the service listens, what it grades and how.
+void tell_started(const ServeCommandOptions& options, const serve::ServiceOptions& service_options,
+                  const serve::HttpOptions& http, unsigned port, std::size_t open_files) {
+    std::string exercise_ids;
+    for (const Exercise& exercise : service_options.exercises) {
+        exercise_ids += (exercise_ids.empty() ? "" : ", ") + exercise.id;
+    }
+    std::string gpu_lane = "no GPU lane: the simulator's report is the grade";
+    if (!options.slurm.empty()) {
+        gpu_lane = "GPU grades through Slurm (" + options.slurm.string() + ")";
+    } else if (service_options.gpu) {
+        std::string devices;
+        for (const int device : service_options.devices) {
+            devices += (devices.empty() ? "" : ",") + std::to_string(device);
+        }
+        gpu_lane = "GPU " + devices + ", " + std::to_string(service_options.gpu_jobs_per_device) +
+                   " grades at once per GPU";
+    }
+    const std::string shown_address =
+        http.address.find(':') != std::string::npos ? "[" + http.address + "]" : http.address;
+    std::fprintf(stderr,
+                 "grader serve: listening on http://%s:%u (state %s; %s; %s; %d simulator "
+                 "grades at once; at most %d attempts per student in %.0f s; %zu connections at "
+                 "once, %zu from one address, of %zu open files)\n",
+                 shown_address.c_str(), port, text::visible_line(options.state.string()).c_str(),
+                 exercise_ids.c_str(), gpu_lane.c_str(), service_options.sim_jobs,
+                 service_options.rate.count, service_options.rate.window_seconds,
+                 http.max_connections, http.max_connections_per_address, open_files);
+}
+
+void tell_resumed(std::int64_t requeued, std::int64_t given_up, int max_starts) {
+    if (requeued > 0 || given_up > 0) {
+        std::fprintf(stderr,
+                     "grader serve: %lld grades left running by the last run queued again, %lld "
+                     "given up after %d starts\n",
+                     static_cast<long long>(requeued), static_cast<long long>(given_up),
+                     max_starts);
+    }
+}
+
+// Stops the server, LTI and the service, within kStopBound.
+void stop_within_bound(serve::HttpServer& server, serve::Lti* lti, serve::Service& service) {
+    // The stop is bounded: a worker is stopped within a tenth of a second, but a write of the
+    // state may wait out another process's lock. Past the bound the process ends as it is, and
+    // what was running is queued again at the next start.
+    std::mutex stop_mutex;
+    std::condition_variable stop_done;
+    bool stopped = false;
+    std::thread bound([&] {
+        std::unique_lock<std::mutex> lock(stop_mutex);
+        if (!stop_done.wait_for(lock, kStopBound, [&] { return stopped; })) {
+            std::fprintf(stderr,
+                         "grader serve: not stopped within %lld s: ending now; what was running "
+                         "is queued again at the next start\n",
+                         static_cast<long long>(kStopBound.count()));
+            std::fflush(stderr);
+            std::_Exit(kExitInternal);
+        }
+    });
+    server.stop();
+    if (lti) {
+        lti->stop();
+    }
+    service.stop();
+    {
+        std::lock_guard<std::mutex> lock(stop_mutex);
+        stopped = true;
+    }
+    stop_done.notify_all();
+    bound.join();
+}
+
+int run_serve(const ServeCommandOptions& options) {
+    const auto rate = parse_rate(options.rate);
+    if (!rate) {
+        spdlog::error("--rate {}: give attempts per window, e.g. 20/1h, 5/10m (or none)",
+                      text::visible_line(options.rate));
+        return kExitUsage;
+    }
+    const auto listened = http_options(options);
+    if (!listened) {
+        return kExitUsage;
+    }
+    serve::HttpOptions http = *listened;
+    // Every connection is a descriptor: as many as the system allows this user, so that idle
+    // connections never take the ones a grade needs (the caps below keep those apart).
+    const std::size_t open_files = serve::raise_open_file_limit();
+
+    serve::ServiceOptions service_options;
+    if (const int refused = make_service_options(options, *rate, service_options); refused != 0) {
+        return refused;
+    }
+    http.max_body_bytes = service_options.upload.max_total_bytes + 64 * 1024;
 
     // SIGINT and SIGTERM are taken by this thread alone (sigwait), blocked in every other.
     sigset_t signals;
@@ -270,38 +362,8 @@ int run_serve(const ServeCommandOptions& options) {
     }
     server.start();
 
-    std::string exercise_ids;
-    for (const Exercise& exercise : service_options.exercises) {
-        exercise_ids += (exercise_ids.empty() ? "" : ", ") + exercise.id;
-    }
-    std::string gpu_lane = "no GPU lane: the simulator's report is the grade";
-    if (!options.slurm.empty()) {
-        gpu_lane = "GPU grades through Slurm (" + options.slurm.string() + ")";
-    } else if (service_options.gpu) {
-        std::string devices;
-        for (const int device : service_options.devices) {
-            devices += (devices.empty() ? "" : ",") + std::to_string(device);
-        }
-        gpu_lane = "GPU " + devices + ", " + std::to_string(service_options.gpu_jobs_per_device) +
-                   " grades at once per GPU";
-    }
-    const std::string shown_address =
-        http.address.find(':') != std::string::npos ? "[" + http.address + "]" : http.address;
-    std::fprintf(stderr,
-                 "grader serve: listening on http://%s:%u (state %s; %s; %s; %d simulator "
-                 "grades at once; at most %d attempts per student in %.0f s; %zu connections at "
-                 "once, %zu from one address, of %zu open files)\n",
-                 shown_address.c_str(), server.port(),
-                 text::visible_line(options.state.string()).c_str(), exercise_ids.c_str(),
-                 gpu_lane.c_str(), service_options.sim_jobs, rate->count, rate->window_seconds,
-                 http.max_connections, http.max_connections_per_address, open_files);
-    if (requeued > 0 || given_up > 0) {
-        std::fprintf(stderr,
-                     "grader serve: %lld grades left running by the last run queued again, %lld "
-                     "given up after %d starts\n",
-                     static_cast<long long>(requeued), static_cast<long long>(given_up),
-                     service_options.max_starts);
-    }
+    tell_started(options, service_options, http, server.port(), open_files);
+    tell_resumed(requeued, given_up, service_options.max_starts);
     std::fprintf(stderr, "grader serve: %s\n", text::visible_line(lti_line).c_str());
     if (service.store().people().empty() && (!lti || lti->store().platforms().empty())) {
         std::fprintf(stderr,
@@ -319,34 +381,7 @@ int run_serve(const ServeCommandOptions& options) {
                  "the queued ones, graded at the next start\n",
                  signal_number);
     std::fflush(stderr);
-    // The stop is bounded: a worker is stopped within a tenth of a second, but a write of the
-    // state may wait out another process's lock. Past the bound the process ends as it is, and
-    // what was running is queued again at the next start.
-    std::mutex stop_mutex;
-    std::condition_variable stop_done;
-    bool stopped = false;
-    std::thread bound([&] {
-        std::unique_lock<std::mutex> lock(stop_mutex);
-        if (!stop_done.wait_for(lock, kStopBound, [&] { return stopped; })) {
-            std::fprintf(stderr,
-                         "grader serve: not stopped within %lld s: ending now; what was running "
-                         "is queued again at the next start\n",
-                         static_cast<long long>(kStopBound.count()));
-            std::fflush(stderr);
-            std::_Exit(kExitInternal);
-        }
-    });
-    server.stop();
-    if (lti) {
-        lti->stop();
-    }
-    service.stop();
-    {
-        std::lock_guard<std::mutex> lock(stop_mutex);
-        stopped = true;
-    }
-    stop_done.notify_all();
-    bound.join();
+    stop_within_bound(server, lti.get(), service);
     return 0;
 }
 

@@ -26,6 +26,8 @@
 
 #include "archive/zip_reader.hpp"
 #include "cli/commands.hpp"
+#include "common/text.hpp"
+#include "report/writers.hpp"
 #include "serve/http_client.hpp"
 #include "text/text_safety.hpp"
 
@@ -40,7 +42,7 @@ struct SubmitCommandOptions {
     std::string token;
     fs::path token_file;
     std::string exercise;
-    std::string format = "text";
+    std::string format = to_string(Format::text);
     bool no_wait = false;
     double wait = 900.0;
 };
@@ -144,6 +146,113 @@ int exit_for(const std::string& verdict) {
     return verdict == "pass" ? kExitPass : (verdict == "fail" ? kExitFail : kExitUngradable);
 }
 
+// The files to send: each path given; a folder gives the files of the exercise it holds (or
+// of --exercise), whose id is then `exercise`. An exit code (said) where a path cannot be read,
+// else 0.
+int files_to_send(const SubmitCommandOptions& options, const nlohmann::json& me,
+                  std::string& exercise, std::vector<std::pair<std::string, std::string>>& files) {
+    for (const fs::path& path : options.paths) {
+        if (fs::is_directory(path)) {
+            for (const auto& offered : me["exercises"]) {
+                const auto names = offered["files"].get<std::vector<std::string>>();
+                const bool chosen = exercise.empty() ? fs::exists(path / names.front())
+                                                     : offered["id"].get<std::string>() == exercise;
+                if (!chosen) {
+                    continue;
+                }
+                exercise = offered["id"].get<std::string>();
+                for (const std::string& name : names) {
+                    if (const auto bytes = read_file(path / name)) {
+                        files.emplace_back(name, *bytes);
+                    }
+                }
+                break;
+            }
+        } else if (const auto bytes = read_file(path)) {
+            files.emplace_back(path.filename().string(), *bytes);
+        } else {
+            spdlog::error("{} cannot be read (or is larger than 8 MB)",
+                          text::visible_line(path.string()));
+            return kExitUsage;
+        }
+    }
+    return 0;
+}
+
+// Prints each lane's report as it is done (or, for --format json, all of them at the end) until
+// every lane is, or --wait runs out; the exit code of the last verdict.
+int wait_for_reports(const Client& client, const SubmitCommandOptions& options,
+                     const std::string& id, const nlohmann::json& attempt) {
+    int status = 0;
+    const std::string report_format = options.format;
+    nlohmann::json printed = {{"attempt", attempt}};
+    std::map<std::string, bool> shown;
+    std::string last_wait;
+    std::string final_verdict;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(options.wait);
+    while (std::chrono::steady_clock::now() < deadline) {
+        const nlohmann::json now = client.get_json("/api/attempts/" + id, status);
+        if (status != 200) {
+            spdlog::error("{}", text::visible_line(error_of(now, status)));
+            return kExitUngradable;
+        }
+        bool waiting = false;
+        for (const char* lane : {"sim", "gpu"}) {
+            if (!now["lanes"].contains(lane)) {
+                continue;
+            }
+            const auto& state = now["lanes"][lane];
+            if (state["state"] != "done") {
+                waiting = true;
+                if (std::string(lane) == "gpu" && shown["sim"]) {
+                    const std::string wait =
+                        state["state"] == "queued"
+                            ? "GPU: waiting, " + std::to_string(state["ahead"].get<long long>()) +
+                                  " ahead of you"
+                            : std::string("GPU: being graded");
+                    if (wait != last_wait) {
+                        std::cerr << "grader submit: " << wait << "\n";
+                        last_wait = wait;
+                    }
+                }
+                continue;
+            }
+            if (shown[lane]) {
+                continue;
+            }
+            shown[lane] = true;
+            final_verdict = state["verdict"].get<std::string>();
+            const std::string report = client.get_text(
+                "/api/attempts/" + id + "/report?lane=" + lane + "&format=" + report_format,
+                status);
+            if (parse_format(options.format) == Format::json) {
+                printed[lane] = status == 200 ? nlohmann::json::parse(report, nullptr, false)
+                                              : nlohmann::json(state);
+            } else {
+                std::cout << (std::string(lane) == "sim" ? "==== on the simulator ====\n"
+                                                         : "==== on the course's GPU ====\n")
+                          << (status == 200
+                                  ? text::visible(report)
+                                  : text::visible(state["summary"].get<std::string>()) + "\n")
+                          << std::flush;
+            }
+        }
+        if (!waiting) {
+            if (parse_format(options.format) == Format::json) {
+                std::cout << text::json_text(printed, 2) << "\n";
+            }
+            return exit_for(final_verdict);
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    spdlog::error(
+        "no answer within {} s: the attempt is queued all the same; see it on the "
+        "page, or run grader submit again later",
+        static_cast<int>(options.wait));
+    return kExitUngradable;
+}
+
 int run_submit(const SubmitCommandOptions& options) {
     Client client;
     try {
@@ -166,34 +275,10 @@ int run_submit(const SubmitCommandOptions& options) {
             spdlog::error("{}", text::visible_line(error_of(me, status)));
             return status >= 500 ? kExitUngradable : kExitUsage;
         }
-        // The files: each path given; a folder gives the exercise's files it holds.
         std::vector<std::pair<std::string, std::string>> files;
         std::string exercise = options.exercise;
-        for (const fs::path& path : options.paths) {
-            if (fs::is_directory(path)) {
-                for (const auto& offered : me["exercises"]) {
-                    const auto names = offered["files"].get<std::vector<std::string>>();
-                    const bool chosen = exercise.empty()
-                                            ? fs::exists(path / names.front())
-                                            : offered["id"].get<std::string>() == exercise;
-                    if (!chosen) {
-                        continue;
-                    }
-                    exercise = offered["id"].get<std::string>();
-                    for (const std::string& name : names) {
-                        if (const auto bytes = read_file(path / name)) {
-                            files.emplace_back(name, *bytes);
-                        }
-                    }
-                    break;
-                }
-            } else if (const auto bytes = read_file(path)) {
-                files.emplace_back(path.filename().string(), *bytes);
-            } else {
-                spdlog::error("{} cannot be read (or is larger than 8 MB)",
-                              text::visible_line(path.string()));
-                return kExitUsage;
-            }
+        if (const int refused = files_to_send(options, me, exercise, files); refused != 0) {
+            return refused;
         }
         if (files.empty()) {
             spdlog::error("nothing to send: no exercise's files in {} (this service takes {})",
@@ -230,74 +315,7 @@ int run_submit(const SubmitCommandOptions& options) {
             std::cout << text::json_text(attempt, 2) << "\n";
             return kExitPass;
         }
-        const std::string report_format = options.format == "json" ? "json" : "text";
-        nlohmann::json printed = {{"attempt", attempt}};
-        std::map<std::string, bool> shown;
-        std::string last_wait;
-        std::string final_verdict;
-        const auto deadline =
-            std::chrono::steady_clock::now() + std::chrono::duration<double>(options.wait);
-        while (std::chrono::steady_clock::now() < deadline) {
-            const nlohmann::json now = client.get_json("/api/attempts/" + id, status);
-            if (status != 200) {
-                spdlog::error("{}", text::visible_line(error_of(now, status)));
-                return kExitUngradable;
-            }
-            bool waiting = false;
-            for (const char* lane : {"sim", "gpu"}) {
-                if (!now["lanes"].contains(lane)) {
-                    continue;
-                }
-                const auto& state = now["lanes"][lane];
-                if (state["state"] != "done") {
-                    waiting = true;
-                    if (std::string(lane) == "gpu" && shown["sim"]) {
-                        const std::string wait =
-                            state["state"] == "queued"
-                                ? "GPU: waiting, " +
-                                      std::to_string(state["ahead"].get<long long>()) +
-                                      " ahead of you"
-                                : std::string("GPU: being graded");
-                        if (wait != last_wait) {
-                            std::cerr << "grader submit: " << wait << "\n";
-                            last_wait = wait;
-                        }
-                    }
-                    continue;
-                }
-                if (shown[lane]) {
-                    continue;
-                }
-                shown[lane] = true;
-                final_verdict = state["verdict"].get<std::string>();
-                const std::string report = client.get_text(
-                    "/api/attempts/" + id + "/report?lane=" + lane + "&format=" + report_format,
-                    status);
-                if (options.format == "json") {
-                    printed[lane] = status == 200 ? nlohmann::json::parse(report, nullptr, false)
-                                                  : nlohmann::json(state);
-                } else {
-                    std::cout << (std::string(lane) == "sim" ? "==== on the simulator ====\n"
-                                                             : "==== on the course's GPU ====\n")
-                              << (status == 200
-                                      ? text::visible(report)
-                                      : text::visible(state["summary"].get<std::string>()) + "\n")
-                              << std::flush;
-                }
-            }
-            if (!waiting) {
-                if (options.format == "json") {
-                    std::cout << text::json_text(printed, 2) << "\n";
-                }
-                return exit_for(final_verdict);
-            }
-            std::this_thread::sleep_for(std::chrono::seconds(1));
-        }
-        spdlog::error(
-            "no answer within {} s: the attempt is queued all the same; see it on the "
-            "page, or run grader submit again later",
-            static_cast<int>(options.wait));
-        return kExitUngradable;
+        return wait_for_reports(client, options, id, attempt);
     } catch (const serve::HttpClientError& error) {
         spdlog::error("{}", text::visible_line(error.what()));
         return kExitUngradable;
@@ -326,8 +344,9 @@ void add_submit_command(CLI::App& app, const GlobalOptions& global, Runner& run)
     command->add_option("--token-file", options->token_file, "A file holding your token");
     command->add_option("--exercise", options->exercise,
                         "The exercise's id (default: the one whose kernel file the folder holds)");
-    command->add_option("--format", options->format, "text or json")
-        ->check(CLI::IsMember({"text", "json"}))
+    const std::vector<std::string> formats = {to_string(Format::text), to_string(Format::json)};
+    command->add_option("--format", options->format, names_or(formats))
+        ->check(CLI::IsMember(formats))
         ->capture_default_str();
     command->add_flag("--no-wait", options->no_wait,
                       "Print the attempt and return; see its reports on the page");

@@ -24,6 +24,7 @@
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
 #include "grade/protocol.hpp"
+#include "grade/worker_options.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
 #include "model/sweep.hpp"
@@ -50,7 +51,9 @@ int run_sweep(const SweepCommandOptions& options, const GlobalOptions& global) {
     grade.worker_executable = current_executable();
     grade.on_stage = [](const std::string& stage) { spdlog::debug("stage: {}", stage); };
     const std::uint64_t seed = options.seed ? *options.seed : std::random_device{}();
-    WorkerResult worker = run_worker_process(exercise, grade, seed, {"--reference-only"});
+    WorkerTask task;
+    task.mode = WorkerOptions::Mode::reference_only;
+    WorkerResult worker = run_worker_process(exercise, grade, seed, task);
     worker.observations.measurements.seed = seed;
     const Sweep sweep = summarize_sweep(exercise, worker.observations.measurements);
     if (!global.quiet) {

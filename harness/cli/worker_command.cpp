@@ -24,19 +24,19 @@ void add_worker_command(CLI::App& app, Runner& run) {
     auto options = std::make_shared<WorkerOptions>();
     auto reference_only = std::make_shared<bool>(false);
     auto explain = std::make_shared<bool>(false);
-    CLI::App* command = app.add_subcommand("__worker", "");
+    CLI::App* command = app.add_subcommand(WorkerFlags::command, "");
     command->group("");  // hidden from --help
-    command->add_option("--exercise", options->exercise_dir)->required();
-    command->add_option("--submission", options->submission_dir);
-    command->add_option("--device", options->device);
-    command->add_option("--seed", options->seed);
-    command->add_option("--backend", options->backend);
-    command->add_option("--device-server", options->device_server);
-    command->add_option("--run-timeout", options->run_seconds_override);
-    command->add_flag("--reference-only", *reference_only);
-    command->add_flag("--explain", *explain);
-    command->add_option("--explain-strides", options->explain_strides)->delimiter(',');
-    command->add_flag("--explain-reference", options->explain_reference);
+    command->add_option(WorkerFlags::exercise, options->exercise_dir)->required();
+    command->add_option(WorkerFlags::submission, options->submission_dir);
+    command->add_option(WorkerFlags::device, options->device);
+    command->add_option(WorkerFlags::seed, options->seed);
+    command->add_option(WorkerFlags::backend, options->backend);
+    command->add_option(WorkerFlags::device_server, options->device_server);
+    command->add_option(WorkerFlags::run_timeout, options->run_seconds_override);
+    command->add_flag(WorkerFlags::reference_only, *reference_only);
+    command->add_flag(WorkerFlags::explain, *explain);
+    command->add_option(WorkerFlags::explain_strides, options->explain_strides)->delimiter(',');
+    command->add_flag(WorkerFlags::explain_reference, options->explain_reference);
     command->callback([options, reference_only, explain, &run] {
         run = [options, reference_only, explain]() -> int {
             options->mode = *explain          ? WorkerOptions::Mode::explain

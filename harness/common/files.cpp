@@ -259,6 +259,14 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
     }
 }
 
+void sync_folder(const std::filesystem::path& folder) {
+    const Descriptor opened(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!opened.valid() || (::fsync(opened.get()) != 0 && errno != EINVAL)) {
+        throw std::system_error(errno, std::generic_category(),
+                                "cannot sync the folder " + folder.string());
+    }
+}
+
 namespace {
 
 // ".NAME.XXXXXX": the name write_file_atomically gives mkstemp, with mkstemp's six letters.

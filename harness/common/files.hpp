@@ -59,6 +59,11 @@ unsigned folder_mode(Sharing sharing);
 void write_file_atomically(const std::filesystem::path& path, std::string_view content,
                            Sharing sharing = output_sharing());
 
+// Puts on the disk what was made, renamed or removed in `folder` (its own entries: fsync of the
+// folder), so that a file written durably is also found after a crash. A file system that cannot
+// sync a folder (EINVAL) is left as it is. Throws std::system_error naming the folder.
+void sync_folder(const std::filesystem::path& folder);
+
 // Removes the temporaries that write_file_atomically leaves in `folder` when its process is
 // killed between writing and renaming (a batch's SIGKILL, a Slurm task cancelled midway). Only
 // the writer's own names (".NAME.XXXXXX") go, and only plain files; call it while holding the

@@ -29,6 +29,9 @@ std::optional<std::string> read_file_bounded(const std::filesystem::path& path,
 // A number with at most `digits` significant decimals, without trailing zeros ("1.05", "24.6").
 std::string format_number(double value, int decimals);
 
+// "a, b or c": names as a sentence offers them ("a" alone; empty for none).
+std::string names_or(const std::vector<std::string>& names);
+
 // Levenshtein's distance between two names: the "did you mean" of keys, subcommands and flags.
 std::size_t edit_distance(std::string_view a, std::string_view b);
 

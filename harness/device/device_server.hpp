@@ -29,6 +29,15 @@
 
 namespace grader {
 
+// `grader __device-server`'s subcommand and flags, spelled here once: cli/device_server_command.cpp
+// binds them, batch/device_servers.cpp starts a server with them.
+struct DeviceServerFlags {
+    static constexpr const char* command = "__device-server";
+    static constexpr const char* exercise = "--exercise";
+    static constexpr const char* device = "--device";
+    static constexpr const char* socket = "--socket";
+};
+
 // The device of one session (one grade), from the grade's seed: the GPU's, sharing the server's
 // context and counter.
 using SessionDevice = std::function<std::unique_ptr<Device>(std::uint64_t seed)>;

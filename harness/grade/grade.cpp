@@ -24,6 +24,7 @@
 #include "common/text.hpp"
 #include "grade/protocol.hpp"
 #include "grade/stage.hpp"
+#include "grade/worker_options.hpp"
 #include "isolation/child.hpp"
 #include "model/explanation.hpp"
 #include "model/json.hpp"
@@ -207,33 +208,26 @@ std::filesystem::path current_executable() {
 
 namespace {
 
-std::vector<std::string> worker_arguments(const Exercise& exercise, const GradeOptions& options,
-                                          std::uint64_t seed,
-                                          const std::vector<std::string>& extra) {
-    const double run_limit = options.run_seconds_override > 0 ? options.run_seconds_override
-                                                              : exercise.limits.run_seconds;
-    std::vector<std::string> argv = {
-        options.worker_executable.string(),
-        "__worker",
-        "--exercise",
-        exercise.directory.string(),
-        "--device",
-        std::to_string(options.device),
-        "--seed",
-        std::to_string(seed),
-        "--backend",
-        options.backend,
-        "--run-timeout",
-        format_number(run_limit, 3),
-    };
+std::vector<std::string> worker_command_line(const Exercise& exercise, const GradeOptions& options,
+                                             std::uint64_t seed, const WorkerTask& task) {
+    WorkerOptions worker;
+    worker.mode = task.mode;
+    worker.exercise_dir = exercise.directory;
     if (!options.submission_dir.empty()) {
-        argv.insert(argv.end(),
-                    {"--submission", std::filesystem::absolute(options.submission_dir).string()});
+        worker.submission_dir = std::filesystem::absolute(options.submission_dir);
     }
-    if (!options.device_server.empty()) {
-        argv.insert(argv.end(), {"--device-server", options.device_server.string()});
+    worker.device = options.device;
+    worker.seed = seed;
+    worker.backend = options.backend;
+    worker.device_server = options.device_server;
+    worker.run_seconds_override = options.run_seconds_override > 0 ? options.run_seconds_override
+                                                                   : exercise.limits.run_seconds;
+    worker.explain_strides = task.explain_strides;
+    worker.explain_reference = task.explain_reference;
+    std::vector<std::string> argv = {options.worker_executable.string()};
+    for (std::string& argument : worker_arguments(worker)) {
+        argv.push_back(std::move(argument));
     }
-    argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
 }
 
@@ -308,8 +302,8 @@ void settle(Observations& seen, const ChildResult& child, const StageLimit& stag
 }  // namespace
 
 WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& options,
-                                std::uint64_t seed, const std::vector<std::string>& extra) {
-    const std::vector<std::string> argv = worker_arguments(exercise, options, seed, extra);
+                                std::uint64_t seed, const WorkerTask& task) {
+    const std::vector<std::string> argv = worker_command_line(exercise, options, seed, task);
     ChildLimits limits;
     limits.seconds = exercise.limits.compile_seconds;
     limits.output_bytes = exercise.limits.output_bytes;
@@ -358,10 +352,11 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
 Report grade_submission(const Exercise& exercise, const GradeOptions& options) {
     const auto began = std::chrono::steady_clock::now();
     const std::uint64_t seed = options.seed ? *options.seed : std::random_device{}();
-    WorkerResult worker = run_worker_process(exercise, options, seed,
-                                             options.submission_dir.empty()
-                                                 ? std::vector<std::string>{"--reference-only"}
-                                                 : std::vector<std::string>{});
+    WorkerTask task;
+    if (options.submission_dir.empty()) {
+        task.mode = WorkerOptions::Mode::reference_only;
+    }
+    WorkerResult worker = run_worker_process(exercise, options, seed, task);
     Measurements& m = worker.observations.measurements;
     m.stage_seconds = worker.stage_seconds;
     m.seed = seed;

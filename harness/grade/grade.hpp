@@ -15,6 +15,7 @@
 
 #include "exercise/exercise.hpp"
 #include "grade/protocol.hpp"
+#include "grade/worker_options.hpp"
 #include "model/report.hpp"
 
 namespace grader {
@@ -56,11 +57,11 @@ struct WorkerResult {
     std::map<std::string, double> stage_seconds;
 };
 
-// Runs `grader __worker` under the exercise's limits with extra arguments ("--reference-only",
-// "--explain" ...); an empty submission_dir passes none. Every command that runs code goes
+// Runs `grader __worker` under the exercise's limits for `task` (a grade, the exercise's kernels
+// alone, an explanation); an empty submission_dir passes none. Every command that runs code goes
 // through here, so all of them get the same limits and isolation.
 WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& options,
-                                std::uint64_t seed, const std::vector<std::string>& extra);
+                                std::uint64_t seed, const WorkerTask& task = {});
 
 // The running executable's path, to start workers from.
 std::filesystem::path current_executable();

@@ -1,6 +1,7 @@
 #pragma once
 
-// What the worker (worker.hpp) is asked to do: `grader __worker`'s options.
+// What the worker (worker.hpp) is asked to do: `grader __worker`'s options, and their flags,
+// spelled here once: cli/worker_command.cpp binds them, worker_arguments writes them.
 
 #include <cstdint>
 #include <filesystem>
@@ -29,5 +30,33 @@ struct WorkerOptions {
     bool explain_reference = false;       // explain the exercise's oracle instead
     StepTrace trace;                      // where the device's steps are told; empty: nowhere
 };
+
+// What a worker is asked beyond a grade's options (grade.hpp's run_worker_process).
+struct WorkerTask {
+    WorkerOptions::Mode mode = WorkerOptions::Mode::grade;
+    std::vector<int> explain_strides;  // explain: the strides to run; empty: the exercise's
+    bool explain_reference = false;    // explain the exercise's oracle instead
+};
+
+// The worker's subcommand and flags: the one table both of its ends read.
+struct WorkerFlags {
+    static constexpr const char* command = "__worker";
+    static constexpr const char* exercise = "--exercise";
+    static constexpr const char* submission = "--submission";
+    static constexpr const char* device = "--device";
+    static constexpr const char* seed = "--seed";
+    static constexpr const char* backend = "--backend";
+    static constexpr const char* device_server = "--device-server";
+    static constexpr const char* run_timeout = "--run-timeout";
+    static constexpr const char* reference_only = "--reference-only";  // Mode::reference_only
+    static constexpr const char* explain = "--explain";                // Mode::explain
+    static constexpr const char* explain_strides = "--explain-strides";
+    static constexpr const char* explain_reference = "--explain-reference";
+};
+
+// The arguments after the executable that ask a worker for `options` (its trace aside): the
+// subcommand, then each flag whose value differs from none (a submission, a device server, the
+// explained strides only where given).
+std::vector<std::string> worker_arguments(const WorkerOptions& options);
 
 }  // namespace grader

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/explanation.hpp"
 #include "model/report.hpp"
@@ -33,11 +34,18 @@ struct ReportOptions {
     PrairieLearnOptions prairielearn;
 };
 
-enum class Format { text, json, markdown, gradescope, prairielearn, junit };
+// The report's formats; their names, files and HTTP types are formats.cpp's one table. html is
+// the page's fragment (write_report_html), served by `grader serve`, never written to a file.
+enum class Format { text, json, markdown, gradescope, prairielearn, junit, html };
 
-// "text", "json", "markdown", "gradescope", "prairielearn" or "junit"; nullopt for anything else.
+// "text", "json", "markdown", "gradescope", "prairielearn", "junit" or "html"; nullopt for
+// anything else.
 std::optional<Format> parse_format(std::string_view name);
 const char* to_string(Format format);
+// The Content-Type of an HTTP answer in this format ("text/plain; charset=utf-8").
+const char* content_type(Format format);
+// The names of the formats a report is written to files in (`grader grade --format`), in order.
+std::vector<std::string> file_format_names();
 
 // The conventional file name for a format: report.txt, report.json, report.md, results.json (what
 // Gradescope and PrairieLearn read), junit.xml. Where several formats go into one folder, the two

@@ -10,8 +10,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "model/json.hpp"
 #include "model/report.hpp"
@@ -377,7 +380,7 @@ Attempt attempt_asked(ApiCall& call) {
 
 std::string format_asked(const ApiCall& call) {
     const auto& query = call.target.query;
-    return query.count("format") != 0 ? query.at("format") : std::string("html");
+    return query.count("format") != 0 ? query.at("format") : std::string(to_string(Format::html));
 }
 
 ApiResponse attempt(ApiCall& call) {
@@ -387,20 +390,8 @@ ApiResponse attempt(ApiCall& call) {
     return json_response(200, body);
 }
 
-// The formats a lane's report is given in, by the name ?format= asks for.
-struct ReportFormat {
-    const char* name;
-    const char* content_type;
-    std::string (*write)(const Report& report);
-};
-
-constexpr ReportFormat kReportFormats[] = {
-    {"html", "text/html; charset=utf-8", write_report_html},
-    {"json", "application/json", write_json},
-    {"markdown", "text/markdown; charset=utf-8", write_markdown},
-    {"text", "text/plain; charset=utf-8",
-     [](const Report& report) { return write_text(report, {}); }},
-};
+// The formats a lane's report is given in (?format=, named as report/formats.cpp names them).
+constexpr Format kReportFormats[] = {Format::html, Format::text, Format::json, Format::markdown};
 
 ApiResponse report(ApiCall& call) {
     const Attempt attempt = attempt_asked(call);
@@ -416,12 +407,15 @@ ApiResponse report(ApiCall& call) {
         return error_response(404, std::string("the ") + to_string(*lane) +
                                        " report of this attempt is not ready yet");
     }
-    for (const ReportFormat& written : kReportFormats) {
-        if (format == written.name) {
-            return text_response(written.content_type, written.write(*report));
+    std::vector<std::string> names;
+    for (const Format offered : kReportFormats) {
+        if (parse_format(format) == offered) {
+            return text_response(content_type(offered),
+                                 write_report(*report, offered, ReportOptions{}));
         }
+        names.emplace_back(to_string(offered));
     }
-    return error_response(400, "format is html, text, json or markdown");
+    return error_response(400, "format is " + names_or(names));
 }
 
 ApiResponse explain(ApiCall& call) {
@@ -431,13 +425,14 @@ ApiResponse explain(ApiCall& call) {
     if (!explanation) {
         return error_response(404, "the lane tables of this attempt are not ready yet");
     }
-    if (format == "html") {
-        return text_response("text/html; charset=utf-8", write_explanation_html(*explanation));
+    const auto asked = parse_format(format);
+    if (asked == Format::html) {
+        return text_response(content_type(Format::html), write_explanation_html(*explanation));
     }
-    if (format == "json") {
+    if (asked == Format::json) {
         return json_response(200, nlohmann::json(*explanation));
     }
-    return text_response("text/plain; charset=utf-8", write_explanation_text(*explanation, false));
+    return text_response(content_type(Format::text), write_explanation_text(*explanation, false));
 }
 
 ApiResponse submitted_file(ApiCall& call) {

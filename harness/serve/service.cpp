@@ -1,7 +1,6 @@
 #include "serve/service.hpp"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -9,27 +8,23 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <ctime>
 #include <exception>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <set>
-#include <sstream>
 #include <system_error>
 
 #include "batch/batch.hpp"
-#include "batch/device_servers.hpp"
-#include "batch/shard.hpp"
 #include "common/clock.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "grade/grade.hpp"
 #include "grade/protocol.hpp"
-#include "isolation/child.hpp"
+#include "grade/worker_options.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
+#include "serve/gpu_runners.hpp"
 #include "serve/tokens.hpp"
 #include "text/text_safety.hpp"
 
@@ -52,52 +47,29 @@ StoreError::Kind kind_of_errno(int error) {
                                                                 : StoreError::Kind::other;
 }
 
+// A folder of this user's alone for an attempt (common/files's checks: no link, this user's,
+// nobody else may write in it), made where missing.
 void make_private_folder(const fs::path& folder) {
-    if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
-        const int error = errno;
-        throw StoreError("the folder " + text::visible_line(folder.string()) +
-                             " cannot be created: " + std::strerror(error),
-                         kind_of_errno(error));
+    create_output_folders(folder, Sharing::owner_only);
+    std::string why;
+    if (!open_private_folder(folder, why).valid()) {
+        throw StoreError("the folder " + text::visible_line(why) + ": refused");
     }
 }
 
-// Written once, never through a link, private, and on the disk before the attempt is recorded.
-void write_new_file(const fs::path& path, const std::string& bytes) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        const int error = errno;
-        throw StoreError("an uploaded file cannot be written: " + std::string(std::strerror(error)),
-                         kind_of_errno(error));
-    }
-    std::size_t written = 0;
-    while (written < bytes.size()) {
-        const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-        if (n < 0 && errno == EINTR) {
-            continue;
+// The attempt's folder, its files written once, private and on the disk (with their folders'
+// entries) before the attempt is recorded. A write that failed for want of room is a full store.
+void write_attempt_files(const fs::path& dir, const std::vector<UploadedFile>& files) {
+    try {
+        make_private_folder(dir);
+        make_private_folder(dir / kFilesFolder);
+        for (const UploadedFile& file : files) {
+            write_file_atomically(dir / kFilesFolder / file.name, file.bytes, Sharing::owner_only);
         }
-        if (n <= 0) {
-            const int error = n == 0 ? ENOSPC : errno;
-            ::close(fd);
-            throw StoreError(
-                "an uploaded file cannot be written: " + std::string(std::strerror(error)),
-                kind_of_errno(error));
-        }
-        written += static_cast<std::size_t>(n);
-    }
-    const bool synced = ::fsync(fd) == 0;
-    const int error = errno;
-    ::close(fd);
-    if (!synced) {
-        throw StoreError("an uploaded file cannot be written: " + std::string(std::strerror(error)),
-                         kind_of_errno(error));
-    }
-}
-
-void sync_folder(const fs::path& folder) {
-    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        ::fsync(fd);
-        ::close(fd);
+        sync_folder(dir / kFilesFolder);
+        sync_folder(dir);
+    } catch (const std::system_error& error) {
+        throw StoreError(error.what(), kind_of_errno(error.code().value()));
     }
 }
 
@@ -214,10 +186,16 @@ Service::Service(ServiceOptions options) : options_(std::move(options)) {
     // The state folder is checked (and made) by the store, as the GPU lock's is; then the
     // attempts' folder inside it.
     store_ = std::make_unique<Store>(options_.state_dir / kStateFile, options_.store_busy_seconds);
-    make_private_folder(options_.state_dir / kAttemptsFolder);
     std::string why;
     if (!open_private_folder(options_.state_dir / kAttemptsFolder, why).valid()) {
         throw StoreError("the state folder's " + text::visible_line(why) + ": refused");
+    }
+    if (options_.gpu) {
+        if (options_.slurm.submit_script.empty()) {
+            gpu_ = std::make_unique<LocalGpus>(*this);
+        } else {
+            gpu_ = std::make_unique<SlurmCluster>(*this);
+        }
     }
 }
 
@@ -225,72 +203,34 @@ Service::~Service() {
     stop();
 }
 
-namespace {
-
-int long_places(const ServiceOptions& options, int ordinary) {
+int long_grade_places(const ServiceOptions& options, int ordinary) {
     return options.long_grades > 0 ? options.long_grades : std::max(1, ordinary / 2);
 }
 
-}  // namespace
-
 int Service::grades_at_once() const {
     const int sim = std::max(1, options_.sim_jobs);
-    int grades = sim + long_places(options_, sim) + 1;  // and the lane tables of `explain`
-    if (options_.gpu) {
-        const int gpu = std::max(1, options_.gpu_jobs_per_device);
-        grades += options_.slurm.submit_script.empty()
-                      ? (gpu + long_places(options_, gpu)) *
-                            static_cast<int>(std::max<std::size_t>(1, options_.devices.size()))
-                      : 1;
-    }
-    return grades;
+    const int grades = sim + long_grade_places(options_, sim) + 1;  // and the lane tables
+    return grades + (gpu_ ? gpu_->grades_at_once() : 0);
 }
 
 std::pair<std::int64_t, std::int64_t> Service::start() {
     const auto resumed = store_->resume(options_.max_starts, now_seconds());
     started_ = true;
-    if (options_.gpu && options_.slurm.submit_script.empty()) {
-        for (const Exercise& exercise : options_.exercises) {
-            device_servers_[exercise.id] =
-                std::make_unique<DeviceServers>(options_.worker_executable, exercise.directory);
-        }
-        // Each server started now, so that the first student's grade finds it listening.
-        threads_.emplace_back([this] {
-            for (const auto& [id, servers] : device_servers_) {
-                for (const int device : options_.devices) {
-                    if (stopping_) {
-                        return;
-                    }
-                    if (servers->socket_for(device).empty() && options_.log) {
-                        options_.log("the device server of GPU " + std::to_string(device) +
-                                     " for " + id +
-                                     " would not start: its grades open the GPU themselves");
-                    }
-                }
-            }
-        });
-    }
-    const auto lane_threads = [this](Lane lane, int device, int ordinary) {
-        const int extra = long_places(options_, ordinary);
-        places_.push_back(
-            std::make_unique<LanePlaces>(ordinary, extra, options_.long_grade_seconds));
-        LanePlaces* places = places_.back().get();
-        for (int i = 0; i < ordinary + extra; ++i) {
-            threads_.emplace_back(
-                [this, places, lane, device] { grade_loop(*places, lane, device); });
-        }
-    };
-    lane_threads(Lane::sim, 0, std::max(1, options_.sim_jobs));
-    if (options_.gpu) {
-        if (!options_.slurm.submit_script.empty()) {
-            threads_.emplace_back([this] { slurm_loop(); });
-        } else {
-            for (const int device : options_.devices) {
-                lane_threads(Lane::gpu, device, std::max(1, options_.gpu_jobs_per_device));
-            }
-        }
+    start_lane(Lane::sim, 0, std::max(1, options_.sim_jobs), nullptr);
+    if (gpu_) {
+        gpu_->start();
     }
     return resumed;
+}
+
+void Service::start_lane(Lane lane, int device, int ordinary, const LocalGpus* gpus) {
+    const int extra = long_grade_places(options_, ordinary);
+    places_.push_back(std::make_unique<LanePlaces>(ordinary, extra, options_.long_grade_seconds));
+    LanePlaces* places = places_.back().get();
+    for (int i = 0; i < ordinary + extra; ++i) {
+        threads_.emplace_back(
+            [this, places, lane, device, gpus] { grade_loop(*places, lane, device, gpus); });
+    }
 }
 
 void Service::stop() {
@@ -304,8 +244,8 @@ void Service::stop() {
     for (const auto& places : places_) {
         places->wake_all();
     }
-    for (const auto& [id, servers] : device_servers_) {
-        servers->stop();
+    if (gpu_) {
+        gpu_->stop();
     }
     for (std::thread& thread : threads_) {
         if (thread.joinable()) {
@@ -502,13 +442,7 @@ Attempt Service::submit(const Person& person, const Upload& upload, double now) 
     const fs::path dir = options_.state_dir / kAttemptsFolder / folder;
     std::int64_t id = 0;
     try {
-        make_private_folder(dir);
-        make_private_folder(dir / kFilesFolder);
-        for (const UploadedFile& file : upload.files) {
-            write_new_file(dir / kFilesFolder / file.name, file.bytes);
-        }
-        sync_folder(dir / kFilesFolder);
-        sync_folder(dir);
+        write_attempt_files(dir, upload.files);
         id = store_->add_attempt(person.id, chosen->id, folder, names, lanes, now);
     } catch (const StoreError& error) {
         // Nothing is kept of an attempt the state could not take: the student is told to try
@@ -536,6 +470,10 @@ Attempt Service::visible_attempt(const Person& person, std::int64_t id) {
 
 fs::path Service::attempt_dir(const Attempt& attempt) const {
     return options_.state_dir / kAttemptsFolder / attempt.folder;
+}
+
+fs::path Service::files_dir(const Attempt& attempt) const {
+    return attempt_dir(attempt) / kFilesFolder;
 }
 
 std::optional<Report> Service::report(const Attempt& attempt, Lane lane) {
@@ -567,8 +505,7 @@ std::optional<std::string> Service::submitted_file(const Attempt& attempt,
         return std::nullopt;
     }
     std::string why;
-    return read_student_file(attempt_dir(attempt) / kFilesFolder, name,
-                             options_.upload.max_file_bytes, why);
+    return read_student_file(files_dir(attempt), name, options_.upload.max_file_bytes, why);
 }
 
 void Service::record(const Attempt& attempt, Lane lane, const Report& report) {
@@ -606,7 +543,7 @@ void Service::record(const Attempt& attempt, Lane lane, const Report& report) {
     }
 }
 
-void Service::grade_one(const Job& job, int device) {
+void Service::grade_one(const Job& job, int device, const LocalGpus* gpus) {
     std::optional<Attempt> attempt;
     if (!until_written([&] { attempt = store_->attempt(job.attempt); }, false) || !attempt) {
         return;
@@ -622,7 +559,7 @@ void Service::grade_one(const Job& job, int device) {
         return;
     }
     GradeOptions grade;
-    grade.submission_dir = attempt_dir(*attempt) / kFilesFolder;
+    grade.submission_dir = files_dir(*attempt);
     grade.submission_label = "attempt " + std::to_string(attempt->number);
     grade.device = device;
     grade.backend = job.lane == Lane::sim ? "sim" : "cuda";
@@ -643,11 +580,8 @@ void Service::grade_one(const Job& job, int device) {
     double wait = 1.0;
     for (int tries = 0; !report; ++tries) {
         try {
-            if (job.lane == Lane::gpu) {
-                if (const auto servers = device_servers_.find(exercise->id);
-                    servers != device_servers_.end()) {
-                    grade.device_server = servers->second->socket_for(device);
-                }
+            if (gpus != nullptr) {
+                grade.device_server = gpus->device_server(exercise->id, device);
             }
             report = grade_submission(*exercise, grade);
         } catch (const GradeCancelled&) {
@@ -682,8 +616,10 @@ void Service::grade_one(const Job& job, int device) {
         // The lane tables of `grader explain`, after the report, which the student reads first;
         // under the same limits and confinement. Without them the report stands.
         try {
-            const WorkerResult explained = run_worker_process(
-                *exercise, grade, report->seed, {"--explain", "--explain-strides", "3,8,16,32"});
+            WorkerTask task;
+            task.mode = WorkerOptions::Mode::explain;
+            task.explain_strides = {3, 8, 16, 32};
+            const WorkerResult explained = run_worker_process(*exercise, grade, report->seed, task);
             if (explained.observations.lane_tables) {
                 write_file_atomically(
                     attempt_dir(*attempt) / kExplainFile,
@@ -698,7 +634,7 @@ void Service::grade_one(const Job& job, int device) {
     }
 }
 
-void Service::grade_loop(LanePlaces& places, Lane lane, int device) {
+void Service::grade_loop(LanePlaces& places, Lane lane, int device, const LocalGpus* gpus) {
     while (!stopping_) {
         const std::uint64_t place = places.take(stopping_);
         if (place == 0) {
@@ -725,7 +661,7 @@ void Service::grade_loop(LanePlaces& places, Lane lane, int device) {
         }
         places.began(place);
         try {
-            grade_one(*job, device);
+            grade_one(*job, device, gpus);
         } catch (const std::exception& error) {
             // Nothing of one grade may end the service; the grade stays running in the state
             // file, to be queued again at the next start.
@@ -736,182 +672,6 @@ void Service::grade_loop(LanePlaces& places, Lane lane, int device) {
         }
         places.give_back(place);
     }
-}
-
-void Service::slurm_loop() {
-    // A wave: the next queued GPU grades, fairly ordered, of one exercise, as a class folder of
-    // links to their files; scripts/slurm/submit.sh grades it as a job array of `grader batch
-    // --shard` and merges it; each report is read back from the merged class.
-    std::size_t wave_number = 0;
-    while (!stopping_) {
-        try {
-            slurm_wave(wave_number);
-        } catch (const StoreError& error) {
-            // The wave's grades stay running in the state file, queued again at the next start.
-            store_failed(error);
-            pause(5.0);
-        } catch (const std::exception& error) {
-            if (options_.log) {
-                options_.log(std::string("a Slurm wave failed in the service: ") + error.what());
-            }
-            pause(5.0);
-        }
-    }
-}
-
-std::vector<Job> Service::claim_wave(std::string& exercise_id) {
-    std::vector<Job> wave;
-    while (static_cast<int>(wave.size()) < std::max(1, options_.slurm.wave_size)) {
-        auto job = store_->claim_next(Lane::gpu, now_seconds());
-        if (!job) {
-            break;
-        }
-        const auto attempt = store_->attempt(job->attempt);
-        if (!attempt) {
-            continue;
-        }
-        if (!exercise_id.empty() && attempt->exercise != exercise_id) {
-            store_->requeue(job->attempt, Lane::gpu);  // the next wave's
-            break;
-        }
-        exercise_id = attempt->exercise;
-        wave.push_back(*job);
-    }
-    return wave;
-}
-
-bool Service::submit_wave(const std::vector<Job>& wave, const std::string& exercise_id,
-                          const fs::path& run) {
-    const Exercise* exercise = this->exercise(exercise_id);
-    try {
-        fs::create_directories(run / "submissions");
-        for (const Job& job : wave) {
-            const auto attempt = store_->attempt(job.attempt);
-            // Copies: a batch follows no link, and a student's file must have one link alone.
-            fs::create_directory(run / "submissions" / attempt->folder);
-            for (const std::string& name : attempt->files) {
-                fs::copy_file(attempt_dir(*attempt) / kFilesFolder / name,
-                              run / "submissions" / attempt->folder / name);
-            }
-        }
-        ChildLimits limits;
-        limits.seconds = 300.0;  // sbatch twice
-        const ChildResult submitted = run_child(
-            {"/usr/bin/env", "GRADER=" + options_.worker_executable.string(),
-             "GRADER_BACKEND=" + options_.slurm.backend, options_.slurm.submit_script.string(),
-             (run / "submissions").string(), run.string(),
-             std::to_string(std::max(1, options_.slurm.tasks)), "--exercise",
-             exercise == nullptr ? exercise_id : exercise->directory.string()},
-            limits, [](const std::string&) { return 0.0; });
-        std::ofstream(run / "submit.log") << submitted.output << submitted.error;
-        if (submitted.end != ChildResult::End::exited || submitted.exit_code != 0) {
-            throw std::runtime_error("scripts/slurm/submit.sh failed; see " +
-                                     (run / "submit.log").string());
-        }
-    } catch (const std::exception& error) {
-        // The service's fault, said to each student at once: a wave never submitted has nothing
-        // to wait for, and its lanes would say "being graded" until the deadline.
-        if (options_.log) {
-            options_.log(std::string("a Slurm wave could not be submitted: ") + error.what());
-        }
-        for (const Job& job : wave) {
-            store_->finish(job.attempt, Lane::gpu, "ungradable", 0, 0,
-                           "the service could not hand this grade to the course's GPU cluster "
-                           "(its Slurm submission failed): the service's fault, not your "
-                           "submission's; the instructor has the details in the service's log",
-                           now_seconds(), true);
-        }
-        return false;
-    }
-    return true;
-}
-
-std::vector<Job> Service::collect_wave(std::vector<Job> pending, const fs::path& run) {
-    const int tasks = std::max(1, options_.slurm.tasks);
-    const double deadline = now_seconds() + options_.slurm.wait_seconds;
-    const auto file_found = [&] {
-        std::vector<Job> left;
-        for (const Job& job : pending) {
-            const auto attempt = store_->attempt(job.attempt);
-            std::optional<Report> report;
-            for (int task = 0; task < tasks && !report; ++task) {
-                report = read_report_json(run / "shards" / std::to_string(task) / attempt->folder /
-                                          "report.json");
-            }
-            if (report) {
-                record(*attempt, Lane::gpu, *report);
-            } else {
-                left.push_back(job);
-            }
-        }
-        pending = std::move(left);
-    };
-    const auto tasks_done = [&] {
-        for (int task = 0; task < tasks; ++task) {
-            if (!fs::exists(run / "shards" / std::to_string(task) / kShardManifestFile)) {
-                return false;
-            }
-        }
-        return true;
-    };
-    while (!stopping_ && !pending.empty() && now_seconds() < deadline) {
-        const bool over = tasks_done();
-        file_found();
-        if (over) {
-            break;
-        }
-        std::unique_lock<std::mutex> lock(wake_mutex_);
-        wake_.wait_for(lock, std::chrono::seconds(1));
-    }
-    return pending;
-}
-
-void Service::settle_wave(const std::vector<Job>& pending) {
-    if (stopping_) {
-        // The wave's grades go back to their places, their starts not counted.
-        for (const Job& job : pending) {
-            until_written([&] { store_->requeue(job.attempt, Lane::gpu, true); });
-        }
-        return;
-    }
-    bool retry = false;
-    for (const Job& job : pending) {
-        if (job.starts >= options_.max_starts) {
-            store_->finish(job.attempt, Lane::gpu, "ungradable", 0, 0,
-                           "the Slurm cluster returned no report for this attempt " +
-                               std::to_string(job.starts) +
-                               " times: the machine's fault, not the submission's",
-                           now_seconds(), true);
-        } else {
-            store_->requeue(job.attempt, Lane::gpu);
-            retry = true;
-        }
-    }
-    if (retry) {
-        // A wave that came back short is not resent at once: the cluster may need a moment.
-        std::unique_lock<std::mutex> lock(wake_mutex_);
-        wake_.wait_for(lock, std::chrono::seconds(5), [this] { return stopping_.load(); });
-    }
-}
-
-void Service::slurm_wave(std::size_t& wave_number) {
-    std::string exercise_id;
-    const std::vector<Job> wave = claim_wave(exercise_id);
-    if (wave.empty()) {
-        std::unique_lock<std::mutex> lock(wake_mutex_);
-        wake_.wait_for(lock, std::chrono::seconds(1));
-        return;
-    }
-    const fs::path run = options_.state_dir / "slurm" /
-                         ("wave-" + std::to_string(static_cast<long>(now_seconds())) + "-" +
-                          std::to_string(++wave_number));
-    if (!submit_wave(wave, exercise_id, run)) {
-        return;
-    }
-    // Each task of the array writes RUN/shards/I/<folder>/report.json as it grades: a report is
-    // filed as soon as it is there. The wave is over when every task has written its shard.json
-    // (or at the deadline); the merge's class outputs are not waited for.
-    settle_wave(collect_wave(wave, run));
 }
 
 }  // namespace grader::serve

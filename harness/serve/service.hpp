@@ -28,10 +28,6 @@
 #include "serve/store.hpp"
 #include "serve/upload.hpp"
 
-namespace grader {
-class DeviceServers;
-}
-
 namespace grader::serve {
 
 // How many attempts a student may make in a window of time (the instructor's --rate).
@@ -168,24 +164,27 @@ public:
     void on_graded(std::function<void(std::int64_t attempt, Lane lane)> callback);
 
 private:
-    void grade_loop(LanePlaces& places, Lane lane, int device);
-    void slurm_loop();
-    // One wave of the GPU's grades through Slurm: claimed, submitted, collected, settled.
-    void slurm_wave(std::size_t& wave_number);
-    // The next queued GPU grades, fairly ordered, of one exercise (the first of another goes
-    // back for the next wave), at most the wave's size.
-    std::vector<Job> claim_wave(std::string& exercise_id);
-    // The wave's files copied into RUN/submissions and handed to the submit script. False where
-    // that failed: it is logged, and the wave's attempts end at once as the service's fault.
-    bool submit_wave(const std::vector<Job>& wave, const std::string& exercise_id,
-                     const std::filesystem::path& run);
-    // Each report filed as a task writes it, until every task is done, the deadline or a stop;
-    // the grades left without one.
-    std::vector<Job> collect_wave(std::vector<Job> pending, const std::filesystem::path& run);
-    // Grades left: queued again (their starts not counted where the service stops), or
-    // ungradable past max_starts.
-    void settle_wave(const std::vector<Job>& pending);
-    void grade_one(const Job& job, int device);
+    // The GPU lane's runner, chosen once when the service is made (serve/gpu_runners.hpp): this
+    // machine's GPUs through their device servers, or a Slurm cluster. Null without a GPU lane.
+    class GpuRunner {
+    public:
+        virtual ~GpuRunner() = default;
+        // Grades of the lane that may run at once.
+        virtual int grades_at_once() const = 0;
+        // Starts the lane's threads, into the service's threads (joined by stop()).
+        virtual void start() = 0;
+        // Ends what the lane's threads may wait on besides the service's wake-up; before they
+        // are joined.
+        virtual void stop() = 0;
+    };
+    class LocalGpus;
+    class SlurmCluster;
+
+    // `ordinary` places on one device for a lane and the long grades' beside them, each with
+    // a thread taking the lane's queue; `gpus` where the lane is a local GPU's.
+    void start_lane(Lane lane, int device, int ordinary, const LocalGpus* gpus);
+    void grade_loop(LanePlaces& places, Lane lane, int device, const LocalGpus* gpus);
+    void grade_one(const Job& job, int device, const LocalGpus* gpus);
     void record(const Attempt& attempt, Lane lane, const Report& report);
     // Runs `write` until it works, pausing 1, 2, 4 ... 30 s between tries while the state
     // cannot be written (or read, where !writes); false where the service stopped first.
@@ -193,10 +192,11 @@ private:
     // Waits `seconds`, or until stop(); false where stopped.
     bool pause(double seconds);
     std::filesystem::path attempt_dir(const Attempt& attempt) const;
+    std::filesystem::path files_dir(const Attempt& attempt) const;  // the files as submitted
 
     ServiceOptions options_;
     std::unique_ptr<Store> store_;
-    std::map<std::string, std::unique_ptr<DeviceServers>> device_servers_;  // by exercise id
+    std::unique_ptr<GpuRunner> gpu_;
     std::mutex submit_mutex_;  // a student's rate is checked and spent at once
     std::mutex wake_mutex_;
     std::condition_variable wake_;

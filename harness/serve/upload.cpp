@@ -67,6 +67,83 @@ std::string browser_unescape(std::string_view value) {
     return out;
 }
 
+// The value of a part's Content-Disposition header among its headers; empty where none.
+std::string content_disposition(std::string_view headers) {
+    std::string disposition;
+    std::size_t line_start = 0;
+    while (line_start <= headers.size()) {
+        const std::size_t line_end = std::min(headers.find("\r\n", line_start), headers.size());
+        const std::string_view line = headers.substr(line_start, line_end - line_start);
+        if (lower(line.substr(0, 20)) == "content-disposition:") {
+            disposition = std::string(line.substr(20));
+        }
+        line_start = line_end + 2;
+    }
+    return disposition;
+}
+
+// The file's own name as a part gives it (old browsers send the whole path); UploadError where
+// it is not a plain file name.
+std::string part_file_name(const std::string& disposition) {
+    std::string name = browser_unescape(parameter(disposition, "filename"));
+    const std::size_t slash = name.find_last_of("/\\");
+    if (slash != std::string::npos && name.find("..") == std::string::npos) {
+        name = name.substr(slash + 1);
+    }
+    if (!plain_file_name(name)) {
+        throw UploadError(400, "the file name " + shown(name) +
+                                   " is not a plain file name (no folder, no '..', no "
+                                   "control character)");
+    }
+    return name;
+}
+
+// The upload's files as its parts bring them, each name once, within the limits.
+class FilesTaken {
+public:
+    FilesTaken(Upload& upload, const UploadLimits& limits) : upload_(upload), limits_(limits) {}
+
+    // A part's file: the files of a zip, or the file itself.
+    void add_part(const std::string& name, std::string_view content) {
+        if (looks_like_zip(name, content)) {
+            for (UploadedFile& file : read_zip(content, name, limits_)) {
+                total_ += file.bytes.size();
+                add(std::move(file));
+            }
+        } else {
+            if (content.size() > limits_.max_file_bytes) {
+                throw UploadError(413, shown(name) + " is " + zip_size_text(content.size()) +
+                                           ": a file may be at most " +
+                                           zip_size_text(limits_.max_file_bytes));
+            }
+            total_ += content.size();
+            add({name, std::string(content)});
+        }
+        if (total_ > limits_.max_total_bytes) {
+            throw UploadError(413, "the files add up to more than " +
+                                       zip_size_text(limits_.max_total_bytes) + ", the most taken");
+        }
+    }
+
+private:
+    void add(UploadedFile file) {
+        if (!names_.insert(file.name).second) {
+            throw UploadError(400,
+                              "two files are named " + shown(file.name) + ": send each file once");
+        }
+        if (upload_.files.size() + 1 > limits_.max_files) {
+            throw UploadError(400, "too many files: at most " + std::to_string(limits_.max_files) +
+                                       " are taken (the exercise's files, or a zip of them)");
+        }
+        upload_.files.push_back(std::move(file));
+    }
+
+    Upload& upload_;
+    const UploadLimits& limits_;
+    std::set<std::string> names_;
+    std::size_t total_ = 0;
+};
+
 }  // namespace
 
 std::string multipart_boundary(std::string_view content_type) {
@@ -92,20 +169,8 @@ Upload parse_multipart(std::string_view body, std::string_view boundary,
     if (at == std::string_view::npos) {
         throw UploadError(400, "the upload's body is not the multipart form its header says");
     }
-    std::set<std::string> names;
+    FilesTaken files(upload, limits);
     std::size_t parts = 0;
-    const auto add_file = [&](UploadedFile file) {
-        if (!names.insert(file.name).second) {
-            throw UploadError(400,
-                              "two files are named " + shown(file.name) + ": send each file once");
-        }
-        if (upload.files.size() + 1 > limits.max_files) {
-            throw UploadError(400, "too many files: at most " + std::to_string(limits.max_files) +
-                                       " are taken (the exercise's files, or a zip of them)");
-        }
-        upload.files.push_back(std::move(file));
-    };
-    std::size_t total = 0;
     for (;;) {
         at += delimiter.size();
         if (body.substr(at, 2) == "--") {
@@ -132,16 +197,7 @@ Upload parse_multipart(std::string_view body, std::string_view boundary,
                                        " are taken (the exercise's files, or a zip of them)");
         }
 
-        std::string disposition;
-        std::size_t line_start = 0;
-        while (line_start <= headers.size()) {
-            const std::size_t line_end = std::min(headers.find("\r\n", line_start), headers.size());
-            const std::string_view line = headers.substr(line_start, line_end - line_start);
-            if (lower(line.substr(0, 20)) == "content-disposition:") {
-                disposition = std::string(line.substr(20));
-            }
-            line_start = line_end + 2;
-        }
+        const std::string disposition = content_disposition(headers);
         const std::string field = parameter(disposition, "name");
         const bool is_file = disposition.find("filename=") != std::string::npos;
         if (!is_file) {
@@ -151,38 +207,10 @@ Upload parse_multipart(std::string_view body, std::string_view boundary,
             upload.fields[field] = std::string(content);
             continue;
         }
-        std::string name = browser_unescape(parameter(disposition, "filename"));
-        if (name.empty() && content.empty()) {
+        if (parameter(disposition, "filename").empty() && content.empty()) {
             continue;  // a file input left empty
         }
-        // Old browsers send the whole path; the file's own name is what counts.
-        const std::size_t slash = name.find_last_of("/\\");
-        if (slash != std::string::npos && name.find("..") == std::string::npos) {
-            name = name.substr(slash + 1);
-        }
-        if (!plain_file_name(name)) {
-            throw UploadError(400, "the file name " + shown(name) +
-                                       " is not a plain file name (no folder, no '..', no "
-                                       "control character)");
-        }
-        if (looks_like_zip(name, content)) {
-            for (UploadedFile& file : read_zip(content, name, limits)) {
-                total += file.bytes.size();
-                add_file(std::move(file));
-            }
-        } else {
-            if (content.size() > limits.max_file_bytes) {
-                throw UploadError(413, shown(name) + " is " + zip_size_text(content.size()) +
-                                           ": a file may be at most " +
-                                           zip_size_text(limits.max_file_bytes));
-            }
-            total += content.size();
-            add_file({name, std::string(content)});
-        }
-        if (total > limits.max_total_bytes) {
-            throw UploadError(413, "the files add up to more than " +
-                                       zip_size_text(limits.max_total_bytes) + ", the most taken");
-        }
+        files.add_part(part_file_name(disposition), content);
         at = next + 2;
     }
     if (upload.files.empty()) {

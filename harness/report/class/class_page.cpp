@@ -524,6 +524,100 @@ void write_student_filters(Markup& page, const ClassSummary& summary,
         .line();
 }
 
+// A student's line's last cell but one: its first line, opening to the whole reason and flags.
+void write_student_detail(Markup& page, std::ostringstream& html, const Report& report,
+                          const std::string& reason, const std::vector<std::string>& lines) {
+    if (reason.empty() && lines.empty()) {
+        page.text("–");
+    } else {
+        page.open("details").open("summary");
+        // Hidden while the details are open: the whole reason follows. The cause's title,
+        // in its column already, is not said twice on the line.
+        const std::string line =
+            first_line(report.diagnosis && !to_sentence(*report.diagnosis).empty()
+                           ? to_sentence(*report.diagnosis)
+                           : reason);
+        page.element("span", reason.empty() ? "no reason: " + lines.front() : line,
+                     {{"class", "first-line"}})
+            .close("summary");
+        if (!reason.empty()) {
+            // The reason as written, its lines kept (text::html, not html_line).
+            page.open("div", {{"class", "reason"}});
+            html << text::html(reason);
+            page.close("div");
+        }
+        if (!lines.empty()) {
+            std::string joined;
+            for (std::size_t i = 0; i < lines.size(); ++i) {
+                joined += (i > 0 ? "; " : "") + lines[i];
+            }
+            page.element("div", joined, {{"class", "flags"}});
+        }
+        page.close("details");
+    }
+}
+
+// One student's line of the table: its data for the filters, then its cells.
+void write_student_row(Markup& page, std::ostringstream& html, const ClassEntry& student,
+                       const std::map<std::string, SubmissionFlags>& flags, bool one_source) {
+    const Report& report = student.report;
+    const char* verdict = to_string(report.verdict);
+    std::vector<std::string> lines;
+    std::string kinds;
+    if (const auto mine = flags.find(student.student_folder); mine != flags.end()) {
+        lines = mine->second.lines();
+        for (const FlagKind& kind : flag_kinds(mine->second)) {
+            kinds += (kinds.empty() ? "" : " ") + std::string(kind.kind);
+        }
+    }
+    const std::optional<StudentCause> cause = student_cause(report);
+    const bool graded = report.verdict != Verdict::ungradable;
+    const std::string reason = class_reason(report);
+    page.open("tr",
+              {{"class", "student-row"},
+               {"data-folder", student.student_folder},
+               {"data-student", report.student_id},
+               {"data-verdict", verdict},
+               {"data-score", graded ? format_number(report.score, 6) : std::string()},
+               {"data-cause", cause ? cause->key : std::string()},
+               {"data-flags", kinds},
+               {"data-flagcount", std::to_string(lines.size())},
+               {"data-text", search_text({student.student_folder, report.student_id,
+                                          cause ? cause->reason : std::string(), reason, kinds})}})
+        .element("td", student.student_folder, {{"class", "folder"}})
+        .element("td", report.student_id, {{"class", "student"}})
+        .open("td")
+        .element("span", verdict, {{"class", std::string("badge ") + verdict}})
+        .close("td")
+        .element("td",
+                 (graded ? format_number(report.score, 2) : "–") + " / " +
+                     format_number(report.max_score, 2),
+                 {{"class", "number"}})
+        .element("td", cause ? cause->reason : "–",
+                 {{"class", "cause"}, {"title", cause ? cause->reason : ""}})
+        .open("td", {{"class", "flag-count"}});
+    if (lines.empty()) {
+        page.text("–");
+    } else {
+        page.element("span",
+                     std::to_string(lines.size()) + (lines.size() == 1 ? " flag" : " flags"),
+                     {{"class", "badge review"}});
+    }
+    page.close("td");
+    if (!one_source) {
+        page.element("td", numbers_source(report), {{"class", "numbers"}});
+    }
+    page.open("td", {{"class", "detail"}});
+    write_student_detail(page, html, report, reason, lines);
+    page.close("td").open("td");
+    if (student.report_link.empty()) {
+        page.text("–");
+    } else {
+        page.element("a", "report", {{"href", text::url_path(student.report_link)}});
+    }
+    page.close("td").close("tr").line();
+}
+
 void write_students(std::ostringstream& html, const ClassSummary& summary,
                     const std::vector<const ClassEntry*>& sorted,
                     const std::map<std::string, SubmissionFlags>& flags) {
@@ -564,89 +658,7 @@ void write_students(std::ostringstream& html, const ClassSummary& summary,
     write_student_headings(page, one_source);
     page.line().open("tbody").line();
     for (const ClassEntry* entry : sorted) {
-        const Report& report = entry->report;
-        const char* verdict = to_string(report.verdict);
-        std::vector<std::string> lines;
-        std::string kinds;
-        if (const auto mine = flags.find(entry->student_folder); mine != flags.end()) {
-            lines = mine->second.lines();
-            for (const FlagKind& kind : flag_kinds(mine->second)) {
-                kinds += (kinds.empty() ? "" : " ") + std::string(kind.kind);
-            }
-        }
-        const std::optional<StudentCause> cause = student_cause(report);
-        const bool graded = report.verdict != Verdict::ungradable;
-        const std::string reason = class_reason(report);
-        page.open("tr", {{"class", "student-row"},
-                         {"data-folder", entry->student_folder},
-                         {"data-student", report.student_id},
-                         {"data-verdict", verdict},
-                         {"data-score", graded ? format_number(report.score, 6) : std::string()},
-                         {"data-cause", cause ? cause->key : std::string()},
-                         {"data-flags", kinds},
-                         {"data-flagcount", std::to_string(lines.size())},
-                         {"data-text",
-                          search_text({entry->student_folder, report.student_id,
-                                       cause ? cause->reason : std::string(), reason, kinds})}})
-            .element("td", entry->student_folder, {{"class", "folder"}})
-            .element("td", report.student_id, {{"class", "student"}})
-            .open("td")
-            .element("span", verdict, {{"class", std::string("badge ") + verdict}})
-            .close("td")
-            .element("td",
-                     (graded ? format_number(report.score, 2) : "–") + " / " +
-                         format_number(report.max_score, 2),
-                     {{"class", "number"}})
-            .element("td", cause ? cause->reason : "–",
-                     {{"class", "cause"}, {"title", cause ? cause->reason : ""}})
-            .open("td", {{"class", "flag-count"}});
-        if (lines.empty()) {
-            page.text("–");
-        } else {
-            page.element("span",
-                         std::to_string(lines.size()) + (lines.size() == 1 ? " flag" : " flags"),
-                         {{"class", "badge review"}});
-        }
-        page.close("td");
-        if (!one_source) {
-            page.element("td", numbers_source(report), {{"class", "numbers"}});
-        }
-        page.open("td", {{"class", "detail"}});
-        if (reason.empty() && lines.empty()) {
-            page.text("–");
-        } else {
-            page.open("details").open("summary");
-            // Hidden while the details are open: the whole reason follows. The cause's title,
-            // in its column already, is not said twice on the line.
-            const std::string line =
-                first_line(report.diagnosis && !to_sentence(*report.diagnosis).empty()
-                               ? to_sentence(*report.diagnosis)
-                               : reason);
-            page.element("span", reason.empty() ? "no reason: " + lines.front() : line,
-                         {{"class", "first-line"}})
-                .close("summary");
-            if (!reason.empty()) {
-                // The reason as written, its lines kept (text::html, not html_line).
-                page.open("div", {{"class", "reason"}});
-                html << text::html(reason);
-                page.close("div");
-            }
-            if (!lines.empty()) {
-                std::string joined;
-                for (std::size_t i = 0; i < lines.size(); ++i) {
-                    joined += (i > 0 ? "; " : "") + lines[i];
-                }
-                page.element("div", joined, {{"class", "flags"}});
-            }
-            page.close("details");
-        }
-        page.close("td").open("td");
-        if (entry->report_link.empty()) {
-            page.text("–");
-        } else {
-            page.element("a", "report", {{"href", text::url_path(entry->report_link)}});
-        }
-        page.close("td").close("tr").line();
+        write_student_row(page, html, *entry, flags, one_source);
     }
     page.close("tbody").line().close("table").close("div").line().close("section").line();
 }

@@ -723,25 +723,14 @@ void count_entry(const ClassEntry& entry, ClassSummary& summary,
 
 }  // namespace
 
-ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
-    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
-    ClassSummary summary;
-    summary.submissions = sorted.size();
-    summary.checks = check_columns(sorted);
+namespace {
 
-    std::map<std::string, FailureReason> reasons;
-    // Columns: (stride, "") in a sweep; (0, label) per kernel where the exercise has none.
-    using Column = std::pair<int, std::string>;
-    std::map<Column, std::vector<double>> student_ratios;
-    std::map<Column, std::vector<double>> reference_ratios;
-    std::map<Column, unsigned> kernel_degrees;
-    std::vector<Column> kernel_order;  // first seen, for an exercise without a sweep
-    std::set<std::string> devices;
-
-    for (const ClassEntry* entry : sorted) {
-        const Report& report = entry->report;
-        count_entry(*entry, summary, reasons, devices);
-
+// The class's ratios by column: (stride, "") in a sweep; (0, label) per kernel where the exercise
+// has none.
+class RatioColumns {
+public:
+    // One grade's rows: the student's ratios, and the reference's it was compared with.
+    void add(const Report& report, ClassSummary& summary) {
         if (summary.ratio_base.empty() && !report.ratio_base.empty()) {
             summary.ratio_base = report.ratio_base;
         }
@@ -753,16 +742,16 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
             summary.sweep = false;
             for (const ReportRow& row : report.rows) {
                 const Column column{0, row.label.empty() ? row.kernel : row.label};
-                if (kernel_degrees.emplace(column, row.degree).second) {
-                    kernel_order.push_back(column);
+                if (kernel_degrees_.emplace(column, row.degree).second) {
+                    kernel_order_.push_back(column);
                 }
                 if (!row.ratio || !plottable(*row.ratio)) {
                     continue;
                 }
-                (row.kernel == kStudentKernel ? student_ratios : reference_ratios)[column]
+                (row.kernel == kStudentKernel ? student_ratios_ : reference_ratios_)[column]
                     .push_back(*row.ratio);
             }
-            continue;
+            return;
         }
         // The reference kernel is timed in every grade; where a grade has no reference row at a
         // stride, the student row carries the reference's ratio it was compared with.
@@ -777,15 +766,79 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
                 continue;
             }
             if (row.ratio && plottable(*row.ratio)) {
-                student_ratios[{row.stride, ""}].push_back(*row.ratio);
+                student_ratios_[{row.stride, ""}].push_back(*row.ratio);
             }
             if (row.reference_ratio && plottable(*row.reference_ratio)) {
                 reference_here.emplace(row.stride, *row.reference_ratio);
             }
         }
         for (const auto& [stride, ratio] : reference_here) {
-            reference_ratios[{stride, ""}].push_back(ratio);
+            reference_ratios_[{stride, ""}].push_back(ratio);
         }
+    }
+
+    // A row per column, in stride order (a sweep) or in the order the kernels were first seen.
+    std::vector<StrideSummary> rows(const ClassSummary& summary) {
+        std::vector<StrideSummary> out;
+        std::vector<Column> columns;
+        if (summary.sweep) {
+            std::set<Column> strides;
+            for (const auto& [column, ratios] : student_ratios_) {
+                strides.insert(column);
+            }
+            for (const auto& [column, ratios] : reference_ratios_) {
+                strides.insert(column);
+            }
+            columns.assign(strides.begin(), strides.end());
+        } else {
+            columns = kernel_order_;
+        }
+        for (const Column& column : columns) {
+            StrideSummary row;
+            row.stride = column.first;
+            row.label = column.second;
+            row.degree = summary.sweep ? conflict_degree(column.first, summary.banks)
+                                       : kernel_degrees_[column];
+            const auto students = student_ratios_.find(column);
+            if (students != student_ratios_.end()) {
+                const std::vector<double>& ratios = students->second;
+                row.student_count = ratios.size();
+                row.student_ratio =
+                    RatioSpread{*std::min_element(ratios.begin(), ratios.end()), median_of(ratios),
+                                *std::max_element(ratios.begin(), ratios.end())};
+            }
+            const auto reference = reference_ratios_.find(column);
+            if (reference != reference_ratios_.end()) {
+                row.reference_ratio = median_of(reference->second);
+            }
+            out.push_back(row);
+        }
+        return out;
+    }
+
+private:
+    using Column = std::pair<int, std::string>;
+    std::map<Column, std::vector<double>> student_ratios_;
+    std::map<Column, std::vector<double>> reference_ratios_;
+    std::map<Column, unsigned> kernel_degrees_;
+    std::vector<Column> kernel_order_;  // first seen, for an exercise without a sweep
+};
+
+}  // namespace
+
+ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
+    const std::vector<const ClassEntry*> sorted = sorted_by_folder(entries);
+    ClassSummary summary;
+    summary.submissions = sorted.size();
+    summary.checks = check_columns(sorted);
+
+    std::map<std::string, FailureReason> reasons;
+    RatioColumns columns;
+    std::set<std::string> devices;
+
+    for (const ClassEntry* entry : sorted) {
+        count_entry(*entry, summary, reasons, devices);
+        columns.add(entry->report, summary);
     }
 
     if (!summary.graded_scores.empty()) {
@@ -808,39 +861,7 @@ ClassSummary summarize_class(const std::vector<ClassEntry>& entries) {
                          return a.reason < b.reason;
                      });
 
-    std::vector<Column> columns;
-    if (summary.sweep) {
-        std::set<Column> strides;
-        for (const auto& [column, ratios] : student_ratios) {
-            strides.insert(column);
-        }
-        for (const auto& [column, ratios] : reference_ratios) {
-            strides.insert(column);
-        }
-        columns.assign(strides.begin(), strides.end());
-    } else {
-        columns = kernel_order;
-    }
-    for (const Column& column : columns) {
-        StrideSummary row;
-        row.stride = column.first;
-        row.label = column.second;
-        row.degree =
-            summary.sweep ? conflict_degree(column.first, summary.banks) : kernel_degrees[column];
-        const auto students = student_ratios.find(column);
-        if (students != student_ratios.end()) {
-            const std::vector<double>& ratios = students->second;
-            row.student_count = ratios.size();
-            row.student_ratio =
-                RatioSpread{*std::min_element(ratios.begin(), ratios.end()), median_of(ratios),
-                            *std::max_element(ratios.begin(), ratios.end())};
-        }
-        const auto reference = reference_ratios.find(column);
-        if (reference != reference_ratios.end()) {
-            row.reference_ratio = median_of(reference->second);
-        }
-        summary.strides.push_back(row);
-    }
+    summary.strides = columns.rows(summary);
     summary.timed_on.assign(devices.begin(), devices.end());
     return summary;
 }

@@ -27,14 +27,15 @@ std::string write_class_summary_json(const std::vector<ClassEntry>& entries,
     return write_class_summary_json(compute_class_data(entries, options), run_info, options);
 }
 
-std::string write_class_summary_json(const ClassData& data, const nlohmann::json& run_info,
-                                     const ClassReportOptions& options) {
-    const ClassSummary& summary = data.summary;
-    using nlohmann::json;
-    const auto optional_number = [](const std::optional<double>& value) {
-        return value ? json(*value) : json(nullptr);
-    };
+namespace {
 
+nlohmann::json optional_number(const std::optional<double>& value) {
+    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+// Each check: how many reports had it, passed, failed, did not run it.
+nlohmann::json checks_json(const ClassSummary& summary) {
+    using nlohmann::json;
     json checks = json::array();
     for (const CheckSummary& check : summary.checks) {
         checks.push_back({{"id", check.id},
@@ -45,6 +46,12 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
                           {"failed", check.failed},
                           {"not_run", check.not_run}});
     }
+    return checks;
+}
+
+// Each failure reason, with the folders that failed for it.
+nlohmann::json reasons_json(const ClassSummary& summary) {
+    using nlohmann::json;
     json reasons = json::array();
     for (const FailureReason& reason : summary.failure_reasons) {
         reasons.push_back({{"key", text::visible_line(reason.key)},
@@ -54,11 +61,12 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
                            {"count", reason.folders.size()},
                            {"folders", reason.folders}});
     }
-    json not_graded = json::array();
-    for (const NotGraded& entry : summary.not_graded) {
-        not_graded.push_back(
-            {{"folder", entry.folder}, {"reason", text::visible_line(entry.reason)}});
-    }
+    return reasons;
+}
+
+// Each stride: its degree, the class's ratios and the reference's.
+nlohmann::json strides_json(const ClassSummary& summary) {
+    using nlohmann::json;
     json strides = json::array();
     for (const StrideSummary& stride : summary.strides) {
         json ratio = nullptr;
@@ -74,6 +82,12 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
                            {"student_ratio", ratio},
                            {"reference_ratio", optional_number(stride.reference_ratio)}});
     }
+    return strides;
+}
+
+// Each folder's flags for the instructor to look at.
+nlohmann::json flags_json(const ClassData& data) {
+    using nlohmann::json;
     json flags = json::object();
     for (const auto& [folder, mine] : data.flags) {
         flags[folder] = {{"no_id", mine.no_id},
@@ -89,6 +103,12 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
                          {"same_sentence_as", mine.same_sentence_as},
                          {"sentence_cluster", mine.sentence_cluster}};
     }
+    return flags;
+}
+
+// Sentences shared by several students.
+nlohmann::json clusters_json(const ClassData& data) {
+    using nlohmann::json;
     json clusters = json::array();
     for (const SentenceCluster& cluster : data.clusters) {
         clusters.push_back({{"cluster", cluster.number},
@@ -98,6 +118,11 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
                                                               : nlohmann::json(cluster.source)},
                             {"folders", cluster.folders}});
     }
+    return clusters;
+}
+
+nlohmann::json diagnoses_json(const ClassData& data) {
+    using nlohmann::json;
     // Each student's diagnosis, whole, by folder: the failure reasons above group them by cause.
     json diagnoses = json::object();
     for (const ClassEntry* entry : data.sorted) {
@@ -112,6 +137,27 @@ std::string write_class_summary_json(const ClassData& data, const nlohmann::json
                 {"check", diagnosis->check}};
         }
     }
+    return diagnoses;
+}
+
+}  // namespace
+
+std::string write_class_summary_json(const ClassData& data, const nlohmann::json& run_info,
+                                     const ClassReportOptions& options) {
+    const ClassSummary& summary = data.summary;
+    using nlohmann::json;
+
+    const json checks = checks_json(summary);
+    const json reasons = reasons_json(summary);
+    json not_graded = json::array();
+    for (const NotGraded& entry : summary.not_graded) {
+        not_graded.push_back(
+            {{"folder", entry.folder}, {"reason", text::visible_line(entry.reason)}});
+    }
+    const json strides = strides_json(summary);
+    const json flags = flags_json(data);
+    const json clusters = clusters_json(data);
+    const json diagnoses = diagnoses_json(data);
     json skipped = json::array();
     for (const SkippedEntry& entry : options.skipped) {
         skipped.push_back({{"name", text::visible_line(entry.name)}, {"reason", entry.reason}});
