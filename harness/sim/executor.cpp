@@ -159,6 +159,8 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
     // Names of shared variables, for the uninitialised-read report.
     for (const auto s : entry.shared_symbols)
         shared_variables_.push_back(s);
+    decoded_ = options.engine == Engine::decoded;
+    decode_steps();
 }
 
 Executor::~Executor() {
@@ -670,24 +672,7 @@ void Executor::reschedule(Warp& w) {
     w.min_waiting_pc = second;
 }
 
-void Executor::advance(Warp& w) {
-    ++w.pc;
-    if (w.waiting != 0 && w.pc >= w.min_waiting_pc)
-        reschedule(w);
-}
-
-std::uint32_t Executor::guard_mask(const Warp& w, const Instruction& in) const {
-    const std::uint64_t* p = &w.regs[static_cast<std::size_t>(in.guard) * 32];
-    std::uint32_t result = 0;
-    for (std::uint32_t m = w.mask; m != 0; m &= m - 1) {
-        const unsigned lane = ctz(m);
-        if ((p[lane] != 0) != in.negate_guard)
-            result |= 1u << lane;
-    }
-    return result;
-}
-
-void Executor::run_warp(Warp& w) {
+void Executor::run_warp_reference(Warp& w) {
     if (w.mask == 0)
         reschedule(w);
     const Instruction* code = entry_.code.data();

@@ -216,6 +216,9 @@ struct BlockState {
 
 class Executor;
 
+// What runs one instruction on the lanes of `exec`: a family below, or a wrapper of one.
+using StepHandler = void (*)(Executor&, Warp&, const Instruction&, std::uint32_t);
+
 // One function per family of operations, as opcodes.def names them; friends of the Executor.
 #define SIM_OP(op, executor) \
     void executor(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec);
@@ -418,9 +421,65 @@ private:
     void update_clocks(Warp& w);
     void init_warp(Warp& w);
     static void reschedule(Warp& w);
-    static void advance(Warp& w);
-    std::uint32_t guard_mask(const Warp& w, const Instruction& in) const;
+    static void advance(Warp& w) {
+        ++w.pc;
+        if (w.waiting != 0 && w.pc >= w.min_waiting_pc)
+            reschedule(w);
+    }
+    // The lanes of w.mask whose guard holds.
+    static std::uint32_t guard_mask(const Warp& w, const Instruction& in) {
+        const std::uint64_t* p = &w.regs[static_cast<std::size_t>(in.guard) * 32];
+        std::uint32_t holds = 0;
+        for (unsigned lane = 0; lane < 32; ++lane)
+            holds |= static_cast<std::uint32_t>(p[lane] != 0) << lane;
+        return (in.negate_guard ? ~holds : holds) & w.mask;
+    }
+    // One slice of the warp, by the launch's engine.
     void run_warp(Warp& w);
+    // Engine::reference: the executor the decoded engine replaced, instruction by instruction.
+    void run_warp_reference(Warp& w);
+
+    // ---- the decoded engine (executor_dispatch.cpp) ----
+
+    // What each instruction is, resolved once per launch: the function that runs it (its family
+    // of opcodes.def, or the .ftz wrapper), or the scheduling it takes (branches, exits,
+    // barriers), so that a slice runs without looking an operation up.
+    using Handler = StepHandler;
+    enum class StepKind : std::uint8_t { compute, bra, exit, bar, bar_red, trap, unsupported };
+    struct Step {
+        Handler run = nullptr;
+        StepKind kind = StepKind::compute;
+        bool reads_clock = false;
+        bool memory = false;  // ld, st, atom: where blocks sharing work may part ways
+    };
+    std::vector<Step> steps_;
+    bool decoded_ = true;  // options_.engine is Engine::decoded
+    // Some instruction reads a clock. Where none does, a warp's modeled cycles are never seen:
+    // the blocks not checked skip the bank costs that only move their clocks.
+    bool clock_observed_ = false;
+    // Recording and replaying, per warp and instruction: kChecked once every slot the
+    // instruction reads or writes holds a value the block wrote in each of the warp's lanes
+    // (written_lanes_ only grows, so it stays so: neither the check for unwritten reads nor the
+    // note of its destinations can change anything again); kSaved once a replay's undo log holds
+    // each slot it writes. Cleared where written_lanes_ and the log start again.
+    static constexpr std::uint8_t kChecked = 1;
+    static constexpr std::uint8_t kSaved = 2;
+    std::vector<std::uint8_t> sharing_flags_;
+    void clear_sharing_flags() { sharing_flags_.assign(warps_.size() * entry_.code.size(), 0); }
+    std::uint32_t lanes_of(const Warp& w) const {
+        const std::uint32_t first = w.index * 32;
+        return threads_per_block_ - first >= 32 ? ~0u : (1u << (threads_per_block_ - first)) - 1;
+    }
+    // Whether every slot `in` reads or writes is written in all of the warp's lanes.
+    bool slots_written(const Warp& w, const Instruction& in) const;
+    void save_written_slots(const Warp& w, const Instruction& in);
+    void decode_steps();
+    static void ftz_step(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec);
+    // A branch, exit, barrier, trap or unsupported instruction: true where the slice ends.
+    bool control(Warp& w, const Instruction& in, std::uint32_t exec);
+    // The launch's or the block's budget ran out at the warp's instruction.
+    [[noreturn]] void out_of_budget(const Warp& w, bool block_bound, std::uint64_t block_budget);
+    void run_warp_decoded(Warp& w);
 
     // ---- arithmetic ----
 

@@ -770,6 +770,8 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
                              const std::array<std::uint64_t, 32>& offsets,
                              std::uint32_t bytes_per_lane) {
     if (!checked_) {
+        if (decoded_ && !clock_observed_)
+            return;  // only the warp's clock would move, and nothing reads it
         w.cycles +=
             bank_costs_.cost(lanes, offsets, bytes_per_lane, bank_cost_slot_[w.pc]).wavefronts *
             kWavefrontCycles;

@@ -251,6 +251,7 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::
         for (const ConstantSlot& c : entry_.constants)
             written[c.slot] = ~0u;
     }
+    clear_sharing_flags();
     const std::size_t slots = warps_.size() * static_cast<std::size_t>(entry_.slot_count);
     tainted_.assign(slots, 0);
     slice_reads_.assign(slots, 0);
@@ -383,6 +384,7 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
         }
     }
     written_lanes_ = shared_work_written_;
+    clear_sharing_flags();
     // The work it shares counts toward the budget as its own.
     const std::uint64_t instructions_before = result_.instructions_run;
     const std::uint64_t block_before = block_instructions_;
