@@ -475,6 +475,10 @@ private:
     void save_written_slots(const Warp& w, const Instruction& in);
     void decode_steps();
     static void ftz_step(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec);
+    // The full-warp case of the instruction's family where executor_fast.cpp has one, else null.
+    static StepHandler full_warp_step(const Instruction& in);
+    static void shared_load_step(Executor& self, Warp& w, const Instruction& in,
+                                 std::uint32_t exec);
     // A branch, exit, barrier, trap or unsupported instruction: true where the slice ends.
     bool control(Warp& w, const Instruction& in, std::uint32_t exec);
     // The launch's or the block's budget ran out at the warp's instruction.

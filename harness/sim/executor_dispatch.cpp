@@ -63,8 +63,9 @@ void Executor::decode_steps() {
                 break;
             default:
                 step.kind = StepKind::compute;
-                step.run =
-                    in.ftz ? &Executor::ftz_step : kFamilies[static_cast<std::size_t>(in.op)];
+                step.run = in.ftz ? &Executor::ftz_step : full_warp_step(in);
+                if (step.run == nullptr)
+                    step.run = kFamilies[static_cast<std::size_t>(in.op)];
                 break;
         }
     }
@@ -246,6 +247,8 @@ void Executor::run_warp_decoded(Warp& w) {
         }
         const Instruction& in = code[w.pc];
         const Step& step = steps[w.pc];
+        // Nothing before the instruction runs changes the warp's lanes or its guard.
+        const std::uint32_t exec = in.guard >= 0 ? guard_mask(w, in) : w.mask;
         // A replay's shared memory is its own: an access there is the same in every block.
         const auto shared_replay = [this](const Instruction& i) {
             return mode_ == Mode::replaying && i.space == Space::shared;
@@ -254,7 +257,7 @@ void Executor::run_warp_decoded(Warp& w) {
             // As the reference engine decides, without the checks that can no longer change
             // the decision (see sharing_flags_).
             std::uint8_t& flags = sharing_flags_[w.index * code_size + w.pc];
-            const std::uint32_t runs = in.guard >= 0 ? guard_mask(w, in) : w.mask;
+            const std::uint32_t runs = exec;
             const bool unchecked = (flags & kChecked) == 0;
             if ((mode_ == Mode::recording && !record_instruction(w, in, runs)) ||
                 (runs != 0 &&
@@ -286,7 +289,6 @@ void Executor::run_warp_decoded(Warp& w) {
             tally.warp_instructions = budget_left;
             out_of_budget(w, block_bound, block_budget);
         }
-        const std::uint32_t exec = in.guard >= 0 ? guard_mask(w, in) : w.mask;
         if (checked)
             tally.thread_instructions += popcount(exec);
         w.cycles += kIssueCycles;
