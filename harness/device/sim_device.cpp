@@ -217,6 +217,8 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     options.grid_id = settings.grid_id;
     options.poison_shared = settings.poison_shared;
     options.module_globals = settings.module_globals;
+    options.engine = settings.engine;
+    options.threads = settings.threads;
     const auto arguments = kernel_arguments(exercise, input, output, elements, stride);
     sim::LaunchResult result =
         sim::launch(module, entry, sim::Dim3{geometry.grid.x, geometry.grid.y, geometry.grid.z},

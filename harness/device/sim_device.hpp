@@ -159,6 +159,8 @@ struct SimLaunchSettings {
     bool poison_shared = false;
     std::vector<std::byte>* module_globals = nullptr;  // kept across launches where given
     SimBuffers* buffers = nullptr;  // kept across launches where given, else made for this one
+    sim::Engine engine = sim::Engine::decoded;  // the reference engine, for tests comparing the two
+    unsigned threads = 1;                       // sim::LaunchOptions::threads
 };
 
 // One launch of a kernel on the simulator with the exercise's ABI, on the GPU the simulator models
