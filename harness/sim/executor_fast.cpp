@@ -7,7 +7,6 @@
 // runs every fixture on both engines, and a family whose semantics change (a rounding mode, a
 // flush) changes its case here or drops it from full_warp_step.
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
