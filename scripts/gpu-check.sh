@@ -35,7 +35,11 @@
 #             empty (upload to the simulator's report and to the GPU's), then 300 students in one
 #             minute, ten of them ten times: waits, fairness, none lost, the service's memory;
 #             one "goal PASS|MISS" line per goal of issue 35; every attempt's times in
-#             OUT_DIR/serve/serve-bench.json
+#             OUT_DIR/serve/serve-bench.json; then issue 42's idle connections
+#             (serve_hold_bench.py): 2,000 from one address, the red team's 4 x 256, and 2,000
+#             behind a proxy, each held 30 s under an open-file limit of 1,024 while 12 students
+#             submit and a client polls: the service's CPU, its descriptors, the polls' answers,
+#             every attempt's end (OUT_DIR/serve/serve-hold-this.json)
 #   lock      the GPU's lock against another local user (issue 32 item 4): its folder and file
 #             modes, the user nobody unable to open or replace it, a held lock waited for 3 s
 #             and the holder named, a squatted folder refused, a team's shared folder
@@ -446,6 +450,10 @@ run_serve() {
   section "grader serve: a self-check with the queue empty, then 300 students in one minute (scripts/bench/serve_bench.py)"
   python3 "$root/scripts/bench/serve_bench.py" "$grader" "$out/serve" --students 300 --heavy 10 \
     --per-heavy 10 --minute 60 --self-checks 5
+  echo "exit status: $?"
+  section "grader serve through idle connections under 1,024 open files: 2,000 from one address, 4 x 256, 2,000 behind a proxy (scripts/bench/serve_hold_bench.py)"
+  python3 "$root/scripts/bench/serve_hold_bench.py" "$grader" "$out/serve" --seconds 30 \
+    --students 12 --open-files 1024
   echo "exit status: $?"
 }
 

@@ -8,7 +8,7 @@ set -euo pipefail
 usage() {
   cat <<'EOF'
 usage: scripts/install-deps.sh [--tests] [--no-browser]
-  --tests        also what the test suite needs: doctest, python3, xmllint and Chromium
+  --tests        also what the test suite needs: doctest, python3, xmllint, Node.js and Chromium
   --no-browser   leave Chromium (about 200 MB) out, as GRADER_NO_BROWSER=1 does; the browser
                  test is then reported as skipped
 Environment: GRADER_INSTALL_LOG names apt's log (default build/install-deps.log).
@@ -47,7 +47,9 @@ say "CUDA toolkit: $nvcc ($("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).
 packages=(cmake ninja-build g++ pkg-config
           libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
           libboost-dev libsqlite3-dev libminizip-dev zlib1g-dev libssl-dev libzstd-dev)
-optional=()
+# cpp-jwt (header-only, over the same OpenSSL) makes `grader serve` an LTI 1.3 tool: Debian 12 and
+# 13 and Ubuntu 24.04 have it; Ubuntu 22.04 does not, and its grader is built without LTI.
+optional=(libcpp-jwt-dev)
 if [ "$with_tests" = 1 ]; then
   # xmllint checks the JUnit report against its schema; python3 reads the Gradescope and
   # PrairieLearn entry scripts' JSON; clang-format checks the sources' formatting (the `format`
@@ -55,6 +57,9 @@ if [ "$with_tests" = 1 ]; then
   # class report.
   packages+=(doctest-dev python3 libxml2-utils clang-format)
   optional+=(iwyu)
+  # Node.js and npm run the LTI test's platform (tests/lti: npm's jose); a Node.js already
+  # installed (with its own npm) is kept.
+  command -v npm >/dev/null 2>&1 || optional+=(nodejs npm)
   if [ "$no_browser" = 1 ]; then
     say "Chromium left out (--no-browser): the browser test will be reported as skipped"
   else

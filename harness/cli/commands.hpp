@@ -29,6 +29,7 @@ void add_merge_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_canvas_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_serve_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_tokens_command(CLI::App& app, const GlobalOptions& global, Runner& run);
+void add_lti_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 void add_submit_command(CLI::App& app, const GlobalOptions& global, Runner& run);
 
 // Exit statuses, documented in the README and docs/report-schema.md.

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
     add_explain_command(app, global, run);
     add_serve_command(app, global, run);
     add_tokens_command(app, global, run);
+    add_lti_command(app, global, run);
     add_submit_command(app, global, run);
     add_worker_command(app, run);
     add_device_server_command(app, run);

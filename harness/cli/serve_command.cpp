@@ -6,13 +6,17 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -27,6 +31,9 @@
 #include "grade/grade.hpp"
 #include "serve/api.hpp"
 #include "serve/http_server.hpp"
+#include "serve/lti.hpp"
+#include "serve/lti_jwt.hpp"
+#include "serve/lti_store.hpp"
 #include "serve/service.hpp"
 #include "serve/store.hpp"
 #include "serve/upload.hpp"
@@ -34,6 +41,9 @@
 
 namespace grader::cli {
 namespace {
+
+// How long SIGINT or SIGTERM may take to stop the service.
+constexpr std::chrono::seconds kStopBound{15};
 
 struct ServeCommandOptions {
     std::filesystem::path state = "grader-serve";
@@ -51,6 +61,8 @@ struct ServeCommandOptions {
     std::filesystem::path slurm;
     int slurm_tasks = 1;
     std::string slurm_backend = "cuda";
+    std::string lti_url;
+    std::string lti_score = "best";
 };
 
 // "20/1h", "5/10m", "100/3600s", "20/1d": attempts per window; "0" or "none": no limit.
@@ -116,6 +128,9 @@ int run_serve(const ServeCommandOptions& options) {
     }
     http.threads = options.threads;
     http.max_connections_per_address = options.per_address;
+    // Every connection is a descriptor: as many as the system allows this user, so that idle
+    // connections never take the ones a grade needs (the caps below keep those apart).
+    const std::size_t open_files = serve::raise_open_file_limit();
 
     serve::ServiceOptions service_options;
     service_options.state_dir = options.state;
@@ -175,11 +190,50 @@ int run_serve(const ServeCommandOptions& options) {
     sigaddset(&signals, SIGTERM);
     ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-    serve::Service service(service_options);
-    serve::Api api(service, serve::RequestLimits{});
+    std::optional<serve::Service> service_holder;
+    try {
+        service_holder.emplace(service_options);
+    } catch (const serve::StoreError& error) {
+        spdlog::error("{}", text::visible_line(error.what()));
+        return kExitUsage;
+    }
+    serve::Service& service = *service_holder;
+    // Descriptors kept for everything but connections: each grade's worker pipes and files, the
+    // state file's two connections, the device servers, the log.
+    constexpr std::size_t kDescriptorsPerGrade = 16;
+    constexpr std::size_t kDescriptorsBeside = 64;
+    serve::set_connection_caps(
+        http, open_files,
+        kDescriptorsBeside +
+            kDescriptorsPerGrade * static_cast<std::size_t>(service.grades_at_once()));
+    http.log = [](const std::string& line) { spdlog::warn("{}", text::visible_line(line)); };
+    // LTI 1.3 beside the tokens: its key is made at the first start, so that the LMS can be
+    // given the tool's JWKS before any platform is registered here.
+    std::unique_ptr<serve::Lti> lti;
+    serve::LtiOptions lti_options;
+    lti_options.public_url = options.lti_url;
+    while (!lti_options.public_url.empty() && lti_options.public_url.back() == '/') {
+        lti_options.public_url.pop_back();
+    }
+    lti_options.policy = *serve::score_policy_from_string(options.lti_score);
+    lti_options.log = service_options.log;
+    std::string lti_line;
+    try {
+        lti = std::make_unique<serve::Lti>(service, lti_options);
+        const auto platforms = lti->store().platforms().size();
+        lti_line = "LTI 1.3: " + std::to_string(platforms) + " platform(s) registered, the " +
+                   options.lti_score + " score to their gradebooks" +
+                   (options.lti_url.empty() ? std::string(" (give --lti-url for HTTPS)") : "");
+    } catch (const serve::lti::JwtError& error) {
+        lti_line = std::string("LTI 1.3 off: ") + error.what();
+    }
+    serve::Api api(service, serve::RequestLimits{}, lti.get());
     serve::HttpServer server(
         http, [&api](const serve::ApiRequest& request) { return api.handle(request); });
     const auto [requeued, given_up] = service.start();
+    if (lti) {
+        lti->start();
+    }
     server.start();
 
     std::string exercise_ids;
@@ -201,10 +255,12 @@ int run_serve(const ServeCommandOptions& options) {
         http.address.find(':') != std::string::npos ? "[" + http.address + "]" : http.address;
     std::fprintf(stderr,
                  "grader serve: listening on http://%s:%u (state %s; %s; %s; %d simulator "
-                 "grades at once; at most %d attempts per student in %.0f s)\n",
+                 "grades at once; at most %d attempts per student in %.0f s; %zu connections at "
+                 "once, %zu from one address, of %zu open files)\n",
                  shown_address.c_str(), server.port(),
                  text::visible_line(options.state.string()).c_str(), exercise_ids.c_str(),
-                 gpu_lane.c_str(), service_options.sim_jobs, rate->count, rate->window_seconds);
+                 gpu_lane.c_str(), service_options.sim_jobs, rate->count, rate->window_seconds,
+                 http.max_connections, http.max_connections_per_address, open_files);
     if (requeued > 0 || given_up > 0) {
         std::fprintf(stderr,
                      "grader serve: %lld grades left running by the last run queued again, %lld "
@@ -212,7 +268,8 @@ int run_serve(const ServeCommandOptions& options) {
                      static_cast<long long>(requeued), static_cast<long long>(given_up),
                      service_options.max_starts);
     }
-    if (service.store().people().empty()) {
+    std::fprintf(stderr, "grader serve: %s\n", text::visible_line(lti_line).c_str());
+    if (service.store().people().empty() && (!lti || lti->store().platforms().empty())) {
         std::fprintf(stderr,
                      "grader serve: no tokens yet: grader tokens issue ROSTER.csv --state %s -o "
                      "tokens.csv\n",
@@ -224,10 +281,38 @@ int run_serve(const ServeCommandOptions& options) {
     while (::sigwait(&signals, &signal_number) != 0) {
     }
     std::fprintf(stderr,
-                 "grader serve: stopping (signal %d); queued grades wait for the next start\n",
+                 "grader serve: stopping (signal %d); grades in flight are stopped and, with "
+                 "the queued ones, graded at the next start\n",
                  signal_number);
+    std::fflush(stderr);
+    // The stop is bounded: a worker is stopped within a tenth of a second, but a write of the
+    // state may wait out another process's lock. Past the bound the process ends as it is, and
+    // what was running is queued again at the next start.
+    std::mutex stop_mutex;
+    std::condition_variable stop_done;
+    bool stopped = false;
+    std::thread bound([&] {
+        std::unique_lock<std::mutex> lock(stop_mutex);
+        if (!stop_done.wait_for(lock, kStopBound, [&] { return stopped; })) {
+            std::fprintf(stderr,
+                         "grader serve: not stopped within %lld s: ending now; what was running "
+                         "is queued again at the next start\n",
+                         static_cast<long long>(kStopBound.count()));
+            std::fflush(stderr);
+            std::_Exit(kExitInternal);
+        }
+    });
     server.stop();
+    if (lti) {
+        lti->stop();
+    }
     service.stop();
+    {
+        std::lock_guard<std::mutex> lock(stop_mutex);
+        stopped = true;
+    }
+    stop_done.notify_all();
+    bound.join();
     return 0;
 }
 
@@ -290,6 +375,15 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->add_option("--slurm-backend", options->slurm_backend,
                      "GRADER_BACKEND of the Slurm tasks (sim: a cluster without GPUs, to test)")
         ->check(CLI::IsMember({"cuda", "sim"}))
+        ->capture_default_str();
+    command->add_option("--lti-url", options->lti_url,
+                        "Where an LMS and browsers reach this service (https://HOST[/PATH]), for "
+                        "LTI 1.3 launches (docs/lti.md)");
+    command
+        ->add_option("--lti-score", options->lti_score,
+                     "Which score an LMS's gradebook gets: a student's best attempt's, or their "
+                     "latest's")
+        ->check(CLI::IsMember({"best", "latest"}))
         ->capture_default_str();
     command->footer(
         "Examples:\n  grader tokens issue roster.csv -o tokens.csv\n  grader serve\n"

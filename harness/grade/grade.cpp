@@ -99,6 +99,8 @@ std::optional<Interruption> interruption_from(const ChildResult& child,
                          "the grader's worker sent more than its message limit " + where);
         case ChildResult::End::spawn_failed:
             throw std::runtime_error("could not start the grader's worker: " + child.error);
+        case ChildResult::End::cancelled:
+            throw GradeCancelled("the grade was cancelled " + where);
     }
     return std::nullopt;
 }
@@ -241,6 +243,7 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
     limits.seconds = exercise.limits.compile_seconds;
     limits.output_bytes = exercise.limits.output_bytes;
     limits.memory_bytes = exercise.limits.memory_bytes;
+    limits.cancel = options.cancel;
 
     WorkerResult result;
     Observations& seen = result.observations;
@@ -312,6 +315,9 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
         return result;
     }
     const ChildResult child = run_child(argv, limits, on_message, scratch->path().string());
+    if (child.end == ChildResult::End::cancelled) {
+        throw GradeCancelled("the grade was cancelled");
+    }
     close_stage();
     Environment& environment = seen.measurements.environment;
     if (environment.gpu_held_from > 0.0 && environment.gpu_held_until == 0.0) {

@@ -3,11 +3,13 @@
 // Grading one submission: the worker runs in a child process under the exercise's limits, and
 // whatever it observed before it finished, faulted, hung or was killed becomes the report.
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,10 +35,19 @@ struct GradeOptions {
     // ("day15-padding" -> "transpose.cu"): a folder holding one of those files and not this
     // exercise's is named as another exercise's work, with the command that grades it.
     std::map<std::string, std::string> other_exercise_sources;
+    // Where given and set by another thread, the worker is stopped at once and the grade throws
+    // GradeCancelled (a service that stops queues the grade again instead of waiting for it).
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+// A grade stopped midway through GradeOptions::cancel: no one's fault, and no report.
+class GradeCancelled : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
 };
 
 // Never throws for the submission's faults. Throws for the harness's own (the worker could not be
-// started at all).
+// started at all), and GradeCancelled where it was cancelled.
 Report grade_submission(const Exercise& exercise, const GradeOptions& options);
 
 // What a worker process observed, however it ended, and where its wall time went.

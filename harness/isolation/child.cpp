@@ -51,6 +51,8 @@ const char* to_string(ChildResult::End end) {
             return "message_overflow";
         case ChildResult::End::spawn_failed:
             return "spawn_failed";
+        case ChildResult::End::cancelled:
+            return "cancelled";
     }
     return "unknown";
 }
@@ -453,7 +455,9 @@ public:
                 break;
             }
             if (!exited_ && !killed_) {
-                if (now >= deadline_) {
+                if (limits_.cancel != nullptr && limits_.cancel->load()) {
+                    kill_for(ChildResult::End::cancelled);
+                } else if (now >= deadline_) {
                     kill_for(ChildResult::End::timed_out);
                 } else if (now >= next_memory_sample_) {
                     const std::size_t resident = group_resident_bytes(pid_, page_size_);

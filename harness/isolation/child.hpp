@@ -3,6 +3,7 @@
 // Runs a program in a child process under limits: the way untrusted work (NVRTC on a student's
 // source, a student's kernel) is kept from hanging, flooding or crashing the grader.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -21,10 +22,21 @@ struct ChildLimits {
     std::size_t memory_bytes = std::size_t{4} << 30;  // resident set; killed when above
     std::size_t file_bytes = 64u << 20;               // RLIMIT_FSIZE
     int open_files = 256;                             // RLIMIT_NOFILE
+    // Where given and set (by another thread), the child's group is killed within a tenth of a
+    // second and the result is End::cancelled: a service that stops does not wait for a grade.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ChildResult {
-    enum class End { exited, signaled, timed_out, memory_exceeded, message_overflow, spawn_failed };
+    enum class End {
+        exited,
+        signaled,
+        timed_out,
+        memory_exceeded,
+        message_overflow,
+        spawn_failed,
+        cancelled,
+    };
     End end = End::exited;
     int exit_code = -1;  // for exited
     int signal = 0;      // for signaled

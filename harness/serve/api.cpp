@@ -15,6 +15,7 @@
 #include "exercise/exercise.hpp"
 #include "model/json.hpp"
 #include "report/writers.hpp"
+#include "serve/lti.hpp"
 #include "serve/page_assets.hpp"
 #include "serve/upload.hpp"
 #include "text/text_safety.hpp"
@@ -97,18 +98,7 @@ Target parse_target(const std::string& target) {
         at = slash + 1;
     }
     if (question != std::string::npos) {
-        std::string query = target.substr(question + 1);
-        std::size_t begin = 0;
-        while (begin <= query.size()) {
-            const std::size_t amp = std::min(query.find('&', begin), query.size());
-            const std::string pair = query.substr(begin, amp - begin);
-            const std::size_t equals = pair.find('=');
-            if (!pair.empty()) {
-                parsed.query[percent_decode(pair.substr(0, equals))] =
-                    equals == std::string::npos ? "" : percent_decode(pair.substr(equals + 1));
-            }
-            begin = amp + 1;
-        }
+        parsed.query = parse_form(target.substr(question + 1));
     }
     return parsed;
 }
@@ -141,6 +131,9 @@ nlohmann::json lane_json(Service& service, const Attempt& attempt, const Job& jo
         lane["running"] = place.running;
     }
     if (job.state == JobState::done) {
+        if (job.services_fault) {
+            lane["services_fault"] = true;  // not counted against the student's rate
+        }
         lane["verdict"] = job.verdict;
         lane["score"] = job.score;
         lane["max_score"] = job.max_score;
@@ -149,12 +142,43 @@ nlohmann::json lane_json(Service& service, const Attempt& attempt, const Job& jo
     return lane;
 }
 
+// The service's own state, as health() says it: "ok" false while the state cannot be written.
+nlohmann::json service_health(Service& service) {
+    const ServiceHealth health = service.health();
+    nlohmann::json body = {{"ok", health.problem.empty()}};
+    if (!health.problem.empty()) {
+        body["problem"] = health.problem;
+        body["problem_since"] = utc_text(health.since);
+        body["unrecorded_grades"] = health.unrecorded;
+    }
+    if (health.disk_free_mb) {
+        body["disk_free_mb"] = std::floor(*health.disk_free_mb);
+    }
+    return body;
+}
+
 std::optional<Lane> lane_of(const std::map<std::string, std::string>& query) {
     const auto lane = query.find("lane");
     return lane == query.end() ? Lane::sim : lane_from_string(lane->second).value_or(Lane::sim);
 }
 
 }  // namespace
+
+std::map<std::string, std::string> parse_form(const std::string& text) {
+    std::map<std::string, std::string> fields;
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+        const std::size_t amp = std::min(text.find('&', begin), text.size());
+        const std::string pair = text.substr(begin, amp - begin);
+        const std::size_t equals = pair.find('=');
+        if (!pair.empty()) {
+            fields[percent_decode(pair.substr(0, equals))] =
+                equals == std::string::npos ? "" : percent_decode(pair.substr(equals + 1));
+        }
+        begin = amp + 1;
+    }
+    return fields;
+}
 
 nlohmann::json attempt_json(Service& service, const Attempt& attempt) {
     nlohmann::json lanes = nlohmann::json::object();
@@ -171,7 +195,8 @@ nlohmann::json attempt_json(Service& service, const Attempt& attempt) {
             {"lanes", lanes}};
 }
 
-Api::Api(Service& service, RequestLimits limits) : service_(service), limits_(limits) {}
+Api::Api(Service& service, RequestLimits limits, Lti* lti)
+    : service_(service), limits_(limits), lti_(lti) {}
 
 bool Api::take(std::map<std::string, std::pair<double, double>>& buckets, const std::string& key,
                double rate, double burst, double now, double& retry_after) {
@@ -204,6 +229,15 @@ ApiResponse Api::handle(const ApiRequest& request) {
         response = error_response(error.status(), error.what(), error.retry_after());
     } catch (const UploadError& error) {
         response = error_response(error.status(), error.what());
+    } catch (const StoreError& error) {
+        // The service's own trouble (another process's lock, a full disk): this request fails,
+        // the instructor is told (health, the log), and the next may work.
+        service_.store_failed(error);
+        response = error_response(503,
+                                  "the service cannot record or read this now (its state is "
+                                  "busy or its disk full): nothing of yours was lost; try again "
+                                  "in a minute",
+                                  60.0);
     } catch (const std::exception&) {
         // What went wrong may name the machine's folders: the operator's log has it, not the
         // answer.
@@ -235,16 +269,26 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
     if (get && path.size() == 1 && path[0] == "page.css") {
         return text_response("text/css; charset=utf-8", page::kStyle);
     }
+    if (lti_ != nullptr && !path.empty() && path[0] == "lti") {
+        if (auto answer = lti_->handle(request, now)) {
+            return *answer;
+        }
+    }
     if (path.empty() || path[0] != "api") {
         return error_response(404, "nothing here: the page is at /");
     }
     if (get && path.size() == 2 && path[1] == "health") {
-        const Counts counts = service_.counts();
-        return json_response(
-            200, {{"ok", true},
-                  {"gpu", service_.options().gpu},
-                  {"queued", {{"sim", counts.sim.queued}, {"gpu", counts.gpu.queued}}},
-                  {"running", {{"sim", counts.sim.running}, {"gpu", counts.gpu.running}}}});
+        nlohmann::json body = service_health(service_);
+        try {
+            const Counts counts = service_.counts();
+            body["queued"] = {{"sim", counts.sim.queued}, {"gpu", counts.gpu.queued}};
+            body["running"] = {{"sim", counts.sim.running}, {"gpu", counts.gpu.running}};
+        } catch (const StoreError& error) {
+            service_.store_failed(error);
+            body = service_health(service_);
+        }
+        body["gpu"] = service_.options().gpu;
+        return json_response(200, body);
     }
 
     // Everything else is someone's: who, first.
@@ -252,7 +296,9 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
     const std::string token = bearer_token(request);
     Person person;
     try {
-        person = service_.authenticate(token, now);
+        person = lti_ != nullptr && Lti::is_session_token(token)
+                     ? lti_->authenticate(token, now)
+                     : service_.authenticate(token, now);
     } catch (const ServiceError& error) {
         if (!take(failure_buckets_, request.peer, limits_.failed_tokens_per_minute / 60.0,
                   limits_.failed_tokens_per_minute, now, retry_after)) {
@@ -280,16 +326,26 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
                  {"files", {exercise.submission_source, exercise.submission_answers}}});
         }
         const auto [left, frees_in] = service_.rate_left(person, now);
-        return json_response(200, {{"login", person.login},
-                                   {"name", person.name},
-                                   {"role", to_string(person.role)},
-                                   {"exercises", exercises},
-                                   {"gpu", service_.options().gpu},
-                                   {"rate",
-                                    {{"limit", service_.options().rate.count},
-                                     {"window_seconds", service_.options().rate.window_seconds},
-                                     {"left", left},
-                                     {"next_in_seconds", frees_in}}}});
+        nlohmann::json body = {{"login", person.login},
+                               {"name", person.name},
+                               {"role", to_string(person.role)},
+                               {"exercises", exercises},
+                               {"gpu", service_.options().gpu},
+                               {"rate",
+                                {{"limit", service_.options().rate.count},
+                                 {"window_seconds", service_.options().rate.window_seconds},
+                                 {"left", left},
+                                 {"next_in_seconds", frees_in}}}};
+        if (instructor) {
+            body["service"] = service_health(service_);
+        }
+        if (lti_ != nullptr) {
+            body["lti"] = lti_->describe(token, now);
+        }
+        return json_response(200, body);
+    }
+    if (get && path.size() == 3 && path[1] == "lti" && path[2] == "roster" && lti_ != nullptr) {
+        return json_response(200, lti_->roster(token, now));
     }
     if (path.size() == 2 && path[1] == "attempts") {
         if (request.method == "POST") {
@@ -299,6 +355,9 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
             const Upload upload =
                 parse_multipart(request.body, boundary, service_.options().upload);
             const Attempt attempt = service_.submit(person, upload, now);
+            if (lti_ != nullptr) {
+                lti_->attempt_made(token, attempt, now);
+            }
             return json_response(201, attempt_json(service_, attempt));
         }
         if (!get) {

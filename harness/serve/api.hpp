@@ -30,6 +30,8 @@
 
 namespace grader::serve {
 
+class Lti;
+
 struct ApiRequest {
     std::string method;                          // "GET", "POST", ...
     std::string target;                          // the path and query, as sent
@@ -55,7 +57,8 @@ struct RequestLimits {
 
 class Api {
 public:
-    Api(Service& service, RequestLimits limits);
+    // With an Lti, the service is an LTI 1.3 tool too (/lti/..., and sessions its launches open).
+    Api(Service& service, RequestLimits limits, Lti* lti = nullptr);
     ApiResponse handle(const ApiRequest& request);
 
 private:
@@ -66,10 +69,14 @@ private:
 
     Service& service_;
     RequestLimits limits_;
+    Lti* lti_;
     std::mutex mutex_;
     std::map<std::string, std::pair<double, double>> person_buckets_;  // tokens, last refill
     std::map<std::string, std::pair<double, double>> failure_buckets_;
 };
+
+// The fields of a query string or an application/x-www-form-urlencoded body, decoded.
+std::map<std::string, std::string> parse_form(const std::string& text);
 
 // The JSON the API answers with for an attempt: each lane's state and, while queued, its place.
 nlohmann::json attempt_json(Service& service, const Attempt& attempt);

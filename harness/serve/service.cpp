@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,10 +46,18 @@ std::string report_file(Lane lane) {
     return std::string(to_string(lane)) + ".json";
 }
 
+// A write that failed for want of room (a full disk, a quota, RLIMIT_FSIZE) is a full store.
+StoreError::Kind kind_of_errno(int error) {
+    return error == ENOSPC || error == EDQUOT || error == EFBIG ? StoreError::Kind::full
+                                                                : StoreError::Kind::other;
+}
+
 void make_private_folder(const fs::path& folder) {
     if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
+        const int error = errno;
         throw StoreError("the folder " + text::visible_line(folder.string()) +
-                         " cannot be created: " + std::strerror(errno));
+                             " cannot be created: " + std::strerror(error),
+                         kind_of_errno(error));
     }
 }
 
@@ -56,8 +65,9 @@ void make_private_folder(const fs::path& folder) {
 void write_new_file(const fs::path& path, const std::string& bytes) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-        throw StoreError("an uploaded file cannot be written: " +
-                         std::string(std::strerror(errno)));
+        const int error = errno;
+        throw StoreError("an uploaded file cannot be written: " + std::string(std::strerror(error)),
+                         kind_of_errno(error));
     }
     std::size_t written = 0;
     while (written < bytes.size()) {
@@ -66,15 +76,21 @@ void write_new_file(const fs::path& path, const std::string& bytes) {
             continue;
         }
         if (n <= 0) {
-            const int error = errno;
+            const int error = n == 0 ? ENOSPC : errno;
             ::close(fd);
-            throw StoreError("an uploaded file cannot be written: " +
-                             std::string(std::strerror(error)));
+            throw StoreError(
+                "an uploaded file cannot be written: " + std::string(std::strerror(error)),
+                kind_of_errno(error));
         }
         written += static_cast<std::size_t>(n);
     }
-    ::fsync(fd);
+    const bool synced = ::fsync(fd) == 0;
+    const int error = errno;
     ::close(fd);
+    if (!synced) {
+        throw StoreError("an uploaded file cannot be written: " + std::string(std::strerror(error)),
+                         kind_of_errno(error));
+    }
 }
 
 void sync_folder(const fs::path& folder) {
@@ -114,17 +130,120 @@ double now_seconds() {
     return unix_seconds();
 }
 
+// A lane's places on one device: `ordinary` grades at once, and `extra` more for grades that
+// have run past long_seconds. Such a grade gives its ordinary place to the next grade in the
+// queue and goes on in an extra place, so a slow attempt holds no place another student waits
+// for; where every extra place is taken, it keeps its own. The threads without a place (there
+// are `extra` of them at least) move the long grades, as they look for a place.
+class LanePlaces {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    LanePlaces(int ordinary, int extra, double long_seconds)
+        : free_ordinary_(ordinary),
+          free_extra_(extra),
+          long_after_(std::chrono::milliseconds(static_cast<long long>(long_seconds * 1000))) {}
+
+    // An ordinary place, or 0 once `stopping`.
+    std::uint64_t take(const std::atomic<bool>& stopping) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (;;) {
+            if (stopping) {
+                return 0;
+            }
+            move_long_grades();
+            if (free_ordinary_ > 0) {
+                --free_ordinary_;
+                const std::uint64_t ticket = next_ticket_++;
+                held_[ticket] = Held{};
+                return ticket;
+            }
+            changed_.wait_for(lock, std::chrono::milliseconds(100));
+        }
+    }
+    // The place's grade begins now (from here it may become long).
+    void began(std::uint64_t ticket) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        held_[ticket].began = Clock::now();
+    }
+    void give_back(std::uint64_t ticket) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const auto found = held_.find(ticket);
+        ++(found->second.extra ? free_extra_ : free_ordinary_);
+        held_.erase(found);
+        changed_.notify_all();
+    }
+    void wake_all() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        changed_.notify_all();
+    }
+
+private:
+    struct Held {
+        std::optional<Clock::time_point> began;
+        bool extra = false;
+    };
+    // Under the mutex.
+    void move_long_grades() {
+        const auto now = Clock::now();
+        for (auto& [ticket, held] : held_) {
+            if (free_extra_ == 0) {
+                return;
+            }
+            if (!held.extra && held.began && now - *held.began >= long_after_) {
+                held.extra = true;
+                --free_extra_;
+                ++free_ordinary_;
+            }
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    int free_ordinary_;
+    int free_extra_;
+    Clock::duration long_after_;
+    std::map<std::uint64_t, Held> held_;
+    std::uint64_t next_ticket_ = 1;
+};
+
 Service::Service(ServiceOptions options) : options_(std::move(options)) {
     if (options_.exercises.empty()) {
         throw ServiceError(500, "the service was given no exercise to grade");
     }
-    make_private_folder(options_.state_dir);
+    // The state folder is checked (and made) by the store, as the GPU lock's is; then the
+    // attempts' folder inside it.
+    store_ = std::make_unique<Store>(options_.state_dir / kStateFile, options_.store_busy_seconds);
     make_private_folder(options_.state_dir / kAttemptsFolder);
-    store_ = std::make_unique<Store>(options_.state_dir / kStateFile);
+    std::string why;
+    if (!open_private_folder(options_.state_dir / kAttemptsFolder, why).valid()) {
+        throw StoreError("the state folder's " + text::visible_line(why) + ": refused");
+    }
 }
 
 Service::~Service() {
     stop();
+}
+
+namespace {
+
+int long_places(const ServiceOptions& options, int ordinary) {
+    return options.long_grades > 0 ? options.long_grades : std::max(1, ordinary / 2);
+}
+
+}  // namespace
+
+int Service::grades_at_once() const {
+    const int sim = std::max(1, options_.sim_jobs);
+    int grades = sim + long_places(options_, sim) + 1;  // and the lane tables of `explain`
+    if (options_.gpu) {
+        const int gpu = std::max(1, options_.gpu_jobs_per_device);
+        grades += options_.slurm.submit_script.empty()
+                      ? (gpu + long_places(options_, gpu)) *
+                            static_cast<int>(std::max<std::size_t>(1, options_.devices.size()))
+                      : 1;
+    }
+    return grades;
 }
 
 std::pair<std::int64_t, std::int64_t> Service::start() {
@@ -151,17 +270,23 @@ std::pair<std::int64_t, std::int64_t> Service::start() {
             }
         });
     }
-    for (int i = 0; i < std::max(1, options_.sim_jobs); ++i) {
-        threads_.emplace_back([this] { grade_loop(Lane::sim, 0); });
-    }
+    const auto lane_threads = [this](Lane lane, int device, int ordinary) {
+        const int extra = long_places(options_, ordinary);
+        places_.push_back(
+            std::make_unique<LanePlaces>(ordinary, extra, options_.long_grade_seconds));
+        LanePlaces* places = places_.back().get();
+        for (int i = 0; i < ordinary + extra; ++i) {
+            threads_.emplace_back(
+                [this, places, lane, device] { grade_loop(*places, lane, device); });
+        }
+    };
+    lane_threads(Lane::sim, 0, std::max(1, options_.sim_jobs));
     if (options_.gpu) {
         if (!options_.slurm.submit_script.empty()) {
             threads_.emplace_back([this] { slurm_loop(); });
         } else {
-            for (int i = 0; i < std::max(1, options_.gpu_jobs_per_device); ++i) {
-                for (const int device : options_.devices) {
-                    threads_.emplace_back([this, device] { grade_loop(Lane::gpu, device); });
-                }
+            for (const int device : options_.devices) {
+                lane_threads(Lane::gpu, device, std::max(1, options_.gpu_jobs_per_device));
             }
         }
     }
@@ -176,6 +301,9 @@ void Service::stop() {
         std::lock_guard<std::mutex> lock(wake_mutex_);
         wake_.notify_all();
     }
+    for (const auto& places : places_) {
+        places->wake_all();
+    }
     for (const auto& [id, servers] : device_servers_) {
         servers->stop();
     }
@@ -183,6 +311,80 @@ void Service::stop() {
         if (thread.joinable()) {
             thread.join();
         }
+    }
+}
+
+bool Service::pause(double seconds) {
+    std::unique_lock<std::mutex> lock(wake_mutex_);
+    return !wake_.wait_for(lock, std::chrono::milliseconds(static_cast<long long>(seconds * 1000)),
+                           [this] { return stopping_.load(); });
+}
+
+void Service::store_failed(const StoreError& error) {
+    std::lock_guard<std::mutex> lock(health_mutex_);
+    const bool news = health_.problem.empty() || health_.kind != error.kind();
+    if (health_.problem.empty()) {
+        health_.since = now_seconds();
+    }
+    health_.kind = error.kind();
+    health_.problem =
+        error.kind() == StoreError::Kind::full
+            ? "the disk holding the service's state is full: uploads are refused (503) and "
+              "finished grades wait in memory until they can be recorded; make room on it"
+            : (error.kind() == StoreError::Kind::busy
+                   ? "another process holds the state file's lock (a backup, an sqlite3 shell?): "
+                     "uploads are refused (503) and finished grades wait in memory until it lets "
+                     "go"
+                   : "the state file cannot be read or written: the service's log says why");
+    if (news && options_.log) {
+        options_.log(health_.problem + " (" + error.what() + ")");
+    }
+}
+
+void Service::store_worked() {
+    std::lock_guard<std::mutex> lock(health_mutex_);
+    if (!health_.problem.empty()) {
+        if (options_.log) {
+            options_.log("the state file is written again, after " +
+                         std::to_string(static_cast<long>(now_seconds() - health_.since)) +
+                         " s of: " + health_.problem);
+        }
+        health_.problem.clear();
+    }
+}
+
+ServiceHealth Service::health() {
+    ServiceHealth health;
+    {
+        std::lock_guard<std::mutex> lock(health_mutex_);
+        health = health_;
+    }
+    struct statvfs disk {};
+    if (::statvfs(options_.state_dir.c_str(), &disk) == 0) {
+        health.disk_free_mb = static_cast<double>(disk.f_bavail) *
+                              static_cast<double>(disk.f_frsize) / (1024.0 * 1024.0);
+    }
+    return health;
+}
+
+bool Service::until_written(const std::function<void()>& write, bool writes) {
+    double wait = 1.0;
+    for (;;) {
+        try {
+            write();
+            if (writes) {
+                store_worked();
+            }
+            return true;
+        } catch (const StoreError& error) {
+            store_failed(error);
+        } catch (const std::system_error& error) {
+            store_failed(StoreError(error.what(), kind_of_errno(error.code().value())));
+        }
+        if (!pause(wait)) {
+            return false;
+        }
+        wait = std::min(30.0, wait * 2);
     }
 }
 
@@ -298,14 +500,25 @@ Attempt Service::submit(const Person& person, const Upload& upload, double now) 
     }
     const std::string folder = random_folder_name();
     const fs::path dir = options_.state_dir / kAttemptsFolder / folder;
-    make_private_folder(dir);
-    make_private_folder(dir / kFilesFolder);
-    for (const UploadedFile& file : upload.files) {
-        write_new_file(dir / kFilesFolder / file.name, file.bytes);
+    std::int64_t id = 0;
+    try {
+        make_private_folder(dir);
+        make_private_folder(dir / kFilesFolder);
+        for (const UploadedFile& file : upload.files) {
+            write_new_file(dir / kFilesFolder / file.name, file.bytes);
+        }
+        sync_folder(dir / kFilesFolder);
+        sync_folder(dir);
+        id = store_->add_attempt(person.id, chosen->id, folder, names, lanes, now);
+    } catch (const StoreError& error) {
+        // Nothing is kept of an attempt the state could not take: the student is told to try
+        // again (503), and it does not count against their rate.
+        std::error_code ignored;
+        fs::remove_all(dir, ignored);
+        store_failed(error);
+        throw;
     }
-    sync_folder(dir / kFilesFolder);
-    sync_folder(dir);
-    const std::int64_t id = store_->add_attempt(person.id, chosen->id, folder, names, lanes, now);
+    store_worked();
     {
         std::lock_guard<std::mutex> wake_lock(wake_mutex_);
         wake_.notify_all();
@@ -359,9 +572,30 @@ std::optional<std::string> Service::submitted_file(const Attempt& attempt,
 }
 
 void Service::record(const Attempt& attempt, Lane lane, const Report& report) {
-    write_file_atomically(attempt_dir(attempt) / report_file(lane), write_json(report));
-    store_->finish(attempt.id, lane, to_string(report.verdict), report.score, report.max_score,
-                   report.summary, now_seconds());
+    bool waited = false;
+    const bool written = until_written([&] {
+        try {
+            write_file_atomically(attempt_dir(attempt) / report_file(lane), write_json(report));
+            store_->finish(attempt.id, lane, to_string(report.verdict), report.score,
+                           report.max_score, report.summary, now_seconds());
+        } catch (const std::exception&) {
+            if (!waited) {
+                waited = true;
+                std::lock_guard<std::mutex> lock(health_mutex_);
+                ++health_.unrecorded;
+            }
+            throw;
+        }
+    });
+    if (waited) {
+        std::lock_guard<std::mutex> lock(health_mutex_);
+        --health_.unrecorded;
+    }
+    if (!written) {
+        // Stopped before the state could be written: the grade is still running in the state
+        // file, and the next start queues it again.
+        return;
+    }
     std::function<void(std::int64_t, Lane)> callback;
     {
         std::lock_guard<std::mutex> lock(callback_mutex_);
@@ -373,16 +607,18 @@ void Service::record(const Attempt& attempt, Lane lane, const Report& report) {
 }
 
 void Service::grade_one(const Job& job, int device) {
-    const auto attempt = store_->attempt(job.attempt);
-    if (!attempt) {
+    std::optional<Attempt> attempt;
+    if (!until_written([&] { attempt = store_->attempt(job.attempt); }, false) || !attempt) {
         return;
     }
     const Exercise* exercise = this->exercise(attempt->exercise);
     if (exercise == nullptr) {
-        store_->finish(attempt->id, job.lane, "ungradable", 0, 0,
-                       "this service no longer grades " + attempt->exercise +
-                           "; your instructor can regrade it",
-                       now_seconds());
+        until_written([&] {
+            store_->finish(attempt->id, job.lane, "ungradable", 0, 0,
+                           "this service no longer grades " + attempt->exercise +
+                               "; your instructor can regrade it",
+                           now_seconds(), true);
+        });
         return;
     }
     GradeOptions grade;
@@ -392,58 +628,113 @@ void Service::grade_one(const Job& job, int device) {
     grade.backend = job.lane == Lane::sim ? "sim" : "cuda";
     grade.run_seconds_override = options_.run_seconds_override;
     grade.worker_executable = options_.worker_executable;
+    grade.cancel = &stopping_;
     if (const auto others = options_.other_exercise_sources.find(exercise->id);
         others != options_.other_exercise_sources.end()) {
         grade.other_exercise_sources = others->second;
     }
-    try {
-        if (job.lane == Lane::gpu) {
-            if (const auto servers = device_servers_.find(exercise->id);
-                servers != device_servers_.end()) {
-                grade.device_server = servers->second->socket_for(device);
+    // A stop cuts the grade off: it goes back to its place in the queue, its start not counted.
+    const auto cut_off = [&] {
+        until_written([&] { store_->requeue(attempt->id, job.lane, true); });
+    };
+    const std::string named =
+        "attempt " + std::to_string(attempt->id) + " (" + to_string(job.lane) + ")";
+    std::optional<Report> report;
+    double wait = 1.0;
+    for (int tries = 0; !report; ++tries) {
+        try {
+            if (job.lane == Lane::gpu) {
+                if (const auto servers = device_servers_.find(exercise->id);
+                    servers != device_servers_.end()) {
+                    grade.device_server = servers->second->socket_for(device);
+                }
             }
+            report = grade_submission(*exercise, grade);
+        } catch (const GradeCancelled&) {
+            return cut_off();
+        } catch (const std::exception& error) {
+            // The grade could not start (no descriptor for a pipe, fork failing): the service's
+            // trouble, not the student's; tried again after a pause.
+            if (options_.log) {
+                options_.log(named + ": the grader failed (try " + std::to_string(tries + 1) +
+                             "): " + error.what());
+            }
+            if (tries >= options_.service_retries) {
+                until_written([&] {
+                    store_->finish(attempt->id, job.lane, "ungradable", 0, 0,
+                                   "the service could not grade this attempt (tried " +
+                                       std::to_string(tries + 1) +
+                                       " times): the machine's fault, not the submission's, and "
+                                       "it does not count against your attempts; the service's "
+                                       "log says why",
+                                   now_seconds(), true);
+                });
+                return;
+            }
+            if (!pause(wait)) {
+                return cut_off();
+            }
+            wait = std::min(30.0, wait * 2);
         }
-        const Report report = grade_submission(*exercise, grade);
-        record(*attempt, job.lane, report);
-        if (job.lane == Lane::sim) {
-            // The lane tables of `grader explain`, after the report, which the student reads
-            // first; under the same limits and confinement.
+    }
+    record(*attempt, job.lane, *report);
+    if (job.lane == Lane::sim && !stopping_) {
+        // The lane tables of `grader explain`, after the report, which the student reads first;
+        // under the same limits and confinement. Without them the report stands.
+        try {
             const WorkerResult explained = run_worker_process(
-                *exercise, grade, report.seed, {"--explain", "--explain-strides", "3,8,16,32"});
+                *exercise, grade, report->seed, {"--explain", "--explain-strides", "3,8,16,32"});
             if (explained.observations.lane_tables) {
                 write_file_atomically(
                     attempt_dir(*attempt) / kExplainFile,
                     text::json_text(nlohmann::json(*explained.observations.lane_tables), 0));
             }
+        } catch (const GradeCancelled&) {
+        } catch (const std::exception& error) {
+            if (options_.log) {
+                options_.log(named + ": the lane tables could not be made: " + error.what());
+            }
         }
-    } catch (const std::exception& error) {
-        if (options_.log) {
-            options_.log("attempt " + std::to_string(attempt->id) + " (" + to_string(job.lane) +
-                         "): the grader failed: " + error.what());
-        }
-        store_->finish(attempt->id, job.lane, "ungradable", 0, 0,
-                       "the grader could not grade this attempt: the machine's fault, not the "
-                       "submission's; the service's log says why",
-                       now_seconds());
     }
 }
 
-void Service::grade_loop(Lane lane, int device) {
+void Service::grade_loop(LanePlaces& places, Lane lane, int device) {
     while (!stopping_) {
+        const std::uint64_t place = places.take(stopping_);
+        if (place == 0) {
+            return;
+        }
         std::optional<Job> job;
         try {
             job = store_->claim_next(lane, now_seconds());
+            if (job) {
+                store_worked();  // a write went through
+            }
+        } catch (const StoreError& error) {
+            store_failed(error);
         } catch (const std::exception& error) {
             if (options_.log) {
                 options_.log(std::string("the queue could not be read: ") + error.what());
             }
         }
         if (!job) {
+            places.give_back(place);
             std::unique_lock<std::mutex> lock(wake_mutex_);
             wake_.wait_for(lock, std::chrono::seconds(1));
             continue;
         }
-        grade_one(*job, device);
+        places.began(place);
+        try {
+            grade_one(*job, device);
+        } catch (const std::exception& error) {
+            // Nothing of one grade may end the service; the grade stays running in the state
+            // file, to be queued again at the next start.
+            if (options_.log) {
+                options_.log("attempt " + std::to_string(job->attempt) +
+                             ": the grade failed in the service: " + error.what());
+            }
+        }
+        places.give_back(place);
     }
 }
 
@@ -453,6 +744,23 @@ void Service::slurm_loop() {
     // --shard` and merges it; each report is read back from the merged class.
     std::size_t wave_number = 0;
     while (!stopping_) {
+        try {
+            slurm_wave(wave_number);
+        } catch (const StoreError& error) {
+            // The wave's grades stay running in the state file, queued again at the next start.
+            store_failed(error);
+            pause(5.0);
+        } catch (const std::exception& error) {
+            if (options_.log) {
+                options_.log(std::string("a Slurm wave failed in the service: ") + error.what());
+            }
+            pause(5.0);
+        }
+    }
+}
+
+void Service::slurm_wave(std::size_t& wave_number) {
+    {
         std::vector<Job> wave;
         std::string exercise_id;
         while (static_cast<int>(wave.size()) < std::max(1, options_.slurm.wave_size)) {
@@ -474,7 +782,7 @@ void Service::slurm_loop() {
         if (wave.empty()) {
             std::unique_lock<std::mutex> lock(wake_mutex_);
             wake_.wait_for(lock, std::chrono::seconds(1));
-            continue;
+            return;
         }
         const Exercise* exercise = this->exercise(exercise_id);
         const fs::path run = options_.state_dir / "slurm" /
@@ -553,7 +861,11 @@ void Service::slurm_loop() {
             wake_.wait_for(lock, std::chrono::seconds(1));
         }
         if (stopping_) {
-            return;  // the wave's grades are queued again at the next start
+            // The wave's grades go back to their places, their starts not counted.
+            for (const Job& job : pending) {
+                until_written([&] { store_->requeue(job.attempt, Lane::gpu, true); });
+            }
+            return;
         }
         bool retry = false;
         for (const Job& job : pending) {
@@ -562,7 +874,7 @@ void Service::slurm_loop() {
                                "the Slurm cluster returned no report for this attempt " +
                                    std::to_string(job.starts) +
                                    " times: the machine's fault, not the submission's",
-                               now_seconds());
+                               now_seconds(), true);
             } else {
                 store_->requeue(job.attempt, Lane::gpu);
                 retry = true;

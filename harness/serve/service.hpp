@@ -65,6 +65,17 @@ struct ServiceOptions {
     std::size_t max_queued = 5000;  // grades waiting in one lane, past which uploads wait
     UploadLimits upload;
     int max_starts = 3;  // a grade the service died during this often is not begun again
+    // A grade whose worker cannot be started (no descriptor for its pipes, fork failing) is
+    // tried again this many times, after pauses of 1, 2, 4 ... s; then it is ungradable as the
+    // service's fault, and the attempt does not count against the student's rate.
+    int service_retries = 5;
+    // A grade that has run this long gives its place among a lane's sim_jobs (or a GPU's
+    // gpu_jobs_per_device) to the next in the queue and goes on in one of `long_grades` places
+    // kept for long grades (0: half the lane's places, at least one), so that a slow attempt
+    // never holds a lane that another student waits for.
+    double long_grade_seconds = 5.0;
+    int long_grades = 0;
+    double store_busy_seconds = 10.0;  // a grade's write waits this long for another's lock
     double run_seconds_override = 0.0;
     SlurmOptions slurm;
     // What the service has to say for its operator's log (a grade that the harness failed, a
@@ -91,6 +102,19 @@ struct Counts {
     QueueCounts gpu;
 };
 
+// What the instructor should know of the service's own state (GET /api/health, an instructor's
+// GET /api/me, the log): the state file failing to be written (another process's lock, a full
+// disk) since when, and the room left on the state folder's disk.
+struct ServiceHealth {
+    std::string problem;  // empty: none
+    StoreError::Kind kind = StoreError::Kind::other;
+    double since = 0.0;
+    std::int64_t unrecorded = 0;  // finished grades waiting in memory to be recorded
+    std::optional<double> disk_free_mb;
+};
+
+class LanePlaces;  // service.cpp: a lane's places, ordinary and long
+
 class Service {
 public:
     explicit Service(ServiceOptions options);
@@ -101,8 +125,12 @@ public:
     // Queues again what a stopped service left running, then starts the graders' threads (and,
     // on GPUs, each device server, so the first grade finds it warm). Returns what resume found.
     std::pair<std::int64_t, std::int64_t> start();
-    // No new grade begins; grades in flight finish or are abandoned to the next start. Once.
+    // No new grade begins; the workers of grades in flight are stopped at once and their grades
+    // queued again without counting a start (they are begun afresh at the next start). Once.
     void stop();
+
+    // Grades that may run at once (each holds a few descriptors: its worker's pipes, files).
+    int grades_at_once() const;
 
     const ServiceOptions& options() const { return options_; }
     Store& store() { return *store_; }
@@ -128,6 +156,11 @@ public:
 
     const Exercise* exercise(const std::string& id) const;
     Counts counts();
+    ServiceHealth health();
+    // A read or write of the state that failed, or worked: kept for health(), logged when it
+    // changes.
+    void store_failed(const StoreError& error);
+    void store_worked();
     // How many attempts the person has left in the current window, and when the next frees.
     std::pair<int, double> rate_left(const Person& person, double now);
 
@@ -135,10 +168,16 @@ public:
     void on_graded(std::function<void(std::int64_t attempt, Lane lane)> callback);
 
 private:
-    void grade_loop(Lane lane, int device);
+    void grade_loop(LanePlaces& places, Lane lane, int device);
     void slurm_loop();
+    void slurm_wave(std::size_t& wave_number);
     void grade_one(const Job& job, int device);
     void record(const Attempt& attempt, Lane lane, const Report& report);
+    // Runs `write` until it works, pausing 1, 2, 4 ... 30 s between tries while the state
+    // cannot be written (or read, where !writes); false where the service stopped first.
+    bool until_written(const std::function<void()>& write, bool writes = true);
+    // Waits `seconds`, or until stop(); false where stopped.
+    bool pause(double seconds);
     std::filesystem::path attempt_dir(const Attempt& attempt) const;
 
     ServiceOptions options_;
@@ -149,7 +188,10 @@ private:
     std::condition_variable wake_;
     std::atomic<bool> stopping_{false};
     bool started_ = false;
+    std::vector<std::unique_ptr<LanePlaces>> places_;
     std::vector<std::thread> threads_;
+    std::mutex health_mutex_;
+    ServiceHealth health_;
     std::mutex callback_mutex_;
     std::function<void(std::int64_t, Lane)> on_graded_;
 };

@@ -7,16 +7,26 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/files.hpp"
+#include "serve/sqlite.hpp"
 #include "serve/tokens.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader::serve {
 namespace {
+
+using sqlite::execute;
+using sqlite::kind_of_error;
+using sqlite::Statement;
+using sqlite::Transaction;
+using sqlite::why_of_error;
 
 constexpr int kSchemaVersion = 1;
 
@@ -58,107 +68,6 @@ CREATE TABLE IF NOT EXISTS jobs(
 CREATE INDEX IF NOT EXISTS jobs_in_turn ON jobs(lane, state, round, attempt);
 CREATE INDEX IF NOT EXISTS jobs_by_person ON jobs(lane, person, state);
 )sql";
-
-// One prepared statement, finalized when it goes.
-class Statement {
-public:
-    Statement(sqlite3* db, const char* sql) : db_(db) {
-        if (sqlite3_prepare_v2(db, sql, -1, &statement_, nullptr) != SQLITE_OK) {
-            throw StoreError(std::string("the state file's query could not be prepared: ") +
-                             sqlite3_errmsg(db));
-        }
-    }
-    ~Statement() { sqlite3_finalize(statement_); }
-    Statement(const Statement&) = delete;
-    Statement& operator=(const Statement&) = delete;
-
-    Statement& bind(int index, std::int64_t value) {
-        check(sqlite3_bind_int64(statement_, index, value));
-        return *this;
-    }
-    Statement& bind(int index, double value) {
-        check(sqlite3_bind_double(statement_, index, value));
-        return *this;
-    }
-    Statement& bind(int index, const std::string& value) {
-        check(sqlite3_bind_text(statement_, index, value.data(), static_cast<int>(value.size()),
-                                SQLITE_TRANSIENT));
-        return *this;
-    }
-    Statement& bind_blob(int index, const void* data, std::size_t size) {
-        check(sqlite3_bind_blob(statement_, index, data, static_cast<int>(size), SQLITE_TRANSIENT));
-        return *this;
-    }
-    Statement& bind_null(int index) {
-        check(sqlite3_bind_null(statement_, index));
-        return *this;
-    }
-    // True while there is a row.
-    bool step() {
-        const int status = sqlite3_step(statement_);
-        if (status == SQLITE_ROW) {
-            return true;
-        }
-        if (status == SQLITE_DONE) {
-            return false;
-        }
-        throw StoreError(std::string("the state file could not be read or written: ") +
-                         sqlite3_errmsg(db_));
-    }
-    std::int64_t integer(int column) const { return sqlite3_column_int64(statement_, column); }
-    double real(int column) const { return sqlite3_column_double(statement_, column); }
-    bool is_null(int column) const {
-        return sqlite3_column_type(statement_, column) == SQLITE_NULL;
-    }
-    std::string text(int column) const {
-        const auto* bytes = sqlite3_column_text(statement_, column);
-        return bytes == nullptr
-                   ? std::string()
-                   : std::string(
-                         reinterpret_cast<const char*>(bytes),
-                         static_cast<std::size_t>(sqlite3_column_bytes(statement_, column)));
-    }
-
-private:
-    void check(int status) {
-        if (status != SQLITE_OK) {
-            throw StoreError(std::string("the state file's query could not be bound: ") +
-                             sqlite3_errmsg(db_));
-        }
-    }
-    sqlite3* db_;
-    sqlite3_stmt* statement_ = nullptr;
-};
-
-void execute(sqlite3* db, const char* sql) {
-    char* error = nullptr;
-    if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-        std::string message = error != nullptr ? error : sqlite3_errmsg(db);
-        sqlite3_free(error);
-        throw StoreError("the state file could not be read or written: " + message);
-    }
-}
-
-// BEGIN IMMEDIATE ... COMMIT, rolled back where the scope is left by an exception.
-class Transaction {
-public:
-    explicit Transaction(sqlite3* db) : db_(db) { execute(db_, "BEGIN IMMEDIATE"); }
-    ~Transaction() {
-        if (!committed_) {
-            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-        }
-    }
-    Transaction(const Transaction&) = delete;
-    Transaction& operator=(const Transaction&) = delete;
-    void commit() {
-        execute(db_, "COMMIT");
-        committed_ = true;
-    }
-
-private:
-    sqlite3* db_;
-    bool committed_ = false;
-};
 
 Role role_from_string(const std::string& text) {
     return text == "instructor" ? Role::instructor : Role::student;
@@ -202,7 +111,7 @@ Person read_person(const Statement& row) {
 
 constexpr const char* kJobColumns =
     "attempt, lane, state, round, starts, enqueued_at, started_at, finished_at, verdict, score, "
-    "max_score, summary FROM jobs";
+    "max_score, summary, fault FROM jobs";
 
 Job read_job(const Statement& row) {
     Job job;
@@ -218,6 +127,7 @@ Job read_job(const Statement& row) {
     job.score = row.real(9);
     job.max_score = row.real(10);
     job.summary = row.text(11);
+    job.services_fault = row.text(12) == "service";
     return job;
 }
 
@@ -257,6 +167,101 @@ Attempt read_attempt(const Statement& row) {
         }
     }
     return attempt;
+}
+
+// Columns added since schema 1, each where an older state file lacks it: the schema only grows,
+// so an older grader still reads a newer file.
+void add_missing_columns(sqlite3* db) {
+    struct Column {
+        const char* table;
+        const char* name;
+        const char* definition;
+    };
+    for (const Column& column : {Column{"jobs", "fault", "TEXT NOT NULL DEFAULT ''"}}) {
+        Statement info(db, (std::string("SELECT COUNT(*) FROM pragma_table_info('") + column.table +
+                            "') WHERE name = ?")
+                               .c_str());
+        info.bind(1, std::string(column.name));
+        info.step();
+        if (info.integer(0) == 0) {
+            execute(db, (std::string("ALTER TABLE ") + column.table + " ADD COLUMN " + column.name +
+                         " " + column.definition)
+                            .c_str());
+        }
+    }
+}
+
+std::string mode_text(mode_t mode) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+    return text;
+}
+
+// The state file, or a file SQLite keeps beside it, as found in the folder open as `folder`:
+// empty where it may be used, else why not. Where `create`, it is made (0600) if missing.
+std::string unusable_state_file(int folder, const std::filesystem::path& path, bool create) {
+    const std::string name = path.filename().string();
+    const std::string shown = text::visible_line(path.string());
+    Descriptor file(::openat(
+        folder, name.c_str(),
+        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (create ? O_CREAT : 0), 0600));
+    if (!file.valid()) {
+        if (errno == ENOENT && !create) {
+            return {};
+        }
+        return shown + (errno == ELOOP ? std::string(" is a symbolic link")
+                                       : " cannot be opened: " + std::string(std::strerror(errno)));
+    }
+    struct stat status {};
+    if (::fstat(file.get(), &status) != 0 || !S_ISREG(status.st_mode)) {
+        return shown + " is not a plain file";
+    }
+    if (status.st_uid != ::geteuid()) {
+        return shown + " belongs to user " + describe_user(status.st_uid) + ", not to this user, " +
+               describe_user(::geteuid());
+    }
+    if (status.st_nlink != 1) {
+        return shown + " has " + std::to_string(status.st_nlink) +
+               " names (hard links): another may lead to it from anywhere";
+    }
+    if ((status.st_mode & 022) != 0) {
+        return shown + " may be written by other users (mode " + mode_text(status.st_mode) + ")";
+    }
+    if ((status.st_mode & 077) != 0) {
+        ::fchmod(file.get(), 0600);  // tokens' hashes and every attempt's record: this user's
+    }
+    return {};
+}
+
+// Waits at most this long for another process's lock, then restores the connection's wait.
+class BusyWait {
+public:
+    BusyWait(sqlite3* db, double seconds, double restore) : db_(db), restore_(restore) {
+        sqlite3_busy_timeout(db_, static_cast<int>(seconds * 1000.0));
+    }
+    ~BusyWait() { sqlite3_busy_timeout(db_, static_cast<int>(restore_ * 1000.0)); }
+    BusyWait(const BusyWait&) = delete;
+    BusyWait& operator=(const BusyWait&) = delete;
+
+private:
+    sqlite3* db_;
+    double restore_;
+};
+
+sqlite3* open_connection(const std::filesystem::path& file, double busy_seconds) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(file.c_str(), &db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                        nullptr) != SQLITE_OK) {
+        const std::string why = db != nullptr ? why_of_error(db) : "out of memory";
+        const auto kind = db != nullptr ? kind_of_error(db) : StoreError::Kind::other;
+        sqlite3_close(db);
+        throw StoreError(
+            "the state file " + text::visible_line(file.string()) + " cannot be opened: " + why,
+            kind);
+    }
+    sqlite3_busy_timeout(db, static_cast<int>(busy_seconds * 1000.0));
+    return db;
 }
 
 std::string virtual_round_key(Lane lane) {
@@ -304,55 +309,64 @@ const Job* Attempt::job(Lane lane) const {
     return nullptr;
 }
 
-Store::Store(const std::filesystem::path& file) {
+Store::Store(const std::filesystem::path& file, double busy_seconds, double request_busy_seconds)
+    : busy_seconds_(busy_seconds), request_busy_seconds_(request_busy_seconds) {
+    const std::filesystem::path folder =
+        file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+    std::string why;
+    const Descriptor opened = open_private_folder(folder, why);
+    if (!opened.valid()) {
+        throw StoreError("the state folder " + text::visible_line(why) +
+                         ": refused, as the class's tokens and reports are kept there (give "
+                         "--state a folder of this user's)");
+    }
     // Created private before SQLite opens it: tokens' hashes and every attempt's record.
-    const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        throw StoreError("the state file " + text::visible_line(file.string()) +
-                         " cannot be opened or created: " + std::strerror(errno));
+    why = unusable_state_file(opened.get(), file, true);
+    for (const char* beside : {"-wal", "-shm", "-journal"}) {
+        if (why.empty()) {
+            why = unusable_state_file(opened.get(), file.string() + beside, false);
+        }
     }
-    ::close(fd);
-    if (sqlite3_open_v2(file.c_str(), &db_,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
-                        nullptr) != SQLITE_OK) {
-        const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
-        sqlite3_close(db_);
-        db_ = nullptr;
-        throw StoreError("the state file " + text::visible_line(file.string()) +
-                         " cannot be opened: " + why);
+    if (!why.empty()) {
+        throw StoreError("the state file " + why +
+                         ": refused, as the class's tokens and reports are kept there (remove "
+                         "it, or give --state a folder of this user's)");
     }
+    writer_ = open_connection(file, busy_seconds_);
     try {
-        sqlite3_busy_timeout(db_, 10000);
-        execute(db_, "PRAGMA journal_mode = WAL");
-        execute(db_, "PRAGMA synchronous = FULL");
-        execute(db_, "PRAGMA foreign_keys = ON");
-        Transaction transaction(db_);
-        execute(db_, kSchema);
-        const std::int64_t version = meta_value(db_, "schema_version", 0);
+        execute(writer_, "PRAGMA journal_mode = WAL");
+        execute(writer_, "PRAGMA synchronous = FULL");
+        execute(writer_, "PRAGMA foreign_keys = ON");
+        Transaction transaction(writer_);
+        execute(writer_, kSchema);
+        add_missing_columns(writer_);
+        const std::int64_t version = meta_value(writer_, "schema_version", 0);
         if (version > kSchemaVersion) {
             throw StoreError("the state file " + text::visible_line(file.string()) +
                              " was written by a newer grader (schema " + std::to_string(version) +
                              "); run that grader, or another --state");
         }
-        set_meta(db_, "schema_version", kSchemaVersion);
+        set_meta(writer_, "schema_version", kSchemaVersion);
         transaction.commit();
+        reader_ = open_connection(file, busy_seconds_);
     } catch (...) {
-        sqlite3_close(db_);
-        db_ = nullptr;
+        sqlite3_close(writer_);
+        writer_ = nullptr;
         throw;
     }
 }
 
 Store::~Store() {
-    sqlite3_close(db_);
+    sqlite3_close(reader_);
+    sqlite3_close(writer_);
 }
 
 std::string Store::issue_token(const std::string& login, const std::string& name, Role role,
                                std::optional<std::int64_t> expires_at, std::int64_t now) {
     const std::string token = new_token();
     const TokenHash hash = hash_token(token);
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement upsert(db_,
+    std::lock_guard<std::timed_mutex> lock(write_mutex_);
+    Statement upsert(writer_,
                      "INSERT INTO people(login, name, role, token_hash, expires_at, revoked, "
                      "issued_at) VALUES(?, ?, ?, ?, ?, 0, ?) ON CONFLICT(login) DO UPDATE SET "
                      "name = CASE WHEN excluded.name = '' THEN name ELSE excluded.name END, "
@@ -376,8 +390,8 @@ std::optional<Person> Store::person_by_token(std::string_view token) {
         return std::nullopt;
     }
     const TokenHash hash = hash_token(token);
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement select(db_,
+    std::lock_guard<std::mutex> lock(read_mutex_);
+    Statement select(reader_,
                      (std::string("SELECT ") + kPersonColumns + " WHERE token_hash = ?").c_str());
     select.bind_blob(1, hash.data(), hash.size());
     if (!select.step()) {
@@ -387,8 +401,9 @@ std::optional<Person> Store::person_by_token(std::string_view token) {
 }
 
 std::optional<Person> Store::person_by_login(const std::string& login) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement select(db_, (std::string("SELECT ") + kPersonColumns + " WHERE login = ?").c_str());
+    std::lock_guard<std::mutex> lock(read_mutex_);
+    Statement select(reader_,
+                     (std::string("SELECT ") + kPersonColumns + " WHERE login = ?").c_str());
     select.bind(1, login);
     if (!select.step()) {
         return std::nullopt;
@@ -397,8 +412,9 @@ std::optional<Person> Store::person_by_login(const std::string& login) {
 }
 
 std::vector<Person> Store::people() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement select(db_, (std::string("SELECT ") + kPersonColumns + " ORDER BY login").c_str());
+    std::lock_guard<std::mutex> lock(read_mutex_);
+    Statement select(reader_,
+                     (std::string("SELECT ") + kPersonColumns + " ORDER BY login").c_str());
     std::vector<Person> people;
     while (select.step()) {
         people.push_back(read_person(select));
@@ -407,38 +423,46 @@ std::vector<Person> Store::people() {
 }
 
 bool Store::revoke(const std::string& login) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement update(db_, "UPDATE people SET revoked = 1, token_hash = NULL WHERE login = ?");
+    std::lock_guard<std::timed_mutex> lock(write_mutex_);
+    Statement update(writer_, "UPDATE people SET revoked = 1, token_hash = NULL WHERE login = ?");
     update.bind(1, login);
     update.step();
-    return sqlite3_changes(db_) > 0;
+    return sqlite3_changes(writer_) > 0;
 }
 
 std::int64_t Store::add_attempt(std::int64_t person, const std::string& exercise,
                                 const std::string& folder, const std::vector<std::string>& files,
                                 const std::vector<Lane>& lanes, double now) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Transaction transaction(db_);
-    Statement count(db_, "SELECT COUNT(*) FROM attempts WHERE person = ?");
+    // A request waits a little, and is answered 503, rather than late.
+    const auto wait =
+        std::chrono::milliseconds(static_cast<long long>(request_busy_seconds_ * 1000));
+    std::unique_lock<std::timed_mutex> lock(write_mutex_, wait);
+    if (!lock.owns_lock()) {
+        throw StoreError("the state file is busy: another write has waited for its lock",
+                         StoreError::Kind::busy);
+    }
+    const BusyWait busy(writer_, request_busy_seconds_, busy_seconds_);
+    Transaction transaction(writer_);
+    Statement count(writer_, "SELECT COUNT(*) FROM attempts WHERE person = ?");
     count.bind(1, person);
     count.step();
     const std::int64_t number = count.integer(0) + 1;
-    Statement insert(db_,
+    Statement insert(writer_,
                      "INSERT INTO attempts(person, number, exercise, folder, created_at, files) "
                      "VALUES(?, ?, ?, ?, ?, ?)");
     insert.bind(1, person).bind(2, number).bind(3, exercise).bind(4, folder).bind(5, now);
     insert.bind(6, nlohmann::json(files).dump());
     insert.step();
-    const std::int64_t attempt = sqlite3_last_insert_rowid(db_);
+    const std::int64_t attempt = sqlite3_last_insert_rowid(writer_);
     for (const Lane lane : lanes) {
-        Statement last(db_,
+        Statement last(writer_,
                        "SELECT MAX(round) FROM jobs WHERE lane = ? AND person = ? AND state IN "
                        "('queued', 'running')");
         last.bind(1, std::string(to_string(lane))).bind(2, person);
         last.step();
         const std::int64_t round =
-            std::max(meta_value(db_, virtual_round_key(lane), 0), last.integer(0)) + 1;
-        Statement job(db_,
+            std::max(meta_value(writer_, virtual_round_key(lane), 0), last.integer(0)) + 1;
+        Statement job(writer_,
                       "INSERT INTO jobs(attempt, lane, person, state, round, enqueued_at) "
                       "VALUES(?, ?, ?, 'queued', ?, ?)");
         job.bind(1, attempt).bind(2, std::string(to_string(lane))).bind(3, person);
@@ -450,23 +474,24 @@ std::int64_t Store::add_attempt(std::int64_t person, const std::string& exercise
 }
 
 std::optional<Attempt> Store::attempt(std::int64_t id) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement select(db_, (std::string("SELECT ") + kAttemptColumns + " WHERE a.id = ?").c_str());
+    std::lock_guard<std::mutex> lock(read_mutex_);
+    Statement select(reader_,
+                     (std::string("SELECT ") + kAttemptColumns + " WHERE a.id = ?").c_str());
     select.bind(1, id);
     if (!select.step()) {
         return std::nullopt;
     }
     Attempt attempt = read_attempt(select);
-    attempt.jobs = jobs_of(db_, attempt.id);
+    attempt.jobs = jobs_of(reader_, attempt.id);
     return attempt;
 }
 
 std::vector<Attempt> Store::attempts(std::int64_t person, std::size_t limit, std::int64_t before) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement select(db_, (std::string("SELECT ") + kAttemptColumns +
-                           " WHERE (? = 0 OR a.person = ?) AND (? = 0 OR a.id < ?)"
-                           " ORDER BY a.id DESC LIMIT ?")
-                              .c_str());
+    std::lock_guard<std::mutex> lock(read_mutex_);
+    Statement select(reader_, (std::string("SELECT ") + kAttemptColumns +
+                               " WHERE (? = 0 OR a.person = ?) AND (? = 0 OR a.id < ?)"
+                               " ORDER BY a.id DESC LIMIT ?")
+                                  .c_str());
     select.bind(1, person).bind(2, person).bind(3, before).bind(4, before);
     select.bind(5, static_cast<std::int64_t>(limit));
     std::vector<Attempt> attempts;
@@ -474,16 +499,17 @@ std::vector<Attempt> Store::attempts(std::int64_t person, std::size_t limit, std
         attempts.push_back(read_attempt(select));
     }
     for (Attempt& attempt : attempts) {
-        attempt.jobs = jobs_of(db_, attempt.id);
+        attempt.jobs = jobs_of(reader_, attempt.id);
     }
     return attempts;
 }
 
 std::int64_t Store::attempts_since(std::int64_t person, double since, double* oldest) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement select(db_,
-                     "SELECT COUNT(*), MIN(created_at) FROM attempts WHERE person = ? AND "
-                     "created_at > ?");
+    std::lock_guard<std::mutex> lock(read_mutex_);
+    Statement select(reader_,
+                     "SELECT COUNT(*), MIN(created_at) FROM attempts a WHERE person = ? AND "
+                     "created_at > ? AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.attempt = a.id "
+                     "AND j.fault = 'service')");
     select.bind(1, person).bind(2, since);
     select.step();
     if (oldest != nullptr) {
@@ -493,23 +519,23 @@ std::int64_t Store::attempts_since(std::int64_t person, double since, double* ol
 }
 
 std::optional<Job> Store::claim_next(Lane lane, double now) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Transaction transaction(db_);
-    Statement next(db_, (std::string("SELECT ") + kJobColumns +
-                         " WHERE lane = ? AND state = 'queued' ORDER BY round, attempt LIMIT 1")
-                            .c_str());
+    std::lock_guard<std::timed_mutex> lock(write_mutex_);
+    Transaction transaction(writer_);
+    Statement next(writer_, (std::string("SELECT ") + kJobColumns +
+                             " WHERE lane = ? AND state = 'queued' ORDER BY round, attempt LIMIT 1")
+                                .c_str());
     next.bind(1, std::string(to_string(lane)));
     if (!next.step()) {
         return std::nullopt;
     }
     Job job = read_job(next);
-    Statement start(db_,
+    Statement start(writer_,
                     "UPDATE jobs SET state = 'running', started_at = ?, starts = starts + 1 "
                     "WHERE attempt = ? AND lane = ?");
     start.bind(1, now).bind(2, job.attempt).bind(3, std::string(to_string(lane)));
     start.step();
     const std::string key = virtual_round_key(lane);
-    set_meta(db_, key, std::max(meta_value(db_, key, 0), job.round));
+    set_meta(writer_, key, std::max(meta_value(writer_, key, 0), job.round));
     transaction.commit();
     job.state = JobState::running;
     job.started_at = now;
@@ -518,29 +544,32 @@ std::optional<Job> Store::claim_next(Lane lane, double now) {
 }
 
 void Store::finish(std::int64_t attempt, Lane lane, const std::string& verdict, double score,
-                   double max_score, const std::string& summary, double now) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement update(db_,
+                   double max_score, const std::string& summary, double now, bool services_fault) {
+    std::lock_guard<std::timed_mutex> lock(write_mutex_);
+    Statement update(writer_,
                      "UPDATE jobs SET state = 'done', finished_at = ?, verdict = ?, score = ?, "
-                     "max_score = ?, summary = ? WHERE attempt = ? AND lane = ?");
+                     "max_score = ?, summary = ?, fault = ? WHERE attempt = ? AND lane = ?");
     update.bind(1, now).bind(2, verdict).bind(3, score).bind(4, max_score).bind(5, summary);
-    update.bind(6, attempt).bind(7, std::string(to_string(lane)));
+    update.bind(6, std::string(services_fault ? "service" : ""));
+    update.bind(7, attempt).bind(8, std::string(to_string(lane)));
     update.step();
 }
 
-void Store::requeue(std::int64_t attempt, Lane lane) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement update(db_,
-                     "UPDATE jobs SET state = 'queued' WHERE attempt = ? AND lane = ? AND state = "
-                     "'running'");
-    update.bind(1, attempt).bind(2, std::string(to_string(lane)));
+void Store::requeue(std::int64_t attempt, Lane lane, bool refund) {
+    std::lock_guard<std::timed_mutex> lock(write_mutex_);
+    Statement update(
+        writer_,
+        "UPDATE jobs SET state = 'queued', starts = MAX(0, starts - ?) WHERE attempt = "
+        "? AND lane = ? AND state = 'running'");
+    update.bind(1, std::int64_t{refund ? 1 : 0}).bind(2, attempt);
+    update.bind(3, std::string(to_string(lane)));
     update.step();
 }
 
 std::pair<std::int64_t, std::int64_t> Store::resume(int max_starts, double now) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Transaction transaction(db_);
-    Statement give_up(db_,
+    std::lock_guard<std::timed_mutex> lock(write_mutex_);
+    Transaction transaction(writer_);
+    Statement give_up(writer_,
                       "UPDATE jobs SET state = 'done', finished_at = ?, verdict = 'ungradable', "
                       "summary = ? WHERE state = 'running' AND starts >= ?");
     give_up.bind(1, now);
@@ -549,32 +578,32 @@ std::pair<std::int64_t, std::int64_t> Store::resume(int max_starts, double now) 
                         "submission's; your instructor can regrade it");
     give_up.bind(3, static_cast<std::int64_t>(max_starts));
     give_up.step();
-    const std::int64_t given_up = sqlite3_changes(db_);
-    Statement requeue(db_, "UPDATE jobs SET state = 'queued' WHERE state = 'running'");
+    const std::int64_t given_up = sqlite3_changes(writer_);
+    Statement requeue(writer_, "UPDATE jobs SET state = 'queued' WHERE state = 'running'");
     requeue.step();
-    const std::int64_t requeued = sqlite3_changes(db_);
+    const std::int64_t requeued = sqlite3_changes(writer_);
     transaction.commit();
     return {requeued, given_up};
 }
 
 QueuePlace Store::place(std::int64_t attempt, Lane lane) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(read_mutex_);
     const std::string lane_name = to_string(lane);
-    Statement ahead(db_,
+    Statement ahead(reader_,
                     "SELECT COUNT(*) FROM jobs j, (SELECT round, attempt FROM jobs WHERE "
                     "attempt = ? AND lane = ?) me WHERE j.lane = ? AND j.state = 'queued' AND "
                     "(j.round < me.round OR (j.round = me.round AND j.attempt < me.attempt))");
     ahead.bind(1, attempt).bind(2, lane_name).bind(3, lane_name);
     ahead.step();
-    Statement running(db_, "SELECT COUNT(*) FROM jobs WHERE lane = ? AND state = 'running'");
+    Statement running(reader_, "SELECT COUNT(*) FROM jobs WHERE lane = ? AND state = 'running'");
     running.bind(1, lane_name);
     running.step();
     return {ahead.integer(0), running.integer(0)};
 }
 
 QueueCounts Store::counts(Lane lane) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement select(db_, "SELECT state, COUNT(*) FROM jobs WHERE lane = ? GROUP BY state");
+    std::lock_guard<std::mutex> lock(read_mutex_);
+    Statement select(reader_, "SELECT state, COUNT(*) FROM jobs WHERE lane = ? GROUP BY state");
     select.bind(1, std::string(to_string(lane)));
     QueueCounts counts;
     while (select.step()) {

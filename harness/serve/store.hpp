@@ -27,10 +27,18 @@ struct sqlite3;
 
 namespace grader::serve {
 
-// The state file cannot be opened, read or written; what() says which and why.
+// The state file cannot be opened, read or written; what() says which and why, kind() what
+// kind of trouble it is: another process holding its lock past the busy timeout, a full disk
+// (or quota, or file size limit), or anything else.
 class StoreError : public std::runtime_error {
 public:
-    using std::runtime_error::runtime_error;
+    enum class Kind { other, busy, full };
+    explicit StoreError(const std::string& message, Kind kind = Kind::other)
+        : std::runtime_error(message), kind_(kind) {}
+    Kind kind() const noexcept { return kind_; }
+
+private:
+    Kind kind_;
 };
 
 enum class Role { student, instructor };
@@ -67,6 +75,9 @@ struct Job {
     double score = 0.0;
     double max_score = 0.0;
     std::string summary;
+    // Done as ungradable because the service could not grade it (its worker would not start,
+    // however often tried): the attempt does not count against the student's rate.
+    bool services_fault = false;
 };
 
 struct Attempt {
@@ -97,9 +108,16 @@ struct QueueCounts {
 
 class Store {
 public:
-    // Opens the state file, creating it (mode 0600) and its tables where missing. Throws
-    // StoreError.
-    explicit Store(const std::filesystem::path& file);
+    // Opens the state file, creating it (mode 0600) and its tables where missing. Its folder is
+    // checked as the GPU lock's is (open_private_folder: made 0700 where missing; refused where
+    // it is a link, another user's, or writable by others), and so is the file and what SQLite
+    // keeps beside it (a plain file of this user's with one link, writable by no one else): a
+    // folder another user made first could hand that user the class's tokens and reports.
+    // Throws StoreError, its message one line. A write waits `busy_seconds` for another
+    // process's lock (a read in WAL mode never waits for a write); a request's own write (an
+    // upload) waits `request_busy_seconds` at most, so that a held lock answers it 503, not late.
+    explicit Store(const std::filesystem::path& file, double busy_seconds = 10.0,
+                   double request_busy_seconds = 2.0);
     ~Store();
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
@@ -114,6 +132,7 @@ public:
     bool revoke(const std::string& login);
 
     // Adds an attempt with one queued grade per lane, in one transaction; returns its id.
+    // A request's write: it waits request_busy_seconds at most.
     std::int64_t add_attempt(std::int64_t person, const std::string& exercise,
                              const std::string& folder, const std::vector<std::string>& files,
                              const std::vector<Lane>& lanes, double now);
@@ -121,15 +140,18 @@ public:
     // Newest first; person 0: everyone's. At most `limit`, and only those older than the attempt
     // `before` where it is not 0 (the next page of a list).
     std::vector<Attempt> attempts(std::int64_t person, std::size_t limit, std::int64_t before = 0);
-    // Attempts of a person created after `since`, and the oldest of them (for the rate limit).
+    // Attempts of a person created after `since`, and the oldest of them (for the rate limit);
+    // an attempt that the service failed to grade (Job::services_fault) is not counted.
     std::int64_t attempts_since(std::int64_t person, double since, double* oldest);
 
     // The queues. claim_next takes the next grade of a lane (fairly) and marks it running.
     std::optional<Job> claim_next(Lane lane, double now);
     void finish(std::int64_t attempt, Lane lane, const std::string& verdict, double score,
-                double max_score, const std::string& summary, double now);
+                double max_score, const std::string& summary, double now,
+                bool services_fault = false);
     // A running grade back into its queue, with its round (a Slurm wave that never came back).
-    void requeue(std::int64_t attempt, Lane lane);
+    // `refund`: its start is not counted (the service stopped it, or could not start it).
+    void requeue(std::int64_t attempt, Lane lane, bool refund = false);
     // At start: grades left running by a stopped service are queued again, keeping their round
     // (their place); one that has already begun `max_starts` times is finished as ungradable
     // instead, with why, so a submission that brings the service down cannot do it for ever.
@@ -139,8 +161,14 @@ public:
     QueueCounts counts(Lane lane);
 
 private:
-    std::mutex mutex_;
-    sqlite3* db_ = nullptr;
+    // Two connections: reads go through `reader_` and never wait behind a write that waits for
+    // another process's lock; writes through `writer_`, one at a time.
+    std::timed_mutex write_mutex_;
+    std::mutex read_mutex_;
+    sqlite3* writer_ = nullptr;
+    sqlite3* reader_ = nullptr;
+    double busy_seconds_;
+    double request_busy_seconds_;
 };
 
 }  // namespace grader::serve

@@ -17,8 +17,15 @@ namespace grader::testing {
 
 class RawSocket {
 public:
-    explicit RawSocket(unsigned short port) {
+    // From `from` (another loopback address, "127.0.0.2": another client) where given.
+    explicit RawSocket(unsigned short port, const char* from = nullptr) {
         fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (from != nullptr) {
+            sockaddr_in source{};
+            source.sin_family = AF_INET;
+            ::inet_pton(AF_INET, from, &source.sin_addr);
+            ::bind(fd_, reinterpret_cast<sockaddr*>(&source), sizeof source);
+        }
         sockaddr_in address{};
         address.sin_family = AF_INET;
         address.sin_port = htons(port);
@@ -34,7 +41,8 @@ public:
         return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
                static_cast<ssize_t>(bytes.size());
     }
-    // What arrives until the peer closes or `seconds` pass; closed() says which.
+    // What arrives until the peer closes or `seconds` pass (0: what has arrived already);
+    // closed() says which.
     std::string receive(double seconds) {
         std::string got;
         const auto deadline = std::chrono::steady_clock::now() +
@@ -43,7 +51,7 @@ public:
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                                   deadline - std::chrono::steady_clock::now())
                                   .count();
-            if (left <= 0) {
+            if (left < 0) {
                 return got;
             }
             pollfd ready{fd_, POLLIN, 0};

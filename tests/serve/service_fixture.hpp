@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -149,13 +150,19 @@ struct InProcessService {
 };
 
 // `grader serve` as a child process; killed (SIGKILL) where the test has not stopped it.
+// `shell_first`, where given, is a shell command run before it in the same process (`ulimit -n
+// 1024`: the limits a machine gives it).
 struct ChildService {
     pid_t pid = -1;
     unsigned short port = 0;
     std::string log;  // its standard error, up to the line that names the port
 
-    ChildService(const std::vector<std::string>& arguments, const std::filesystem::path& log_file) {
+    ChildService(const std::vector<std::string>& arguments, const std::filesystem::path& log_file,
+                 const std::string& shell_first = {}) {
         std::vector<std::string> argv = {GRADER_BINARY, "serve", "--listen", "127.0.0.1:0"};
+        if (!shell_first.empty()) {
+            argv.insert(argv.begin(), {"/bin/sh", "-c", shell_first + " && exec \"$0\" \"$@\""});
+        }
         argv.insert(argv.end(), arguments.begin(), arguments.end());
         std::vector<char*> raw;
         for (auto& argument : argv) {
@@ -170,7 +177,7 @@ struct ChildService {
         posix_spawn(&pid, raw[0], &actions, nullptr, raw.data(), environ);
         posix_spawn_file_actions_destroy(&actions);
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-        while (port == 0 && std::chrono::steady_clock::now() < deadline) {
+        while (port == 0 && std::chrono::steady_clock::now() < deadline && running()) {
             log = read_text(log_file);
             const std::size_t at = log.rfind("listening on http://127.0.0.1:");
             if (at != std::string::npos) {
@@ -179,14 +186,27 @@ struct ChildService {
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
     }
-    void kill(int signal) {
+    // False once it has ended (exit_status then says how).
+    bool running() {
+        int status = 0;
+        if (pid > 0 && ::waitpid(pid, &status, WNOHANG) == pid) {
+            pid = -1;
+            exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        }
+        return pid > 0;
+    }
+    // Sends `signal` and waits for the end; returns the exit status (-1: ended by a signal).
+    int kill(int signal) {
         if (pid > 0) {
-            ::kill(pid, signal);
             int status = 0;
+            ::kill(pid, signal);
             ::waitpid(pid, &status, 0);
             pid = -1;
+            exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         }
+        return exit_status;
     }
+    int exit_status = -1;
     ~ChildService() { kill(SIGKILL); }
 };
 

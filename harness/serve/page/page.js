@@ -46,9 +46,14 @@ async function signIn(token) {
     $("token-error").textContent = error.message;
     return;
   }
-  try { localStorage.setItem("grader-token", state.token); } catch (ignored) { /* private mode */ }
+  // A course session (an LMS's launch) is this tab's alone; a token is remembered.
+  try {
+    if (state.me.lti) sessionStorage.setItem("grader-lti", state.token);
+    else localStorage.setItem("grader-token", state.token);
+  } catch (ignored) { /* private mode */ }
   $("who").textContent = "Signed in as " + state.me.login + (state.me.name ? " (" + state.me.name + ")" : "") +
-    (state.me.role === "instructor" ? ", instructor" : "");
+    (state.me.role === "instructor" ? ", instructor" : "") +
+    (state.me.service && state.me.service.problem ? ". The service: " + state.me.service.problem : "");
   const select = $("exercise");
   select.textContent = "";
   for (const exercise of state.me.exercises) {
@@ -57,6 +62,16 @@ async function signIn(token) {
     option.textContent = exercise.title + " (" + exercise.files.join(", ") + ")";
     select.appendChild(option);
   }
+  if (state.me.lti) {
+    select.value = state.me.lti.exercise;
+    $("lti").textContent = (state.me.lti.course ? state.me.lti.course + ": " : "") +
+      (state.me.lti.gradebook
+        ? "your " + state.me.lti.policy + " score goes to the course's gradebook" +
+          (state.me.lti.platform ? " in " + state.me.lti.platform : "") + "."
+        : "this activity takes no grade; your attempts are kept here.");
+  }
+  show("lti", Boolean(state.me.lti));
+  show("roster-button", Boolean(state.me.lti && state.me.lti.roster));
   updateHint();
   updateRate(state.me.rate);
   show("sign-in", false);
@@ -212,13 +227,46 @@ async function loadHistory() {
   }
 }
 
+// The course's members (the LMS's roster, read by NRPS) with their attempts here.
+async function loadRoster() {
+  $("roster-error").textContent = "";
+  let roster;
+  try {
+    roster = await api("lti/roster");
+  } catch (error) {
+    $("roster-error").textContent = error.message;
+    return;
+  }
+  const body = $("roster").querySelector("tbody");
+  body.textContent = "";
+  for (const member of roster.members) {
+    const row = document.createElement("tr");
+    const best = member.attempts > 0 && member.max_score ? member.best + "/" + member.max_score : "";
+    for (const text of [member.name, member.login || "", member.instructor ? "instructor" : "student",
+                        member.attempts, best, member.score || ""]) {
+      const cell = document.createElement("td");
+      cell.textContent = text;
+      row.appendChild(cell);
+    }
+    body.appendChild(row);
+  }
+  show("roster", true);
+}
+
 $("token-form").addEventListener("submit", (event) => { event.preventDefault(); signIn($("token").value); });
 $("upload-form").addEventListener("submit", submit);
 $("exercise").addEventListener("change", updateHint);
 $("student-form").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });
+$("roster-button").addEventListener("click", loadRoster);
+// An LMS's launch lands here with its session in the fragment (#lti=gl-...): taken, then
+// removed from the address bar and the history.
+const launched = /^#lti=(gl-[0-9a-f]+)$/.exec(location.hash);
+if (launched) history.replaceState(null, "", location.pathname + location.search);
 try {
-  const saved = localStorage.getItem("grader-token");
+  const saved = launched ? launched[1] : (sessionStorage.getItem("grader-lti") || localStorage.getItem("grader-token"));
   if (saved) signIn(saved);
-} catch (ignored) { /* private mode */ }
+} catch (ignored) {
+  if (launched) signIn(launched[1]);
+}
 // Said once every handler is in place (a test's browser waits for it before it clicks).
 document.documentElement.dataset.ready = "true";
