@@ -2,10 +2,12 @@
 
 // SQLite for the service's state file (store.cpp's tables, and lti_store.cpp's beside them): a
 // prepared statement that is finalized when it goes, a statement run whole, and a transaction
-// rolled back where its scope is left by an exception. Every failure is a StoreError saying what.
+// rolled back where its scope is left by an exception. Every failure is a StoreError saying what,
+// of the kind its cause is (another process's lock, a full disk, anything else).
 
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -14,13 +16,43 @@
 
 namespace grader::serve::sqlite {
 
+// What kind of trouble the connection's last error was: another process's lock, or no room
+// (a full disk, a quota, RLIMIT_FSIZE), or anything else.
+inline StoreError::Kind kind_of_error(sqlite3* db) {
+    const int code = sqlite3_extended_errcode(db) & 0xff;
+    if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
+        return StoreError::Kind::busy;
+    }
+    const int system = sqlite3_system_errno(db);
+    if (code == SQLITE_FULL ||
+        (code == SQLITE_IOERR && (system == ENOSPC || system == EDQUOT || system == EFBIG))) {
+        return StoreError::Kind::full;
+    }
+    return StoreError::Kind::other;
+}
+
+inline std::string why_of_error(sqlite3* db) {
+    switch (kind_of_error(db)) {
+        case StoreError::Kind::busy:
+            return "another process holds its lock (" + std::string(sqlite3_errmsg(db)) + ")";
+        case StoreError::Kind::full:
+            return "there is no room on its disk (" + std::string(sqlite3_errmsg(db)) + ")";
+        case StoreError::Kind::other:
+            break;
+    }
+    return sqlite3_errmsg(db);
+}
+
+inline StoreError error_of(sqlite3* db, const std::string& what) {
+    return StoreError(what + why_of_error(db), kind_of_error(db));
+}
+
 // One prepared statement, finalized when it goes.
 class Statement {
 public:
     Statement(sqlite3* db, const char* sql) : db_(db) {
         if (sqlite3_prepare_v2(db, sql, -1, &statement_, nullptr) != SQLITE_OK) {
-            throw StoreError(std::string("the state file's query could not be prepared: ") +
-                             sqlite3_errmsg(db));
+            throw error_of(db, "the state file's query could not be prepared: ");
         }
     }
     ~Statement() { sqlite3_finalize(statement_); }
@@ -57,8 +89,7 @@ public:
         if (status == SQLITE_DONE) {
             return false;
         }
-        throw StoreError(std::string("the state file could not be read or written: ") +
-                         sqlite3_errmsg(db_));
+        throw error_of(db_, "the state file could not be read or written: ");
     }
     std::int64_t integer(int column) const { return sqlite3_column_int64(statement_, column); }
     double real(int column) const { return sqlite3_column_double(statement_, column); }
@@ -77,8 +108,7 @@ public:
 private:
     void check(int status) {
         if (status != SQLITE_OK) {
-            throw StoreError(std::string("the state file's query could not be bound: ") +
-                             sqlite3_errmsg(db_));
+            throw error_of(db_, "the state file's query could not be bound: ");
         }
     }
     sqlite3* db_;
@@ -88,9 +118,8 @@ private:
 inline void execute(sqlite3* db, const char* sql) {
     char* error = nullptr;
     if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-        std::string message = error != nullptr ? error : sqlite3_errmsg(db);
         sqlite3_free(error);
-        throw StoreError("the state file could not be read or written: " + message);
+        throw error_of(db, "the state file could not be read or written: ");
     }
 }
 
