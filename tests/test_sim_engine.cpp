@@ -139,21 +139,26 @@ struct Kernel {
     fs::path exercise;
 };
 
-// Every fixture kernel: the submissions' sources where they compile, and the corpus's.
-std::vector<Kernel> fixture_kernels() {
+// The fixture kernels of a group of tests/fixtures (submissions, padding, sim_fidelity,
+// hostile): each folder's kernel source, which the launch below compiles as a grade does.
+std::vector<Kernel> fixture_kernels(const char* group) {
     std::vector<Kernel> kernels;
-    for (const char* group : {"submissions", "padding", "sim_fidelity", "hostile"}) {
-        for (const fs::path& folder : testing::fixture_folders(group)) {
-            const YAML::Node expected = YAML::LoadFile((folder / "expected.yaml").string());
-            const fs::path exercise = testing::exercise_dir(expected);
-            for (const char* file : {"probe.cu", "transpose.cu"}) {
-                if (fs::is_regular_file(folder / file) && !fs::is_symlink(folder / file)) {
-                    kernels.push_back({std::string(group) + "/" + folder.filename().string(),
-                                       folder / file, exercise});
-                }
+    for (const fs::path& folder : testing::fixture_folders(group)) {
+        const YAML::Node expected = YAML::LoadFile((folder / "expected.yaml").string());
+        const fs::path exercise = testing::exercise_dir(expected);
+        for (const char* file : {"probe.cu", "transpose.cu"}) {
+            if (fs::is_regular_file(folder / file) && !fs::is_symlink(folder / file)) {
+                kernels.push_back({std::string(group) + "/" + folder.filename().string(),
+                                   folder / file, exercise});
             }
         }
     }
+    return kernels;
+}
+
+// The corpus's kernels (tests/fixtures/corpus) of both exercises.
+std::vector<Kernel> corpus_kernels() {
+    std::vector<Kernel> kernels;
     const fs::path corpus = fs::path(GRADER_FIXTURES_DIR) / "corpus";
     for (const char* exercise : {"day15-bank-conflicts", "day15-padding"}) {
         std::vector<fs::path> folders;
@@ -173,12 +178,11 @@ std::vector<Kernel> fixture_kernels() {
     return kernels;
 }
 
-}  // namespace
-
-TEST_CASE("the decoded engine and the reference engine agree on every fixture kernel") {
+// Launches each kernel on both engines and checks they agree; returns how many it launched.
+std::size_t compare_engines(const std::vector<Kernel>& all) {
     std::size_t launches = 0;
     std::size_t kernels = 0;
-    for (const Kernel& kernel : fixture_kernels()) {
+    for (const Kernel& kernel : all) {
         CAPTURE(kernel.name);
         const Exercise exercise = load_exercise(kernel.exercise);
         CompileRequest request;
@@ -213,15 +217,17 @@ TEST_CASE("the decoded engine and the reference engine agree on every fixture ke
         // races and the clocks all move with it).
         const std::vector<int> strides =
             exercise.has_sweep() ? std::vector<int>{16} : std::vector<int>{0};
-        std::vector<std::byte> globals[2];
+        std::vector<std::byte> globals[3];
         std::uint64_t grid_id = sim::ModeledDevice::grid_id(kSeed);
         for (const InputSpec& input : exercise.inputs) {
             const std::vector<float> words = make_input(input, exercise.buffers.input_words, kSeed);
             for (const int stride : strides) {
                 CAPTURE(input.id);
                 CAPTURE(stride);
-                Run runs[2];
-                for (int k = 0; k < 2; ++k) {
+                // The reference engine; the decoded one on the caller's thread; the decoded one
+                // with its replays spread over three threads.
+                Run runs[3];
+                for (int k = 0; k < 3; ++k) {
                     SimLaunchSettings settings;
                     settings.checked = device.blocks_for(input, geometry, stride);
                     // A budget of a few probe grids: a kernel that never ends is stopped at
@@ -233,15 +239,20 @@ TEST_CASE("the decoded engine and the reference engine agree on every fixture ke
                     settings.poison_shared = input.poison_shared;
                     settings.module_globals = &globals[k];
                     settings.engine = k == 0 ? sim::Engine::reference : sim::Engine::decoded;
+                    settings.threads = k == 2 ? 3 : 1;
                     runs[k].result = simulate(exercise, module, compiled.outcome.lowered_name,
                                               geometry, words, stride, settings, &runs[k].outputs);
                     runs[k].globals = globals[k];
                 }
                 ++grid_id;
                 ++launches;
-                const std::string why = difference(runs[0], runs[1]);
-                CHECK_MESSAGE(why.empty(), kernel.name << " with input " << input.id
-                                                       << " at stride " << stride << ": " << why);
+                for (int k = 1; k < 3; ++k) {
+                    const std::string why = difference(runs[0], runs[k]);
+                    CHECK_MESSAGE(why.empty(), kernel.name << " with input " << input.id
+                                                           << " at stride " << stride << ", "
+                                                           << (k == 1 ? "one thread" : "3 threads")
+                                                           << ": " << why);
+                }
             }
         }
         std::cout << kernel.name << ": the same in "
@@ -250,5 +261,37 @@ TEST_CASE("the decoded engine and the reference engine agree on every fixture ke
     }
     std::cout << "figure: " << kernels << " kernels, " << launches
               << " launches compared between the engines" << std::endl;
-    CHECK(kernels >= 90);
+    return kernels;
+}
+
+}  // namespace
+
+// One test case a group, each its own ctest entry (tests/CMakeLists.txt's APART): the reference
+// engine takes minutes over them all.
+TEST_CASE("the engines agree on every submission fixture") {
+    CHECK(compare_engines(fixture_kernels("submissions")) >= 10);
+}
+
+TEST_SUITE("padding") {
+    TEST_CASE("the engines agree on every Part 2 fixture") {
+        CHECK(compare_engines(fixture_kernels("padding")) >= 5);
+    }
+}
+
+TEST_SUITE("fidelity") {
+    TEST_CASE("the engines agree on every fidelity fixture") {
+        CHECK(compare_engines(fixture_kernels("sim_fidelity")) >= 30);
+    }
+}
+
+TEST_SUITE("hostile") {
+    TEST_CASE("the engines agree on every hostile fixture that launches") {
+        CHECK(compare_engines(fixture_kernels("hostile")) >= 1);
+    }
+}
+
+TEST_SUITE("corpus") {
+    TEST_CASE("the engines agree on every corpus kernel") {
+        CHECK(compare_engines(corpus_kernels()) >= 25);
+    }
 }

@@ -173,12 +173,34 @@ struct Stop {
     LaunchStatus status;
 };
 
+// Local memory in pages, made on first touch: a kernel that declares a large local array and
+// touches little of it costs little. Index lane * pages per lane + page. A copy (a replay
+// worker's copy of the shared work) has its own copy of each page made.
+struct LocalPages {
+    std::vector<std::unique_ptr<std::byte[]>> pages;
+    LocalPages() = default;
+    LocalPages(LocalPages&&) noexcept = default;
+    LocalPages& operator=(LocalPages&&) noexcept = default;
+    LocalPages(const LocalPages& other) { *this = other; }
+    LocalPages& operator=(const LocalPages& other) {
+        if (this == &other)
+            return *this;
+        pages.clear();
+        pages.resize(other.pages.size());
+        for (std::size_t k = 0; k < pages.size(); ++k) {
+            if (other.pages[k]) {
+                pages[k].reset(new std::byte[kLocalPage]);
+                std::memcpy(pages[k].get(), other.pages[k].get(), kLocalPage);
+            }
+        }
+        return *this;
+    }
+};
+
 struct Warp {
     std::uint32_t index = 0;
     std::vector<std::uint64_t> regs;  // slot * 32 + lane
-    // Local memory in pages, made on first touch: a kernel that declares a large local array and
-    // touches little of it costs little. Index lane * pages per lane + page.
-    std::vector<std::unique_ptr<std::byte[]>> local_pages;
+    LocalPages local_pages;
     std::uint32_t pc = 0;
     std::uint32_t mask = 0;     // lanes executing at pc
     std::uint32_t live = 0;     // lanes that have not exited
@@ -230,21 +252,23 @@ public:
              const std::vector<std::vector<std::byte>>& params, GlobalMemory& memory,
              const LaunchOptions& options, LaunchResult& result);
     ~Executor();
-    Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;
     void run();
     // Writes the module's .global variables to options.module_globals, where given.
     void save_globals();
 
 private:
+    // A replay worker (replay_batch): the launch as this executor has it, the shared work
+    // included, reporting to its own result.
+    Executor(const Executor&) = default;
     const Program& program_;
     const Entry& entry_;
     Dim3 grid_;
     Dim3 block_dim_;
     GlobalMemory& memory_;
     const LaunchOptions& options_;
-    LaunchResult& result_;
-    LaunchCounts& counts_;
+    LaunchResult* result_;  // a replay worker's own (see ReplayBatch)
+    LaunchCounts* counts_;
 
     std::uint32_t threads_per_block_ = 0;
     std::uint32_t warps_per_block_ = 0;
@@ -413,6 +437,45 @@ private:
     // recorded block's (the others may still share).
     enum class Replay { ended, parted, went_its_way };
     Replay replay(Dim3 b, std::uint32_t place);
+    // Replays blocks[k] on places[k] (the order in which run() would replay them one by one) on
+    // up to options_.threads threads, each from its own copy of the shared work, and applies
+    // what they did in that order: their global stores, instructions and blocks run. Stops
+    // before the first that did not end, or that ran past the launch's budget counted in
+    // order, or threw (a fault, a timeout): run() replays that one itself, as it would have.
+    // Returns how many, from the first, it applied. A replay reads global memory only in the
+    // input, which no replay writes, and none runs alongside a resident block: what one does
+    // cannot reach another's.
+    std::size_t replay_batch(const std::vector<Dim3>& blocks,
+                             const std::vector<std::uint32_t>& places);
+    // A replay worker's global stores, kept to be applied in launch order (store_log_).
+    struct LoggedStore {
+        std::byte* at;
+        std::uint64_t value;
+        std::uint8_t size;
+    };
+    std::vector<LoggedStore>* store_log_ = nullptr;
+    void store_global(std::byte* at, std::uint64_t value, std::size_t size) {
+        if (store_log_ != nullptr)
+            store_log_->push_back({at, value, static_cast<std::uint8_t>(size)});
+        else
+            store_bytes(at, value, size);
+    }
+    std::size_t memory_hint_ = 0;  // GlobalMemory::find's, this executor's own
+    // The workers of replay_batch, each a copy of this executor made after the shared work was
+    // recorded (`generation`: shared_work_generation_ then), kept for the launch's next batches
+    // (a copy holds the shared work's registers: megabytes for the probe). A copy of the
+    // executor (a worker) has none.
+    struct ReplayWorkers {
+        std::vector<std::unique_ptr<Executor>> executors;
+        std::vector<std::unique_ptr<LaunchResult>> results;
+        std::uint64_t generation = 0;
+        ReplayWorkers() = default;
+        ReplayWorkers(const ReplayWorkers&) {}
+        ReplayWorkers& operator=(const ReplayWorkers&) = delete;
+    };
+    ReplayWorkers replay_workers_;
+    std::uint64_t shared_work_generation_ = 0;  // how many times shared_work_ was recorded
+    void make_replay_workers(unsigned count);
     BlockState copy_of_block() const;
     // One turn of the block: each warp that can run runs one slice, or a barrier every live
     // thread waits at completes. True when every thread of the block has exited.

@@ -174,9 +174,9 @@ bool Executor::control(Warp& w, const Instruction& in, std::uint32_t exec) {
                 UnsupportedInstruction u;
                 u.opcode = entry_.opcodes[w.pc];
                 u.where = entry_.locations[w.pc];
-                result_.message = "the simulator does not implement " + u.opcode + ", reached at " +
-                                  at_text(u.where);
-                result_.unsupported = std::move(u);
+                result_->message = "the simulator does not implement " + u.opcode +
+                                   ", reached at " + at_text(u.where);
+                result_->unsupported = std::move(u);
                 throw Stop{LaunchStatus::unsupported};
             }
             advance(w);
@@ -186,10 +186,10 @@ bool Executor::control(Warp& w, const Instruction& in, std::uint32_t exec) {
 }
 
 void Executor::out_of_budget(const Warp& w, bool block_bound, std::uint64_t block_budget) {
-    result_.last_location = entry_.locations[w.pc];
+    result_->last_location = entry_.locations[w.pc];
     if (block_bound)
-        result_.over_block_budget = block_;
-    result_.message =
+        result_->over_block_budget = block_;
+    result_->message =
         "timed out: " +
         (block_bound ? "block " + dim_text(block_) + "'s instruction budget of " +
                            std::to_string(block_budget)
@@ -229,9 +229,9 @@ void Executor::run_warp_decoded(Warp& w) {
                 result.counts.thread_instructions += thread_instructions;
             }
         }
-    } tally{result_, block_instructions_, checked_};
+    } tally{*result_, block_instructions_, checked_};
     std::uint64_t budget_left = options_.instruction_budget -
-                                std::min(options_.instruction_budget, result_.instructions_run);
+                                std::min(options_.instruction_budget, result_->instructions_run);
     const std::uint64_t block_budget = options_.block_instruction_budget;
     const bool block_bound =
         block_budget != 0 &&

@@ -119,7 +119,12 @@ public:
     void read(std::uint64_t address, void* destination, std::size_t bytes) const;
 
     // The bytes at [address, address + bytes) when they lie inside one allocation, else nullptr.
-    std::byte* find(std::uint64_t address, std::size_t bytes);
+    std::byte* find(std::uint64_t address, std::size_t bytes) {
+        return find(address, bytes, last_hit_);
+    }
+    // The same, starting from and keeping the caller's guess of the allocation (`hint`): threads
+    // that find at once (a launch's replay workers) each keep their own.
+    std::byte* find(std::uint64_t address, std::size_t bytes, std::size_t& hint) const;
 
     // Where the next allocation goes; release_from(mark) frees every allocation made since, so a
     // caller that keeps its buffers across launches does not keep each launch's globals too.
