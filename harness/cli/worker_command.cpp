@@ -33,6 +33,7 @@ void add_worker_command(CLI::App& app, Runner& run) {
     command->add_option("--backend", options->backend);
     command->add_option("--device-server", options->device_server);
     command->add_option("--run-timeout", options->run_seconds_override);
+    command->add_option("--sim-threads", options->sim_threads);
     command->add_flag("--reference-only", *reference_only);
     command->add_flag("--explain", *explain);
     command->add_option("--explain-strides", options->explain_strides)->delimiter(',');

@@ -229,6 +229,8 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
         options.backend,
         "--run-timeout",
         format_number(run_limit, 3),
+        "--sim-threads",
+        std::to_string(std::max(options.sim_threads, 1u)),
     };
     if (!options.submission_dir.empty()) {
         argv.insert(argv.end(),

@@ -25,6 +25,7 @@ struct WorkerOptions {
     std::string backend = "auto";         // "auto" (cuda with a GPU, else sim), "cuda", "sim"
     std::filesystem::path device_server;  // the GPU's device server's socket, where one serves
     double run_seconds_override = 0.0;    // > 0 replaces the exercise's run limit
+    unsigned sim_threads = 1;             // GradeOptions::sim_threads
     std::vector<int> explain_strides;     // explain: the strides to run
     bool explain_reference = false;       // explain the exercise's oracle instead
     StepTrace trace;                      // where the device's steps are told; empty: nowhere

@@ -23,6 +23,7 @@
 #include "batch/device_servers.hpp"
 #include "batch/shard.hpp"
 #include "common/clock.hpp"
+#include "common/cores.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "grade/grade.hpp"
@@ -626,6 +627,9 @@ void Service::grade_one(const Job& job, int device) {
     grade.submission_label = "attempt " + std::to_string(attempt->number);
     grade.device = device;
     grade.backend = job.lane == Lane::sim ? "sim" : "cuda";
+    // Each of the simulator lane's grades runs its blocks on its share of the cores.
+    grade.sim_threads =
+        std::max(1u, usable_cores() / static_cast<unsigned>(std::max(1, options_.sim_jobs)));
     grade.run_seconds_override = options_.run_seconds_override;
     grade.worker_executable = options_.worker_executable;
     grade.cancel = &stopping_;
