@@ -62,6 +62,12 @@
 #             decimal comma, a unit, a blank sentence give 15/15 PASS with a note; a wrong
 #             prediction 14/15 PASS; the placeholder id 14/15 FAIL; a misnamed file names the
 #             rename; each report's second line is its diagnosis
+#   engine    issue 39's figures (scripts/bench/engine_bench.py; no GPU needed, not in the default
+#             list): the simulator's grades beside the grader of ac621a7 (.carry/before, made by
+#             scripts/bench/build-before.sh ac621a7): the class of 100 through batch --jobs 2,
+#             its slowest student, one Part 1, one Part 2 and one missing-barrier grade alone;
+#             first on two cores (taskset -c 0,1: as the development machine), then the grades
+#             alone on every core (the simulator's blocks on all of them)
 # Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on), GRADER_CORPUS_SIM
 # (corpus: the simulator's corpus-sim.json made beforehand by tests/test_corpus on a machine
 # without a GPU, so that the GPU's time goes to the GPU's half).
@@ -508,6 +514,20 @@ run_spin() {
   python3 "$root/scripts/bench/gpu_hold.py" $scratch/spin-out/*/report.json
 }
 
+run_engine() {
+  if [ ! -x "$root/.carry/before/bin/grader" ]; then
+    echo "engine: no .carry/before/bin/grader (scripts/bench/build-before.sh ac621a7): skipped"
+    return
+  fi
+  section "engine: issue 39's figures on two cores (taskset -c 0,1), beside ac621a7"
+  taskset -c 0,1 python3 "$root/scripts/bench/engine_bench.py" "$root/.carry/before/bin/grader" \
+    "$grader" --out $scratch/engine --jobs 2 --runs 5 | tee "$out/engine-2cores.txt"
+  section "engine: the grades alone on every core of this machine"
+  python3 "$root/scripts/bench/engine_bench.py" "$root/.carry/before/bin/grader" "$grader" \
+    --out $scratch/engine-all --class-dir $scratch/engine/class --no-class --runs 5 |
+    tee "$out/engine-all-cores.txt"
+}
+
 run_slips() {
   section "slips: what each slip of student/example costs on the GPU (scripts/slips.py)"
   python3 "$root/scripts/slips.py" "$grader" --seed 7 | tee "$out/slips.txt"
@@ -515,7 +535,7 @@ run_slips() {
 
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|class2|spin|slips)
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|class2|spin|slips|engine)
       "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac

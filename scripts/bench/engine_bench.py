@@ -4,6 +4,9 @@
 Usage: engine_bench.py BEFORE_GRADER [AFTER_GRADER] [--out DIR] [--jobs 2] [--runs 5] [--seed 7]
                        [--class-dir DIR] [--no-class]
 
+On a larger machine, `taskset -c 0,1 engine_bench.py ...` runs it as on two cores: the after
+grader gives the simulator the cores of its CPU affinity (a batch's grade its share of them).
+
 BEFORE_GRADER is the grader of ac621a7 (scripts/bench/build-before.sh ac621a7 installs it as
 .carry/before/bin/grader); AFTER_GRADER defaults to build/harness/cli/grader. Every grade is on
 the simulator (--backend sim), so this runs on any machine; the figures are CPU time (user + sys
@@ -13,8 +16,11 @@ of the grader and its children), which a loaded machine inflates less than wall 
    graded by `grader batch --jobs N` with each grader in turn: CPU seconds and wall seconds of the
    batch, the verdicts (each against the other grader's and the class's expected.json), and the
    slowest student of each (the report's wall_seconds).
-2. One Part 1 grade (student/example) and one Part 2 grade (student/padding/example), RUNS times
-   each with each grader in turn: the median CPU seconds.
+2. One Part 1 grade (student/example), one Part 2 grade (student/padding/example) and, with the
+   class, the grade of its first student missing a barrier, RUNS times each with each grader in
+   turn: the median CPU seconds and wall seconds. A grade alone runs the simulator's blocks on
+   every core the process may use (the after grader; the before has one thread): run the bench
+   under `taskset -c 0,1` to give it two cores on a larger machine, as on this one.
 Each grader grades Part 2 with its own exercise folder (its share/grader/exercises where it has
 one, as an installed grader does), so that the before column reads the exercise.yaml it knew.
 Prints one table with the goals of issue 39 beside each figure; exits 1 where a verdict differs.
@@ -75,16 +81,18 @@ def main():
     parser.add_argument("--no-class", action="store_true", help="only the two lone grades")
     args = parser.parse_args()
     out = args.out or tempfile.mkdtemp(prefix="engine-bench-")
+    os.makedirs(out, exist_ok=True)
     graders = {"before": os.path.abspath(args.before), "after": os.path.abspath(args.after)}
     for label, grader in graders.items():
         version = subprocess.run([grader, "--version"], capture_output=True, text=True)
         print(f"{label}: {grader}: {version.stdout.strip()}")
-    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; output in {out}")
+    print(f"machine: {os.cpu_count()} cores, {len(os.sched_getaffinity(0))} usable here, "
+          f"load {os.getloadavg()[0]:.1f}; output in {out}")
     rows = []
     failed = False
 
+    class_dir = args.class_dir
     if not args.no_class:
-        class_dir = args.class_dir
         if class_dir is None:
             class_dir = os.path.join(out, "class")
             subprocess.run([sys.executable, os.path.join(REPO, "scripts/bench/make_class.py"),
@@ -123,25 +131,39 @@ def main():
         rows.append(("slowest student, wall seconds", f"{slow_b[1][1]:.2f} ({slow_b[0]})",
                      f"{slow_a[1][1]:.2f} ({slow_a[0]})", "", "within 1.5 s"))
 
-    lone = [("Part 1 grade (student/example)", "student/example", "day15-bank-conflicts", 0.6),
-            ("Part 2 grade (student/padding/example)", "student/padding/example",
-             "day15-padding", 0.8)]
+    lone = [("Part 1 grade (student/example)", os.path.join(REPO, "student/example"),
+             "day15-bank-conflicts", "at most 0.6x"),
+            ("Part 2 grade (student/padding/example)",
+             os.path.join(REPO, "student/padding/example"), "day15-padding", "at most 0.8x")]
+    if class_dir is not None and os.path.isdir(class_dir):
+        barrierless = sorted(s for s in os.listdir(class_dir) if s.endswith("missing_barrier"))
+        if barrierless:
+            lone.append((f"missing barrier alone ({barrierless[0]})",
+                         os.path.join(class_dir, barrierless[0]), "day15-bank-conflicts",
+                         "within 1.5 s wall"))
     for title, submission, exercise, goal in lone:
         cpu = {"before": [], "after": []}
+        wall = {"before": [], "after": []}
         for _ in range(args.runs):
             for label, grader in graders.items():  # in turn, so a drift falls on both
                 report = os.path.join(out, f"lone-{label}.json")
-                seconds, _, status, err = timed(
-                    [grader, "grade", os.path.join(REPO, submission), "--exercise",
+                seconds, wall_seconds, status, err = timed(
+                    [grader, "grade", submission, "--exercise",
                      os.path.join(exercises_of(grader), exercise), "--backend", "sim", "--seed",
                      str(args.seed), "--format", "json", "--output", report, "--quiet"])
                 if status not in (0, 1):
                     print(f"{label} {submission}: exit {status}: {err.strip()[-300:]}")
                     failed = True
                 cpu[label].append(seconds)
+                wall[label].append(wall_seconds)
         before, after = statistics.median(cpu["before"]), statistics.median(cpu["after"])
         rows.append((f"{title}: CPU seconds, median of {args.runs}", f"{before:.3f}",
-                     f"{after:.3f}", f"{after / before:.2f}x", f"at most {goal}x"))
+                     f"{after:.3f}", f"{after / before:.2f}x",
+                     goal if goal.startswith("at most") else ""))
+        before, after = statistics.median(wall["before"]), statistics.median(wall["after"])
+        rows.append((f"{title}: wall seconds, median of {args.runs}", f"{before:.3f}",
+                     f"{after:.3f}", f"{after / before:.2f}x",
+                     "" if goal.startswith("at most") else goal))
 
     width = max(len(r[0]) for r in rows)
     print()
