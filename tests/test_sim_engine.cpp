@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -29,6 +30,7 @@
 #include "exercise/exercise.hpp"
 #include "fixture_expectations.hpp"
 #include "measure/outputs.hpp"
+#include "model/measurements.hpp"
 #include "sim/sim.hpp"
 #include "test_paths.hpp"
 
