@@ -14,11 +14,14 @@
 #             conflicts) and global sectors per request against the simulator's and the
 #             hand-worked ones (tests/fixtures/kernels/vector_tile_accesses.cu), and a grade's
 #             note on the simulator's witness, compared at the grid's scale
-#   bench     issue 19's table (scripts/bench/table_bench.py): 20 grades of each exercise's
-#             example (the probe also without counters) and the class of 100 through grader
-#             batch, beside the grader from before (.carry/before/bin/grader, made by
-#             scripts/bench/build-before.sh): walls, stages, ratio spreads, verdict flips;
-#             then a grade alone of each, stage by stage (scripts/bench/worker_timeline.py)
+#   bench     this grader beside another build of it in one run, their grades interleaved
+#             (scripts/bench/table_bench.py): 20 grades of each exercise's example (the probe
+#             also without counters) and the class of 100 through grader batch: walls, stages,
+#             ratio spreads, verdict flips; then a grade alone of each, stage by stage
+#             (scripts/bench/worker_timeline.py). The other build is .carry/before/bin/grader,
+#             made from any commit by scripts/bench/build-before.sh COMMIT (a branch against the
+#             main it starts from: build-before.sh $(git merge-base HEAD main)), with its own
+#             exercises; GRADER_BEFORE=PREFIX names another installed build instead
 #   isolation a faulting, a hanging and a trapping kernel between two correct ones in one batch
 #   class     the class of 100 through grader batch; SIGKILL midway and --resume
 #   share     two batches sharing one GPU at once; --devices 0,0
@@ -48,7 +51,11 @@
 #             approximate instructions against the correctly rounded results (their per-mantissa
 #             differences into OUT_DIR/approx/), %globaltimer's steps, shared and local addresses,
 #             cudaMalloc's placement, %clock_hi/%pm/%envreg, unwritten registers, reads past a
-#             buffer's end; the simulator's model of each is docs/simulator-fidelity.md
+#             buffer's end; issue 42's: the rounded intrinsics in every direction against the
+#             host's fesetround, atomics' flush to zero, clock() back to back, the blocks an SM
+#             holds of a 200-register kernel, shared reads past a block's declared size; then the
+#             simulator's tests of the same (test_sim_fidelity, test_sim_rounding). The
+#             simulator's model of each is docs/simulator-fidelity.md
 #   class2    issue 32's class figures: a generated Part 2 class of 100 (make_class.py --exercise
 #             padding), then Part 1's class of 100, each through grader batch with the device
 #             servers' resident memory sampled through it (batch_bench.py --server-memory): wall,
@@ -68,7 +75,11 @@
 #             its slowest student, one Part 1, one Part 2 and one missing-barrier grade alone;
 #             first on two cores (taskset -c 0,1: as the development machine), then the grades
 #             alone on every core (the simulator's blocks on all of them)
-# Environment: GRADER_BUILD_DIR (default build), NCU_COMPARE_STRIDES (passed on), GRADER_CORPUS_SIM
+#   findings  issue 40's six cases on the GPU (tests/fixtures/submissions and padding): each graded
+#             in text and JSON, its reason (the summary) and the first screen of its report up to
+#             the rule, with the number of lines; reports in OUT_DIR/findings/
+# Environment: GRADER_BUILD_DIR (default build), GRADER_BEFORE (bench: the other build's install
+# prefix, default .carry/before), NCU_COMPARE_STRIDES (passed on), GRADER_CORPUS_SIM
 # (corpus: the simulator's corpus-sim.json made beforehand by tests/test_corpus on a machine
 # without a GPU, so that the GPU's time goes to the GPU's half).
 set -uo pipefail
@@ -78,7 +89,7 @@ shift
 sections=("$@")
 [ "${#sections[@]}" -gt 0 ] ||
   sections=(machine probe padding fixtures hostile counters bench isolation class share ncu shards
-            corpus lock serve behaviours class2 spin slips)
+            corpus lock serve behaviours class2 spin slips findings)
 mkdir -p "$out"
 build="${GRADER_BUILD_DIR:-build}"
 grader="$root/$build/harness/cli/grader"
@@ -215,14 +226,16 @@ EOF
 }
 
 run_bench() {
-  # The "before" column: the grader of main at 5e5b133, from before issue 19's pipeline change,
-  # installed by scripts/bench/build-before.sh into .carry/before/ (it reads its own exercises
-  # from .carry/before/share/grader/).
-  local before=()
-  if [ -x "$root/.carry/before/bin/grader" ]; then
-    before=(--before "$root/.carry/before/bin/grader")
+  # The "before" column: the grader installed into $GRADER_BEFORE (default .carry/before/, where
+  # scripts/bench/build-before.sh COMMIT installs it; any `cmake --install` prefix will do), which
+  # reads its own exercises from its share/grader/.
+  local before_dir="${GRADER_BEFORE:-.carry/before}" before=()
+  case "$before_dir" in /*) ;; *) before_dir="$root/$before_dir" ;; esac
+  if [ -x "$before_dir/bin/grader" ]; then
+    before=(--before "$before_dir/bin/grader")
+    echo "bench: before is $before_dir/bin/grader ($("$before_dir/bin/grader" --version))"
   else
-    echo "bench: no .carry/before/bin/grader (scripts/bench/build-before.sh): no 'before' column"
+    echo "bench: no $before_dir/bin/grader (scripts/bench/build-before.sh): no 'before' column"
   fi
   section "benchmark: issue 19's table, this grader beside the one before (table_bench.py)"
   python3 "$root/scripts/bench/table_bench.py" "$grader" "${before[@]}" --rows gpu --runs 20 \
@@ -339,10 +352,22 @@ PY
 run_behaviours() {
   section "what a kernel can observe of this GPU (scripts/bench/h200_behaviours.cu)"
   mkdir -p "$out/approx"
-  nvcc -O2 -arch=native -o "$scratch/behaviours" scripts/bench/h200_behaviours.cu &&
+  # -frounding-math: section 16's reference is the host's own directed rounding (fesetround).
+  nvcc -O2 -arch=native -Xcompiler -frounding-math -I. -o "$scratch/behaviours" \
+    scripts/bench/h200_behaviours.cu &&
     "$scratch/behaviours" "$out/approx"
   gzip -f "$out"/approx/*.delta 2>/dev/null
   ls -l "$out/approx"
+  # Shared memory past a block's declared 16,388 bytes: one process per word, since a fault ends
+  # the context. 4097 is the first word past the end; 4128 and 4160 the first past 128- and
+  # 256-byte allocation units; 4352 past a further 1 KiB.
+  for word in 4097 4100 4127 4128 4159 4160 4352 8192; do
+    "$scratch/behaviours" --shared-past "$word"
+  done
+  # The simulator beside it: the same rounding sweep, atomics, granule and registers
+  # (tests/test_sim_fidelity) and the fixtures of issue 42 graded there (test_sim_fixtures).
+  "$root/$build/tests/test_sim_fidelity" 2>&1 | tail -3
+  "$root/$build/tests/test_sim_rounding" 2>&1 | tail -3
 }
 
 # One grade of student/example/ as JSON into $1, with the rest of the line before the grader (an
@@ -515,17 +540,44 @@ run_spin() {
 }
 
 run_engine() {
-  if [ ! -x "$root/.carry/before/bin/grader" ]; then
-    echo "engine: no .carry/before/bin/grader (scripts/bench/build-before.sh ac621a7): skipped"
+  local before="${GRADER_BEFORE:-$root/.carry/before}"
+  if [ ! -x "$before/bin/grader" ]; then
+    echo "engine: no $before/bin/grader (scripts/bench/build-before.sh ac621a7): skipped"
     return
   fi
   section "engine: issue 39's figures on two cores (taskset -c 0,1), beside ac621a7"
-  taskset -c 0,1 python3 "$root/scripts/bench/engine_bench.py" "$root/.carry/before/bin/grader" \
+  taskset -c 0,1 python3 "$root/scripts/bench/engine_bench.py" "$before/bin/grader" \
     "$grader" --out $scratch/engine --jobs 2 --runs 5 | tee "$out/engine-2cores.txt"
   section "engine: the grades alone on every core of this machine"
-  python3 "$root/scripts/bench/engine_bench.py" "$root/.carry/before/bin/grader" "$grader" \
+  python3 "$root/scripts/bench/engine_bench.py" "$before/bin/grader" "$grader" \
     --out $scratch/engine-all --class-dir $scratch/engine/class --no-class --runs 5 |
     tee "$out/engine-all-cores.txt"
+}
+
+run_findings() {
+  section "issue 40's cases: the reason each report gives on the GPU, and its first screen"
+  mkdir -p "$out/findings"
+  local folder name extra screen
+  for folder in tests/fixtures/submissions/pointer_chase_missing_barrier \
+                tests/fixtures/submissions/never_reads_the_tile \
+                tests/fixtures/submissions/same_value_flag \
+                tests/fixtures/submissions/load_check_strided_fill \
+                tests/fixtures/padding/padded_strided_global_write \
+                tests/fixtures/padding/tile_16x17 \
+                tests/fixtures/padding/missing_barrier; do
+    name=$(basename "$folder")
+    extra=()
+    [ "${folder#tests/fixtures/padding}" != "$folder" ] && extra=("${padding[@]}")
+    "$grader" grade "$folder" "${extra[@]}" --backend cuda --seed 20261202 --format json \
+      -o "$out/findings/$name.json" --quiet
+    "$grader" grade "$folder" "${extra[@]}" --backend cuda --seed 20261202 \
+      > "$out/findings/$name.txt" 2>&1
+    screen=$(awk -v rule="$(printf '%100s' '' | tr ' ' '-')" '$0 == rule {exit} {n++} END {print n}' \
+      "$out/findings/$name.txt")
+    echo "--- $name: first screen $screen lines; cause $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print((d.get("diagnosis") or {}).get("cause"), d["verdict"], d["score"])' "$out/findings/$name.json")"
+    awk -v rule="$(printf '%100s' '' | tr ' ' '-')" '$0 == rule {exit} {print}' \
+      "$out/findings/$name.txt"
+  done
 }
 
 run_slips() {
@@ -535,7 +587,7 @@ run_slips() {
 
 for s in "${sections[@]}"; do
   case "$s" in
-    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|class2|spin|slips|engine)
+    machine|probe|padding|fixtures|hostile|counters|bench|isolation|class|share|ncu|shards|corpus|lock|serve|behaviours|class2|spin|slips|findings)
       "run_$s" ;;
     *) echo "gpu-check: unknown section '$s'" >&2; exit 2 ;;
   esac

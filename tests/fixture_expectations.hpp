@@ -136,6 +136,17 @@ inline void check_grade(const GraderRun& run, const YAML::Node& expected, const 
                           "the summary: " << run.report.value("summary", ""));
         }
     }
+    // The reason the student reads (the summary: the diagnosis and its fix), what it must say
+    // and what it must not.
+    const std::string reason = run.report.value("summary", "");
+    for (const auto& text : strings(field(expected, overrides, "reason_contains"))) {
+        CHECK_MESSAGE(reason.find(text) != std::string::npos,
+                      "'" << text << "' not in the reason: " << reason);
+    }
+    for (const auto& text : strings(field(expected, overrides, "reason_must_not_contain"))) {
+        CHECK_MESSAGE(reason.find(text) == std::string::npos,
+                      "'" << text << "' in the reason: " << reason);
+    }
     if (const YAML::Node stop = field(expected, overrides, "interruption")) {
         const nlohmann::json& interruption = run.report["interruption"];
         REQUIRE_MESSAGE(interruption.is_object(), "the grade was not interrupted");

@@ -4,12 +4,16 @@
 // read back as its GradebookImporter reads it.
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -22,6 +26,7 @@
 #include "model/report.hpp"
 #include "report/canvas_gradebook.hpp"
 #include "report/class_outputs.hpp"
+#include "serve/zip_maker.hpp"
 #include "test_paths.hpp"
 
 using namespace grader;
@@ -114,7 +119,11 @@ std::vector<DownloadFile> class_download() {
         {"garc\xc3\xad"
          "aana_345678_9000021_submission.yaml",
          fixture_file("compile_error", "submission.yaml")},
-        {"leeminho_456789_9000030_day15.zip", "PK\x03\x04"},
+        // Lee handed in a zip of his kit, folder and all, as a Mac zips it.
+        {"leeminho_456789_9000030_day15.zip",
+         make_zip({{"day15/probe.cu", fixture_file("correct", "probe.cu")},
+                   {"day15/submission.yaml", fixture_file("correct", "submission.yaml")},
+                   {"__MACOSX/day15/._probe.cu", "junk"}})},
         {"oconnorpat_567890_text.html", "<p>I could not get it to compile.</p>\n"},
         {".DS_Store", "Bud1"},
         {"notes.txt", "to grade on Friday\n"},
@@ -142,8 +151,19 @@ TEST_CASE("a Canvas download's file names are taken apart as Canvas makes them")
     REQUIRE(text_entry);
     CHECK(text_entry->folder == "oconnorpat_LATE_567890");
     CHECK(text_entry->file_name == "text.html");
-    // An upload the student named text.html has two ids before it.
-    CHECK(parse_canvas_file_name("leeminho_456789_9000031_text.html")->file_name == "text.html");
+    // An upload the student named text.html has two ids before it; so has a text entry of a
+    // user named "leeminho_456789": two readings, for the roster to tell apart.
+    const auto both = canvas_file_readings("leeminho_456789_9000031_text.html");
+    REQUIRE(both.size() == 2);
+    CHECK(both[0].user_id == "456789");
+    CHECK(both[0].file_name == "text.html");
+    CHECK(both[0].attachment == 9000031);
+    CHECK(both[1].user_id == "9000031");
+    CHECK(both[1].name_part == "leeminho_456789");
+    CHECK_FALSE(parse_canvas_file_name("leeminho_456789_9000031_text.html"));
+    // A name ending in digits reads as two users'; a file named "2_probe.cu" too.
+    CHECK(canvas_file_readings("nguyenminh_2_345679_9000003_probe.cu").size() == 2);
+    CHECK(canvas_file_readings("smithjane_123456_9000003_2_probe.cu").size() == 2);
 
     const auto anonymous = parse_canvas_file_name("LATE_anon_x8Ab2q_9000040_probe.cu");
     REQUIRE(anonymous);
@@ -152,6 +172,7 @@ TEST_CASE("a Canvas download's file names are taken apart as Canvas makes them")
     CHECK(anonymous->late);
 
     for (const char* other : {"notes.txt", "probe.cu", "smith jane_123456_9000003_probe.cu",
+                              "SmithJane_123456_9000003_probe.cu",  // Canvas lowers the case
                               "smithjane_123456_9000003_..", "smithjane_12a_9000003_probe.cu",
                               "smithjane_123456_9000003_probe\n.cu"}) {
         CAPTURE(other);
@@ -177,9 +198,16 @@ TEST_CASE("a Canvas download is filed a folder a student, late marks and renamed
                                                      "aana_345678",
                                                      "leeminho_456789", "oconnorpat_567890",
                                                      "smithjane_123456"});
-    CHECK(result.files == 8);
+    CHECK(result.files == 10);  // Lee's zip, and the two files it holds
     CHECK(result.late == std::vector<std::string>{"doejohn_LATE_234567"});
-    CHECK(result.zipped == std::vector<std::string>{"leeminho_456789"});
+    // Lee's zip is unpacked into his folder, from its one folder, without what macOS adds.
+    CHECK(result.unzipped == std::vector<std::string>{"leeminho_456789"});
+    CHECK(read_text(options.class_dir / "leeminho_456789" / "probe.cu") ==
+          fixture_file("correct", "probe.cu"));
+    CHECK(fs::exists(options.class_dir / "leeminho_456789" / "submission.yaml"));
+    CHECK_FALSE(fs::exists(options.class_dir / "leeminho_456789" / "._probe.cu"));
+    CHECK(result.zip_refused.empty());
+    CHECK(result.text_entries == std::vector<std::string>{"oconnorpat_567890"});
     // Jane's later upload is the one kept; the earlier is said.
     CHECK(read_text(options.class_dir / "smithjane_123456" / "probe.cu") ==
           fixture_file("correct", "probe.cu"));
@@ -208,6 +236,139 @@ TEST_CASE("a Canvas download is filed a folder a student, late marks and renamed
         CHECK_THROWS_AS(unpack_canvas_download(mixed), BatchError);
         CHECK_FALSE(fs::exists(mixed.class_dir));
     }
+}
+
+TEST_CASE("Canvas's name for a student is its sortable name as ContentZipper writes it") {
+    CHECK(canvas_name_in_files("Smith, Jane") == "smithjane");
+    CHECK(canvas_name_in_files("Nguyen, Minh_2") == "nguyenminh_2");  // Canvas leaves this
+    CHECK(canvas_name_in_files("Lee_12_, Ann") == "lee12ann");        // and joins this
+    CHECK(canvas_name_in_files("O'Connor, Pat") == "oconnorpat");
+    CHECK(canvas_name_in_files("O\xe2\x80\x99"
+                               "Brien, Zo\xc3\xab") == "obrienzo\xc3\xab");
+    CHECK(canvas_name_in_files("\xc3\x89lodie, \xc3\x9crsula") == "\xc3\xa9lodie\xc3\xbcrsula");
+    CHECK(canvas_name_in_files("\xd0\x98\xd0\xb2\xd0\xb0\xd0\xbd\xd0\xbe\xd0\xb2, \xd0\x9f\xd1\x91"
+                               "\xd1\x82\xd1\x80") ==
+          "\xd0\xb8\xd0\xb2\xd0\xb0\xd0\xbd\xd0\xbe\xd0\xb2\xd0\xbf\xd1\x91\xd1\x82\xd1\x80");
+    CHECK(canvas_name_in_files("\xc5\x81ukasz, \xc5\xbb"
+                               "aneta") ==
+          "\xc5\x82ukasz\xc5\xbc"
+          "aneta");
+}
+
+TEST_CASE("a name that reads two ways is filed by the roster, never as another student's") {
+    const fs::path root = scratch("two-ways");
+    write_text(root / "export.csv",
+               "Student,ID,SIS User ID,SIS Login ID,Section\r\n"
+               "\"Smith, Bob\",555555,,bsmith,S1\r\n"
+               "Jane_555555,123456,,jane,S1\r\n"
+               "\"Nguyen, Minh_2\",345679,,mnguyen,S1\r\n"
+               "\"O\xe2\x80\x99"
+               "Brien, Zo\xc3\xab\",456780,,zobrien,S1\r\n");
+    const CanvasRoster roster = read_canvas_roster(root / "export.csv");
+    const std::vector<DownloadFile> download = {
+        {"smithbob_555555_9000001_probe.cu", "// Bob's\n"},
+        // Jane named herself after Bob's id: before, her file was read as Bob's (user 555555)
+        // and the whole unpack refused, or, without Bob in the download, Bob had her grade.
+        {"jane_555555_123456_9000002_probe.cu", "// Jane's\n"},
+        {"nguyenminh_2_345679_9000003_probe.cu", "// Minh's\n"},
+        {"nguyenminh_2_345679_9000004_submission.yaml", "student_id: m\n"},
+        {"obrienzo\xc3\xab_456780_9000005_2_probe.cu", "// Zo\xc3\xab's\n"},
+    };
+    CanvasUnpackOptions options;
+    options.download = make_download(root / "download", download);
+    options.expected_files = {"probe.cu", "submission.yaml"};
+    SUBCASE("with the roster: each file is its own student's") {
+        options.class_dir = root / "class";
+        options.roster = &roster;
+        const CanvasUnpackResult result = unpack_canvas_download(options);
+        CHECK(result.folders ==
+              std::vector<std::string>{"jane_555555_123456", "nguyenminh_2_345679",
+                                       "obrienzo\xc3\xab_456780", "smithbob_555555"});
+        CHECK(read_text(options.class_dir / "smithbob_555555" / "probe.cu") == "// Bob's\n");
+        CHECK(read_text(options.class_dir / "jane_555555_123456" / "probe.cu") == "// Jane's\n");
+        CHECK(fs::exists(options.class_dir / "nguyenminh_2_345679" / "submission.yaml"));
+        CHECK(fs::exists(options.class_dir / "obrienzo\xc3\xab_456780" / "2_probe.cu"));
+        CHECK(result.read_by_roster.size() == 4);
+        CHECK(result.skipped.empty());
+        // The folders carry the ids the gradebook import matches.
+        CHECK(parse_canvas_folder_name("jane_555555_123456")->user_id == "123456");
+        CHECK(parse_canvas_folder_name("nguyenminh_2_345679")->user_id == "345679");
+    }
+    SUBCASE("without the roster: what reads two ways is skipped, saying how to file it") {
+        options.class_dir = root / "class-without";
+        const CanvasUnpackResult result = unpack_canvas_download(options);
+        CHECK(result.folders == std::vector<std::string>{"smithbob_555555"});
+        CHECK(std::distance(fs::directory_iterator(options.class_dir / "smithbob_555555"),
+                            fs::directory_iterator()) == 1);
+        REQUIRE(result.skipped.size() == 4);
+        for (const SkippedEntry& skipped : result.skipped) {
+            CAPTURE(skipped.name);
+            CHECK(skipped.reason.find("reads two ways") != std::string::npos);
+            CHECK(skipped.reason.find("--roster") != std::string::npos);
+        }
+        CHECK(result.skipped[0].reason.find("user 555555's 9000002_probe.cu, or user 123456's "
+                                            "probe.cu") != std::string::npos);
+    }
+    SUBCASE("a reading the roster does not confirm is never taken") {
+        // Bob's id under a name that is not Bob's: neither reading is confirmed.
+        options.class_dir = root / "class-unconfirmed";
+        options.roster = &roster;
+        options.download = make_download(root / "download-2",
+                                         {{"eve_555555_777777_9000009_probe.cu", "// Eve's\n"}});
+        const CanvasUnpackResult result = unpack_canvas_download(options);
+        CHECK(result.folders.empty());
+        REQUIRE(result.skipped.size() == 1);
+        CHECK(result.skipped[0].reason.find("the roster lists neither") != std::string::npos);
+    }
+}
+
+TEST_CASE(
+    "a zip handed in on Canvas is unpacked with serve's limits, its refusal named per "
+    "student") {
+    const fs::path root = scratch("zips");
+    const std::string kit_probe = fixture_file("correct", "probe.cu");
+    CanvasUnpackOptions options;
+    options.download = make_download(
+        root / "download",
+        {// A zip of the files themselves, as Windows makes it.
+         {"aaronann_111111_9000001_kit.zip",
+          make_zip({{"probe.cu", kit_probe, 0, false}, {"submission.yaml", "student_id: a\n"}})},
+         // A link in the zip: refused, named.
+         {"bakerbo_222222_9000002_kit.zip",
+          make_zip({{"probe.cu", "/etc/passwd", S_IFLNK | 0777}})},
+         // Files in two folders: refused, both named.
+         {"chency_333333_9000003_kit.zip",
+          make_zip({{"a/probe.cu", "k"}, {"b/submission.yaml", "y"}})},
+         // Not a zip at all.
+         {"dunndee_444444_9000004_kit.zip", "PK\x03\x04 not really"},
+         // A zip beside the file it holds: the file handed in is graded.
+         {"evanseve_555555_9000005_probe.cu", "// handed in\n"},
+         {"evanseve_555555_9000006_kit.zip", make_zip({{"probe.cu", "// zipped\n"}})},
+         // Handed in again: Canvas renamed the zip; the latest attempt's files are the download's.
+         {"fongfay_666666_9000007_kit-1.zip",
+          make_zip({{"probe.cu", kit_probe}, {"submission.yaml", "student_id: f\n"}})}});
+    options.class_dir = root / "class";
+    options.expected_files = {"probe.cu", "submission.yaml"};
+    const CanvasUnpackResult result = unpack_canvas_download(options);
+    CHECK(result.unzipped == std::vector<std::string>{"aaronann_111111", "fongfay_666666"});
+    CHECK(read_text(options.class_dir / "aaronann_111111" / "probe.cu") == kit_probe);
+    CHECK(read_text(options.class_dir / "fongfay_666666" / "probe.cu") == kit_probe);
+    std::map<std::string, std::string> refused;
+    for (const CanvasZipRefusal& refusal : result.zip_refused) {
+        refused[refusal.folder] = refusal.reason;
+    }
+    REQUIRE(refused.size() == 4);
+    CHECK(refused["bakerbo_222222"] ==
+          "'kit.zip': 'probe.cu' is a symbolic link: a zip may only hold plain files (zip it with "
+          "the files themselves)");
+    CHECK(refused["chency_333333"] ==
+          "'kit.zip' holds files in more than one folder ('a/probe.cu' and 'b/submission.yaml'): "
+          "zip the files, or the one folder holding them");
+    CHECK(refused["dunndee_444444"] == "'kit.zip' cannot be read as a zip archive");
+    CHECK(refused["evanseve_555555"].find("which the student also handed in beside it") !=
+          std::string::npos);
+    CHECK(read_text(options.class_dir / "evanseve_555555" / "probe.cu") == "// handed in\n");
+    CHECK_FALSE(fs::exists(options.class_dir / "bakerbo_222222" / "probe.cu"));
 }
 
 TEST_CASE("the roster is Canvas's gradebook export, with either separator and its own rows") {
@@ -320,10 +481,14 @@ TEST_CASE("Canvas in, graded, and out: unpack, batch and the gradebook import, t
         {"canvas", "unpack", download.string(), (root / "class").string()}, root / "unused");
     INFO(unpack.output);
     REQUIRE(unpack.exit_code == 0);
-    CHECK(unpack.output.find("filed 8 files into 5 student folders") != std::string::npos);
+    CHECK(unpack.output.find("filed 10 files into 5 student folders") != std::string::npos);
     CHECK(unpack.output.find("1 marked late by Canvas") != std::string::npos);
+    CHECK(unpack.output.find("1 zips unpacked") != std::string::npos);
     CHECK(unpack.output.find("probe-1.cu is probe.cu") != std::string::npos);
-    CHECK(unpack.output.find("handed in a zip (leeminho_456789)") != std::string::npos);
+    CHECK(unpack.output.find("handed in a text entry or a URL, not files (oconnorpat_567890)") !=
+          std::string::npos);
+    CHECK(unpack.output.find("next: grader batch " + (root / "class").string() + " -o RUN\n") !=
+          std::string::npos);
 
     const GraderRun batch = run_grader({"batch", (root / "class").string(), "--output",
                                         (root / "run").string(), "--backend", "sim", "--jobs", "2"},
@@ -351,5 +516,88 @@ TEST_CASE("Canvas in, graded, and out: unpack, batch and the gradebook import, t
     CHECK(rows[2][5] == "15");  // the correct fixture, full marks
     CHECK(rows[3][0] == "Doe, John");
     CHECK(rows[3][5] == "15");  // late, and renamed back: graded as handed in
+    CHECK(rows[5][0] == "Lee, Minho");
+    CHECK(rows[5][5] == "15");  // his zip of the correct kit: 0 before, the zip left unopened
     CHECK(grades.output.find("Evil") != std::string::npos);  // no folder: said, left as it is
+
+    // The roster as Canvas exports it gives the service's tokens too. Before: refused,
+    // "gradebook-export.csv:2: no student id in column 4" (its Manual Posting row).
+    const GraderRun tokens =
+        run_grader({"tokens", "issue", kExport.string(), "--state", (root / "serve").string(), "-o",
+                    (root / "tokens.csv").string()},
+                   root / "unused");
+    INFO(tokens.output);
+    REQUIRE(tokens.exit_code == 0);
+    CHECK(tokens.output.find("read as Canvas's gradebook export: 6 students") != std::string::npos);
+    CHECK(tokens.output.find("left out: 'Student, Test' has no SIS Login ID") != std::string::npos);
+    CHECK(read_text(root / "tokens.csv").find("\njsmith,\"Smith, Jane\",gs-") != std::string::npos);
+}
+
+TEST_CASE("a Part 2 class from Canvas: graded as Part 2 and written into Part 2's column") {
+    const fs::path root = scratch("part2");
+    const auto padding = [](const std::string& file) {
+        return read_text(fs::path(GRADER_SOURCE_DIR) / "student" / "padding" / "example" / file);
+    };
+    const fs::path download =
+        make_download(root / "download",
+                      {{"smithjane_123456_9000001_transpose.cu", padding("transpose.cu")},
+                       {"smithjane_123456_9000002_submission.yaml", padding("submission.yaml")},
+                       {"doejohn_234567_9000003_transpose-1.cu", padding("transpose.cu")},
+                       {"doejohn_234567_9000004_submission.yaml", padding("submission.yaml")}});
+    write_text(root / "export.csv",
+               "Student,ID,SIS User ID,SIS Login ID,Section,Day 15: shared memory bank conflicts "
+               "(77001),\"Day 15, Part 2: a conflict-free transpose tile (77002)\"\r\n"
+               "    Points Possible,,,,,15.00,15.00\r\n"
+               "\"Smith, Jane\",123456,S001,jsmith,GPU 101,14.00,\r\n"
+               "\"Doe, John\",234567,S002,jdoe,GPU 101,14.00,\r\n");
+    const GraderRun unpack =
+        run_grader({"canvas", "unpack", download.string(), (root / "class").string(), "--roster",
+                    (root / "export.csv").string()},
+                   root / "unused");
+    INFO(unpack.output);
+    REQUIRE(unpack.exit_code == 0);
+    // John's renamed transpose-1.cu is Part 2's file, given its name back.
+    CHECK(fs::exists(root / "class" / "doejohn_234567" / "transpose.cu"));
+    CHECK(unpack.output.find("-o RUN --exercise day15-padding") != std::string::npos);
+
+    // The command without --exercise, as an instructor types it: before, 2 of 2 failed as Part
+    // 1's work, exit 0.
+    const GraderRun batch = run_grader({"batch", (root / "class").string(), "--output",
+                                        (root / "run").string(), "--backend", "sim", "--jobs", "2"},
+                                       root / "unused", kNoGpu);
+    INFO(batch.output);
+    REQUIRE(batch.exit_code == 0);
+    CHECK(batch.output.find("graded as exercise day15-padding") != std::string::npos);
+    CHECK(batch.output.find("2 pass, 0 fail") != std::string::npos);
+
+    const GraderRun grades =
+        run_grader({"canvas", "grades", (root / "run").string(), "--roster",
+                    (root / "export.csv").string(), "-o", (root / "import.csv").string()},
+                   root / "unused");
+    INFO(grades.output);
+    REQUIRE(grades.exit_code == 0);
+    // Before: Part 1's column, "Day 15: shared memory bank conflicts (77001)".
+    CHECK(grades.output.find(
+              "in the column 'Day 15, Part 2: a conflict-free transpose tile (77002)'") !=
+          std::string::npos);
+    const auto rows = records(read_text(root / "import.csv"));
+    REQUIRE(rows.size() == 4);
+    CHECK(rows[0][5] == "Day 15, Part 2: a conflict-free transpose tile (77002)");
+
+    // Another exercise than the run's: refused in one line, nothing written.
+    const GraderRun mismatch = run_grader(
+        {"canvas", "grades", (root / "run").string(), "--roster", (root / "export.csv").string(),
+         "-o", (root / "other.csv").string(), "--exercise", "day15-bank-conflicts"},
+        root / "unused");
+    CHECK(mismatch.exit_code == 2);
+    CHECK(mismatch.output.find("graded exercise day15-padding, not day15-bank-conflicts as "
+                               "--exercise says") != std::string::npos);
+    CHECK_FALSE(fs::exists(root / "other.csv"));
+    // A batch resumed into the run grades the run's exercise, and refuses another.
+    const GraderRun resumed =
+        run_grader({"batch", (root / "class").string(), "--output", (root / "run").string(),
+                    "--backend", "sim", "--resume", "--exercise", "day15-bank-conflicts"},
+                   root / "unused", kNoGpu);
+    CHECK(resumed.exit_code == 2);
+    CHECK(resumed.output.find("graded exercise day15-padding") != std::string::npos);
 }

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -19,8 +20,11 @@
 #include "exercise/exercise.hpp"
 #include "model/bank_model.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
+#include "report/findings_text.hpp"
 #include "test_paths.hpp"
 
 using namespace grader;
@@ -641,6 +645,34 @@ TEST_CASE("a kernel with no shared access fails the counted degree: it has no sh
     }
 }
 
+namespace {
+
+FindingThread lane(std::uint32_t thread) {
+    FindingThread t;
+    t.thread = {thread, 0, 0};
+    t.warp = thread / 32;
+    t.lane = thread % 32;
+    return t;
+}
+
+// A race as the simulator reports it: the later access first, the earlier second.
+Finding race(FindingKind kind, int stride, FindingPlace later, FindingPlace earlier,
+             std::uint32_t later_thread = 35, std::uint32_t earlier_thread = 3) {
+    Finding f;
+    f.kind = kind;
+    f.strides = {stride};
+    f.lines = {std::move(later), std::move(earlier)};
+    f.threads = {lane(later_thread), lane(earlier_thread)};
+    f.word = SharedWord{35, "tile", 35};
+    return f;
+}
+
+FindingPlace at(const char* file, int line, int column = 0) {
+    return FindingPlace{file, line, column, 0};
+}
+
+}  // namespace
+
 TEST_CASE("one diagnosis, once: a race at every stride is one line with its count and its fix") {
     Measurements m = measured(h200_like_ratio);
     std::size_t strides = 0;
@@ -649,14 +681,16 @@ TEST_CASE("one diagnosis, once: a race at every stride is one line with its coun
             continue;
         }
         ++strides;
-        for (int warp = 1; warp <= 3; ++warp) {
-            run.races.push_back("thread (" + std::to_string(32 * warp + 3) + ", 0, 0) (warp " +
-                                std::to_string(warp) +
-                                ", lane 3) of block (0, 0, 0) read shared word 35 (word 35 of "
-                                "tile) at probe.cu:34:13, which thread (3, 0, 0) (warp 0, lane 3) "
-                                "wrote at probe.cu:25:9 with no __syncthreads() between them");
+        for (std::uint32_t warp = 1; warp <= 3; ++warp) {
+            run.findings.push_back(race(FindingKind::race_read_after_write, run.stride,
+                                        at("probe.cu", 34, 13), at("probe.cu", 25, 9),
+                                        32 * warp + 3, 3));
         }
-        run.races.push_back("84 warp-wide shared-memory accesses raced in all");
+        Finding counted;
+        counted.kind = FindingKind::races_counted;
+        counted.strides = {run.stride};
+        counted.count = 84;
+        run.findings.push_back(counted);
     }
     REQUIRE(strides > 3);
     const Report report = evaluate(day15(), correct_answers(), m, "race");
@@ -669,46 +703,46 @@ TEST_CASE("one diagnosis, once: a race at every stride is one line with its coun
         if (detail.find("put __syncthreads() between probe.cu:25:9 and probe.cu:34:13") !=
             std::string::npos) {
             ++fixes;
-            CHECK(detail.find("(the same " + std::to_string(3 * strides) + " times, at strides") !=
-                  std::string::npos);
+            CHECK(detail.find("strides") != std::string::npos);
         }
     }
     CHECK(fixes == 1);
     CHECK(any_detail_contains(
         c, std::to_string(84 * strides) + " warp-wide shared-memory accesses raced in all"));
+    SUBCASE("the other output check says it once more only by reference") {
+        const CheckResult& hidden = check(report, "hidden_input");
+        REQUIRE(!hidden.findings.empty());
+        CHECK(same_finding(hidden.findings.front(), c.findings.front()));
+    }
+}
 
+TEST_CASE("races merge by the barrier they miss, in source order, whichever side found them") {
+    const Wording words = wording(day15());
     SUBCASE("a write racing a read and the read racing the write are one fix") {
         CheckResult both;
-        both.details = {
-            "stride 3: a shared-memory race: thread (0, 1, 0) wrote shared word 33 at "
-            "transpose.cu:16, which thread (1, 0, 0) had read at transpose.cu:22 with no "
-            "__syncthreads() between them",
-            "stride 3: a shared-memory race: thread (0, 1, 0) read shared word 1 at "
-            "transpose.cu:22, which thread (1, 0, 0) wrote at transpose.cu:16 with no "
-            "__syncthreads() between them"};
-        collapse_details(both);
+        both.findings = {race(FindingKind::race_write_after_read, 3, at("transpose.cu", 16),
+                              at("transpose.cu", 22)),
+                         race(FindingKind::race_read_after_write, 3, at("transpose.cu", 22),
+                              at("transpose.cu", 16))};
+        collapse_details(both, words);
         REQUIRE(both.details.size() == 1);
-        CHECK(both.details[0].find("(the same 2 times); put __syncthreads() between "
-                                   "transpose.cu:16 and transpose.cu:22") != std::string::npos);
+        CHECK(both.details[0].find("put __syncthreads() between transpose.cu:16 and "
+                                   "transpose.cu:22") != std::string::npos);
     }
     SUBCASE("the fix names the places in source order, by line and then column") {
         // As text, "probe.cu:9:30" sorts after "probe.cu:25:5" and its column exceeds the
         // other's; the barrier still goes after line 9.
         CheckResult lines;
-        lines.details = {
-            "stride 3: a shared-memory race: thread (0, 1, 0) read shared word 1 at "
-            "probe.cu:25:5, which thread (1, 0, 0) wrote at probe.cu:9:30 with no "
-            "__syncthreads() between them"};
-        collapse_details(lines);
+        lines.findings = {race(FindingKind::race_read_after_write, 3, at("probe.cu", 25, 5),
+                               at("probe.cu", 9, 30))};
+        collapse_details(lines, words);
         REQUIRE(lines.details.size() == 1);
         CHECK(lines.details[0].find("; put __syncthreads() between probe.cu:9:30 and "
                                     "probe.cu:25:5") != std::string::npos);
         CheckResult columns;
-        columns.details = {
-            "stride 3: a shared-memory race: thread (0, 1, 0) wrote shared word 1 "
-            "at probe.cu:25:20, which thread (1, 0, 0) had read at probe.cu:25:5 "
-            "with no __syncthreads() between them"};
-        collapse_details(columns);
+        columns.findings = {race(FindingKind::race_write_after_read, 3, at("probe.cu", 25, 20),
+                                 at("probe.cu", 25, 5))};
+        collapse_details(columns, words);
         REQUIRE(columns.details.size() == 1);
         CHECK(columns.details[0].find("; put __syncthreads() between probe.cu:25:5 and "
                                       "probe.cu:25:20") != std::string::npos);
@@ -716,62 +750,71 @@ TEST_CASE("one diagnosis, once: a race at every stride is one line with its coun
     SUBCASE("reads of words nothing wrote are one line per place, whichever thread read") {
         CheckResult unwritten;
         for (const int stride : {1, 3, 8, 16}) {
-            for (const int block : {0, 70}) {
-                unwritten.details.push_back(
-                    "stride " + std::to_string(stride) + ": thread " + std::to_string(32 / stride) +
-                    " of block " + std::to_string(block) +
-                    " read shared word 32 (word 32 of tile) at probe.cu:19 before any thread of "
-                    "its block wrote it (shared memory holds whatever was left there)");
+            for (const std::uint32_t block : {0u, 70u}) {
+                Finding read;
+                read.kind = FindingKind::unwritten_shared_read;
+                read.strides = {stride};
+                read.lines = {at("probe.cu", 19)};
+                read.threads = {lane(static_cast<std::uint32_t>(32 / stride))};
+                read.threads.front().block = {block, 0, 0};
+                read.word = SharedWord{32, "tile", 32};
+                read.count = 1;
+                unwritten.findings.push_back(read);
             }
         }
-        unwritten.details.push_back(
-            "stride 3: thread 1 of block 0 read shared word 40 (word 40 of tile) at probe.cu:21 "
-            "before any thread of its block wrote it (shared memory holds whatever was left "
-            "there)");
-        collapse_details(unwritten);
+        Finding other = unwritten.findings.front();
+        other.lines = {at("probe.cu", 21)};
+        unwritten.findings.push_back(other);
+        collapse_details(unwritten, words);
         REQUIRE(unwritten.details.size() == 2);
-        CHECK(unwritten.details[0].find(
-                  "at probe.cu:19 before any thread of its block wrote it (shared memory holds "
-                  "whatever was left there) (the same 8 times, at strides 1, 3, 8 and 16)") !=
-              std::string::npos);
+        CHECK(unwritten.details[0].find("at probe.cu:19 before any thread of its block wrote it "
+                                        "(shared memory holds whatever was left there) (at "
+                                        "strides 1, 3, 8 and 16)") != std::string::npos);
         CHECK(unwritten.details[1].find("at probe.cu:21") != std::string::npos);
     }
-    SUBCASE("a race with one place only still names where the barrier goes") {
+    SUBCASE("a write other warps read still names where the barrier goes") {
         CheckResult one;
-        one.details = {
-            "stride 3: a shared-memory race: thread (3, 0, 0) wrote shared word 7 at "
-            "probe.cu:30, which other warps read with no __syncthreads() between them"};
-        collapse_details(one);
+        Finding written =
+            race(FindingKind::race_write_after_read, 3, at("probe.cu", 30), at("probe.cu", 12));
+        written.threads[1].any_warp = true;
+        one.findings = {written};
+        collapse_details(one, words);
         REQUIRE(one.details.size() == 1);
-        CHECK(one.details[0].find("; put __syncthreads() before probe.cu:30") != std::string::npos);
+        CHECK(one.details[0].find("which other warps read") != std::string::npos);
+        CHECK(one.details[0].find("; put __syncthreads() between probe.cu:12 and probe.cu:30") !=
+              std::string::npos);
     }
 }
 
 TEST_CASE("a check keeps at most a dozen details of bounded length, saying what was cut") {
     CheckResult c;
     for (int i = 0; i < 5000; ++i) {
-        c.details.push_back("stride " + std::to_string(i % 40) + ": detail number " +
-                            std::to_string(i) + std::string(4000, 'x'));
+        Finding stop;
+        stop.kind = FindingKind::kernel_stopped;
+        stop.text = "detail number " + std::to_string(i) + std::string(4000, 'x');
+        c.findings.push_back(stop);
     }
     c.message = std::string(100000, 'm');
-    collapse_details(c);
+    collapse_details(c, wording(day15()));
     REQUIRE(c.details.size() == kMaxDetailsPerCheck + 1);
     for (const auto& detail : c.details) {
         CHECK(detail.size() <= kMaxDetailBytes);
     }
     CHECK(c.details.back() == "and 4988 more details (cut: a check lists at most 12)");
     CHECK(c.message.size() <= 2 * kMaxDetailBytes);
-    SUBCASE("the same detail at several strides is one line naming them") {
+    SUBCASE("the same finding at several strides is one line naming them") {
         CheckResult same;
         for (const int stride : {3, 5, 8, 9}) {
-            same.details.push_back("stride " + std::to_string(stride) +
-                                   ": every value came out right in the order the warps ran here");
+            Finding lucky;
+            lucky.kind = FindingKind::right_by_warp_order;
+            lucky.strides = {stride};
+            same.findings.push_back(lucky);
         }
-        collapse_details(same);
+        collapse_details(same, wording(day15()));
         REQUIRE(same.details.size() == 1);
         CHECK(same.details[0] ==
-              "stride 3: every value came out right in the order the warps ran "
-              "here (the same 4 times, at strides 3, 5, 8 and 9)");
+              "every value came out right in the order the warps ran here, but a GPU may run "
+              "them in another order (at strides 3, 5, 8 and 9)");
     }
 }
 
@@ -838,7 +881,8 @@ TEST_CASE("the exercise's points policy: answers all blank halve the kernel's po
     SubmissionProblem blank;
     blank.location = SourceLocation{"submission.yaml", 5, 30};
     blank.field = "rows[1].predicted_degree";
-    blank.message = "still blank: fill in the degree";
+    blank.kind = FindingKind::answer_blank;
+    blank.message = "the degree";
     blanks.problems.push_back(blank);
     const Report full = evaluate(day15(), correct_answers(), measured(h200_like_ratio), "full");
     const Report kit = evaluate(day15(), blanks, measured(h200_like_ratio), "kit");
@@ -881,7 +925,7 @@ TEST_CASE("a slip in the answers costs the answers' own points, never the kernel
         Submission answers = correct_answers();
         answers.rows[1].measured.reset();
         answers.problems.push_back({SourceLocation{"submission.yaml", 17, 57},
-                                    "rows[1].measured_ratio",
+                                    "rows[1].measured_ratio", FindingKind::answer_malformed,
                                     "expected this stride's time divided by stride 1's (a number "
                                     "greater than 0), got 'fast'"});
         const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "slip");
@@ -891,11 +935,26 @@ TEST_CASE("a slip in the answers costs the answers' own points, never the kernel
         REQUIRE(report.diagnosis);
         CHECK(report.diagnosis->cause == Cause::malformed_answers);
         CHECK(report.diagnosis->where == "submission.yaml:17:57");
+        CHECK(report.diagnosis->fix.empty());  // the value's own line says what was expected
+    }
+    SUBCASE("a file not read at all: the diagnosis says to start again from the kit's, once") {
+        Submission answers;
+        answers.unreadable = true;
+        answers.problems.push_back({SourceLocation{"submission.yaml", 0, 0}, "",
+                                    FindingKind::answer_malformed,
+                                    "submission.yaml is not UTF-8 text"});
+        const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "unread");
+        REQUIRE(report.diagnosis);
+        CHECK(report.diagnosis->cause == Cause::malformed_answers);
+        CHECK(report.diagnosis->fix ==
+              "start from the starter kit's submission.yaml and fill in every blank");
+        const std::string summary = report.summary;
+        CHECK(summary.find("starter kit's") == summary.rfind("starter kit's"));
     }
     SUBCASE("a value read as meant passes the answers check with a note") {
         Submission answers = correct_answers();
         answers.notes.push_back({SourceLocation{"submission.yaml", 17, 57},
-                                 "rows[1].measured_ratio",
+                                 "rows[1].measured_ratio", FindingKind::answer_read_as_meant,
                                  "7,8 read as 7.8 (a decimal comma); next time write 7.8"});
         const Report report = evaluate(day15(), answers, measured(h200_like_ratio), "note");
         CHECK(report.score == doctest::Approx(full.score));
@@ -946,10 +1005,8 @@ TEST_CASE("the diagnosis names the root cause and its fix, not the symptom") {
                 run.outputs[0].first_bad_value = std::nan("");
                 run.outputs[0].first_bad_wrote_nan = true;
                 run.outputs[0].first_bad_expected = 2048;
-                run.races.push_back(
-                    "thread (35, 0, 0) (warp 1, lane 3) of block (0, 0, 0) read shared word 35 at "
-                    "probe.cu:34:9, which thread (3, 0, 0) (warp 0, lane 3) wrote at probe.cu:25:9 "
-                    "with no __syncthreads() between them");
+                run.findings.push_back(race(FindingKind::race_read_after_write, run.stride,
+                                            at("probe.cu", 34, 9), at("probe.cu", 25, 9)));
             }
         }
         const Report report = evaluate(day15(), correct_answers(), m, "barrier");

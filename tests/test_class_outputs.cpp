@@ -18,6 +18,7 @@
 #include "common/text.hpp"
 #include "fixtures/class/synthetic_class.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "report/class_outputs.hpp"
@@ -398,8 +399,8 @@ TEST_CASE("failure reasons rank root causes: each submission once, under its fir
         }
         const auto reasons = summarize_class(faulted).failure_reasons;
         REQUIRE(reasons.size() == 1);
-        CHECK(reasons[0].key == "interruption:fault");
-        CHECK(reasons[0].reason == "The kernel stopped: fault at run student stride 8");
+        CHECK(reasons[0].key == "cause:kernel_fault");
+        CHECK(reasons[0].reason == "the kernel faulted");
     }
     SUBCASE("the checks that did not run are counted as not run, not as failures") {
         const auto accumulator =
@@ -991,17 +992,18 @@ TEST_CASE("missing files are root causes of their own, not 'Compile and ABI' or 
         answers.title = "Answers file";
         answers.status = answers_missing ? CheckStatus::failed : CheckStatus::passed;
         if (answers_missing) {
-            answers.details.push_back(
-                "submission.yaml: answers file submission.yaml not found; "
-                "start from the starter kit's submission.yaml and fill in "
-                "every blank");
+            e.report.missing_files.push_back("submission.yaml");
         }
         CheckResult compile;
         compile.id = "compile_abi";
         compile.title = "Compile and ABI";
         compile.status = source_missing ? CheckStatus::failed : CheckStatus::passed;
         if (source_missing) {
-            compile.message = "probe.cu was not found in the submission folder.";
+            e.report.missing_files.insert(e.report.missing_files.begin(), "probe.cu");
+            Finding missing;
+            missing.kind = FindingKind::kernel_file_missing;
+            missing.names = {"probe.cu"};
+            compile.findings.push_back(missing);
         }
         e.report.checks = {answers, compile};
         return e;
@@ -1015,11 +1017,10 @@ TEST_CASE("missing files are root causes of their own, not 'Compile and ABI' or 
         REQUIRE(reason.folders.size() == 1);
         reason_of[reason.folders[0]] = reason.key + " | " + reason.reason;
     }
-    CHECK(reason_of["empty"] ==
-          "missing:everything | Neither probe.cu nor the answers file in the folder");
-    CHECK(reason_of["no-kernel"] == "missing:source | probe.cu is missing from the folder");
-    CHECK(reason_of["no-answers"] ==
-          "missing:answers | The answers file is missing from the folder");
+    // Each the Cause the diagnosis names, whatever wrote the report.
+    CHECK(reason_of["empty"] == "cause:missing_files | neither the kernel nor the answers file");
+    CHECK(reason_of["no-kernel"] == "cause:missing_kernel_file | no kernel file");
+    CHECK(reason_of["no-answers"] == "cause:missing_answers_file | no answers file");
 
     SUBCASE("an empty folder, files one folder down and another exercise's work are apart") {
         const auto with_problem = [&](const std::string& folder, FolderProblem::Kind kind,
@@ -1038,14 +1039,14 @@ TEST_CASE("missing files are root causes of their own, not 'Compile and ABI' or 
             REQUIRE(reason.folders.size() == 1);
             cause_of[reason.folders[0]] = reason.key + " | " + reason.reason;
         }
-        CHECK(cause_of["nothing"].rfind("folder:empty | An empty folder", 0) == 0);
-        CHECK(cause_of["zipped"].rfind("folder:one_folder_down | The files are one folder down",
-                                       0) == 0);
-        CHECK(cause_of["part2"].rfind("folder:other_exercise:day15-padding | Another exercise's "
+        CHECK(cause_of["nothing"].rfind("cause:empty_folder | An empty folder", 0) == 0);
+        CHECK(cause_of["zipped"].rfind(
+                  "cause:files_one_folder_down | The files are one folder down", 0) == 0);
+        CHECK(cause_of["part2"].rfind("cause:other_exercise:day15-padding | Another exercise's "
                                       "work (day15-padding)",
                                       0) == 0);
         CHECK(cause_of["part2"].find("--exercise day15-padding") != std::string::npos);
-        CHECK(cause_of["no-kernel"] == "missing:source | probe.cu is missing from the folder");
+        CHECK(cause_of["no-kernel"] == "cause:missing_kernel_file | no kernel file");
     }
 }
 

@@ -347,24 +347,34 @@ TEST_CASE("batching an empty class warns that the class outputs are empty") {
     CHECK(run.output.find("holds no submission folder") != std::string::npos);
 }
 
-TEST_CASE("reusing the output folder of another exercise's batch warns") {
+TEST_CASE("a batch resumed into another exercise's output grades that one, and refuses another") {
     const auto empty = scratch("empty-class-2");
     std::filesystem::create_directories(empty);
     const auto output = scratch("other-exercise-out");
     std::filesystem::remove_all(output);
     std::filesystem::create_directories(output);
     write_text(output / "summary.json", R"({"exercise_id": "day15-padding"})");
+    // Without --exercise: the run's own (it warned before, and graded the default into it).
     const GraderRun run =
         run_grader({"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"},
                    {}, kNoGpu);
-    CHECK(run.output.find("holds the class outputs of exercise day15-padding") !=
+    CHECK(run.exit_code == 0);
+    CHECK(run.output.find("graded exercise day15-padding: resumed as that exercise") !=
           std::string::npos);
-    // The same exercise: no warning.
+    // Another exercise than the run's: refused in one line.
+    const GraderRun other = run_grader({"batch", empty.string(), "-o", output.string(), "--backend",
+                                        "sim", "--resume", "--exercise", "day15-bank-conflicts"},
+                                       {}, kNoGpu);
+    CHECK(other.exit_code == 2);
+    CHECK(other.output.find("graded exercise day15-padding, not day15-bank-conflicts as "
+                            "--exercise says") != std::string::npos);
+    // The same exercise: nothing to say.
     write_text(output / "summary.json", R"({"exercise_id": "day15-bank-conflicts"})");
     const GraderRun same =
         run_grader({"batch", empty.string(), "-o", output.string(), "--backend", "sim", "--resume"},
                    {}, kNoGpu);
-    CHECK(same.output.find("holds the class outputs of exercise") == std::string::npos);
+    CHECK(same.exit_code == 0);
+    CHECK(same.output.find("graded exercise") == std::string::npos);
 }
 
 TEST_CASE("a broken exercise file is the instructor's error: exit 2 with file, line and field") {
@@ -746,7 +756,8 @@ TEST_CASE("student/README.md quotes report lines as the grader prints them") {
             run_grader({"grade", filled_kit("readme-race", "7.91", false, true).string(),
                         "--backend", "sim", "--seed", "1"},
                        {}, kNoGpu);
-        std::string quote = readme_quote("... with no __syncthreads() between them");
+        CAPTURE(run.output);
+        std::string quote = readme_quote("... with no __syncthreads() completed before the read");
         quote = quote.substr(quote.find("with no __syncthreads()"));
         CAPTURE(quote);
         CHECK(unwrapped(run.output).find(quote) != std::string::npos);
@@ -768,6 +779,7 @@ TEST_CASE("student/README.md quotes report lines as the grader prints them") {
             run_grader({"grade", (kFixtures / "submissions" / "skips_half_the_reads").string(),
                         "--backend", "sim", "--seed", "1"},
                        {}, kNoGpu);
+        CAPTURE(run.output);
         const std::string quote = readme_quote("holds 1024, expected 2048");
         CAPTURE(quote);
         CHECK(unwrapped(run.output).find(quote) != std::string::npos);

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -25,7 +26,10 @@
 #include <vector>
 
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "compile/compile.hpp"
+#include "compile/compile_cache.hpp"
+#include "compile/cubin.hpp"
 #include "compile/nvrtc_library.hpp"
 #include "exercise/exercise.hpp"
 #include "isolation/confine.hpp"
@@ -453,6 +457,40 @@ TEST_CASE("a correct probe compiles to a cubin and PTX whose entry matches the A
     CHECK(contains(compiled.ptx, ".visible .entry _Z17probeSharedStridePKfPfmi("));
     CHECK(contains(compiled.ptx, ".file\t1 \"probe.cu\""));
     CHECK(compiled.ptx.back() != '\0');
+}
+
+TEST_CASE("the cubin says how many registers ptxas gave the kernel, as ptxas's own report does") {
+    // A kernel that keeps 192 reads in registers, and the plain probe, for a T4 (sm_75): ptxas's
+    // -v report in NVRTC's log says "Used N registers"; the cubin's .text section says N too.
+    struct Expected {
+        const char* folder;
+        int at_least;
+        int at_most;
+    };
+    for (const Expected& kernel : {Expected{"register_heavy_grid_barrier", 200, 255},
+                                   Expected{"buffer_order_sniffing", 8, 64}}) {
+        const std::string folder = kernel.folder;
+        CAPTURE(folder);
+        grader::CompileRequest request = probe_request("correct_probe.cu");
+        request.source = read_text(std::filesystem::path(GRADER_FIXTURES_DIR) / "sim_fidelity" /
+                                   folder / "probe.cu");
+        request.arch = "sm_75";
+        request.options.push_back("--ptxas-options=-v");
+        const grader::CompiledKernel compiled = grader::compile_kernel(request);
+        REQUIRE_MESSAGE(compiled.outcome.ok, compiled.outcome.log);
+        const auto registers =
+            grader::cubin_registers(compiled.cubin, compiled.outcome.lowered_name);
+        REQUIRE(registers.has_value());
+        CHECK(*registers >= kernel.at_least);
+        CHECK(*registers <= kernel.at_most);
+        const std::string used = "Used " + std::to_string(*registers) + " registers";
+        CHECK_MESSAGE(contains(compiled.outcome.log, used), compiled.outcome.log);
+        // Not this kernel, or not a cubin: nothing.
+        CHECK_FALSE(grader::cubin_registers(compiled.cubin, "_Z5otherv").has_value());
+        CHECK_FALSE(grader::cubin_registers(compiled.ptx, compiled.outcome.lowered_name));
+        CHECK_FALSE(
+            grader::cubin_registers(compiled.cubin.substr(0, 100), compiled.outcome.lowered_name));
+    }
 }
 
 TEST_CASE("a virtual architecture gives PTX and no cubin") {
@@ -1276,4 +1314,35 @@ TEST_CASE("hostile sources reach the compile outcome bounded: a 16 MB type, an a
         CHECK(compiled.outcome.vetting_problems.size() == grader::kMaxVettingProblems + 1);
         CHECK(compiled.outcome.log.size() <= grader::kMaxCompileLogBytes);
     }
+}
+
+TEST_CASE("the compile cache stores a trusted kernel under the FNV-1a of its key, and hits it") {
+    const std::filesystem::path cache = std::filesystem::temp_directory_path() /
+                                        ("grader-test-compile-cache-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(cache);
+    grader::CompileRequest request = probe_request("correct_probe.cu");
+    request.vet = false;  // the harness's own: only those are cached
+    bool hit = true;
+    const grader::CompiledKernel first = grader::compile_kernel_cached(request, cache, &hit);
+    REQUIRE(first.outcome.ok);
+    CHECK_FALSE(hit);
+    char name[32];
+    std::snprintf(
+        name, sizeof name, "%016llx.kernel",
+        static_cast<unsigned long long>(grader::fnv1a(grader::compile_cache_key(request))));
+    CHECK(std::filesystem::is_regular_file(cache / name));
+    const grader::CompiledKernel second = grader::compile_kernel_cached(request, cache, &hit);
+    CHECK(hit);
+    CHECK(second.ptx == first.ptx);
+    // Another option is another key, and a compile of its own.
+    request.options.push_back("-lineinfo");
+    grader::compile_kernel_cached(request, cache, &hit);
+    CHECK_FALSE(hit);
+    // A student's source is never stored or looked up.
+    request.vet = true;
+    grader::compile_kernel_cached(request, cache, &hit);
+    CHECK_FALSE(hit);
+    CHECK(std::distance(std::filesystem::directory_iterator(cache),
+                        std::filesystem::directory_iterator()) == 2);
+    std::filesystem::remove_all(cache);
 }

@@ -31,6 +31,7 @@
 
 #include "common/kernel_ids.hpp"
 #include "compile/compile.hpp"
+#include "device/buffer_layout.hpp"
 #include "device/class_cache.hpp"
 #include "device/device.hpp"
 #include "device/device_server.hpp"
@@ -38,7 +39,9 @@
 #include "device/requests.hpp"
 #include "device/wire.hpp"
 #include "exercise/exercise.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "test_paths.hpp"
 
 using namespace grader;
@@ -168,6 +171,34 @@ struct SocketPair {
 
 }  // namespace
 
+TEST_CASE("a grade's buffers lie where one layout says, the same whatever is timed") {
+    // Part 1 on an H100: two inputs of 2048 words, then 1056 blocks of 256 outputs.
+    const Exercise& probe = day15();
+    const std::uint64_t elements = 1056 * 256;
+    const BufferLayout layout = buffer_layout(probe, elements);
+    CHECK(layout.inputs == std::vector<std::uint64_t>{0, 8192});
+    CHECK(layout.input_bytes == 8192);
+    CHECK(layout.output == 16384);
+    CHECK(layout.bytes == (2ull << 20));  // one 2 MiB granule
+    CHECK(input_index(probe, input_named(probe, "hidden")) == 1);
+    // Room for twelve timed launches' outputs after it moves nothing before it.
+    const BufferLayout timed = buffer_layout(probe, elements, 12);
+    CHECK(timed.inputs == layout.inputs);
+    CHECK(timed.output == layout.output);
+    CHECK(timed.timed_output(0) == 16384 + elements * 4);
+    CHECK(timed.timed_output(11) + elements * 4 <= timed.bytes);
+    CHECK(timed.bytes % (2ull << 20) == 0);
+    // Part 2: one 64 MiB input, then the 64 MiB output.
+    const Exercise& transpose = padding();
+    const BufferLayout matrix = buffer_layout(transpose, 4096 * 4096);
+    REQUIRE(matrix.inputs.size() == transpose.inputs.size());
+    CHECK(matrix.output == matrix.inputs.back() + (64ull << 20));
+    CHECK(matrix.bytes == matrix.output + (64ull << 20));
+    InputSpec stranger;
+    stranger.id = "stranger";
+    CHECK_THROWS_AS(input_index(probe, stranger), std::invalid_argument);
+}
+
 TEST_CASE("every request and its reply cross the socket as they were sent") {
     SocketPair pair;
     rq::Connection client(pair.fds[0]);
@@ -205,7 +236,10 @@ TEST_CASE("every request and its reply cross the socket as they were sent") {
         launch.message = "too many resources";
         launch.outputs = {1.5F, -0.0F, 3.25F};
         launch.kernel_ms = 0.125;
-        launch.races = {"a race"};
+        Finding race;
+        race.kind = FindingKind::race_read_after_write;
+        race.lines = {{"probe.cu", 34, 9, 0}, {"probe.cu", 25, 9, 0}};
+        launch.findings = {race};
         launch.counts = SharedAccessCounts{};
         launch.counts->load_wavefronts = 77;
         return launch;
@@ -268,7 +302,9 @@ TEST_CASE("every request and its reply cross the socket as they were sent") {
     CHECK(*launch.kernel_ms == 0.125);
     REQUIRE(launch.counts);
     CHECK(launch.counts->load_wavefronts == 77);
-    CHECK(launch.races == std::vector<std::string>{"a race"});
+    REQUIRE(launch.findings.size() == 1);
+    CHECK(launch.findings[0].kind == FindingKind::race_read_after_write);
+    CHECK(launch.findings[0].lines[1].line == 25);
     const TimingSamples samples = client.receive(rq::kTime);
     CHECK(samples.per_round_ms == std::vector<std::vector<double>>{{1.0, 2.0}, {3.0, 4.0}});
     CHECK(samples.launches_per_sample == std::vector<int>{2, 1});

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "exercise/exercise.hpp"
+#include "grader_run.hpp"
 #include "serve/api.hpp"
 #include "serve/devtools.hpp"
 #include "serve/http_client.hpp"
@@ -509,8 +510,10 @@ TEST_CASE("a student launched from the course submits on the page and sees where
         browser.wait_until("document.getElementById('who') && "
                            "document.getElementById('who').textContent.startsWith('Signed')",
                            30));
+    // A service without a GPU says the simulator's report is the grade (and draws no GPU lane).
     CHECK(browser.evaluate("document.getElementById('who').textContent") ==
-          "Signed in as bo (Bo Chen)");
+          "Signed in as bo (Bo Chen). This service has no GPU: the simulator's report is the "
+          "grade.");
     CHECK(browser.evaluate("document.getElementById('lti').textContent") ==
           "GPU Programming: your best score goes to the course's gradebook in Test Platform.");
     CHECK(browser.evaluate("location.hash") == "");

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "grader_run.hpp"
 #include "serve/devtools.hpp"
 #include "serve/service_fixture.hpp"
 #include "serve/zip_maker.hpp"

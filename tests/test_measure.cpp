@@ -13,8 +13,9 @@
 #include "exercise/exercise.hpp"
 #include "measure/outputs.hpp"
 #include "measure/statistics.hpp"
-#include "model/describe.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
+#include "report/describe.hpp"
 #include "test_paths.hpp"
 
 using namespace grader;

@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "model/bank_model.hpp"
-#include "model/describe.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
+#include "report/describe.hpp"
 #include "test_paths.hpp"
 
 using namespace grader;
@@ -65,7 +67,12 @@ TEST_CASE("measurements survive the worker's JSON channel, NaN values included")
     counts.blocks = 2;
     counts.lines.push_back({"probe.cu", 34, false, 4, 100, 800, 100, 8.0});
     run.counts = counts;
-    run.races.push_back("probe.cu:12: word 7 written by warp 0, read by warp 1 with no barrier");
+    Finding race;
+    race.kind = FindingKind::race_read_after_write;
+    race.strides = {8};
+    race.lines = {{"probe.cu", 14, 9, 0}, {"probe.cu", 12, 9, 0}};
+    race.word = SharedWord{7, "tile", 7};
+    run.findings.push_back(race);
     TimingStats stats;
     stats.median_ms = 0.5;
     stats.samples = 10;
@@ -91,7 +98,10 @@ TEST_CASE("measurements survive the worker's JSON channel, NaN values included")
     REQUIRE(back.runs[0].counts->worst_line() != nullptr);
     CHECK(back.runs[0].counts->worst_line()->line == 34);
     CHECK(back.runs[0].counts->launch_degree() == doctest::Approx(8.0));
-    CHECK(back.runs[0].races.size() == 1);
+    REQUIRE(back.runs[0].findings.size() == 1);
+    CHECK(back.runs[0].findings[0].kind == FindingKind::race_read_after_write);
+    CHECK(back.runs[0].findings[0].lines == race.lines);
+    CHECK(back.runs[0].findings[0].word->variable == "tile");
     CHECK(back.interruption->kind == StopKind::timeout);
     CHECK(back.runs[0].timing->median_ms == doctest::Approx(0.5));
     CHECK(*back.runs[0].ratio == doctest::Approx(6.65));

@@ -50,6 +50,7 @@
 #include "grade/worker.hpp"
 #include "grade/worker_options.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "test_paths.hpp"
 
 using namespace grader;
@@ -568,6 +569,18 @@ TEST_CASE("the plan: the oracle runs where the student's kernel does, every case
             REQUIRE(c.base);
             CHECK(plan.cases[*c.base].kernel == c.kernel);
             CHECK(plan.cases[*c.base].stride == 1);
+            // The oracle's case at the same stride, whose runs the student's compare with, by
+            // input: the run's own slot in the plan.
+            REQUIRE(c.oracle);
+            CHECK(plan.cases[*c.oracle].kernel == "reference");
+            CHECK(plan.cases[*c.oracle].stride == c.stride);
+            for (std::size_t r = 0; r < c.run_count; ++r) {
+                CHECK(plan.run_of(i, exercise.inputs[r]) == c.first_run + r);
+                const auto oracle_run = plan.run_of(*c.oracle, exercise.inputs[r]);
+                REQUIRE(oracle_run);
+                CHECK(plan.launches.runs[*oracle_run].launch.kernel == &reference);
+                CHECK(plan.launches.runs[*oracle_run].input == &exercise.inputs[r]);
+            }
             // Every case is timed; the exercise's may be the class's, the student's never; only
             // the student's timed outputs are read.
             const LaunchCase& timed = plan.launches.timed.at(i);
@@ -578,19 +591,26 @@ TEST_CASE("the plan: the oracle runs where the student's kernel does, every case
         }
         // The student's launches are counted after timing, in the order of their cases.
         REQUIRE(plan.launches.counted.size() == students.size());
+        REQUIRE(plan.student_cases().size() == students.size());
         for (std::size_t i = 0; i < students.size(); ++i) {
             CHECK(plan.launches.counted[i].kernel == &student);
             CHECK(plan.launches.counted[i].stride == plan.cases[references.size() + i].stride);
+            CHECK(plan.student_cases()[i] == references.size() + i);
         }
         CHECK(plan.launches.timing_input == &exercise.inputs.front());
         CHECK(plan.launches.reloaded.size() == 2);
     }
     SUBCASE("on the simulator, which counts every case as it runs") {
         const GradePlan plan = plan_grade(exercise, loaded, unnamed, {false, true, true}, geometry);
-        for (const PlannedCase& c : plan.cases) {
+        for (std::size_t i = 0; i < plan.cases.size(); ++i) {
+            const PlannedCase& c = plan.cases[i];
             CAPTURE(c.stride);
             // The timing input at every stride: its count and modeled cost.
             CHECK(c.run_count == (c.kernel == "student" || is_students(c.stride) ? 2u : 1u));
+            CHECK(plan.run_of(i, *plan.launches.timing_input) == c.first_run);
+            // The other input only where the student's kernel runs: no slot for it elsewhere.
+            CHECK(plan.run_of(i, exercise.inputs[1]).has_value() ==
+                  (c.kernel == "student" || is_students(c.stride)));
         }
         CHECK(plan.launches.timed.size() == plan.cases.size());
         CHECK(plan.launches.counted.empty());

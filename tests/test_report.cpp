@@ -24,11 +24,14 @@
 
 #include "common/text.hpp"
 #include "grader_run.hpp"
-#include "model/describe.hpp"
 #include "model/explanation.hpp"
+#include "model/finding.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
+#include "report/describe.hpp"
+#include "report/findings_text.hpp"
 #include "report/writers.hpp"
 #include "test_paths.hpp"
 #include "text/text_safety.hpp"
@@ -479,10 +482,15 @@ TEST_CASE("a failing accumulator names the stride, the thread, its value and how
         CHECK(text.find("[FAIL]    Accumulator check  0/2") != std::string::npos);
         CHECK(text.find("bad (135168)") != std::string::npos);
     }
-    SUBCASE("the check's detail names the thread: the text says it once") {
+    SUBCASE("the check's finding names the thread: the text says it once") {
         Report report = failing_accumulator_report();
         const auto& bad = find_row(report, "student", 8)->outputs[0];
-        report.checks[2].details = {grader::describe_wrong_output(8, bad)};
+        grader::Finding wrong;
+        wrong.kind = grader::FindingKind::wrong_output;
+        wrong.strides = {8};
+        wrong.output = bad;
+        report.checks[2].findings = {wrong};
+        report.checks[2].details = {grader::finding_line(wrong, grader::Wording{})};
         CHECK("ones input, " + report.checks[2].details[0] == expected_line);
         const std::string text = unwrapped(text_of(report));
         CAPTURE(text);
@@ -492,35 +500,24 @@ TEST_CASE("a failing accumulator names the stride, the thread, its value and how
     }
 }
 
-TEST_CASE("a check that names the failing thread in its own words is not repeated") {
+TEST_CASE("a wrong thread a check's finding names, at one stride or several, is not listed again") {
     Report report = failing_accumulator_report();
-    report.checks[2].details = {
-        "stride 8: thread 1234 (block 4, thread 210) holds 1024, expected 2048; 135168 of 270336 "
-        "threads wrong"};
-    const std::string text = text_of(report);
-    CHECK(text.find("Outputs that held the wrong value") == std::string::npos);
-    const std::size_t first = text.find("thread 1234 (block 4, thread 210)");
-    REQUIRE(first != std::string::npos);
-    CHECK(text.find("thread 1234 (block 4, thread 210)", first + 1) == std::string::npos);
+    const auto& bad = find_row(report, "student", 8)->outputs[0];
+    grader::Finding wrong;
+    wrong.kind = grader::FindingKind::wrong_output;
+    wrong.strides = {16, 8};  // merged: the same wrong thread at two strides
+    wrong.output = bad;
+    report.checks[2].findings = {wrong};
+    report.checks[2].details = {grader::finding_line(wrong, grader::Wording{})};
+    CHECK(text_of(report).find("Outputs that held the wrong value") == std::string::npos);
 
-    report.checks[2].details = {"stride 16: thread 1234 (block 4, thread 210) holds 1024"};
+    // A finding about another stride leaves stride 8's thread to the list.
+    wrong.strides = {16, 4};
+    report.checks[2].findings = {wrong};
+    report.checks[2].details = {grader::finding_line(wrong, grader::Wording{})};
     CHECK(text_of(report).find(
               "Outputs that held the wrong value\n  ones input, stride 8: thread 1234") !=
           std::string::npos);
-}
-
-TEST_CASE("a wrong thread the check names once for several strides is not listed again") {
-    Report report = failing_accumulator_report();
-    const auto& bad = find_row(report, "student", 8)->outputs[0];
-    // What checks::collapse_details makes of the same line at strides 8 and 16.
-    report.checks[2].details = {grader::describe_wrong_output(16, bad) +
-                                " (the same 2 times, at strides 16 and 8)"};
-    CHECK(text_of(report).find("Outputs that held the wrong value") == std::string::npos);
-
-    report.checks[2].details = {
-        "stride 16: thread 7 (block 0, thread 7) holds 3, expected 2048; "
-        "1 of 270336 threads wrong (the same 2 times, at strides 16 and 4)"};
-    CHECK(text_of(report).find("Outputs that held the wrong value") != std::string::npos);
 }
 
 TEST_CASE("a value that was never written reads as never written, never as nan") {

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -13,9 +14,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/text.hpp"
 #include "exercise/exercise.hpp"
+#include "grader_run.hpp"
 #include "serve/roster.hpp"
 #include "serve/service.hpp"
 #include "serve/store.hpp"
@@ -96,6 +100,11 @@ TEST_CASE("a token is kept as its hash: the state file never holds it, and it fi
         CHECK_FALSE(store.person_by_token(altered));
         CHECK_FALSE(store.person_by_token("ann"));
     }
+    // The hash is SHA-256 (FIPS 180-4's example "abc"): a state file an earlier build wrote still
+    // finds its owners.
+    const TokenHash abc = hash_token("abc");
+    CHECK(hex_bytes(std::string_view(reinterpret_cast<const char*>(abc.data()), abc.size())) ==
+          "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     for (const auto& file : fs::directory_iterator(folder)) {
         const std::string bytes = grader::testing::read_text(file.path());
         CHECK_MESSAGE(bytes.find(token) == std::string::npos, file.path());
@@ -138,10 +147,12 @@ TEST_CASE("a service says why a token is refused: missing, malformed, unknown, e
 
 TEST_CASE("a roster is read with or without a header, quoted fields and a byte-order mark") {
     SUBCASE("a header names the id and name columns") {
-        const auto students = parse_roster(
-            "\xEF\xBB\xBFName,SIS Login ID,Section\r\n\"Lee, Ann\",ann,A\r\n\"Bo \"\"B\"\" "
-            "Chen\",bo,B\r\n\r\n",
-            "roster.csv");
+        const auto students =
+            parse_roster(
+                "\xEF\xBB\xBFName,SIS Login ID,Section\r\n\"Lee, Ann\",ann,A\r\n\"Bo "
+                "\"\"B\"\" Chen\",bo,B\r\n\r\n",
+                "roster.csv")
+                .students;
         REQUIRE(students.size() == 2);
         CHECK(students[0].id == "ann");
         CHECK(students[0].name == "Lee, Ann");
@@ -149,7 +160,7 @@ TEST_CASE("a roster is read with or without a header, quoted fields and a byte-o
         CHECK(students[1].line == 3);
     }
     SUBCASE("without a header the first column is the id") {
-        const auto students = parse_roster("ann,Ann Lee\nbo\n", "roster.csv");
+        const auto students = parse_roster("ann,Ann Lee\nbo\n", "roster.csv").students;
         REQUIRE(students.size() == 2);
         CHECK(students[0].id == "ann");
         CHECK(students[0].name == "Ann Lee");
@@ -173,6 +184,64 @@ TEST_CASE("a roster is read with or without a header, quoted fields and a byte-o
             0);
         CHECK(refusal("\"ann\n").rfind("roster.csv:1: a quoted field is never closed", 0) == 0);
         CHECK(refusal("").find("the roster is empty") != std::string::npos);
+    }
+}
+
+TEST_CASE("the course platforms' own roster exports are read as they are") {
+    const fs::path rosters = fs::path(GRADER_FIXTURES_DIR) / "rosters";
+    SUBCASE(
+        "Canvas's gradebook export: its Manual Posting and Points Possible rows, and its test "
+        "student, are no students") {
+        // Refused before: "gradebook-export.csv:2: no student id in column 4".
+        const Roster roster =
+            read_roster(fs::path(GRADER_FIXTURES_DIR) / "canvas" / "gradebook-export.csv");
+        CHECK(roster.format == "Canvas's gradebook export");
+        REQUIRE(roster.students.size() == 6);
+        CHECK(roster.students[0].id == "jsmith");
+        CHECK(roster.students[0].name == "Smith, Jane");
+        CHECK(roster.students[5].id == "eevil");
+        CHECK(roster.students[5].name == "=Evil, Eve");  // Canvas's ="..." guard is not the name
+        REQUIRE(roster.left_out.size() == 3);
+        CHECK(roster.left_out[0].line == 2);
+        CHECK(roster.left_out[0].why.find("Manual Posting") != std::string::npos);
+        CHECK(roster.left_out[1].line == 3);
+        CHECK(roster.left_out[1].why == "Canvas's Points Possible row");
+        CHECK(roster.left_out[2].why ==
+              "'Student, Test' has no SIS Login ID (Canvas's Test Student has none): no token");
+    }
+    SUBCASE("Canvas's export with first and last names and a semicolon for a comma") {
+        const Roster roster = parse_roster(
+            "LastName,FirstName,ID,SIS User ID,SIS Login ID,Section,Day 15 (77001)\r\n"
+            "    Points Possible,,,,,,15.00\r\nSmith,Jane,123456,S001,jsmith,GPU 101,\r\n",
+            "export.csv");
+        REQUIRE(roster.students.size() == 1);
+        CHECK(roster.students[0].name == "Jane Smith");
+    }
+    SUBCASE("Moodle's grade export, with 'Last name' or an older Moodle's 'Surname'") {
+        const Roster roster = read_roster(rosters / "moodle-grade-export.csv");
+        CHECK(roster.format == "Moodle's grade export");
+        REQUIRE(roster.students.size() == 2);
+        CHECK(roster.students[0].id == "student7@mail.com");
+        CHECK(roster.students[0].name == "Anne Able");
+        CHECK(roster.left_out.empty());
+        const Roster older = read_roster(rosters / "moodle-grade-export-surname.csv");
+        REQUIRE(older.students.size() == 1);
+        CHECK(older.students[0].id == "student7@mail.com");
+    }
+    SUBCASE("PrairieLearn's gradebook: staff and users of no role are no students") {
+        const Roster roster = read_roster(rosters / "prairielearn-gradebook.csv");
+        CHECK(roster.format == "PrairieLearn's gradebook");
+        REQUIRE(roster.students.size() == 2);
+        CHECK(roster.students[0].id == "ann@example.edu");
+        CHECK(roster.students[0].name == "Ann Lee");
+        CHECK(roster.students[1].id == "bo@example.edu");
+        REQUIRE(roster.left_out.size() == 2);
+        CHECK(roster.left_out[0].line == 2);
+        CHECK(roster.left_out[0].why.find("'prof@example.edu' is staff, not a student") !=
+              std::string::npos);
+        CHECK(roster.left_out[1].line == 5);
+        CHECK(roster.left_out[1].why.find("of no role in the course (Role 'None')") !=
+              std::string::npos);
     }
 }
 
@@ -409,8 +478,10 @@ TEST_CASE("a zip gives its files, from one folder down too, and is refused for l
               std::string::npos);
     }
     SUBCASE("files in two folders, too many, one that unzips too large, a damaged zip") {
-        CHECK(zip_refusal(make_zip({{"a/probe.cu", "k"}, {"b/submission.yaml", "y"}}))
-                  .find("holds files in more than one folder") != std::string::npos);
+        // Both entries named whole, folder and all: the first was named '' (moved out before).
+        CHECK(zip_refusal(make_zip({{"a/probe.cu", "k"}, {"b/submission.yaml", "y"}})) ==
+              "400 'work.zip' holds files in more than one folder ('a/probe.cu' and "
+              "'b/submission.yaml'): zip the files, or the one folder holding them");
         std::vector<grader::testing::ZipEntry> many;
         for (int i = 0; i < 70; ++i) {
             many.push_back({"f" + std::to_string(i), "x"});

@@ -23,6 +23,7 @@
 #include "serve/http_server.hpp"
 #include "serve/service.hpp"
 #include "serve/service_fixture.hpp"
+#include "serve/store.hpp"
 #include "serve/zip_maker.hpp"
 #include "test_paths.hpp"
 
@@ -58,6 +59,19 @@ std::string js_binary_file(const std::string& bytes, const std::string& name) {
     return "new File([new Uint8Array([" + numbers + "])], " + js_string(name) + ")";
 }
 
+void skip_without_chromium() {
+    if (const char* no_browser = std::getenv("GRADER_NO_BROWSER");
+        no_browser != nullptr && std::string(no_browser) == "1") {
+        MESSAGE("SKIPPED: GRADER_NO_BROWSER=1");
+        std::exit(77);
+    }
+    if (!fs::exists(chromium_path())) {
+        MESSAGE("SKIPPED: chromium not installed at " << chromium_path()
+                                                      << " (apt-get install chromium)");
+        std::exit(77);
+    }
+}
+
 std::string choose_files(const std::vector<std::string>& files) {
     std::string script = "(() => { const chosen = new DataTransfer();";
     for (const std::string& file : files) {
@@ -71,16 +85,7 @@ std::string choose_files(const std::vector<std::string>& files) {
 }  // namespace
 
 TEST_CASE("a student submits from the page and reads both reports, waiting their turn") {
-    if (const char* no_browser = std::getenv("GRADER_NO_BROWSER");
-        no_browser != nullptr && std::string(no_browser) == "1") {
-        MESSAGE("SKIPPED: GRADER_NO_BROWSER=1");
-        std::exit(77);
-    }
-    if (!fs::exists(chromium_path())) {
-        MESSAGE("SKIPPED: chromium not installed at " << chromium_path()
-                                                      << " (apt-get install chromium)");
-        std::exit(77);
-    }
+    skip_without_chromium();
     const fs::path folder = scratch_root("serve-browser") / "page";
     fs::remove_all(folder);
     fs::create_directories(folder / "profile");
@@ -179,5 +184,126 @@ TEST_CASE("a student submits from the page and reads both reports, waiting their
     fs::create_directories(artifacts_dir());
     std::ofstream(artifacts_dir() / "serve-page-waiting.png", std::ios::binary) << before;
     std::ofstream(artifacts_dir() / "serve-page.png", std::ios::binary) << after;
+    browser.stop();
+}
+
+namespace {
+
+// Whether the page, laid out in the browser's window, scrolls sideways: the page's width past the
+// window's, in pixels (0: it does not).
+int sideways_overflow(Browser& browser) {
+    return browser
+        .evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        .get<int>();
+}
+
+// Whether an element takes room on the page (display:none itself or in an ancestor: it does not).
+std::string drawn(const std::string& selector) {
+    return "(document.querySelector('" + selector + "').getClientRects().length > 0)";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the page on a phone and on a laptop: no lane the service lacks, no sideways scroll, "
+    "no instructor's control for a student, and a sign-out that forgets the token") {
+    skip_without_chromium();
+    const fs::path folder = scratch_root("serve-browser") / "layout";
+    fs::remove_all(folder);
+    fs::create_directories(folder / "profile");
+    serve::ServiceOptions options;
+    options.state_dir = folder / "state";
+    options.sim_jobs = 2;
+    options.gpu = false;  // the simulator's report is the grade
+    InProcessService running(options);
+    const Client ann = running.client("ann");
+    const Client prof = running.client("prof", serve::Role::instructor);
+
+    Browser browser(chromium_path(), folder / "profile", folder / "chromium.log");
+    browser.open("http://127.0.0.1:" + std::to_string(running.server->port()) + "/");
+    browser.viewport(360, 780, true);
+    REQUIRE(browser.wait_until("document.documentElement.dataset.ready === 'true'", 30));
+    const auto sign_in = [&](const std::string& token) {
+        browser.evaluate("document.getElementById('token').value = " + js_string(token) +
+                         "; document.getElementById('sign-in-button').click()");
+        REQUIRE(browser.wait_until("!document.getElementById('upload').hidden", 10));
+    };
+    sign_in(ann.token);
+    // A 541 px wide page on a 360 px phone before (the exercise's select was 473 px).
+    CHECK(sideways_overflow(browser) == 0);
+    // Shown to a student before: the filter is a form, and a form's flex beat [hidden].
+    CHECK(browser.evaluate(drawn("#student-form")) == false);
+    CHECK(browser.evaluate("document.getElementById('who').textContent")
+              .get<std::string>()
+              .find("no GPU: the simulator's report is the grade") != std::string::npos);
+
+    // Too large for the service: said on the page, nothing sent.
+    browser.evaluate(
+        choose_files({"new File([" + js_string(std::string(600 * 1024, 'x')) + "], 'probe.cu')"}));
+    REQUIRE(browser.wait_until("document.getElementById('upload-error').textContent !== ''", 10));
+    CHECK(browser.evaluate("document.getElementById('upload-error').textContent") ==
+          "'probe.cu' is 600 KB: a file may be at most 512 KB.");
+    CHECK(ann.get("/api/attempts")["attempts"].empty());
+
+    browser.evaluate(choose_files(
+        {"new File([" + js_string(example_file("probe.cu")) + "], 'probe.cu')",
+         "new File([" + js_string(example_file("submission.yaml")) + "], 'submission.yaml')"}));
+    REQUIRE(browser.wait_until("document.querySelector('#lane-sim .report') !== null", 120));
+    REQUIRE(
+        browser.wait_until("document.querySelectorAll('#explain table.lanes').length === 4", 120));
+    REQUIRE(browser.wait_until("document.querySelectorAll('#attempts tbody tr').length === 1", 30));
+    // No GPU lane: not drawn (an empty box 2,558 px tall before), nor its column.
+    CHECK(browser.evaluate(drawn("#lane-gpu")) == false);
+    CHECK(browser.evaluate(drawn("#attempts thead th.gpu-only")) == false);
+    // explain's tables as its text shows them: a table whose caption is above its header (the
+    // lanes' grid put the header beside it), and no row tinted.
+    const std::string table = "document.querySelector('#explain table.lanes[data-stride=\"16\"]')";
+    CHECK(browser.evaluate("getComputedStyle(" + table + ").display") == "table");
+    CHECK(browser.evaluate(table + ".caption.getBoundingClientRect().bottom <= " + table +
+                           ".tHead.getBoundingClientRect().top + 1") == true);
+    CHECK(browser.evaluate("new Set(Array.from(" + table +
+                           ".querySelectorAll('tbody tr:not(.inactive) td'), td => "
+                           "getComputedStyle(td).backgroundColor)).size") == 1);
+    struct Window {
+        int width;
+        int height;
+        bool mobile;
+        const char* screenshot;
+    };
+    for (const Window& window : {Window{360, 780, true, "serve-page-360.png"},
+                                 Window{1280, 900, false, "serve-page-1280.png"}}) {
+        const int width = window.width;
+        CAPTURE(width);
+        browser.viewport(width, window.height, window.mobile);
+        CHECK(sideways_overflow(browser) == 0);
+        // A table keeps its words whole: at 360 px its headers were broken letter by letter.
+        CHECK(browser.evaluate("(() => { const th = document.querySelector('#lane-sim table th');"
+                               " const range = document.createRange();"
+                               " range.selectNodeContents(th);"
+                               " return range.getClientRects().length; })()") == 1);
+        // A table wider than its box scrolls in the box, which stays within the window.
+        CHECK(browser.evaluate("Array.from(document.querySelectorAll('table'), t => "
+                               "t.parentElement.getBoundingClientRect().right).every(r => r <= " +
+                               std::to_string(width) + ")") == true);
+        fs::create_directories(artifacts_dir());
+        std::ofstream(artifacts_dir() / window.screenshot, std::ios::binary)
+            << browser.screenshot();
+    }
+
+    // Sign-out forgets the token: in the page, in the browser's storage, after a reload.
+    CHECK(browser.evaluate(drawn("#sign-out")) == true);
+    browser.evaluate("document.getElementById('sign-out').click()");
+    REQUIRE(browser.wait_until("!document.getElementById('sign-in').hidden", 10));
+    CHECK(browser.evaluate("localStorage.getItem('grader-token')") == nullptr);
+    CHECK(browser.evaluate("document.querySelectorAll('#attempts tbody tr').length") == 0);
+    browser.evaluate("location.reload()");
+    REQUIRE(browser.wait_until("document.documentElement.dataset.ready === 'true'", 30));
+    CHECK(browser.evaluate(drawn("#sign-in")) == true);
+    CHECK(browser.evaluate(drawn("#upload")) == false);
+
+    // The instructor's filter is the instructor's.
+    sign_in(prof.token);
+    CHECK(browser.evaluate(drawn("#student-form")) == true);
+    CHECK(sideways_overflow(browser) == 0);
     browser.stop();
 }

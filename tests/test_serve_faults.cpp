@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "grader_run.hpp"
 #include "serve/http_client.hpp"
 #include "serve/http_server.hpp"
 #include "serve/raw_socket.hpp"

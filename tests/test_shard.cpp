@@ -406,6 +406,7 @@ TEST_CASE("merge trusts no name, digest or count a shard's manifest gives, and w
         // Through the CLI: exit 5, saying so.
         const GraderRun run =
             run_grader({"merge", shard.dir.string(), "--output", shard.output.string()});
+        CAPTURE(run.output);
         CHECK(run.exit_code == 5);
         CHECK(run.output.find("shard.json: field class.students[1]") != std::string::npos);
         CHECK(run.output.find("nothing was written") != std::string::npos);

@@ -229,6 +229,7 @@ TEST_CASE("reading the columns the demo never wrote is reported with its line, t
     CHECK(unwritten.thread.thread.y == 0);
     CHECK(unwritten.word == 1);
     CHECK(unwritten.variable.find("sharedData") != std::string::npos);
+    CHECK_FALSE(unwritten.written_later);  // no thread writes the odd columns
     // The poisoned words come back as NaN, as after the GPU path's poison kernel.
     const auto values = read_floats(memory, out, 32 * 32);
     CHECK(values[0] == 1.0f);
@@ -251,6 +252,33 @@ TEST_CASE("reading the columns the demo never wrote is reported with its line, t
     std::memcpy(&bits, &left[1], 4);
     CHECK((bits & 0x7fc00000u) != 0x7fc00000u);  // a leftover, not the harness's NaN poison
     CHECK(left[0] == 1.0f);
+}
+
+TEST_CASE("a read ahead of the block's fill is told from a read of a word the block never writes") {
+    const std::string path = fixture("reads_before_the_fill.cu");
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "fill.cu"));
+    const auto run = [&](const char* kernel) {
+        sim::GlobalMemory memory;
+        const std::uint64_t in = upload(memory, std::vector<float>(32 * 32, 1.0f));
+        const std::uint64_t out = upload(memory, std::vector<float>(32 * 32, 0.0f));
+        return sim::launch(module, kernel, {2, 1, 1}, {32, 32, 1},
+                           {sim::param_bytes(in), sim::param_bytes(out)}, memory, {});
+    };
+    // Warp 0 reads row 1 before warp 1 fills it: the word is written later in the block, so the
+    // read is a missing barrier's, and the report names the fill.
+    const auto ahead = run("readsBeforeTheFill");
+    REQUIRE(ahead.uninitialized_shared_read);
+    CHECK(ahead.uninitialized_shared_read->barriers_before == 0);
+    CHECK(ahead.uninitialized_shared_read->written_later);
+    CHECK(ahead.uninitialized_shared_read->where.line ==
+          line_of(path, "output[index] = tile[(ty + 1)"));
+    // The spare array is read for what was left there and never written: a tile never written,
+    // though the kernel stores to shared memory before the read with no barrier.
+    const auto spare = run("readsSpareArray");
+    REQUIRE(spare.uninitialized_shared_read);
+    CHECK(spare.uninitialized_shared_read->barriers_before == 0);
+    CHECK_FALSE(spare.uninitialized_shared_read->written_later);
+    CHECK(spare.uninitialized_shared_read->variable.find("spare") != std::string::npos);
 }
 
 TEST_CASE("a kernel that never finishes ends with budget_exceeded") {

@@ -7,9 +7,12 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,10 +21,35 @@
 #include "exercise/exercise.hpp"
 #include "fixture_expectations.hpp"
 #include "grader_run.hpp"
+#include "model/json.hpp"
+#include "model/report.hpp"
+#include "report/writers.hpp"
 #include "test_paths.hpp"
+#include "text/text_safety.hpp"
 
 using namespace grader;
 using namespace grader::testing;
+
+namespace {
+
+// The lines of a text report's first screen: up to the rule under which a failing report's
+// rest follows, or the whole report where there is none. Lines are at most 100 columns.
+std::vector<std::string> first_screen(const std::string& text) {
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        const std::string line = text.substr(start, end - start);
+        if (line == std::string(100, '-')) {
+            break;
+        }
+        lines.push_back(line);
+        start = end + 1;
+    }
+    return lines;
+}
+
+}  // namespace
 
 TEST_CASE(
     "every fixture submission gets its verdict and messages on the simulator, without a GPU") {
@@ -47,6 +75,32 @@ TEST_CASE(
                       << " s: " << run.report.value("summary", "") << std::endl;
             CHECK(run.report["environment"].value("backend", "") == "sim");
             check_grade(run, expected, "sim");
+            // What a student reads first of a report that does not pass fits one screen: the
+            // verdict, the diagnosis and its fix, the table that shows it and the checks, in 40
+            // lines of 100 columns. A pass has no failure to lead with: its tables are the report.
+            const std::string text = write_text(run.report.get<Report>(), TextOptions{});
+            const std::vector<std::string> screen = first_screen(text);
+            CAPTURE(text);
+            if (run.report.value("verdict", "") != "pass") {
+                CHECK(screen.size() <= 40);
+            }
+            if (run.report.value("verdict", "") == "fail") {
+                // The rest follows under the rule.
+                CHECK(text.find("\n" + std::string(100, '-') + "\n") != std::string::npos);
+                // The diagnosis and its fix lead, in the first 4 lines (the verdict's line may
+                // wrap where the submission's name is long).
+                const std::string summary = run.report.value("summary", "");
+                const std::string lead =
+                    summary.substr(0, std::min<std::size_t>(summary.size(), 30));
+                bool leads = false;
+                for (std::size_t i = 0; i < std::min<std::size_t>(screen.size(), 4); ++i) {
+                    leads = leads || screen[i].rfind(lead, 0) == 0;
+                }
+                CHECK(leads);
+            }
+            for (const std::string& line : screen) {
+                CHECK(text::display_width(line) <= 100);
+            }
         }
     }
     CHECK(graded >= 24);

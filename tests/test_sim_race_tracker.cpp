@@ -71,6 +71,18 @@ TEST_CASE("a warp's own accesses never race with each other") {
     CHECK(store(races, 1, 2, 6, 12, 1, 9).kind == RaceKind::none);
 }
 
+TEST_CASE("another warp's write of the same value is told apart: racecheck's INFO hazard") {
+    RaceTracker races = block_of(4);
+    races.start_store();
+    store(races, 0, 1, 7, 10, 0, 1);
+    races.start_store();
+    const RaceHit same = store(races, 0, 2, 8, 10, 1, 1);  // the word holds 1; 1 is written
+    CHECK(same.kind == RaceKind::same_value_write);
+    CHECK(same.warp == 1);
+    races.start_store();
+    CHECK(store(races, 0, 3, 8, 10, 1, 2).kind == RaceKind::write_after_write);  // 2 is not
+}
+
 TEST_CASE("a write after another warp's write or read races, naming the earlier access") {
     RaceTracker races = block_of(4);
     races.start_store();

@@ -229,7 +229,7 @@ TEST_CASE(
         CAPTURE(text);
         CHECK_FALSE((*check)["passed"].get<bool>());
         CHECK(contains(text, "a shared-memory race: "));
-        CHECK(contains(text, "with no __syncthreads() between them"));
+        CHECK(contains(text, "with no __syncthreads() completed before the read"));
         CHECK(contains(text, "of tile)"));
         CHECK_FALSE(contains(text, "every value came out right"));
         CHECK(run.exit_code == 1);

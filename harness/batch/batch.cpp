@@ -696,6 +696,70 @@ void run_pool(const std::shared_ptr<PoolState>& state, std::size_t thread_count,
     }
 }
 
+// Where the class folder lies inside the output folder, the output folder's entry that holds it
+// is no student's to take.
+std::set<std::string> reserved_entries(const BatchOptions& options) {
+    std::set<std::string> reserved;
+    std::error_code error;
+    const auto class_dir = std::filesystem::canonical(options.submissions_dir, error);
+    const auto output =
+        std::filesystem::weakly_canonical(std::filesystem::absolute(options.output_dir));
+    if (!error && class_dir != output && lies_within(class_dir, output)) {
+        reserved.insert(class_dir.lexically_relative(output).begin()->string());
+    }
+    return reserved;
+}
+
+// The submissions this run is about: the whole class, or this shard's share of it.
+std::vector<BatchSubmission> run_scope(const std::vector<BatchSubmission>& submissions,
+                                       const BatchOptions& options) {
+    std::vector<BatchSubmission> scope;
+    for (std::size_t i = 0; i < submissions.size(); ++i) {
+        if (!options.shard || in_shard(i, *options.shard)) {
+            scope.push_back(submissions[i]);
+        }
+    }
+    return scope;
+}
+
+// A shard's task ends with its manifest: what it did, and on which GPUs. The class outputs need
+// the whole class: `grader merge` writes them.
+void finish_shard(ShardManifest& manifest, BatchResult& result, const BatchOptions& options,
+                  std::size_t scope, bool fatal) {
+    std::set<std::string> bus_ids;
+    for (const ClassEntry& entry : result.entries) {
+        if (!entry.report.environment.gpu_bus_id.empty() &&
+            bus_ids.insert(entry.report.environment.gpu_bus_id).second) {
+            manifest.gpus.push_back(gpu_identity(entry.report.environment.gpu_bus_id));
+        }
+    }
+    ShardRun& run = manifest.runs.back();
+    run.finished_at = result.interrupted ? "" : result.finished_at;
+    run.graded = result.status.graded;
+    run.interrupted = result.interrupted;
+    manifest.complete = !result.interrupted && !fatal && result.entries.size() == scope;
+    write_manifest(options.output_dir, manifest);
+    result.class_outputs = {options.output_dir / kShardManifestFile};
+}
+
+// The class's outputs, listing the folders with no report (in flight when stopped, or never
+// started), so that a partial class never reads as complete.
+void finish_class(const Exercise& exercise, BatchResult& result, const BatchOptions& options) {
+    std::vector<std::string> unfinished = result.abandoned;
+    unfinished.insert(unfinished.end(), result.not_started.begin(), result.not_started.end());
+    const ClassStageResult stage = write_class_stage(
+        exercise, result.entries, result.skipped, options.output_dir,
+        [&result, &options](const ClassStageResult& so_far) {
+            result.flagged = so_far.flagged;
+            result.reports_rewritten = so_far.reports_rewritten;
+            return run_info(result, options);
+        },
+        result.finished_at, result.interrupted, unfinished, options.prairielearn_qid);
+    result.flagged = stage.flagged;
+    result.reports_rewritten = stage.reports_rewritten;
+    result.class_outputs = stage.files;
+}
+
 }  // namespace
 
 BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
@@ -712,32 +776,13 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
 
     BatchResult result;
     result.started_at = utc_time(began_wall, "%Y-%m-%dT%H:%M:%SZ");
-
-    // Where the class folder lies inside the output folder, the output folder's entry that
-    // holds it is no student's to take.
-    std::set<std::string> reserved;
-    {
-        std::error_code error;
-        const auto class_dir = std::filesystem::canonical(options.submissions_dir, error);
-        const auto output =
-            std::filesystem::weakly_canonical(std::filesystem::absolute(options.output_dir));
-        if (!error && class_dir != output && lies_within(class_dir, output)) {
-            reserved.insert(class_dir.lexically_relative(output).begin()->string());
-        }
-    }
-    ClassFolder folder = find_submissions(options.submissions_dir, reserved);
+    ClassFolder folder = find_submissions(options.submissions_dir, reserved_entries(options));
     const std::vector<BatchSubmission>& submissions = folder.submissions;
     result.skipped = folder.skipped;
     result.submissions = submissions.size();
     check_output_folder(options.submissions_dir, options.output_dir, submissions);
     const auto selected = selected_students(submissions, options.only, options.submissions_dir);
-    // The submissions this run is about: the whole class, or this shard's share of it.
-    std::vector<BatchSubmission> scope;
-    for (std::size_t i = 0; i < submissions.size(); ++i) {
-        if (!options.shard || in_shard(i, *options.shard)) {
-            scope.push_back(submissions[i]);
-        }
-    }
+    const std::vector<BatchSubmission> scope = run_scope(submissions, options);
     for (const auto& submission : scope) {
         result.assigned.push_back(submission.student);
     }
@@ -783,11 +828,6 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
         }
     }
 
-    // Folders with no report (in flight when stopped, or never started): every class output
-    // lists them, so a partial class never reads as complete.
-    std::vector<std::string> unfinished = result.abandoned;
-    unfinished.insert(unfinished.end(), result.not_started.begin(), result.not_started.end());
-
     std::exception_ptr fatal;
     {
         std::lock_guard lock(state->mutex);
@@ -795,35 +835,9 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     }
     try {
         if (options.shard) {
-            // The class outputs need the whole class: `grader merge` writes them. The manifest
-            // says what this task did, and on which GPUs.
-            std::set<std::string> bus_ids;
-            for (const ClassEntry& entry : result.entries) {
-                if (!entry.report.environment.gpu_bus_id.empty() &&
-                    bus_ids.insert(entry.report.environment.gpu_bus_id).second) {
-                    manifest.gpus.push_back(gpu_identity(entry.report.environment.gpu_bus_id));
-                }
-            }
-            ShardRun& run = manifest.runs.back();
-            run.finished_at = result.interrupted ? "" : result.finished_at;
-            run.graded = result.status.graded;
-            run.interrupted = result.interrupted;
-            manifest.complete =
-                !result.interrupted && !fatal && result.entries.size() == scope.size();
-            write_manifest(options.output_dir, manifest);
-            result.class_outputs = {options.output_dir / kShardManifestFile};
+            finish_shard(manifest, result, options, scope.size(), static_cast<bool>(fatal));
         } else {
-            const ClassStageResult stage = write_class_stage(
-                exercise, result.entries, result.skipped, options.output_dir,
-                [&result, &options](const ClassStageResult& so_far) {
-                    result.flagged = so_far.flagged;
-                    result.reports_rewritten = so_far.reports_rewritten;
-                    return run_info(result, options);
-                },
-                result.finished_at, result.interrupted, unfinished, options.prairielearn_qid);
-            result.flagged = stage.flagged;
-            result.reports_rewritten = stage.reports_rewritten;
-            result.class_outputs = stage.files;
+            finish_class(exercise, result, options);
         }
     } catch (const std::exception&) {
         if (!fatal) {

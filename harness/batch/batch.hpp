@@ -236,6 +236,12 @@ bool output_has_reports(const std::filesystem::path& output_dir);
 // cannot be read.
 std::vector<ClassEntry> entries_in_output(const std::filesystem::path& output_dir);
 
+// The exercise a run graded: its summary.json's exercise_id, else its reports' (`entries`, read
+// from it), else the manifest's of a shard. nullopt where it says none; throws BatchError naming
+// two where its reports are of two exercises.
+std::optional<std::string> run_exercise_id(const std::filesystem::path& output_dir,
+                                           const std::vector<ClassEntry>& entries);
+
 // OUTPUT/<student>/report.json, read back; nullopt where missing, unreadable, a link or not a
 // report. The second form follows no link below `folder` (a shard's folder, read by the merge).
 std::optional<Report> read_report_json(const std::filesystem::path& file);

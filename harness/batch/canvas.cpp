@@ -15,7 +15,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "archive/zip_reader.hpp"
 #include "batch/batch.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "model/report.hpp"
 #include "text/text_safety.hpp"
@@ -25,11 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// ContentZipper's names. <name> is [[:word:]] characters (letters of any script, digits and '_')
-// without "_<digits>_", so the first "_<digits>_<digits>_" is the user's id and the file's.
-// Uploads first: a file the student named "text.html" is an upload with two ids before it.
-const std::regex kUpload(R"(^(.*?)(_LATE)?_([0-9]+)_([0-9]+)_(.+)$)");
-const std::regex kTextOrLink(R"(^(.*?)(_LATE)?_([0-9]+)_(text|link)\.html$)");
+// An anonymous assignment's names: "[LATE_]anon_<anonymous id>" for <name>_<user id>.
 const std::regex kAnonymousUpload(R"(^(LATE_)?anon_([A-Za-z0-9]+)_([0-9]+)_(.+)$)");
 const std::regex kAnonymousTextOrLink(R"(^(LATE_)?anon_([A-Za-z0-9]+)_(text|link)\.html$)");
 const std::regex kFolder(R"(^(.*?)(_LATE)?_([0-9]+)$)");
@@ -38,19 +36,40 @@ const std::regex kAnonymousFolder(R"(^(LATE_)?anon_([A-Za-z0-9]+)$)");
 // Longer than any name Canvas writes: not parsed (std::regex recurses on long input).
 constexpr std::size_t kMaxNameBytes = 1024;
 
-// The name's own part, before the user id: what Canvas made of the student's name.
+// The name's own part, before the user id: what Canvas made of the student's name. Canvas
+// lowered its case, so an ASCII capital is never in it ("LATE" is Canvas's mark, not a name).
 bool canvas_name(const std::string& name) {
     return std::all_of(name.begin(), name.end(), [](char c) {
         const auto byte = static_cast<unsigned char>(c);
-        return byte >= 0x80 || std::isalnum(byte) != 0 || c == '_';
+        return byte >= 0x80 || std::islower(byte) != 0 || std::isdigit(byte) != 0 || c == '_';
     });
 }
 
-struct PlannedFile {
-    fs::path source;
-    std::string file_name;
-    unsigned long long attachment = 0;  // Canvas's attachment id: a later upload is larger
-};
+bool all_digits(const std::string& text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c)) != 0;
+    });
+}
+
+std::vector<std::string> split_underscores(const std::string& name) {
+    std::vector<std::string> parts(1);
+    for (const char c : name) {
+        if (c == '_') {
+            parts.emplace_back();
+        } else {
+            parts.back() += c;
+        }
+    }
+    return parts;
+}
+
+std::string joined(const std::vector<std::string>& parts, std::size_t from, std::size_t to) {
+    std::string text;
+    for (std::size_t i = from; i < to; ++i) {
+        text += (i > from ? "_" : "") + parts[i];
+    }
+    return text;
+}
 
 unsigned long long attachment_id(const std::string& digits) {
     try {
@@ -59,6 +78,124 @@ unsigned long long attachment_id(const std::string& digits) {
         return 0;
     }
 }
+
+// <name>[_LATE]_<user id> from the parts before the user id (`name_parts`): false where they are
+// not a name Canvas writes.
+bool take_name(const std::vector<std::string>& parts, std::size_t name_end,
+               const std::string& user_id, CanvasFileName& reading) {
+    std::size_t end = name_end;
+    reading.late = end >= 2 && parts[end - 1] == "LATE";
+    if (reading.late) {
+        --end;
+    }
+    reading.name_part = joined(parts, 0, end);
+    if (!canvas_name(reading.name_part)) {
+        return false;
+    }
+    reading.user_id = user_id;
+    reading.folder = reading.name_part + (reading.late ? "_LATE_" : "_") + user_id;
+    return true;
+}
+
+// A code point of UTF-8 text at `at` (advanced past it); 0xFFFD for a broken sequence.
+char32_t next_code_point(const std::string& text, std::size_t& at) {
+    const auto byte = static_cast<unsigned char>(text[at++]);
+    if (byte < 0x80) {
+        return byte;
+    }
+    const int more = byte >= 0xF0 ? 3 : byte >= 0xE0 ? 2 : byte >= 0xC0 ? 1 : -1;
+    if (more < 0) {
+        return 0xFFFD;
+    }
+    char32_t code = byte & (0x3F >> more);
+    for (int i = 0; i < more; ++i) {
+        if (at >= text.size() || (static_cast<unsigned char>(text[at]) & 0xC0) != 0x80) {
+            return 0xFFFD;
+        }
+        code = (code << 6) | (static_cast<unsigned char>(text[at++]) & 0x3F);
+    }
+    return code;
+}
+
+void append_utf8(std::string& text, char32_t code) {
+    if (code < 0x80) {
+        text += static_cast<char>(code);
+    } else if (code < 0x800) {
+        text += static_cast<char>(0xC0 | (code >> 6));
+        text += static_cast<char>(0x80 | (code & 0x3F));
+    } else if (code < 0x10000) {
+        text += static_cast<char>(0xE0 | (code >> 12));
+        text += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+        text += static_cast<char>(0x80 | (code & 0x3F));
+    } else {
+        text += static_cast<char>(0xF0 | (code >> 18));
+        text += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+        text += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+        text += static_cast<char>(0x80 | (code & 0x3F));
+    }
+}
+
+// Ruby's String#downcase for the scripts of most names: ASCII, Latin-1, Latin Extended-A,
+// Greek and Cyrillic capitals.
+char32_t lower_case(char32_t c) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 0xC0 && c <= 0xDE && c != 0xD7) ||
+        (c >= 0x391 && c <= 0x3AB && c != 0x3A2) || (c >= 0x410 && c <= 0x42F)) {
+        return c + 0x20;
+    }
+    if (c >= 0x400 && c <= 0x40F) {
+        return c + 0x50;
+    }
+    if (c == 0x130) {
+        return 'i';  // İ: Ruby gives i and a combining dot, which [[:word:]] keeps; close enough
+    }
+    if (c == 0x178) {
+        return 0xFF;
+    }
+    // Latin Extended-A pairs a capital with the small letter after it, in two runs that shift
+    // by one where a letter stands alone (ĸ at 0x138, ŉ at 0x149).
+    if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) {
+        return c % 2 == 0 ? c + 1 : c;
+    }
+    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) {
+        return c % 2 == 1 ? c + 1 : c;
+    }
+    return c;
+}
+
+// Ruby's [[:word:]] (a letter, a mark, a decimal digit or a connector punctuation such as '_'),
+// told from the punctuation and symbols a name may hold.
+bool word_character(char32_t c) {
+    if (c < 0x80) {
+        return std::isalnum(static_cast<int>(c)) != 0 || c == '_';
+    }
+    const bool punctuation_or_symbol =
+        (c >= 0xA0 && c <= 0xBF && c != 0xAA && c != 0xB5 && c != 0xBA) || c == 0xD7 || c == 0xF7 ||
+        (c >= 0x2000 && c <= 0x206F && c != 0x203F && c != 0x2040 && c != 0x2054) ||
+        (c >= 0x20A0 && c <= 0x20CF) || (c >= 0x2190 && c <= 0x2BFF) ||
+        (c >= 0x3000 && c <= 0x3004) || (c >= 0x3008 && c <= 0x3020) || c == 0x3030 ||
+        (c >= 0xFE10 && c <= 0xFE1F) || (c >= 0xFE30 && c <= 0xFE4C) ||
+        (c >= 0xFE50 && c <= 0xFE6F) || (c >= 0xFF01 && c <= 0xFF0F) ||
+        (c >= 0xFF1A && c <= 0xFF20) || (c >= 0xFF3B && c <= 0xFF40 && c != 0xFF3F) ||
+        (c >= 0xFF5B && c <= 0xFF65) || (c >= 0x1F000 && c <= 0x1FAFF) || c == 0xFFFD;
+    return !punctuation_or_symbol;
+}
+
+// The readings of the roster's user `id`, where the roster lists it.
+const CanvasRosterRow* roster_row(const CanvasRoster& roster, const std::string& id) {
+    const auto found = std::find_if(roster.rows.begin(), roster.rows.end(),
+                                    [&](const CanvasRosterRow& row) { return row.id == id; });
+    return found == roster.rows.end() ? nullptr : &*found;
+}
+
+std::string describe_reading(const CanvasFileName& reading) {
+    return "user " + reading.user_id + "'s " + text::visible_line(reading.file_name);
+}
+
+struct PlannedFile {
+    fs::path source;
+    std::string file_name;
+    unsigned long long attachment = 0;  // Canvas's attachment id: a later upload is larger
+};
 
 // Canvas names a file handed in again "probe-1.cu" where the student's files already hold a
 // "probe.cu"; a browser may save it "probe (1).cu". The number, where `name` is `expected` so
@@ -118,39 +255,171 @@ bool folder_is_empty(const fs::path& folder) {
     return fs::is_empty(folder, error) && !error;
 }
 
+// Each zip a student handed in, unpacked into their folder `into` with the limits of `grader
+// serve`'s uploads, by the one zip reader. A zip that cannot be read, or whose files would take
+// a name the folder already holds, is not unpacked and is said: the folder is graded as it is.
+void unpack_zips(const std::string& folder, const fs::path& into,
+                 const std::vector<PlannedFile>& files, const ZipLimits& limits,
+                 std::set<std::string>& names, CanvasUnpackResult& result) {
+    for (const PlannedFile& file : files) {
+        if (!looks_like_zip(file.file_name, "")) {
+            continue;
+        }
+        std::string why;
+        const std::optional<std::string> bytes =
+            read_file_bounded(into / file.file_name, limits.max_total_bytes, why);
+        if (!bytes) {
+            result.zip_refused.push_back(
+                {folder, "'" + text::visible_line(file.file_name) + "' cannot be taken: " + why});
+            continue;
+        }
+        std::vector<ZippedFile> unzipped;
+        try {
+            unzipped = read_zip_files(*bytes, file.file_name, limits);
+        } catch (const ZipRefused& refused) {
+            result.zip_refused.push_back({folder, refused.what()});
+            continue;
+        }
+        const auto taken = std::find_if(unzipped.begin(), unzipped.end(), [&](const ZippedFile& f) {
+            return names.count(f.name) != 0;
+        });
+        if (taken != unzipped.end()) {
+            result.zip_refused.push_back(
+                {folder, "'" + text::visible_line(file.file_name) + "' holds '" +
+                             text::visible_line(taken->name) +
+                             "', which the student also handed in beside it: the file handed "
+                             "in is graded, the zip is not unpacked"});
+            continue;
+        }
+        for (ZippedFile& inside : unzipped) {
+            names.insert(inside.name);
+            write_file_atomically(into / inside.name, inside.bytes);
+            ++result.files;
+        }
+        result.unzipped.push_back(folder);
+    }
+}
+
 }  // namespace
 
-std::optional<CanvasFileName> parse_canvas_file_name(const std::string& name) {
+std::vector<CanvasFileName> canvas_file_readings(const std::string& name) {
+    std::vector<CanvasFileName> readings;
     if (name.size() > kMaxNameBytes || text::visible_line(name) != name) {
-        return std::nullopt;
+        return readings;
     }
-    std::smatch match;
-    CanvasFileName parsed;
-    if (std::regex_match(name, match, kAnonymousUpload)) {
-        parsed.late = match[1].matched;
-        parsed.folder = std::string(parsed.late ? "LATE_" : "") + "anon_" + match[2].str();
-        parsed.file_name = match[4].str();
-    } else if (std::regex_match(name, match, kAnonymousTextOrLink)) {
-        parsed.late = match[1].matched;
-        parsed.folder = std::string(parsed.late ? "LATE_" : "") + "anon_" + match[2].str();
-        parsed.file_name = match[3].str() + ".html";
-    } else if (std::regex_match(name, match, kUpload) ||
-               std::regex_match(name, match, kTextOrLink)) {
-        if (!canvas_name(match[1].str())) {
-            return std::nullopt;
+    const auto keep = [&](CanvasFileName reading) {
+        if (!reading.file_name.empty() && reading.file_name != "." && reading.file_name != "..") {
+            readings.push_back(std::move(reading));
         }
-        parsed.late = match[2].matched;
-        parsed.user_id = match[3].str();
-        parsed.folder = match[1].str() + (parsed.late ? "_LATE_" : "_") + parsed.user_id;
-        // An upload's match has the file's name after its id; a text entry's, "text" or "link".
-        parsed.file_name = match.size() == 6 ? match[5].str() : match[4].str() + ".html";
-    } else {
+    };
+    std::smatch match;
+    if (std::regex_match(name, match, kAnonymousUpload)) {
+        CanvasFileName reading;
+        reading.anonymous = true;
+        reading.late = match[1].matched;
+        reading.folder = std::string(reading.late ? "LATE_" : "") + "anon_" + match[2].str();
+        reading.attachment = attachment_id(match[3].str());
+        reading.file_name = match[4].str();
+        keep(reading);
+    } else if (std::regex_match(name, match, kAnonymousTextOrLink)) {
+        CanvasFileName reading;
+        reading.anonymous = true;
+        reading.late = match[1].matched;
+        reading.folder = std::string(reading.late ? "LATE_" : "") + "anon_" + match[2].str();
+        reading.file_name = match[3].str() + ".html";
+        keep(reading);
+    }
+    const std::vector<std::string> parts = split_underscores(name);
+    // An upload: <name>[_LATE]_<user id>_<attachment id>_<file name>, wherever two numbers
+    // stand side by side with something before and after them.
+    for (std::size_t user = 1; user + 2 < parts.size(); ++user) {
+        CanvasFileName reading;
+        if (!all_digits(parts[user]) || !all_digits(parts[user + 1]) ||
+            !take_name(parts, user, parts[user], reading)) {
+            continue;
+        }
+        reading.attachment = attachment_id(parts[user + 1]);
+        reading.file_name = joined(parts, user + 2, parts.size());
+        keep(reading);
+    }
+    // A text entry or a URL: <name>[_LATE]_<user id>_text.html, ..._link.html.
+    if (parts.size() >= 3 && (parts.back() == "text.html" || parts.back() == "link.html") &&
+        all_digits(parts[parts.size() - 2])) {
+        CanvasFileName reading;
+        if (take_name(parts, parts.size() - 2, parts[parts.size() - 2], reading)) {
+            reading.file_name = parts.back();
+            keep(reading);
+        }
+    }
+    return readings;
+}
+
+std::optional<CanvasFileName> parse_canvas_file_name(const std::string& name) {
+    std::vector<CanvasFileName> readings = canvas_file_readings(name);
+    if (readings.size() != 1) {
         return std::nullopt;
     }
-    if (parsed.file_name.empty() || parsed.file_name == "." || parsed.file_name == "..") {
+    return readings.front();
+}
+
+std::string canvas_name_in_files(const std::string& sortable_name) {
+    // sanitize_user_name: "_<digits>_" becomes "<digits>", left to right, then lower case.
+    std::string joined_digits;
+    for (std::size_t i = 0; i < sortable_name.size(); ++i) {
+        if (sortable_name[i] == '_') {
+            std::size_t end = i + 1;
+            while (end < sortable_name.size() &&
+                   std::isdigit(static_cast<unsigned char>(sortable_name[end])) != 0) {
+                ++end;
+            }
+            if (end > i + 1 && end < sortable_name.size() && sortable_name[end] == '_') {
+                joined_digits += sortable_name.substr(i + 1, end - i - 1);
+                i = end;
+                continue;
+            }
+        }
+        joined_digits += sortable_name[i];
+    }
+    // sanitize_file_name: every character but [[:word:]] removed.
+    std::string name;
+    for (std::size_t at = 0; at < joined_digits.size();) {
+        const char32_t code = lower_case(next_code_point(joined_digits, at));
+        if (word_character(code)) {
+            append_utf8(name, code);
+        }
+    }
+    return name;
+}
+
+std::optional<CanvasFileName> choose_canvas_reading(const std::vector<CanvasFileName>& readings,
+                                                    const CanvasRoster* roster, std::string& why) {
+    if (readings.size() == 1) {
+        return readings.front();
+    }
+    std::string ways;
+    for (const CanvasFileName& reading : readings) {
+        ways += (ways.empty() ? "" : ", or ") + describe_reading(reading);
+    }
+    if (roster == nullptr) {
+        why = "Canvas's name reads two ways (" + ways +
+              "): give `grader canvas unpack` the gradebook export (--roster) to tell them apart";
         return std::nullopt;
     }
-    return parsed;
+    std::vector<const CanvasFileName*> confirmed;
+    for (const CanvasFileName& reading : readings) {
+        const CanvasRosterRow* row = roster_row(*roster, reading.user_id);
+        if (row != nullptr && canvas_name_in_files(row->student) == reading.name_part) {
+            confirmed.push_back(&reading);
+        }
+    }
+    if (confirmed.size() == 1) {
+        return *confirmed.front();
+    }
+    why = "Canvas's name reads two ways (" + ways + ") and the roster lists " +
+          (confirmed.empty() ? std::string("neither user under the name the file starts with")
+                             : std::string("both")) +
+          ": file it by hand into its student's folder";
+    return std::nullopt;
 }
 
 std::optional<CanvasFolder> parse_canvas_folder_name(const std::string& folder) {
@@ -181,9 +450,11 @@ CanvasUnpackResult unpack_canvas_download(const CanvasUnpackOptions& options) {
                          "other student's files mix with it");
     }
     CanvasUnpackResult result;
-    std::map<std::string, std::vector<PlannedFile>> by_folder;
-    std::map<std::string, bool> late;
-    std::map<std::string, bool> anonymous;
+    struct Found {
+        fs::path path;
+        std::vector<CanvasFileName> readings;
+    };
+    std::vector<Found> found;
     for (const auto& entry : entries) {
         const std::string name = entry.path().filename().string();
         const fs::file_status status = entry.symlink_status(error);
@@ -202,33 +473,56 @@ CanvasUnpackResult unpack_canvas_download(const CanvasUnpackOptions& options) {
                            : "neither a file nor a folder"});
             continue;
         }
-        const std::optional<CanvasFileName> parsed = parse_canvas_file_name(name);
-        if (!parsed) {
+        std::vector<CanvasFileName> readings = canvas_file_readings(name);
+        if (readings.empty()) {
             result.skipped.push_back({name,
                                       "not named as Canvas names a submission's file "
                                       "(name_userid_fileid_filename, or name_LATE_userid_...)"});
             continue;
         }
-        std::smatch match;
-        unsigned long long attachment = 0;
-        if (std::regex_match(name, match, kUpload)) {
-            attachment = attachment_id(match[4].str());
-        } else if (std::regex_match(name, match, kAnonymousUpload)) {
-            attachment = attachment_id(match[3].str());
+        found.push_back({entry.path(), std::move(readings)});
+    }
+    // An assignment is anonymous or not as a whole: where any file is a named student's, a name
+    // that starts "anon_" is a student's called Anon.
+    const bool anonymous_download = std::all_of(found.begin(), found.end(), [](const Found& file) {
+        return std::any_of(file.readings.begin(), file.readings.end(),
+                           [](const CanvasFileName& r) { return r.anonymous; });
+    });
+    std::map<std::string, std::vector<PlannedFile>> by_folder;
+    std::map<std::string, CanvasFileName> folder_of;
+    for (Found& file : found) {
+        const std::string name = file.path.filename().string();
+        file.readings.erase(std::remove_if(file.readings.begin(), file.readings.end(),
+                                           [&](const CanvasFileName& r) {
+                                               return r.anonymous != anonymous_download;
+                                           }),
+                            file.readings.end());
+        std::string why;
+        const std::optional<CanvasFileName> chosen =
+            file.readings.empty() ? std::nullopt
+                                  : choose_canvas_reading(file.readings, options.roster, why);
+        if (!chosen) {
+            result.skipped.push_back(
+                {name, why.empty() ? "an anonymous assignment's name in a download of named "
+                                     "students', or the reverse"
+                                   : why});
+            continue;
         }
-        by_folder[parsed->folder].push_back({entry.path(), parsed->file_name, attachment});
-        late[parsed->folder] = parsed->late;
-        anonymous[parsed->folder] = parsed->user_id.empty();
+        if (file.readings.size() > 1) {
+            result.read_by_roster.push_back(text::visible_line(name) + ": " +
+                                            describe_reading(*chosen) + ", by the roster");
+        }
+        by_folder[chosen->folder].push_back({file.path, chosen->file_name, chosen->attachment});
+        folder_of[chosen->folder] = *chosen;
     }
     // One student whose submission Canvas marked late and, in the same download, not late:
     // two downloads mixed, which one folder per student cannot say.
     std::map<std::string, std::string> user_folder;
-    for (const auto& [folder, files] : by_folder) {
-        const auto parsed = parse_canvas_folder_name(folder);
-        if (parsed && !parsed->user_id.empty()) {
-            const auto [other, fresh] = user_folder.emplace(parsed->user_id, folder);
+    for (const auto& [folder, reading] : folder_of) {
+        if (!reading.user_id.empty()) {
+            const auto [other, fresh] = user_folder.emplace(reading.user_id, folder);
             if (!fresh) {
-                throw BatchError("the download holds Canvas user " + parsed->user_id +
+                throw BatchError("the download holds Canvas user " + reading.user_id +
                                  " under two names, " + text::visible_line(other->second) +
                                  " and " + text::visible_line(folder) +
                                  ": unzip one download of Canvas's into an empty folder");
@@ -255,8 +549,8 @@ CanvasUnpackResult unpack_canvas_download(const CanvasUnpackOptions& options) {
         restore_renamed(folder, kept, options.expected_files, result);
         const fs::path into = options.class_dir / folder;
         fs::create_directory(into);
-        bool zipped = false;
         std::set<std::string> names;
+        bool text_entry = false;
         for (const PlannedFile& file : kept) {
             if (!names.insert(file.file_name).second) {
                 // A renamed copy given a name another file already has: never overwrite.
@@ -265,17 +559,19 @@ CanvasUnpackResult unpack_canvas_download(const CanvasUnpackOptions& options) {
             }
             fs::copy_file(file.source, into / file.file_name);
             ++result.files;
-            zipped = zipped || fs::path(file.file_name).extension() == ".zip";
+            text_entry = text_entry || (file.attachment == 0 && (file.file_name == "text.html" ||
+                                                                 file.file_name == "link.html"));
         }
+        unpack_zips(folder, into, kept, options.zip_limits, names, result);
         result.folders.push_back(folder);
-        if (late[folder]) {
+        if (folder_of[folder].late) {
             result.late.push_back(folder);
         }
-        if (anonymous[folder]) {
+        if (folder_of[folder].anonymous) {
             result.anonymous.push_back(folder);
         }
-        if (zipped) {
-            result.zipped.push_back(folder);
+        if (text_entry && kept.size() == 1) {
+            result.text_entries.push_back(folder);
         }
     }
     std::sort(result.skipped.begin(), result.skipped.end(),

@@ -274,4 +274,43 @@ std::vector<ClassEntry> entries_in_output(const std::filesystem::path& output_di
     return entries;
 }
 
+std::optional<std::string> run_exercise_id(const std::filesystem::path& output_dir,
+                                           const std::vector<ClassEntry>& entries) {
+    std::string why;
+    if (const auto text = read_file_bounded(output_dir / kSummaryFile, kReportJsonMaxBytes, why)) {
+        const auto summary = nlohmann::json::parse(*text, nullptr, false);
+        if (summary.is_object() && summary.contains("exercise_id") &&
+            summary["exercise_id"].is_string() &&
+            !summary["exercise_id"].get<std::string>().empty()) {
+            return summary["exercise_id"].get<std::string>();
+        }
+    }
+    std::optional<std::string> id;
+    std::string first_folder;
+    for (const ClassEntry& entry : entries) {
+        if (entry.report.exercise_id.empty()) {
+            continue;
+        }
+        if (!id) {
+            id = entry.report.exercise_id;
+            first_folder = entry.student_folder;
+        } else if (*id != entry.report.exercise_id) {
+            throw BatchError(text::visible_line(output_dir.string()) +
+                             " holds reports of two "
+                             "exercises: " +
+                             text::visible_line(first_folder) + "'s of " + text::visible_line(*id) +
+                             " and " + text::visible_line(entry.student_folder) + "'s of " +
+                             text::visible_line(entry.report.exercise_id) +
+                             ": give each exercise a run of its own");
+        }
+    }
+    if (!id) {
+        if (const auto manifest = read_manifest(output_dir);
+            manifest && !manifest->exercise_id.empty()) {
+            id = manifest->exercise_id;
+        }
+    }
+    return id;
+}
+
 }  // namespace grader

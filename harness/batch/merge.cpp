@@ -249,16 +249,10 @@ std::map<std::string, std::vector<const LoadedShard*>> reports_by_student(
     return holders;
 }
 
-}  // namespace
-
-MergeRefused::MergeRefused(const std::vector<std::string>& problems, std::vector<int> rerun)
-    : std::runtime_error(joined(problems, "\n")), problems_(problems), rerun_(std::move(rerun)) {}
-
-MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) {
-    const auto began = std::chrono::steady_clock::now();
-    std::vector<std::string> problems;
-    std::set<int> rerun;
-
+// Every shard's manifest from its folder; a folder without one, or whose manifest does not read,
+// is a problem. Refused where the shard folders overlap the output folder.
+std::vector<LoadedShard> read_shards(const MergeOptions& options,
+                                     std::vector<std::string>& problems) {
     for (const auto& dir : options.shard_dirs) {
         if (within(options.output_dir, dir) || within(dir, options.output_dir)) {
             throw BatchError("--output " + options.output_dir.string() + " and the shard " +
@@ -266,8 +260,6 @@ MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) 
                              " overlap: write the merged class into a folder of its own");
         }
     }
-
-    // Every manifest, and the first one as the class's description.
     std::vector<LoadedShard> shards;
     for (const auto& dir : options.shard_dirs) {
         try {
@@ -281,6 +273,77 @@ MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) 
             problems.push_back(text::visible_line(error.what()));
         }
     }
+    return shards;
+}
+
+// Who was graded where, how many are ungradable, and which shards to grade again for them.
+void count_grades(const std::vector<LoadedShard>& shards, MergeResult& result) {
+    std::set<int> ungradable_indexes;
+    std::map<std::string, int> index_of;
+    for (const auto& shard : shards) {
+        for (const auto& student : shard.manifest.assigned) {
+            index_of[student] = shard.manifest.shard.index;
+        }
+    }
+    for (const ClassEntry& entry : result.entries) {
+        result.graded_on[grading_device(entry.report)].push_back(entry.student_folder);
+        if (entry.report.verdict == Verdict::ungradable) {
+            ++result.ungradable;
+            const auto index = index_of.find(entry.student_folder);
+            if (index != index_of.end()) {
+                ungradable_indexes.insert(index->second);
+            }
+        }
+    }
+    result.rerun_ungradable.assign(ungradable_indexes.begin(), ungradable_indexes.end());
+}
+
+// The merged class's run information, as one batch of the whole class writes it.
+nlohmann::json merged_run_info(const std::vector<LoadedShard>& shards, const MergeResult& result,
+                               const std::string& started_at, const std::string& finished_at,
+                               const ClassStageResult& stage) {
+    const ShardManifest& first = shards.front().manifest;
+    nlohmann::json shard_list = nlohmann::json::array();
+    for (const auto& shard : shards) {
+        nlohmann::json entry = manifest_to_json(shard.manifest);
+        entry.erase("class");  // the same in every shard
+        entry["folder"] = shard.dir.string();
+        shard_list.push_back(entry);
+    }
+    std::sort(shard_list.begin(), shard_list.end(),
+              [](const nlohmann::json& a, const nlohmann::json& b) {
+                  return a["shard"]["index"] < b["shard"]["index"];
+              });
+    return nlohmann::json{
+        {"grader_version", kGraderVersion},
+        {"merged", true},
+        {"started_at", started_at},
+        {"finished_at", finished_at},
+        {"wall_seconds", result.wall_seconds},
+        {"backend", first.backend},
+        {"counts",
+         {{"submissions", result.students},
+          {"reports", result.entries.size()},
+          {"ungradable", result.ungradable},
+          {"skipped", first.skipped.size()},
+          {"flagged", stage.flagged},
+          {"reports_rewritten", stage.reports_rewritten}}},
+        {"graded_on", result.graded_on},
+        {"shards", shard_list},
+    };
+}
+
+}  // namespace
+
+MergeRefused::MergeRefused(const std::vector<std::string>& problems, std::vector<int> rerun)
+    : std::runtime_error(joined(problems, "\n")), problems_(problems), rerun_(std::move(rerun)) {}
+
+MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) {
+    const auto began = std::chrono::steady_clock::now();
+    std::vector<std::string> problems;
+    std::set<int> rerun;
+    // Every manifest, and the first one as the class's description.
+    const std::vector<LoadedShard> shards = read_shards(options, problems);
     if (shards.empty()) {
         problems.push_back("no shard to merge");
         throw MergeRefused(problems, {});
@@ -316,57 +379,13 @@ MergeResult merge_shards(const Exercise& exercise, const MergeOptions& options) 
         class_list.push_back({first.class_folders[i], first.class_students[i], {}});
     }
     result.entries = collect_class_entries(class_list, options.output_dir);
-    std::set<int> ungradable_indexes;
-    std::map<std::string, int> index_of;
-    for (const auto& shard : shards) {
-        for (const auto& student : shard.manifest.assigned) {
-            index_of[student] = shard.manifest.shard.index;
-        }
-    }
-    for (const ClassEntry& entry : result.entries) {
-        result.graded_on[grading_device(entry.report)].push_back(entry.student_folder);
-        if (entry.report.verdict == Verdict::ungradable) {
-            ++result.ungradable;
-            const auto index = index_of.find(entry.student_folder);
-            if (index != index_of.end()) {
-                ungradable_indexes.insert(index->second);
-            }
-        }
-    }
-    result.rerun_ungradable.assign(ungradable_indexes.begin(), ungradable_indexes.end());
+    count_grades(shards, result);
 
     const std::string finished_at = utc_now();
     result.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     const auto run = [&](const ClassStageResult& stage) {
-        nlohmann::json shard_list = nlohmann::json::array();
-        for (const auto& shard : shards) {
-            nlohmann::json entry = manifest_to_json(shard.manifest);
-            entry.erase("class");  // the same in every shard
-            entry["folder"] = shard.dir.string();
-            shard_list.push_back(entry);
-        }
-        std::sort(shard_list.begin(), shard_list.end(),
-                  [](const nlohmann::json& a, const nlohmann::json& b) {
-                      return a["shard"]["index"] < b["shard"]["index"];
-                  });
-        return nlohmann::json{
-            {"grader_version", kGraderVersion},
-            {"merged", true},
-            {"started_at", started_at},
-            {"finished_at", finished_at},
-            {"wall_seconds", result.wall_seconds},
-            {"backend", first.backend},
-            {"counts",
-             {{"submissions", result.students},
-              {"reports", result.entries.size()},
-              {"ungradable", result.ungradable},
-              {"skipped", first.skipped.size()},
-              {"flagged", stage.flagged},
-              {"reports_rewritten", stage.reports_rewritten}}},
-            {"graded_on", result.graded_on},
-            {"shards", shard_list},
-        };
+        return merged_run_info(shards, result, started_at, finished_at, stage);
     };
     result.stage = write_class_stage(exercise, result.entries, first.skipped, options.output_dir,
                                      run, finished_at, false, {}, options.prairielearn_qid);

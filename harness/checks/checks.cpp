@@ -18,7 +18,10 @@
 #include "checks/grading.hpp"
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
-#include "model/describe.hpp"
+#include "model/finding.hpp"
+#include "model/observations.hpp"
+#include "report/describe.hpp"
+#include "report/diagnosis_text.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
@@ -183,11 +186,22 @@ void apply_points_policy(const Exercise& exercise, const Submission& submission,
         }
     }
     if (before > 0.0) {
-        answers->details.push_back(
-            "until " + exercise.submission_answers +
-            " holds your answers, the kernel's checks earn " + format_number(share * 100.0, 0) +
-            "% of their points: " + format_number(after, 2) + " of " + format_number(before, 2));
+        Finding held_back;
+        held_back.kind = FindingKind::points_held_back;
+        held_back.values = {share, after, before};
+        held_back.names = {exercise.submission_answers};
+        answers->findings.push_back(std::move(held_back));
+        collapse_details(*answers, wording(exercise));
     }
+}
+
+// Whether the exercise's counted degree is its loads' alone (its counted_degree check says so):
+// the tables' counted degree is then the loads', as the check judges it.
+bool counts_loads_only(const Exercise& exercise) {
+    return std::any_of(exercise.checks.begin(), exercise.checks.end(), [](const CheckSpec& spec) {
+        return spec.kind == CheckKind::counted_degree &&
+               spec.accesses == CheckSpec::Accesses::loads;
+    });
 }
 
 // Why the machine could not grade, as a cause: no GPU, a GPU that does not show the model with
@@ -197,17 +211,13 @@ Diagnosis machine_diagnosis(const Measurements& m, const std::string& reason, bo
     diagnosis.what = reason;
     if (uncalibrated) {
         diagnosis.cause = Cause::machine_unfit;
-        diagnosis.fix = "grade on another GPU, or with --backend sim";
     } else if ((m.interruption && m.interruption->kind == StopKind::no_gpu) ||
                (!m.environment.gpu_available && m.environment.backend == "cuda")) {
         diagnosis.cause = Cause::no_gpu;
-        diagnosis.fix = "grade on a machine with a GPU, or with --backend sim";
     } else {
         diagnosis.cause = Cause::machine_fault;
-        diagnosis.fix =
-            "tell your instructor: the grade does not count, and nothing in your work "
-            "needs changing";
     }
+    diagnosis.fix = diagnosis_fix(diagnosis.cause, DiagnosisFacts{});
     return diagnosis;
 }
 
@@ -244,9 +254,6 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     }
 
     report.checks = grade_checks(exercise, submission, m);
-    for (CheckResult& check : report.checks) {
-        collapse_details(check);
-    }
 
     const CheckSpec* consistency = nullptr;
     for (const auto& spec : exercise.checks) {
@@ -285,7 +292,8 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
         row.ratio_min = run.ratio_min;
         row.ratio_max = run.ratio_max;
         if (run.counts) {
-            row.counted_degree = judged_degree(run, m.environment.grid_blocks).degree;
+            row.counted_degree =
+                judged_degree(run, m.environment.grid_blocks, counts_loads_only(exercise)).degree;
             row.counted_load_degree = run.counts->load_degree();
             row.counted_store_degree = run.counts->store_degree();
             row.count_source = run.count_source;
@@ -327,9 +335,9 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
     std::optional<std::string> ungradable = ungradable_reason(m);
     const bool students_stop = m.interruption && m.interruption->students_fault;
     if (!ungradable && !students_stop && first_not_run != report.checks.end()) {
-        ungradable = first_not_run->title + " could not be checked on this machine: " +
-                     first_not_run->message.substr(
-                         first_not_run->message.rfind("Not run: ", 0) == 0 ? 9 : 0);
+        ungradable = first_not_run->title +
+                     " could not be checked on this machine: " + first_not_run->not_run_reason +
+                     ".";
     }
     if (first_failure != report.checks.end()) {
         report.verdict = Verdict::fail;
@@ -398,7 +406,8 @@ Sweep summarize_sweep(const Exercise& exercise, const Measurements& m) {
         row.timing = run.timing;
         row.ratio = ratio_of(Case{run.kernel, run.stride});
         if (run.counts) {
-            row.counted_degree = judged_degree(run, m.environment.grid_blocks).degree;
+            row.counted_degree =
+                judged_degree(run, m.environment.grid_blocks, counts_loads_only(exercise)).degree;
         }
         sweep.rows.push_back(row);
     }

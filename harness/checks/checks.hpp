@@ -17,6 +17,7 @@
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "model/sweep.hpp"
+#include "report/findings_text.hpp"
 
 namespace grader {
 
@@ -41,7 +42,15 @@ using RatioLookup = std::function<std::optional<double>(const Case&)>;
 struct RuleOutcome {
     bool evaluated = false;  // false when a ratio it needs is missing
     bool passed = false;
-    std::string detail;  // "stride 3 at 0.99x is closer to stride 1 (1x) than to stride 4 (3.16x)"
+    // The ratios it compared: the subject's, and the near and far cases' (closer_to) or the
+    // one it must be slower than (slower_than).
+    std::optional<double> subject;
+    std::optional<double> near;
+    std::optional<double> far;
+    std::optional<double> than;
+    // In words (report/findings_text.cpp): "stride 3 at 0.99x is closer to stride 1 (1x) than to
+    // stride 4 (3.16x)".
+    std::string detail;
 };
 RuleOutcome evaluate_rule(const Exercise& exercise, const OrderingRule& rule,
                           const RatioLookup& ratio_of);
@@ -57,27 +66,22 @@ std::vector<std::string> calibration_failures(const Exercise& exercise, const Me
 // The exercise's own kernels as `grader sweep` shows them, with the calibration rules' outcomes.
 Sweep summarize_sweep(const Exercise& exercise, const Measurements& measurements);
 
-// One diagnosis, once: a check's details as a person reads them, and bounded whatever the
-// student's kernel did. Details that say the same thing at several strides ("stride 8: ...",
-// "stride 16: ...") become the first one with "(the same 11 times, at strides 3, 5, 8 ...)"; a
-// shared-memory race is one line per fix whichever lanes and words raced, ending with the fix
-// ("put __syncthreads() between probe.cu:25 and probe.cu:34"), and the "N accesses raced in
-// all" counts are summed. At most max_details lines are kept, then one saying how many were cut;
-// each line and the message are cut to max_bytes (twice that for the message). Every report
-// format writes these details, so each stays small whatever the source. evaluate() applies it.
-inline constexpr std::size_t kMaxDetailsPerCheck = 12;
-inline constexpr std::size_t kMaxDetailBytes = 1000;
-void collapse_details(CheckResult& check, std::size_t max_details = kMaxDetailsPerCheck,
+// How the exercise's findings read: its ratios (as percentages or not), its banks and its files.
+Wording wording(const Exercise& exercise);
+
+// One finding, once: a check's findings merged where they say the same thing at several strides
+// (a race is one finding per missing barrier, whichever lanes and words raced; the "N accesses
+// raced in all" counts are summed), errors first, and its details written from them
+// (report/findings_text.hpp), bounded whatever the student's kernel did: at most max_details
+// lines, then one saying how many were cut; each line and the message cut to max_bytes (twice
+// that for the message). evaluate() applies it.
+void collapse_details(CheckResult& check, const Wording& wording,
+                      std::size_t max_details = kMaxDetailsPerCheck,
                       std::size_t max_bytes = kMaxDetailBytes);
 
 // "submission.yaml:5:60", FILE:LINE:COLUMN as compilers write it (editors and Colab link it):
 // the file's own name, never the grading machine's path; empty where there is no file.
 std::string shown_location(const SourceLocation& location);
-
-// The fix a race line names: "put __syncthreads() between probe.cu:25:9 and probe.cu:34:9" from
-// "... read ... at probe.cu:34:9, which ... wrote at probe.cu:25:9 with no __syncthreads()
-// between them"; empty where the line is no such race.
-std::string race_fix(std::string_view race);
 
 // The root cause of a check that failed, from what the grade observed (not from the check's
 // words): a missing barrier, an off-by-one guard, a compile error by kind, a wrong prediction

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,27 +17,38 @@
 #include "checks/checks.hpp"
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
+#include "compile/nvrtc_log.hpp"
 #include "exercise/exercise.hpp"
-#include "model/describe.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
+#include "report/describe.hpp"
+#include "report/diagnosis_text.hpp"
+#include "report/findings_text.hpp"
 
 namespace grader {
 namespace {
 
 const std::string kStudent(kStudentKernel);
 
-// The simulator's note for a tile word read before any thread of its block wrote it.
-constexpr std::string_view kUnwrittenNote = " before any thread of its block wrote it";
-
-Diagnosis make(Cause cause, std::string what, std::string fix = {}, std::string where = {}) {
+Diagnosis make(Cause cause, std::string what, std::string fix = {}, std::string where = {},
+               std::vector<Finding> evidence = {}) {
     Diagnosis diagnosis;
     diagnosis.cause = cause;
     diagnosis.what = std::move(what);
     diagnosis.fix = std::move(fix);
     diagnosis.where = std::move(where);
+    diagnosis.evidence = std::move(evidence);
     return diagnosis;
+}
+
+// The first of the findings of a kind, or nullptr.
+const Finding* first_of(const std::vector<Finding>& findings, FindingKind kind) {
+    const auto found = std::find_if(findings.begin(), findings.end(),
+                                    [kind](const Finding& f) { return f.kind == kind; });
+    return found == findings.end() ? nullptr : &*found;
 }
 
 // An exercise's hint ("Keep the signature exactly: ...") as the fix after a semicolon.
@@ -51,104 +63,19 @@ std::string as_fix(std::string hint) {
     return hint;
 }
 
-bool contains(std::string_view text, std::string_view part) {
-    return text.find(part) != std::string_view::npos;
-}
-
-// The first place in the student's source a message names: "probe.cu:26:9" in "... at
-// probe.cu:26:9 (st.global.f32 ...)"; empty where it names none.
-std::string source_place(const std::string& message, const std::string& source) {
-    for (std::size_t at = message.find(source + ":"); at != std::string::npos;
-         at = message.find(source + ":", at + 1)) {
-        std::size_t end = at + source.size();
-        while (end < message.size() &&
-               (message[end] == ':' || std::isdigit(static_cast<unsigned char>(message[end])))) {
-            ++end;
-        }
-        while (end > at + source.size() && message[end - 1] == ':') {
-            --end;
-        }
-        if (end > at + source.size() + 1) {
-            return message.substr(at, end - at);
-        }
-    }
-    return {};
-}
-
-// The cause of a stop the student's kernel caused.
-Cause stop_cause(StopKind kind) {
+// The cause of NVRTC's error, by the kind the compile step read.
+Cause compile_cause(CompileLogError::Kind kind) {
     switch (kind) {
-        case StopKind::fault:
-            return Cause::kernel_fault;
-        case StopKind::timeout:
-            return Cause::kernel_timeout;
-        case StopKind::memory:
-            return Cause::kernel_memory;
-        case StopKind::launch:
-            return Cause::launch_refused;
-        case StopKind::unsupported:
-            return Cause::unsupported_instruction;
-        case StopKind::no_gpu:
-            return Cause::no_gpu;
-        case StopKind::crash:
-            return Cause::kernel_crash;
-    }
-    return Cause::kernel_crash;
-}
-
-// NVRTC's first error, by kind: what a student does about "expected a ';'" is not what they do
-// about an undefined name.
-Cause compile_cause(std::string_view error) {
-    for (const std::string_view undefined :
-         {"is undefined", "was not declared", "undeclared", "has no member"}) {
-        if (contains(error, undefined)) {
-            return Cause::compile_undefined_name;
-        }
-    }
-    for (const std::string_view type :
-         {"incompatible", "cannot be used to initialize", "a value of type", "no suitable",
-          "too few arguments", "too many arguments", "no instance of", "expression must have",
-          "cannot be assigned", "argument of type", "conversion", "not a modifiable"}) {
-        if (contains(error, type)) {
-            return Cause::compile_type_error;
-        }
-    }
-    for (const std::string_view syntax :
-         {"expected a", "expected an", "unexpected", "unrecognized token", "missing closing",
-          "unbalanced", "expected ", "extra text"}) {
-        if (contains(error, syntax)) {
+        case CompileLogError::Kind::syntax:
             return Cause::compile_syntax_error;
-        }
+        case CompileLogError::Kind::undefined_name:
+            return Cause::compile_undefined_name;
+        case CompileLogError::Kind::type:
+            return Cause::compile_type_error;
+        case CompileLogError::Kind::other:
+            break;
     }
     return Cause::compile_error;
-}
-
-// "probe.cu:35:5" from a log line "probe.cu:35:5: error: ..." or "probe.cu(35): error: ...".
-std::string log_place(std::string_view line) {
-    const std::size_t error = line.find(": error");
-    if (error == std::string_view::npos) {
-        return {};
-    }
-    std::string place(line.substr(0, error));
-    if (const std::size_t open = place.find('(');
-        open != std::string::npos && place.back() == ')') {
-        place = place.substr(0, open) + ":" + place.substr(open + 1, place.size() - open - 2);
-    }
-    return place;
-}
-
-// The first line of a log that reports an error; empty where none does.
-std::string first_error(const std::string& log) {
-    std::size_t start = 0;
-    while (start < log.size()) {
-        const std::size_t end = std::min(log.find('\n', start), log.size());
-        const std::string line = log.substr(start, end - start);
-        if (contains(line, "error")) {
-            return line;
-        }
-        start = end + 1;
-    }
-    return {};
 }
 
 // The conditions of an exercise's diagnosis rule, over what was counted.
@@ -158,21 +85,31 @@ bool rule_holds(const DiagnosisRule& rule, double worst_degree, int static_share
             static_shared_bytes > *rule.static_shared_bytes_above);
 }
 
-// A kernel's stop as a diagnosis: its cause, the place in the source it names, and what to do
-// where that is plain (an access outside every buffer, a loop that never ends).
-Diagnosis stop_diagnosis(const Interruption& stop, const std::string& source) {
-    const Cause cause = stop_cause(stop.kind);
-    const std::string where = source_place(stop.message, source);
-    std::string fix;
-    if (cause == Cause::kernel_fault && contains(stop.message, "outside every allocation")) {
-        fix = "keep the index of the access" + (where.empty() ? "" : " at " + where) +
-              " inside its buffer";
-    } else if (cause == Cause::kernel_timeout) {
-        fix = "make every loop end" + (where.empty() ? "" : " (the kernel was at " + where + ")");
-    }
+// A kernel's stop as a diagnosis: its cause, the place in the source where it stopped (where
+// the device says: the simulator), and what to do where that is plain (an access outside its
+// buffer, a loop that never ends).
+Diagnosis stop_diagnosis(const Interruption& stop, const Finding* at) {
+    const Cause cause = cause_of(stop.kind);
+    const std::string where =
+        at != nullptr && !at->lines.empty() ? place_text(at->lines.front()) : std::string();
+    const std::string kind = at != nullptr && !at->names.empty() ? at->names.front() : "";
+    DiagnosisFacts facts;
+    facts.where = where;
+    facts.outside_buffer = kind == "out_of_bounds";
+    const std::string fix = diagnosis_fix(cause, facts);
     return make(cause,
                 (stop.stage.empty() ? std::string() : "at " + stop.stage + ": ") + stop.message,
-                fix, where);
+                fix, where, at != nullptr ? std::vector<Finding>{*at} : std::vector<Finding>{});
+}
+
+// The stop's finding among a report's checks' (the output check carries it), or nullptr.
+const Finding* stop_finding(const std::vector<CheckResult>& checks) {
+    for (const CheckResult& check : checks) {
+        if (const Finding* stopped = first_of(check.findings, FindingKind::kernel_stopped)) {
+            return stopped;
+        }
+    }
+    return nullptr;
 }
 
 class Diagnoser {
@@ -199,64 +136,100 @@ public:
             case CheckKind::counted_degree:
                 return counted_degree();
             case CheckKind::sentence:
-                return make(Cause::blank_sentence, "no sentence was given",
+                return make(Cause::blank_sentence, diagnosis_lead(Cause::blank_sentence, facts()),
                             as_fix(exercise_.sentence_prompt));
         }
         return std::nullopt;
     }
 
 private:
-    // The first detail of the check, or its message.
+    // The check's first finding that fails it, in words, or its message.
     std::string first_detail() const {
+        for (const Finding& f : check_.findings) {
+            if (fails(f)) {
+                return finding_line(f, wording(exercise_));
+            }
+        }
         return check_.details.empty() ? check_.message : check_.details.front();
+    }
+
+    const Finding* first_failing() const {
+        for (const Finding& f : check_.findings) {
+            if (fails(f)) {
+                return &f;
+            }
+        }
+        return nullptr;
     }
 
     std::optional<Diagnosis> answers_file() const {
         if (submission_.missing) {
             return make(Cause::missing_answers_file,
-                        "there is no " + exercise_.submission_answers + " in the folder",
-                        "start from the starter kit's " + exercise_.submission_answers +
-                            ", fill in every blank and hand it in beside " +
-                            exercise_.submission_source);
+                        diagnosis_lead(Cause::missing_answers_file, facts()),
+                        diagnosis_fix(Cause::missing_answers_file, facts()));
         }
-        const auto blank = std::find_if(
-            submission_.problems.begin(), submission_.problems.end(), [](const auto& problem) {
-                return problem.message.rfind("still blank", 0) == 0 ||
-                       problem.message.rfind("still the placeholder", 0) == 0;
-            });
+        const auto is_blank = [](const SubmissionProblem& problem) {
+            return problem.kind == FindingKind::answer_blank ||
+                   problem.kind == FindingKind::answer_placeholder;
+        };
+        const auto blank =
+            std::find_if(submission_.problems.begin(), submission_.problems.end(), is_blank);
         if (blank != submission_.problems.end()) {
-            const auto blanks = std::count_if(
-                submission_.problems.begin(), submission_.problems.end(), [](const auto& problem) {
-                    return problem.message.rfind("still blank", 0) == 0 ||
-                           problem.message.rfind("still the placeholder", 0) == 0;
-                });
+            const auto blanks =
+                std::count_if(submission_.problems.begin(), submission_.problems.end(), is_blank);
+            const Finding* said = first_blank_finding();
             if (blanks == 1) {
-                return make(Cause::blank_answers, blank->field + ": " + blank->message, {},
-                            shown_location(blank->location));
+                // The finding's words lead with the place; the diagnosis names it as where.
+                return make(Cause::blank_answers, said != nullptr ? text(*said) : blank->field, {},
+                            shown_location(blank->location),
+                            said != nullptr ? std::vector<Finding>{*said} : std::vector<Finding>{});
             }
-            return make(Cause::blank_answers,
-                        std::to_string(blanks) + " answers in " + exercise_.submission_answers +
-                            " still blank (first: " + blank->field + ")",
-                        "fill in each, starting at " + shown_location(blank->location),
-                        shown_location(blank->location));
+            DiagnosisFacts many = facts();
+            many.blanks = static_cast<long>(blanks);
+            many.field = blank->field;
+            many.where = shown_location(blank->location);
+            return make(Cause::blank_answers, diagnosis_lead(Cause::blank_answers, many),
+                        diagnosis_fix(Cause::blank_answers, many), many.where,
+                        said != nullptr ? std::vector<Finding>{*said} : std::vector<Finding>{});
         }
         if (submission_.problems.empty()) {
             return std::nullopt;
         }
         const SubmissionProblem& first = submission_.problems.front();
+        // A file that could not be read at all (line 0) is started again from the kit's.
         return make(Cause::malformed_answers,
-                    (first.field.empty() ? "" : first.field + ": ") + first.message, {},
+                    (first.field.empty() ? "" : first.field + ": ") + first.message,
+                    first.location.line == 0 ? diagnosis_fix(Cause::malformed_answers, facts())
+                                             : std::string(),
                     shown_location(first.location));
+    }
+
+    const Finding* first_blank_finding() const {
+        for (const Finding& f : check_.findings) {
+            if (f.kind == FindingKind::answer_blank || f.kind == FindingKind::answer_placeholder) {
+                return &f;
+            }
+        }
+        return nullptr;
+    }
+
+    std::string text(const Finding& f) const { return finding_text(f, wording(exercise_)); }
+
+    // What the words of a cause need from the exercise: its files' names.
+    DiagnosisFacts facts() const {
+        DiagnosisFacts facts;
+        facts.kernel_file = exercise_.submission_source;
+        facts.answers_file = exercise_.submission_answers;
+        return facts;
     }
 
     std::optional<Diagnosis> compile_abi() const {
         const CompileOutcome& c = m_.student;
         if (!c.attempted && c.vetting_problems.empty()) {
-            if (contains(c.log, "was not found")) {
+            if (c.source_missing) {
                 return make(Cause::missing_kernel_file,
-                            "there is no " + exercise_.submission_source + " in the folder",
-                            "hand in " + exercise_.submission_source + ", your kernel, beside " +
-                                exercise_.submission_answers);
+                            diagnosis_lead(Cause::missing_kernel_file, facts()),
+                            diagnosis_fix(Cause::missing_kernel_file, facts()));
             }
             return make(Cause::forbidden_source, c.log);
         }
@@ -266,30 +239,22 @@ private:
                         shown_location({exercise_.submission_source, first.line, first.column}));
         }
         if (c.attempted && !c.ok) {
-            const std::string error = first_error(c.log);
-            const std::string place = log_place(error);
-            const Cause cause = compile_cause(error);
-            const std::string at = place.empty() ? std::string() : " at " + place;
-            std::string fix;
-            switch (cause) {
-                case Cause::compile_syntax_error:
-                    fix = "correct the source" + at +
-                          " (a ';', a bracket or a brace missing or extra just before it)";
-                    break;
-                case Cause::compile_undefined_name:
-                    fix = "declare the name or correct its spelling" + at +
-                          " (names are exact, case included)";
-                    break;
-                case Cause::compile_type_error:
-                    fix = "make the types agree" + at;
-                    break;
-                default:
-                    break;
-            }
-            return make(cause,
-                        exercise_.submission_source +
-                            " did not compile: " + (error.empty() ? first_detail() : error),
-                        fix, place);
+            const std::vector<CompileLogError> errors = compile_log_errors(c.log, 1);
+            const std::string error = errors.empty() ? std::string() : errors.front().line;
+            const std::string place =
+                errors.empty() || errors.front().line_number <= 0
+                    ? std::string()
+                    : place_text({errors.front().file, errors.front().line_number,
+                                  errors.front().column, 0});
+            const Cause cause =
+                errors.empty() ? Cause::compile_error : compile_cause(errors.front().kind);
+            DiagnosisFacts at = facts();
+            at.where = place;
+            const std::string fix = diagnosis_fix(cause, at);
+            return make(
+                cause,
+                diagnosis_lead(cause, facts()) + ": " + (error.empty() ? first_detail() : error),
+                fix, place);
         }
         if (!c.abi_problem.empty()) {
             return make(Cause::wrong_signature, c.abi_problem,
@@ -304,11 +269,17 @@ private:
     }
 
     std::optional<Diagnosis> stop() const {
-        return stop_diagnosis(*m_.interruption, exercise_.submission_source);
+        return stop_diagnosis(*m_.interruption,
+                              first_of(check_.findings, FindingKind::kernel_stopped));
     }
 
     std::optional<Diagnosis> output() const {
         if (stopped_by_kernel()) {
+            // A read that did not wait for the fill can be why the kernel stopped: the simulator
+            // faults at a wild offset where a GPU reads stale words. The barrier is the cause.
+            if (auto barrier = missing_barrier()) {
+                return barrier;
+            }
             return stop();
         }
         std::vector<const KernelRun*> runs;
@@ -318,39 +289,21 @@ private:
             }
         }
         // A race first: it is why the values came out wrong, or may on another GPU.
-        std::vector<int> race_strides;
-        std::string fix;
-        std::string unsynchronized;
-        for (const KernelRun* run : runs) {
-            for (const auto& race : run->races) {
-                if (const std::string found = race_fix(race); !found.empty()) {
-                    fix = fix.empty() ? found : fix;
-                    race_strides.push_back(run->stride);
-                } else if (unsynchronized.empty()) {
-                    unsynchronized = race;
-                }
-            }
+        if (auto barrier = missing_barrier()) {
+            return barrier;
         }
-        if (!fix.empty()) {
-            const std::size_t between = fix.find(" and ");
-            return make(Cause::missing_barrier,
-                        "a warp reads words of the shared tile that another warp wrote, with no "
-                        "barrier between the write and the read" +
-                            strides_text(race_strides),
-                        fix,
-                        between == std::string::npos ? std::string() : fix.substr(between + 5));
+        if (const Finding* race =
+                first_of(check_.findings, FindingKind::race_one_store_two_values)) {
+            return make(Cause::shared_write_race, text(*race),
+                        diagnosis_fix(Cause::shared_write_race, facts()), {}, {*race});
         }
-        if (!unsynchronized.empty()) {
-            return make(Cause::shared_write_race, unsynchronized,
-                        "give each lane its own word: two lanes that compute the same index race");
+        if (const Finding* read = first_of(check_.findings, FindingKind::unwritten_shared_read)) {
+            return make(Cause::unwritten_tile, finding_line(*read, wording(exercise_)),
+                        diagnosis_fix(Cause::unwritten_tile, facts()), {}, {*read});
         }
-        for (const KernelRun* run : runs) {
-            for (const auto& note : run->notes) {
-                if (contains(note, kUnwrittenNote)) {
-                    return make(Cause::unwritten_tile, note,
-                                "write every word of the tile, then __syncthreads(), then read it");
-                }
-            }
+        // A tile filled and never read: its sums are of values the kernel made itself.
+        if (never_reads_tile(runs, true)) {
+            return tile_never_read(runs, true);
         }
         // Tile words no thread wrote explain a wrong sum on every input, also on one whose runs
         // start from whatever the SM held (a GPU's leftovers: a finite wrong sum; a NaN there is
@@ -378,6 +331,58 @@ private:
         return std::nullopt;
     }
 
+    // The missing barrier the check's findings show: a race that can change a value, between two
+    // places, or a read before the fill wrote it with no barrier completed; nullopt where none.
+    std::optional<Diagnosis> missing_barrier() const {
+        for (const Finding& finding : check_.findings) {
+            if (!fails(finding) || barrier_between(finding).empty()) {
+                continue;
+            }
+            const std::vector<FindingPlace> places = barrier_between(finding);
+            std::string what = missing_barrier_text(finding);
+            const Finding* stopped = first_of(check_.findings, FindingKind::kernel_stopped);
+            std::vector<Finding> evidence{finding};
+            if (stopped != nullptr) {
+                // The stop is the consequence: on the simulator the read took leftover bits.
+                what += "; then " + text(*stopped);
+                evidence.push_back(*stopped);
+            }
+            return make(Cause::missing_barrier, what, barrier_fix(finding),
+                        place_text(places.back()), evidence);
+        }
+        return std::nullopt;
+    }
+
+    // Whether the student's kernel made no shared load at any stride counted (and, where
+    // `stores`, stored to shared memory all the same).
+    bool never_reads_tile(const std::vector<const KernelRun*>& runs, bool stores) const {
+        int counted = 0;
+        for (const KernelRun* run : runs) {
+            const SharedAccessCounts* counts = run->counts    ? &*run->counts
+                                               : run->witness ? &*run->witness
+                                                              : nullptr;
+            if (counts == nullptr) {
+                continue;
+            }
+            if (counts->load_requests > 0 || (stores && counts->store_requests == 0)) {
+                return false;
+            }
+            ++counted;
+        }
+        return counted > 0;
+    }
+
+    Diagnosis tile_never_read(const std::vector<const KernelRun*>& runs, bool stores) const {
+        Finding unread;
+        unread.kind = FindingKind::tile_never_read;
+        unread.count = stores ? 1 : 0;
+        for (const KernelRun* run : runs) {
+            unread.strides.push_back(run->stride);
+        }
+        return make(Cause::tile_never_read, text(unread),
+                    diagnosis_fix(Cause::tile_never_read, facts()), {}, {unread});
+    }
+
     // Whether this check's own input first went wrong with a finite value (what a GPU's SM
     // held before), not a NaN or an infinity the kernel made.
     bool finite_on_own_input(const std::vector<const KernelRun*>& runs) const {
@@ -391,24 +396,14 @@ private:
         return false;
     }
 
-    // " (at strides 1, 3 and 8)", " (at 7 strides)" for a cause seen at several strides.
-    static std::string strides_text(std::vector<int> strides) {
-        std::sort(strides.begin(), strides.end());
-        strides.erase(std::unique(strides.begin(), strides.end()), strides.end());
-        if (strides.size() < 2 || strides.front() == 0) {
-            return {};
+    std::vector<const KernelRun*> student_runs() const {
+        std::vector<const KernelRun*> runs;
+        for (const auto& run : m_.runs) {
+            if (run.kernel == kStudent) {
+                runs.push_back(&run);
+            }
         }
-        if (strides.size() > 3) {
-            return " (at " + std::to_string(strides.size()) + " strides)";
-        }
-        std::string text = " (at strides ";
-        for (std::size_t i = 0; i < strides.size(); ++i) {
-            text += (i == 0                    ? ""
-                     : i + 1 == strides.size() ? " and "
-                                               : ", ") +
-                    std::to_string(strides[i]);
-        }
-        return text + ")";
+        return runs;
     }
 
     const InputSpec* input(const std::string& id) const {
@@ -431,26 +426,22 @@ private:
             if (result.matrix && layout.rows > 0 && layout.columns > 0 &&
                 (result.first_bad_row + 1 == layout.rows ||
                  result.first_bad_column + 1 == layout.columns)) {
-                const bool column = result.first_bad_column + 1 == layout.columns;
+                DiagnosisFacts edge = facts();
+                edge.matrix = true;
+                edge.last_column = result.first_bad_column + 1 == layout.columns;
                 return make(Cause::off_by_one_guard,
-                            "the output's last " + std::string(column ? "column" : "row") +
-                                " was never written: " + symptom,
-                            "let the bounds check pass every index below n (x < n, not x < n - 1 "
-                            "or x + 1 < n)");
+                            diagnosis_lead(Cause::off_by_one_guard, edge) + ": " + symptom,
+                            diagnosis_fix(Cause::off_by_one_guard, edge));
             }
             const std::uint64_t threads =
                 std::uint64_t{m_.environment.grid_blocks} * m_.environment.block_size;
             if (!result.matrix && threads > 0 &&
                 *result.first_bad + result.bad_elements == threads) {
-                return make(
-                    Cause::off_by_one_guard,
-                    "the grid's last " +
-                        (result.bad_elements == 1 ? std::string("thread never wrote its output")
-                                                  : std::to_string(result.bad_elements) +
-                                                        " threads never wrote their outputs") +
-                        ": " + symptom,
-                    "let the output guard pass every thread below n (t < n, not t + 1 < n "
-                    "or t < n - 1)");
+                DiagnosisFacts last = facts();
+                last.threads = result.bad_elements;
+                return make(Cause::off_by_one_guard,
+                            diagnosis_lead(Cause::off_by_one_guard, last) + ": " + symptom,
+                            diagnosis_fix(Cause::off_by_one_guard, last));
             }
         }
         const InputSpec* spec = input(result.input);
@@ -459,64 +450,50 @@ private:
             // Shared memory held NaN before this input's runs: a NaN sum read a tile word no
             // thread had written yet (never, or not before the read: a missing barrier on a GPU).
             return make(Cause::unwritten_tile,
-                        "a thread's sum is NaN: it read words of the tile before any thread wrote "
-                        "them (the grader fills shared memory with NaN first): " +
-                            symptom,
-                        "write every word of the tile, then __syncthreads(), then read it");
+                        diagnosis_lead(Cause::unwritten_tile, facts()) + ": " + symptom,
+                        diagnosis_fix(Cause::unwritten_tile, facts()));
         }
         const double value = result.first_bad_value;
         const double expected = result.first_bad_expected;
         if (spec != nullptr && spec->fill == InputSpec::Fill::constant && std::isfinite(value) &&
             std::isfinite(expected) && value >= 0.0 && value < expected &&
             value == std::floor(value) && spec->value == 1.0) {
+            if (never_reads_tile(student_runs(), false)) {
+                // Not a count of reads: no read of the tile was made.
+                return tile_never_read(student_runs(), false);
+            }
             return make(Cause::skipped_reads,
-                        "each word of the tile is 1, so a thread's sum counts its reads, and " +
-                            symptom + ": it made " + describe_value(value) + " of its " +
+                        diagnosis_lead(Cause::skipped_reads, facts()) + ", and " + symptom +
+                            ": it made " + describe_value(value) + " of its " +
                             describe_value(expected) + " reads",
-                        "make every read the loop asks for, in every thread: a row that is fast "
-                        "because it reads less fails");
+                        diagnosis_fix(Cause::skipped_reads, facts()));
         }
         return make(Cause::wrong_output, symptom);
     }
 
     std::optional<Diagnosis> predicted() const {
-        for (const auto& row : submission_.rows) {
-            const auto degree = exercise_.model_degree(row.subject);
-            if (row.predicted_degree && degree &&
-                *row.predicted_degree != static_cast<int>(*degree)) {
-                const std::string name = row.subject.stride > 0
-                                             ? "stride " + std::to_string(row.subject.stride)
-                                             : exercise_.answers.key_field + " " + row.key;
-                const std::string model = row.subject.stride > 0
-                                              ? "gcd(" + std::to_string(row.subject.stride) + ", " +
-                                                    std::to_string(exercise_.banks) + ") is " +
-                                                    std::to_string(*degree)
-                                              : "its conflict degree is " + std::to_string(*degree);
-                return make(Cause::wrong_prediction,
-                            name + ": you predicted " + std::to_string(*row.predicted_degree) +
-                                "; " + model,
-                            as_fix(fill_template(spec_.hint, {})),
-                            shown_location(row.predicted_location));
-            }
+        if (const Finding* wrong = first_of(check_.findings, FindingKind::prediction_wrong)) {
+            return make(
+                Cause::wrong_prediction, text(*wrong), as_fix(fill_template(spec_.hint, {})),
+                wrong->lines.empty() ? std::string() : place_text(wrong->lines.front()), {*wrong});
         }
         return make(Cause::blank_answers, first_detail());
     }
 
     std::optional<Diagnosis> measured() const {
-        std::string where;
-        for (const std::string& detail : check_.details) {
-            // "submission.yaml:17:57: stride 8: you measured ...": the line that points.
-            if (detail.rfind(
-                    std::filesystem::path(exercise_.submission_answers).filename().string(), 0) ==
-                0) {
-                where = detail.substr(0, detail.find(": "));
-                return make(Cause::implausible_measurement, detail.substr(where.size() + 2), {},
-                            where);
-            }
+        if (const Finding* odd = first_of(check_.findings, FindingKind::measurement_implausible)) {
+            // "submission.yaml:17:57": the line that points.
+            return make(Cause::implausible_measurement, text(*odd), {},
+                        odd->lines.empty() ? std::string() : place_text(odd->lines.front()),
+                        {*odd});
         }
-        if (contains(first_detail(), "gives no measured value") ||
-            contains(first_detail(), "not in " + exercise_.submission_answers)) {
-            return make(Cause::blank_answers, first_detail());
+        const Finding* missing = first_of(check_.findings, FindingKind::measurement_missing);
+        if (missing == nullptr) {
+            const Finding* untimed = first_of(check_.findings, FindingKind::rule_not_timed);
+            missing = untimed != nullptr && untimed->count == 1 ? untimed : nullptr;
+        }
+        if (missing != nullptr) {
+            return make(Cause::blank_answers, text(*missing), {}, {}, {*missing});
         }
         return make(Cause::implausible_measurement, first_detail(),
                     as_fix(fill_template(spec_.hint, {})));
@@ -545,11 +522,8 @@ private:
     std::optional<Diagnosis> timing() const {
         if (ignores_stride()) {
             return make(Cause::ignores_stride,
-                        "your kernel runs alike at every stride, as if every lane read the same "
-                        "words: " +
-                            first_detail(),
-                        "index the tile with the stride you are given: lane L reads word L x "
-                        "stride + k");
+                        diagnosis_lead(Cause::ignores_stride, facts()) + ": " + first_detail(),
+                        diagnosis_fix(Cause::ignores_stride, facts()));
         }
         if (spec_.kind == CheckKind::consistency) {
             // Right at the strides the student named, wrong only at strides drawn for the grade.
@@ -570,10 +544,8 @@ private:
             }
             if (unnamed_differs && !named_differs) {
                 return make(Cause::stride_sniffing,
-                            "your kernel times like the lesson's probe at the strides you named, "
-                            "and not at strides drawn for this grade: " +
-                                first_detail(),
-                            "use the stride you are given the same way at every stride");
+                            diagnosis_lead(Cause::stride_sniffing, facts()) + ": " + first_detail(),
+                            diagnosis_fix(Cause::stride_sniffing, facts()));
             }
         }
         return make(Cause::timing_out_of_order, first_detail(),
@@ -610,27 +582,46 @@ private:
             return make(Cause::no_shared_tile, check_.message,
                         as_fix(fill_template(spec_.hint, {})));
         }
-        for (const auto& rule : spec_.diagnoses) {
-            if (rule.cause && rule_holds(rule, worst, m_.student.static_shared_bytes)) {
-                return make(*rule.cause, rule.message);
-            }
+        if (const Finding* unread = first_of(check_.findings, FindingKind::tile_never_read)) {
+            return make(Cause::tile_never_read, text(*unread),
+                        diagnosis_fix(Cause::tile_never_read, facts()), {}, {*unread});
         }
-        const bool timing_only = std::all_of(
-            check_.details.begin(), check_.details.end(), [](const std::string& detail) {
-                return detail.rfind("does not hold: ", 0) == 0 || detail.rfind("holds: ", 0) == 0 ||
-                       detail.rfind("counted by ", 0) == 0 ||
-                       detail.rfind("timing not used", 0) == 0;
-            });
-        if (timing_only && contains(first_detail(), "does not hold: ")) {
-            return make(Cause::timing_out_of_order, first_detail(),
-                        as_fix(fill_template(spec_.hint, {})));
+        const Finding* off = first_of(check_.findings, FindingKind::degree_off_model);
+        if (off != nullptr) {
+            for (const auto& rule : spec_.diagnoses) {
+                if (rule.cause && rule_holds(rule, worst, m_.student.static_shared_bytes)) {
+                    return make(*rule.cause, rule.message, {}, {}, {*off});
+                }
+            }
+            if (const Finding* span = first_of(check_.findings, FindingKind::warp_spans_rows)) {
+                // The exercise's hint (make the row coprime with 32) does not apply: it is.
+                return make(Cause::warp_spans_rows, text(*span),
+                            diagnosis_fix(Cause::warp_spans_rows, facts()),
+                            span->counts
+                                ? describe_line_place(span->counts->file, span->counts->line)
+                                : std::string(),
+                            {*span});
+            }
+        } else if (const Finding* rule = first_failing()) {
+            // The counts are the model's; only the time failed its rule. Name what the time
+            // pays for where the counts show it (an output written down its columns).
+            const Finding* strided = first_of(check_.findings, FindingKind::strided_global_stores);
+            std::vector<Finding> evidence{*rule};
+            std::string what = finding_line(*rule, wording(exercise_));
+            if (strided != nullptr) {
+                evidence.push_back(*strided);
+                what += "; " + text(*strided);
+            }
+            return make(Cause::timing_out_of_order, what,
+                        strided != nullptr ? diagnosis_fix(Cause::timing_out_of_order, facts())
+                                           : as_fix(fill_template(spec_.hint, {})),
+                        {}, evidence);
         }
         if (counted > 0 && every_one && model_above_one && exercise_.has_sweep()) {
-            return make(Cause::ignores_stride,
-                        "every stride counted 1 wavefront per request: your lanes read the same "
-                        "words (a broadcast) or the stride never reaches the index",
-                        "index the tile with the stride you are given: lane L reads word L x "
-                        "stride + k");
+            DiagnosisFacts counted_one = facts();
+            counted_one.counted_one = true;
+            return make(Cause::ignores_stride, diagnosis_lead(Cause::ignores_stride, counted_one),
+                        diagnosis_fix(Cause::ignores_stride, counted_one));
         }
         return make(Cause::wrong_conflict_degree, first_detail(),
                     as_fix(fill_template(spec_.hint, {})));
@@ -666,21 +657,6 @@ int rank(const Diagnosis& diagnosis, bool required) {
     return required ? rank : rank + 10;
 }
 
-Cause folder_cause(const Report& report) {
-    const FolderProblem::Kind kind = report.folder_problem->kind;
-    switch (kind) {
-        case FolderProblem::Kind::empty:
-            return Cause::empty_folder;
-        case FolderProblem::Kind::one_folder_down:
-            return Cause::files_one_folder_down;
-        case FolderProblem::Kind::other_exercise:
-            return Cause::other_exercise;
-        case FolderProblem::Kind::misnamed_file:
-            return Cause::misnamed_file;
-    }
-    return Cause::missing_files;
-}
-
 }  // namespace
 
 std::string shown_location(const SourceLocation& location) {
@@ -712,7 +688,7 @@ std::optional<Diagnosis> diagnose_check(const Exercise& exercise, const CheckSpe
     return diagnosis;
 }
 
-std::optional<Diagnosis> diagnose_report(const Exercise& exercise, const Report& report) {
+std::optional<Diagnosis> diagnose_report(const Exercise& /*exercise*/, const Report& report) {
     if (report.verdict == Verdict::ungradable) {
         // The machine's cause was set where it was known (evaluate); it stays.
         return report.diagnosis && area_of(report.diagnosis->cause) == CauseArea::machine
@@ -720,13 +696,14 @@ std::optional<Diagnosis> diagnose_report(const Exercise& exercise, const Report&
                    : std::optional<Diagnosis>(make(Cause::machine_fault, report.summary));
     }
     if (report.folder_problem) {
-        return make(folder_cause(report), report.folder_problem->message);
+        return make(cause_of(report.folder_problem->kind), report.folder_problem->message);
     }
     if (report.missing_files.size() > 1) {
-        return make(Cause::missing_files,
-                    "the folder holds neither " + report.missing_files[0] + " nor " +
-                        report.missing_files[1],
-                    "hand in both, starting from the starter kit's");
+        DiagnosisFacts both;
+        both.kernel_file = report.missing_files[0];
+        both.answers_file = report.missing_files[1];
+        return make(Cause::missing_files, diagnosis_lead(Cause::missing_files, both),
+                    diagnosis_fix(Cause::missing_files, both));
     }
     std::optional<Diagnosis> best;
     int best_rank = 0;
@@ -738,9 +715,16 @@ std::optional<Diagnosis> diagnose_report(const Exercise& exercise, const Report&
         }
     };
     const std::optional<Interruption>& stop = report.interruption;
+    for (const CheckResult& check : report.checks) {
+        // A missing barrier the stop followed from outranks the stop: the simulator faulted
+        // where a GPU reads stale words.
+        if (check.diagnosis && check.diagnosis->cause == Cause::missing_barrier) {
+            consider(*check.diagnosis, check.required);
+        }
+    }
     if (stop && stop->students_fault) {
         // The kernel stopped: the cause of every check that could not finish after it.
-        consider(stop_diagnosis(*stop, exercise.submission_source), true);
+        consider(stop_diagnosis(*stop, stop_finding(report.checks)), true);
     }
     for (const CheckResult& check : report.checks) {
         if (check.diagnosis) {

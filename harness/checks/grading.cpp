@@ -21,78 +21,18 @@
 #include "checks/checks.hpp"
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
-#include "model/describe.hpp"
+#include "compile/nvrtc_log.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
+#include "model/observations.hpp"
+#include "report/describe.hpp"
+#include "report/findings_text.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader {
 namespace {
 
 const std::string kStudent(kStudentKernel);
-
-// How a ratio reads in this exercise: "3.16x", or "236%" where the exercise speaks in percent.
-std::string ratio_text(const Exercise& exercise, double ratio) {
-    if (exercise.ratios.as_percent) {
-        return format_number(ratio * 100.0, 0) + "%";
-    }
-    return format_number(ratio, 2) + "x";
-}
-
-// "stride 3", or the kernel's label where there is no sweep.
-// " (128-bit)", or nothing for 32-bit accesses.
-std::string width_text(std::uint32_t bytes_per_lane) {
-    const std::string width = describe_access_width(bytes_per_lane);
-    return width.empty() ? width : " (" + width + ")";
-}
-
-// What a count of shared accesses says, with the width's fewest wavefronts: "32.00 wavefronts
-// per request where 1 is the fewest their width allows: a conflict degree of 32.00".
-std::string degree_sentence(std::uint64_t requests, std::uint64_t wavefronts,
-                            std::uint64_t ideal_wavefronts, double degree) {
-    const double per_request =
-        requests > 0 ? static_cast<double>(wavefronts) / static_cast<double>(requests) : 0.0;
-    if (ideal_wavefronts == 0) {
-        return format_number(per_request, 2) + " wavefronts per request";
-    }
-    const double fewest =
-        requests > 0 ? static_cast<double>(ideal_wavefronts) / static_cast<double>(requests) : 0.0;
-    return format_number(per_request, 2) + " wavefronts per request where " +
-           format_number(fewest, fewest == std::floor(fewest) ? 0 : 2) +
-           " is the fewest their width allows: a conflict degree of " + format_number(degree, 2);
-}
-
-// "the shared loads at probe.cu:34 counted ..." (the simulator's worst line).
-std::string counted_line_text(const SharedLineCounts& line) {
-    return std::string(line.store ? "the shared stores" : "the shared loads") + " at " +
-           describe_line_place(line.file, line.line) + width_text(line.bytes_per_lane) +
-           " counted " +
-           degree_sentence(line.requests, line.wavefronts, line.ideal_wavefronts, line.degree);
-}
-
-// "probe.cu:34, whose shared loads counted ..." (a line the simulator blames).
-std::string blamed_line_text(const SharedLineCounts& line) {
-    return describe_line_place(line.file, line.line) + ", whose shared " +
-           (line.store ? "stores" : "loads") + width_text(line.bytes_per_lane) + " counted " +
-           degree_sentence(line.requests, line.wavefronts, line.ideal_wavefronts, line.degree);
-}
-
-// "the shared loads counted ..." (a launch's totals).
-std::string counted_totals_text(bool stores, std::uint64_t requests, std::uint64_t wavefronts,
-                                std::uint64_t ideal_wavefronts) {
-    const double degree =
-        static_cast<double>(wavefronts) /
-        static_cast<double>(ideal_wavefronts > 0 ? ideal_wavefronts
-                                                 : std::max<std::uint64_t>(1, requests));
-    return std::string(stores ? "the shared stores" : "the shared loads") + " counted " +
-           degree_sentence(requests, wavefronts, ideal_wavefronts, degree);
-}
-
-std::string case_text(const Exercise& exercise, const Case& c) {
-    if (c.stride > 0) {
-        return "stride " + std::to_string(c.stride);
-    }
-    return c.kernel == kStudent ? std::string("your kernel") : exercise.kernel(c.kernel).label;
-}
 
 bool timing_check(const CheckSpec& spec) {
     return spec.kind == CheckKind::ordering || spec.kind == CheckKind::consistency;
@@ -126,17 +66,74 @@ std::string why_student_not_run(const Measurements& m) {
 void not_run(CheckResult& check, const std::string& reason) {
     check.status = CheckStatus::not_run;
     check.points = 0.0;
+    check.not_run_reason = reason;
     check.message = "Not run: " + reason + ".";
 }
 
-std::string where(const SourceLocation& location) {
-    return shown_location(location);
+// Where a location is, as a finding names it: the file's own name, never the grading machine's
+// path.
+FindingPlace place(const SourceLocation& location) {
+    FindingPlace at;
+    at.file = location.file.empty() ? std::string()
+                                    : std::filesystem::path(location.file).filename().string();
+    at.line = location.line;
+    at.column = location.column;
+    return at;
 }
 
-// Failing items first, so the summary and a reader's eye land on what went wrong.
-void failures_first(std::vector<std::string>& details, const std::string& passing_prefix) {
-    std::stable_partition(details.begin(), details.end(),
-                          [&](const std::string& d) { return d.rfind(passing_prefix, 0) != 0; });
+// A problem (or a note) the answers reader found, as a finding.
+Finding answer_finding(const SubmissionProblem& problem) {
+    Finding finding;
+    finding.kind = problem.kind;
+    if (!problem.location.file.empty()) {
+        finding.lines = {place(problem.location)};
+    }
+    finding.names = {problem.field};
+    finding.text = problem.message;
+    return finding;
+}
+
+// A compile log's lines that report an error, at most `most` (the compile step reads them).
+std::vector<std::string> error_lines(const std::string& log, std::size_t most) {
+    std::vector<std::string> lines;
+    for (const CompileLogError& error : compile_log_errors(log, most)) {
+        lines.push_back(error.line);
+    }
+    return lines;
+}
+
+// A rule's outcome as a finding: its cases (each case's stride, and the kernel's label where it
+// is not the student's), their ratios and the rule's numbers.
+Finding rule_finding(const Exercise& exercise, const OrderingRule& rule,
+                     const RuleOutcome& outcome) {
+    Finding finding;
+    const auto add_case = [&](const Case& c, const std::optional<double>& ratio) {
+        finding.strides.push_back(c.stride);
+        finding.names.push_back(
+            c.stride > 0 || c.kernel == kStudent ? std::string() : exercise.kernel(c.kernel).label);
+        finding.values.push_back(ratio.value_or(std::nan("")));
+    };
+    add_case(rule.subject, outcome.subject);
+    switch (rule.kind) {
+        case OrderingRule::Kind::closer_to:
+            finding.kind = outcome.passed ? FindingKind::rule_closer_to_holds
+                                          : FindingKind::rule_closer_to_fails;
+            add_case(rule.near, outcome.near);
+            add_case(rule.far, outcome.far);
+            break;
+        case OrderingRule::Kind::slower_than:
+            finding.kind = outcome.passed ? FindingKind::rule_slower_than_holds
+                                          : FindingKind::rule_slower_than_fails;
+            add_case(rule.than, outcome.than);
+            finding.values.push_back(rule.factor);
+            break;
+        case OrderingRule::Kind::at_most:
+            finding.kind =
+                outcome.passed ? FindingKind::rule_at_most_holds : FindingKind::rule_at_most_fails;
+            finding.values.push_back(rule.limit);
+            break;
+    }
+    return finding;
 }
 
 void finish(CheckResult& check, const CheckSpec& spec, bool passed,
@@ -155,7 +152,7 @@ public:
     Grading(const Exercise& exercise, const Submission& submission, const Measurements& m)
         : exercise_(exercise), submission_(submission), m_(m) {
         calibration_ = calibration_failures(exercise, m);
-        timing_reason_ = timing_unavailable_reason();
+        timing_unused_ = timing_unused();
     }
 
     CheckResult check(const CheckSpec& spec) const {
@@ -166,8 +163,8 @@ public:
         check.review = spec.review;
         check.max_points = spec.points;
         check.kind = std::string(to_string(spec.kind));
-        if (timing_check(spec) && !timing_reason_.empty()) {
-            not_run(check, timing_reason_);
+        if (timing_check(spec) && timing_unused_) {
+            not_run(check, timing_unused_reason(*timing_unused_));
             return check;
         }
         const bool reads_answers =
@@ -211,39 +208,38 @@ public:
 
 private:
     // Why this grade's times cannot be checked: no timing at all, or a machine that does not show
-    // the model with the exercise's own kernels. Empty when they can.
-    std::string timing_unavailable_reason() const {
+    // the model with the exercise's own kernels. None when they can.
+    std::optional<Finding> timing_unused() const {
         const bool timed = std::any_of(m_.runs.begin(), m_.runs.end(),
                                        [](const KernelRun& r) { return r.ratio.has_value(); });
+        Finding unused;
         if (!calibration_.empty()) {
-            return "this machine does not show the model with the exercise's own kernels, so it "
-                   "cannot grade timings (the machine is unfit, not your kernel)";
+            unused.kind = FindingKind::timing_machine_unfit;
+            return unused;
         }
         if (!timed && m_.environment.backend == "sim" && !exercise_.simulator.modeled_timing) {
-            return "timing needs a GPU for this exercise (its file sets simulator.modeled_timing: "
-                   "false); the counted degree stands in";
+            unused.kind = FindingKind::timing_needs_gpu;
+            return unused;
         }
-        return {};
+        return std::nullopt;
     }
 
     void answers_file(const CheckSpec& spec, CheckResult& check) const {
         std::size_t blanks = 0;
         for (const auto& problem : submission_.problems) {
-            check.details.push_back(where(problem.location) + ": " +
-                                    (problem.field.empty() ? "" : problem.field + ": ") +
-                                    problem.message);
-            blanks += problem.message.rfind("still blank", 0) == 0 ? 1 : 0;
+            check.findings.push_back(answer_finding(problem));
+            blanks += problem.kind == FindingKind::answer_blank ? 1 : 0;
         }
         if (blanks > 0) {
-            check.details.insert(check.details.begin(),
-                                 std::to_string(blanks) + (blanks == 1 ? " blank" : " blanks") +
-                                     " of the starter kit's " + exercise_.submission_answers +
-                                     " still to fill in, named below");
+            Finding summary;
+            summary.kind = FindingKind::answers_still_blank;
+            summary.count = blanks;
+            summary.names = {exercise_.submission_answers};
+            check.findings.insert(check.findings.begin(), summary);
         }
         // Values read as meant (a decimal comma, a unit) pass, each with how to write it.
         for (const auto& note : submission_.notes) {
-            check.details.push_back(where(note.location) + ": " +
-                                    (note.field.empty() ? "" : note.field + ": ") + note.message);
+            check.findings.push_back(answer_finding(note));
         }
         finish(check, spec, submission_.problems.empty(), {});
     }
@@ -257,39 +253,42 @@ private:
             return;
         }
         for (const auto& problem : c.vetting_problems) {
-            check.details.push_back(
-                where({exercise_.submission_source, problem.line, problem.column}) + ": " +
-                problem.message);
+            Finding refused;
+            refused.kind = FindingKind::source_refused;
+            refused.lines = {place({exercise_.submission_source, problem.line, problem.column})};
+            refused.text = problem.message;
+            check.findings.push_back(std::move(refused));
         }
         if (!c.attempted && c.vetting_problems.empty()) {
-            check.details.push_back(c.log.empty() ? "the kernel was not compiled" : c.log);
+            Finding missing;
+            missing.kind = c.source_missing ? FindingKind::kernel_file_missing
+                                            : FindingKind::kernel_not_compiled;
+            missing.names = {exercise_.submission_source};
+            missing.text = c.log;
+            check.findings.push_back(std::move(missing));
         } else if (c.attempted && !c.ok && c.vetting_problems.empty()) {
             // The log's error lines, already free of host paths; the whole log is in the report.
-            std::vector<std::string> errors;
-            std::size_t start = 0;
-            while (start < c.log.size() && errors.size() < 5) {
-                const std::size_t end = std::min(c.log.find('\n', start), c.log.size());
-                const std::string line = c.log.substr(start, end - start);
-                if (line.find("error") != std::string::npos) {
-                    errors.push_back(line);
-                }
-                start = end + 1;
+            for (const std::string& error : error_lines(c.log, 5)) {
+                Finding failed;
+                failed.kind = FindingKind::compile_error;
+                failed.names = {exercise_.submission_source};
+                failed.text = error;
+                check.findings.push_back(std::move(failed));
             }
             // Without an error line the compile's own sentence leads the log ("probeSharedStride
             // is overloaded in probe.cu ..."): that is the reason, not NVRTC.
-            const std::string first_line = c.log.substr(0, c.log.find('\n'));
-            check.details.push_back(
-                !errors.empty() ? "NVRTC could not compile " + exercise_.submission_source + ": " +
-                                      errors.front()
-                : first_line.empty() ? "NVRTC could not compile " + exercise_.submission_source +
-                                           " (the log is below)"
-                                     : first_line);
-            for (std::size_t i = 1; i < errors.size(); ++i) {
-                check.details.push_back(errors[i]);
+            if (check.findings.empty()) {
+                Finding log;
+                log.kind = FindingKind::compile_log;
+                log.text = c.log.substr(0, c.log.find('\n'));
+                check.findings.push_back(std::move(log));
             }
         }
         if (!c.abi_problem.empty()) {
-            check.details.push_back(c.abi_problem);
+            Finding abi;
+            abi.kind = FindingKind::abi_mismatch;
+            abi.text = c.abi_problem;
+            check.findings.push_back(std::move(abi));
         }
         const bool passed =
             c.attempted && c.ok && c.vetting_problems.empty() && c.abi_problem.empty();
@@ -298,7 +297,7 @@ private:
                 {"arch", c.arch},
                 {"signature", c.signature.empty() ? exercise_.kernel_name : c.signature}});
         if (!c.attempted && c.vetting_problems.empty() && !c.log.empty()) {
-            // Nothing reached the compiler: say why first ("probe.cu was not found ...").
+            // Nothing reached the compiler: why leads (the folder's, or the read's).
             check.message = c.log + ".";
         } else if (!c.vetting_problems.empty()) {
             check.message = exercise_.submission_source +
@@ -307,13 +306,12 @@ private:
         } else if (c.attempted && !c.ok) {
             // The first line names the failure: a dropped ';' is a compile error, not an ABI
             // mismatch, and the fixed ABI's sentence would send the student to the signature.
-            std::string first =
-                check.details.empty() ? std::string("the log is below") : check.details.front();
-            const std::string nvrtc = "NVRTC could not compile " + exercise_.submission_source;
-            if (first.rfind(nvrtc + ": ", 0) == 0) {
-                first = first.substr(nvrtc.size() + 2);
-            }
-            check.message = exercise_.submission_source + " did not compile: " + first;
+            const std::vector<std::string> errors = error_lines(c.log, 1);
+            const std::string first_line = c.log.substr(0, c.log.find('\n'));
+            check.message = exercise_.submission_source + " did not compile: " +
+                            (!errors.empty()      ? errors.front()
+                             : first_line.empty() ? std::string("the log is below")
+                                                  : first_line);
         }
     }
 
@@ -338,11 +336,18 @@ private:
                 if (!result.ok) {
                     all_ok = false;
                     run_ok = false;
-                    check.details.push_back((result.timed ? "in the timed launches, " : "") +
-                                            describe_wrong_output(run.stride, result));
+                    Finding wrong;
+                    wrong.kind = FindingKind::wrong_output;
+                    wrong.strides = {run.stride};
+                    wrong.output = result;
+                    wrong.timed = result.timed;
+                    check.findings.push_back(std::move(wrong));
                     if (!result.timed) {
-                        check.details.insert(check.details.end(), run.notes.begin(),
-                                             run.notes.end());
+                        for (const Finding& seen : run.findings) {
+                            if (seen.kind == FindingKind::unwritten_shared_read) {
+                                check.findings.push_back(seen);
+                            }
+                        }
                     }
                 }
             }
@@ -350,19 +355,23 @@ private:
                 continue;
             }
             ++ran;
-            if (run_ok && !run.races.empty()) {
+            bool hazard = false;
+            for (const Finding& seen : run.findings) {
+                if (is_race(seen.kind)) {
+                    // A race that can change a value fails the outputs even where they came
+                    // out right; two writes of one value (racecheck's INFO) fail nothing.
+                    hazard = hazard || fails(seen);
+                    check.findings.push_back(seen);
+                }
+            }
+            if (run_ok && hazard) {
                 // Say why a right answer fails: the order the warps ran in here is one of many.
-                check.details.push_back(
-                    (run.stride > 0 ? "stride " + std::to_string(run.stride) + ": " : "") +
-                    "every value came out right in the order the warps ran here, but a GPU may "
-                    "run them in another order");
+                Finding lucky;
+                lucky.kind = FindingKind::right_by_warp_order;
+                lucky.strides = {run.stride};
+                check.findings.push_back(std::move(lucky));
             }
-            for (const auto& race : run.races) {
-                all_ok = false;
-                check.details.push_back(
-                    (run.stride > 0 ? "stride " + std::to_string(run.stride) + ": " : "") +
-                    "a shared-memory race: " + race);
-            }
+            all_ok = all_ok && !hazard;
         }
         const bool stopped_by_kernel = m_.interruption && m_.interruption->students_fault &&
                                        m_.student.ok && m_.student.abi_problem.empty();
@@ -374,7 +383,26 @@ private:
             // The kernel faulted or hung before its outputs could be compared: that is its
             // outputs' failure, whatever had been compared before.
             all_ok = false;
-            check.details.push_back("stopped: " + m_.interruption->message);
+            Finding stopped;
+            stopped.kind = FindingKind::kernel_stopped;
+            // What the simulator saw before the stop: where it stopped, and a read that raced
+            // a fill, which can be its cause.
+            for (const auto& run : m_.runs) {
+                if (run.kernel != kStudent) {
+                    continue;
+                }
+                for (const Finding& seen : run.findings) {
+                    if (seen.kind == FindingKind::kernel_stopped) {
+                        stopped = seen;
+                    } else if (seen.kind == FindingKind::unwritten_shared_read ||
+                               is_race(seen.kind)) {
+                        check.findings.push_back(seen);
+                    }
+                }
+            }
+            stopped.text = m_.interruption->message;
+            stopped.strides.clear();
+            check.findings.insert(check.findings.begin(), std::move(stopped));
         }
         finish(check, spec, all_ok,
                {{"expected", format_number(expected.value_or(0.0), 4)},
@@ -393,22 +421,19 @@ private:
             ++total;
             const std::optional<unsigned> degree = exercise_.model_degree(subject);
             const SubmissionRow* row = submission_.row(subject);
-            const std::string name = answer_name(subject);
             if (row == nullptr || !row->predicted_degree) {
-                check.details.push_back(name + ": no predicted degree in " +
-                                        exercise_.submission_answers);
+                Finding missing = answer_row(FindingKind::prediction_missing, subject);
+                missing.names.push_back(exercise_.submission_answers);
+                check.findings.push_back(std::move(missing));
             } else if (degree && *row->predicted_degree == static_cast<int>(*degree)) {
                 ++correct;
             } else {
-                const std::string model =
-                    subject.stride > 0
-                        ? "gcd(" + std::to_string(subject.stride) + ", " +
-                              std::to_string(exercise_.banks) + ") is " +
-                              std::to_string(degree.value_or(0))
-                        : "its conflict degree is " + std::to_string(degree.value_or(0));
-                check.details.push_back(where(row->predicted_location) + ": " + name +
-                                        ": you predicted " +
-                                        std::to_string(*row->predicted_degree) + "; " + model);
+                Finding wrong = answer_row(FindingKind::prediction_wrong, subject);
+                wrong.lines = {place(row->predicted_location)};
+                wrong.values = {static_cast<double>(*row->predicted_degree),
+                                static_cast<double>(degree.value_or(0))};
+                wrong.count = exercise_.banks;
+                check.findings.push_back(std::move(wrong));
             }
         }
         finish(check, spec, total > 0 && correct == total, {});
@@ -429,14 +454,15 @@ private:
             const RuleOutcome outcome = evaluate_rule(exercise_, rule, ratio_of);
             if (!outcome.evaluated) {
                 all_passed = false;
-                check.details.push_back(rule.description + ": a case it needs was not timed");
+                Finding untimed;
+                untimed.kind = FindingKind::rule_not_timed;
+                untimed.text = rule.description;
+                check.findings.push_back(std::move(untimed));
                 continue;
             }
             all_passed = all_passed && outcome.passed;
-            check.details.push_back(std::string(outcome.passed ? "holds: " : "does not hold: ") +
-                                    outcome.detail);
+            check.findings.push_back(rule_finding(exercise_, rule, outcome));
         }
-        failures_first(check.details, "holds: ");
         finish(check, spec, all_passed, {});
     }
 
@@ -461,22 +487,19 @@ private:
                           run.stride) != exercise_.student_strides.end();
             const bool unnamed = std::find(m_.unnamed_strides.begin(), m_.unnamed_strides.end(),
                                            run.stride) != m_.unnamed_strides.end();
-            check.details.push_back(
-                std::string(within ? "matches: " : "differs: ") +
-                case_text(exercise_, Case{run.kernel, run.stride}) +
-                (unnamed ? " (a stride you did not name)" : "") +
-                (named || unnamed || run.stride == 0 ? "" : " (checked by the ordering)") +
-                ": yours " + ratio_text(exercise_, *run.ratio) + ", the " +
-                exercise_.kernel(spec.against).label + "'s " +
-                ratio_text(exercise_, *against->ratio) + ", off by " +
-                format_number(off * 100.0, 0) + "% (tolerance " +
-                format_number(spec.tolerance * 100.0, 0) + "%)");
+            Finding compared_ratio;
+            compared_ratio.kind = within ? FindingKind::ratio_matches : FindingKind::ratio_differs;
+            compared_ratio.strides = {run.stride};
+            compared_ratio.names = {exercise_.kernel(spec.against).label};
+            compared_ratio.values = {*run.ratio, *against->ratio, off, spec.tolerance};
+            compared_ratio.unnamed = unnamed;
+            compared_ratio.count = named || unnamed || run.stride == 0 ? 0 : 1;
+            check.findings.push_back(std::move(compared_ratio));
         }
         if (compared == 0) {
             not_run(check, why_student_not_run(m_));
             return;
         }
-        failures_first(check.details, "matches: ");
         finish(check, spec, all_within, {});
     }
 
@@ -511,8 +534,9 @@ private:
                 ++rows;
                 if (!ratio) {  // a missing row is never a plausible one
                     all_plausible = false;
-                    check.details.push_back(answer_name(subject) +
-                                            ": submission.yaml gives no measured value");
+                    Finding missing = answer_row(FindingKind::measurement_missing, subject);
+                    missing.names.push_back(exercise_.submission_answers);
+                    check.findings.push_back(std::move(missing));
                     continue;
                 }
                 const double low = std::max(0.0, spec.band_low * *degree - spec.band_slack);
@@ -520,14 +544,14 @@ private:
                 if (*ratio < low || *ratio > high) {
                     all_plausible = false;
                     const auto in_band = [&](double r) { return r >= low && r <= high; };
-                    check.details.push_back(
-                        where(row->measured_location) + ": " + answer_name(subject) +
-                        ": you measured " + ratio_text(exercise_, *ratio) + "; for a " +
-                        std::to_string(*degree) + "-way " +
-                        (*degree == 1 ? std::string("(conflict-free) access") : "conflict") +
-                        " a ratio between " + ratio_text(exercise_, low) + " and " +
-                        ratio_text(exercise_, high) + " is plausible" +
-                        measurement_slip(*ratio, in_band));
+                    const auto [slip, meant] = measurement_slip(*ratio, in_band);
+                    Finding odd = answer_row(FindingKind::measurement_implausible, subject);
+                    odd.lines = {place(row->measured_location)};
+                    odd.values = {*ratio, low, high, static_cast<double>(*degree), meant};
+                    odd.count = static_cast<std::uint64_t>(slip);
+                    odd.names.resize(2);
+                    odd.names.push_back(exercise_.answers.measured_description);
+                    check.findings.push_back(std::move(odd));
                 }
             }
         }
@@ -539,10 +563,18 @@ private:
                 const auto ratio = row ? claimed_ratio(*row) : std::nullopt;
                 if (ratio && *ratio < 0.9) {
                     all_plausible = false;
-                    check.details.push_back(
-                        where(row->measured_location) + ": " + answer_name(subject) +
-                        ": you wrote " + ratio_text(exercise_, *ratio) +
-                        measurement_slip(*ratio, [](double r) { return r >= 1.0; }));
+                    auto [slip, meant] =
+                        measurement_slip(*ratio, [](double r) { return r >= 1.0; });
+                    if (slip == MeasurementSlip::milliseconds) {
+                        slip = MeasurementSlip::faster_than_base;
+                    }
+                    Finding odd = answer_row(FindingKind::measurement_implausible, subject);
+                    odd.lines = {place(row->measured_location)};
+                    odd.values = {*ratio, std::nan(""), std::nan(""), 0.0, meant};
+                    odd.count = static_cast<std::uint64_t>(slip);
+                    odd.names.resize(2);
+                    odd.names.push_back(exercise_.answers.measured_description);
+                    check.findings.push_back(std::move(odd));
                 }
             }
         }
@@ -551,13 +583,19 @@ private:
             ++rows;
             if (!outcome.evaluated) {  // a rule over a missing row does not hold
                 all_plausible = false;
-                check.details.push_back(rule.description + ": " + missing_cases(rule, claimed) +
-                                        " not in submission.yaml");
+                Finding missing;
+                missing.kind = FindingKind::rule_not_timed;
+                missing.text = rule.description;
+                missing.names = missing_cases(rule, claimed);
+                missing.count = 1;  // the student's own numbers: not in the answers file
+                check.findings.push_back(std::move(missing));
                 continue;
             }
             if (!outcome.passed) {
                 all_plausible = false;
-                check.details.push_back(rule.description + ": " + outcome.detail);
+                Finding failed = rule_finding(exercise_, rule, outcome);
+                failed.text = rule.description;
+                check.findings.push_back(std::move(failed));
             }
         }
         if (rows == 0) {
@@ -578,21 +616,24 @@ private:
         }
         int counted = 0;
         int counted_without_shared = 0;  // runs whose counts hold no shared load or store
+        int stored_never_read = 0;       // of them, runs that store to shared memory all the same
         bool all_match = true;
         std::optional<double> worst;
         std::string source;
         // On a GPU whose launch totals do not confirm the simulator's witness of the same
         // source: the line the witness blames most, where it disagrees with the model.
-        std::optional<std::pair<double, std::string>> simulator_blames;
+        std::optional<std::pair<double, Finding>> simulator_blames;
         int judged_by_witness = 0;  // GPU runs judged by the witness's lines, which they confirm
+        const bool loads_only = spec.accesses == CheckSpec::Accesses::loads;
         for (const auto& run : m_.runs) {
             if (run.kernel != spec.kernel || !run.counts) {
                 continue;
             }
             const SharedAccessCounts& counts = *run.counts;
-            const JudgedDegree judged = judged_degree(run, m_.environment.grid_blocks);
+            const JudgedDegree judged = judged_degree(run, m_.environment.grid_blocks, loads_only);
             if (!judged.degree) {
                 ++counted_without_shared;
+                stored_never_read += counts.store_requests > 0 ? 1 : 0;
                 continue;
             }
             const double degree = *judged.degree;
@@ -608,66 +649,93 @@ private:
             const auto off_model = [&](double d) {
                 return std::abs(d - *model) > std::max(0.01, spec.tolerance * *model);
             };
-            const std::string model_text =
-                "the model's degree is " +
-                (subject.stride > 0 ? "gcd(" + std::to_string(subject.stride) + ", " +
-                                          std::to_string(exercise_.banks) + ") = "
-                                    : std::string()) +
-                std::to_string(*model);
             if (off_model(degree)) {
                 all_match = false;
-                std::string counted_text;
+                Finding off;
+                off.kind = FindingKind::degree_off_model;
+                off.strides = {run.stride};
+                off.values = {static_cast<double>(*model)};
+                off.count = exercise_.banks;
                 if (judged.line != nullptr) {
-                    counted_text = counted_line_text(*judged.line);
+                    off.counts = *judged.line;
                 } else {
+                    // The launch's totals: its loads, or its stores where they are worse (and
+                    // the check is about every access).
                     const auto load = counts.load_degree();
                     const auto store = counts.store_degree();
-                    const bool stores = store && store.value_or(0.0) > load.value_or(0.0);
-                    counted_text = counted_totals_text(
-                        stores, stores ? counts.store_requests : counts.load_requests,
-                        stores ? counts.store_wavefronts : counts.load_wavefronts,
-                        stores ? counts.store_ideal_wavefronts : counts.load_ideal_wavefronts);
+                    const bool stores =
+                        !loads_only && store && store.value_or(0.0) > load.value_or(0.0);
+                    SharedLineCounts totals;
+                    totals.line = 0;
+                    totals.store = stores;
+                    totals.requests = stores ? counts.store_requests : counts.load_requests;
+                    totals.wavefronts = stores ? counts.store_wavefronts : counts.load_wavefronts;
+                    totals.ideal_wavefronts =
+                        stores ? counts.store_ideal_wavefronts : counts.load_ideal_wavefronts;
+                    totals.degree = (stores ? store : load).value_or(0.0);
+                    off.counts = totals;
                 }
-                check.details.push_back(case_text(exercise_, subject) + ": " + counted_text + "; " +
-                                        model_text);
+                check.findings.push_back(off);
+                if (judged.line != nullptr && judged.line->lanes_per_row > 0) {
+                    // Lanes of a warp on two rows of a narrow tile: why a pitch coprime with
+                    // the banks still conflicts.
+                    Finding span = off;
+                    span.kind = FindingKind::warp_spans_rows;
+                    span.values = {static_cast<double>(judged.line->lanes_per_row),
+                                   static_cast<double>(judged.line->row_pitch), degree};
+                    check.findings.push_back(std::move(span));
+                }
             }
-            const SharedLineCounts* blamed =
-                judged.line == nullptr && run.witness ? run.witness->worst_line() : nullptr;
+            const SharedLineCounts* blamed = judged.line == nullptr && run.witness
+                                                 ? run.witness->worst_line(loads_only)
+                                                 : nullptr;
             if (blamed != nullptr && off_model(blamed->degree)) {
                 const double how_far = std::abs(blamed->degree - *model) / *model;
                 if (!simulator_blames || how_far > simulator_blames->first) {
-                    simulator_blames = {how_far, case_text(exercise_, subject) +
-                                                     ": the simulator, running this source, "
-                                                     "blames " +
-                                                     blamed_line_text(*blamed) + "; " + model_text};
+                    Finding blames;
+                    blames.kind = FindingKind::simulator_blames_line;
+                    blames.strides = {run.stride};
+                    blames.counts = *blamed;
+                    blames.values = {static_cast<double>(*model)};
+                    blames.count = exercise_.banks;
+                    simulator_blames = {how_far, std::move(blames)};
                 }
             }
         }
         if (simulator_blames) {
-            check.details.push_back(simulator_blames->second);
+            check.findings.push_back(simulator_blames->second);
         }
         if (judged_by_witness > 0) {
-            check.details.push_back(
-                "judged line by line: the GPU's launch totals confirm the simulator's count of "
-                "this source (the same shared instructions, degrees within " +
-                format_number(SharedAccessCounts::kWitnessTolerance * 100.0, 0) +
-                "%), so the simulator's lines are the GPU's");
+            Finding judged;
+            judged.kind = FindingKind::judged_by_witness;
+            judged.values = {SharedAccessCounts::kWitnessTolerance};
+            check.findings.push_back(std::move(judged));
+        }
+        if (counted == 0 && stored_never_read > 0) {
+            // A tile filled and never read: nothing of it reaches a result, so no degree of its
+            // loads can be the model's.
+            finish(check, spec, false, {});
+            Finding unread;
+            unread.kind = FindingKind::tile_never_read;
+            for (const auto& run : m_.runs) {
+                if (run.kernel == spec.kernel && run.counts) {
+                    unread.strides.push_back(run.stride);
+                }
+            }
+            check.findings.push_back(std::move(unread));
+            return;
         }
         if (counted == 0 && counted_without_shared > 0) {
             // The device counted, and the kernel touched no shared memory: the student's kernel
             // decides that (Part 2's naive transpose), so it fails; "not run" is the machine's.
             finish(check, spec, false, {});
-            check.message = "Your kernel has no shared tile: " + exercise_.kernel_name +
-                            " made no shared-memory load or store in " +
-                            std::to_string(counted_without_shared) +
-                            (counted_without_shared == 1 ? " counted run" : " counted runs") +
-                            ", so it has no bank conflicts to remove. " +
+            Finding none;
+            none.kind = FindingKind::no_shared_access;
+            none.count = static_cast<std::uint64_t>(counted_without_shared);
+            none.names = {source_of_counts(spec)};
+            check.message = no_shared_tile_message(none, exercise_.kernel_name) + " " +
                             fill_template(spec.hint, {});
-            check.details.push_back(
-                "your kernel has no shared tile: 0 shared load requests and 0 shared store "
-                "requests, counted by " +
-                (source_of_counts(spec) == "hardware" ? std::string("the GPU's own counters")
-                                                      : std::string("the simulator (PTX-level)")));
+            check.findings.push_back(std::move(none));
             return;
         }
         if (counted == 0) {
@@ -675,9 +743,11 @@ private:
                                            : "no device counted the kernel's shared accesses");
             return;
         }
+        const bool degrees_match = all_match;
+        const Finding* failed_rule = nullptr;
         if (!spec.rules.empty()) {
-            if (!timing_reason_.empty()) {
-                check.details.push_back("timing not used: " + timing_reason_);
+            if (timing_unused_) {
+                check.findings.push_back(*timing_unused_);
             } else {
                 const RatioLookup ratio_of = measured_ratios(exercise_, m_);
                 for (const auto& rule : spec.rules) {
@@ -686,28 +756,71 @@ private:
                         continue;
                     }
                     all_match = all_match && outcome.passed;
-                    check.details.push_back(
-                        std::string(outcome.passed ? "holds: " : "does not hold: ") +
-                        outcome.detail);
+                    check.findings.push_back(rule_finding(exercise_, rule, outcome));
                 }
             }
         }
-        failures_first(check.details, "holds: ");
-        check.details.push_back("counted by " + (source == "hardware"
-                                                     ? std::string("the GPU's own counters")
-                                                     : std::string("the simulator (PTX-level)")));
+        if (degrees_match && !all_match) {
+            // The counts are clean and the time fails the rule: say what the time is paying for
+            // where the counts show it (an output written down its columns).
+            for (const auto& run : m_.runs) {
+                const auto sectors = run.kernel == spec.kernel && run.counts
+                                         ? run.counts->global_store_sectors_per_request()
+                                         : std::nullopt;
+                if (sectors && *sectors > 8.0) {
+                    Finding strided;
+                    strided.kind = FindingKind::strided_global_stores;
+                    strided.strides = {run.stride};
+                    strided.values = {*sectors};
+                    check.findings.push_back(std::move(strided));
+                    break;  // the same at every stride
+                }
+            }
+        }
+        Finding counted_by;
+        counted_by.kind = FindingKind::counted_by;
+        counted_by.names = {source == "hardware" ? "hardware" : "simulator"};
+        check.findings.push_back(std::move(counted_by));
         for (const auto& run : m_.runs) {
             if (run.kernel == spec.kernel && !run.count_note.empty()) {
-                check.details.push_back(run.count_note);
+                Finding note;
+                note.kind = FindingKind::count_difference;
+                note.text = run.count_note;
+                check.findings.push_back(std::move(note));
                 break;  // the same reason at every stride
             }
         }
         for (const auto& read : m_.student.clock_reads) {
-            check.details.push_back("flagged for review: the kernel reads " + read +
-                                    "; a kernel that reads a clock can pace its own timings");
+            Finding clock;
+            clock.kind = FindingKind::clock_read;
+            clock.text = read;
+            check.findings.push_back(std::move(clock));
         }
         finish(check, spec, all_match, {});
-        if (!all_match) {
+        if (degrees_match && !all_match) {
+            // Not "still conflict": the counts are conflict free, and only the time failed.
+            for (const Finding& finding : check.findings) {
+                if (fails(finding) && failed_rule == nullptr) {
+                    failed_rule = &finding;
+                }
+            }
+            if (failed_rule != nullptr) {
+                check.message = timing_only_message(fill_template(spec.pass_message, {}),
+                                                    *failed_rule, wording(exercise_));
+            }
+        }
+        if (!degrees_match) {
+            for (const Finding& finding : check.findings) {
+                if (finding.kind == FindingKind::warp_spans_rows) {
+                    // The exercise's hint (a row length coprime with 32) is met already: say
+                    // what conflicts instead.
+                    check.message = fill_template(spec.fail_message, {}) + " " +
+                                    finding_sentence(finding, wording(exercise_));
+                    break;
+                }
+            }
+        }
+        if (!all_match && !degrees_match) {
             for (const auto& diagnosis : spec.diagnoses) {
                 const bool degree_holds = !diagnosis.counted_degree_at_least ||
                                           worst.value_or(0.0) >= *diagnosis.counted_degree_at_least;
@@ -737,12 +850,16 @@ private:
         if (!given) {
             return;
         }
-        check.details.push_back("\"" + submission_.sentence + "\"");
+        Finding sentence;
+        sentence.kind = FindingKind::sentence_given;
+        sentence.text = submission_.sentence;
+        check.findings.push_back(std::move(sentence));
         if (!exercise_.example_sentence.empty() &&
             text::comparison_key(submission_.sentence) ==
                 text::comparison_key(exercise_.example_sentence)) {
-            check.details.push_back(
-                "flagged for review: this is the starter kit's example sentence, word for word");
+            Finding example;
+            example.kind = FindingKind::sentence_is_example;
+            check.findings.push_back(std::move(example));
         }
     }
 
@@ -762,35 +879,29 @@ private:
     }
 
     // What a number outside the plausible band most likely is, where one reading puts it back in
-    // the band: "; it looks like ..., write ... instead". Empty where none does.
-    std::string measurement_slip(double ratio, const std::function<bool(double)>& in_band) const {
+    // the band, and that reading; milliseconds (perhaps a time) where none does.
+    std::pair<MeasurementSlip, double> measurement_slip(
+        double ratio, const std::function<bool(double)>& in_band) const {
         const bool percent = exercise_.ratios.as_percent;
-        const auto shown = [&](double r) { return ratio_text(exercise_, r); };
         if (percent && ratio < 1.0 && in_band(1.0 / ratio)) {
             // The lesson's table gives bandwidth as "% of copy" (57.1); the file asks for time.
-            return "; " + format_number(ratio * 100.0, 1) +
-                   " looks like the lesson's bandwidth "
-                   "as a percentage of the copy's; the answers file asks for time as a "
-                   "percentage of the copy's time, which is 100 / " +
-                   format_number(ratio * 100.0, 1) + " x 100 = " + shown(1.0 / ratio);
+            return {MeasurementSlip::bandwidth_percent, 1.0 / ratio};
         }
         if (!percent && ratio < 1.0 && in_band(1.0 / ratio)) {
-            return "; this looks inverted (stride 1's time divided by this one's): write this "
-                   "stride's time divided by stride 1's, " +
-                   shown(1.0 / ratio);
+            return {MeasurementSlip::inverted, 1.0 / ratio};
         }
         if (!percent && in_band(ratio / 100.0)) {
-            return "; this looks like a percentage: write the ratio, " + shown(ratio / 100.0);
+            return {MeasurementSlip::percent_for_ratio, ratio / 100.0};
         }
         if (percent && in_band(ratio * 100.0)) {
-            return "; this looks like a ratio, not a percentage: write " + shown(ratio * 100.0);
+            return {MeasurementSlip::ratio_for_percent, ratio * 100.0};
         }
-        return "; if this is a time in milliseconds, write instead " +
-               exercise_.answers.measured_description;
+        return {MeasurementSlip::milliseconds, std::nan("")};
     }
 
-    // The cases a rule needs that the lookup lacks: "stride 16", "stride 8 and stride 16".
-    std::string missing_cases(const OrderingRule& rule, const RatioLookup& lookup) const {
+    // The cases a rule needs that the lookup lacks, as the answers file names them.
+    std::vector<std::string> missing_cases(const OrderingRule& rule,
+                                           const RatioLookup& lookup) const {
         std::vector<const Case*> needed{&rule.subject};
         if (rule.kind == OrderingRule::Kind::closer_to) {
             needed.push_back(&rule.near);
@@ -798,16 +909,33 @@ private:
         } else if (rule.kind == OrderingRule::Kind::slower_than) {
             needed.push_back(&rule.than);
         }
-        std::string names;
-        int missing = 0;
+        std::vector<std::string> names;
         for (const Case* c : needed) {
             if (!lookup(*c)) {
-                names += (names.empty() ? "" : " and ") + answer_name(*c);
-                ++missing;
+                names.push_back(answer_name(*c));
             }
         }
-        return missing == 0 ? std::string("a value it needs is")
-                            : names + (missing > 1 ? " are" : " is");
+        return names;
+    }
+
+    // A finding about a row of the answers file: its stride, or its key.
+    Finding answer_row(FindingKind kind, const Case& subject) const {
+        Finding finding;
+        finding.kind = kind;
+        finding.strides = {subject.stride};
+        if (subject.stride == 0) {
+            for (const auto& row : exercise_.answers.rows) {
+                if (row.kernel == subject.kernel) {
+                    finding.names = {exercise_.answers.key_field, row.key};
+                }
+            }
+            if (finding.names.empty()) {
+                finding.names = {subject.kernel, ""};
+            }
+        } else {
+            finding.names = {"", ""};
+        }
+        return finding;
     }
 
     std::string answer_name(const Case& subject) const {
@@ -826,7 +954,7 @@ private:
     const Submission& submission_;
     const Measurements& m_;
     std::vector<std::string> calibration_;
-    std::string timing_reason_;
+    std::optional<Finding> timing_unused_;
 };
 
 }  // namespace
@@ -835,8 +963,10 @@ std::vector<CheckResult> grade_checks(const Exercise& exercise, const Submission
                                       const Measurements& m) {
     const Grading grading(exercise, submission, m);
     std::vector<CheckResult> checks;
+    const Wording words = wording(exercise);
     for (const CheckSpec& spec : exercise.checks) {
         checks.push_back(grading.check(spec));
+        collapse_details(checks.back(), words);
         checks.back().diagnosis = diagnose_check(exercise, spec, checks.back(), submission, m);
     }
     return checks;
@@ -845,56 +975,33 @@ std::vector<CheckResult> grade_checks(const Exercise& exercise, const Submission
 RuleOutcome evaluate_rule(const Exercise& exercise, const OrderingRule& rule,
                           const RatioLookup& ratio_of) {
     RuleOutcome outcome;
-    const auto subject = ratio_of(rule.subject);
-    if (!subject) {
+    outcome.subject = ratio_of(rule.subject);
+    if (!outcome.subject) {
         return outcome;
     }
-    const auto text = [&](double ratio) { return ratio_text(exercise, ratio); };
-    const std::string subject_text = case_text(exercise, rule.subject) + " at " + text(*subject);
     switch (rule.kind) {
-        case OrderingRule::Kind::closer_to: {
-            const auto near = ratio_of(rule.near);
-            const auto far = ratio_of(rule.far);
-            if (!near || !far) {
+        case OrderingRule::Kind::closer_to:
+            outcome.near = ratio_of(rule.near);
+            outcome.far = ratio_of(rule.far);
+            if (!outcome.near || !outcome.far) {
                 return outcome;
             }
-            outcome.evaluated = true;
-            outcome.passed = std::abs(*subject - *near) < std::abs(*subject - *far);
-            outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") + "closer to " +
-                             case_text(exercise, rule.near) + " (" + text(*near) + ") than to " +
-                             case_text(exercise, rule.far) + " (" + text(*far) + ")";
+            outcome.passed = std::abs(*outcome.subject - *outcome.near) <
+                             std::abs(*outcome.subject - *outcome.far);
             break;
-        }
-        case OrderingRule::Kind::slower_than: {
-            const auto than = ratio_of(rule.than);
-            if (!than) {
+        case OrderingRule::Kind::slower_than:
+            outcome.than = ratio_of(rule.than);
+            if (!outcome.than) {
                 return outcome;
             }
-            outcome.evaluated = true;
-            outcome.passed = *subject > *than * rule.factor;
-            // The observed factor beside the threshold: "is 1.96 times stride 8 (6.30x); more
-            // than 1.25 times is required", never the threshold read as what was seen.
-            const std::string than_text = case_text(exercise, rule.than) + " (" + text(*than) + ")";
-            const std::string required = format_number(rule.factor, 2) + " times";
-            if (*than > 0.0 && std::isfinite(*subject / *than)) {
-                outcome.detail = subject_text + " is " + format_number(*subject / *than, 2) +
-                                 " times " + than_text + "; " +
-                                 (outcome.passed ? "more than " : "it must be more than ") +
-                                 required + (outcome.passed ? " is required" : "");
-            } else {
-                outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") +
-                                 "more than " + required + " " + than_text;
-            }
+            outcome.passed = *outcome.subject > *outcome.than * rule.factor;
             break;
-        }
-        case OrderingRule::Kind::at_most: {
-            outcome.evaluated = true;
-            outcome.passed = *subject <= rule.limit;
-            outcome.detail = subject_text + " is " + (outcome.passed ? "" : "not ") + "at most " +
-                             text(rule.limit);
+        case OrderingRule::Kind::at_most:
+            outcome.passed = *outcome.subject <= rule.limit;
             break;
-        }
     }
+    outcome.evaluated = true;
+    outcome.detail = finding_text(rule_finding(exercise, rule, outcome), wording(exercise));
     return outcome;
 }
 

@@ -15,12 +15,10 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -47,18 +45,10 @@
 namespace grader::cli {
 namespace {
 
-// The exercise an earlier batch wrote its class outputs for in this folder, if one did.
+// The exercise an earlier batch wrote its class outputs for in this folder, if one did (an empty
+// class's outputs name none).
 std::optional<std::string> earlier_exercise(const std::filesystem::path& output) {
-    std::ifstream in(output / "summary.json");
-    if (!in) {
-        return std::nullopt;
-    }
-    const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
-    if (!summary.is_object() || !summary.contains("exercise_id") ||
-        !summary["exercise_id"].is_string()) {
-        return std::nullopt;
-    }
-    return summary["exercise_id"].get<std::string>();
+    return run_exercise_id(output, {});
 }
 
 struct BatchCommandOptions {
@@ -364,13 +354,36 @@ int run_batch_command(const BatchCommandOptions& options, const GlobalOptions& g
             output_shown);
         return kExitUsage;
     }
-    const Exercise exercise =
-        load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
-    if (const auto earlier = earlier_exercise(options.output); earlier && *earlier != exercise.id) {
-        spdlog::warn(
-            "{} holds the class outputs of exercise {}, and this batch grades {}: its "
-            "reports and gradebook will be mixed with theirs; choose another --output",
-            output_shown, text::visible_line(*earlier), exercise.id);
+    // A run already in --output graded its exercise: resuming it grades the same one.
+    const std::optional<std::string> earlier = earlier_exercise(options.output);
+    std::string why;
+    const auto exercise_dir = exercise_for_run(options.exercise, earlier, output_shown, why);
+    if (!exercise_dir) {
+        spdlog::error("{}", why);
+        return kExitUsage;
+    }
+    Exercise exercise = load_exercise(*exercise_dir);
+    if (earlier && options.exercise.empty() &&
+        *earlier != load_exercise(default_exercise_dir()).id) {
+        std::fprintf(stderr, "batch: %s graded exercise %s: resumed as that exercise\n",
+                     output_shown.c_str(), text::visible_line(*earlier).c_str());
+    }
+    // Left to choose, the class's own work names its exercise: Part 2's folders graded as Part
+    // 1 would be every student's zero for a missing probe.cu.
+    if (options.exercise.empty() && !earlier) {
+        if (const auto other = other_exercise_of_class(options.submissions, exercise)) {
+            if (const auto folder = find_exercise(other->id)) {
+                std::fprintf(stderr,
+                             "batch: no folder of %s holds %s and %zu hold exercise %s's %s: "
+                             "graded as exercise %s (--exercise chooses another)\n",
+                             text::visible_line(options.submissions.string()).c_str(),
+                             exercise.submission_source.c_str(), other->folders,
+                             text::visible_line(other->id).c_str(),
+                             load_exercise(*folder).submission_source.c_str(),
+                             text::visible_line(other->id).c_str());
+                exercise = load_exercise(*folder);
+            }
+        }
     }
 
     BatchOptions batch;
@@ -459,7 +472,8 @@ void add_batch_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
     command
         ->add_option("--exercise", options->exercise,
                      "Exercise folder holding exercise.yaml, or a bundled exercise's id such as "
-                     "day15-padding (default: day15-bank-conflicts)")
+                     "day15-padding (default: an earlier run's in --output, else the one whose "
+                     "files the class's folders hold, else day15-bank-conflicts)")
         ->transform(exercise_locator());
     command
         ->add_option("-j,--jobs", options->jobs,

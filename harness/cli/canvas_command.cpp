@@ -10,6 +10,7 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,10 +40,6 @@ struct CanvasCommandOptions {
     double points = 0.0;
 };
 
-Exercise exercise_of(const CanvasCommandOptions& options) {
-    return load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
-}
-
 // Up to a few names, then how many more.
 std::string some_of(const std::vector<std::string>& names) {
     constexpr std::size_t kShown = 5;
@@ -56,14 +53,46 @@ std::string some_of(const std::vector<std::string>& names) {
     return text;
 }
 
+// Every bundled exercise's files: a file Canvas renamed ("transpose-1.cu") gets its name back
+// whichever exercise the download is of, where the student has none of that name.
+std::vector<std::string> every_exercise_file(const Exercise& chosen) {
+    std::vector<std::string> files = {chosen.submission_source, chosen.submission_answers};
+    for (const auto& id : bundled_exercise_ids()) {
+        const auto folder = find_exercise(id);
+        if (!folder) {
+            continue;
+        }
+        try {
+            const Exercise other = load_exercise(*folder);
+            for (const std::string& file : {other.submission_source, other.submission_answers}) {
+                if (std::find(files.begin(), files.end(), file) == files.end()) {
+                    files.push_back(file);
+                }
+            }
+        } catch (const std::exception&) {
+            // A broken bundled exercise names nothing.
+        }
+    }
+    return files;
+}
+
 int run_unpack(const CanvasCommandOptions& options, const GlobalOptions& global) {
-    const Exercise exercise = exercise_of(options);
+    const Exercise exercise =
+        load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
     CanvasUnpackOptions unpack;
     unpack.download = options.download;
     unpack.class_dir = options.class_dir;
-    unpack.expected_files = {exercise.submission_source, exercise.submission_answers};
+    unpack.expected_files =
+        options.exercise.empty()
+            ? every_exercise_file(exercise)
+            : std::vector<std::string>{exercise.submission_source, exercise.submission_answers};
+    CanvasRoster roster;
     CanvasUnpackResult result;
     try {
+        if (!options.roster.empty()) {
+            roster = read_canvas_roster(options.roster);
+            unpack.roster = &roster;
+        }
         result = unpack_canvas_download(unpack);
     } catch (const BatchError& error) {
         spdlog::error("{}", text::visible_line(error.what()));
@@ -76,11 +105,18 @@ int run_unpack(const CanvasCommandOptions& options, const GlobalOptions& global)
     for (const auto& renamed : result.renamed) {
         spdlog::warn("{}", renamed);
     }
-    if (!result.zipped.empty()) {
+    for (const auto& read : result.read_by_roster) {
+        spdlog::info("{}", read);
+    }
+    for (const auto& refused : result.zip_refused) {
+        spdlog::warn("{}: the zip handed in is not unpacked, so the folder is graded as it is: {}",
+                     text::visible_line(refused.folder), text::visible_line(refused.reason));
+    }
+    if (!result.text_entries.empty()) {
         spdlog::warn(
-            "{} students handed in a zip ({}): unzip each into its folder before "
-            "grading",
-            result.zipped.size(), some_of(result.zipped));
+            "{} students handed in a text entry or a URL, not files ({}): each folder holds "
+            "only its text.html or link.html, and is graded as missing the exercise's files",
+            result.text_entries.size(), some_of(result.text_entries));
     }
     if (!result.anonymous.empty()) {
         spdlog::warn(
@@ -88,33 +124,50 @@ int run_unpack(const CanvasCommandOptions& options, const GlobalOptions& global)
             "`grader canvas grades` cannot match them to the roster",
             result.anonymous.size());
     }
+    // Where --exercise was left out, the work the folders hold names the exercise to grade.
+    std::string exercise_id = options.exercise.empty() ? std::string() : exercise.id;
+    if (options.exercise.empty()) {
+        if (const auto other = other_exercise_of_class(options.class_dir, exercise)) {
+            exercise_id = other->id;
+        }
+    }
     if (!global.quiet) {
         std::printf(
             "filed %zu files into %zu student folders in %s (%zu marked late by Canvas: "
-            "their folders say _LATE_)\n",
+            "their folders say _LATE_; %zu zips unpacked)\n",
             result.files, result.folders.size(),
-            text::visible_line(options.class_dir.string()).c_str(), result.late.size());
-        std::printf("next: grader batch %s -o RUN%s\n",
-                    text::visible_line(options.class_dir.string()).c_str(),
-                    options.exercise.empty()
-                        ? ""
-                        : (" --exercise " + text::visible_line(exercise.id)).c_str());
+            text::visible_line(options.class_dir.string()).c_str(), result.late.size(),
+            result.unzipped.size());
+        std::printf(
+            "next: grader batch %s -o RUN%s\n",
+            text::visible_line(options.class_dir.string()).c_str(),
+            exercise_id.empty() ? "" : (" --exercise " + text::visible_line(exercise_id)).c_str());
         std::fflush(stdout);
     }
     return result.folders.empty() ? kExitUsage : kExitPass;
 }
 
 int run_grades(const CanvasCommandOptions& options, const GlobalOptions& global) {
-    const Exercise exercise = exercise_of(options);
     CanvasRoster roster;
     std::vector<ClassEntry> entries;
+    std::optional<std::string> run_id;
     try {
         roster = read_canvas_roster(options.roster);
         entries = entries_in_output(options.run);
+        run_id = run_exercise_id(options.run, entries);
     } catch (const BatchError& error) {
         spdlog::error("{}", text::visible_line(error.what()));
         return kExitUsage;
     }
+    // The run's exercise, never a default: its title names the column the scores go into.
+    std::string why;
+    const auto exercise_dir =
+        exercise_for_run(options.exercise, run_id, text::visible_line(options.run.string()), why);
+    if (!exercise_dir) {
+        spdlog::error("{}", why);
+        return kExitUsage;
+    }
+    const Exercise exercise = load_exercise(*exercise_dir);
     double max_score = 0.0;
     for (const ClassEntry& entry : entries) {
         max_score = std::max(max_score, entry.report.max_score);
@@ -143,6 +196,9 @@ int run_grades(const CanvasCommandOptions& options, const GlobalOptions& global)
     }
     if (!global.quiet) {
         const bool known = assignment.size() > 1 && assignment.back() == ')';
+        std::printf(
+            "%s graded exercise %s (%s)\n", text::visible_line(options.run.string()).c_str(),
+            text::visible_line(exercise.id).c_str(), text::visible_line(exercise.title).c_str());
         std::printf("wrote %s: %zu students' scores out of %s points in the column '%s'%s\n",
                     text::visible_line(options.output.string()).c_str(), grades.scores.size(),
                     format_number(points, 2).c_str(), text::visible_line(assignment).c_str(),
@@ -163,12 +219,8 @@ void add_canvas_command(CLI::App& app, const GlobalOptions& global, Runner& run)
                                           "Canvas in and out: its submissions "
                                           "download in, its gradebook import out");
     canvas->require_subcommand(1);
-    const auto add_exercise = [&](CLI::App* command) {
-        command
-            ->add_option("--exercise", options->exercise,
-                         "The exercise: its folder or bundled id, e.g. day15-padding (default: "
-                         "day15-bank-conflicts)")
-            ->transform(exercise_locator());
+    const auto add_exercise = [&](CLI::App* command, const char* help) {
+        command->add_option("--exercise", options->exercise, help)->transform(exercise_locator());
     };
 
     CLI::App* unpack = canvas->add_subcommand(
@@ -179,9 +231,16 @@ void add_canvas_command(CLI::App& app, const GlobalOptions& global, Runner& run)
         ->required();
     unpack->add_option("CLASS", options->class_dir, "The class folder to make (new or empty)")
         ->required();
-    add_exercise(unpack);
+    unpack->add_option(
+        "--roster", options->roster,
+        "The course's gradebook export (Canvas: Grades, Export, CSV): tells whose a "
+        "file is where Canvas's name for it reads two ways (a name ending in digits)");
+    add_exercise(unpack,
+                 "The exercise: its folder or bundled id, e.g. day15-padding (default: the one "
+                 "whose files the students handed in)");
     unpack->footer(
-        "Example:\n  unzip submissions.zip -d download\n  grader canvas unpack download class\n"
+        "Example:\n  unzip submissions.zip -d download\n"
+        "  grader canvas unpack download class --roster export.csv\n"
         "makes class/smithjane_123456/probe.cu, ... (class/smithjane_LATE_123456/ where Canvas "
         "marked the submission late).");
     unpack->callback([options, &global, &run] {
@@ -205,9 +264,11 @@ void add_canvas_command(CLI::App& app, const GlobalOptions& global, Runner& run)
     grades
         ->add_option("--points", options->points,
                      "The assignment's points possible: scores are scaled to it (default: the "
-                     "exercise's points)")
+                     "exercise's points, as the run's reports give them)")
         ->check(CLI::PositiveNumber);
-    add_exercise(grades);
+    add_exercise(grades,
+                 "The exercise the run graded: its folder or bundled id (default: the run's own; "
+                 "another is refused)");
     grades->footer(
         "Example:\n  grader canvas grades run --roster export.csv --assignment \"Day 15\" -o "
         "canvas-import.csv");

@@ -6,8 +6,13 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <map>
+#include <optional>
+#include <string>
 #include <system_error>
+#include <utility>
 
+#include "batch/batch.hpp"
 #include "common/version.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
@@ -146,6 +151,56 @@ std::map<std::string, std::string> other_exercise_sources(const Exercise& exerci
         }
     }
     return sources;
+}
+
+std::optional<std::filesystem::path> exercise_for_run(
+    const std::filesystem::path& given, const std::optional<std::string>& run_exercise_id,
+    const std::string& run_shown, std::string& why) {
+    if (!run_exercise_id) {
+        return given.empty() ? default_exercise_dir() : given;
+    }
+    const std::string& id = *run_exercise_id;
+    if (!given.empty()) {
+        const Exercise chosen = load_exercise(given);
+        if (chosen.id != id) {
+            why = run_shown + " graded exercise " + text::visible_line(id) + ", not " +
+                  text::visible_line(chosen.id) +
+                  " as --exercise says: leave --exercise out (the run's own is taken)";
+            return std::nullopt;
+        }
+        return given;
+    }
+    if (const auto found = find_exercise(id)) {
+        return *found;
+    }
+    why = run_shown + " graded exercise " + text::visible_line(id) +
+          ", which this grader does not bundle: give its folder with --exercise";
+    return std::nullopt;
+}
+
+std::optional<ClassExercise> other_exercise_of_class(const std::filesystem::path& class_dir,
+                                                     const Exercise& exercise) {
+    ClassFolder found;
+    try {
+        found = find_submissions(class_dir);
+    } catch (const BatchError&) {
+        return std::nullopt;  // the batch says why it cannot read the folder
+    }
+    std::map<std::string, std::size_t> others;
+    std::error_code error;
+    for (const BatchSubmission& submission : found.submissions) {
+        if (std::filesystem::exists(submission.directory / exercise.submission_source, error)) {
+            return std::nullopt;
+        }
+        if (const auto other =
+                other_exercise_of(submission.directory, exercise.submission_source)) {
+            ++others[*other];
+        }
+    }
+    if (others.size() != 1) {
+        return std::nullopt;
+    }
+    return ClassExercise{others.begin()->first, others.begin()->second};
 }
 
 bool use_color(int fd) {

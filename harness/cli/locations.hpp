@@ -1,6 +1,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -45,6 +46,25 @@ std::string other_exercise_message(const std::filesystem::path& submission,
 // The bundled exercises other than `exercise`, by id, with their kernel file: what a grade names
 // when a folder holds another exercise's work (GradeOptions::other_exercise_sources).
 std::map<std::string, std::string> other_exercise_sources(const Exercise& exercise);
+
+// The exercise of a command that reads a run (a batch's output, a merge's shards): the one the run
+// graded (`run_exercise_id`, as its summary, reports or manifests say), with `given` (--exercise,
+// a folder) taken only where it is that exercise. Where the run says nothing, `given`, else the
+// default. nullopt with `why` (one line) where `given` is another exercise, or the run's
+// exercise is not one this grader has.
+std::optional<std::filesystem::path> exercise_for_run(
+    const std::filesystem::path& given, const std::optional<std::string>& run_exercise_id,
+    const std::string& run_shown, std::string& why);
+
+// The bundled exercise a class folder's work is for, where --exercise was left out: where no
+// submission holds `exercise`'s kernel file and some hold another bundled exercise's (one
+// exercise only), that exercise's id and how many folders hold its file; nullopt otherwise.
+struct ClassExercise {
+    std::string id;
+    std::size_t folders = 0;
+};
+std::optional<ClassExercise> other_exercise_of_class(const std::filesystem::path& class_dir,
+                                                     const Exercise& exercise);
 
 // Whether to colour text for this stream: a terminal, and NO_COLOR unset (no-color.org).
 bool use_color(int fd);

@@ -24,14 +24,20 @@
 #include "exercise/exercise.hpp"
 #include "text/text_safety.hpp"
 
-int main(int argc, char** argv) {
-    using namespace grader::cli;
-    // A report piped into `head` must not kill the grader halfway through writing files.
-    std::signal(SIGPIPE, SIG_IGN);
+namespace {
 
-    // Named here, so usage lines say "grader", never the path the binary was run from.
-    CLI::App app{"Grades the Day 15 bank-conflict exercise (and exercises like it) on a GPU.",
-                 "grader"};
+using grader::cli::GlobalOptions;
+using grader::cli::Runner;
+
+bool is_subcommand(CLI::App& app, const std::string& word) {
+    const auto subcommands = app.get_subcommands({});
+    return std::any_of(subcommands.begin(), subcommands.end(),
+                       [&](const CLI::App* sub) { return sub->get_name() == word; });
+}
+
+// The app, its global flags, and one subcommand per command file.
+void add_commands(CLI::App& app, GlobalOptions& global, Runner& run) {
+    using namespace grader::cli;
     app.footer(
         "Examples:\n"
         "  grader grade student/example\n"
@@ -42,15 +48,12 @@ int main(int argc, char** argv) {
     app.set_version_flag("-V,--version", std::string("grader ") + grader::kGraderVersion);
     app.require_subcommand(1);
     app.fallthrough();  // -v and -q also after the subcommand: grader grade DIR -q
-    GlobalOptions global;
     app.add_flag("-v,--verbose", global.verbose, "Log each stage to standard error");
     app.add_flag("-q,--quiet", global.quiet, "Print nothing but errors; exit status only");
     app.add_flag("--group-readable", global.group_readable,
                  "Let the group of the folders written into read the reports (files 0640, "
                  "folders 0750), for a course team's shared folder; by default they are yours "
                  "alone (0600, 0700)");
-
-    Runner run;
     add_grade_command(app, global, run);
     add_sweep_command(app, global, run);
     add_batch_command(app, global, run);
@@ -65,22 +68,74 @@ int main(int argc, char** argv) {
     add_device_server_command(app, run);
     add_launch_command(app, run);
     add_compile_command(app, run);
+}
 
-    // `grader help` and `grader help grade`, as git and cargo answer them: the help of the app
-    // or of the subcommand named.
-    std::vector<std::string> words(argv + 1, argv + argc);
+// `grader help` and `grader help grade`, as git and cargo answer them: the help of the app or of
+// the subcommand named.
+std::vector<std::string> with_help_answered(CLI::App& app, std::vector<std::string> words) {
     if (!words.empty() && words.front() == "help") {
         words.erase(words.begin());
         words.resize(std::min<std::size_t>(words.size(), 1));
         // A word that names no subcommand is left to fail as one ("did you mean 'grade'?"):
         // with --help after it, CLI11 would print the app's help and exit 0.
-        const auto subcommands = app.get_subcommands({});
-        if (words.empty() ||
-            std::any_of(subcommands.begin(), subcommands.end(),
-                        [&](const CLI::App* sub) { return sub->get_name() == words.front(); })) {
+        if (words.empty() || is_subcommand(app, words.front())) {
             words.push_back("--help");
         }
     }
+    return words;
+}
+
+// What a command line CLI11 refused gets instead of its line where ours says more: the
+// subcommand typed wrong, the option typed wrong, and the nearest right one. The exit status.
+int refuse_usage(CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args) {
+    const auto suggestion = grader::cli::suggestion_for(app, args);
+    const std::string hint = suggestion ? suggestion->line() : "";
+    if (!args.empty() && args[0].rfind("-", 0) != 0 && !is_subcommand(app, args[0])) {
+        // CLI11 would say "A subcommand is required" to someone who typed one.
+        std::cerr << "grader: '" << grader::text::visible_line(args[0])
+                  << "' is not a subcommand (grade, explain, sweep, batch, merge)"
+                  << (hint.empty() ? "" : "; " + hint) << "\nRun with --help for more "
+                  << "information.\n";
+        return grader::cli::kExitUsage;
+    }
+    std::string command;  // the subcommand the flag was given to, where one was
+    for (const std::string& arg : args) {
+        if (is_subcommand(app, arg)) {
+            command = arg;
+            break;
+        }
+    }
+    if (suggestion && suggestion->flag) {
+        // Before CLI11's own line, which lists every word after it as "not expected" and may
+        // complain first about a folder that the wrong flag made it read as one.
+        std::cerr << "grader: '" << grader::text::visible_line(suggestion->typed)
+                  << "' is not an option" << (command.empty() ? "" : " of '" + command + "'")
+                  << (hint.empty() ? "" : "; " + hint)
+                  << "\nRun with --help for more information.\n";
+        return grader::cli::kExitUsage;
+    }
+    app.exit(e);
+    if (!hint.empty()) {
+        std::cerr << grader::text::visible_line(hint) << "\n";
+    }
+    return grader::cli::kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace grader::cli;
+    // A report piped into `head` must not kill the grader halfway through writing files.
+    std::signal(SIGPIPE, SIG_IGN);
+
+    // Named here, so usage lines say "grader", never the path the binary was run from.
+    CLI::App app{"Grades the Day 15 bank-conflict exercise (and exercises like it) on a GPU.",
+                 "grader"};
+    GlobalOptions global;
+    Runner run;
+    add_commands(app, global, run);
+    const std::vector<std::string> words =
+        with_help_answered(app, std::vector<std::string>(argv + 1, argv + argc));
     try {
         std::vector<std::string> reversed(words.rbegin(), words.rend());
         app.parse(reversed);
@@ -91,44 +146,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        const std::vector<std::string>& args = words;
-        const auto suggestion = grader::cli::suggestion_for(app, args);
-        const std::string hint = suggestion ? suggestion->line() : "";
-        const auto subcommands = app.get_subcommands({});
-        const bool unknown_subcommand =
-            !args.empty() && args[0].rfind("-", 0) != 0 &&
-            std::none_of(subcommands.begin(), subcommands.end(),
-                         [&](const CLI::App* sub) { return sub->get_name() == args[0]; });
-        if (unknown_subcommand) {
-            // CLI11 would say "A subcommand is required" to someone who typed one.
-            std::cerr << "grader: '" << grader::text::visible_line(args[0])
-                      << "' is not a subcommand (grade, explain, sweep, batch, merge)"
-                      << (hint.empty() ? "" : "; " + hint) << "\nRun with --help for more "
-                      << "information.\n";
-            return kExitUsage;
-        }
-        std::string command;  // the subcommand the flag was given to, where one was
-        for (const std::string& arg : args) {
-            if (std::any_of(subcommands.begin(), subcommands.end(),
-                            [&](const CLI::App* sub) { return sub->get_name() == arg; })) {
-                command = arg;
-                break;
-            }
-        }
-        if (suggestion && suggestion->flag) {
-            // Before CLI11's own line, which lists every word after it as "not expected" and
-            // may complain first about a folder that the wrong flag made it read as one.
-            std::cerr << "grader: '" << grader::text::visible_line(suggestion->typed)
-                      << "' is not an option" << (command.empty() ? "" : " of '" + command + "'")
-                      << (hint.empty() ? "" : "; " + hint)
-                      << "\nRun with --help for more information.\n";
-            return kExitUsage;
-        }
-        app.exit(e);
-        if (!hint.empty()) {
-            std::cerr << grader::text::visible_line(hint) << "\n";
-        }
-        return kExitUsage;
+        return refuse_usage(app, e, words);
     }
 
     // Grades are private: whatever this process or a library in it writes is the user's alone

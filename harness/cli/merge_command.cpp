@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -34,8 +36,29 @@ struct MergeCommandOptions {
 };
 
 int run_merge_command(const MergeCommandOptions& options, const GlobalOptions& global) {
-    const Exercise exercise =
-        load_exercise(options.exercise.empty() ? default_exercise_dir() : options.exercise);
+    // The shards' own exercise (their manifests say it), never a default. A manifest that cannot
+    // be read names no exercise here: the merge refuses it below, with every other problem.
+    std::optional<std::string> shards_exercise;
+    for (const auto& shard : options.shards) {
+        std::optional<ShardManifest> manifest;
+        try {
+            manifest = read_manifest(shard);
+        } catch (const std::runtime_error&) {
+            continue;
+        }
+        if (manifest && !manifest->exercise_id.empty()) {
+            shards_exercise = manifest->exercise_id;
+            break;
+        }
+    }
+    std::string why;
+    const auto exercise_dir =
+        exercise_for_run(options.exercise, shards_exercise, "the shards (their manifests)", why);
+    if (!exercise_dir) {
+        spdlog::error("{}", why);
+        return kExitUsage;
+    }
+    const Exercise exercise = load_exercise(*exercise_dir);
     MergeOptions merge;
     merge.shard_dirs = options.shards;
     merge.output_dir = options.output;
@@ -114,8 +137,8 @@ void add_merge_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
         ->required();
     command
         ->add_option("--exercise", options->exercise,
-                     "The exercise the shards graded: its folder or bundled id, e.g. "
-                     "day15-padding (default: day15-bank-conflicts)")
+                     "The exercise the shards graded: its folder or bundled id (default: the "
+                     "shards' own, as their manifests say; another is refused)")
         ->transform(exercise_locator());
     command->add_option("--prairielearn-qid", options->qid,
                         "The question id for prairielearn-scores.csv (default: the exercise's id)");

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "cli/locations.hpp"
 #include "exercise/exercise.hpp"
 #include "grade/grade.hpp"
+#include "isolation/child.hpp"
 #include "serve/api.hpp"
 #include "serve/http_server.hpp"
 #include "serve/lti.hpp"
@@ -95,6 +98,31 @@ std::optional<serve::RateLimit> parse_rate(const std::string& text) {
     } catch (const std::exception&) {
         return std::nullopt;
     }
+}
+
+// Whether --slurm's script can submit a wave on this machine: `SCRIPT --check` exits 0 where it
+// can (scripts/slurm/submit.sh looks for sbatch), and says what is missing where it cannot.
+bool slurm_submit_ready(const std::filesystem::path& script, std::string& said) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(script, error) || ::access(script.c_str(), X_OK) != 0) {
+        said = "no executable script there (scripts/slurm/submit.sh is the one the grader ships)";
+        return false;
+    }
+    ChildLimits limits;
+    limits.seconds = 30.0;
+    const ChildResult checked = run_child({std::filesystem::absolute(script).string(), "--check"},
+                                          limits, [](const std::string&) { return 0.0; });
+    if (checked.end == ChildResult::End::exited && checked.exit_code == 0) {
+        return true;
+    }
+    std::string output = checked.output + checked.error;
+    while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) {
+        output.pop_back();
+    }
+    said = "its check (" + script.filename().string() + " --check) failed" +
+           (output.empty() ? std::string() : ": " + text::visible_line(output)) +
+           "; the service would take attempts whose GPU grade never comes";
+    return false;
 }
 
 int run_serve(const ServeCommandOptions& options) {
@@ -167,6 +195,12 @@ int run_serve(const ServeCommandOptions& options) {
     service_options.sim_jobs =
         options.sim_jobs > 0 ? options.sim_jobs : static_cast<int>(std::max(1u, cores / 4));
     if (!options.slurm.empty()) {
+        // Refused here, not found out at the first wave: its attempts' GPU lane would never end.
+        std::string said;
+        if (!slurm_submit_ready(options.slurm, said)) {
+            spdlog::error("--slurm {}: {}", text::visible_line(options.slurm.string()), said);
+            return kExitUsage;
+        }
         service_options.gpu = true;
         service_options.slurm.submit_script = std::filesystem::absolute(options.slurm);
         service_options.slurm.tasks = options.slurm_tasks;

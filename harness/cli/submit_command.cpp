@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -19,9 +20,11 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "archive/zip_reader.hpp"
 #include "cli/commands.hpp"
 #include "serve/http_client.hpp"
 #include "text/text_safety.hpp"
@@ -92,11 +95,49 @@ struct Client {
     }
 };
 
+// What an answer that is not a success says: the service's own reason (JSON), else what a
+// reverse proxy in front of it (docs/serve.md's nginx or Caddy) meant by its status.
 std::string error_of(const nlohmann::json& body, int status) {
     if (body.is_object() && body.contains("error") && body["error"].is_string()) {
         return body["error"].get<std::string>();
     }
+    if (status == 413) {
+        return "the upload is larger than the web server in front of the service takes (HTTP 413 "
+               "from its reverse proxy: nginx's client_max_body_size, Caddy's request_body "
+               "max_size): send less, or ask the instructor to raise the proxy's limit above the "
+               "service's";
+    }
+    if (status == 502 || status == 503 || status == 504) {
+        return "the web server in front of the service could not get an answer from it (HTTP " +
+               std::to_string(status) + "): the service is down or busy; try again later";
+    }
     return "the service answered HTTP " + std::to_string(status);
+}
+
+// An upload the service would refuse for its size, said before it is sent: a proxy in front of
+// the service may cut it off with a bare 413, or a broken connection, instead of its reason.
+std::optional<std::string> too_large(
+    const nlohmann::json& me, const std::vector<std::pair<std::string, std::string>>& files) {
+    if (!me.contains("upload") || !me["upload"].is_object()) {
+        return std::nullopt;  // a service from before it said its limits
+    }
+    const auto limit = [&](const char* key) {
+        return me["upload"].value(key, std::numeric_limits<std::size_t>::max());
+    };
+    std::size_t total = 0;
+    for (const auto& [name, bytes] : files) {
+        total += bytes.size();
+        if (!looks_like_zip(name, bytes) && bytes.size() > limit("max_file_bytes")) {
+            return "'" + text::visible_line(name) + "' is " + zip_size_text(bytes.size()) +
+                   ": the service takes a file of at most " +
+                   zip_size_text(limit("max_file_bytes"));
+        }
+    }
+    if (total > limit("max_bytes")) {
+        return "the files add up to " + zip_size_text(total) + ": the service takes at most " +
+               zip_size_text(limit("max_bytes")) + " in one upload (its --max-upload-kb)";
+    }
+    return std::nullopt;
 }
 
 int exit_for(const std::string& verdict) {
@@ -160,6 +201,10 @@ int run_submit(const SubmitCommandOptions& options) {
                           text::visible_line(me["exercises"].dump()));
             return kExitUsage;
         }
+        if (const auto refusal = too_large(me, files)) {
+            spdlog::error("not sent: {}", *refusal);
+            return kExitUsage;
+        }
         std::vector<std::pair<std::string, std::string>> fields;
         if (!exercise.empty()) {
             fields.emplace_back("exercise", exercise);
@@ -171,7 +216,10 @@ int run_submit(const SubmitCommandOptions& options) {
             body.body, 120);
         const nlohmann::json attempt = nlohmann::json::parse(sent.body, nullptr, false);
         if (sent.status != 201) {
-            spdlog::error("{}", text::visible_line(error_of(attempt, sent.status)));
+            // Refused (a 4xx, with its reason): 2, as documented; the service's or its proxy's
+            // failure (5xx): 3, nothing the student did.
+            spdlog::error("the upload was refused: {}",
+                          text::visible_line(error_of(attempt, sent.status)));
             return sent.status >= 500 ? kExitUngradable : kExitUsage;
         }
         const std::string id = std::to_string(attempt["id"].get<long long>());

@@ -93,13 +93,21 @@ int run_issue(const TokensCommandOptions& options) {
     if (bad) {
         return kExitUsage;
     }
-    std::vector<serve::RosterStudent> students;
+    serve::Roster roster;
     try {
-        students = serve::read_roster(options.roster);
+        roster = serve::read_roster(options.roster);
     } catch (const serve::RosterError& error) {
         spdlog::error("{}", error.what());
         return kExitUsage;
     }
+    const std::string shown = text::visible_line(options.roster.string());
+    std::cerr << "grader tokens: " << shown << " read as " << roster.format << ": "
+              << roster.students.size() << " students\n";
+    for (const auto& left : roster.left_out) {
+        std::cerr << "grader tokens: " << shown << ":" << left.line << ": left out: " << left.why
+                  << "\n";
+    }
+    const std::vector<serve::RosterStudent>& students = roster.students;
     const auto store = open_store(options.state);
     std::string csv = "student,name,token\n";
     const auto now = static_cast<std::int64_t>(serve::now_seconds());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "common/version.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
@@ -22,15 +23,6 @@ namespace grader {
 namespace {
 
 constexpr const char* kMagic = "grader-compile-cache 1\n";
-
-std::uint64_t fnv1a(const std::string& text) {
-    std::uint64_t hash = 1469598103934665603ull;
-    for (const char c : text) {
-        hash ^= static_cast<unsigned char>(c);
-        hash *= 1099511628211ull;
-    }
-    return hash;
-}
 
 void add_field(std::string& out, const std::string& field) {
     out += std::to_string(field.size());

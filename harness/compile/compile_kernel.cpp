@@ -250,6 +250,117 @@ std::string vetting_log(const std::vector<SourceProblem>& problems,
     return log;
 }
 
+// The program NVRTC compiles: the source under an absolute name, with the request's headers in
+// memory, and the kernel's name to be lowered.
+detail::NvrtcProgram create_program(const CompileRequest& request, std::string_view source) {
+    const std::string nvrtc_source(source);
+    // An absolute name keeps NVRTC from prefixing the working directory in .file and the
+    // cubin's line table; the in-memory headers still take precedence over files in "/".
+    const std::string nvrtc_name = request.source_name.empty() || request.source_name[0] != '/'
+                                       ? "/" + request.source_name
+                                       : request.source_name;
+    std::vector<const char*> header_texts;
+    std::vector<const char*> header_includes;
+    for (const HeaderSource& header : request.headers) {
+        header_texts.push_back(header.content.c_str());
+        header_includes.push_back(header.include_name.c_str());
+    }
+    nvrtcProgram raw_program = nullptr;
+    GRADER_NVRTC_CALL(nvrtcCreateProgram(&raw_program, nvrtc_source.c_str(), nvrtc_name.c_str(),
+                                         static_cast<int>(header_texts.size()), header_texts.data(),
+                                         header_includes.data()));
+    detail::NvrtcProgram program(raw_program);
+    GRADER_NVRTC_CALL(nvrtcAddNameExpression(program.get(), request.kernel_name.c_str()));
+    return program;
+}
+
+// Compiles with the request's options for its architecture (kept in the outcome). A failed
+// compile is the status; NVRTC's own failure throws, with whatever log it gave.
+nvrtcResult compile_program(const detail::NvrtcProgram& program, const CompileRequest& request,
+                            CompileOutcome& outcome) {
+    outcome.options = request.options;
+    outcome.options.push_back("-arch=" + request.arch);
+    std::vector<const char*> option_texts;
+    for (const std::string& option : outcome.options) {
+        option_texts.push_back(option.c_str());
+    }
+    const nvrtcResult status = nvrtcCompileProgram(
+        program.get(), static_cast<int>(option_texts.size()), option_texts.data());
+    if (status != NVRTC_SUCCESS && status != NVRTC_ERROR_COMPILATION) {
+        std::string log;
+        std::size_t size = 0;
+        if (nvrtcGetProgramLogSize(program.get(), &size) == NVRTC_SUCCESS && size > 0) {
+            log.resize(size);
+            if (nvrtcGetProgramLog(program.get(), log.data()) != NVRTC_SUCCESS) {
+                log.clear();
+            }
+        }
+        detail::throw_nvrtc_error(status, "nvrtcCompileProgram", log);
+    }
+    return status;
+}
+
+// The compile's log as the student reads it: bounded, with no host path, and where the kernel's
+// name did not resolve, one sentence saying so instead of the summary lines.
+void record_log(const detail::NvrtcProgram& program, const CompileRequest& request,
+                std::string_view source, CompileOutcome& outcome) {
+    std::string raw_log = program_log(program.get());
+    const NameLookup lookup = name_lookup_errors(raw_log);
+    std::size_t raw_cut = 0;
+    if (raw_log.size() > kMaxRawLogBytes) {
+        const std::size_t line_end = raw_log.rfind('\n', kMaxRawLogBytes);
+        const std::size_t keep = line_end == std::string::npos ? kMaxRawLogBytes : line_end + 1;
+        raw_cut = raw_log.size() - keep;
+        raw_log.resize(keep);
+    }
+    std::vector<LoggedFile> logged_files{{request.source_name, source}};
+    for (const HeaderSource& header : request.headers) {
+        logged_files.push_back({header.include_name, header.content});
+    }
+    std::string log = sanitize_log(raw_log, logged_files);
+    if (lookup.failed) {
+        log = without_error_summary(log);
+    }
+    outcome.log = bound_text(std::move(log), kMaxCompileLogBytes, raw_cut, outcome.log_cut_bytes);
+    if (lookup.failed) {
+        outcome.log += name_lookup_sentence(lookup, request);
+    }
+}
+
+// What a compile that succeeded gives: the PTX (and the cubin for a real architecture), the
+// kernel's lowered name, signature and parameter sizes. False where NVRTC named no kernel.
+bool read_compiled(const detail::NvrtcProgram& program, const CompileRequest& request,
+                   CompiledKernel& compiled) {
+    CompileOutcome& outcome = compiled.outcome;
+    compiled.ptx = ptx_without_host_paths(program_ptx(program.get()));
+    outcome.clock_reads = ptx_clock_reads(compiled.ptx);
+    if (request.arch.rfind("sm_", 0) == 0) {
+        compiled.cubin = program_cubin(program.get());
+    }
+    // NVRTC can report success and give no name (for a byte that is not UTF-8 in the source:
+    // test_compile's "a byte that is not UTF-8 never crashes the compile"): the student's
+    // program, not the machine, so a failed compile.
+    const char* lowered = nullptr;
+    if (nvrtcGetLoweredName(program.get(), request.kernel_name.c_str(), &lowered) !=
+            NVRTC_SUCCESS ||
+        lowered == nullptr || *lowered == '\0') {
+        outcome.log += "NVRTC compiled " + request.source_name + " but found no kernel named " +
+                       request.kernel_name +
+                       " in it; check that the file is UTF-8 text and defines the kernel once\n";
+        return false;
+    }
+    outcome.lowered_name = lowered;
+    outcome.signature = demangle(outcome.lowered_name);
+    const PtxEntry entry = ptx_entry(compiled.ptx, outcome.lowered_name);
+    if (entry.found) {
+        for (const PtxParam& param : entry.params) {
+            outcome.param_sizes.push_back(param.size);
+        }
+        outcome.param_source = "ptx";
+    }
+    return true;
+}
+
 }  // namespace
 
 CompiledKernel compile_kernel(const CompileRequest& request) {
@@ -291,99 +402,10 @@ CompiledKernel compile_kernel(const CompileRequest& request) {
         std::string_view(request.source).substr(0, kByteOrderMark.size()) == kByteOrderMark
             ? std::string_view(request.source).substr(kByteOrderMark.size())
             : std::string_view(request.source);
-    const std::string nvrtc_source(source);
-
-    // An absolute name keeps NVRTC from prefixing the working directory in .file and the
-    // cubin's line table; the in-memory headers still take precedence over files in "/".
-    const std::string nvrtc_name = request.source_name.empty() || request.source_name[0] != '/'
-                                       ? "/" + request.source_name
-                                       : request.source_name;
-    std::vector<const char*> header_texts;
-    std::vector<const char*> header_includes;
-    for (const HeaderSource& header : request.headers) {
-        header_texts.push_back(header.content.c_str());
-        header_includes.push_back(header.include_name.c_str());
-    }
-    nvrtcProgram raw_program = nullptr;
-    GRADER_NVRTC_CALL(nvrtcCreateProgram(&raw_program, nvrtc_source.c_str(), nvrtc_name.c_str(),
-                                         static_cast<int>(header_texts.size()), header_texts.data(),
-                                         header_includes.data()));
-    const detail::NvrtcProgram program(raw_program);
-    GRADER_NVRTC_CALL(nvrtcAddNameExpression(program.get(), request.kernel_name.c_str()));
-
-    outcome.options = request.options;
-    outcome.options.push_back("-arch=" + request.arch);
-    std::vector<const char*> option_texts;
-    for (const std::string& option : outcome.options) {
-        option_texts.push_back(option.c_str());
-    }
-    const nvrtcResult status = nvrtcCompileProgram(
-        program.get(), static_cast<int>(option_texts.size()), option_texts.data());
-    if (status != NVRTC_SUCCESS && status != NVRTC_ERROR_COMPILATION) {
-        std::string log;
-        std::size_t size = 0;
-        if (nvrtcGetProgramLogSize(program.get(), &size) == NVRTC_SUCCESS && size > 0) {
-            log.resize(size);
-            if (nvrtcGetProgramLog(program.get(), log.data()) != NVRTC_SUCCESS) {
-                log.clear();
-            }
-        }
-        detail::throw_nvrtc_error(status, "nvrtcCompileProgram", log);
-    }
-
-    std::string raw_log = program_log(program.get());
-    const NameLookup lookup = name_lookup_errors(raw_log);
-    std::size_t raw_cut = 0;
-    if (raw_log.size() > kMaxRawLogBytes) {
-        const std::size_t line_end = raw_log.rfind('\n', kMaxRawLogBytes);
-        const std::size_t keep = line_end == std::string::npos ? kMaxRawLogBytes : line_end + 1;
-        raw_cut = raw_log.size() - keep;
-        raw_log.resize(keep);
-    }
-    std::vector<LoggedFile> logged_files{{request.source_name, source}};
-    for (const HeaderSource& header : request.headers) {
-        logged_files.push_back({header.include_name, header.content});
-    }
-    std::string log = sanitize_log(raw_log, logged_files);
-    if (lookup.failed) {
-        log = without_error_summary(log);
-    }
-    outcome.log = bound_text(std::move(log), kMaxCompileLogBytes, raw_cut, outcome.log_cut_bytes);
-    if (lookup.failed) {
-        outcome.log += name_lookup_sentence(lookup, request);
-    }
-    if (status != NVRTC_SUCCESS) {
-        outcome.seconds = elapsed();
-        return compiled;
-    }
-
-    compiled.ptx = ptx_without_host_paths(program_ptx(program.get()));
-    outcome.clock_reads = ptx_clock_reads(compiled.ptx);
-    if (request.arch.rfind("sm_", 0) == 0) {
-        compiled.cubin = program_cubin(program.get());
-    }
-    // NVRTC has been seen to report success and give no name (a byte that is not UTF-8 in the
-    // source): the student's program, not the machine, so a failed compile.
-    const char* lowered = nullptr;
-    if (nvrtcGetLoweredName(program.get(), request.kernel_name.c_str(), &lowered) !=
-            NVRTC_SUCCESS ||
-        lowered == nullptr || *lowered == '\0') {
-        outcome.log += "NVRTC compiled " + request.source_name + " but found no kernel named " +
-                       request.kernel_name +
-                       " in it; check that the file is UTF-8 text and defines the kernel once\n";
-        outcome.seconds = elapsed();
-        return compiled;
-    }
-    outcome.lowered_name = lowered;
-    outcome.signature = demangle(outcome.lowered_name);
-    const PtxEntry entry = ptx_entry(compiled.ptx, outcome.lowered_name);
-    if (entry.found) {
-        for (const PtxParam& param : entry.params) {
-            outcome.param_sizes.push_back(param.size);
-        }
-        outcome.param_source = "ptx";
-    }
-    outcome.ok = true;
+    const detail::NvrtcProgram program = create_program(request, source);
+    const nvrtcResult status = compile_program(program, request, outcome);
+    record_log(program, request, source, outcome);
+    outcome.ok = status == NVRTC_SUCCESS && read_compiled(program, request, compiled);
     outcome.seconds = elapsed();
     return compiled;
 }

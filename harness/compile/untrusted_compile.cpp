@@ -500,23 +500,85 @@ int serve_compile_request(int input_fd, int reply_fd, const CompileServiceOption
     return compile_and_send(student, true, reply_fd) ? 0 : 2;
 }
 
-ConfinedCompiles compile_confined(const std::vector<CompileRequest>& trusted,
-                                  const CompileRequest& student,
-                                  const UntrustedCompileOptions& options) {
-    for (const CompileRequest* request : [&] {
-             std::vector<const CompileRequest*> all;
-             for (const CompileRequest& one : trusted) {
-                 all.push_back(&one);
-             }
-             all.push_back(&student);
-             return all;
-         }()) {
+namespace {
+
+// Why the compile child ended without the student's result, once it had begun their source: a
+// failed compile of the student's, in words that say which limit it met.
+std::string stopped_compile_reason(const ChildResult& child, const CompileRequest& student,
+                                   const UntrustedCompileOptions& options) {
+    switch (child.end) {
+        case ChildResult::End::timed_out:
+            return "the compile of " + student.source_name + " did not finish within " +
+                   seconds_text(child.limit_seconds);
+        case ChildResult::End::memory_exceeded:
+            return "the compiler used more than " + size_text(options.memory_bytes) +
+                   " of memory on " + student.source_name;
+        case ChildResult::End::message_overflow:
+            return "the compiled kernel is larger than the " + size_text(kMaxReplyBytes) +
+                   " the grader accepts";
+        case ChildResult::End::signaled:
+            return "the compiler crashed on " + student.source_name + " (" +
+                   signal_text(child.signal) + ")";
+        default:
+            return "the compiler stopped on " + student.source_name +
+                   " without a result (exit status " + std::to_string(child.exit_code) + ")";
+    }
+}
+
+// The child's faults, which are the machine's or the harness's: it could not start, NVRTC failed,
+// the child failed, or it stopped before it reached the student's source. Throws for each.
+void throw_for_machine_faults(const ChildResult& child, const std::optional<json>& reply,
+                              bool compiling, const CompileRequest& student) {
+    if (child.end == ChildResult::End::spawn_failed) {
+        throw std::runtime_error("the compiler process (grader __compile) could not be started: " +
+                                 child.error);
+    }
+    if (reply && reply->contains("machine_fault")) {
+        const json& fault = (*reply)["machine_fault"];
+        throw NvrtcError(static_cast<nvrtcResult>(fault.value("status", 0)),
+                         fault.value("call", std::string()),
+                         fault.value("message", std::string("NVRTC failed")),
+                         fault.value("nvrtc_log", std::string()));
+    }
+    if (reply && reply->contains("harness_fault")) {
+        throw std::runtime_error("the compiler process failed: " +
+                                 (*reply)["harness_fault"].get<std::string>());
+    }
+    // Before the child reached the student's source, nothing the student did can have stopped
+    // it.
+    if (!compiling) {
+        throw std::runtime_error(
+            "the compiler process (grader __compile) stopped before it compiled " +
+            student.source_name + " (" + std::string(to_string(child.end)) +
+            (child.end == ChildResult::End::exited
+                 ? ", exit status " + std::to_string(child.exit_code)
+                 : std::string()) +
+            (child.signal != 0 ? ", " + signal_text(child.signal) : std::string()) + ")" +
+            (child.output.empty() ? std::string() : "; it said: " + tail_of(child.output)));
+    }
+}
+
+void require_names(const std::vector<CompileRequest>& trusted, const CompileRequest& student) {
+    std::vector<const CompileRequest*> all;
+    for (const CompileRequest& one : trusted) {
+        all.push_back(&one);
+    }
+    all.push_back(&student);
+    for (const CompileRequest* request : all) {
         if (request->arch.empty() || request->kernel_name.empty()) {
             throw std::invalid_argument(
                 "compile_confined: no architecture or kernel name given for " +
                 request->source_name);
         }
     }
+}
+
+}  // namespace
+
+ConfinedCompiles compile_confined(const std::vector<CompileRequest>& trusted,
+                                  const CompileRequest& student,
+                                  const UntrustedCompileOptions& options) {
+    require_names(trusted, student);
     std::vector<std::string> argv = {options.grader_executable.string()};
     argv.insert(argv.end(), options.arguments.begin(), options.arguments.end());
 
@@ -554,64 +616,13 @@ ConfinedCompiles compile_confined(const std::vector<CompileRequest>& trusted,
     // its in-memory headers, and the submission's folder is nothing it should look at.
     const ChildResult child =
         run_child(argv, limits, on_message, "/", encode_requests(trusted, student));
-
-    if (child.end == ChildResult::End::spawn_failed) {
-        throw std::runtime_error("the compiler process (grader __compile) could not be started: " +
-                                 child.error);
-    }
-    if (reply && reply->contains("machine_fault")) {
-        const json& fault = (*reply)["machine_fault"];
-        throw NvrtcError(static_cast<nvrtcResult>(fault.value("status", 0)),
-                         fault.value("call", std::string()),
-                         fault.value("message", std::string("NVRTC failed")),
-                         fault.value("nvrtc_log", std::string()));
-    }
-    if (reply && reply->contains("harness_fault")) {
-        throw std::runtime_error("the compiler process failed: " +
-                                 (*reply)["harness_fault"].get<std::string>());
-    }
-    if (reply && reply->contains("result") && compiling) {
+    throw_for_machine_faults(child, reply, compiling, student);
+    if (reply && reply->contains("result")) {
         compiles.student = kernel_from((*reply)["result"]);
-        compiles.student.confinement = confinement;
-        return compiles;
+    } else {
+        compiles.student = students_failed_compile(
+            student, stopped_compile_reason(child, student, options), child.seconds);
     }
-
-    // No result. Before the child reached the student's source, nothing the student did can
-    // have stopped it: the machine's or the harness's fault.
-    if (!compiling) {
-        throw std::runtime_error(
-            "the compiler process (grader __compile) stopped before it compiled " +
-            student.source_name + " (" + std::string(to_string(child.end)) +
-            (child.end == ChildResult::End::exited
-                 ? ", exit status " + std::to_string(child.exit_code)
-                 : std::string()) +
-            (child.signal != 0 ? ", " + signal_text(child.signal) : std::string()) + ")" +
-            (child.output.empty() ? std::string() : "; it said: " + tail_of(child.output)));
-    }
-    std::string reason;
-    switch (child.end) {
-        case ChildResult::End::timed_out:
-            reason = "the compile of " + student.source_name + " did not finish within " +
-                     seconds_text(child.limit_seconds);
-            break;
-        case ChildResult::End::memory_exceeded:
-            reason = "the compiler used more than " + size_text(options.memory_bytes) +
-                     " of memory on " + student.source_name;
-            break;
-        case ChildResult::End::message_overflow:
-            reason = "the compiled kernel is larger than the " + size_text(kMaxReplyBytes) +
-                     " the grader accepts";
-            break;
-        case ChildResult::End::signaled:
-            reason = "the compiler crashed on " + student.source_name + " (" +
-                     signal_text(child.signal) + ")";
-            break;
-        default:
-            reason = "the compiler stopped on " + student.source_name +
-                     " without a result (exit status " + std::to_string(child.exit_code) + ")";
-            break;
-    }
-    compiles.student = students_failed_compile(student, reason, child.seconds);
     compiles.student.confinement = confinement;
     return compiles;
 }

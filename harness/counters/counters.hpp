@@ -18,9 +18,9 @@
 //
 // Count after timing, never during it: a count replays the launches (one pass, or two with
 // InstructionCounter::sass) with the profiler attached, and CUPTI's profiler stays initialised
-// in the process while a counter exists. On an H200 the probe's stride-1 launch timed 9% slower
-// with a counter open than before CUPTI was loaded (docs/measurements/2026-12-02-h200-cupti-
-// trial.md).
+// in the process while a counter exists: a launch timed while a counter is open can be slower
+// than one timed before CUPTI was loaded (the probe's stride 1 by 9%:
+// docs/measurements/2026-12-02-h200-cupti-trial.md).
 
 #include <cuda.h>
 
@@ -158,10 +158,10 @@ public:
     // counters learns it here. device_ordinal is the context's device (CUPTI names devices by
     // ordinal). Never throws for the environment; check available(), and each count's result.
     // CUPTI's profiler stays initialised (its hooks in the driver) until the last counter of the
-    // process is destroyed. No profiling session runs outside a count (or a kept session): on the
-    // H200 the probe timed alike before CUPTI was loaded, with a counter open and with a session
-    // kept enabled (test_counters), and a grade timed as well with its counter opening on
-    // another thread beside the timing. open_steps() says how long its steps took.
+    // process is destroyed. No profiling session runs outside a count (or a kept session), so
+    // that the probe times alike before CUPTI is loaded, with a counter open and with a session
+    // kept enabled (test_counters: "once the last counter is gone, the probe times as it did
+    // before CUPTI was loaded"). open_steps() says how long its steps took.
     static SharedMemoryCounter open(CUcontext context, int device_ordinal,
                                     InstructionCounter instructions = InstructionCounter::hardware,
                                     Probe probe = Probe::empty_session);
@@ -215,8 +215,8 @@ private:
 // launch's grid (grid_blocks); the simulator counts the blocks it ran (simulated_blocks, 0: the
 // grid too), so its totals are compared at the grid's scale, as if every block did what those
 // did. On sm_90 ptxas can merge neighbouring shared loads into wider ones: fewer instructions,
-// whose wavefronts follow the wider access's rule (on an H200, two 2-way 32-bit loads became one
-// conflict-free LDS.64).
+// whose wavefronts follow the wider access's rule (two 2-way 32-bit loads can become one
+// conflict-free LDS.64: docs/counters.md; test_counters' "neighbouring shared loads" case).
 std::string difference_note(const SharedMemoryCounts& hardware, std::uint64_t grid_blocks,
                             const SharedMemoryCounts& simulated, std::uint64_t simulated_blocks);
 

@@ -2,8 +2,9 @@
 
 // The host side of counting, which needs CUPTI but no GPU: the metric names, the range profiler's
 // configuration image for a chip, the evaluation of a decoded counter-data image, and the SASS
-// metrics' ids. Kept apart so the tests check the names against the H200's chip (GH100) on a
-// machine without a GPU. Every failure throws CuptiFailure (counters/cupti_status.hpp).
+// metrics' ids. Kept apart so that the tests check the names against GH100 (the H100's and the
+// H200's chip) without a GPU (test_counters: "the counted metrics are valid for the H200's chip").
+// Every failure throws CuptiFailure (counters/cupti_status.hpp).
 
 #include <cupti_profiler_host.h>
 

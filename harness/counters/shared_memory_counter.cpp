@@ -322,9 +322,10 @@ struct SharedMemoryCounter::Impl {
     std::vector<std::uint64_t> sass_ids;  // empty where the SASS metrics API is unusable
     CounterAvailability sass_availability = CounterAvailability::failed;
     std::string sass_reason;
-    // Set at the first count_by_line and kept until the counter goes: on an H200 (CUPTI 13.0), a
-    // second cuptiSassMetricsSetConfig in the process, after cuptiSassMetricsUnsetConfig and a
-    // range-profiler count, returned CUPTI_ERROR_OUT_OF_MEMORY.
+    // Set at the first count_by_line and kept until the counter goes: CUPTI 13.0 refuses a second
+    // cuptiSassMetricsSetConfig in the process after cuptiSassMetricsUnsetConfig and a
+    // range-profiler count (CUPTI_ERROR_OUT_OF_MEMORY). test_counters' "the lesson's transposes
+    // and demo" counts by line after each range-profiler count with one counter.
     std::unique_ptr<SassMetricsConfiguration> sass_configuration;
     // keep_session(true): the session every count_each uses, and the image CUPTI was last given
     // (it may touch it until the session ends). Last, so that they go first.
@@ -424,6 +425,101 @@ SharedMemoryCounter SharedMemoryCounter::open(CUcontext context, int device_ordi
     return SharedMemoryCounter(std::move(impl));
 }
 
+namespace {
+
+// The counter data image for `ranges` ranges of the session's metrics, initialized.
+std::vector<std::uint8_t> counter_data_image(const CuptiApi& api,
+                                             const RangeProfilerSession& session,
+                                             std::vector<const char*>& metric_names,
+                                             std::size_t ranges) {
+    auto size = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
+    size.pRangeProfilerObject = session.get();
+    size.pMetricNames = metric_names.data();
+    size.numMetrics = metric_names.size();
+    size.maxNumOfRanges = ranges;
+    size.maxNumRangeTreeNodes = static_cast<std::uint32_t>(ranges);
+    GRADER_CUPTI_CALL(api, cuptiRangeProfilerGetCounterDataSize, &size);
+    std::vector<std::uint8_t> counter_data(size.counterDataSize);
+    auto initialize = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
+    initialize.pRangeProfilerObject = session.get();
+    initialize.counterDataSize = counter_data.size();
+    initialize.pCounterData = counter_data.data();
+    GRADER_CUPTI_CALL(api, cuptiRangeProfilerCounterDataImageInitialize, &initialize);
+    return counter_data;
+}
+
+// One user range per launch, replayed by the caller, into `counter_data`.
+void set_user_ranges(const CuptiApi& api, const RangeProfilerSession& session,
+                     std::vector<std::uint8_t>& config_image,
+                     std::vector<std::uint8_t>& counter_data, std::size_t ranges) {
+    auto config = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_SetConfig_Params);
+    config.pRangeProfilerObject = session.get();
+    config.configSize = config_image.size();
+    config.pConfig = config_image.data();
+    config.counterDataImageSize = counter_data.size();
+    config.pCounterDataImage = counter_data.data();
+    config.range = CUPTI_UserRange;
+    config.replayMode = CUPTI_UserReplay;
+    config.maxRangesPerPass = ranges;
+    config.numNestingLevels = 1;
+    config.minNestingLevel = 1;
+    config.passIndex = 0;
+    config.targetNestingLevel = 1;
+    GRADER_CUPTI_CALL(api, cuptiRangeProfilerSetConfig, &config);
+}
+
+// Every launch in a range of its own, once per pass, until the profiler has every pass it needs
+// (the configuration's `passes`, and at most one more).
+template <typename Step>
+void replay_launches(const CuptiApi& api, const RangeProfilerSession& session,
+                     const std::vector<SharedMemoryCounter::Launch>& launches, std::size_t passes,
+                     const Step& step) {
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+        names.push_back("launch " + std::to_string(i));
+    }
+    bool all_submitted = false;
+    for (std::size_t pass = 0; !all_submitted; ++pass) {
+        if (pass > passes + 1) {
+            throw CuptiFailure(CUPTI_ERROR_UNKNOWN,
+                               "CUPTI failed: the range profiler still wanted passes after " +
+                                   std::to_string(pass) + " (the configuration needs " +
+                                   std::to_string(passes) + ")");
+        }
+        ReplayPass replay(api, session.get());
+        step("start pass");
+        for (std::size_t i = 0; i < launches.size(); ++i) {
+            const ProfiledRange range(api, session.get(), names[i].c_str());
+            launches[i]();
+            synchronize();
+        }
+        step("ranges");
+        all_submitted = replay.stop_and_check_all_submitted();
+        step("stop pass");
+    }
+}
+
+// The counter data decoded, with one range for each of `ranges` launches, none dropped.
+void decode_ranges(const CuptiApi& api, const RangeProfilerSession& session,
+                   std::vector<std::uint8_t>& counter_data, std::size_t ranges) {
+    auto decode = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
+    decode.pRangeProfilerObject = session.get();
+    GRADER_CUPTI_CALL(api, cuptiRangeProfilerDecodeData, &decode);
+    auto info = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params);
+    info.pCounterDataImage = counter_data.data();
+    info.counterDataImageSize = counter_data.size();
+    GRADER_CUPTI_CALL(api, cuptiRangeProfilerGetCounterDataInfo, &info);
+    if (decode.numOfRangeDropped != 0 || info.numTotalRanges != ranges) {
+        throw CuptiFailure(CUPTI_ERROR_UNKNOWN,
+                           "CUPTI failed: the range profiler returned " +
+                               std::to_string(info.numTotalRanges) + " ranges for " +
+                               std::to_string(ranges) + " launches (" +
+                               std::to_string(decode.numOfRangeDropped) + " dropped)");
+    }
+}
+
+}  // namespace
+
 CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(
     const std::vector<Launch>& launches) {
     if (launches.empty()) {
@@ -436,10 +532,6 @@ CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(
         return result;
     }
     const CuptiApi& api = *impl_->api;
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < launches.size(); ++i) {
-        names.push_back("launch " + std::to_string(i));
-    }
     const std::vector<const char*>& metrics = impl_->metrics;
     // What CUPTI is given a pointer to outlives the session, which may touch it until it ends.
     std::vector<const char*> metric_names = metrics;
@@ -461,74 +553,13 @@ CountResult<std::vector<SharedMemoryCounts>> SharedMemoryCounter::count_each(
         const RangeProfilerSession& session =
             impl_->keep_session ? *impl_->kept_session : *session_holder;
         step("enable");
-
-        auto size = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
-        size.pRangeProfilerObject = session.get();
-        size.pMetricNames = metric_names.data();
-        size.numMetrics = metric_names.size();
-        size.maxNumOfRanges = launches.size();
-        size.maxNumRangeTreeNodes = static_cast<std::uint32_t>(launches.size());
-        GRADER_CUPTI_CALL(api, cuptiRangeProfilerGetCounterDataSize, &size);
-        counter_data.resize(size.counterDataSize);
-        auto initialize =
-            GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
-        initialize.pRangeProfilerObject = session.get();
-        initialize.counterDataSize = counter_data.size();
-        initialize.pCounterData = counter_data.data();
-        GRADER_CUPTI_CALL(api, cuptiRangeProfilerCounterDataImageInitialize, &initialize);
+        counter_data = counter_data_image(api, session, metric_names, launches.size());
         step("counter data image");
-
-        auto config = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_SetConfig_Params);
-        config.pRangeProfilerObject = session.get();
-        config.configSize = impl_->config_image.size();
-        config.pConfig = impl_->config_image.data();
-        config.counterDataImageSize = counter_data.size();
-        config.pCounterDataImage = counter_data.data();
-        config.range = CUPTI_UserRange;
-        config.replayMode = CUPTI_UserReplay;
-        config.maxRangesPerPass = launches.size();
-        config.numNestingLevels = 1;
-        config.minNestingLevel = 1;
-        config.passIndex = 0;
-        config.targetNestingLevel = 1;
-        GRADER_CUPTI_CALL(api, cuptiRangeProfilerSetConfig, &config);
+        set_user_ranges(api, session, impl_->config_image, counter_data, launches.size());
         step("set config");
-
-        bool all_submitted = false;
-        for (std::size_t pass = 0; !all_submitted; ++pass) {
-            if (pass > impl_->passes + 1) {
-                throw CuptiFailure(CUPTI_ERROR_UNKNOWN,
-                                   "CUPTI failed: the range profiler still wanted passes after " +
-                                       std::to_string(pass) + " (the configuration needs " +
-                                       std::to_string(impl_->passes) + ")");
-            }
-            ReplayPass replay(api, session.get());
-            step("start pass");
-            for (std::size_t i = 0; i < launches.size(); ++i) {
-                const ProfiledRange range(api, session.get(), names[i].c_str());
-                launches[i]();
-                synchronize();
-            }
-            step("ranges");
-            all_submitted = replay.stop_and_check_all_submitted();
-            step("stop pass");
-        }
-
-        auto decode = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
-        decode.pRangeProfilerObject = session.get();
-        GRADER_CUPTI_CALL(api, cuptiRangeProfilerDecodeData, &decode);
-        auto info = GRADER_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params);
-        info.pCounterDataImage = counter_data.data();
-        info.counterDataImageSize = counter_data.size();
-        GRADER_CUPTI_CALL(api, cuptiRangeProfilerGetCounterDataInfo, &info);
+        replay_launches(api, session, launches, impl_->passes, step);
+        decode_ranges(api, session, counter_data, launches.size());
         step("decode");
-        if (decode.numOfRangeDropped != 0 || info.numTotalRanges != launches.size()) {
-            throw CuptiFailure(CUPTI_ERROR_UNKNOWN,
-                               "CUPTI failed: the range profiler returned " +
-                                   std::to_string(info.numTotalRanges) + " ranges for " +
-                                   std::to_string(launches.size()) + " launches (" +
-                                   std::to_string(decode.numOfRangeDropped) + " dropped)");
-        }
         session_holder.reset();
         step("disable");
         for (std::size_t i = 0; i < launches.size(); ++i) {
@@ -653,6 +684,89 @@ std::pair<std::string, int> source_line(const CuptiApi& api, std::string_view cu
     return {base_name(params.fileName), static_cast<int>(params.lineNumber)};
 }
 
+using RawCounts = std::map<std::pair<std::string, std::uint32_t>, RawInstruction>;
+
+// Why the instructions cannot be placed on source lines from `cubin`, or empty where they can.
+std::string crc_problem_of(const CuptiApi& api, std::string_view cubin, const RawCounts& raw,
+                           std::uint32_t crc_seen, bool several_cubins) {
+    if (cubin.empty()) {
+        return "no cubin was given to place the instructions on source lines";
+    }
+    CUpti_GetCubinCrcParams crc{};
+    crc.size = CUpti_GetCubinCrcParamsSize;
+    crc.cubin = cubin.data();
+    crc.cubinSize = cubin.size();
+    GRADER_CUPTI_CALL(api, cuptiGetCubinCrc, &crc);
+    if (!several_cubins && !raw.empty() && static_cast<std::uint32_t>(crc.cubinCrc) != crc_seen) {
+        return "the cubin given is not the image that ran (its CRC differs)";
+    }
+    return {};
+}
+
+// `function`'s shared loads and stores that executed, each on its source line where the cubin
+// places it.
+std::vector<InstructionCounts> shared_instructions(const CuptiApi& api, std::string_view cubin,
+                                                   const std::string& function,
+                                                   const RawCounts& raw, bool placed) {
+    std::vector<InstructionCounts> instructions;
+    for (const auto& [key, counts] : raw) {
+        if (!same_function(key.first, function)) {
+            continue;
+        }
+        if (counts.loads == 0 && counts.stores == 0) {
+            continue;  // not an LDS/STS (an atomic, LDSM), or never executed
+        }
+        InstructionCounts instruction;
+        instruction.function = key.first;
+        instruction.pc_offset = key.second;
+        instruction.store = counts.stores > 0 && counts.loads == 0;
+        instruction.instructions = instruction.store ? counts.stores : counts.loads;
+        instruction.wavefronts = counts.wavefronts;
+        instruction.ideal_wavefronts = counts.ideal_wavefronts;
+        if (placed) {
+            std::tie(instruction.file, instruction.line) =
+                source_line(api, cubin, key.first, key.second);
+        }
+        instructions.push_back(instruction);
+    }
+    return instructions;
+}
+
+// The instructions summed by source line (all on one where none is placed), and where none is,
+// why.
+void sum_by_line(SourceLineCounts& lines, const std::string& function,
+                 const std::string& crc_problem) {
+    const bool any_line =
+        std::any_of(lines.instructions.begin(), lines.instructions.end(),
+                    [](const InstructionCounts& instruction) { return instruction.line > 0; });
+    lines.mapped = any_line;
+    if (!any_line) {
+        lines.mapping_note = !crc_problem.empty() ? crc_problem
+                             : lines.instructions.empty()
+                                 ? "no shared-memory instruction of " +
+                                       (function.empty() ? std::string("any kernel") : function) +
+                                       " executed"
+                                 : "the cubin has no line table (build it with -lineinfo)";
+    }
+    std::map<std::tuple<std::string, int, bool>, LineCounts> by_line;
+    for (const auto& instruction : lines.instructions) {
+        const auto key =
+            any_line ? std::make_tuple(instruction.file, instruction.line, instruction.store)
+                     : std::make_tuple(std::string(), 0, instruction.store);
+        LineCounts& line = by_line[key];
+        line.file = std::get<0>(key);
+        line.line = std::get<1>(key);
+        line.store = instruction.store;
+        line.sass_instructions += 1;
+        line.instructions += instruction.instructions;
+        line.wavefronts += instruction.wavefronts;
+        line.ideal_wavefronts += instruction.ideal_wavefronts;
+    }
+    for (auto& entry : by_line) {
+        lines.lines.push_back(entry.second);
+    }
+}
+
 }  // namespace
 
 CountResult<SourceLineCounts> SharedMemoryCounter::count_by_line(std::string_view cubin,
@@ -695,72 +809,12 @@ CountResult<SourceLineCounts> SharedMemoryCounter::count_by_line(std::string_vie
             impl_->sass_configuration =
                 std::make_unique<SassMetricsConfiguration>(api, impl_->device, std::move(configs));
         }
-        const auto raw =
+        const RawCounts raw =
             sass_counts(api, impl_->context, impl_->sass_ids, launch, crc_seen, several_cubins);
-        SourceLineCounts& lines = result.value;
-        std::string crc_problem;
-        if (cubin.empty()) {
-            crc_problem = "no cubin was given to place the instructions on source lines";
-        } else {
-            CUpti_GetCubinCrcParams crc{};
-            crc.size = CUpti_GetCubinCrcParamsSize;
-            crc.cubin = cubin.data();
-            crc.cubinSize = cubin.size();
-            GRADER_CUPTI_CALL(api, cuptiGetCubinCrc, &crc);
-            if (!several_cubins && !raw.empty() &&
-                static_cast<std::uint32_t>(crc.cubinCrc) != crc_seen) {
-                crc_problem = "the cubin given is not the image that ran (its CRC differs)";
-            }
-        }
-        for (const auto& [key, counts] : raw) {
-            if (!same_function(key.first, function)) {
-                continue;
-            }
-            if (counts.loads == 0 && counts.stores == 0) {
-                continue;  // not an LDS/STS (an atomic, LDSM), or never executed
-            }
-            InstructionCounts instruction;
-            instruction.function = key.first;
-            instruction.pc_offset = key.second;
-            instruction.store = counts.stores > 0 && counts.loads == 0;
-            instruction.instructions = instruction.store ? counts.stores : counts.loads;
-            instruction.wavefronts = counts.wavefronts;
-            instruction.ideal_wavefronts = counts.ideal_wavefronts;
-            if (crc_problem.empty()) {
-                std::tie(instruction.file, instruction.line) =
-                    source_line(api, cubin, key.first, key.second);
-            }
-            lines.instructions.push_back(instruction);
-        }
-        const bool any_line =
-            std::any_of(lines.instructions.begin(), lines.instructions.end(),
-                        [](const InstructionCounts& instruction) { return instruction.line > 0; });
-        lines.mapped = any_line;
-        if (!any_line) {
-            lines.mapping_note =
-                !crc_problem.empty() ? crc_problem
-                : lines.instructions.empty()
-                    ? "no shared-memory instruction of " +
-                          (function.empty() ? std::string("any kernel") : function) + " executed"
-                    : "the cubin has no line table (build it with -lineinfo)";
-        }
-        std::map<std::tuple<std::string, int, bool>, LineCounts> by_line;
-        for (const auto& instruction : lines.instructions) {
-            const auto key =
-                any_line ? std::make_tuple(instruction.file, instruction.line, instruction.store)
-                         : std::make_tuple(std::string(), 0, instruction.store);
-            LineCounts& line = by_line[key];
-            line.file = std::get<0>(key);
-            line.line = std::get<1>(key);
-            line.store = instruction.store;
-            line.sass_instructions += 1;
-            line.instructions += instruction.instructions;
-            line.wavefronts += instruction.wavefronts;
-            line.ideal_wavefronts += instruction.ideal_wavefronts;
-        }
-        for (auto& entry : by_line) {
-            lines.lines.push_back(entry.second);
-        }
+        const std::string crc_problem = crc_problem_of(api, cubin, raw, crc_seen, several_cubins);
+        result.value.instructions =
+            shared_instructions(api, cubin, function, raw, crc_problem.empty());
+        sum_by_line(result.value, function, crc_problem);
         result.availability = CounterAvailability::available;
         result.reason.clear();
     } catch (const CuptiFailure& failure) {

@@ -1,5 +1,9 @@
 #include "cuda/resources.hpp"
 
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
 #include "cuda/driver_api.hpp"
 
 namespace grader::cuda {
@@ -111,16 +115,32 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
     return *this;
 }
 
-void DeviceBuffer::upload(const void* host, std::size_t bytes) {
-    GRADER_DRIVER_CALL(cuMemcpyHtoD(pointer_, host, bytes));
+void DeviceBuffer::check_inside(std::size_t offset, std::size_t bytes) const {
+    if (offset > bytes_ || bytes > bytes_ - offset) {
+        throw std::out_of_range("bytes " + std::to_string(offset) + " to " +
+                                std::to_string(offset + bytes) + " of a device buffer of " +
+                                std::to_string(bytes_));
+    }
 }
 
-void DeviceBuffer::download(void* host, std::size_t bytes) const {
-    GRADER_DRIVER_CALL(cuMemcpyDtoH(host, pointer_, bytes));
+void DeviceBuffer::upload(const void* host, std::size_t bytes, std::size_t offset) {
+    check_inside(offset, bytes);
+    GRADER_DRIVER_CALL(cuMemcpyHtoD(pointer_ + offset, host, bytes));
+}
+
+void DeviceBuffer::download(void* host, std::size_t bytes, std::size_t offset) const {
+    check_inside(offset, bytes);
+    GRADER_DRIVER_CALL(cuMemcpyDtoH(host, pointer_ + offset, bytes));
 }
 
 void DeviceBuffer::fill_words(unsigned int value, CUstream stream) {
     GRADER_DRIVER_CALL(cuMemsetD32Async(pointer_, value, bytes_ / 4, stream));
+}
+
+void DeviceBuffer::fill_words(unsigned int value, CUstream stream, std::size_t offset,
+                              std::size_t bytes) {
+    check_inside(offset, bytes);
+    GRADER_DRIVER_CALL(cuMemsetD32Async(pointer_ + offset, value, bytes / 4, stream));
 }
 
 Stream::Stream() {

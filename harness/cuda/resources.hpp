@@ -77,14 +77,19 @@ public:
 
     CUdeviceptr get() const noexcept { return pointer_; }
     std::size_t bytes() const noexcept { return bytes_; }
-    void upload(const void* host, std::size_t bytes);
-    void download(void* host, std::size_t bytes) const;
+    // From byte `offset` of the buffer; std::out_of_range where [offset, offset + bytes) is not
+    // inside it.
+    void upload(const void* host, std::size_t bytes, std::size_t offset = 0);
+    void download(void* host, std::size_t bytes, std::size_t offset = 0) const;
     // On `stream`, in order with the launches there. (A plain cuMemsetD32 goes to the legacy
-    // default stream, which a non-blocking stream does not wait for: the fill could land after
-    // the kernel and poison its output. Seen on an H200 with two graders sharing the GPU.)
+    // default stream, which a non-blocking stream does not wait for: where another process
+    // keeps the GPU busy, the fill can land after the kernel and poison its output.) The whole
+    // buffer, or `bytes` (whole words) from `offset`.
     void fill_words(unsigned int value, CUstream stream);
+    void fill_words(unsigned int value, CUstream stream, std::size_t offset, std::size_t bytes);
 
 private:
+    void check_inside(std::size_t offset, std::size_t bytes) const;
     CUdeviceptr pointer_ = 0;
     std::size_t bytes_ = 0;
 };

@@ -5,11 +5,13 @@
 #include <cstddef>
 #include <functional>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
 #include "counters/counters.hpp"
 #include "cuda/driver_api.hpp"
+#include "device/buffer_layout.hpp"
 #include "measure/interleaved_timing.hpp"
 #include "measure/outputs.hpp"
 
@@ -106,7 +108,7 @@ void CudaDevice::release() {
     poison_module_.reset();
     poison_function_ = nullptr;
     inputs_.clear();
-    output_ = cuda::DeviceBuffer();
+    buffers_ = cuda::DeviceBuffer();
     stream_.reset();
     context_.reset();
     lock_ = DeviceLock();
@@ -193,27 +195,51 @@ LaunchGeometry CudaDevice::geometry(const LoadedKernel& sizing_kernel) {
 }
 
 void CudaDevice::put_input(const InputSpec& input, InputWords words) {
-    cuda::DeviceBuffer buffer(words->size() * sizeof(float));
-    buffer.upload(words->data(), words->size() * sizeof(float));
+    if (words->size() > exercise_.buffers.input_words) {
+        throw std::runtime_error("input '" + input.id + "' has " + std::to_string(words->size()) +
+                                 " words; the exercise's input buffers hold " +
+                                 std::to_string(exercise_.buffers.input_words));
+    }
+    inputs_.insert_or_assign(input.id, std::move(words));
+    buffers_ = cuda::DeviceBuffer();  // laid out again, with this input, at the next launch
+}
+
+void CudaDevice::lay_out_buffers(std::uint64_t elements, std::uint64_t timed) {
+    timed = std::max(timed, planned_timed_);
+    if (buffers_.get() != 0 && laid_out_elements_ == elements && layout_.timed_outputs >= timed) {
+        return;
+    }
+    layout_ = buffer_layout(exercise_, elements, timed);
+    buffers_ = cuda::DeviceBuffer();
+    buffers_ = cuda::DeviceBuffer(layout_.bytes);
+    laid_out_elements_ = elements;
+    // Zeroed first (on our stream, finished before the copies on the legacy one), as the
+    // simulator's allocation is: what lies between and after the buffers reads the same there.
+    buffers_.fill_words(0, stream_->get());
+    stream_->synchronize();
+    for (std::size_t i = 0; i < exercise_.inputs.size(); ++i) {
+        const auto given = inputs_.find(exercise_.inputs[i].id);
+        if (given != inputs_.end()) {
+            buffers_.upload(given->second->data(), given->second->size() * sizeof(float),
+                            layout_.inputs[i]);
+        }
+    }
     // A synchronous copy from pageable memory may return before its DMA lands, on the legacy
     // stream that ours does not wait for: finish it before any launch.
     GRADER_DRIVER_CALL(cuCtxSynchronize());
-    inputs_.insert_or_assign(input.id, std::move(buffer));
 }
 
-const cuda::DeviceBuffer& CudaDevice::input_buffer(const InputSpec& input) const {
-    const auto found = inputs_.find(input.id);
-    if (found == inputs_.end()) {
+CUdeviceptr CudaDevice::input_address(const InputSpec& input, std::uint64_t elements) {
+    if (inputs_.count(input.id) == 0) {
         throw std::runtime_error("input '" + input.id + "' was launched with before it was given");
     }
-    return found->second;
+    lay_out_buffers(elements);
+    return buffers_.get() + layout_.inputs[input_index(exercise_, input)];
 }
 
-cuda::DeviceBuffer& CudaDevice::output_buffer(std::uint64_t elements) {
-    if (output_.bytes() < elements * sizeof(float)) {
-        output_ = cuda::DeviceBuffer(elements * sizeof(float));
-    }
-    return output_;
+CUdeviceptr CudaDevice::output_address(std::uint64_t elements) {
+    lay_out_buffers(elements);
+    return buffers_.get() + layout_.output;
 }
 
 void CudaDevice::enqueue(const LoadedKernel& kernel, CUdeviceptr input, CUdeviceptr output,
@@ -249,23 +275,23 @@ DeviceLaunch CudaDevice::run(const LaunchCase& launch, const InputSpec& input,
     const std::uint64_t elements = output_elements(exercise_, geometry);
     DeviceLaunch ran;
     try {
-        const cuda::DeviceBuffer& in = input_buffer(input);
-        cuda::DeviceBuffer& out = output_buffer(elements);
-        out.fill_words(kOutputPoison, stream_->get());
+        const CUdeviceptr in = input_address(input, elements);
+        const CUdeviceptr out = output_address(elements);
+        buffers_.fill_words(kOutputPoison, stream_->get(), layout_.output,
+                            elements * sizeof(float));
         if (input.poison_shared) {
             poison_shared_memory();
         }
         cuda::Event began;
         cuda::Event ended;
         began.record(*stream_);
-        enqueue(*launch.kernel, in.get(), out.get(), elements, launch.stride, geometry,
-                stream_->get());
+        enqueue(*launch.kernel, in, out, elements, launch.stride, geometry, stream_->get());
         ended.record(*stream_);
         stream_->synchronize();
         ran.kernel_ms = static_cast<double>(cuda::elapsed_ms(began, ended));
         if (launch.outputs_read) {
             ran.outputs.resize(elements);
-            out.download(ran.outputs.data(), elements * sizeof(float));
+            buffers_.download(ran.outputs.data(), elements * sizeof(float), layout_.output);
         }
     } catch (const cuda::DriverError& error) {
         return failed_launch(error);
@@ -294,18 +320,19 @@ TimingSamples CudaDevice::time(const std::vector<LaunchCase>& launches, const In
 TimingSamples CudaDevice::time_rounds(const std::vector<LaunchCase>& launches,
                                       const InputSpec& input, const LaunchGeometry& geometry) {
     const std::uint64_t elements = output_elements(exercise_, geometry);
-    const CUdeviceptr in = input_buffer(input).get();
-    // Each launch writes a buffer of its own, so that what the timed launches computed can be
-    // checked afterwards: a kernel cannot be right when checked and wrong when timed.
-    std::vector<cuda::DeviceBuffer> outputs;
+    // Each launch writes an output of its own, after the grade's (buffer_layout), so that what the
+    // timed launches computed can be checked afterwards: a kernel cannot be right when checked
+    // and wrong when timed.
+    lay_out_buffers(elements, launches.size());
+    const CUdeviceptr in = input_address(input, elements);
     for (std::size_t i = 0; i < launches.size(); ++i) {
-        outputs.emplace_back(elements * sizeof(float));
-        outputs.back().fill_words(kOutputPoison, stream_->get());
+        buffers_.fill_words(kOutputPoison, stream_->get(), layout_.timed_output(i),
+                            elements * sizeof(float));
     }
     std::vector<TimedLaunch> timed;
     for (std::size_t i = 0; i < launches.size(); ++i) {
         const LaunchCase c = launches[i];
-        const CUdeviceptr out = outputs[i].get();
+        const CUdeviceptr out = buffers_.get() + layout_.timed_output(i);
         timed.push_back({c.kernel->id + " stride " + std::to_string(c.stride),
                          [this, c, in, out, elements, &geometry](CUstream stream) {
                              enqueue(*c.kernel, in, out, elements, c.stride, geometry, stream);
@@ -327,7 +354,7 @@ TimingSamples CudaDevice::time_rounds(const std::vector<LaunchCase>& launches,
         std::vector<float> last;
         if (launches[i].outputs_read) {
             last.resize(elements);
-            outputs[i].download(last.data(), elements * sizeof(float));
+            buffers_.download(last.data(), elements * sizeof(float), layout_.timed_output(i));
         }
         samples.final_outputs.push_back(std::move(last));
     }
@@ -373,8 +400,8 @@ HardwareCounts CudaDevice::count_launches(const std::vector<LaunchCase>& launche
         return result;
     }
     const std::uint64_t elements = output_elements(exercise_, geometry);
-    const CUdeviceptr in = input_buffer(input).get();
-    const CUdeviceptr out = output_buffer(elements).get();
+    const CUdeviceptr in = input_address(input, elements);
+    const CUdeviceptr out = output_address(elements);
     std::vector<counters::SharedMemoryCounter::Launch> counted;
     for (const LaunchCase& c : launches) {
         counted.push_back([this, c, in, out, elements, &geometry] {

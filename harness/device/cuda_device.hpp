@@ -16,6 +16,7 @@
 
 #include "compile/compile.hpp"
 #include "cuda/resources.hpp"
+#include "device/buffer_layout.hpp"
 #include "device/counter_source.hpp"
 #include "device/device.hpp"
 #include "device/device_lock.hpp"
@@ -57,7 +58,10 @@ public:
     LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override;
     void put_input(const InputSpec& input, InputWords words) override;
     // Where the plan counts after timing, the counter may open beside the timing.
-    void follow(const LaunchPlan& plan) override { count_follows_ = !plan.counted.empty(); }
+    void follow(const LaunchPlan& plan) override {
+        count_follows_ = !plan.counted.empty();
+        planned_timed_ = plan.timed.size();
+    }
     DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
                      const LaunchGeometry& geometry) override;
     void reload(const std::vector<LoadedKernel*>& kernels) override;
@@ -71,8 +75,12 @@ private:
                               const LaunchGeometry& geometry);
     HardwareCounts count_launches(const std::vector<LaunchCase>& launches, const InputSpec& input,
                                   const LaunchGeometry& geometry);
-    const cuda::DeviceBuffer& input_buffer(const InputSpec& input) const;
-    cuda::DeviceBuffer& output_buffer(std::uint64_t elements);
+    // The grade's one allocation (buffer_layout), made where a launch first needs it with every
+    // input given so far in its place and room for `timed` timed outputs (at least the plan's);
+    // the addresses of an input and of the output in it.
+    void lay_out_buffers(std::uint64_t elements, std::uint64_t timed = 0);
+    CUdeviceptr input_address(const InputSpec& input, std::uint64_t elements);
+    CUdeviceptr output_address(std::uint64_t elements);
     void enqueue(const LoadedKernel& kernel, CUdeviceptr input, CUdeviceptr output,
                  std::uint64_t elements, int stride, const LaunchGeometry& geometry,
                  CUstream stream) const;
@@ -84,8 +92,11 @@ private:
     double context_seconds_ = 0.0;
     std::optional<cuda::PrimaryContext> context_;
     std::optional<cuda::Stream> stream_;
-    std::map<std::string, cuda::DeviceBuffer> inputs_;  // by input id
-    cuda::DeviceBuffer output_;
+    std::map<std::string, InputWords> inputs_;  // by input id, as given
+    cuda::DeviceBuffer buffers_;                // the inputs and the output (buffer_layout)
+    BufferLayout layout_;
+    std::uint64_t laid_out_elements_ = 0;
+    std::uint64_t planned_timed_ = 0;  // the plan's timed launches: room for their outputs
     std::optional<cuda::Module> poison_module_;
     CUfunction poison_function_ = nullptr;
     int blocks_per_sm_ = 0;

@@ -22,6 +22,7 @@
 #include "compile/compile.hpp"
 #include "device/backend.hpp"
 #include "exercise/exercise.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
 
 namespace grader {
@@ -73,10 +74,10 @@ struct DeviceLaunch {
     // block ran.
     std::uint64_t blocks_run = 0;
     std::optional<SharedAccessCounts> counts;  // where the device counts as it runs
-    std::vector<std::string> notes;            // what the device saw: unwritten reads
-    // Shared-memory races the device saw, one sentence each (line, word, lanes), bounded: they
-    // fail the output check even where the values came out right.
-    std::vector<std::string> races;
+    // What the device saw of shared memory (the simulator): races, which fail the output check
+    // even where the values came out right, and the first unwritten read; also where the launch
+    // stopped, whose stop they may explain.
+    std::vector<Finding> findings;
     // The launch's own time on the device (between two events around it), where the device
     // measures one (a GPU): what a student's launch of the same case may take is measured
     // against the exercise's (grade/limits.hpp).

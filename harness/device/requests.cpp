@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "exercise/exercise.hpp"
+#include "model/finding.hpp"
 #include "model/json.hpp"
 
 namespace grader::requests {
@@ -206,8 +207,7 @@ void read(const Frame& frame, Run& value) {
 void write(const DeviceLaunch& value, Frame& frame) {
     frame.head["end"] = end_json(value.end);
     frame.head["message"] = value.message;
-    frame.head["notes"] = value.notes;
-    frame.head["races"] = value.races;
+    frame.head["findings"] = value.findings;
     if (value.counts) {
         frame.head["counts"] = *value.counts;
     }
@@ -222,8 +222,7 @@ void read(const Frame& frame, DeviceLaunch& value) {
     const json& head = frame.head;
     value.end = end_of(head.at("end"));
     value.message = head.at("message").get<std::string>();
-    value.notes = head.at("notes").get<std::vector<std::string>>();
-    value.races = head.at("races").get<std::vector<std::string>>();
+    value.findings = head.at("findings").get<std::vector<Finding>>();
     if (head.contains("counts")) {
         value.counts = head.at("counts").get<SharedAccessCounts>();
     }

@@ -1,18 +1,27 @@
 #include "device/sim_device.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "common/kernel_ids.hpp"
+#include "compile/cubin.hpp"
+#include "device/buffer_layout.hpp"
+#include "device/sim_budget.hpp"
 #include "measure/outputs.hpp"
+#include "model/bank_model.hpp"
+#include "model/finding.hpp"
 
 namespace grader {
 namespace {
@@ -29,37 +38,121 @@ const SimKernel& sim_kernel(const LoadedKernel& kernel) {
     return static_cast<const SimKernel&>(kernel);
 }
 
-std::string uninitialized_read_note(int stride, const sim::UninitializedSharedRead& read) {
-    // Threads and blocks as (x, y, z) where either has more than one dimension; a variable's word
-    // by its index in the variable's words (tile[32][33] has no tile[33]).
-    const bool flat = read.thread.thread.y == 0 && read.thread.thread.z == 0 &&
-                      read.thread.block.y == 0 && read.thread.block.z == 0;
-    std::string note =
-        (stride > 0 ? "stride " + std::to_string(stride) + ": " : std::string()) + "thread " +
-        (flat ? std::to_string(read.thread.thread.x) : sim::dim_text(read.thread.thread)) +
-        " of block " +
-        (flat ? std::to_string(read.thread.block.x) : sim::dim_text(read.thread.block)) +
-        " read shared word " + std::to_string(read.word);
-    if (!read.variable.empty()) {
-        note += " (word " + std::to_string(read.word_in_variable) + " of " +
-                sim::shared_variable_name(read.variable) + ")";
-    }
-    return note + " at " + sim::location_text(read.where) +
-           " before any thread of its block wrote it (shared memory holds whatever was left there)";
+FindingPlace place_of(const sim::SourceLocation& where) {
+    FindingPlace place;
+    place.file = where.file;
+    place.line = where.line;
+    place.column = where.column;
+    place.ptx_line = where.line > 0 ? 0 : where.ptx_line;
+    return place;
 }
 
-// The first races the launch saw, and how many accesses raced in all where that is more.
-std::vector<std::string> race_lines(const sim::LaunchResult& result) {
+FindingThread thread_of(const sim::ThreadId& id) {
+    FindingThread thread;
+    thread.block = {id.block.x, id.block.y, id.block.z};
+    thread.thread = {id.thread.x, id.thread.y, id.thread.z};
+    thread.warp = id.warp;
+    thread.lane = id.lane;
+    thread.any_warp = id.warp == sim::SharedRace::kAnyOtherWarp;
+    return thread;
+}
+
+SharedWord word_of(std::uint64_t word, const std::string& variable,
+                   std::uint64_t word_in_variable) {
+    // The PTX's name, which a student's asm can make as long as it likes: bounded as the
+    // simulator bounds a .loc's file.
+    return SharedWord{word,
+                      sim::shared_variable_name(variable).substr(0, sim::kMaxLocationFileBytes),
+                      word_in_variable};
+}
+
+FindingKind race_kind(sim::SharedRace::Kind kind) {
+    switch (kind) {
+        case sim::SharedRace::Kind::read_after_write:
+            return FindingKind::race_read_after_write;
+        case sim::SharedRace::Kind::write_after_read:
+            return FindingKind::race_write_after_read;
+        case sim::SharedRace::Kind::write_after_write:
+            return FindingKind::race_write_after_write;
+        case sim::SharedRace::Kind::same_value_write:
+            return FindingKind::race_same_value;
+        case sim::SharedRace::Kind::one_store_two_values:
+            return FindingKind::race_one_store_two_values;
+    }
+    return FindingKind::race_write_after_write;
+}
+
+// The shared store of the launch nearest before `read` in its source file (the last one of the
+// file where none comes before it); nullopt where the launch stored nothing there.
+std::optional<sim::SourceLocation> fill_before(const sim::LaunchCounts& counts,
+                                               const sim::SourceLocation& read) {
+    std::optional<sim::SourceLocation> before;
+    std::optional<sim::SourceLocation> any;
+    for (const sim::SharedAccessStats& access : counts.shared_accesses) {
+        if (!access.store || access.where.file != read.file || access.where.line <= 0) {
+            continue;
+        }
+        const auto at = std::make_pair(access.where.line, access.where.column);
+        if (at < std::make_pair(read.line, read.column) &&
+            (!before || at > std::make_pair(before->line, before->column))) {
+            before = access.where;
+        }
+        if (!any || at > std::make_pair(any->line, any->column)) {
+            any = access.where;
+        }
+    }
+    return before ? before : any;
+}
+
+// What the launch saw of shared memory, as findings: its first races (each pair of lines once),
+// how many accesses raced in all where that is more, and the first word read before any thread
+// of its block wrote it. Kept whether or not the launch ran to its end: a fault can be the
+// consequence of a read that raced.
+std::vector<Finding> shared_findings(const sim::LaunchResult& result, int stride) {
     constexpr std::size_t kShown = 3;
-    std::vector<std::string> lines;
-    for (std::size_t k = 0; k < result.races.size() && k < kShown; ++k) {
-        lines.push_back(result.races[k].message);
+    std::vector<Finding> findings;
+    std::size_t shown = 0;
+    for (const sim::SharedRace& race : result.races) {
+        Finding finding;
+        finding.kind = race_kind(race.kind);
+        if (finding.kind != FindingKind::race_same_value && shown++ >= kShown) {
+            continue;
+        }
+        finding.strides = {stride};
+        finding.lines = {place_of(race.where)};
+        if (race.kind != sim::SharedRace::Kind::one_store_two_values) {
+            finding.lines.push_back(place_of(race.earlier));
+        }
+        finding.threads = {thread_of(race.thread), thread_of(race.other)};
+        finding.word = word_of(race.word, race.variable, race.word_in_variable);
+        findings.push_back(std::move(finding));
     }
-    if (result.race_count > lines.size()) {
-        lines.push_back(std::to_string(result.race_count) +
-                        " warp-wide shared-memory accesses raced in all");
+    if (result.race_count > shown) {
+        Finding counted;
+        counted.kind = FindingKind::races_counted;
+        counted.strides = {stride};
+        counted.count = result.race_count;
+        findings.push_back(std::move(counted));
     }
-    return lines;
+    if (const auto& read = result.uninitialized_shared_read) {
+        Finding finding;
+        finding.kind = FindingKind::unwritten_shared_read;
+        finding.strides = {stride};
+        finding.lines = {place_of(read->where)};
+        finding.threads = {thread_of(read->thread)};
+        finding.word = word_of(read->word, read->variable, read->word_in_variable);
+        finding.count = read->barriers_before;
+        if (read->barriers_before == 0 && read->written_later) {
+            // No barrier yet, and a thread of the block wrote the word afterwards: the store
+            // nearest before the read in the source is the fill the read did not wait for. A
+            // word the block never wrote (a spare array read for what it holds) is no fill's.
+            if (const auto fill = fill_before(result.counts, read->where)) {
+                finding.lines.push_back(place_of(*fill));
+            }
+        }
+        findings.push_back(std::move(finding));
+    }
+    return findings;
 }
 
 std::string compute_capability_of(const std::string& arch) {
@@ -164,6 +257,19 @@ SharedLineCounts line_counts_of(const sim::SharedLineStats& stats) {
     line.wavefronts = stats.wavefronts;
     line.ideal_wavefronts = stats.ideal_wavefronts;
     line.degree = stats.degree;
+    if (stats.representative && stats.representative->bytes_per_lane == 4) {
+        // The lanes' words of the line's worst request: a tile narrower than a warp shows here.
+        std::array<std::uint64_t, 32> words{};
+        std::uint32_t active = 0;
+        for (std::size_t lane = 0; lane < 32; ++lane) {
+            const sim::LaneAccess& access = stats.representative->lanes[lane];
+            words[lane] = access.word;
+            active |= access.active ? 1u << lane : 0u;
+        }
+        const WarpRowSpan span = warp_row_span(words, active);
+        line.lanes_per_row = span.lanes_per_row;
+        line.row_pitch = span.row_pitch;
+    }
     return line;
 }
 
@@ -175,29 +281,11 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     SimBuffers& b = settings.buffers != nullptr ? *settings.buffers : own;
     const std::uint64_t clock_seed = settings.clock_seed;
     const std::uint64_t elements = output_elements(exercise, geometry);
-    const std::size_t input_bytes = input_words.size() * sizeof(float);
-    if (!b.memory || b.output_elements != elements) {
-        b.memory.emplace(clock_seed);
-        b.inputs.clear();
-        b.output = 0;
-        b.output_elements = elements;
-    }
+    place_input(b, exercise, elements, clock_seed, settings.input_index, input_words);
     sim::GlobalMemory& memory = *b.memory;
-    SimBuffers::Input& in = b.inputs[input_words.data()];
-    if (in.bytes != input_bytes || in.address == 0) {
-        in.address = memory.allocate(input_bytes);
-        in.bytes = input_bytes;
-        in.intact = false;
-    }
-    if (b.output == 0) {
-        b.output = memory.allocate(elements * sizeof(float));
-    }
-    const std::uint64_t input = in.address;
-    const std::uint64_t output = b.output;
-    if (!in.intact) {
-        memory.write(input, input_words.data(), input_bytes);
-        in.intact = true;
-    }
+    const std::uint64_t input = b.base + b.layout.inputs.at(settings.input_index);
+    const std::size_t input_bytes = input_words.size() * sizeof(float);
+    const std::uint64_t output = b.base + b.layout.output;
     if (elements > 0 && outputs != nullptr) {
         auto* words =
             reinterpret_cast<std::uint32_t*>(memory.find(output, elements * sizeof(float)));
@@ -217,6 +305,7 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     options.grid_id = settings.grid_id;
     options.poison_shared = settings.poison_shared;
     options.module_globals = settings.module_globals;
+    options.registers_per_thread = settings.registers_per_thread;
     options.engine = settings.engine;
     options.threads = settings.threads;
     const auto arguments = kernel_arguments(exercise, input, output, elements, stride);
@@ -224,9 +313,6 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
         sim::launch(module, entry, sim::Dim3{geometry.grid.x, geometry.grid.y, geometry.grid.z},
                     sim::Dim3{geometry.block.x, geometry.block.y, geometry.block.z}, arguments,
                     memory, options);
-    if (result.wrote_input) {
-        in.intact = false;  // the next launch gets its input again
-    }
     if (outputs != nullptr && result.status == sim::LaunchStatus::completed) {
         // Copied once, not zero-filled first (64 MiB for a Part 2 launch).
         const auto* words =
@@ -235,6 +321,28 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     }
     memory.release_from(mark);
     return result;
+}
+
+void place_input(SimBuffers& buffers, const Exercise& exercise, std::uint64_t elements,
+                 std::uint64_t seed, std::size_t index, const std::vector<float>& words) {
+    if (!buffers.memory || buffers.output_elements != elements) {
+        buffers.memory.emplace(seed);
+        buffers.layout = buffer_layout(exercise, elements);
+        buffers.base = buffers.memory->allocate(buffers.layout.bytes);
+        buffers.output_elements = elements;
+        buffers.written.assign(exercise.inputs.size(), nullptr);
+    }
+    if (index >= buffers.written.size() ||
+        words.size() * sizeof(float) > buffers.layout.input_bytes) {
+        throw std::invalid_argument("input " + std::to_string(index) + " of " +
+                                    std::to_string(words.size()) +
+                                    " words does not fit the exercise's buffers");
+    }
+    if (buffers.written[index] != words.data()) {
+        buffers.memory->write(buffers.base + buffers.layout.inputs[index], words.data(),
+                              words.size() * sizeof(float));
+        buffers.written[index] = words.data();
+    }
 }
 
 SimDevice::SimDevice(const Exercise& exercise, std::uint64_t seed, StudentBlocks student_blocks,
@@ -291,6 +399,9 @@ LoadResult SimDevice::load(const KernelSpec& spec, const CompiledKernel& compile
         kernel->param_source = "ptx";
         kernel->static_shared_bytes = static_cast<int>(entry->static_shared_bytes);
     }
+    // ptxas's count, from the cubin NVRTC made beside the PTX for the modeled GPU: with the
+    // block's threads and shared memory it decides how many blocks an SM holds at once.
+    kernel->registers = cubin_registers(compiled.cubin, kernel->entry).value_or(-1);
     result.kernel = std::move(kernel);
     return result;
 }
@@ -399,15 +510,42 @@ DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
     settings.grid_id = sim::ModeledDevice::grid_id(seed_) + launches_++;
     settings.poison_shared = input.poison_shared;
     settings.module_globals = &loaded.globals;
+    settings.registers_per_thread = static_cast<std::uint32_t>(std::max(kernel.registers, 0));
     settings.buffers = &buffers_;
+    settings.input_index = input_index(exercise_, input);
+    // Every input given so far in its place, as the GPU path copies them all before its first
+    // launch: what lies past one input's end is the next one's words there as here.
+    const std::uint64_t elements = output_elements(exercise_, geometry);
+    for (std::size_t i = 0; i < exercise_.inputs.size(); ++i) {
+        const auto given = inputs_.find(exercise_.inputs[i].id);
+        if (given != inputs_.end()) {
+            place_input(buffers_, exercise_, elements, seed_, i, *given->second);
+        }
+    }
     const sim::LaunchResult result =
         simulate(exercise_, loaded.module, loaded.entry, geometry, *words->second, stride, settings,
                  launch.outputs_read ? &ran.outputs : nullptr);
     ran.end = end_of(result);
     ran.counts = shared_counts(result.counts);
     ran.blocks_run = student ? 0 : result.blocks_run;
+    ran.findings = shared_findings(result, stride);
     if (ran.end != DeviceLaunch::End::completed) {
         ran.message = stop_message(result, budget, settings.block_budget);
+        // Where it stopped, typed: the fault's place and kind, or where the budget ran out.
+        const std::optional<sim::SourceLocation> at =
+            result.fault         ? std::optional<sim::SourceLocation>(result.fault->where)
+            : result.unsupported ? std::optional<sim::SourceLocation>(result.unsupported->where)
+                                 : result.last_location;
+        if (at) {
+            Finding stopped;
+            stopped.kind = FindingKind::kernel_stopped;
+            stopped.strides = {stride};
+            stopped.lines = {place_of(*at)};
+            stopped.names = {result.fault         ? result.fault->kind
+                             : result.unsupported ? std::string("unsupported")
+                                                  : std::string("timeout")};
+            ran.findings.push_back(std::move(stopped));
+        }
         return ran;
     }
     if (kernel.id != kStudentKernel) {
@@ -417,10 +555,6 @@ DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
         instructions = std::max(instructions, ran.block_instructions);
     }
     modeled_cost_[{kernel.id, stride, input.id}] = sim::modeled_cost(result.counts);
-    if (result.uninitialized_shared_read) {
-        ran.notes.push_back(uninitialized_read_note(stride, *result.uninitialized_shared_read));
-    }
-    ran.races = race_lines(result);
     return ran;
 }
 

@@ -16,56 +16,27 @@
 #include <vector>
 
 #include "compile/compile.hpp"
+#include "device/buffer_layout.hpp"
 #include "device/device.hpp"
+#include "device/sim_budget.hpp"
 #include "exercise/exercise.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "sim/sim.hpp"
 
 namespace grader {
 
-// The student's kernel may issue this many times the oracle's warp instructions per block for the
-// same input and stride, over the grid's blocks, before it is taken to have hung; never less than
-// kSimMinimumBudget.
-inline constexpr std::uint64_t kSimBudgetFactor = 20;
-inline constexpr std::uint64_t kSimMinimumBudget = 2'000'000;
-
-// A block of the student's may always issue this many warp instructions (a block of Part 1's
-// probe issues about 100,000): where the exercise's block is small (Part 2's transpose, about 470),
-// 20 times it is not a hang but a kernel that does more, such as a loop of 1,000 broadcast reads
-// (tests/fixtures/padding/diluted_column_read), which a GPU runs in microseconds.
-inline constexpr std::uint64_t kSimMinimumBlockBudget = 100'000;
-
-// The student's instruction budget for a launch of `blocks` blocks, where the exercise's kernels
-// issued `per_block` warp instructions a block for the same input and stride.
-inline std::uint64_t sim_student_budget(std::uint64_t per_block, std::uint64_t blocks) {
-    return std::max<std::uint64_t>(
-        std::max(kSimBudgetFactor * per_block, kSimMinimumBlockBudget) * blocks, kSimMinimumBudget);
-}
-
-// The slowest simulation the grader allows for: a quarter of the development machine's 4.3 to
-// 5.7 million warp instructions a second on one core (docs/measurements/2026-12-02-sim-bench.txt).
-// On the simulator the instruction budget stops a student's kernel, the same on every machine;
-// the wall clock only backs it up, at this rate (a launch within its budget ends within the
-// stage's limit on any machine at least this fast).
-inline constexpr double kSimSlowestWarpInstructionsPerSecond = 1e6;
-
-// The input and output buffers a device keeps across launches, as a GPU grade keeps its device
-// buffers: allocated once (tens of MB zero-filled and faulted in per launch were most of a Part 2
-// grade's time), the input rewritten and the output poisoned before every launch.
+// The grade's buffers as the simulator keeps them across launches, as a GPU grade keeps its device
+// allocation: one allocation laid out as buffer_layout() says (tens of MB zero-filled and faulted
+// in per launch were most of a Part 2 grade's time), each input written into it once, as the GPU
+// path copies it once (a kernel that writes into its input finds what it wrote at the next
+// launch, there as here), the output poisoned before every launch.
 struct SimBuffers {
     std::optional<sim::GlobalMemory> memory;
-    // One buffer for each input, made where the GPU's grade makes it (at the input's first
-    // launch, the first before the output buffer), so that the buffers lie as they do there;
-    // keyed by the words' address. intact: it still holds them (a kernel may write into its
-    // input), so that a launch with the same input does not write them again (64 MiB in Part 2).
-    struct Input {
-        std::uint64_t address = 0;
-        std::size_t bytes = 0;
-        bool intact = false;
-    };
-    std::map<const float*, Input> inputs;
-    std::uint64_t output = 0;
-    std::size_t output_elements = 0;
+    BufferLayout layout;
+    std::uint64_t base = 0;  // the allocation's address
+    std::uint64_t output_elements = 0;
+    std::vector<const float*> written;  // per input: the words written into its place, or null
 };
 
 class SimDevice final : public Device {
@@ -159,6 +130,9 @@ struct SimLaunchSettings {
     std::uint64_t clock_seed = 0;    // the grade's seed (sim::LaunchOptions::clock_seed)
     std::uint64_t grid_id = 0;       // %gridid; 0: the seed's first
     bool poison_shared = false;
+    std::uint32_t registers_per_thread =
+        0;                        // ptxas's count (LoadedKernel::registers); 0: not known
+    std::size_t input_index = 0;  // the launch's input: its place in the exercise's inputs
     std::vector<std::byte>* module_globals = nullptr;  // kept across launches where given
     SimBuffers* buffers = nullptr;  // kept across launches where given, else made for this one
     sim::Engine engine = sim::Engine::decoded;  // the reference engine, for tests comparing the two
@@ -166,13 +140,19 @@ struct SimLaunchSettings {
 };
 
 // One launch of a kernel on the simulator with the exercise's ABI, on the GPU the simulator models
-// for the exercise's architecture: what `grader explain` and the simulator device share. outputs:
-// where given, the output buffer is poisoned before the launch and copied there after it; else
-// nobody reads it.
+// for the exercise's architecture: what `grader explain` and the simulator device share.
+// input_words are the words of input settings.input_index, written into its place the first time.
+// outputs: where given, the output buffer is poisoned before the launch and copied there after it;
+// else nobody reads it.
 sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                            const std::string& entry, const LaunchGeometry& geometry,
                            const std::vector<float>& input_words, int stride,
                            const SimLaunchSettings& settings, std::vector<float>* outputs);
+
+// Makes the grade's allocation in `buffers` where it has none for `elements` output elements yet,
+// and writes input `index`'s words into their place where other words (or none) are there.
+void place_input(SimBuffers& buffers, const Exercise& exercise, std::uint64_t elements,
+                 std::uint64_t seed, std::size_t index, const std::vector<float>& words);
 
 // One source line's shared accesses as the simulator counted them, as grades and `grader
 // explain` keep them.

@@ -20,6 +20,7 @@
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
 #include "exercise/yaml_file.hpp"
+#include "model/finding.hpp"
 
 // The answers file: every fault is the student's, recorded as a SubmissionProblem with its line
 // and field and graded by the answers check; nothing here throws for what a student wrote.
@@ -107,12 +108,14 @@ public:
     SubmissionReader(std::string shown_path, bool percent, Submission& submission)
         : shown_path_(std::move(shown_path)), percent_(percent), submission_(submission) {}
 
-    void problem(const YAML::Mark& mark, const std::string& field, const std::string& message) {
-        submission_.problems.push_back({location_of(shown_path_, mark), field, message});
+    void problem(const YAML::Mark& mark, const std::string& field, const std::string& message,
+                 FindingKind kind = FindingKind::answer_malformed) {
+        submission_.problems.push_back({location_of(shown_path_, mark), field, kind, message});
     }
 
     void note(const YAML::Mark& mark, const std::string& field, const std::string& message) {
-        submission_.notes.push_back({location_of(shown_path_, mark), field, message});
+        submission_.notes.push_back(
+            {location_of(shown_path_, mark), field, FindingKind::answer_read_as_meant, message});
     }
 
     void count_answer() { ++submission_.answers_given; }
@@ -139,7 +142,7 @@ public:
     }
 
     void blank(const YAML::Node& node, const std::string& field, const std::string& what_it_is) {
-        problem(node.Mark(), field, "still blank: fill in " + what_it_is);
+        problem(node.Mark(), field, what_it_is, FindingKind::answer_blank);
     }
 
     std::optional<std::string> text(const YAML::Node& map, const std::string& key, bool required,
@@ -267,11 +270,145 @@ RowKeys row_keys(const Exercise& exercise) {
     return keys;
 }
 
+// In a flow map "{ ..., measured_ratio: 7,91 }" YAML reads 7 as the value and 91 as a key of its
+// own: a decimal comma, read as 7.91 where a measurement was asked for, and never an unknown key
+// '91'. By the key whose value it splits, where it is and what was written ("7,91"); each split
+// key joins `row_keys`, the keys the row may have.
+using CommaValues = std::map<std::string, std::pair<YAML::Mark, std::string>>;
+CommaValues comma_values_of(const YAML::Node& row, std::vector<std::string>& row_keys) {
+    CommaValues comma_values;
+    std::string previous_key;
+    std::string previous_value;
+    for (const auto& entry : row) {
+        const std::string name = entry.first.IsScalar() ? entry.first.Scalar() : "";
+        const bool digits_only = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+            return c >= '0' && c <= '9';
+        });
+        if (digits_only && is_blank(entry.second) && parse_integer(previous_value)) {
+            comma_values[previous_key] = {entry.first.Mark(), previous_value + "," + name};
+            row_keys.push_back(name);
+        }
+        previous_key = name;
+        previous_value = entry.second.IsScalar() ? entry.second.Scalar() : "";
+    }
+    return comma_values;
+}
+
+// The row's key (its stride, or its kernel's key), where it has one that reads.
+std::optional<std::string> read_row_key(SubmissionReader& reader, const YAML::Node& row,
+                                        const std::string& field, const AnswersSpec& answers,
+                                        const RowKeys& keys) {
+    if (answers.key_field == "stride") {
+        if (const auto stride =
+                reader.positive_int(row, field, "stride", "the stride of this row")) {
+            return std::to_string(*stride);
+        }
+        return std::nullopt;
+    }
+    const YAML::Node node = find_value(row, answers.key_field);
+    if (!node.IsDefined() || !node.IsScalar() || is_blank(node)) {
+        reader.problem(row.Mark(), field + "." + answers.key_field, "expected one of " + keys.what);
+        return std::nullopt;
+    }
+    return trim(node.Scalar());
+}
+
+// The row's predicted degree and measurement (`about` says what they are for), and where each
+// is; every answer given is counted, right or wrong.
+SubmissionRow read_row_answers(SubmissionReader& reader, const YAML::Node& row,
+                               const std::string& field, const AnswersSpec& answers,
+                               const CommaValues& comma_values, const std::string& about) {
+    SubmissionRow parsed;
+    parsed.predicted_degree = reader.positive_int(row, field, answers.predicted_field,
+                                                  "the conflict degree you predict for " + about);
+    if (const auto comma = comma_values.find(answers.predicted_field);
+        comma != comma_values.end()) {
+        // A degree counts lanes: 8,5 is no whole number however it is read.
+        reader.problem(
+            comma->second.first, field + "." + answers.predicted_field,
+            comma->second.second + " has a decimal comma; a degree is a whole number of lanes");
+        parsed.predicted_degree.reset();
+    }
+    if (const auto comma = comma_values.find(answers.measured_field); comma != comma_values.end()) {
+        const std::string measured = field + "." + answers.measured_field;
+        parsed.measured = reader.read_as_meant(comma->second.first, measured, comma->second.second);
+        if (!parsed.measured) {
+            reader.problem(comma->second.first, measured,
+                           comma->second.second +
+                               " has a comma: write it with a decimal "
+                               "point, or without the comma");
+        }
+    } else {
+        parsed.measured = reader.positive_number(row, field, answers.measured_field,
+                                                 answers.measured_description + " (" + about + ")");
+    }
+    for (auto [key_name, location] :
+         {std::pair{&answers.predicted_field, &parsed.predicted_location},
+          std::pair{&answers.measured_field, &parsed.measured_location}}) {
+        const YAML::Node value = find_value(row, *key_name);
+        *location = reader.location(value.IsDefined() ? value : row);
+        if (value.IsDefined() && !is_blank(value)) {
+            reader.count_answer();  // the student's, right or wrong
+        }
+    }
+    return parsed;
+}
+
+// One row of the answers, added to the submission where its key was asked for and not given
+// before (field_of_key: each key given so far, and in which row).
+void read_row(SubmissionReader& reader, const YAML::Node& row, const std::string& field,
+              const Exercise& exercise, const RowKeys& keys,
+              std::map<std::string, std::string>& field_of_key, Submission& submission) {
+    const AnswersSpec& answers = exercise.answers;
+    const bool by_stride = answers.key_field == "stride";
+    if (!row.IsMap()) {
+        reader.problem(row.Mark(), field,
+                       "expected { " + answers.key_field + ": ..., " + answers.predicted_field +
+                           ": ..., " + answers.measured_field + ": ... }, got " + describe(row));
+        return;
+    }
+    std::vector<std::string> row_keys = {answers.key_field, answers.predicted_field,
+                                         answers.measured_field};
+    const CommaValues comma_values = comma_values_of(row, row_keys);
+    reader.keys(row, field, row_keys);
+    const std::optional<std::string> key = read_row_key(reader, row, field, answers, keys);
+    // Degree and measurement are read even when the key is bad, so every mistake is reported.
+    const std::string about =
+        key ? answers.key_field + " " + *key : std::string(by_stride ? "this stride" : "this row");
+    SubmissionRow parsed = read_row_answers(reader, row, field, answers, comma_values, about);
+    if (!key) {
+        return;
+    }
+    const YAML::Node key_node = find_value(row, answers.key_field);
+    const auto asked = std::find(keys.expected.begin(), keys.expected.end(), *key);
+    if (asked == keys.expected.end()) {
+        reader.problem(
+            key_node.Mark(), field + "." + answers.key_field,
+            answers.key_field + " " + *key + " was not asked for; the rows are for " + keys.what);
+        return;
+    }
+    const auto [previous, inserted] = field_of_key.emplace(*key, field);
+    if (!inserted) {
+        reader.problem(key_node.Mark(), field + "." + answers.key_field,
+                       answers.key_field + " " + *key + " is listed twice (first in " +
+                           previous->second + "); keep one row per " + answers.key_field);
+        return;
+    }
+    parsed.key = *key;
+    if (by_stride) {
+        parsed.subject = Case{std::string(kStudentKernel), std::stoi(*key)};
+    } else {
+        const auto spec = static_cast<std::size_t>(asked - keys.expected.begin());
+        parsed.subject = Case{answers.rows[spec].kernel, 0};
+    }
+    parsed.location = reader.location(row);
+    submission.rows.push_back(parsed);
+}
+
 void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise& exercise,
                Submission& submission) {
     const AnswersSpec& answers = exercise.answers;
     const RowKeys keys = row_keys(exercise);
-    const bool by_stride = answers.key_field == "stride";
     const YAML::Node rows = find_value(root, "rows");
     if (!rows.IsDefined()) {
         reader.problem(root.Mark(), "rows",
@@ -284,118 +421,9 @@ void read_rows(SubmissionReader& reader, const YAML::Node& root, const Exercise&
             "expected a list with one row for each of " + keys.what + ", got " + describe(rows));
         return;
     }
-    const std::string example = "{ " + answers.key_field + ": ..., " + answers.predicted_field +
-                                ": ..., " + answers.measured_field + ": ... }";
     std::map<std::string, std::string> field_of_key;
     for (std::size_t i = 0; i < rows.size(); ++i) {
-        const std::string field = index_field("rows", i);
-        const YAML::Node row = rows[i];
-        if (!row.IsMap()) {
-            reader.problem(row.Mark(), field, "expected " + example + ", got " + describe(row));
-            continue;
-        }
-        std::vector<std::string> row_keys = {answers.key_field, answers.predicted_field,
-                                             answers.measured_field};
-        // In a flow map "{ ..., measured_ratio: 7,91 }" YAML reads 7 as the value and 91 as a
-        // key of its own: a decimal comma, read as 7.91 where a measurement was asked for, and
-        // never an unknown key '91'.
-        std::string previous_key;
-        std::string previous_value;
-        std::map<std::string, std::pair<YAML::Mark, std::string>> comma_values;  // key: "7,91"
-        for (const auto& entry : row) {
-            const std::string name = entry.first.IsScalar() ? entry.first.Scalar() : "";
-            const bool digits_only =
-                !name.empty() &&
-                std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
-            if (digits_only && is_blank(entry.second) && parse_integer(previous_value)) {
-                comma_values[previous_key] = {entry.first.Mark(), previous_value + "," + name};
-                row_keys.push_back(name);
-            }
-            previous_key = name;
-            previous_value = entry.second.IsScalar() ? entry.second.Scalar() : "";
-        }
-        reader.keys(row, field, row_keys);
-        std::optional<std::string> key;
-        if (by_stride) {
-            if (const auto stride =
-                    reader.positive_int(row, field, "stride", "the stride of this row")) {
-                key = std::to_string(*stride);
-            }
-        } else {
-            const YAML::Node node = find_value(row, answers.key_field);
-            if (!node.IsDefined() || !node.IsScalar() || is_blank(node)) {
-                reader.problem(row.Mark(), field + "." + answers.key_field,
-                               "expected one of " + keys.what);
-            } else {
-                key = trim(node.Scalar());
-            }
-        }
-        // Degree and measurement are read even when the key is bad, so every mistake is reported.
-        const std::string about = key ? answers.key_field + " " + *key
-                                      : std::string(by_stride ? "this stride" : "this row");
-        SubmissionRow parsed;
-        parsed.predicted_degree = reader.positive_int(
-            row, field, answers.predicted_field, "the conflict degree you predict for " + about);
-        if (const auto comma = comma_values.find(answers.predicted_field);
-            comma != comma_values.end()) {
-            // A degree counts lanes: 8,5 is no whole number however it is read.
-            reader.problem(
-                comma->second.first, field + "." + answers.predicted_field,
-                comma->second.second + " has a decimal comma; a degree is a whole number of lanes");
-            parsed.predicted_degree.reset();
-        }
-        if (const auto comma = comma_values.find(answers.measured_field);
-            comma != comma_values.end()) {
-            const std::string measured = field + "." + answers.measured_field;
-            parsed.measured =
-                reader.read_as_meant(comma->second.first, measured, comma->second.second);
-            if (!parsed.measured) {
-                reader.problem(comma->second.first, measured,
-                               comma->second.second +
-                                   " has a comma: write it with a decimal "
-                                   "point, or without the comma");
-            }
-        } else {
-            parsed.measured =
-                reader.positive_number(row, field, answers.measured_field,
-                                       answers.measured_description + " (" + about + ")");
-        }
-        for (auto [key_name, location] :
-             {std::pair{&answers.predicted_field, &parsed.predicted_location},
-              std::pair{&answers.measured_field, &parsed.measured_location}}) {
-            const YAML::Node value = find_value(row, *key_name);
-            *location = reader.location(value.IsDefined() ? value : row);
-            if (value.IsDefined() && !is_blank(value)) {
-                reader.count_answer();  // the student's, right or wrong
-            }
-        }
-        if (!key) {
-            continue;
-        }
-        const YAML::Node key_node = find_value(row, answers.key_field);
-        const auto asked = std::find(keys.expected.begin(), keys.expected.end(), *key);
-        if (asked == keys.expected.end()) {
-            reader.problem(key_node.Mark(), field + "." + answers.key_field,
-                           answers.key_field + " " + *key +
-                               " was not asked for; the rows are for " + keys.what);
-            continue;
-        }
-        const auto [previous, inserted] = field_of_key.emplace(*key, field);
-        if (!inserted) {
-            reader.problem(key_node.Mark(), field + "." + answers.key_field,
-                           answers.key_field + " " + *key + " is listed twice (first in " +
-                               previous->second + "); keep one row per " + answers.key_field);
-            continue;
-        }
-        parsed.key = *key;
-        if (by_stride) {
-            parsed.subject = Case{std::string(kStudentKernel), std::stoi(*key)};
-        } else {
-            const auto spec = static_cast<std::size_t>(asked - keys.expected.begin());
-            parsed.subject = Case{answers.rows[spec].kernel, 0};
-        }
-        parsed.location = reader.location(row);
-        submission.rows.push_back(parsed);
+        read_row(reader, rows[i], index_field("rows", i), exercise, keys, field_of_key, submission);
     }
     for (const auto& key : keys.expected) {
         if (field_of_key.count(key) == 0) {
@@ -428,13 +456,11 @@ Submission load_submission(const fs::path& directory, const Exercise& exercise) 
         std::string message = parsed.failure;
         const std::string meant =
             parsed.not_found ? meant_file_hint(directory, exercise.submission_answers) : "";
-        if (!meant.empty()) {
-            message += meant;
-        } else if (parsed.failure_location->line == 0) {
-            message += "; start from the starter kit's " + exercise.submission_answers +
-                       " and fill in every blank";
-        }
-        submission.problems.push_back({*parsed.failure_location, "", message});
+        // A file not read at all (at line 0) gets its fix from the diagnosis: start again from
+        // the starter kit's (report/diagnosis_text.cpp).
+        message += meant;
+        submission.problems.push_back(
+            {*parsed.failure_location, "", FindingKind::answer_malformed, message});
         submission.unreadable = !parsed.not_found;
         submission.missing = parsed.not_found;
         return submission;
@@ -447,8 +473,7 @@ Submission load_submission(const fs::path& directory, const Exercise& exercise) 
     if (is_placeholder_id(submission.student_id)) {
         // The README's form reads student_id: "your-id": an id left so joins no gradebook.
         reader.problem(find_value(root, "student_id").Mark(), "student_id",
-                       "still the placeholder " + quote(submission.student_id) +
-                           ": write your own student id, as your course knows you, in quotes");
+                       quote(submission.student_id), FindingKind::answer_placeholder);
     }
     submission.gpu_name =
         reader.text(root, "gpu", false, "the GPU you measured on, e.g. \"Tesla T4\"").value_or("");

@@ -19,6 +19,7 @@
 
 #include "common/kernel_ids.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 
 namespace grader {
 
@@ -213,6 +214,11 @@ struct CheckSpec {
     double band_high = 0.0;
     double band_slack = 0.0;
     std::vector<DiagnosisRule> diagnoses;  // counted_degree
+    // counted_degree: the accesses the model's degree is about: every shared access (Part 2's
+    // tile), or only the loads (Part 1's probe, whose fill is not what it measures), whose worst
+    // line is then the one a failure names.
+    enum class Accesses { all, loads };
+    Accesses accesses = Accesses::all;
     SourceLocation location;
 };
 
@@ -362,8 +368,13 @@ Exercise load_exercise(const std::filesystem::path& directory);
 // A problem with a submission's answers file: the student's mistake, graded, never thrown.
 struct SubmissionProblem {
     SourceLocation location;
-    std::string field;    // e.g. "rows[1].predicted_degree"
-    std::string message;  // says what is wrong and what was expected
+    std::string field;  // e.g. "rows[1].predicted_degree"
+    // What the reader found (model/findings.def): a blank, the starter kit's placeholder, a
+    // malformed value, or (a note) a value read as meant.
+    FindingKind kind = FindingKind::answer_malformed;
+    // A blank: what the field holds once filled in; a placeholder: the placeholder as written;
+    // otherwise the reader's account of what is wrong and what was expected.
+    std::string message;
 };
 
 struct SubmissionRow {

@@ -144,7 +144,7 @@ std::vector<std::string> check_parameter_keys(CheckKind kind) {
         case CheckKind::measured:
             return {"band", "rules"};
         case CheckKind::counted_degree:
-            return {"kernel", "rules", "diagnoses", "tolerance"};
+            return {"kernel", "rules", "diagnoses", "tolerance", "accesses"};
         case CheckKind::answers_file:
         case CheckKind::compile_abi:
         case CheckKind::predicted:
@@ -231,6 +231,15 @@ void read_check_parameters(const ExerciseReader& reader, const YAML::Node& node,
             }
             if (const YAML::Node diagnoses = find_value(node, "diagnoses"); diagnoses.IsDefined()) {
                 spec.diagnoses = read_diagnoses(reader, diagnoses, field + ".diagnoses");
+            }
+            if (const YAML::Node accesses = find_value(node, "accesses"); accesses.IsDefined()) {
+                const std::string which = reader.text(accesses, field + ".accesses");
+                if (which != "all" && which != "loads") {
+                    reader.fail(accesses.Mark(), field + ".accesses",
+                                "expected all or loads, got " + which);
+                }
+                spec.accesses =
+                    which == "loads" ? CheckSpec::Accesses::loads : CheckSpec::Accesses::all;
             }
             break;
         case CheckKind::answers_file:

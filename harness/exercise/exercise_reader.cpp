@@ -96,6 +96,109 @@ void read_modeled_ratios(const ExerciseReader& reader, const YAML::Node& node, E
     }
 }
 
+// schema_version, id, title, banks and the submission's file names.
+void read_identity(const ExerciseReader& reader, const YAML::Node& root, Exercise& exercise) {
+    const YAML::Node version = reader.required(root, "", "schema_version");
+    exercise.schema_version = reader.positive_int(version, "schema_version");
+    if (exercise.schema_version != 2) {
+        reader.fail(version.Mark(), "schema_version",
+                    "this grader reads schema_version 2, got " + describe(version));
+    }
+    exercise.id = reader.nonempty_text(reader.required(root, "", "id"), "id");
+    exercise.title = reader.nonempty_text(reader.required(root, "", "title"), "title");
+    if (const YAML::Node banks = find_value(root, "banks"); banks.IsDefined()) {
+        exercise.banks = static_cast<unsigned>(reader.positive_int(banks, "banks"));
+    }
+    if (const YAML::Node submission = find_value(root, "submission"); submission.IsDefined()) {
+        reader.expect_map(submission, "submission", {"source", "answers"});
+        if (const YAML::Node node = find_value(submission, "source"); node.IsDefined()) {
+            exercise.submission_source = reader.nonempty_text(node, "submission.source");
+        }
+        if (const YAML::Node node = find_value(submission, "answers"); node.IsDefined()) {
+            exercise.submission_answers = reader.nonempty_text(node, "submission.answers");
+        }
+    }
+}
+
+// The strides, which the exercise names exactly where its kernel takes a stride.
+void read_sweep(const ExerciseReader& reader, const YAML::Node& root, Exercise& exercise) {
+    const bool stride_parameter =
+        std::any_of(exercise.parameters.begin(), exercise.parameters.end(),
+                    [](const KernelParameter& p) { return p.role == ParameterRole::stride; });
+    if (const YAML::Node strides = find_value(root, "strides"); strides.IsDefined()) {
+        read_strides(reader, strides, exercise);
+        if (!stride_parameter) {
+            reader.fail(strides.Mark(), "strides",
+                        "the kernel has no parameter with the role 'stride' to pass them in");
+        }
+    } else if (stride_parameter) {
+        reader.fail(root.Mark(), "strides",
+                    "missing: the kernel takes a stride, so the exercise must say which to run");
+    }
+}
+
+void read_simulator(const ExerciseReader& reader, const YAML::Node& simulator, Exercise& exercise) {
+    reader.expect_map(simulator, "simulator", {"modeled_timing", "modeled_ratios"});
+    if (const YAML::Node node = find_value(simulator, "modeled_timing"); node.IsDefined()) {
+        exercise.simulator.modeled_timing = reader.boolean(node, "simulator.modeled_timing");
+    }
+    if (const YAML::Node node = find_value(simulator, "modeled_ratios"); node.IsDefined()) {
+        read_modeled_ratios(reader, node, exercise);
+    }
+}
+
+// Without a sweep the model's degree of a kernel comes from the file: every check that compares
+// with the model needs one for the kernels it judges.
+void require_model_degrees(const ExerciseReader& reader, const YAML::Node& checks,
+                           const Exercise& exercise) {
+    if (exercise.has_sweep()) {
+        return;
+    }
+    for (const auto& spec : exercise.checks) {
+        std::vector<std::string> judged;
+        if (spec.kind == CheckKind::predicted) {
+            for (const auto& row : exercise.answers.rows) {
+                judged.push_back(row.kernel);
+            }
+        } else if (spec.kind == CheckKind::counted_degree) {
+            judged.push_back(spec.kernel);
+        }
+        for (const auto& kernel_id : judged) {
+            if (!exercise.kernel(kernel_id).degree) {
+                reader.fail(checks.Mark(), "checks." + spec.id,
+                            "kernel " + quote(kernel_id) +
+                                " has no 'degree': the model's conflict degree this check "
+                                "compares with");
+            }
+        }
+    }
+}
+
+void read_scoring(const ExerciseReader& reader, const YAML::Node& scoring, Exercise& exercise) {
+    reader.expect_map(scoring, "scoring", {"kernel_points_without_answers"});
+    if (const YAML::Node share = find_value(scoring, "kernel_points_without_answers");
+        share.IsDefined()) {
+        const std::string field = "scoring.kernel_points_without_answers";
+        exercise.kernel_points_without_answers = reader.number(share, field, true);
+        if (exercise.kernel_points_without_answers > 1.0) {
+            reader.fail(share.Mark(), field,
+                        "expected a share from 0 to 1, got " + describe(share));
+        }
+    }
+}
+
+void read_lesson_solution(const ExerciseReader& reader, const YAML::Node& lesson,
+                          Exercise& exercise) {
+    if (!lesson.IsSequence() || lesson.size() == 0) {
+        reader.fail(lesson.Mark(), "lesson_solution",
+                    "expected a list of the lesson's sentences, got " + describe(lesson));
+    }
+    for (std::size_t i = 0; i < lesson.size(); ++i) {
+        exercise.lesson_solution.push_back(
+            reader.nonempty_text(lesson[i], "lesson_solution[" + std::to_string(i) + "]"));
+    }
+}
+
 }  // namespace
 
 Exercise load_exercise(const fs::path& directory) {
@@ -125,26 +228,7 @@ Exercise load_exercise(const fs::path& directory) {
                                  "platforms",      "scoring",
                                  "lesson_solution"});
 
-    const YAML::Node version = reader.required(root, "", "schema_version");
-    exercise.schema_version = reader.positive_int(version, "schema_version");
-    if (exercise.schema_version != 2) {
-        reader.fail(version.Mark(), "schema_version",
-                    "this grader reads schema_version 2, got " + describe(version));
-    }
-    exercise.id = reader.nonempty_text(reader.required(root, "", "id"), "id");
-    exercise.title = reader.nonempty_text(reader.required(root, "", "title"), "title");
-    if (const YAML::Node banks = find_value(root, "banks"); banks.IsDefined()) {
-        exercise.banks = static_cast<unsigned>(reader.positive_int(banks, "banks"));
-    }
-    if (const YAML::Node submission = find_value(root, "submission"); submission.IsDefined()) {
-        reader.expect_map(submission, "submission", {"source", "answers"});
-        if (const YAML::Node node = find_value(submission, "source"); node.IsDefined()) {
-            exercise.submission_source = reader.nonempty_text(node, "submission.source");
-        }
-        if (const YAML::Node node = find_value(submission, "answers"); node.IsDefined()) {
-            exercise.submission_answers = reader.nonempty_text(node, "submission.answers");
-        }
-    }
+    read_identity(reader, root, exercise);
     read_kernel(reader, reader.required(root, "", "kernel"), exercise);
     read_references(reader, reader.required(root, "", "references"), exercise);
     if (const YAML::Node poison = find_value(root, "shared_poison"); poison.IsDefined()) {
@@ -156,32 +240,13 @@ Exercise load_exercise(const fs::path& directory) {
     read_launch(reader, reader.required(root, "", "launch"), exercise);
     read_buffers(reader, reader.required(root, "", "buffers"), exercise);
     read_inputs(reader, reader.required(root, "", "inputs"), exercise);
-
-    const bool stride_parameter =
-        std::any_of(exercise.parameters.begin(), exercise.parameters.end(),
-                    [](const KernelParameter& p) { return p.role == ParameterRole::stride; });
-    if (const YAML::Node strides = find_value(root, "strides"); strides.IsDefined()) {
-        read_strides(reader, strides, exercise);
-        if (!stride_parameter) {
-            reader.fail(strides.Mark(), "strides",
-                        "the kernel has no parameter with the role 'stride' to pass them in");
-        }
-    } else if (stride_parameter) {
-        reader.fail(root.Mark(), "strides",
-                    "missing: the kernel takes a stride, so the exercise must say which to run");
-    }
+    read_sweep(reader, root, exercise);
     read_ratios(reader, reader.required(root, "", "ratios"), exercise);
     if (const YAML::Node calibration = find_value(root, "calibration"); calibration.IsDefined()) {
         read_calibration(reader, calibration, exercise);
     }
     if (const YAML::Node simulator = find_value(root, "simulator"); simulator.IsDefined()) {
-        reader.expect_map(simulator, "simulator", {"modeled_timing", "modeled_ratios"});
-        if (const YAML::Node node = find_value(simulator, "modeled_timing"); node.IsDefined()) {
-            exercise.simulator.modeled_timing = reader.boolean(node, "simulator.modeled_timing");
-        }
-        if (const YAML::Node node = find_value(simulator, "modeled_ratios"); node.IsDefined()) {
-            read_modeled_ratios(reader, node, exercise);
-        }
+        read_simulator(reader, simulator, exercise);
     }
     if (const YAML::Node timing = find_value(root, "timing"); timing.IsDefined()) {
         read_timing(reader, timing, exercise.timing);
@@ -194,56 +259,18 @@ Exercise load_exercise(const fs::path& directory) {
         reader.nonempty_text(reader.required(root, "", "sentence_prompt"), "sentence_prompt");
     const YAML::Node checks = reader.required(root, "", "checks");
     read_checks(reader, checks, exercise);
-
-    // Without a sweep the model's degree of a kernel comes from the file: every check that
-    // compares with the model needs one for the kernels it judges.
-    if (!exercise.has_sweep()) {
-        for (const auto& spec : exercise.checks) {
-            std::vector<std::string> judged;
-            if (spec.kind == CheckKind::predicted) {
-                for (const auto& row : exercise.answers.rows) {
-                    judged.push_back(row.kernel);
-                }
-            } else if (spec.kind == CheckKind::counted_degree) {
-                judged.push_back(spec.kernel);
-            }
-            for (const auto& kernel_id : judged) {
-                if (!exercise.kernel(kernel_id).degree) {
-                    reader.fail(checks.Mark(), "checks." + spec.id,
-                                "kernel " + quote(kernel_id) +
-                                    " has no 'degree': the model's conflict degree this check "
-                                    "compares with");
-                }
-            }
-        }
-    }
+    require_model_degrees(reader, checks, exercise);
     if (const YAML::Node platforms = find_value(root, "platforms"); platforms.IsDefined()) {
         read_platforms(reader, platforms, exercise.prairielearn);
     }
     if (const YAML::Node scoring = find_value(root, "scoring"); scoring.IsDefined()) {
-        reader.expect_map(scoring, "scoring", {"kernel_points_without_answers"});
-        if (const YAML::Node share = find_value(scoring, "kernel_points_without_answers");
-            share.IsDefined()) {
-            const std::string field = "scoring.kernel_points_without_answers";
-            exercise.kernel_points_without_answers = reader.number(share, field, true);
-            if (exercise.kernel_points_without_answers > 1.0) {
-                reader.fail(share.Mark(), field,
-                            "expected a share from 0 to 1, got " + describe(share));
-            }
-        }
+        read_scoring(reader, scoring, exercise);
     }
     if (const YAML::Node example = find_value(root, "starter_example"); example.IsDefined()) {
         read_starter_example(reader, example, exercise);
     }
     if (const YAML::Node lesson = find_value(root, "lesson_solution"); lesson.IsDefined()) {
-        if (!lesson.IsSequence() || lesson.size() == 0) {
-            reader.fail(lesson.Mark(), "lesson_solution",
-                        "expected a list of the lesson's sentences, got " + describe(lesson));
-        }
-        for (std::size_t i = 0; i < lesson.size(); ++i) {
-            exercise.lesson_solution.push_back(
-                reader.nonempty_text(lesson[i], "lesson_solution[" + std::to_string(i) + "]"));
-        }
+        read_lesson_solution(reader, lesson, exercise);
     }
     return exercise;
 }

@@ -105,6 +105,41 @@ Case read_operand(const ExerciseReader& reader, const YAML::Node& node, const st
     return Case{reader.nonempty_text(node, field), subject.stride};
 }
 
+// The rule's kind, and the keys of the cases it compares ("near", "far"; "than"); fails where
+// the rule has a key its kind does not take.
+std::vector<std::string> read_rule_kind(const ExerciseReader& reader, const YAML::Node& node,
+                                        const std::string& rule_field, OrderingRule& rule) {
+    const YAML::Node kind = reader.required(node, rule_field, "kind");
+    const std::string kind_name = reader.text(kind, rule_field + ".kind");
+    std::vector<std::string> known = {"id", "kind", "kernel", "stride", "description"};
+    std::vector<std::string> operand_keys;
+    if (kind_name == "closer_to") {
+        rule.kind = OrderingRule::Kind::closer_to;
+        operand_keys = {"near", "far"};
+    } else if (kind_name == "slower_than") {
+        rule.kind = OrderingRule::Kind::slower_than;
+        operand_keys = {"than"};
+        known.push_back("factor");
+    } else if (kind_name == "at_most") {
+        rule.kind = OrderingRule::Kind::at_most;
+        known.push_back("limit");
+    } else {
+        reader.fail(kind.Mark(), rule_field + ".kind",
+                    "unknown rule kind " + quote(kind_name) +
+                        "; the kinds are: closer_to, slower_than, at_most");
+    }
+    known.insert(known.end(), operand_keys.begin(), operand_keys.end());
+    for (const auto& entry : node) {
+        const std::string& key = entry.first.Scalar();
+        if (std::find(known.begin(), known.end(), key) == known.end()) {
+            reader.fail(entry.first.Mark(), rule_field + "." + key,
+                        quote(key) + " does not apply to a " + kind_name +
+                            " rule; it takes: " + join_list(known, ", "));
+        }
+    }
+    return operand_keys;
+}
+
 }  // namespace
 
 std::vector<OrderingRule> read_rules(const ExerciseReader& reader, const YAML::Node& list,
@@ -128,34 +163,8 @@ std::vector<OrderingRule> read_rules(const ExerciseReader& reader, const YAML::N
                            "factor", "limit"});
         OrderingRule rule;
         rule.location = reader.location(node);
-        const YAML::Node kind = reader.required(node, rule_field, "kind");
-        const std::string kind_name = reader.text(kind, rule_field + ".kind");
-        std::vector<std::string> known = {"id", "kind", "kernel", "stride", "description"};
-        std::vector<std::string> operand_keys;
-        if (kind_name == "closer_to") {
-            rule.kind = OrderingRule::Kind::closer_to;
-            operand_keys = {"near", "far"};
-        } else if (kind_name == "slower_than") {
-            rule.kind = OrderingRule::Kind::slower_than;
-            operand_keys = {"than"};
-            known.push_back("factor");
-        } else if (kind_name == "at_most") {
-            rule.kind = OrderingRule::Kind::at_most;
-            known.push_back("limit");
-        } else {
-            reader.fail(kind.Mark(), rule_field + ".kind",
-                        "unknown rule kind " + quote(kind_name) +
-                            "; the kinds are: closer_to, slower_than, at_most");
-        }
-        known.insert(known.end(), operand_keys.begin(), operand_keys.end());
-        for (const auto& entry : node) {
-            const std::string& key = entry.first.Scalar();
-            if (std::find(known.begin(), known.end(), key) == known.end()) {
-                reader.fail(entry.first.Mark(), rule_field + "." + key,
-                            quote(key) + " does not apply to a " + kind_name +
-                                " rule; it takes: " + join_list(known, ", "));
-            }
-        }
+        const std::vector<std::string> operand_keys =
+            read_rule_kind(reader, node, rule_field, rule);
         rule.id = reader.nonempty_text(reader.required(node, rule_field, "id"), rule_field + ".id");
         for (const auto& earlier : rules) {
             if (earlier.id == rule.id) {

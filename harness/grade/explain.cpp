@@ -22,6 +22,7 @@
 #include "measure/outputs.hpp"
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "sim/sim.hpp"
 
 namespace grader {

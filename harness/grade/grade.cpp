@@ -28,6 +28,7 @@
 #include "model/explanation.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
+#include "report/diagnosis_text.hpp"
 
 namespace grader {
 namespace {
@@ -140,16 +141,8 @@ std::optional<FolderProblem> folder_problem_of(const Exercise& exercise,
         }
     }
     if (!misnamed.empty()) {
-        std::string holds;
-        std::string renames;
-        for (std::size_t i = 0; i < misnamed.size(); ++i) {
-            const auto& [found, asked] = misnamed[i];
-            holds += (i == 0 ? "" : ", and ") + found + ", not " + asked;
-            renames += (i == 0 ? "" : " and ") + found + " to " + asked;
-        }
         return FolderProblem{FolderProblem::Kind::misnamed_file, misnamed.front().first,
-                             "the folder holds " + holds + ": rename " + renames +
-                                 " (file names are exact, case included)"};
+                             misnamed_files_text(misnamed)};
     }
     if (source) {
         return std::nullopt;
@@ -212,8 +205,11 @@ std::filesystem::path current_executable() {
     return path;
 }
 
-WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& options,
-                                std::uint64_t seed, const std::vector<std::string>& extra) {
+namespace {
+
+std::vector<std::string> worker_arguments(const Exercise& exercise, const GradeOptions& options,
+                                          std::uint64_t seed,
+                                          const std::vector<std::string>& extra) {
     const double run_limit = options.run_seconds_override > 0 ? options.run_seconds_override
                                                               : exercise.limits.run_seconds;
     std::vector<std::string> argv = {
@@ -240,7 +236,82 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
         argv.insert(argv.end(), {"--device-server", options.device_server.string()});
     }
     argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+}
 
+// The worker's messages, passed on to what was observed: a stage message starts a stage (and its
+// clock, the stage before adding to the result's stage_seconds), and is told to on_stage; every
+// other message is an observation.
+class StageClock final : public ProgressSink {
+public:
+    StageClock(WorkerResult& result, const GradeOptions& grade)
+        : result_(result), seen_(result.observations), grade_(grade) {}
+
+    // The stage under way ends now.
+    void close_stage() {
+        const auto now = std::chrono::steady_clock::now();
+        if (seen_.current_stage) {
+            result_.stage_seconds[to_string(*seen_.current_stage)] +=
+                std::chrono::duration<double>(now - began_).count();
+        }
+        began_ = now;
+    }
+
+    void stage(const Stage& stage, const StageLimit& limit) override {
+        close_stage();
+        seen_.stage(stage, limit);
+        if (grade_.on_stage) {
+            grade_.on_stage(to_string(stage));
+        }
+    }
+    void submission(const Submission& v) override { seen_.submission(v); }
+    void environment(const Environment& v) override { seen_.environment(v); }
+    void compiled(const std::string& k, const CompileOutcome& v) override { seen_.compiled(k, v); }
+    void loaded(const std::string& k, const LoadFacts& v) override { seen_.loaded(k, v); }
+    void run(const KernelRun& v) override { seen_.run(v); }
+    void measured(const GradeFigures& v) override { seen_.measured(v); }
+    void interruption(const Interruption& v) override { seen_.interruption(v); }
+    void explanation(const Explanation& v) override { seen_.explanation(v); }
+
+private:
+    WorkerResult& result_;
+    Observations& seen_;
+    const GradeOptions& grade_;
+    std::chrono::steady_clock::time_point began_ = std::chrono::steady_clock::now();
+};
+
+// What the worker's end adds to what it reported: how long it held the GPU, how it stopped where
+// it did not say so itself (in the stage it was in, with that stage's limit), and its output.
+void settle(Observations& seen, const ChildResult& child, const StageLimit& stage_limit,
+            const std::string& protocol_problem) {
+    Environment& environment = seen.measurements.environment;
+    if (environment.gpu_held_from > 0.0 && environment.gpu_held_until == 0.0) {
+        // The worker was stopped while it held the GPU (a kernel past its limit, a crash): it
+        // held it until it was gone, which is now.
+        environment.gpu_held_until = unix_seconds();
+    }
+    Measurements& m = seen.measurements;
+    if (!m.interruption) {
+        m.interruption = interruption_from(child, seen.current_stage, stage_limit);
+    }
+    if (!m.interruption && !protocol_problem.empty()) {
+        m.interruption = blame(seen.current_stage.value_or(Stage{}), Ending::harness_error,
+                               "the grader's worker could not be understood: " + protocol_problem);
+    }
+    m.worker_output = child.output;
+    m.worker_output_truncated = child.output_truncated;
+    if (child.output_truncated) {
+        m.worker_output += "\n[... " +
+                           std::to_string(child.output_total_bytes - child.output.size()) +
+                           " more bytes not kept]";
+    }
+}
+
+}  // namespace
+
+WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& options,
+                                std::uint64_t seed, const std::vector<std::string>& extra) {
+    const std::vector<std::string> argv = worker_arguments(exercise, options, seed, extra);
     ChildLimits limits;
     limits.seconds = exercise.limits.compile_seconds;
     limits.output_bytes = exercise.limits.output_bytes;
@@ -250,50 +321,11 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
     WorkerResult result;
     Observations& seen = result.observations;
     StageLimit stage_limit{limits.seconds};
-    auto stage_began = std::chrono::steady_clock::now();
-    const auto close_stage = [&] {
-        const auto now = std::chrono::steady_clock::now();
-        if (seen.current_stage) {
-            result.stage_seconds[to_string(*seen.current_stage)] +=
-                std::chrono::duration<double>(now - stage_began).count();
-        }
-        stage_began = now;
-    };
+    StageClock clock(result, options);
     std::string protocol_problem;
-    // A stage message starts a stage (and its clock); every other message is an observation.
-    class Forward final : public ProgressSink {
-    public:
-        Forward(Observations& target, const std::function<void()>& before_stage,
-                const GradeOptions& grade)
-            : target_(target), before_stage_(before_stage), grade_(grade) {}
-        void stage(const Stage& stage, const StageLimit& limit) override {
-            before_stage_();
-            target_.stage(stage, limit);
-            if (grade_.on_stage) {
-                grade_.on_stage(to_string(stage));
-            }
-        }
-        void submission(const Submission& v) override { target_.submission(v); }
-        void environment(const Environment& v) override { target_.environment(v); }
-        void compiled(const std::string& k, const CompileOutcome& v) override {
-            target_.compiled(k, v);
-        }
-        void loaded(const std::string& k, const LoadFacts& v) override { target_.loaded(k, v); }
-        void run(const KernelRun& v) override { target_.run(v); }
-        void measured(const GradeFigures& v) override { target_.measured(v); }
-        void interruption(const Interruption& v) override { target_.interruption(v); }
-        void explanation(const Explanation& v) override { target_.explanation(v); }
-
-    private:
-        Observations& target_;
-        const std::function<void()>& before_stage_;
-        const GradeOptions& grade_;
-    };
-    const std::function<void()> before_stage = close_stage;
-    Forward forward(seen, before_stage, options);
     const auto on_message = [&](const std::string& line) -> double {
         try {
-            const double limit = dispatch_message(line, forward);
+            const double limit = dispatch_message(line, clock);
             if (limit > 0) {
                 stage_limit = seen.current_limit;
             }
@@ -320,30 +352,8 @@ WorkerResult run_worker_process(const Exercise& exercise, const GradeOptions& op
     if (child.end == ChildResult::End::cancelled) {
         throw GradeCancelled("the grade was cancelled");
     }
-    close_stage();
-    Environment& environment = seen.measurements.environment;
-    if (environment.gpu_held_from > 0.0 && environment.gpu_held_until == 0.0) {
-        // The worker was stopped while it held the GPU (a kernel past its limit, a crash): it
-        // held it until it was gone, which is now.
-        environment.gpu_held_until = unix_seconds();
-    }
-    (void)run_limit;
-
-    Measurements& m = seen.measurements;
-    if (!m.interruption) {
-        m.interruption = interruption_from(child, seen.current_stage, stage_limit);
-    }
-    if (!m.interruption && !protocol_problem.empty()) {
-        m.interruption = blame(seen.current_stage.value_or(Stage{}), Ending::harness_error,
-                               "the grader's worker could not be understood: " + protocol_problem);
-    }
-    m.worker_output = child.output;
-    m.worker_output_truncated = child.output_truncated;
-    if (child.output_truncated) {
-        m.worker_output += "\n[... " +
-                           std::to_string(child.output_total_bytes - child.output.size()) +
-                           " more bytes not kept]";
-    }
+    clock.close_stage();
+    settle(seen, child, stage_limit, protocol_problem);
     return result;
 }
 

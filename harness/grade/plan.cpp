@@ -36,16 +36,19 @@ bool run_is_read(const std::vector<int>* student_strides, bool counts_as_it_runs
            (i == 0 && counts_as_it_runs);
 }
 
-std::optional<std::size_t> base_of(const Exercise& exercise, const std::vector<PlannedCase>& cases,
-                                   const PlannedCase& of) {
-    const Case base = exercise.has_sweep() ? Case{of.kernel, exercise.ratios.to_stride}
-                                           : Case{exercise.ratios.to_kernel, 0};
+std::optional<std::size_t> case_of(const std::vector<PlannedCase>& cases, const Case& wanted) {
     for (std::size_t i = 0; i < cases.size(); ++i) {
-        if (cases[i].kernel == base.kernel && cases[i].stride == base.stride) {
+        if (cases[i].kernel == wanted.kernel && cases[i].stride == wanted.stride) {
             return i;
         }
     }
     return std::nullopt;
+}
+
+std::optional<std::size_t> base_of(const Exercise& exercise, const std::vector<PlannedCase>& cases,
+                                   const PlannedCase& of) {
+    return case_of(cases, exercise.has_sweep() ? Case{of.kernel, exercise.ratios.to_stride}
+                                               : Case{exercise.ratios.to_kernel, 0});
 }
 
 // Whether a case's samples may be the class's (LaunchCase::reusable): an exercise kernel's case
@@ -91,7 +94,7 @@ GradePlan plan_grade(const Exercise& exercise, const std::map<std::string, Loade
         // read, nor the oracle's in a sweep.
         const bool outputs_read = spec->is_student() || (spec->id == oracle && with_student);
         for (const int stride : strides_of(exercise, spec->id, unnamed_strides)) {
-            PlannedCase c{spec->id, stride, launches.runs.size(), 0, std::nullopt};
+            PlannedCase c{spec->id, stride, launches.runs.size(), 0, std::nullopt, std::nullopt};
             for (std::size_t i = 0; i < exercise.inputs.size(); ++i) {
                 if (spec->is_student() || run_is_read(with_student ? &student_strides : nullptr,
                                                       device.counts_as_it_runs, stride, i)) {
@@ -105,6 +108,7 @@ GradePlan plan_grade(const Exercise& exercise, const std::map<std::string, Loade
     }
     for (PlannedCase& c : plan.cases) {
         c.base = base_of(exercise, plan.cases, c);
+        c.oracle = case_of(plan.cases, Case{oracle, c.stride});
     }
 
     for (const auto& [id, kernel] : loaded) {
@@ -130,6 +134,26 @@ GradePlan plan_grade(const Exercise& exercise, const std::map<std::string, Loade
         }
     }
     return plan;
+}
+
+std::optional<std::size_t> GradePlan::run_of(std::size_t index, const InputSpec& input) const {
+    const PlannedCase& c = cases.at(index);
+    for (std::size_t run = c.first_run; run < c.first_run + c.run_count; ++run) {
+        if (launches.runs[run].input == &input) {
+            return run;
+        }
+    }
+    return std::nullopt;
+}
+
+std::vector<std::size_t> GradePlan::student_cases() const {
+    std::vector<std::size_t> students;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        if (cases[i].kernel == kStudentKernel) {
+            students.push_back(i);
+        }
+    }
+    return students;
 }
 
 }  // namespace grader

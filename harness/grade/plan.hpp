@@ -26,6 +26,10 @@ struct PlannedCase {
     // The case its ratio is taken against (an index into cases): the same kernel at the ratio's
     // stride, or the exercise's baseline kernel.
     std::optional<std::size_t> base;
+    // The oracle's case at this stride (an index into cases; the case itself for the oracle's),
+    // where the oracle runs at it: the student's outputs compare with its, and the student's
+    // stages may take a few times what it took.
+    std::optional<std::size_t> oracle;
 };
 
 struct GradePlan {
@@ -33,6 +37,11 @@ struct GradePlan {
     // before the student's arrive; then the student's. Timed in this order.
     std::vector<PlannedCase> cases;
     LaunchPlan launches;  // timed[i] and cases[i] are one case, where anything is timed
+
+    // The run of cases[index] with `input` (an index into launches.runs), where the case runs it.
+    std::optional<std::size_t> run_of(std::size_t index, const InputSpec& input) const;
+    // The student's cases (indices into cases), in the plan's order: counted[i] is the i-th.
+    std::vector<std::size_t> student_cases() const;
 };
 
 // The plan for the kernels that loaded (by KernelSpec id; the student's is absent where it did not

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/kernel_ids.hpp"
+#include "model/finding.hpp"
 #include "model/json.hpp"
 #include "text/text_safety.hpp"
 
@@ -44,6 +45,7 @@ void to_json(nlohmann::json& j, const Submission& v) {
         for (const auto& problem : list) {
             problems.push_back({{"location", problem.location},
                                 {"field", problem.field},
+                                {"kind", std::string(to_string(problem.kind))},
                                 {"message", problem.message}});
         }
         return problems;
@@ -94,6 +96,8 @@ void from_json(const nlohmann::json& j, Submission& v) {
                 problem["location"].get_to(p.location);
             }
             p.field = problem.value("field", "");
+            p.kind = finding_kind_from_string(problem.value("kind", ""))
+                         .value_or(FindingKind::answer_malformed);
             p.message = problem.value("message", "");
             list.push_back(p);
         }

@@ -8,6 +8,7 @@
 #include "common/files.hpp"
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
+#include "report/findings_text.hpp"
 
 namespace grader {
 
@@ -60,11 +61,11 @@ KernelSources load_kernel_sources(const Exercise& exercise,
     auto student_source = read_student_file(submission_dir, exercise.submission_source,
                                             exercise.limits.source_bytes, why);
     if (!student_source) {
+        sources.student_not_found = why == "not found";
         sources.student_missing_reason =
-            exercise.submission_source + " " +
-            (why == "not found" ? "was not found in the submission folder" +
-                                      meant_file_hint(submission_dir, exercise.submission_source)
-                                : "could not be used: " + why);
+            why == "not found" ? file_not_found_text(exercise.submission_source) +
+                                     meant_file_hint(submission_dir, exercise.submission_source)
+                               : exercise.submission_source + " could not be used: " + why;
         return sources;
     }
     sources.requests.emplace(

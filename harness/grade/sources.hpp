@@ -16,6 +16,7 @@ namespace grader {
 struct KernelSources {
     std::map<std::string, CompileRequest> requests;  // by kernel id; no student's where unread
     std::string student_missing_reason;              // then, why: "probe.cu was not found ..."
+    bool student_not_found = false;                  // the folder has no such file
     std::optional<CompileRequest> shared_poison;
 };
 

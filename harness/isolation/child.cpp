@@ -616,6 +616,64 @@ private:
     std::array<char, 64 * 1024> buffer_{};
 };
 
+// What the forked child does before exec: its arguments, folder, descriptors and limits. Every
+// pointer in it points into `argv` and `working_directory`.
+ChildSetup child_setup(const std::vector<std::string>& argv, const std::string& working_directory,
+                       const ChildLimits& limits) {
+    ChildSetup setup;
+    for (const std::string& argument : argv) {
+        setup.argv.push_back(const_cast<char*>(argument.c_str()));
+    }
+    setup.argv.push_back(nullptr);
+    setup.working_directory = working_directory.empty() ? nullptr : working_directory.c_str();
+    setup.parent_pid = ::getpid();
+    setup.core_limit = rlimit{0, 0};
+    setup.file_size_limit = clamped_limit(RLIMIT_FSIZE, static_cast<rlim_t>(limits.file_bytes));
+    setup.open_files_limit =
+        clamped_limit(RLIMIT_NOFILE, static_cast<rlim_t>(std::max(limits.open_files, 0)));
+    rlimit current_files{};
+    if (::getrlimit(RLIMIT_NOFILE, &current_files) == 0 &&
+        current_files.rlim_cur != RLIM_INFINITY) {
+        setup.highest_fd = static_cast<int>(std::min<rlim_t>(current_files.rlim_cur, 1 << 20));
+    }
+    return setup;
+}
+
+// The exec-error pipe reaches EOF at a successful exec, or carries the reason it failed: then,
+// that reason, the child reaped.
+std::optional<std::string> exec_failure(Fd& exec_error, ChildProcess& child,
+                                        const std::string& program,
+                                        const std::string& working_directory) {
+    SpawnFailure failure{};
+    std::size_t received = 0;
+    while (received < sizeof failure) {
+        const ssize_t length =
+            ::read(exec_error.get(), reinterpret_cast<char*>(&failure) + received,
+                   sizeof failure - received);
+        if (length < 0 && errno == EINTR) {
+            continue;
+        }
+        if (length <= 0) {
+            break;
+        }
+        received += static_cast<std::size_t>(length);
+    }
+    exec_error.reset();
+    if (received != sizeof failure) {
+        return std::nullopt;
+    }
+    child.wait_status();
+    const auto step = static_cast<SpawnStep>(failure.step);
+    std::string error = std::string(describe(step)) + " for " + program;
+    if (step == SpawnStep::chdir) {
+        error += " into " + working_directory;
+    }
+    if (failure.error_number != 0) {
+        error += ": " + errno_text(failure.error_number);
+    }
+    return error;
+}
+
 }  // namespace
 
 ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& limits,
@@ -652,26 +710,11 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& l
         ::shutdown(input_reader.get(), SHUT_WR);
     }
 
-    ChildSetup setup;
-    for (const std::string& argument : argv) {
-        setup.argv.push_back(const_cast<char*>(argument.c_str()));
-    }
-    setup.argv.push_back(nullptr);
-    setup.working_directory = working_directory.empty() ? nullptr : working_directory.c_str();
-    setup.parent_pid = ::getpid();
+    ChildSetup setup = child_setup(argv, working_directory, limits);
     setup.output_fd = output.write_end.get();
     setup.message_fd = messages.write_end.get();
     setup.error_fd = exec_error.write_end.get();
     setup.input_fd = input_reader.get();
-    setup.core_limit = rlimit{0, 0};
-    setup.file_size_limit = clamped_limit(RLIMIT_FSIZE, static_cast<rlim_t>(limits.file_bytes));
-    setup.open_files_limit =
-        clamped_limit(RLIMIT_NOFILE, static_cast<rlim_t>(std::max(limits.open_files, 0)));
-    rlimit current_files{};
-    if (::getrlimit(RLIMIT_NOFILE, &current_files) == 0 &&
-        current_files.rlim_cur != RLIM_INFINITY) {
-        setup.highest_fd = static_cast<int>(std::min<rlim_t>(current_files.rlim_cur, 1 << 20));
-    }
     const long page_size_value = ::sysconf(_SC_PAGESIZE);
     const std::size_t page_size =
         page_size_value > 0 ? static_cast<std::size_t>(page_size_value) : 4096;
@@ -692,34 +735,9 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildLimits& l
     messages.write_end.reset();
     exec_error.write_end.reset();
     input_reader.reset();
-
-    // The exec-error pipe reaches EOF at a successful exec, or carries the reason it failed.
-    SpawnFailure failure{};
-    std::size_t received = 0;
-    while (received < sizeof failure) {
-        const ssize_t length =
-            ::read(exec_error.read_end.get(), reinterpret_cast<char*>(&failure) + received,
-                   sizeof failure - received);
-        if (length < 0 && errno == EINTR) {
-            continue;
-        }
-        if (length <= 0) {
-            break;
-        }
-        received += static_cast<std::size_t>(length);
-    }
-    exec_error.read_end.reset();
-    if (received == sizeof failure) {
-        child.wait_status();
-        const auto step = static_cast<SpawnStep>(failure.step);
-        std::string error = std::string(describe(step)) + " for " + program;
-        if (step == SpawnStep::chdir) {
-            error += " into " + working_directory;
-        }
-        if (failure.error_number != 0) {
-            error += ": " + errno_text(failure.error_number);
-        }
-        return spawn_failure(std::move(error), limits.seconds);
+    if (std::optional<std::string> error =
+            exec_failure(exec_error.read_end, child, program, working_directory)) {
+        return spawn_failure(std::move(*error), limits.seconds);
     }
 
     for (Fd* fd : {&output.read_end, &messages.read_end, &input_writer}) {

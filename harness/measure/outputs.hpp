@@ -10,6 +10,7 @@
 
 #include "exercise/exercise.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 
 namespace grader {
 

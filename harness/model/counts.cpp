@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 
 namespace grader {
 namespace {
@@ -76,9 +77,12 @@ std::optional<double> SharedAccessCounts::launch_degree() const {
     return std::max(load.value_or(0.0), store.value_or(0.0));
 }
 
-const SharedLineCounts* SharedAccessCounts::worst_line() const {
+const SharedLineCounts* SharedAccessCounts::worst_line(bool loads_only) const {
     const SharedLineCounts* worst = nullptr;
     for (const SharedLineCounts& line : lines) {
+        if (loads_only && line.store) {
+            continue;
+        }
         if (worst == nullptr || line.degree > worst->degree) {
             worst = &line;
         }
@@ -94,12 +98,12 @@ bool SharedAccessCounts::confirms(const SharedAccessCounts& witness,
            near(store_degree(), witness.store_degree());
 }
 
-JudgedDegree judged_degree(const KernelRun& run, std::uint64_t grid_blocks) {
+JudgedDegree judged_degree(const KernelRun& run, std::uint64_t grid_blocks, bool loads_only) {
     JudgedDegree judged;
     if (!run.counts) {
         return judged;
     }
-    judged.degree = run.counts->launch_degree();
+    judged.degree = loads_only ? run.counts->load_degree() : run.counts->launch_degree();
     if (!judged.degree) {
         return judged;
     }
@@ -109,7 +113,7 @@ JudgedDegree judged_degree(const KernelRun& run, std::uint64_t grid_blocks) {
     } else if (run.witness && run.counts->confirms(*run.witness, grid_blocks)) {
         lines = &*run.witness;
     }
-    const SharedLineCounts* worst = lines != nullptr ? lines->worst_line() : nullptr;
+    const SharedLineCounts* worst = lines != nullptr ? lines->worst_line(loads_only) : nullptr;
     if (worst != nullptr) {
         judged.degree = worst->degree;
         judged.line = worst;

@@ -4,6 +4,9 @@
 #include <array>
 #include <cstddef>
 
+#include "model/measurements.hpp"
+#include "model/report.hpp"
+
 namespace grader {
 namespace {
 
@@ -15,7 +18,7 @@ struct CauseEntry {
 };
 
 // One row a cause: its key (never changed once published), its title and who acts on it.
-constexpr std::array<CauseEntry, 39> kCauses = {{
+constexpr std::array<CauseEntry, 41> kCauses = {{
     {Cause::empty_folder, "empty_folder", "an empty folder", CauseArea::folder},
     {Cause::files_one_folder_down, "files_one_folder_down", "the files are one folder down",
      CauseArea::folder},
@@ -47,7 +50,10 @@ constexpr std::array<CauseEntry, 39> kCauses = {{
     {Cause::stride_sniffing, "stride_sniffing", "right only at the named strides",
      CauseArea::kernel},
     {Cause::old_width, "old_width", "the old width after padding", CauseArea::kernel},
+    {Cause::warp_spans_rows, "warp_spans_rows", "a warp that spans two rows of the tile",
+     CauseArea::kernel},
     {Cause::no_shared_tile, "no_shared_tile", "no shared tile", CauseArea::kernel},
+    {Cause::tile_never_read, "tile_never_read", "a tile that is never read", CauseArea::kernel},
     {Cause::wrong_conflict_degree, "wrong_conflict_degree", "wrong conflict degree",
      CauseArea::kernel},
     {Cause::timing_out_of_order, "timing_out_of_order", "times that do not follow the model",
@@ -135,6 +141,40 @@ const std::vector<Cause>& all_causes() {
         return all;
     }();
     return causes;
+}
+
+Cause cause_of(FolderProblem::Kind kind) {
+    switch (kind) {
+        case FolderProblem::Kind::empty:
+            return Cause::empty_folder;
+        case FolderProblem::Kind::one_folder_down:
+            return Cause::files_one_folder_down;
+        case FolderProblem::Kind::other_exercise:
+            return Cause::other_exercise;
+        case FolderProblem::Kind::misnamed_file:
+            return Cause::misnamed_file;
+    }
+    return Cause::missing_files;
+}
+
+Cause cause_of(StopKind kind) {
+    switch (kind) {
+        case StopKind::fault:
+            return Cause::kernel_fault;
+        case StopKind::timeout:
+            return Cause::kernel_timeout;
+        case StopKind::memory:
+            return Cause::kernel_memory;
+        case StopKind::launch:
+            return Cause::launch_refused;
+        case StopKind::unsupported:
+            return Cause::unsupported_instruction;
+        case StopKind::no_gpu:
+            return Cause::no_gpu;
+        case StopKind::crash:
+            return Cause::kernel_crash;
+    }
+    return Cause::kernel_crash;
 }
 
 std::string to_sentence(const Diagnosis& diagnosis) {

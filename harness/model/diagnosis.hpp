@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/finding.hpp"
+
 namespace grader {
 
 enum class Cause {
@@ -38,7 +40,9 @@ enum class Cause {
     ignores_stride,           // every stride reads alike (a broadcast, a constant index)
     stride_sniffing,          // right at the named strides only
     old_width,                // a padded tile indexed with the unpadded width
+    warp_spans_rows,          // a warp's lanes span two rows of a tile narrower than a warp
     no_shared_tile,           // the kernel makes no shared-memory access at all
+    tile_never_read,          // it fills a shared tile but never reads it
     wrong_conflict_degree,    // the counted conflict degree is not the model's
     timing_out_of_order,      // the kernel's times do not follow the order the degrees predict
     kernel_fault,             // an illegal address, a trap
@@ -87,6 +91,9 @@ struct Diagnosis {
     // The id of the check it explains (a report's diagnosis); empty for a cause no check has (a
     // folder's, a stop's, the machine's).
     std::string check;
+    // What shows the cause, typed: the race, the unwritten read, the wrong element, the line
+    // counted. The checks set it; report/ words what, fix and where from it (word_diagnosis).
+    std::vector<Finding> evidence;
 };
 
 // The diagnosis as one sentence: "what; fix", or "what" alone, led by where unless either part

@@ -206,7 +206,8 @@ void to_json(json& j, const CompileOutcome& v) {
              {"registers", v.registers},
              {"abi_problem", v.abi_problem},
              {"log_cut_bytes", v.log_cut_bytes},
-             {"clock_reads", v.clock_reads}};
+             {"clock_reads", v.clock_reads},
+             {"source_missing", v.source_missing}};
 }
 void from_json(const json& j, CompileOutcome& v) {
     read(j, "attempted", v.attempted);
@@ -225,6 +226,7 @@ void from_json(const json& j, CompileOutcome& v) {
     read(j, "abi_problem", v.abi_problem);
     read(j, "log_cut_bytes", v.log_cut_bytes);
     read(j, "clock_reads", v.clock_reads);
+    read(j, "source_missing", v.source_missing);
 }
 
 void to_json(json& j, const OutputComparison& v) {
@@ -290,6 +292,10 @@ void to_json(json& j, const SharedLineCounts& v) {
              {"wavefronts", v.wavefronts},
              {"ideal_wavefronts", v.ideal_wavefronts},
              {"degree", number(v.degree)}};
+    if (v.lanes_per_row > 0) {
+        j["lanes_per_row"] = v.lanes_per_row;
+        j["row_pitch"] = v.row_pitch;
+    }
 }
 void from_json(const json& j, SharedLineCounts& v) {
     read(j, "file", v.file);
@@ -300,6 +306,121 @@ void from_json(const json& j, SharedLineCounts& v) {
     read(j, "wavefronts", v.wavefronts);
     read(j, "ideal_wavefronts", v.ideal_wavefronts);
     read_number(j, "degree", v.degree);
+    read(j, "lanes_per_row", v.lanes_per_row);
+    read(j, "row_pitch", v.row_pitch);
+}
+
+void to_json(json& j, const FindingPlace& v) {
+    j = json{{"file", v.file}, {"line", v.line}, {"column", v.column}};
+    if (v.ptx_line > 0) {
+        j["ptx_line"] = v.ptx_line;
+    }
+}
+void from_json(const json& j, FindingPlace& v) {
+    read(j, "file", v.file);
+    read(j, "line", v.line);
+    read(j, "column", v.column);
+    read(j, "ptx_line", v.ptx_line);
+}
+
+void to_json(json& j, const FindingThread& v) {
+    j = json{{"block", v.block}, {"thread", v.thread}, {"warp", v.warp}, {"lane", v.lane}};
+    if (v.any_warp) {
+        j["any_warp"] = true;
+    }
+}
+void from_json(const json& j, FindingThread& v) {
+    read(j, "block", v.block);
+    read(j, "thread", v.thread);
+    read(j, "warp", v.warp);
+    read(j, "lane", v.lane);
+    read(j, "any_warp", v.any_warp);
+}
+
+void to_json(json& j, const SharedWord& v) {
+    j = json{{"word", v.word}, {"variable", v.variable}, {"word_in_variable", v.word_in_variable}};
+}
+void from_json(const json& j, SharedWord& v) {
+    read(j, "word", v.word);
+    read(j, "variable", v.variable);
+    read(j, "word_in_variable", v.word_in_variable);
+}
+
+void to_json(json& j, const Finding& v) {
+    // Only what the kind fills (findings.def), beside its kind, cause and severity.
+    const unsigned fields = fields_of(v.kind);
+    const std::optional<Cause> cause = cause_of(v.kind);
+    j = json{{"kind", std::string(to_string(v.kind))},
+             {"cause", cause ? json(std::string(to_string(*cause))) : json(nullptr)},
+             {"severity", std::string(to_string(severity_of(v.kind)))}};
+    if (!v.strides.empty()) {
+        j["strides"] = v.strides;
+    }
+    if ((fields & FIELD_LINES) != 0 || !v.lines.empty()) {
+        j["lines"] = v.lines;
+    }
+    if ((fields & FIELD_THREADS) != 0 || !v.threads.empty()) {
+        j["threads"] = v.threads;
+    }
+    if (v.word) {
+        j["word"] = *v.word;
+    }
+    if ((fields & FIELD_VALUES) != 0 || !v.values.empty()) {
+        json values = json::array();
+        for (const double value : v.values) {
+            values.push_back(number(value));
+        }
+        j["values"] = values;
+    }
+    if ((fields & FIELD_COUNT) != 0 || v.count != 0) {
+        j["count"] = v.count;
+    }
+    if ((fields & FIELD_NAMES) != 0 || !v.names.empty()) {
+        j["names"] = v.names;
+    }
+    if ((fields & FIELD_TEXT) != 0 || !v.text.empty()) {
+        j["text"] = v.text;
+    }
+    if (v.output) {
+        j["output"] = *v.output;
+    }
+    if (v.counts) {
+        j["counts"] = *v.counts;
+    }
+    if (v.witness) {
+        j["witness"] = true;
+    }
+    if (v.unnamed) {
+        j["unnamed"] = true;
+    }
+    if (v.timed) {
+        j["timed"] = true;
+    }
+}
+void from_json(const json& j, Finding& v) {
+    // A kind this grader does not know (a newer report's) is read as `unknown`, its key kept.
+    const std::string key = j.value("kind", "");
+    v.kind = finding_kind_from_string(key).value_or(FindingKind::unknown);
+    read(j, "strides", v.strides);
+    read(j, "lines", v.lines);
+    read(j, "threads", v.threads);
+    read_optional(j, "word", v.word);
+    if (const auto values = j.find("values"); values != j.end() && values->is_array()) {
+        for (const json& value : *values) {
+            v.values.push_back(number_from(value));
+        }
+    }
+    read(j, "count", v.count);
+    read(j, "names", v.names);
+    read(j, "text", v.text);
+    if (v.kind == FindingKind::unknown && v.text.empty()) {
+        v.text = key;
+    }
+    read_optional(j, "output", v.output);
+    read_optional(j, "counts", v.counts);
+    read(j, "witness", v.witness);
+    read(j, "unnamed", v.unnamed);
+    read(j, "timed", v.timed);
 }
 
 void to_json(json& j, const SharedAccessCounts& v) {
@@ -365,8 +486,7 @@ void to_json(json& j, const KernelRun& v) {
              {"witness", v.witness ? json(*v.witness) : json(nullptr)},
              {"count_source", v.count_source},
              {"count_note", v.count_note},
-             {"notes", v.notes},
-             {"races", v.races}};
+             {"findings", v.findings}};
 }
 void from_json(const json& j, KernelRun& v) {
     read(j, "kernel", v.kernel);
@@ -380,8 +500,7 @@ void from_json(const json& j, KernelRun& v) {
     read_optional(j, "witness", v.witness);
     read(j, "count_source", v.count_source);
     read(j, "count_note", v.count_note);
-    read(j, "notes", v.notes);
-    read(j, "races", v.races);
+    read(j, "findings", v.findings);
 }
 
 void to_json(json& j, const Environment& v) {
@@ -487,7 +606,8 @@ void to_json(json& j, const Diagnosis& v) {
              {"what", v.what},
              {"fix", v.fix},
              {"where", v.where},
-             {"check", v.check}};
+             {"check", v.check},
+             {"evidence", v.evidence}};
 }
 void from_json(const json& j, Diagnosis& v) {
     // A cause this grader does not know (a newer report's) reads as the generic wrong_output;
@@ -497,6 +617,7 @@ void from_json(const json& j, Diagnosis& v) {
     read(j, "fix", v.fix);
     read(j, "where", v.where);
     read(j, "check", v.check);
+    read(j, "evidence", v.evidence);
 }
 
 void to_json(json& j, const CheckResult& v) {
@@ -510,6 +631,7 @@ void to_json(json& j, const CheckResult& v) {
              {"max_points", v.max_points},
              {"message", v.message},
              {"details", v.details},
+             {"findings", v.findings},
              {"kind", v.kind},
              {"diagnosis", v.diagnosis ? json(*v.diagnosis) : json(nullptr)}};
 }
@@ -528,6 +650,7 @@ void from_json(const json& j, CheckResult& v) {
     read(j, "max_points", v.max_points);
     read(j, "message", v.message);
     read(j, "details", v.details);
+    read(j, "findings", v.findings);
     read(j, "kind", v.kind);
     read_optional(j, "diagnosis", v.diagnosis);
     if (v.kind.empty()) {

@@ -8,7 +8,9 @@
 
 #include "model/diagnosis.hpp"
 #include "model/explanation.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
 #include "model/sweep.hpp"
 
@@ -22,6 +24,14 @@ void to_json(nlohmann::json& j, const OutputComparison& value);
 void from_json(const nlohmann::json& j, OutputComparison& value);
 void to_json(nlohmann::json& j, const SharedLineCounts& value);
 void from_json(const nlohmann::json& j, SharedLineCounts& value);
+void to_json(nlohmann::json& j, const FindingPlace& value);
+void from_json(const nlohmann::json& j, FindingPlace& value);
+void to_json(nlohmann::json& j, const FindingThread& value);
+void from_json(const nlohmann::json& j, FindingThread& value);
+void to_json(nlohmann::json& j, const SharedWord& value);
+void from_json(const nlohmann::json& j, SharedWord& value);
+void to_json(nlohmann::json& j, const Finding& value);
+void from_json(const nlohmann::json& j, Finding& value);
 void to_json(nlohmann::json& j, const SharedAccessCounts& value);
 void from_json(const nlohmann::json& j, SharedAccessCounts& value);
 void to_json(nlohmann::json& j, const TimingStats& value);

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "model/finding.hpp"
+#include "model/observations.hpp"
+
 namespace grader {
 
 // One #include the vetting refused, or another problem found in the source before NVRTC.
@@ -40,48 +43,8 @@ struct CompileOutcome {
     // Reads of the GPU's clocks (%clock, %clock64, %globaltimer) and nanosleep in the kernel's
     // PTX, each with where: a kernel that reads them can pace its own timings.
     std::vector<std::string> clock_reads;
-};
-
-// One kernel's outputs with one input, compared element by element with the oracle's (the
-// exercise's trusted kernel, run the same way): equal values where the oracle wrote, and no
-// element left unwritten. The first element at fault, and how many were.
-struct OutputComparison {
-    std::string input;   // the input's id, e.g. "ones"
-    bool timed = false;  // what a timed launch left, checked after the timing
-    bool ran = false;
-    bool ok = false;
-    bool matrix = false;         // elements are placed by row and column, not by thread
-    double expected = 0.0;       // the oracle's first value (every thread's, for a constant input)
-    std::uint64_t elements = 0;  // compared: those the oracle wrote and those nothing wrote
-    std::uint64_t bad_elements = 0;
-    std::uint64_t unwritten = 0;  // of bad_elements, those no block of the kernel wrote
-    // Where the oracle ran only some of the grid's blocks (the simulator; the kernel itself ran
-    // every block): the values were compared in the elements of compared_blocks of the grid's
-    // grid_blocks blocks. 0: in every element.
-    std::uint64_t compared_blocks = 0;
-    std::uint64_t grid_blocks = 0;
-    std::optional<std::uint64_t> first_bad;  // index in the output buffer
-    std::uint64_t first_bad_block = 0;       // per-thread layout: its block (linear) and thread
-    std::uint32_t first_bad_thread_in_block = 0;
-    std::uint64_t first_bad_row = 0;  // matrix layout
-    std::uint64_t first_bad_column = 0;
-    double first_bad_value = 0.0;      // may be NaN (poison never overwritten) or infinite
-    bool first_bad_wrote_nan = false;  // the NaN in first_bad_value is one the kernel wrote
-    bool first_bad_unwritten = false;  // no block of the kernel wrote the first wrong element
-    double first_bad_expected = 0.0;   // may be NaN: the oracle's run did not reach it
-};
-
-// One source line's shared loads (or stores), as the simulator counted them in the PTX.
-struct SharedLineCounts {
-    std::string file;  // the .file name the PTX gives, as the student's source can forge it
-    int line = 0;
-    bool store = false;
-    std::uint32_t bytes_per_lane = 4;  // the widest access of the line: 1, 2, 4, 8 or 16
-    std::uint64_t requests = 0;
-    std::uint64_t wavefronts = 0;
-    std::uint64_t ideal_wavefronts = 0;  // the fewest the accesses' widths allow
-    // The line's conflict degree: its worst instruction's wavefronts over the fewest.
-    double degree = 0.0;
+    // The kernel file was not in the submission folder (log says which, and what to hand in).
+    bool source_missing = false;
 };
 
 // What a device counted of one launch's memory traffic: shared memory's requests and wavefronts,
@@ -119,8 +82,9 @@ struct SharedAccessCounts {
     // for 32 lanes a row apart; nullopt without requests.
     std::optional<double> global_load_sectors_per_request() const;
     std::optional<double> global_store_sectors_per_request() const;
-    // The line with the largest degree (the first of them); nullptr without lines.
-    const SharedLineCounts* worst_line() const;
+    // The line with the largest degree (the first of them), of the loads alone where asked;
+    // nullptr without lines.
+    const SharedLineCounts* worst_line(bool loads_only = false) const;
     // The larger of the loads' and the stores' degrees; nullopt without shared requests.
     std::optional<double> launch_degree() const;
     // Whether these launch totals (a GPU's, of every block of a grid of grid_blocks) confirm
@@ -159,13 +123,12 @@ struct KernelRun {
     std::optional<SharedAccessCounts> witness;
     // Where both counted and their totals differ, why, in one line (ptxas merged loads).
     std::string count_note;
-    // What the checks add to a failing output check's details: on the simulator, the first
-    // shared-memory word read before it was written, and races it saw (line, word, lanes).
-    std::vector<std::string> notes;
-    // Shared-memory races the simulator saw (a word one warp wrote and another read with no
-    // barrier between, lanes of one instruction writing different values to one word): a
-    // failure of the kernel's outputs even where the values came out right.
-    std::vector<std::string> races;
+    // What the simulator saw of the student's kernel, as findings (model/findings.def): the
+    // shared-memory races (a word one warp wrote and another read with no barrier between,
+    // lanes of one store writing different values to one word), which fail the kernel's outputs
+    // even where the values came out right, and the first word read before any thread wrote it.
+    // On a GPU, the simulator's of the same source (witness set). Kept where the launch stopped.
+    std::vector<Finding> findings;
 
     const OutputComparison* output(const std::string& input) const;
 };
@@ -174,13 +137,15 @@ struct KernelRun {
 // report's counted degree): the worst source line's where the lines are the launch's own (the
 // simulator counted, or a GPU's totals confirm the simulator's witness), so that no other access
 // dilutes a conflicted one; else the launch's totals (launch_degree). grid_blocks is the GPU's
-// grid, for the witness's scale.
+// grid, for the witness's scale. loads_only: the loads' lines and totals alone (a check about
+// loads: its witness line is a load's, never the fill's store).
 struct JudgedDegree {
     std::optional<double> degree;            // nullopt: no shared request was counted
     const SharedLineCounts* line = nullptr;  // the worst line, where judged by line
     bool confirmed_witness = false;          // on a GPU: judged by the witness's lines
 };
-JudgedDegree judged_degree(const KernelRun& run, std::uint64_t grid_blocks);
+JudgedDegree judged_degree(const KernelRun& run, std::uint64_t grid_blocks,
+                           bool loads_only = false);
 
 struct Environment {
     std::string backend;  // "cuda" or "sim"

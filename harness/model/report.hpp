@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
 
 namespace grader {
@@ -31,14 +32,22 @@ struct CheckResult {
     bool review = false;  // flagged for the instructor, not scored by the machine
     double points = 0.0;  // awarded
     double max_points = 0.0;
-    std::string message;               // one paragraph the student reads
-    std::vector<std::string> details;  // one line each: a stride, a thread, a file position
+    std::string message;  // one paragraph the student reads
+    // What the check observed, typed (model/findings.def), said once whichever strides showed
+    // it: errors first, then what it costs nothing. The JSON keeps them.
+    std::vector<Finding> findings;
+    // The findings in words, one line each (report/findings_text.cpp), bounded: what every
+    // format prints.
+    std::vector<std::string> details;
     // What the check is, whatever the exercise calls it: "answers_file", "compile_abi", "output",
     // "predicted", "ordering", "consistency", "measured", "counted_degree" or "sentence".
     std::string kind;
     // Why it failed or lost points, as a root cause; nullopt where it passed in full or did not
     // run.
     std::optional<Diagnosis> diagnosis;
+    // Why it did not run (not_run): what the machine lacked or what stopped first. The message
+    // says it to the student; an ungradable summary names it.
+    std::string not_run_reason;
 
     bool passed() const { return status == CheckStatus::passed; }
     bool not_run() const { return status == CheckStatus::not_run; }
@@ -99,6 +108,11 @@ struct FolderProblem {
     std::string message;  // what the student reads: what is wrong and what to do
 };
 const char* to_string(FolderProblem::Kind kind);
+
+// The cause a folder's problem is, and a kernel's stop (model/diagnosis.cpp): what the diagnosis
+// and the class page both name.
+Cause cause_of(FolderProblem::Kind kind);
+Cause cause_of(StopKind kind);
 
 struct Report {
     int schema_version = kReportSchemaVersion;

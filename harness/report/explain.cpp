@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "model/describe.hpp"
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
+#include "report/describe.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"

@@ -13,6 +13,7 @@
 
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"

@@ -13,7 +13,8 @@
 
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
-#include "model/describe.hpp"
+#include "model/measurements.hpp"
+#include "report/describe.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader::report_detail {
@@ -255,10 +256,12 @@ Table student_sweep_table(const Report& report, bool verbose) {
     table.title = "Your kernel (" + ratio_explanation(report) + ")";
     const bool simulated = is_simulated(report);
     const bool range = verbose || any_range(report);
+    // Where the table is wider than a terminal, the student's own figures (in the answers file,
+    // and in the checks' details) go last, after the spread, the range and the time.
     table.columns = {{"stride", ""},
                      {"degree", "(model)"},
-                     {"your", "prediction"},
-                     {"your ratio", "(your GPU)"},
+                     {"your", "prediction", 1},
+                     {"your ratio", "(your GPU)", 1},
                      {simulated ? "modeled" : "measured", "ratio"}};
     if (range) {
         table.columns.push_back({"min–max", "", 3});
@@ -290,6 +293,7 @@ Table student_sweep_table(const Report& report, bool verbose) {
 
 Table harness_sweep_table(const Report& report, const std::string& kernel, bool verbose) {
     Table table;
+    table.kind = TableKind::reference;
     const auto rows = rows_of(report, kernel);
     const std::string label =
         rows.empty() || rows.front()->label.empty() ? kernel : rows.front()->label;
@@ -333,12 +337,15 @@ Table kernels_table(const Report& report, bool verbose) {
                    : timed    ? ", modeled"
                               : "; not timed on the simulator, the counted degree decides") +
                   ")";
-    table.columns = {{"kernel", ""}, {simulated ? "modeled" : "time", simulated ? "cost" : "(ms)"}};
+    // Where the table is wider than a terminal, the columns the ratio and the outputs do without
+    // go first: the bandwidth, the cost, then the student's own figures (in the answers file).
+    table.columns = {{"kernel", ""},
+                     {simulated ? "modeled" : "time", simulated ? "cost" : "(ms)", 3}};
     const bool bandwidth = std::any_of(report.rows.begin(), report.rows.end(), [](const auto& r) {
         return r.gigabytes_per_second.has_value();
     });
     if (bandwidth) {
-        table.columns.push_back({"GB/s", ""});
+        table.columns.push_back({"GB/s", "", 4});
     }
     table.columns.push_back({report.ratio_as_percent ? "% of" : "ratio to", base});
     table.columns.push_back({"degree", "(model)"});
@@ -347,8 +354,8 @@ Table kernels_table(const Report& report, bool verbose) {
     if (sectors) {
         table.columns.push_back({"sectors", "ld / st"});
     }
-    table.columns.push_back({"your", "prediction"});
-    table.columns.push_back({report.ratio_as_percent ? "your %" : "your ratio", "(your GPU)"});
+    table.columns.push_back({"your", "prediction", 1});
+    table.columns.push_back({report.ratio_as_percent ? "your %" : "your ratio", "(your GPU)", 2});
     for (const auto& input : inputs_of(report)) {
         table.columns.push_back({input, "output"});
     }
@@ -415,6 +422,7 @@ std::optional<Table> lines_table(const Report& report) {
         return std::nullopt;
     }
     Table table;
+    table.kind = TableKind::lines;
     const bool simulated = is_simulated(report);
     table.title = std::string(
                       "Your kernel's shared accesses, line by line (counted by the "
@@ -525,29 +533,6 @@ std::vector<WrongValue> wrong_values(const Report& report) {
         }
     }
     return found;
-}
-
-bool named_in_details(const WrongValue& wrong, const std::vector<CheckResult>& checks) {
-    // Named as it is, or by a detail that collapsed the same line at several strides
-    // (checks::collapse_details: "stride 1: <the same text> (the same 7 times, at strides ...)").
-    const std::string line = describe_wrong_output(wrong.stride, *wrong.result);
-    const auto text_after_stride = [](const std::string& detail) {
-        constexpr std::string_view kStride = "stride ";
-        const std::size_t colon = detail.find(": ");
-        return detail.compare(0, kStride.size(), kStride) == 0 && colon != std::string::npos
-                   ? detail.substr(colon + 2)
-                   : detail;
-    };
-    const std::string same_text = text_after_stride(line) + " (the same ";
-    for (const auto& check : checks) {
-        for (const auto& detail : check.details) {
-            if (detail == line ||
-                text_after_stride(detail).compare(0, same_text.size(), same_text) == 0) {
-                return true;
-            }
-        }
-    }
-    return false;
 }
 
 std::string arch_name(const std::string& compute_capability) {

@@ -12,6 +12,7 @@
 
 #include "model/explanation.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
 #include "report/writers.hpp"
 
@@ -33,7 +34,12 @@ struct TableColumn {
     int drop_rank = 0;
 };
 
+// What a table shows: the student's kernel (with a sweep, or every kernel without one), one of
+// the exercise's own kernels, or the student's shared accesses line by line.
+enum class TableKind { student, reference, lines };
+
 struct Table {
+    TableKind kind = TableKind::student;
     std::string title;
     std::vector<TableColumn> columns;
     std::vector<std::vector<Cell>> rows;
@@ -55,9 +61,6 @@ struct WrongValue {
     const OutputComparison* result = nullptr;
 };
 std::vector<WrongValue> wrong_values(const Report& report);
-
-// Whether a check's detail already says the same.
-bool named_in_details(const WrongValue& wrong, const std::vector<CheckResult>& checks);
 
 // "sm_90" from "9.0"; empty where the capability is unknown.
 std::string arch_name(const std::string& compute_capability);

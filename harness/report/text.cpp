@@ -6,8 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 #include "model/report.hpp"
+#include "report/findings_text.hpp"
 #include "report/render.hpp"
 #include "report/writers.hpp"
 #include "text/text_safety.hpp"
@@ -264,20 +268,50 @@ void render_environment(const Report& report, std::string& out) {
     }
 }
 
+// The title of an earlier check whose details say the same finding as detail d of check c (its
+// finding, at the same strides), or "" where none does.
+std::string said_under(const Report& report, std::size_t c, std::size_t d) {
+    const CheckResult& check = report.checks[c];
+    const bool cut_line = check.findings.size() >= check.details.size() &&
+                          d + 1 == check.details.size() &&
+                          check.findings.size() > kMaxDetailsPerCheck;
+    if (d >= check.findings.size() || cut_line) {
+        return {};
+    }
+    const Finding& finding = check.findings[d];
+    for (std::size_t e = 0; e < c; ++e) {
+        const CheckResult& other = report.checks[e];
+        for (std::size_t i = 0; i < other.findings.size() && i < other.details.size(); ++i) {
+            if (same_finding(other.findings[i], finding) &&
+                other.findings[i].strides == finding.strides) {
+                return other.title;
+            }
+        }
+    }
+    return {};
+}
+
+// Each check with its message and details. A finding a check shares with one printed above (a
+// race both output checks saw) is said once, there, and referred to here.
 void render_checks(const Report& report, const Painter& painter, std::string& out) {
     if (report.checks.empty()) {
         return;
     }
     out += "\n" + painter.bold("Checks") + "\n";
-    for (const auto& check : report.checks) {
+    for (std::size_t c = 0; c < report.checks.size(); ++c) {
+        const CheckResult& check = report.checks[c];
         const std::string word = "[" + check_word(check) + "]";
         const char* kind = check.review ? "  (for review)" : check.required ? "" : "  (optional)";
         out += kIndent + painter.check(check) +
                std::string(kCheckWordWidth - std::min(word.size(), kCheckWordWidth - 1), ' ') +
                text::visible_line(check.title) + "  " + check_points(check) + kind + "\n";
         put(out, text::visible(check.message), kCheckIndent);
-        for (const auto& detail : check.details) {
-            put(out, text::visible(detail), std::string(kCheckIndent) + kIndent);
+        for (std::size_t d = 0; d < check.details.size(); ++d) {
+            const std::string earlier = said_under(report, c, d);
+            put(out,
+                earlier.empty() ? text::visible(check.details[d])
+                                : "the same as under " + text::visible_line(earlier) + " above",
+                std::string(kCheckIndent) + kIndent);
         }
     }
 }
@@ -295,6 +329,107 @@ void render_interruption(const Interruption& stop, const Painter& painter, std::
             "fix the grading machine (the reason is above).",
             kIndent);
     }
+}
+
+}  // namespace
+
+// Whether a check's findings name this wrong output: its input at its stride.
+bool named_by_a_check(const Report& report, const WrongValue& wrong) {
+    for (const CheckResult& check : report.checks) {
+        for (const Finding& finding : check.findings) {
+            if (finding.kind == FindingKind::wrong_output && finding.output &&
+                finding.output->input == wrong.result->input && finding.has_stride(wrong.stride)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+// One line each check that failed or did not run, with its verdict, title and points, then how
+// many passed.
+void render_check_lines(const Report& report, const Painter& painter, std::string& out) {
+    out += "\n" + painter.bold("Checks") + "\n";
+    std::size_t passed = 0;
+    for (const CheckResult& check : report.checks) {
+        if (check.passed()) {
+            ++passed;
+            continue;
+        }
+        const std::string word = "[" + check_word(check) + "]";
+        out += kIndent + painter.check(check) +
+               std::string(kCheckWordWidth - std::min(word.size(), kCheckWordWidth - 1), ' ') +
+               text::visible_line(check.title) + "  " + check_points(check) + "\n";
+    }
+    if (passed > 0) {
+        out += kIndent +
+               painter.tone("and " + std::to_string(passed) +
+                                (passed == 1 ? " check passed" : " checks passed"),
+                            Tone::muted) +
+               "\n";
+    }
+}
+
+// Whether a table bears on the failure the diagnosis names: the student's own rows always (they
+// carry the reference's ratio beside theirs), and the lines of shared accesses for a conflict.
+// The exercise's own kernels' tables are left out of a failing report (-v shows every table).
+bool bears_on_failure(const Report& report, const Table& table) {
+    if (report.verdict != Verdict::fail || !report.diagnosis) {
+        return true;
+    }
+    const Cause cause = report.diagnosis->cause;
+    switch (table.kind) {
+        case TableKind::student:
+            return true;
+        case TableKind::lines:
+            return cause == Cause::wrong_conflict_degree || cause == Cause::old_width ||
+                   cause == Cause::warp_spans_rows || cause == Cause::ignores_stride ||
+                   cause == Cause::tile_never_read;
+        case TableKind::reference:
+            return false;
+    }
+    return true;
+}
+
+namespace {
+
+// The failing threads, unless a check's findings name each of them (a platform lists the checks
+// itself).
+void render_wrong_values(const Report& report, bool with_checks, const Painter& painter,
+                         std::string& out) {
+    std::vector<std::string> wrong;
+    for (const auto& found : wrong_values(report)) {
+        if (!with_checks || !named_by_a_check(report, found)) {
+            wrong.push_back(found.line);
+        }
+    }
+    if (!wrong.empty()) {
+        out += "\n" + painter.bold("Outputs that held the wrong value") + "\n";
+        for (const auto& line : wrong) {
+            put(out, line, kIndent,
+                [&](const std::string& part) { return painter.tone(part, Tone::bad); });
+        }
+    }
+}
+
+// One footer line, so a grade can be repeated and its machine named; -v gives the rest.
+void render_footer(const Report& report, const Painter& painter, std::string& out) {
+    const Environment& env = report.environment;
+    std::string machine = text::visible_line(env.backend.empty() ? "no backend" : env.backend);
+    if (!env.device_name.empty()) {
+        machine += " on " + text::visible_line(env.device_name);
+    }
+    if (!env.nvrtc_version.empty()) {
+        machine += ", NVRTC " + text::visible_line(env.nvrtc_version);
+    }
+    if (!env.grader_version.empty()) {
+        machine += ", grader " + text::visible_line(env.grader_version);
+    }
+    out += "\n";
+    put(out,
+        "seed " + std::to_string(report.seed) + " (--seed " + std::to_string(report.seed) +
+            " repeats this grade), " + machine,
+        "", [&](const std::string& part) { return painter.tone(part, Tone::muted); });
 }
 
 }  // namespace
@@ -322,33 +457,34 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
         render_environment(report, out);
     }
 
+    // The first screen: the table that shows the failure, and the checks a line each. A
+    // failing report's rest follows under a rule: every check's details, the tables that do not
+    // bear on the failure, the logs.
     const std::vector<Table> shown = tables(report, options.verbose);
     if (shown.empty() || shown.front().rows.empty()) {
         out += "\n" + painter.bold("Your kernel") + "\n" + kIndent +
                painter.tone("no rows: your kernel did not run", Tone::muted) + "\n";
     }
+    const bool failing = report.verdict != Verdict::pass && with_checks && !options.verbose;
     for (const Table& table : shown) {
-        if (!table.rows.empty()) {
-            out += "\n";
-            render_table(options.verbose ? table : fitted(table), painter, out);
+        if (table.rows.empty()) {
+            continue;
         }
+        if (failing && !bears_on_failure(report, table)) {
+            continue;  // left out: it does not bear on the failure
+        }
+        out += "\n";
+        render_table(options.verbose ? table : fitted(table), painter, out);
     }
 
-    // The failing threads, unless a check's details already name each of them.
-    std::vector<std::string> wrong;
-    for (const auto& found : wrong_values(report)) {
-        if (!with_checks || !named_in_details(found, report.checks)) {
-            wrong.push_back(found.line);
-        }
-    }
-    if (!wrong.empty()) {
-        out += "\n" + painter.bold("Outputs that held the wrong value") + "\n";
-        for (const auto& line : wrong) {
-            put(out, line, kIndent,
-                [&](const std::string& part) { return painter.tone(part, Tone::bad); });
-        }
-    }
+    render_wrong_values(report, with_checks, painter, out);
 
+    if (with_checks && failing) {
+        render_check_lines(report, painter, out);
+        out += "\n" + painter.tone(std::string(kWidth, '-'), Tone::muted) + "\n";
+        put(out, "The rest of the report: every check's details, then the logs.", "",
+            [&](const std::string& part) { return painter.tone(part, Tone::muted); });
+    }
     if (with_checks) {
         render_checks(report, painter, out);
     }
@@ -372,23 +508,7 @@ std::string render_text(const Report& report, const TextOptions& options, bool w
         render_interruption(*report.interruption, painter, out);
     }
     if (!options.verbose) {
-        // One footer line, so a grade can be repeated and its machine named; -v gives the rest.
-        const Environment& env = report.environment;
-        std::string machine = text::visible_line(env.backend.empty() ? "no backend" : env.backend);
-        if (!env.device_name.empty()) {
-            machine += " on " + text::visible_line(env.device_name);
-        }
-        if (!env.nvrtc_version.empty()) {
-            machine += ", NVRTC " + text::visible_line(env.nvrtc_version);
-        }
-        if (!env.grader_version.empty()) {
-            machine += ", grader " + text::visible_line(env.grader_version);
-        }
-        out += "\n";
-        put(out,
-            "seed " + std::to_string(report.seed) + " (--seed " + std::to_string(report.seed) +
-                " repeats this grade), " + machine,
-            "", [&](const std::string& part) { return painter.tone(part, Tone::muted); });
+        render_footer(report, painter, out);
     }
     return out;
 }

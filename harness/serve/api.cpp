@@ -14,6 +14,7 @@
 
 #include "exercise/exercise.hpp"
 #include "model/json.hpp"
+#include "model/report.hpp"
 #include "report/writers.hpp"
 #include "serve/lti.hpp"
 #include "serve/page_assets.hpp"
@@ -162,6 +163,342 @@ std::optional<Lane> lane_of(const std::map<std::string, std::string>& query) {
     return lane == query.end() ? Lane::sim : lane_from_string(lane->second).value_or(Lane::sim);
 }
 
+// One request being answered: what was asked, of whom, and (on a person's route) who asks.
+struct ApiCall {
+    Service& service;
+    Lti* lti;
+    const ApiRequest& request;
+    const Target& target;
+    double now;
+    std::string token;
+    Person person;  // on a route a person calls: the token's, already counted against their rate
+};
+
+// Who may call a route: anyone, or only a person a token names (Api::person_asking).
+enum class Caller { anyone, person };
+
+using Handler = ApiResponse (*)(ApiCall& call);
+
+struct Route {
+    const char* method;   // "GET" (HEAD too), "POST", or "*" for any
+    const char* pattern;  // segments; "*" is any one, a last "**" any number (none too)
+    Caller caller;
+    Handler handler;
+};
+
+bool method_matches(const char* route, const std::string& method) {
+    const std::string_view wanted(route);
+    return wanted == "*" || wanted == method || (wanted == "GET" && method == "HEAD");
+}
+
+bool path_matches(std::string_view pattern, const std::vector<std::string>& path) {
+    std::size_t at = 0;
+    for (std::size_t begin = 1; begin <= pattern.size();) {
+        const std::size_t slash = std::min(pattern.find('/', begin), pattern.size());
+        const std::string_view segment = pattern.substr(begin, slash - begin);
+        begin = slash + 1;
+        if (segment.empty()) {
+            continue;
+        }
+        if (segment == "**") {
+            return true;
+        }
+        if (at == path.size() || (segment != "*" && segment != path[at])) {
+            return false;
+        }
+        ++at;
+    }
+    return at == path.size();
+}
+
+ApiResponse page_html(ApiCall&) {
+    return text_response("text/html; charset=utf-8", page::kHtml);
+}
+
+ApiResponse page_script(ApiCall&) {
+    return text_response("text/javascript; charset=utf-8", page::kScript);
+}
+
+ApiResponse page_style(ApiCall&) {
+    return text_response("text/css; charset=utf-8", page::kStyle);
+}
+
+ApiResponse nothing_here(ApiCall&) {
+    return error_response(404, "nothing here: the page is at /");
+}
+
+ApiResponse no_such_api(ApiCall&) {
+    return error_response(404, "no such API: see GET /api/me, /api/attempts");
+}
+
+ApiResponse lti_request(ApiCall& call) {
+    if (call.lti != nullptr) {
+        if (auto answer = call.lti->handle(call.request, call.now)) {
+            return *answer;
+        }
+    }
+    return nothing_here(call);
+}
+
+ApiResponse health(ApiCall& call) {
+    nlohmann::json body = service_health(call.service);
+    try {
+        const Counts counts = call.service.counts();
+        body["queued"] = {{"sim", counts.sim.queued}, {"gpu", counts.gpu.queued}};
+        body["running"] = {{"sim", counts.sim.running}, {"gpu", counts.gpu.running}};
+    } catch (const StoreError& error) {
+        call.service.store_failed(error);
+        body = service_health(call.service);
+    }
+    body["gpu"] = call.service.options().gpu;
+    return json_response(200, body);
+}
+
+ApiResponse me(ApiCall& call) {
+    Service& service = call.service;
+    nlohmann::json exercises = nlohmann::json::array();
+    for (const Exercise& exercise : service.options().exercises) {
+        exercises.push_back({{"id", exercise.id},
+                             {"title", exercise.title},
+                             {"files", {exercise.submission_source, exercise.submission_answers}}});
+    }
+    const auto [left, frees_in] = service.rate_left(call.person, call.now);
+    nlohmann::json body = {{"login", call.person.login},
+                           {"name", call.person.name},
+                           {"role", to_string(call.person.role)},
+                           {"exercises", exercises},
+                           {"gpu", service.options().gpu},
+                           // What an upload may be, so a client refuses (and says why) before
+                           // it sends what a proxy would cut off.
+                           {"upload",
+                            {{"max_bytes", service.options().upload.max_total_bytes},
+                             {"max_file_bytes", service.options().upload.max_file_bytes},
+                             {"max_files", service.options().upload.max_files}}},
+                           {"rate",
+                            {{"limit", service.options().rate.count},
+                             {"window_seconds", service.options().rate.window_seconds},
+                             {"left", left},
+                             {"next_in_seconds", frees_in}}}};
+    if (call.person.role == Role::instructor) {
+        body["service"] = service_health(service);
+    }
+    if (call.lti != nullptr) {
+        body["lti"] = call.lti->describe(call.token, call.now);
+    }
+    return json_response(200, body);
+}
+
+ApiResponse lti_roster(ApiCall& call) {
+    if (call.lti == nullptr) {
+        return no_such_api(call);
+    }
+    return json_response(200, call.lti->roster(call.token, call.now));
+}
+
+ApiResponse submit(ApiCall& call) {
+    const auto type = call.request.headers.find("content-type");
+    const std::string boundary =
+        multipart_boundary(type == call.request.headers.end() ? "" : type->second);
+    const Upload upload =
+        parse_multipart(call.request.body, boundary, call.service.options().upload);
+    const Attempt attempt = call.service.submit(call.person, upload, call.now);
+    if (call.lti != nullptr) {
+        call.lti->attempt_made(call.token, attempt, call.now);
+    }
+    return json_response(201, attempt_json(call.service, attempt));
+}
+
+ApiResponse attempts_method(ApiCall&) {
+    return error_response(405, "attempts are listed (GET) or made (POST)");
+}
+
+// Whose attempts a list shows: the caller's; a student's an instructor names (?student=); the
+// whole class's (?all, an instructor); 0 is everyone's.
+std::int64_t whose_attempts(ApiCall& call) {
+    const Person& person = call.person;
+    const bool instructor = person.role == Role::instructor;
+    const auto& query = call.target.query;
+    if (const auto student = query.find("student"); student != query.end()) {
+        const auto other = instructor ? call.service.store().person_by_login(student->second)
+                                      : std::optional<Person>();
+        if (!other && !(student->second == person.login)) {
+            throw ServiceError(
+                404, "no student '" + text::visible_line(student->second) + "' you may see");
+        }
+        return other ? other->id : person.id;
+    }
+    return instructor && query.count("all") != 0 ? 0 : person.id;
+}
+
+// A page: the newest `limit` (at most kListLimit) older than `before`; next_before asks for the
+// page after it, where there may be one.
+ApiResponse list_attempts(ApiCall& call) {
+    const std::int64_t whose = whose_attempts(call);
+    const auto& query = call.target.query;
+    std::int64_t before = 0;
+    if (const auto asked = query.find("before"); asked != query.end()) {
+        const auto id = whole_number(asked->second);
+        if (!id) {
+            throw ServiceError(400, "before is an attempt's id, a whole number: got '" +
+                                        text::visible_line(asked->second) + "'");
+        }
+        before = *id;
+    }
+    std::size_t limit = kListLimit;
+    if (const auto asked = query.find("limit"); asked != query.end()) {
+        const auto count = whole_number(asked->second);
+        if (!count || *count < 1 || *count > static_cast<std::int64_t>(kListLimit)) {
+            throw ServiceError(400, "limit is a whole number from 1 to " +
+                                        std::to_string(kListLimit) + ": got '" +
+                                        text::visible_line(asked->second) + "'");
+        }
+        limit = static_cast<std::size_t>(*count);
+    }
+    nlohmann::json list = nlohmann::json::array();
+    const auto attempts = call.service.store().attempts(whose, limit, before);
+    for (const Attempt& attempt : attempts) {
+        list.push_back(attempt_json(call.service, attempt));
+    }
+    nlohmann::json body = {{"attempts", list}};
+    if (attempts.size() == limit) {
+        body["next_before"] = attempts.back().id;
+    }
+    return json_response(200, body);
+}
+
+// The attempt /api/attempts/N/... names, where the caller may see it; 404 otherwise.
+Attempt attempt_asked(ApiCall& call) {
+    const auto id = whole_number(call.target.path[2]);
+    if (!id) {
+        throw ServiceError(404, "no such attempt");
+    }
+    return call.service.visible_attempt(call.person, *id);
+}
+
+std::string format_asked(const ApiCall& call) {
+    const auto& query = call.target.query;
+    return query.count("format") != 0 ? query.at("format") : std::string("html");
+}
+
+ApiResponse attempt(ApiCall& call) {
+    const Attempt attempt = attempt_asked(call);
+    nlohmann::json body = attempt_json(call.service, attempt);
+    body["explain"] = call.service.has_explanation(attempt) ? "ready" : "pending";
+    return json_response(200, body);
+}
+
+// The formats a lane's report is given in, by the name ?format= asks for.
+struct ReportFormat {
+    const char* name;
+    const char* content_type;
+    std::string (*write)(const Report& report);
+};
+
+constexpr ReportFormat kReportFormats[] = {
+    {"html", "text/html; charset=utf-8", write_report_html},
+    {"json", "application/json", write_json},
+    {"markdown", "text/markdown; charset=utf-8", write_markdown},
+    {"text", "text/plain; charset=utf-8",
+     [](const Report& report) { return write_text(report, {}); }},
+};
+
+ApiResponse report(ApiCall& call) {
+    const Attempt attempt = attempt_asked(call);
+    const std::string format = format_asked(call);
+    const auto lane = lane_of(call.target.query);
+    const auto report = call.service.report(attempt, *lane);
+    if (!report) {
+        const Job* job = attempt.job(*lane);
+        if (job != nullptr && job->state == JobState::done) {
+            // Finished without a report: the machine's failure, said in its summary.
+            return error_response(404, job->summary);
+        }
+        return error_response(404, std::string("the ") + to_string(*lane) +
+                                       " report of this attempt is not ready yet");
+    }
+    for (const ReportFormat& written : kReportFormats) {
+        if (format == written.name) {
+            return text_response(written.content_type, written.write(*report));
+        }
+    }
+    return error_response(400, "format is html, text, json or markdown");
+}
+
+ApiResponse explain(ApiCall& call) {
+    const Attempt attempt = attempt_asked(call);
+    const std::string format = format_asked(call);
+    const auto explanation = call.service.explanation(attempt);
+    if (!explanation) {
+        return error_response(404, "the lane tables of this attempt are not ready yet");
+    }
+    if (format == "html") {
+        return text_response("text/html; charset=utf-8", write_explanation_html(*explanation));
+    }
+    if (format == "json") {
+        return json_response(200, nlohmann::json(*explanation));
+    }
+    return text_response("text/plain; charset=utf-8", write_explanation_text(*explanation, false));
+}
+
+ApiResponse submitted_file(ApiCall& call) {
+    const Attempt attempt = attempt_asked(call);
+    const std::string& name = call.target.path[4];
+    const auto file = call.service.submitted_file(attempt, name);
+    if (!file) {
+        return error_response(404, "no file of that name in this attempt");
+    }
+    ApiResponse response = text_response("application/octet-stream", *file);
+    response.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + name + "\"");
+    return response;
+}
+
+// Below an attempt, nothing else: said once the attempt is one the caller may see.
+ApiResponse no_such_attempt_api(ApiCall& call) {
+    attempt_asked(call);
+    return no_such_api(call);
+}
+
+// Every route the service answers, the first that matches a request's method and path taking
+// it. Below /api/ but health, a route is a person's: an unknown path there is answered 404 only
+// to one whose token holds, and counts against their rate.
+constexpr Route kRoutes[] = {
+    // The page, and LTI's login and launch into it (serve/lti.hpp).
+    {"GET", "/", Caller::anyone, page_html},
+    {"GET", "/index.html", Caller::anyone, page_html},
+    {"GET", "/page.js", Caller::anyone, page_script},
+    {"GET", "/page.css", Caller::anyone, page_style},
+    {"*", "/lti/**", Caller::anyone, lti_request},
+    // The service's state and the queues' lengths; who the token is, the exercises, the rate
+    // left; an LTI course's roster.
+    {"GET", "/api/health", Caller::anyone, health},
+    {"GET", "/api/me", Caller::person, me},
+    {"GET", "/api/lti/roster", Caller::person, lti_roster},
+    // An attempt made (multipart/form-data: the files or a zip, the exercise); attempts listed,
+    // newest first (?student=LOGIN, ?all for an instructor; ?before=ID, ?limit=N).
+    {"POST", "/api/attempts", Caller::person, submit},
+    {"GET", "/api/attempts", Caller::person, list_attempts},
+    {"*", "/api/attempts", Caller::person, attempts_method},
+    // One attempt: each lane's state, place, verdict; a lane's report
+    // (?lane=sim|gpu&format=html|text|json|markdown); the lane tables of `grader explain`
+    // (?format=html|text|json); a file as it was submitted.
+    {"GET", "/api/attempts/*", Caller::person, attempt},
+    {"GET", "/api/attempts/*/report", Caller::person, report},
+    {"GET", "/api/attempts/*/explain", Caller::person, explain},
+    {"GET", "/api/attempts/*/files/*", Caller::person, submitted_file},
+    {"GET", "/api/attempts/*/**", Caller::person, no_such_attempt_api},
+    {"*", "/api/**", Caller::person, no_such_api},
+    {"*", "/**", Caller::anyone, nothing_here},
+};
+
+const Route& route_for(const std::string& method, const std::vector<std::string>& path) {
+    for (const Route& route : kRoutes) {
+        if (method_matches(route.method, method) && path_matches(route.pattern, path)) {
+            return route;
+        }
+    }
+    return kRoutes[std::size(kRoutes) - 1];
+}
+
 }  // namespace
 
 std::map<std::string, std::string> parse_form(const std::string& text) {
@@ -255,45 +592,8 @@ ApiResponse Api::handle(const ApiRequest& request) {
     return response;
 }
 
-ApiResponse Api::route(const ApiRequest& request, double now) {
-    const Target target = parse_target(request.target);
-    const auto& path = target.path;
-    const bool get = request.method == "GET" || request.method == "HEAD";
-
-    if (get && (path.empty() || (path.size() == 1 && path[0] == "index.html"))) {
-        return text_response("text/html; charset=utf-8", page::kHtml);
-    }
-    if (get && path.size() == 1 && path[0] == "page.js") {
-        return text_response("text/javascript; charset=utf-8", page::kScript);
-    }
-    if (get && path.size() == 1 && path[0] == "page.css") {
-        return text_response("text/css; charset=utf-8", page::kStyle);
-    }
-    if (lti_ != nullptr && !path.empty() && path[0] == "lti") {
-        if (auto answer = lti_->handle(request, now)) {
-            return *answer;
-        }
-    }
-    if (path.empty() || path[0] != "api") {
-        return error_response(404, "nothing here: the page is at /");
-    }
-    if (get && path.size() == 2 && path[1] == "health") {
-        nlohmann::json body = service_health(service_);
-        try {
-            const Counts counts = service_.counts();
-            body["queued"] = {{"sim", counts.sim.queued}, {"gpu", counts.gpu.queued}};
-            body["running"] = {{"sim", counts.sim.running}, {"gpu", counts.gpu.running}};
-        } catch (const StoreError& error) {
-            service_.store_failed(error);
-            body = service_health(service_);
-        }
-        body["gpu"] = service_.options().gpu;
-        return json_response(200, body);
-    }
-
-    // Everything else is someone's: who, first.
+Person Api::person_asking(const ApiRequest& request, const std::string& token, double now) {
     double retry_after = 0.0;
-    const std::string token = bearer_token(request);
     Person person;
     try {
         person = lti_ != nullptr && Lti::is_session_token(token)
@@ -315,164 +615,17 @@ ApiResponse Api::route(const ApiRequest& request, double now) {
                            "should a script; wait a moment",
                            retry_after);
     }
-    const bool instructor = person.role == Role::instructor;
+    return person;
+}
 
-    if (get && path.size() == 2 && path[1] == "me") {
-        nlohmann::json exercises = nlohmann::json::array();
-        for (const Exercise& exercise : service_.options().exercises) {
-            exercises.push_back(
-                {{"id", exercise.id},
-                 {"title", exercise.title},
-                 {"files", {exercise.submission_source, exercise.submission_answers}}});
-        }
-        const auto [left, frees_in] = service_.rate_left(person, now);
-        nlohmann::json body = {{"login", person.login},
-                               {"name", person.name},
-                               {"role", to_string(person.role)},
-                               {"exercises", exercises},
-                               {"gpu", service_.options().gpu},
-                               {"rate",
-                                {{"limit", service_.options().rate.count},
-                                 {"window_seconds", service_.options().rate.window_seconds},
-                                 {"left", left},
-                                 {"next_in_seconds", frees_in}}}};
-        if (instructor) {
-            body["service"] = service_health(service_);
-        }
-        if (lti_ != nullptr) {
-            body["lti"] = lti_->describe(token, now);
-        }
-        return json_response(200, body);
+ApiResponse Api::route(const ApiRequest& request, double now) {
+    const Target target = parse_target(request.target);
+    const Route& route = route_for(request.method, target.path);
+    ApiCall call{service_, lti_, request, target, now, bearer_token(request), {}};
+    if (route.caller == Caller::person) {
+        call.person = person_asking(request, call.token, now);
     }
-    if (get && path.size() == 3 && path[1] == "lti" && path[2] == "roster" && lti_ != nullptr) {
-        return json_response(200, lti_->roster(token, now));
-    }
-    if (path.size() == 2 && path[1] == "attempts") {
-        if (request.method == "POST") {
-            const auto type = request.headers.find("content-type");
-            const std::string boundary =
-                multipart_boundary(type == request.headers.end() ? "" : type->second);
-            const Upload upload =
-                parse_multipart(request.body, boundary, service_.options().upload);
-            const Attempt attempt = service_.submit(person, upload, now);
-            if (lti_ != nullptr) {
-                lti_->attempt_made(token, attempt, now);
-            }
-            return json_response(201, attempt_json(service_, attempt));
-        }
-        if (!get) {
-            return error_response(405, "attempts are listed (GET) or made (POST)");
-        }
-        std::int64_t whose = person.id;
-        if (const auto student = target.query.find("student"); student != target.query.end()) {
-            const auto other = instructor ? service_.store().person_by_login(student->second)
-                                          : std::optional<Person>();
-            if (!other && !(student->second == person.login)) {
-                throw ServiceError(
-                    404, "no student '" + text::visible_line(student->second) + "' you may see");
-            }
-            whose = other ? other->id : person.id;
-        } else if (instructor && target.query.count("all") != 0) {
-            whose = 0;
-        }
-        // A page: the newest `limit` (at most kListLimit) older than `before`; next_before asks
-        // for the page after it, where there may be one.
-        std::int64_t before = 0;
-        if (const auto query = target.query.find("before"); query != target.query.end()) {
-            const auto id = whole_number(query->second);
-            if (!id) {
-                throw ServiceError(400, "before is an attempt's id, a whole number: got '" +
-                                            text::visible_line(query->second) + "'");
-            }
-            before = *id;
-        }
-        std::size_t limit = kListLimit;
-        if (const auto query = target.query.find("limit"); query != target.query.end()) {
-            const auto count = whole_number(query->second);
-            if (!count || *count < 1 || *count > static_cast<std::int64_t>(kListLimit)) {
-                throw ServiceError(400, "limit is a whole number from 1 to " +
-                                            std::to_string(kListLimit) + ": got '" +
-                                            text::visible_line(query->second) + "'");
-            }
-            limit = static_cast<std::size_t>(*count);
-        }
-        nlohmann::json list = nlohmann::json::array();
-        const auto attempts = service_.store().attempts(whose, limit, before);
-        for (const Attempt& attempt : attempts) {
-            list.push_back(attempt_json(service_, attempt));
-        }
-        nlohmann::json body = {{"attempts", list}};
-        if (attempts.size() == limit) {
-            body["next_before"] = attempts.back().id;
-        }
-        return json_response(200, body);
-    }
-    if (get && path.size() >= 3 && path[1] == "attempts") {
-        const auto id = whole_number(path[2]);
-        if (!id) {
-            return error_response(404, "no such attempt");
-        }
-        const Attempt attempt = service_.visible_attempt(person, *id);
-        if (path.size() == 3) {
-            nlohmann::json body = attempt_json(service_, attempt);
-            body["explain"] = service_.has_explanation(attempt) ? "ready" : "pending";
-            return json_response(200, body);
-        }
-        const auto format =
-            target.query.count("format") != 0 ? target.query.at("format") : std::string("html");
-        if (path.size() == 4 && path[3] == "report") {
-            const auto lane = lane_of(target.query);
-            const auto report = service_.report(attempt, *lane);
-            if (!report) {
-                const Job* job = attempt.job(*lane);
-                if (job != nullptr && job->state == JobState::done) {
-                    // Finished without a report: the machine's failure, said in its summary.
-                    return error_response(404, job->summary);
-                }
-                return error_response(404, std::string("the ") + to_string(*lane) +
-                                               " report of this attempt is not ready yet");
-            }
-            if (format == "html") {
-                return text_response("text/html; charset=utf-8", write_report_html(*report));
-            }
-            if (format == "json") {
-                return text_response("application/json", write_json(*report));
-            }
-            if (format == "markdown") {
-                return text_response("text/markdown; charset=utf-8", write_markdown(*report));
-            }
-            if (format == "text") {
-                return text_response("text/plain; charset=utf-8", write_text(*report, {}));
-            }
-            return error_response(400, "format is html, text, json or markdown");
-        }
-        if (path.size() == 4 && path[3] == "explain") {
-            const auto explanation = service_.explanation(attempt);
-            if (!explanation) {
-                return error_response(404, "the lane tables of this attempt are not ready yet");
-            }
-            if (format == "html") {
-                return text_response("text/html; charset=utf-8",
-                                     write_explanation_html(*explanation));
-            }
-            if (format == "json") {
-                return json_response(200, nlohmann::json(*explanation));
-            }
-            return text_response("text/plain; charset=utf-8",
-                                 write_explanation_text(*explanation, false));
-        }
-        if (path.size() == 5 && path[3] == "files") {
-            const auto file = service_.submitted_file(attempt, path[4]);
-            if (!file) {
-                return error_response(404, "no file of that name in this attempt");
-            }
-            ApiResponse response = text_response("application/octet-stream", *file);
-            response.headers.emplace_back("Content-Disposition",
-                                          "attachment; filename=\"" + path[4] + "\"");
-            return response;
-        }
-    }
-    return error_response(404, "no such API: see GET /api/me, /api/attempts");
+    return route.handler(call);
 }
 
 }  // namespace grader::serve

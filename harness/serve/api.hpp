@@ -3,18 +3,9 @@
 // The service's HTTP API and page, apart from the sockets: a request in, a response out. The
 // HTTP server (http_server.hpp) and the tests call the same handle(). Every answer's text is
 // the service's or the grader's writers' (text escaped by text/text_safety.hpp); no host path,
-// and nothing of another student's unless an instructor asks.
-//
-//   GET  /                                  the page (page.js and page.css beside it)
-//   GET  /api/health                        queue lengths, no token needed
-//   GET  /api/me                            who the token is, the exercises, the rate left
-//   POST /api/attempts                      multipart/form-data: the files (or a zip), exercise
-//   GET  /api/attempts[?student=LOGIN]      attempts, newest first (an instructor: the class's)
-//   GET  /api/attempts/N                    one attempt: each lane's state, place, verdict
-//   GET  /api/attempts/N/report?lane=sim|gpu&format=html|text|json|markdown
-//   GET  /api/attempts/N/explain?format=html|text|json   the lane tables of `grader explain`
-//   GET  /api/attempts/N/files/NAME         a file as it was submitted
-// The token travels as "Authorization: Bearer TOKEN".
+// and nothing of another student's unless an instructor asks. The routes, who may call each and
+// what each answers are one table, kRoutes in api.cpp. The token travels as
+// "Authorization: Bearer TOKEN".
 
 #include <algorithm>
 #include <cstddef>
@@ -65,6 +56,10 @@ private:
     // false where the bucket is empty; retry_after then says for how long.
     bool take(std::map<std::string, std::pair<double, double>>& buckets, const std::string& key,
               double rate, double burst, double now, double& retry_after);
+    // The person the request's token names, counted against their rate (and a wrong token
+    // against the address's); ServiceError(401 or 429) otherwise.
+    Person person_asking(const ApiRequest& request, const std::string& token, double now);
+    // The first of kRoutes (api.cpp) that takes the request, called for whoever may call it.
     ApiResponse route(const ApiRequest& request, double now);
 
     Service& service_;

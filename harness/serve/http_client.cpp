@@ -40,15 +40,20 @@ struct Exchange {
 template <typename Stream>
 void write_then_read(Stream& stream, Exchange& exchange) {
     http::async_write(stream, exchange.request, [&](beast::error_code error, std::size_t) {
-        if (error) {
+        // A server that refuses an upload (413) answers before it has read the body and may
+        // close; its answer can still be read, and says why better than "Broken pipe".
+        const bool refused_early =
+            error == net::error::broken_pipe || error == net::error::connection_reset;
+        if (error && !refused_early) {
             exchange.error = error;
             return;
         }
+        const beast::error_code write_error = error;
         http::async_read(
             stream, exchange.buffer, exchange.parser,
-            [&](beast::error_code read_error, std::size_t) {
+            [&exchange, write_error](beast::error_code read_error, std::size_t) {
                 if (read_error) {
-                    exchange.error = read_error;
+                    exchange.error = write_error ? write_error : read_error;
                     return;
                 }
                 const auto& got = exchange.parser.get();

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -255,9 +256,11 @@ private:
         const auto length = parser_->content_length();
         if ((error == http::error::body_limit || !error) && length &&
             *length > state_->options.max_body_bytes) {
-            return refuse(413, "the upload is " + std::to_string(*length / 1024) + " KB: at most " +
-                                   std::to_string(state_->options.max_body_bytes / 1024) +
-                                   " KB is taken (the exercise's files, or a zip of them)");
+            return refuse(413,
+                          "the upload is " + std::to_string(*length / 1024) + " KB: at most " +
+                              std::to_string(state_->options.max_body_bytes / 1024) +
+                              " KB is taken (the exercise's files, or a zip of them)",
+                          true);
         }
         if (error) {
             return close();  // gone, timed out (a slow client), gave way, or not HTTP
@@ -288,9 +291,11 @@ private:
     void on_body(beast::error_code error, std::size_t) {
         state_->set_waiting(id_, false);
         if (error == http::error::body_limit) {
-            return refuse(413, "the upload is larger than " +
-                                   std::to_string(state_->options.max_body_bytes / 1024) +
-                                   " KB, the most taken");
+            return refuse(413,
+                          "the upload is larger than " +
+                              std::to_string(state_->options.max_body_bytes / 1024) +
+                              " KB, the most taken",
+                          true);
         }
         if (error) {
             return close();
@@ -322,7 +327,8 @@ private:
         respond(response, request.keep_alive() && young, request.version());
     }
 
-    void refuse(int status, const std::string& message) {
+    // `unread_body`: the client is still sending the body this answers (see drain()).
+    void refuse(int status, const std::string& message, bool unread_body = false) {
         state_->set_waiting(id_, false);
         ApiResponse response;
         response.status = status;
@@ -332,10 +338,11 @@ private:
         }
         response.body =
             "{\"error\": \"" + escaped + "\", \"status\": " + std::to_string(status) + "}\n";
-        respond(response, false);
+        respond(response, false, 11, unread_body);
     }
 
-    void respond(const ApiResponse& api, bool keep_alive, unsigned version = 11) {
+    void respond(const ApiResponse& api, bool keep_alive, unsigned version = 11,
+                 bool drain_after = false) {
         auto response = std::make_shared<http::response<http::string_body>>(
             static_cast<http::status>(api.status), version);
         response->set(http::field::server, "grader");
@@ -347,13 +354,38 @@ private:
         response->keep_alive(keep_alive);
         response->prepare_payload();
         stream_.expires_after(millis(state_->options.request_seconds));
-        http::async_write(
-            stream_, *response,
-            [self = shared_from_this(), response, keep_alive](beast::error_code e, std::size_t) {
-                if (e || !keep_alive) {
+        http::async_write(stream_, *response,
+                          [self = shared_from_this(), response, keep_alive, drain_after](
+                              beast::error_code e, std::size_t) {
+                              if (!e && drain_after) {
+                                  // Draining, it is the first to give way to a new connection.
+                                  self->state_->set_waiting(self->id_, true);
+                                  return self->drain();
+                              }
+                              if (e || !keep_alive) {
+                                  return self->close();
+                              }
+                              self->read_header();
+                          });
+    }
+
+    // After an answer sent before the body was read (a 413): the client, or a proxy such as
+    // nginx, is still sending the body. Closing at once would answer what it sends next with a
+    // reset, which throws the answer away unread ("Broken pipe" in `grader submit`, a 502 from
+    // nginx); reading and dropping what it sends, within the request's deadline and a bound,
+    // lets it read the answer.
+    void drain() {
+        beast::error_code ignored;
+        stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        stream_.expires_after(millis(state_->options.request_seconds));
+        stream_.async_read_some(
+            net::buffer(drained_buffer_),
+            [self = shared_from_this()](beast::error_code e, std::size_t bytes) {
+                self->drained_ += bytes;
+                if (e || self->drained_ > kMaxDrainedBytes) {
                     return self->close();
                 }
-                self->read_header();
+                self->drain();
             });
     }
 
@@ -371,6 +403,9 @@ private:
     std::uint64_t id_;
     Clock::time_point born_ = Clock::now();
     bool first_ = true;
+    static constexpr std::size_t kMaxDrainedBytes = std::size_t{64} << 20;
+    std::array<char, 16384> drained_buffer_{};
+    std::size_t drained_ = 0;
 };
 
 }  // namespace

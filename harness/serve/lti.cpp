@@ -228,6 +228,104 @@ std::string launched_exercise(const nlohmann::json& claims) {
     return id;
 }
 
+// The platform's authorization endpoint said no (OIDC's error response): refused, saying why.
+void refuse_platform_error(const std::map<std::string, std::string>& form) {
+    const auto error = form.find("error");
+    if (error == form.end()) {
+        return;
+    }
+    const auto detail = form.find("error_description");
+    throw Refusal(401,
+                  "the platform refused the sign-in: " +
+                      text::shorten(text::visible_line(error->second), 60) +
+                      (detail == form.end()
+                           ? std::string()
+                           : " (" + text::shorten(text::visible_line(detail->second), 200) + ")"));
+}
+
+// An id_token's verified claims are this launch's: from the platform whose login it ends, for
+// this tool, issued just now, with the login's nonce.
+void check_claims_are_this_launchs(const nlohmann::json& claims, const LtiPlatform& platform,
+                                   const LtiOptions& options, const std::string& nonce,
+                                   double now) {
+    if (string_claim(claims, "iss") != platform.issuer) {
+        throw Refusal(401, "its issuer (iss) is not the platform whose login it ends");
+    }
+    const nlohmann::json audience = claims.value("aud", nlohmann::json());
+    const bool ours = audience == platform.client_id ||
+                      (audience.is_array() && std::find(audience.begin(), audience.end(),
+                                                        platform.client_id) != audience.end());
+    if (!ours) {
+        throw Refusal(401, "its audience (aud) is not this tool's client_id");
+    }
+    if ((audience.is_array() && audience.size() > 1) || claims.contains("azp")) {
+        if (string_claim(claims, "azp") != platform.client_id) {
+            throw Refusal(401, "its authorized party (azp) is not this tool's client_id");
+        }
+    }
+    if (!claims.contains("exp") || !claims["exp"].is_number()) {
+        throw Refusal(401, "its id_token has no expiry (exp)");
+    }
+    if (!claims.contains("iat") || !claims["iat"].is_number() ||
+        claims["iat"].get<double>() > now + options.leeway_seconds ||
+        claims["iat"].get<double>() < now - options.login_seconds) {
+        throw Refusal(401, "its id_token was not issued just now (iat)");
+    }
+    if (string_claim(claims, "nonce") != nonce) {
+        throw Refusal(401, "its nonce is not the one this login sent");
+    }
+}
+
+// The session a resource link launch opens, from its claims (its person and exercise apart):
+// refused where it is not an LTI 1.3.0 resource link launch of a registered deployment, or names
+// no user or link.
+LtiSession launch_session(const nlohmann::json& claims, const LtiPlatform& platform) {
+    const std::string deployment = string_claim(claims, claim("deployment_id"));
+    if (std::find(platform.deployments.begin(), platform.deployments.end(), deployment) ==
+        platform.deployments.end()) {
+        throw Refusal(401, "its deployment '" + text::shorten(text::visible_line(deployment), 100) +
+                               "' is not one registered for this platform");
+    }
+    const std::string type = string_claim(claims, claim("message_type"));
+    if (type != "LtiResourceLinkRequest") {
+        throw Refusal(400, "its message type '" + text::shorten(text::visible_line(type), 60) +
+                               "' is not a resource link launch (LtiResourceLinkRequest)");
+    }
+    if (string_claim(claims, claim("version")) != "1.3.0") {
+        throw Refusal(400, "it is not LTI version 1.3.0");
+    }
+    LtiSession session;
+    session.subject = string_claim(claims, "sub");
+    if (session.subject.empty()) {
+        throw Refusal(400, "it names no user (sub): anonymous launches are not graded");
+    }
+    const nlohmann::json link = claims.value(claim("resource_link"), nlohmann::json());
+    session.resource_link = member_string(link, "id");
+    if (session.resource_link.empty()) {
+        throw Refusal(400, "it names no resource link");
+    }
+    session.role = instructor_role(claims.value(claim("roles"), nlohmann::json()))
+                       ? Role::instructor
+                       : Role::student;
+    session.platform = platform.id;
+    session.deployment = deployment;
+    const nlohmann::json context = claims.value(claim("context"), nlohmann::json());
+    session.context = member_string(context, "id");
+    session.context_title = text::shorten(text::visible_line(member_string(context, "title").empty()
+                                                                 ? member_string(context, "label")
+                                                                 : member_string(context, "title")),
+                                          200);
+    const nlohmann::json ags = claims.value(kAgsClaim, nlohmann::json());
+    const nlohmann::json scopes =
+        ags.is_object() ? ags.value("scope", nlohmann::json()) : nlohmann::json();
+    if (scopes.is_array() && std::find(scopes.begin(), scopes.end(), kScoreScope) != scopes.end()) {
+        session.lineitem = member_string(ags, "lineitem");
+    }
+    session.memberships =
+        member_string(claims.value(kNrpsClaim, nlohmann::json()), "context_memberships_url");
+    return session;
+}
+
 std::string read_key_file(const fs::path& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
@@ -429,17 +527,7 @@ ApiResponse Lti::launch(const ApiRequest& request, const std::map<std::string, s
     try {
         const auto id_token = form.find("id_token");
         const auto state = form.find("state");
-        if (const auto error = form.find("error"); error != form.end()) {
-            // The platform's authorization endpoint said no (OIDC's error response).
-            const auto detail = form.find("error_description");
-            throw Refusal(
-                401,
-                "the platform refused the sign-in: " +
-                    text::shorten(text::visible_line(error->second), 60) +
-                    (detail == form.end()
-                         ? std::string()
-                         : " (" + text::shorten(text::visible_line(detail->second), 200) + ")"));
-        }
+        refuse_platform_error(form);
         if (id_token == form.end() || id_token->second.empty()) {
             throw Refusal(400, "it carries no id_token");
         }
@@ -478,95 +566,24 @@ ApiResponse Lti::launch(const ApiRequest& request, const std::map<std::string, s
         } catch (const lti::JwtError& error) {
             throw Refusal(401, std::string("its id_token: ") + error.what());
         }
-        if (string_claim(claims, "iss") != platform->issuer) {
-            throw Refusal(401, "its issuer (iss) is not the platform whose login it ends");
-        }
-        const nlohmann::json audience = claims.value("aud", nlohmann::json());
-        const bool ours = audience == platform->client_id ||
-                          (audience.is_array() && std::find(audience.begin(), audience.end(),
-                                                            platform->client_id) != audience.end());
-        if (!ours) {
-            throw Refusal(401, "its audience (aud) is not this tool's client_id");
-        }
-        if ((audience.is_array() && audience.size() > 1) || claims.contains("azp")) {
-            if (string_claim(claims, "azp") != platform->client_id) {
-                throw Refusal(401, "its authorized party (azp) is not this tool's client_id");
-            }
-        }
-        if (!claims.contains("exp") || !claims["exp"].is_number()) {
-            throw Refusal(401, "its id_token has no expiry (exp)");
-        }
-        if (!claims.contains("iat") || !claims["iat"].is_number() ||
-            claims["iat"].get<double>() > now + options_.leeway_seconds ||
-            claims["iat"].get<double>() < now - options_.login_seconds) {
-            throw Refusal(401, "its id_token was not issued just now (iat)");
-        }
-        if (string_claim(claims, "nonce") != began->nonce) {
-            throw Refusal(401, "its nonce is not the one this login sent");
-        }
-        const std::string deployment = string_claim(claims, claim("deployment_id"));
-        if (std::find(platform->deployments.begin(), platform->deployments.end(), deployment) ==
-            platform->deployments.end()) {
-            throw Refusal(401, "its deployment '" +
-                                   text::shorten(text::visible_line(deployment), 100) +
-                                   "' is not one registered for this platform");
-        }
-        const std::string type = string_claim(claims, claim("message_type"));
-        if (type != "LtiResourceLinkRequest") {
-            throw Refusal(400, "its message type '" + text::shorten(text::visible_line(type), 60) +
-                                   "' is not a resource link launch (LtiResourceLinkRequest)");
-        }
-        if (string_claim(claims, claim("version")) != "1.3.0") {
-            throw Refusal(400, "it is not LTI version 1.3.0");
-        }
-        const std::string subject = string_claim(claims, "sub");
-        if (subject.empty()) {
-            throw Refusal(400, "it names no user (sub): anonymous launches are not graded");
-        }
-        const nlohmann::json link = claims.value(claim("resource_link"), nlohmann::json());
-        const std::string resource_link = member_string(link, "id");
-        if (resource_link.empty()) {
-            throw Refusal(400, "it names no resource link");
-        }
-        std::string exercise = launched_exercise(claims);
-        if (exercise.empty()) {
-            exercise = service_.options().exercises.front().id;
-        } else if (service_.exercise(exercise) == nullptr) {
-            throw Refusal(400, "its exercise '" + text::shorten(text::visible_line(exercise), 80) +
+        check_claims_are_this_launchs(claims, *platform, options_, began->nonce, now);
+        LtiSession session = launch_session(claims, *platform);
+        session.exercise = launched_exercise(claims);
+        if (session.exercise.empty()) {
+            session.exercise = service_.options().exercises.front().id;
+        } else if (service_.exercise(session.exercise) == nullptr) {
+            throw Refusal(400, "its exercise '" +
+                                   text::shorten(text::visible_line(session.exercise), 80) +
                                    "' is not one this service grades");
         }
         // Every check passed: only now is anything recorded, and the login spent with its nonce.
         if (!store_->finish_login(state->second, began->nonce, now, now - options_.login_seconds)) {
             throw Refusal(401, "its login or nonce was used already (a launch is good once)");
         }
-        LtiSession session;
-        const Person person = store_->person_for(
-            platform->id, subject, wanted_login(claims, subject), display_name(claims), now);
+        const Person person =
+            store_->person_for(platform->id, session.subject, wanted_login(claims, session.subject),
+                               display_name(claims), now);
         session.person = person.id;
-        session.role = instructor_role(claims.value(claim("roles"), nlohmann::json()))
-                           ? Role::instructor
-                           : Role::student;
-        session.platform = platform->id;
-        session.subject = subject;
-        session.deployment = deployment;
-        const nlohmann::json context = claims.value(claim("context"), nlohmann::json());
-        session.context = member_string(context, "id");
-        session.context_title =
-            text::shorten(text::visible_line(member_string(context, "title").empty()
-                                                 ? member_string(context, "label")
-                                                 : member_string(context, "title")),
-                          200);
-        session.resource_link = resource_link;
-        session.exercise = exercise;
-        const nlohmann::json ags = claims.value(kAgsClaim, nlohmann::json());
-        const nlohmann::json scopes =
-            ags.is_object() ? ags.value("scope", nlohmann::json()) : nlohmann::json();
-        if (scopes.is_array() &&
-            std::find(scopes.begin(), scopes.end(), kScoreScope) != scopes.end()) {
-            session.lineitem = member_string(ags, "lineitem");
-        }
-        session.memberships =
-            member_string(claims.value(kNrpsClaim, nlohmann::json()), "context_memberships_url");
         session.expires_at = now + options_.session_seconds;
         const std::string token = kSessionPrefix + random_hex();
         store_->open_session(hash_token(token), session);

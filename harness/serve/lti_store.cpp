@@ -3,7 +3,6 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "serve/sqlite.hpp"
@@ -90,14 +89,7 @@ LtiPlatform read_platform(const Statement& row) {
     platform.auth_url = row.text(4);
     platform.token_url = row.text(5);
     platform.jwks_url = row.text(6);
-    const auto deployments = nlohmann::json::parse(row.text(7), nullptr, false);
-    if (deployments.is_array()) {
-        for (const auto& deployment : deployments) {
-            if (deployment.is_string()) {
-                platform.deployments.push_back(deployment.get<std::string>());
-            }
-        }
-    }
+    platform.deployments = row.strings(7);
     return platform;
 }
 
@@ -170,7 +162,7 @@ std::int64_t LtiStore::save_platform(const LtiPlatform& platform) {
                      "excluded.jwks_url, deployments = excluded.deployments");
     upsert.bind(1, platform.issuer).bind(2, platform.client_id).bind(3, platform.name);
     upsert.bind(4, platform.auth_url).bind(5, platform.token_url).bind(6, platform.jwks_url);
-    upsert.bind(7, nlohmann::json(platform.deployments).dump());
+    upsert.bind(7, platform.deployments);
     upsert.step();
     Statement id(db_, "SELECT id FROM lti_platforms WHERE issuer = ? AND client_id = ?");
     id.bind(1, platform.issuer).bind(2, platform.client_id);

@@ -131,7 +131,96 @@ std::vector<std::vector<std::string>> read_csv_records(std::string_view text,
     return records;
 }
 
-std::vector<RosterStudent> parse_roster(std::string_view text, const std::string& source) {
+namespace {
+
+// Which platform's export a header is, and where its columns are.
+struct RosterLayout {
+    std::string format = "a CSV roster";
+    int id = -1;
+    int name = -1;
+    int first_name = -1;  // Moodle's and Canvas's first and last names, joined
+    int last_name = -1;
+    int role = -1;        // PrairieLearn's Role: only Student rows are students
+    bool canvas = false;  // Canvas's special rows and its users with no login are left out
+};
+
+RosterLayout layout_of(const std::vector<std::string>& header) {
+    RosterLayout layout;
+    const auto at = [&](std::initializer_list<const char*> names) {
+        return column_named(header, names);
+    };
+    const bool canvas =
+        (at({"student"}) >= 0 || (at({"lastname"}) >= 0 && at({"firstname"}) >= 0)) &&
+        at({"id"}) >= 0 && at({"sis login id"}) >= 0 && at({"section"}) >= 0;
+    const bool moodle =
+        at({"first name"}) >= 0 && at({"last name", "surname"}) >= 0 && at({"email address"}) >= 0;
+    const bool prairielearn =
+        at({"uid"}) >= 0 && at({"uin"}) >= 0 && at({"name"}) >= 0 && at({"role"}) >= 0;
+    if (canvas) {
+        layout.format = "Canvas's gradebook export";
+        layout.canvas = true;
+        layout.id = at({"sis login id"});
+        layout.name = at({"student"});
+        layout.last_name = at({"lastname"});
+        layout.first_name = at({"firstname"});
+    } else if (moodle) {
+        layout.format = "Moodle's grade export";
+        layout.id = at({"username", "email address"});
+        layout.first_name = at({"first name"});
+        layout.last_name = at({"last name", "surname"});
+    } else if (prairielearn) {
+        layout.format = "PrairieLearn's gradebook";
+        layout.id = at({"uid"});
+        layout.name = at({"name"});
+        layout.role = at({"role"});
+    } else {
+        layout.id = at({"student_id", "student id", "login", "login_id", "sis login id", "username",
+                        "user", "id", "email", "sis user id", "student"});
+        layout.name =
+            at({"name", "full name", "full_name", "student name", "display name", "student"});
+        if (layout.name == layout.id) {
+            layout.name = -1;
+        }
+    }
+    return layout;
+}
+
+std::string cell_at(const std::vector<std::string>& record, int column) {
+    return column >= 0 && static_cast<std::size_t>(column) < record.size() ? trim(record[column])
+                                                                           : std::string();
+}
+
+// Canvas writes a name that starts with = as ="name", so that a spreadsheet shows it as text.
+std::string unguarded(const std::string& cell) {
+    if (cell.size() >= 3 && cell.rfind("=\"", 0) == 0 && cell.back() == '"') {
+        return cell.substr(2, cell.size() - 3);
+    }
+    return cell;
+}
+
+// Why a row of Canvas's export is not a student, or empty where it is one.
+std::string canvas_row_left_out(const std::vector<std::string>& record, const RosterLayout& layout,
+                                const std::string& id) {
+    const std::string first = record.empty() ? std::string() : trim(record[0]);
+    if (first == "Points Possible") {
+        return "Canvas's Points Possible row";
+    }
+    const bool no_user =
+        std::all_of(record.begin(), record.begin() + std::min<std::size_t>(record.size(), 4),
+                    [](const std::string& cell) { return trim(cell).empty(); });
+    if (no_user) {
+        return "Canvas's row of assignments posted by hand (Manual Posting)";
+    }
+    if (id.empty()) {
+        return "'" + text::visible_line(cell_at(record, layout.name >= 0 ? layout.name : 0)) +
+               "' has no SIS Login ID (Canvas's Test Student has none): no token";
+    }
+    return {};
+}
+
+}  // namespace
+
+Roster parse_roster(std::string_view text, const std::string& source) {
     std::vector<int> lines;
     const auto records = read_csv_records(text, source, &lines);
     if (records.empty()) {
@@ -139,34 +228,55 @@ std::vector<RosterStudent> parse_roster(std::string_view text, const std::string
                           ": the roster is empty: one student a row is expected, the "
                           "id first (or under a header such as student_id)");
     }
-    int id_column =
-        column_named(records[0], {"student_id", "student id", "login", "login_id", "sis login id",
-                                  "username", "user", "id", "email", "sis user id", "student"});
-    int name_column = column_named(
-        records[0], {"name", "full name", "full_name", "student name", "display name", "student"});
+    RosterLayout layout = layout_of(records[0]);
     std::size_t first = 1;
-    if (id_column < 0) {
-        id_column = 0;
-        name_column = 1;
+    if (layout.id < 0) {
+        layout.id = 0;
+        layout.name = 1;
         first = 0;  // no header: every row is a student
     }
-    if (name_column == id_column) {
-        name_column = -1;
-    }
-    std::vector<RosterStudent> students;
+    Roster roster;
+    roster.format = layout.format;
     std::map<std::string, int> seen;  // id_key -> line
     for (std::size_t r = first; r < records.size(); ++r) {
         const auto& record = records[r];
         const std::string where = source + ":" + std::to_string(lines[r]);
         RosterStudent student;
         student.line = lines[r];
-        student.id = static_cast<std::size_t>(id_column) < record.size() ? trim(record[id_column])
-                                                                         : std::string();
-        if (name_column >= 0 && static_cast<std::size_t>(name_column) < record.size()) {
-            student.name = trim(record[name_column]);
+        student.id = cell_at(record, layout.id);
+        if (layout.first_name >= 0 || layout.last_name >= 0) {
+            const std::string first_name = unguarded(cell_at(record, layout.first_name));
+            const std::string last_name = unguarded(cell_at(record, layout.last_name));
+            student.name =
+                first_name + (first_name.empty() || last_name.empty() ? "" : " ") + last_name;
+        } else {
+            student.name = unguarded(cell_at(record, layout.name));
+        }
+        if (layout.canvas) {
+            if (std::string why = canvas_row_left_out(record, layout, student.id); !why.empty()) {
+                roster.left_out.push_back({student.line, std::move(why)});
+                continue;
+            }
+        }
+        if (layout.role >= 0) {
+            const std::string role = cell_at(record, layout.role);
+            if (role != "Student") {
+                roster.left_out.push_back(
+                    {student.line,
+                     "'" + text::visible_line(student.id) + "' is " +
+                         (role == "Staff" ? std::string("staff")
+                                          : "of no role in the course (Role '" +
+                                                text::visible_line(role) + "')") +
+                         ", not a student: no token (`grader tokens instructor` makes an "
+                         "instructor's)"});
+                continue;
+            }
         }
         if (student.id.empty()) {
-            throw RosterError(where + ": no student id in column " + std::to_string(id_column + 1));
+            throw RosterError(where + ": no student id in column " + std::to_string(layout.id + 1) +
+                              (records[0].size() > static_cast<std::size_t>(layout.id) && first == 1
+                                   ? " ('" + text::visible_line(trim(records[0][layout.id])) + "')"
+                                   : std::string()));
         }
         if (text::first_invalid_utf8(student.id) != std::string::npos ||
             text::first_invalid_utf8(student.name) != std::string::npos) {
@@ -187,15 +297,15 @@ std::vector<RosterStudent> parse_roster(std::string_view text, const std::string
                               "'s (ids are compared as text::id_key does: case and look-alike "
                               "letters aside)");
         }
-        students.push_back(std::move(student));
+        roster.students.push_back(std::move(student));
     }
-    if (students.empty()) {
+    if (roster.students.empty()) {
         throw RosterError(source + ": the roster has a header and no student");
     }
-    return students;
+    return roster;
 }
 
-std::vector<RosterStudent> read_roster(const std::filesystem::path& file) {
+Roster read_roster(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
     if (!in) {
         throw RosterError(text::visible_line(file.string()) + ": cannot be read");

@@ -763,133 +763,159 @@ void Service::slurm_loop() {
     }
 }
 
-void Service::slurm_wave(std::size_t& wave_number) {
-    {
-        std::vector<Job> wave;
-        std::string exercise_id;
-        while (static_cast<int>(wave.size()) < std::max(1, options_.slurm.wave_size)) {
-            auto job = store_->claim_next(Lane::gpu, now_seconds());
-            if (!job) {
-                break;
-            }
-            const auto attempt = store_->attempt(job->attempt);
-            if (!attempt) {
-                continue;
-            }
-            if (!exercise_id.empty() && attempt->exercise != exercise_id) {
-                store_->requeue(job->attempt, Lane::gpu);  // the next wave's
-                break;
-            }
-            exercise_id = attempt->exercise;
-            wave.push_back(*job);
+std::vector<Job> Service::claim_wave(std::string& exercise_id) {
+    std::vector<Job> wave;
+    while (static_cast<int>(wave.size()) < std::max(1, options_.slurm.wave_size)) {
+        auto job = store_->claim_next(Lane::gpu, now_seconds());
+        if (!job) {
+            break;
         }
-        if (wave.empty()) {
-            std::unique_lock<std::mutex> lock(wake_mutex_);
-            wake_.wait_for(lock, std::chrono::seconds(1));
-            return;
+        const auto attempt = store_->attempt(job->attempt);
+        if (!attempt) {
+            continue;
         }
-        const Exercise* exercise = this->exercise(exercise_id);
-        const fs::path run = options_.state_dir / "slurm" /
-                             ("wave-" + std::to_string(static_cast<long>(now_seconds())) + "-" +
-                              std::to_string(++wave_number));
-        std::map<std::string, Attempt> by_folder;
-        try {
-            fs::create_directories(run / "submissions");
-            for (const Job& job : wave) {
-                const auto attempt = store_->attempt(job.attempt);
-                by_folder[attempt->folder] = *attempt;
-                // Copies: a batch follows no link, and a student's file must have one link alone.
-                fs::create_directory(run / "submissions" / attempt->folder);
-                for (const std::string& name : attempt->files) {
-                    fs::copy_file(attempt_dir(*attempt) / kFilesFolder / name,
-                                  run / "submissions" / attempt->folder / name);
-                }
-            }
-            ChildLimits limits;
-            limits.seconds = 300.0;  // sbatch twice
-            const ChildResult submitted = run_child(
-                {"/usr/bin/env", "GRADER=" + options_.worker_executable.string(),
-                 "GRADER_BACKEND=" + options_.slurm.backend, options_.slurm.submit_script.string(),
-                 (run / "submissions").string(), run.string(),
-                 std::to_string(std::max(1, options_.slurm.tasks)), "--exercise",
-                 exercise == nullptr ? exercise_id : exercise->directory.string()},
-                limits, [](const std::string&) { return 0.0; });
-            std::ofstream(run / "submit.log") << submitted.output << submitted.error;
-            if (submitted.end != ChildResult::End::exited || submitted.exit_code != 0) {
-                throw std::runtime_error("scripts/slurm/submit.sh failed; see " +
-                                         (run / "submit.log").string());
-            }
-        } catch (const std::exception& error) {
-            if (options_.log) {
-                options_.log(std::string("a Slurm wave could not be submitted: ") + error.what());
+        if (!exercise_id.empty() && attempt->exercise != exercise_id) {
+            store_->requeue(job->attempt, Lane::gpu);  // the next wave's
+            break;
+        }
+        exercise_id = attempt->exercise;
+        wave.push_back(*job);
+    }
+    return wave;
+}
+
+bool Service::submit_wave(const std::vector<Job>& wave, const std::string& exercise_id,
+                          const fs::path& run) {
+    const Exercise* exercise = this->exercise(exercise_id);
+    try {
+        fs::create_directories(run / "submissions");
+        for (const Job& job : wave) {
+            const auto attempt = store_->attempt(job.attempt);
+            // Copies: a batch follows no link, and a student's file must have one link alone.
+            fs::create_directory(run / "submissions" / attempt->folder);
+            for (const std::string& name : attempt->files) {
+                fs::copy_file(attempt_dir(*attempt) / kFilesFolder / name,
+                              run / "submissions" / attempt->folder / name);
             }
         }
-        // Each task of the array writes RUN/shards/I/<folder>/report.json as it grades: a report
-        // is filed as soon as it is there. The wave is over when every task has written its
-        // shard.json (or at the deadline); the merge's class outputs are not waited for.
-        const int tasks = std::max(1, options_.slurm.tasks);
-        const double deadline = now_seconds() + options_.slurm.wait_seconds;
-        std::vector<Job> pending = wave;
-        const auto file_found = [&] {
-            std::vector<Job> left;
-            for (const Job& job : pending) {
-                const auto attempt = store_->attempt(job.attempt);
-                std::optional<Report> report;
-                for (int task = 0; task < tasks && !report; ++task) {
-                    report = read_report_json(run / "shards" / std::to_string(task) /
-                                              attempt->folder / "report.json");
-                }
-                if (report) {
-                    record(*attempt, Lane::gpu, *report);
-                } else {
-                    left.push_back(job);
-                }
-            }
-            pending = std::move(left);
-        };
-        const auto tasks_done = [&] {
-            for (int task = 0; task < tasks; ++task) {
-                if (!fs::exists(run / "shards" / std::to_string(task) / kShardManifestFile)) {
-                    return false;
-                }
-            }
-            return true;
-        };
-        while (!stopping_ && !pending.empty() && now_seconds() < deadline) {
-            const bool over = tasks_done();
-            file_found();
-            if (over) {
-                break;
-            }
-            std::unique_lock<std::mutex> lock(wake_mutex_);
-            wake_.wait_for(lock, std::chrono::seconds(1));
+        ChildLimits limits;
+        limits.seconds = 300.0;  // sbatch twice
+        const ChildResult submitted = run_child(
+            {"/usr/bin/env", "GRADER=" + options_.worker_executable.string(),
+             "GRADER_BACKEND=" + options_.slurm.backend, options_.slurm.submit_script.string(),
+             (run / "submissions").string(), run.string(),
+             std::to_string(std::max(1, options_.slurm.tasks)), "--exercise",
+             exercise == nullptr ? exercise_id : exercise->directory.string()},
+            limits, [](const std::string&) { return 0.0; });
+        std::ofstream(run / "submit.log") << submitted.output << submitted.error;
+        if (submitted.end != ChildResult::End::exited || submitted.exit_code != 0) {
+            throw std::runtime_error("scripts/slurm/submit.sh failed; see " +
+                                     (run / "submit.log").string());
         }
-        if (stopping_) {
-            // The wave's grades go back to their places, their starts not counted.
-            for (const Job& job : pending) {
-                until_written([&] { store_->requeue(job.attempt, Lane::gpu, true); });
-            }
-            return;
+    } catch (const std::exception& error) {
+        // The service's fault, said to each student at once: a wave never submitted has nothing
+        // to wait for, and its lanes would say "being graded" until the deadline.
+        if (options_.log) {
+            options_.log(std::string("a Slurm wave could not be submitted: ") + error.what());
         }
-        bool retry = false;
+        for (const Job& job : wave) {
+            store_->finish(job.attempt, Lane::gpu, "ungradable", 0, 0,
+                           "the service could not hand this grade to the course's GPU cluster "
+                           "(its Slurm submission failed): the service's fault, not your "
+                           "submission's; the instructor has the details in the service's log",
+                           now_seconds(), true);
+        }
+        return false;
+    }
+    return true;
+}
+
+std::vector<Job> Service::collect_wave(std::vector<Job> pending, const fs::path& run) {
+    const int tasks = std::max(1, options_.slurm.tasks);
+    const double deadline = now_seconds() + options_.slurm.wait_seconds;
+    const auto file_found = [&] {
+        std::vector<Job> left;
         for (const Job& job : pending) {
-            if (job.starts >= options_.max_starts) {
-                store_->finish(job.attempt, Lane::gpu, "ungradable", 0, 0,
-                               "the Slurm cluster returned no report for this attempt " +
-                                   std::to_string(job.starts) +
-                                   " times: the machine's fault, not the submission's",
-                               now_seconds(), true);
+            const auto attempt = store_->attempt(job.attempt);
+            std::optional<Report> report;
+            for (int task = 0; task < tasks && !report; ++task) {
+                report = read_report_json(run / "shards" / std::to_string(task) / attempt->folder /
+                                          "report.json");
+            }
+            if (report) {
+                record(*attempt, Lane::gpu, *report);
             } else {
-                store_->requeue(job.attempt, Lane::gpu);
-                retry = true;
+                left.push_back(job);
             }
         }
-        if (retry) {
-            // A wave that came back short is not resent at once: the cluster may need a moment.
-            std::unique_lock<std::mutex> lock(wake_mutex_);
-            wake_.wait_for(lock, std::chrono::seconds(5), [this] { return stopping_.load(); });
+        pending = std::move(left);
+    };
+    const auto tasks_done = [&] {
+        for (int task = 0; task < tasks; ++task) {
+            if (!fs::exists(run / "shards" / std::to_string(task) / kShardManifestFile)) {
+                return false;
+            }
+        }
+        return true;
+    };
+    while (!stopping_ && !pending.empty() && now_seconds() < deadline) {
+        const bool over = tasks_done();
+        file_found();
+        if (over) {
+            break;
+        }
+        std::unique_lock<std::mutex> lock(wake_mutex_);
+        wake_.wait_for(lock, std::chrono::seconds(1));
+    }
+    return pending;
+}
+
+void Service::settle_wave(const std::vector<Job>& pending) {
+    if (stopping_) {
+        // The wave's grades go back to their places, their starts not counted.
+        for (const Job& job : pending) {
+            until_written([&] { store_->requeue(job.attempt, Lane::gpu, true); });
+        }
+        return;
+    }
+    bool retry = false;
+    for (const Job& job : pending) {
+        if (job.starts >= options_.max_starts) {
+            store_->finish(job.attempt, Lane::gpu, "ungradable", 0, 0,
+                           "the Slurm cluster returned no report for this attempt " +
+                               std::to_string(job.starts) +
+                               " times: the machine's fault, not the submission's",
+                           now_seconds(), true);
+        } else {
+            store_->requeue(job.attempt, Lane::gpu);
+            retry = true;
         }
     }
+    if (retry) {
+        // A wave that came back short is not resent at once: the cluster may need a moment.
+        std::unique_lock<std::mutex> lock(wake_mutex_);
+        wake_.wait_for(lock, std::chrono::seconds(5), [this] { return stopping_.load(); });
+    }
+}
+
+void Service::slurm_wave(std::size_t& wave_number) {
+    std::string exercise_id;
+    const std::vector<Job> wave = claim_wave(exercise_id);
+    if (wave.empty()) {
+        std::unique_lock<std::mutex> lock(wake_mutex_);
+        wake_.wait_for(lock, std::chrono::seconds(1));
+        return;
+    }
+    const fs::path run = options_.state_dir / "slurm" /
+                         ("wave-" + std::to_string(static_cast<long>(now_seconds())) + "-" +
+                          std::to_string(++wave_number));
+    if (!submit_wave(wave, exercise_id, run)) {
+        return;
+    }
+    // Each task of the array writes RUN/shards/I/<folder>/report.json as it grades: a report is
+    // filed as soon as it is there. The wave is over when every task has written its shard.json
+    // (or at the deadline); the merge's class outputs are not waited for.
+    settle_wave(collect_wave(wave, run));
 }
 
 }  // namespace grader::serve

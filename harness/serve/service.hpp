@@ -170,7 +170,21 @@ public:
 private:
     void grade_loop(LanePlaces& places, Lane lane, int device);
     void slurm_loop();
+    // One wave of the GPU's grades through Slurm: claimed, submitted, collected, settled.
     void slurm_wave(std::size_t& wave_number);
+    // The next queued GPU grades, fairly ordered, of one exercise (the first of another goes
+    // back for the next wave), at most the wave's size.
+    std::vector<Job> claim_wave(std::string& exercise_id);
+    // The wave's files copied into RUN/submissions and handed to the submit script. False where
+    // that failed: it is logged, and the wave's attempts end at once as the service's fault.
+    bool submit_wave(const std::vector<Job>& wave, const std::string& exercise_id,
+                     const std::filesystem::path& run);
+    // Each report filed as a task writes it, until every task is done, the deadline or a stop;
+    // the grades left without one.
+    std::vector<Job> collect_wave(std::vector<Job> pending, const std::filesystem::path& run);
+    // Grades left: queued again (their starts not counted where the service stops), or
+    // ungradable past max_starts.
+    void settle_wave(const std::vector<Job>& pending);
     void grade_one(const Job& job, int device);
     void record(const Attempt& attempt, Lane lane, const Report& report);
     // Runs `write` until it works, pausing 1, 2, 4 ... 30 s between tries while the state

@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "serve/store.hpp"
 
@@ -72,6 +74,10 @@ public:
                                 SQLITE_TRANSIENT));
         return *this;
     }
+    // A list of strings is kept as a column of JSON text, read back by strings().
+    Statement& bind(int index, const std::vector<std::string>& values) {
+        return bind(index, nlohmann::json(values).dump());
+    }
     Statement& bind_blob(int index, const void* data, std::size_t size) {
         check(sqlite3_bind_blob(statement_, index, data, static_cast<int>(size), SQLITE_TRANSIENT));
         return *this;
@@ -103,6 +109,21 @@ public:
                    : std::string(
                          reinterpret_cast<const char*>(bytes),
                          static_cast<std::size_t>(sqlite3_column_bytes(statement_, column)));
+    }
+
+    // A column bind() wrote from a list of strings; what is not a JSON array of strings is read
+    // as an empty list, an element that is not a string is left out.
+    std::vector<std::string> strings(int column) const {
+        std::vector<std::string> values;
+        const auto json = nlohmann::json::parse(text(column), nullptr, false);
+        if (json.is_array()) {
+            for (const auto& value : json) {
+                if (value.is_string()) {
+                    values.push_back(value.get<std::string>());
+                }
+            }
+        }
+        return values;
     }
 
 private:

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "common/files.hpp"
@@ -158,14 +157,7 @@ Attempt read_attempt(const Statement& row) {
     attempt.exercise = row.text(4);
     attempt.created_at = row.real(5);
     attempt.folder = row.text(7);
-    const auto files = nlohmann::json::parse(row.text(6), nullptr, false);
-    if (files.is_array()) {
-        for (const auto& file : files) {
-            if (file.is_string()) {
-                attempt.files.push_back(file.get<std::string>());
-            }
-        }
-    }
+    attempt.files = row.strings(6);
     return attempt;
 }
 
@@ -451,7 +443,7 @@ std::int64_t Store::add_attempt(std::int64_t person, const std::string& exercise
                      "INSERT INTO attempts(person, number, exercise, folder, created_at, files) "
                      "VALUES(?, ?, ?, ?, ?, ?)");
     insert.bind(1, person).bind(2, number).bind(3, exercise).bind(4, folder).bind(5, now);
-    insert.bind(6, nlohmann::json(files).dump());
+    insert.bind(6, files);
     insert.step();
     const std::int64_t attempt = sqlite3_last_insert_rowid(writer_);
     for (const Lane lane : lanes) {

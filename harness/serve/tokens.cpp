@@ -1,12 +1,14 @@
 #include "serve/tokens.hpp"
 
-#include <openssl/evp.h>
 #include <sys/random.h>
 #include <sys/types.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
+
+#include "common/text.hpp"
 
 namespace grader::serve {
 namespace {
@@ -16,19 +18,8 @@ constexpr std::size_t kRandomBytes = 24;
 
 }  // namespace
 
-std::string hex(const std::uint8_t* bytes, std::size_t count) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(count * 2);
-    for (std::size_t i = 0; i < count; ++i) {
-        out += digits[bytes[i] >> 4];
-        out += digits[bytes[i] & 0xf];
-    }
-    return out;
-}
-
 std::string new_token() {
-    std::uint8_t bytes[kRandomBytes];
+    char bytes[kRandomBytes];
     std::size_t got = 0;
     while (got < sizeof bytes) {
         const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
@@ -41,7 +32,7 @@ std::string new_token() {
         }
         got += static_cast<std::size_t>(n);
     }
-    return std::string(kPrefix) + hex(bytes, sizeof bytes);
+    return std::string(kPrefix) + hex_bytes(std::string_view(bytes, sizeof bytes));
 }
 
 bool looks_like_token(std::string_view text) {
@@ -58,14 +49,7 @@ bool looks_like_token(std::string_view text) {
 }
 
 TokenHash hash_token(std::string_view token) {
-    TokenHash digest{};
-    unsigned int length = 0;
-    if (EVP_Digest(token.data(), token.size(), digest.data(), &length, EVP_sha256(), nullptr) !=
-            1 ||
-        length != digest.size()) {
-        throw std::runtime_error("SHA-256 of a token failed (OpenSSL's EVP_Digest)");
-    }
-    return digest;
+    return sha256(token);
 }
 
 }  // namespace grader::serve

@@ -21,9 +21,7 @@ std::string new_token();
 // Whether the text has a token's form ("gs-" and 48 lower-case hex digits), before any look-up.
 bool looks_like_token(std::string_view text);
 
+// SHA-256 of the token (common/text.hpp's sha256), as the state file keeps it.
 TokenHash hash_token(std::string_view token);
-
-// Lower-case hex of bytes.
-std::string hex(const std::uint8_t* bytes, std::size_t count);
 
 }  // namespace grader::serve

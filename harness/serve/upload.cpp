@@ -1,12 +1,8 @@
 #include "serve/upload.hpp"
 
-#include <ioapi.h>
-#include <sys/stat.h>
-#include <unzip.h>
-#include <zconf.h>
-
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -28,21 +24,6 @@ std::string lower(std::string_view text) {
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
     return out;
-}
-
-std::string size_text(std::size_t bytes) {
-    if (bytes >= 1024 * 1024) {
-        return std::to_string(bytes / (1024 * 1024)) + "." +
-               std::to_string(bytes % (1024 * 1024) * 10 / (1024 * 1024)) + " MB";
-    }
-    return std::to_string((bytes + 1023) / 1024) + " KB";
-}
-
-bool is_zip(const std::string& name, std::string_view bytes) {
-    const std::string lowered = lower(name);
-    return (lowered.size() > 4 && lowered.compare(lowered.size() - 4, 4, ".zip") == 0) ||
-           bytes.substr(0, 4) == std::string_view("PK\x03\x04", 4) ||
-           bytes.substr(0, 4) == std::string_view("PK\x05\x06", 4);
 }
 
 // A header's parameter: name="value" or name=value, from a Content-Disposition line.
@@ -86,102 +67,7 @@ std::string browser_unescape(std::string_view value) {
     return out;
 }
 
-// A zip read from memory through minizip's file functions.
-struct MemoryZip {
-    std::string_view bytes;
-    std::size_t position = 0;
-};
-
-voidpf ZCALLBACK zip_open(voidpf opaque, const void*, int) {
-    return opaque;
-}
-uLong ZCALLBACK zip_read(voidpf, voidpf stream, void* buffer, uLong size) {
-    auto* zip = static_cast<MemoryZip*>(stream);
-    const std::size_t count =
-        std::min<std::size_t>(size, zip->bytes.size() - std::min(zip->position, zip->bytes.size()));
-    std::memcpy(buffer, zip->bytes.data() + zip->position, count);
-    zip->position += count;
-    return static_cast<uLong>(count);
-}
-uLong ZCALLBACK zip_write(voidpf, voidpf, const void*, uLong) {
-    return 0;
-}
-ZPOS64_T ZCALLBACK zip_tell(voidpf, voidpf stream) {
-    return static_cast<MemoryZip*>(stream)->position;
-}
-long ZCALLBACK zip_seek(voidpf, voidpf stream, ZPOS64_T offset, int origin) {
-    auto* zip = static_cast<MemoryZip*>(stream);
-    std::size_t base = 0;
-    if (origin == ZLIB_FILEFUNC_SEEK_CUR) {
-        base = zip->position;
-    } else if (origin == ZLIB_FILEFUNC_SEEK_END) {
-        base = zip->bytes.size();
-    }
-    if (offset > zip->bytes.size() || base + offset > zip->bytes.size()) {
-        return -1;
-    }
-    zip->position = base + static_cast<std::size_t>(offset);
-    return 0;
-}
-int ZCALLBACK zip_close(voidpf, voidpf) {
-    return 0;
-}
-int ZCALLBACK zip_error(voidpf, voidpf) {
-    return 0;
-}
-
-class OpenZip {
-public:
-    explicit OpenZip(MemoryZip& memory) {
-        zlib_filefunc64_def functions{};
-        functions.zopen64_file = zip_open;
-        functions.zread_file = zip_read;
-        functions.zwrite_file = zip_write;
-        functions.ztell64_file = zip_tell;
-        functions.zseek64_file = zip_seek;
-        functions.zclose_file = zip_close;
-        functions.zerror_file = zip_error;
-        functions.opaque = &memory;
-        handle_ = unzOpen2_64("upload.zip", &functions);
-    }
-    ~OpenZip() {
-        if (handle_ != nullptr) {
-            unzClose(handle_);
-        }
-    }
-    OpenZip(const OpenZip&) = delete;
-    OpenZip& operator=(const OpenZip&) = delete;
-    unzFile get() const { return handle_; }
-
-private:
-    unzFile handle_ = nullptr;
-};
-
-std::vector<std::string> split_path(const std::string& name) {
-    std::vector<std::string> parts;
-    std::string part;
-    for (const char c : name) {
-        if (c == '/' || c == '\\') {
-            parts.push_back(part);
-            part.clear();
-        } else {
-            part += c;
-        }
-    }
-    parts.push_back(part);
-    return parts;
-}
-
 }  // namespace
-
-bool plain_file_name(std::string_view name) {
-    if (name.empty() || name.size() > 255 || name == "." || name == ".." ||
-        name.find_first_of("/\\:") != std::string_view::npos) {
-        return false;
-    }
-    return text::first_invalid_utf8(name) == std::string_view::npos &&
-           text::visible_line(name) == name;
-}
 
 std::string multipart_boundary(std::string_view content_type) {
     const std::string lowered = lower(content_type);
@@ -279,23 +165,23 @@ Upload parse_multipart(std::string_view body, std::string_view boundary,
                                        " is not a plain file name (no folder, no '..', no "
                                        "control character)");
         }
-        if (is_zip(name, content)) {
+        if (looks_like_zip(name, content)) {
             for (UploadedFile& file : read_zip(content, name, limits)) {
                 total += file.bytes.size();
                 add_file(std::move(file));
             }
         } else {
             if (content.size() > limits.max_file_bytes) {
-                throw UploadError(413, shown(name) + " is " + size_text(content.size()) +
+                throw UploadError(413, shown(name) + " is " + zip_size_text(content.size()) +
                                            ": a file may be at most " +
-                                           size_text(limits.max_file_bytes));
+                                           zip_size_text(limits.max_file_bytes));
             }
             total += content.size();
             add_file({name, std::string(content)});
         }
         if (total > limits.max_total_bytes) {
             throw UploadError(413, "the files add up to more than " +
-                                       size_text(limits.max_total_bytes) + ", the most taken");
+                                       zip_size_text(limits.max_total_bytes) + ", the most taken");
         }
         at = next + 2;
     }
@@ -309,135 +195,11 @@ Upload parse_multipart(std::string_view body, std::string_view boundary,
 
 std::vector<UploadedFile> read_zip(std::string_view bytes, const std::string& zip_name,
                                    const UploadLimits& limits) {
-    const std::string zip = shown(zip_name);
-    MemoryZip memory{bytes, 0};
-    OpenZip archive(memory);
-    unz_global_info64 global{};
-    if (archive.get() == nullptr || unzGetGlobalInfo64(archive.get(), &global) != UNZ_OK) {
-        throw UploadError(400, zip + " cannot be read as a zip archive");
+    try {
+        return read_zip_files(bytes, zip_name, limits);
+    } catch (const ZipRefused& refused) {
+        throw UploadError(refused.why() == ZipRefused::Why::too_large ? 413 : 400, refused.what());
     }
-    if (global.number_entry > limits.max_zip_entries) {
-        throw UploadError(400, zip + " lists " + std::to_string(global.number_entry) +
-                                   " entries: too many files (at most " +
-                                   std::to_string(limits.max_zip_entries) + ")");
-    }
-    struct Entry {
-        std::vector<std::string> folders;
-        UploadedFile file;
-    };
-    std::vector<Entry> entries;
-    std::size_t total = 0;
-    int status = unzGoToFirstFile(archive.get());
-    for (std::uint64_t index = 0; status == UNZ_OK;
-         ++index, status = unzGoToNextFile(archive.get())) {
-        unz_file_info64 info{};
-        char raw_name[1024];
-        if (unzGetCurrentFileInfo64(archive.get(), &info, raw_name, sizeof raw_name, nullptr, 0,
-                                    nullptr, 0) != UNZ_OK) {
-            throw UploadError(400,
-                              zip + ": entry " + std::to_string(index + 1) + " cannot be read");
-        }
-        const std::string name(raw_name,
-                               std::min<std::size_t>(info.size_filename, sizeof raw_name - 1));
-        const std::string entry = zip + ": " + shown(name);
-        if (name.empty() || name[0] == '/' || name[0] == '\\' ||
-            (name.size() > 1 && name[1] == ':')) {
-            throw UploadError(400, entry +
-                                       " has an absolute name: a zip may only hold names "
-                                       "relative to itself");
-        }
-        std::vector<std::string> parts = split_path(name);
-        if (std::find(parts.begin(), parts.end(), "..") != parts.end()) {
-            throw UploadError(400, entry + " climbs out of the zip with '..': refused");
-        }
-        const bool is_folder = name.back() == '/' || name.back() == '\\';
-        // Unix's file type, where the zip was made on a Unix (made-by host 3).
-        const unsigned host = static_cast<unsigned>(info.version >> 8);
-        const unsigned mode = static_cast<unsigned>(info.external_fa >> 16);
-        if (host == 3 && (mode & S_IFMT) != 0) {
-            if ((mode & S_IFMT) == S_IFLNK) {
-                throw UploadError(400, entry +
-                                           " is a symbolic link: a zip may only hold "
-                                           "plain files (zip it with the files themselves)");
-            }
-            if ((mode & S_IFMT) != S_IFREG && (mode & S_IFMT) != S_IFDIR) {
-                throw UploadError(400, entry + " is not a plain file");
-            }
-        }
-        if (is_folder || (host == 3 && (mode & S_IFMT) == S_IFDIR)) {
-            continue;
-        }
-        std::string base = parts.back();
-        parts.pop_back();
-        const bool hidden = base.empty() || base[0] == '.' ||
-                            std::any_of(parts.begin(), parts.end(), [](const std::string& part) {
-                                return part == "__MACOSX" || (!part.empty() && part[0] == '.');
-                            });
-        if (hidden) {
-            continue;  // .DS_Store, __MACOSX/._probe.cu: what an archiver adds, not the student
-        }
-        if (!plain_file_name(base)) {
-            throw UploadError(400, entry + " is not a plain file name");
-        }
-        if ((info.flag & 1u) != 0) {
-            throw UploadError(400, entry + " is encrypted: zip it without a password");
-        }
-        if (info.uncompressed_size > limits.max_file_bytes) {
-            throw UploadError(413, entry + " is " + size_text(info.uncompressed_size) +
-                                       " unzipped: a file may be at most " +
-                                       size_text(limits.max_file_bytes));
-        }
-        if (unzOpenCurrentFile(archive.get()) != UNZ_OK) {
-            throw UploadError(400, entry + " cannot be unzipped");
-        }
-        std::string content;
-        char buffer[16384];
-        int got = 0;
-        // The header's size is a claim: reading stops one byte past the limit, whatever it said.
-        while ((got = unzReadCurrentFile(archive.get(), buffer, sizeof buffer)) > 0) {
-            content.append(buffer, static_cast<std::size_t>(got));
-            if (content.size() > limits.max_file_bytes) {
-                unzCloseCurrentFile(archive.get());
-                throw UploadError(413, entry +
-                                           " is larger unzipped than its header says, and "
-                                           "more than " +
-                                           size_text(limits.max_file_bytes));
-            }
-        }
-        const int closed = unzCloseCurrentFile(archive.get());
-        if (got < 0 || closed != UNZ_OK) {
-            throw UploadError(400, entry +
-                                       " cannot be unzipped (a damaged archive: its CRC "
-                                       "or its data is wrong)");
-        }
-        total += content.size();
-        if (total > limits.max_total_bytes) {
-            throw UploadError(413, zip + " unzips to more than " +
-                                       size_text(limits.max_total_bytes) + ", the most taken");
-        }
-        entries.push_back({parts, {base, std::move(content)}});
-        if (entries.size() > limits.max_files) {
-            throw UploadError(400, zip + " holds too many files: at most " +
-                                       std::to_string(limits.max_files) + " are taken");
-        }
-    }
-    if (status != UNZ_END_OF_LIST_OF_FILE) {
-        throw UploadError(400, zip + " cannot be read to its end (a damaged archive)");
-    }
-    std::vector<UploadedFile> files;
-    for (Entry& entry : entries) {
-        if (entry.folders != entries.front().folders) {
-            throw UploadError(400, zip + " holds files in more than one folder (" +
-                                       shown(entries.front().file.name) + " and " +
-                                       shown(entry.file.name) +
-                                       "): zip the files, or the one folder holding them");
-        }
-        files.push_back(std::move(entry.file));
-    }
-    if (files.empty()) {
-        throw UploadError(400, zip + " holds no file");
-    }
-    return files;
 }
 
 }  // namespace grader::serve

@@ -12,14 +12,12 @@
 #include <string_view>
 #include <vector>
 
+#include "archive/zip_reader.hpp"
+
 namespace grader::serve {
 
-struct UploadLimits {
-    std::size_t max_files = 8;                      // files in the form, or kept from a zip
-    std::size_t max_zip_entries = 64;               // entries a zip may list, ignored ones included
-    std::size_t max_file_bytes = 512 * 1024;        // one file, once unzipped
-    std::size_t max_total_bytes = 2 * 1024 * 1024;  // all files, once unzipped
-};
+// The limits of a zip apply to the form's files as well.
+using UploadLimits = ZipLimits;
 
 class UploadError : public std::runtime_error {
 public:
@@ -31,10 +29,7 @@ private:
     int status_;
 };
 
-struct UploadedFile {
-    std::string name;  // a plain file name: no folder, no "..", printable
-    std::string bytes;
-};
+using UploadedFile = ZippedFile;
 
 struct Upload {
     std::map<std::string, std::string> fields;  // form fields that are not files ("exercise")
@@ -51,17 +46,11 @@ std::string multipart_boundary(std::string_view content_type);
 Upload parse_multipart(std::string_view body, std::string_view boundary,
                        const UploadLimits& limits);
 
-// The files of a zip. Folders are walked: files all under one top folder (a zipped folder) are
-// taken from it; hidden files and macOS's __MACOSX/ are left out. Refused, naming the entry: a
-// symbolic link or any entry that is not a plain file, an absolute name or one with "..", an
-// encrypted entry, files in more than one folder, more entries or files than the limits, a file
-// larger once unzipped than the limit (whatever its header claims), and an archive that does not
-// read as a zip.
+// The files of a zip (read_zip_files), a refusal being an UploadError: 413 for a size over the
+// limits, 400 for anything else.
 std::vector<UploadedFile> read_zip(std::string_view bytes, const std::string& zip_name,
                                    const UploadLimits& limits);
 
-// Whether a name is a plain file name a folder can hold: not empty, at most 255 bytes, UTF-8 with
-// no control character, not "." or "..", no '/', '\\' or ':'.
-bool plain_file_name(std::string_view name);
+using grader::plain_file_name;
 
 }  // namespace grader::serve

@@ -58,6 +58,8 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
     shared_bytes_ = entry.dynamic_shared_offset + options.dynamic_shared_bytes;
     if (options.dynamic_shared_bytes == 0)
         shared_bytes_ = entry.static_shared_bytes;
+    // What the block is given: whole allocation units, as a GPU gives it (GpuModel::shared_unit).
+    shared_bytes_ = options.gpu.shared_allocation(shared_bytes_);
     // Parameters, laid out as the PTX declares them.
     param_buffer_.assign(entry.param_bytes, std::byte{0});
     for (std::size_t k = 0; k < entry.params.size(); ++k) {
@@ -239,7 +241,8 @@ void Executor::run() {
     // that a block waiting on a global flag sees another block set it. They start in an order
     // drawn from the seed within each wave of that many, as a GPU's do (an H200 started the 160
     // blocks of one wave in no order, and a grid of 16384 within about a wave of their places).
-    const std::uint32_t per_sm = options_.gpu.resident_per_sm(threads_per_block_, shared_bytes_);
+    const std::uint32_t per_sm = options_.gpu.resident_per_sm(threads_per_block_, shared_bytes_,
+                                                              options_.registers_per_thread);
     places_ = static_cast<std::uint32_t>(
         std::min<std::uint64_t>(blocks.size(), std::uint64_t{per_sm} * options_.gpu.sm_count));
     places_ = std::max<std::uint32_t>(places_, 1);
@@ -417,6 +420,7 @@ void Executor::swap_block(BlockState& state) {
     std::swap(races_, state.races);
     std::swap(reduction_true_, state.reduction_true);
     std::swap(reduction_arrived_, state.reduction_arrived);
+    std::swap(block_barriers_, state.barriers);
 }
 
 std::size_t Executor::globals_bytes() const {
@@ -543,6 +547,7 @@ void Executor::start_block(Dim3 b, bool checked, std::uint32_t place) {
         races_.start_block((shared_bytes_ + 3) / 4);
     reduction_true_ = 0;
     reduction_arrived_ = 0;
+    block_barriers_ = 0;
     for (Warp& w : warps_)
         init_warp(w);
 }
@@ -587,6 +592,7 @@ bool Executor::step_block() {
     reduction_arrived_ = 0;
     if (checked_)
         races_.barrier();
+    ++block_barriers_;
     // The warps waited for the last one to arrive.
     std::uint64_t arrived = 0;
     for (const Warp& w : warps_)
@@ -977,6 +983,13 @@ LaunchResult launch(const Module& module, std::string_view entry_name, Dim3 grid
         return refuse("the kernel needs " + std::to_string(shared) +
                       " bytes of shared memory per block; the limit is " +
                       std::to_string(kMaxSharedBytes));
+    }
+    if (options.gpu.resident_per_sm(static_cast<std::uint32_t>(threads), shared,
+                                    options.registers_per_thread) == 0) {
+        return refuse("the kernel uses " + std::to_string(options.registers_per_thread) +
+                      " registers per thread; a block of " + std::to_string(threads) +
+                      " threads of it needs more than the " +
+                      std::to_string(GpuModel::kRegistersPerSm) + " a block may have");
     }
     if (entry->local_bytes > kMaxLocalBytesPerThread) {
         return refuse("the kernel declares " + std::to_string(entry->local_bytes) +

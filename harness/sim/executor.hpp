@@ -146,19 +146,65 @@ inline std::uint64_t low_bits(unsigned bits) {
     return bits == 64 ? ~0ull : ((1ull << bits) - 1);
 }
 
-// A float result as NVIDIA's units give it: a NaN is the canonical one (0x7fffffff, and
-// 0x7fffffffffffffff in f64), whatever NaN went in; a host's FPU keeps an operand's payload.
-template <class F>
-inline F gpu_nan(F r) {
+// A NaN with its quiet bit set, payload and sign kept.
+inline float quieted(float x) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &x, 4);
+    bits |= 0x00400000u;
+    std::memcpy(&x, &bits, 4);
+    return x;
+}
+inline double quieted(double x) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &x, 8);
+    bits |= 0x0008000000000000ull;
+    std::memcpy(&x, &bits, 8);
+    return x;
+}
+
+// A float result as NVIDIA's units give it, from the host's result `r` and the operation's
+// operands, as gpu-check's behaviours section 8 shows on an H100 and an H200: an f32 NaN is the
+// canonical one (0x7fffffff) whatever NaN went in; an f64 NaN keeps the first NaN operand's
+// payload, quieted, and one the operation made (inf - inf) is 0x7fffffffffffffff. A host's FPU
+// picks the NaN operand its own way and makes a negative NaN.
+template <class F, class... Operands>
+inline F gpu_nan(F r, Operands... operands) {
     if (!std::isnan(r))
         return r;
     if constexpr (std::is_same_v<F, float>) {
         const std::uint32_t canonical = 0x7fffffffu;
         std::memcpy(&r, &canonical, 4);
     } else {
-        const std::uint64_t canonical = 0x7fffffffffffffffull;
-        std::memcpy(&r, &canonical, 8);
+        bool found = false;
+        ((found = found || (std::isnan(operands) && (r = quieted(operands), true))), ...);
+        if (!found) {
+            const std::uint64_t canonical = 0x7fffffffffffffffull;
+            std::memcpy(&r, &canonical, 8);
+        }
     }
+    return r;
+}
+
+// A conversion between f32 and f64 of a NaN, as the H200 shows (behaviours section 8): the payload
+// carried over (its top 23 bits from f64), quieted, the sign kept; 0x7fc00123 becomes
+// 0x7ff8002460000000 and 0x7ff8000000000123 becomes 0x7fc00000.
+inline double widened_nan(float x) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &x, 4);
+    const std::uint64_t wide = (static_cast<std::uint64_t>(bits >> 31) << 63) |
+                               0x7ff8000000000000ull |
+                               (static_cast<std::uint64_t>(bits & 0x007fffffu) << 29);
+    double r;
+    std::memcpy(&r, &wide, 8);
+    return r;
+}
+inline float narrowed_nan(double x) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &x, 8);
+    const std::uint32_t narrow = (static_cast<std::uint32_t>(bits >> 63) << 31) | 0x7fc00000u |
+                                 static_cast<std::uint32_t>((bits >> 29) & 0x007fffffu);
+    float r;
+    std::memcpy(&r, &narrow, 4);
     return r;
 }
 
@@ -234,6 +280,7 @@ struct BlockState {
     RaceTracker races;
     std::uint64_t reduction_true = 0;
     std::uint64_t reduction_arrived = 0;
+    std::uint32_t barriers = 0;
 };
 
 class Executor;
@@ -323,11 +370,19 @@ private:
     void note_written(std::size_t word) {
         unwritten_words_ -= shared_written_[word] ^ 1u;
         shared_written_[word] = 1;
+        if (word == watched_word_)
+            note_watched_write();
     }
+    // The word of the launch's first uninitialised shared read, watched in its block until a
+    // thread writes it (UninitializedSharedRead::written_later).
+    std::size_t watched_word_ = static_cast<std::size_t>(-1);
+    Dim3 watched_block_{};
+    void note_watched_write();
     RaceTracker races_;
     bool access_raced_ = false;  // the warp-wide access being executed found a race
     // The (line, earlier line, kind) of each race reported, to report each once.
     std::vector<std::array<std::uint32_t, 3>> reported_races_;
+    std::uint32_t block_barriers_ = 0;  // barriers the current block has completed
 
     // ---- threads and locations ----
 

@@ -11,6 +11,7 @@
 
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
+#include "sim/rounding.hpp"
 
 namespace grader::sim::detail {
 
@@ -154,11 +155,13 @@ void execute_add_sub(Executor& self, Warp& w, const Instruction& in, std::uint32
         using T = decltype(zero);
         const bool add = in.op == Op::add;
         if constexpr (std::is_floating_point_v<T>) {
+            const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
-                T r = add ? as<T>(o.a[l]) + as<T>(o.b[l]) : as<T>(o.a[l]) - as<T>(o.b[l]);
+                const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
+                T r = add ? rounding::add(x, y, mode) : rounding::sub(x, y, mode);
                 if (in.saturate)
                     r = saturate_unit(r);
-                o.d[l] = bits_of<T>(gpu_nan(r));
+                o.d[l] = bits_of<T>(gpu_nan(r, x, y));
             });
         } else if (in.saturate && std::is_same_v<T, std::int32_t>) {
             for_lanes(exec, [&](unsigned l) {
@@ -182,11 +185,13 @@ void execute_mul_lo(Executor& self, Warp& w, const Instruction& in, std::uint32_
     dispatch_any(in.type, [&](auto zero) {
         using T = decltype(zero);
         if constexpr (std::is_floating_point_v<T>) {
+            const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
-                T r = as<T>(o.a[l]) * as<T>(o.b[l]);
+                const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
+                T r = rounding::mul(x, y, mode);
                 if (in.saturate)
                     r = saturate_unit(r);
-                o.d[l] = bits_of<T>(gpu_nan(r));
+                o.d[l] = bits_of<T>(gpu_nan(r, x, y));
             });
         } else {
             using U = Unsigned<T>;
@@ -266,17 +271,18 @@ void execute_mad_wide(Executor& self, Warp& w, const Instruction& in, std::uint3
 
 void execute_fma(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
     const auto o = self.operands<3>(w, in);
+    const auto mode = rounding::direction_of(in.rounding);
     if (in.type == Type::f32) {
         for_lanes(exec, [&](unsigned l) {
-            float r = std::fma(as<float>(o.a[l]), as<float>(o.b[l]), as<float>(o.c[l]));
+            float r = rounding::fma(as<float>(o.a[l]), as<float>(o.b[l]), as<float>(o.c[l]), mode);
             if (in.saturate)
                 r = saturate_unit(r);
             o.d[l] = bits_of<float>(gpu_nan(r));
         });
     } else {
         for_lanes(exec, [&](unsigned l) {
-            o.d[l] = bits_of<double>(
-                gpu_nan(std::fma(as<double>(o.a[l]), as<double>(o.b[l]), as<double>(o.c[l]))));
+            const double x = as<double>(o.a[l]), y = as<double>(o.b[l]), z = as<double>(o.c[l]);
+            o.d[l] = bits_of<double>(gpu_nan(rounding::fma(x, y, z, mode), x, y, z));
         });
     }
 }
@@ -287,12 +293,13 @@ void execute_div_rem(Executor& self, Warp& w, const Instruction& in, std::uint32
         using T = decltype(zero);
         const bool quotient = in.op == Op::div;
         if constexpr (std::is_floating_point_v<T>) {
+            const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
                 const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
-                T r = quotient ? x / y : std::fmod(x, y);
+                T r = quotient ? rounding::div(x, y, mode) : std::fmod(x, y);
                 if (quotient && in.approx && std::is_same_v<T, float>)
                     r = approximate_quotient(x, y);
-                o.d[l] = bits_of<T>(gpu_nan(r));
+                o.d[l] = bits_of<T>(gpu_nan(r, x, y));
             });
         } else {
             for_lanes(exec, [&](unsigned l) {
@@ -320,7 +327,10 @@ void execute_min_max(Executor& self, Warp& w, const Instruction& in, std::uint32
         for_lanes(exec, [&](unsigned l) {
             const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
             if constexpr (std::is_floating_point_v<T>) {
-                o.d[l] = bits_of<T>(gpu_nan(lowest ? std::fmin(x, y) : std::fmax(x, y)));
+                // A NaN comes out only where both are NaN: the first, as min(NaN, NaN) kept
+                // 0x7fc00123 on the H200 (behaviours section 8), in either width.
+                const T r = lowest ? std::fmin(x, y) : std::fmax(x, y);
+                o.d[l] = bits_of<T>(std::isnan(r) ? quieted(x) : r);
             } else {
                 o.d[l] = bits_of<T>(lowest ? std::min(x, y) : std::max(x, y));
             }
@@ -336,7 +346,14 @@ void execute_neg_abs(Executor& self, Warp& w, const Instruction& in, std::uint32
         for_lanes(exec, [&](unsigned l) {
             const T x = as<T>(o.a[l]);
             if constexpr (std::is_floating_point_v<T>) {
-                o.d[l] = bits_of<T>(negate ? -x : std::fabs(x));
+                // An f32 NaN comes out canonical (0x7fffffff on the H100 and H200, behaviours
+                // section 8); an f64 one keeps its bits.
+                const T r = negate ? -x : std::fabs(x);
+                if constexpr (std::is_same_v<T, float>) {
+                    o.d[l] = bits_of<T>(gpu_nan(r));
+                } else {
+                    o.d[l] = bits_of<T>(r);
+                }
             } else {
                 using U = Unsigned<T>;
                 const U minus = static_cast<U>(U(0) - static_cast<U>(x));
@@ -379,15 +396,16 @@ void execute_float_unary(Executor& self, Warp& w, const Instruction& in, std::ui
     dispatch_any(in.type, [&](auto zero) {
         using T = decltype(zero);
         if constexpr (std::is_floating_point_v<T>) {
+            const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
                 const T x = as<T>(o.a[l]);
                 T r = x;
                 switch (in.op) {
                     case Op::rcp:
-                        r = T(1) / x;
+                        r = rounding::div(T(1), x, mode);
                         break;
                     case Op::sqrt:
-                        r = std::sqrt(x);
+                        r = rounding::sqrt(x, mode);
                         break;
                     case Op::rsqrt:
                         r = T(1) / std::sqrt(x);
@@ -409,7 +427,7 @@ void execute_float_unary(Executor& self, Warp& w, const Instruction& in, std::ui
                     if (in.approx)
                         r = approximate(r, x, in.op);
                 }
-                o.d[l] = bits_of<T>(gpu_nan(r));
+                o.d[l] = bits_of<T>(gpu_nan(r, x));
             });
         }
     });

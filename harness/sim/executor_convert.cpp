@@ -9,6 +9,7 @@
 
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
+#include "sim/rounding.hpp"
 
 namespace grader::sim::detail {
 
@@ -195,13 +196,27 @@ void execute_setp(Executor& self, Warp& w, const Instruction& in, std::uint32_t 
     });
 }
 
-// Conversions: float to integer rounds as asked (rzi when none), saturates, NaN gives 0.
-// Float rounding modes other than round-to-nearest for float results (.rz/.rm/.rp) are
-// computed as round-to-nearest.
+// A NaN converted to float type D: between f32 and f64 its payload carried over (widened_nan,
+// narrowed_nan); within one width, as the arithmetic gives it (gpu_nan).
+template <class D, class S>
+D converted_nan(S x) {
+    if constexpr (sizeof(D) > sizeof(S)) {
+        return widened_nan(x);
+    } else if constexpr (sizeof(D) < sizeof(S)) {
+        return narrowed_nan(x);
+    } else {
+        return gpu_nan(x, x);
+    }
+}
+
+// Conversions: float to integer rounds as asked (rzi when none), saturates, NaN gives 0. A
+// float result rounds as .rn/.rz/.rm/.rp ask (sim/rounding.hpp), or to an integral value as
+// .rni/.rzi/.rmi/.rpi ask.
 void execute_cvt(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
     const auto o = self.operands<1>(w, in);
     const Type to = in.type;
     const Type from = in.source_type;
+    const auto mode = rounding::direction_of(in.rounding);
     dispatch_any(from, [&](auto source_zero) {
         using S = decltype(source_zero);
         dispatch_any(to, [&](auto target_zero) {
@@ -212,18 +227,21 @@ void execute_cvt(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
                 if constexpr (std::is_floating_point_v<D>) {
                     if constexpr (std::is_floating_point_v<S>) {
                         r = round_float(static_cast<D>(x), in.rounding);
-                        if (sizeof(D) < sizeof(S))
-                            r = static_cast<D>(round_float(x, in.rounding));
+                        if constexpr (sizeof(D) < sizeof(S))
+                            r = rounding::narrow(round_float(x, in.rounding), mode);
                     } else {
-                        r = static_cast<D>(x);
+                        r = rounding::from_integer<D>(x, mode);
                     }
-                    if (in.saturate)
+                    if (in.saturate) {
                         r = saturate_unit(r);
-                    r = gpu_nan(r);
+                    } else if constexpr (std::is_floating_point_v<S>) {
+                        if (std::isnan(x))
+                            r = converted_nan<D>(x);
+                    }
                 } else if constexpr (std::is_floating_point_v<S>) {
-                    const Rounding mode =
+                    const Rounding integral =
                         in.rounding == Rounding::none ? Rounding::rzi : in.rounding;
-                    const long double v = round_float(static_cast<long double>(x), mode);
+                    const long double v = round_float(static_cast<long double>(x), integral);
                     if (std::isnan(v)) {
                         r = D(0);
                     } else if (v <= static_cast<long double>(std::numeric_limits<D>::min())) {

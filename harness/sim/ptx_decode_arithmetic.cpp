@@ -68,6 +68,7 @@ void decode_mul(Decoding& d) {
     Op op = d.op;
     d.chain.first_listed<Op>({{"wide", Op::mul_wide}, {"hi", Op::mul_hi}}, op);
     d.binary(op);
+    d.ins.rounding = d.rounding();
     if (op == Op::mul_wide && type_bits(d.ins.type) > 32)
         throw ParseError(d.line, "mul.wide of 64 bits");
 }
@@ -91,6 +92,7 @@ void decode_mad(Decoding& d) {
     ins.src[1] = d.value(d.ops[2], ins.type);
     ins.src[2] = d.value(d.ops[3], addend);
     ins.saturate = d.has("sat");
+    ins.rounding = d.rounding();
 }
 
 // div, rem, min, max.
@@ -98,6 +100,7 @@ void decode_float_binary(Decoding& d) {
     d.only(kFloatModifiers);
     d.binary(d.op);
     d.ins.approx = d.has("approx") || d.has("full");
+    d.ins.rounding = d.rounding();
 }
 
 void decode_neg_abs(Decoding& d) {
@@ -263,6 +266,7 @@ void decode_float_unary(Decoding& d) {
     d.only(kFloatModifiers);
     d.unary(d.op);
     d.ins.approx = d.has("approx");
+    d.ins.rounding = d.rounding();
     if (!is_float(d.ins.type))
         throw ParseError(d.line, d.opcode + " needs a float type");
 }

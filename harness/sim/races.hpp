@@ -25,6 +25,9 @@ enum class RaceKind : std::uint8_t {
     write_after_read,   // wrote a word another warp read
     write_after_write,  // wrote a word another warp wrote
     one_store_two_values,
+    // Wrote a word another warp wrote, the same value: whichever lands last, the word is the
+    // same (racecheck's INFO: "no impact on program execution").
+    same_value_write,
 };
 
 // The earlier access a race was found against.
@@ -113,8 +116,11 @@ public:
             source.store_lane = static_cast<std::uint8_t>(lane);
         }
         s.store_bytes |= byte_mask;
-        if (hit.kind == RaceKind::none)
+        if (hit.kind == RaceKind::none) {
             hit = check_write(word, warp);
+            if (hit.kind == RaceKind::write_after_write && same_bytes(byte_mask, current, value))
+                hit.kind = RaceKind::same_value_write;
+        }
         note_write(word, warp, lane, pc);
         return hit;
     }
@@ -144,6 +150,15 @@ private:
         std::uint32_t store_stamp = 0;
         std::uint8_t store_lane = 0;
     };
+
+    static bool same_bytes(std::uint8_t byte_mask, const std::byte* current,
+                           const std::byte* value) {
+        for (unsigned b = 0; b < 4; ++b) {
+            if (((byte_mask >> b) & 1) && current[b] != value[b])
+                return false;
+        }
+        return true;
+    }
 
     RaceHit check_write(std::size_t word, std::uint32_t warp) const {
         const WordState& s = words_[word];

@@ -258,11 +258,15 @@ std::uint64_t ModeledClock::start_nanoseconds(std::uint64_t seed, std::uint64_t 
 namespace {
 
 // The GPUs the simulator can stand in for, by the architecture they run (CUDA's programming
-// guide, compute capabilities: SMs, resident warps, blocks and shared memory per SM).
+// guide, compute capabilities: SMs, resident warps, blocks and shared memory per SM; the PTX
+// ISA's shared memory allocation unit).
 constexpr std::pair<int, GpuModel> kGpus[] = {
-    {70, {"Tesla V100", 80, 64, 32, 96 * 1024}}, {75, {"Tesla T4", 40, 32, 16, 64 * 1024}},
-    {80, {"A100", 108, 64, 32, 164 * 1024}},     {86, {"GeForce RTX 3080", 68, 48, 16, 100 * 1024}},
-    {89, {"L4", 58, 48, 24, 100 * 1024}},        {90, {"H100 / H200", 132, 64, 32, 228 * 1024}},
+    {70, {"Tesla V100", 80, 64, 32, 96 * 1024, 256}},
+    {75, {"Tesla T4", 40, 32, 16, 64 * 1024, 256}},
+    {80, {"A100", 108, 64, 32, 164 * 1024, 128}},
+    {86, {"GeForce RTX 3080", 68, 48, 16, 100 * 1024, 128}},
+    {89, {"L4", 58, 48, 24, 100 * 1024, 128}},
+    {90, {"H100 / H200", 132, 64, 32, 228 * 1024, 128}},
 };
 
 }  // namespace
@@ -281,12 +285,32 @@ GpuModel GpuModel::for_arch(std::string_view arch) {
     return model;
 }
 
-std::uint32_t GpuModel::resident_per_sm(std::uint32_t threads, std::size_t shared_bytes) const {
+std::size_t GpuModel::shared_allocation(std::size_t shared_bytes) const {
+    return (shared_bytes + shared_unit - 1) / shared_unit * shared_unit;
+}
+
+std::uint32_t GpuModel::resident_per_sm(std::uint32_t threads, std::size_t shared_bytes,
+                                        std::uint32_t registers) const {
     const std::uint32_t warps = std::max<std::uint32_t>(1, (threads + 31) / 32);
     std::uint32_t blocks = std::min(blocks_per_sm, warps_per_sm / warps);
-    if (shared_bytes > 0) {
-        blocks = std::min<std::uint32_t>(blocks,
-                                         static_cast<std::uint32_t>(shared_per_sm / shared_bytes));
+    const std::size_t shared = shared_allocation(shared_bytes);
+    if (shared > 0) {
+        blocks =
+            std::min<std::uint32_t>(blocks, static_cast<std::uint32_t>(shared_per_sm / shared));
+    }
+    if (registers > 0) {
+        // cuda_occupancy.h's cudaOccMaxBlocksPerSMRegsLimit: a warp's registers in whole units;
+        // the launch checked as if every partition held a share of the block's warps; the warps
+        // an SM holds are those each partition's quarter of the file holds.
+        const std::uint32_t per_warp =
+            (registers * 32 + kRegisterUnit - 1) / kRegisterUnit * kRegisterUnit;
+        const std::uint32_t partition_warps =
+            (warps + kRegisterPartitions - 1) / kRegisterPartitions * kRegisterPartitions;
+        if (registers > 255 || std::uint64_t{per_warp} * partition_warps > kRegistersPerSm)
+            return 0;
+        const std::uint32_t sm_warps =
+            kRegistersPerSm / kRegisterPartitions / per_warp * kRegisterPartitions;
+        blocks = std::min(blocks, sm_warps / warps);
     }
     return std::max<std::uint32_t>(1, blocks);
 }

@@ -149,11 +149,26 @@ struct GpuModel {
     std::uint32_t warps_per_sm = 32;   // %nwarpid: the warps one SM holds at once
     std::uint32_t blocks_per_sm = 16;  // the most blocks one SM holds at once
     std::uint32_t shared_per_sm = 64 * 1024;
+    // A block's shared memory comes in units of this many bytes (the PTX ISA's allocation unit,
+    // which %total_smem_size counts in, and NVIDIA's occupancy calculator's: 256 on sm_7x, 128
+    // on sm_8x and sm_9x); its accesses fault outside the allocation, not outside what it
+    // declared (an H100 read 4 bytes past a 16,388-byte block without a fault, 2026-12-06).
+    std::uint32_t shared_unit = 256;
+    // The register file (cuda_occupancy.h, every architecture here): 64K 32-bit registers per SM
+    // in 4 partitions, given to warps in units of 256; a block may have 64K.
+    static constexpr std::uint32_t kRegistersPerSm = 64 * 1024;
+    static constexpr std::uint32_t kRegisterPartitions = 4;
+    static constexpr std::uint32_t kRegisterUnit = 256;
     // The model for "sm_75" and the like: the newest architecture of the table not newer.
     static GpuModel for_arch(std::string_view arch);
-    // Blocks of `threads` threads and `shared_bytes` of shared memory that one SM holds at once
-    // (registers aside: their count is ptxas's, not the PTX's). At least 1.
-    std::uint32_t resident_per_sm(std::uint32_t threads, std::size_t shared_bytes) const;
+    // The bytes of shared memory a block that declares `shared_bytes` is given: whole units.
+    std::size_t shared_allocation(std::size_t shared_bytes) const;
+    // Blocks of `threads` threads, `shared_bytes` of shared memory and `registers` registers per
+    // thread (ptxas's count, as cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS) reads it; 0: not
+    // known, not counted) that one SM holds at once, as the occupancy calculator counts them.
+    // 0 where one block does not fit its registers (a GPU refuses the launch); else at least 1.
+    std::uint32_t resident_per_sm(std::uint32_t threads, std::size_t shared_bytes,
+                                  std::uint32_t registers = 0) const;
 };
 
 // Which executor runs a launch. `decoded`: each instruction's operation resolved once per launch
@@ -189,6 +204,9 @@ struct LaunchOptions {
     std::uint64_t input_address = 0;
     std::uint64_t input_bytes = 0;
     std::uint32_t dynamic_shared_bytes = 0;
+    // Registers per thread, as ptxas gave the kernel (0: not known): with the threads and the
+    // shared memory, how many blocks an SM holds at once (GpuModel::resident_per_sm).
+    std::uint32_t registers_per_thread = 0;
     // Instructions a warp runs before the next warp of its block gets a turn.
     std::uint32_t warp_slice = 2048;
     Engine engine = Engine::decoded;
@@ -315,6 +333,13 @@ struct UninitializedSharedRead {
     std::uint64_t word = 0;         // byte_offset / 4
     std::string variable;           // the .shared variable that holds the word, if known
     std::uint64_t word_in_variable = 0;
+    // Barriers the block had completed before the read: none, and the word a store of the
+    // kernel writes later is a missing barrier rather than a tile never written.
+    std::uint32_t barriers_before = 0;
+    // A thread of the block wrote the word after the read, before the block ended or the launch
+    // stopped: a fill the read did not wait for. Without it the word was never written by the
+    // block (a tile left half-written, or a spare array read for what it holds).
+    bool written_later = false;
 };
 
 // A shared-memory race: two warps touched a word, at least one writing, with no barrier of the
@@ -327,6 +352,7 @@ struct SharedRace {
         write_after_read,      // wrote a word another warp had read
         write_after_write,     // wrote a word another warp had written
         one_store_two_values,  // lanes of one store, different values, one word
+        same_value_write,      // wrote a word another warp had written, the same value
     };
     Kind kind = Kind::read_after_write;
     // One sentence naming the lines, the word (variable[index] where known) and the lanes.

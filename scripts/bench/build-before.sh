@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the grader from before issue 19's pipeline change (main at 5e5b133), installed into
-# .carry/before/ (bin/grader beside share/grader/, so that it reads its own exercises wherever
-# the folder is carried): the "before" column of scripts/bench/table_bench.py and of
-# scripts/gpu-check.sh's bench section. Run from the repository root; the source is checked out
-# as a detached worktree in .carry/before-src/.
-# Usage: scripts/bench/build-before.sh [COMMIT]     (default 5e5b133)
+# Builds the grader at COMMIT, installed into .carry/before/ (bin/grader beside share/grader/, so
+# that it reads its own exercises wherever the folder is carried): the "before" column of
+# scripts/bench/table_bench.py and of scripts/gpu-check.sh's bench section. Run from the
+# repository root; the source is checked out as a detached worktree in .carry/before-src/.
+# Usage: scripts/bench/build-before.sh [COMMIT]
+#   (default 5e5b133, main before issue 19's pipeline change; for a branch, the main it starts
+#   from: scripts/bench/build-before.sh $(git merge-base HEAD main))
 set -euo pipefail
 commit=${1:-5e5b133}
 root=$(pwd)

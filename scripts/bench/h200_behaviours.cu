@@ -5,8 +5,15 @@
 // %globaltimer's step, the generic addresses of shared and local memory, where cuMemAlloc puts
 // the grade's buffers, the special registers the simulator models (%clock_hi, %pm, %envreg,
 // %total_smem_size), uninitialised registers and local memory, and how far past the end of a
-// buffer a read faults. Run on the GPU machine (scripts/gpu-check.sh's `behaviours` section):
-//   nvcc -O2 -arch=sm_90 -o /tmp/behaviours scripts/bench/h200_behaviours.cu && /tmp/behaviours [DIR]
+// buffer a read faults; and (sections 16-20, issue 42) CUDA's rounded intrinsics in every
+// direction against the host's fesetround, atomic float adds of subnormals in global and shared
+// memory, clock() read back to back, the blocks an SM holds of a kernel of over 200 registers,
+// and %total_smem_size of a block whose declared shared memory is not whole allocation units.
+// Run on the GPU machine (scripts/gpu-check.sh's `behaviours` section):
+//   nvcc -O2 -arch=native -Xcompiler -frounding-math -I. -o /tmp/behaviours \
+//     scripts/bench/h200_behaviours.cu && /tmp/behaviours [DIR]
+// `/tmp/behaviours --shared-past N` reads shared word N of a 4,097-word (16,388-byte) block and
+// says whether it faulted (a fault ends the process's context, so gpu-check runs one per N).
 // With DIR, the approximate instructions' differences from the correctly rounded results over
 // every mantissa are written there (rcp_approx.delta and the like: one signed byte per mantissa,
 // in ulps). The simulator models each of these from what this prints (docs/simulator-fidelity.md).
@@ -19,7 +26,12 @@
 #include <map>
 #include <set>
 #include <vector>
+#include <cfenv>
 #include <cuda_runtime.h>
+
+// The kernel the simulator's test runs too (tests/test_sim_fidelity.cpp): every rounded
+// intrinsic in every direction over a sweep of operands.
+#include "tests/fixtures/sim/directed_rounding.cu"
 
 static float __uint_as_float_host(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 static double __longlong_as_double_host(unsigned long long u) { double d; std::memcpy(&d, &u, 8); return d; }
@@ -110,32 +122,9 @@ __global__ void record_gridid(unsigned long long* out, int launch) {
   if (threadIdx.x == 0 && blockIdx.x == 0) out[launch] = gridid_reg();
 }
 
-// NaN results: what an operation makes of a NaN with a payload, and of no NaN at all.
-__global__ void nan_results(const float* in, const double* din, unsigned* out, unsigned long long* dout) {
-  const float p = in[0], one = in[1], minus = in[2], inf = in[3];
-  float r[12];
-  asm("add.f32 %0, %1, %2;" : "=f"(r[0]) : "f"(p), "f"(one));
-  asm("mul.f32 %0, %1, %2;" : "=f"(r[1]) : "f"(one), "f"(p));
-  asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r[2]) : "f"(p), "f"(one), "f"(one));
-  asm("div.rn.f32 %0, %1, %2;" : "=f"(r[3]) : "f"(p), "f"(one));
-  asm("sqrt.rn.f32 %0, %1;" : "=f"(r[4]) : "f"(minus));
-  asm("rcp.approx.f32 %0, %1;" : "=f"(r[5]) : "f"(p));
-  asm("min.f32 %0, %1, %2;" : "=f"(r[6]) : "f"(p), "f"(one));
-  asm("min.f32 %0, %1, %2;" : "=f"(r[7]) : "f"(p), "f"(p));
-  asm("neg.f32 %0, %1;" : "=f"(r[8]) : "f"(p));
-  asm("abs.f32 %0, %1;" : "=f"(r[9]) : "f"(p));
-  asm("sub.f32 %0, %1, %2;" : "=f"(r[10]) : "f"(inf), "f"(inf));
-  asm("ex2.approx.f32 %0, %1;" : "=f"(r[11]) : "f"(p));
-  for (int k = 0; k < 12; ++k) out[k] = __float_as_uint(r[k]);
-  double d;
-  asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(p));
-  dout[0] = __double_as_longlong(d);
-  asm("add.f64 %0, %1, %2;" : "=d"(d) : "d"(din[0]), "d"(1.0));
-  dout[1] = __double_as_longlong(d);
-  float back;
-  asm("cvt.rn.f32.f64 %0, %1;" : "=f"(back) : "d"(din[0]));
-  out[12] = __float_as_uint(back);
-}
+// NaN results: what each float operation makes of a NaN with a payload (the kernel the
+// simulator's test_sim_fidelity runs, and the bits it expects there).
+#include "tests/fixtures/sim/nan_results.cu"
 
 // __fdividef (div.approx.f32) and div.full.f32 with divisors at the top of the range.
 __global__ void divide_huge(const float* in, float* out) {
@@ -230,6 +219,167 @@ __global__ void read_at(const char* base, unsigned long long offset, unsigned* o
   if (threadIdx.x == 0 && blockIdx.x == 0) out[0] = *reinterpret_cast<const unsigned*>(base + offset);
 }
 
+// ---- issue 42 ----
+
+// Atomic float adds of a subnormal: out[0] a global word (0 at first) after red.add of it, out[1]
+// a shared word after atomicAdd, out[2] a shared word through a generic pointer, out[3] what
+// atomicAdd returned of a global word holding a subnormal, out[4] that word after adding 0;
+// out[5], out[6] atomicAdd of a NaN with a payload to 1.0 in global and in shared memory.
+__global__ void atomic_subnormals(const float* in, float* global, unsigned* out) {
+  __shared__ float word[3];
+  if (threadIdx.x == 0) { word[0] = 0.0f; word[1] = 0.0f; word[2] = 1.0f; }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  atomicAdd(&global[0], in[0]);
+  atomicAdd(&word[0], in[0]);
+  float* generic = in[1] > 0.0f ? &word[1] : &global[3];
+  atomicAdd(generic, in[0]);
+  const float old = atomicAdd(&global[1], 0.0f);
+  atomicAdd(&global[2], in[2]);
+  atomicAdd(&word[2], in[2]);
+  out[0] = __float_as_uint(global[0]);
+  out[1] = __float_as_uint(word[0]);
+  out[2] = __float_as_uint(word[1]);
+  out[3] = __float_as_uint(old);
+  out[4] = __float_as_uint(global[1]);
+  out[5] = __float_as_uint(global[2]);
+  out[6] = __float_as_uint(word[2]);
+}
+
+// An atomicAdd of an f64 NaN with a payload (0x7ff8000000000123) to 1.0: out[0] in global memory,
+// out[1] in shared.
+__global__ void atomic_nan_wide(const double* in, double* global, unsigned long long* out) {
+  __shared__ double word;
+  if (threadIdx.x == 0) word = 1.0;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  atomicAdd(&global[0], in[0]);
+  atomicAdd(&word, in[0]);
+  out[0] = __double_as_longlong(global[0]);
+  out[1] = __double_as_longlong(word);
+}
+
+// clock() and clock64() read back to back by one thread: the differences.
+__global__ void clock_steps(unsigned* out32, unsigned long long* out64, int reads) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  for (int k = 0; k < reads; ++k) {
+    unsigned a, b;
+    asm volatile("mov.u32 %0, %%clock;" : "=r"(a));
+    asm volatile("mov.u32 %0, %%clock;" : "=r"(b));
+    out32[k] = b - a;
+    unsigned long long c, d;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(d));
+    out64[k] = d - c;
+  }
+}
+
+// A kernel of over 200 registers (192 shared reads kept to the end, as the fixture
+// register_heavy_grid_barrier does) that counts how many of its blocks are present at once.
+__device__ unsigned present_blocks;
+__device__ unsigned most_present;
+__global__ void register_heavy(const float* in, float* out, int stride) {
+  __shared__ float tile[2048];
+  for (int w = threadIdx.x; w < 2048; w += blockDim.x) tile[w] = in[w];
+  if (threadIdx.x == 0) {
+    atomicMax(&most_present, atomicAdd(&present_blocks, 1u) + 1);
+    const long long began = clock64();
+    while (clock64() - began < 200000) {
+      atomicMax(&most_present, *static_cast<volatile unsigned*>(&present_blocks));
+    }
+  }
+  __syncthreads();
+  const unsigned base = threadIdx.x * stride;
+  float kept[192];
+#pragma unroll
+  for (int k = 0; k < 192; ++k) kept[k] = tile[(base + k) & 2047];
+  float acc = 0.0f;
+  for (int k = 192; k < 2048; ++k) acc += tile[(base + k) & 2047];
+#pragma unroll
+  for (int k = 0; k < 192; ++k) acc += kept[k];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+  if (threadIdx.x == 0) atomicSub(&present_blocks, 1u);
+}
+
+// %total_smem_size of a block that declares 16,388 bytes (4,097 words), and a read of word
+// `index` of it (past its declared end from 4,097 on).
+__global__ void shared_past(int index, unsigned* out) {
+  __shared__ unsigned tile[4097];
+  volatile unsigned* words = tile;
+  tile[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned total;
+    asm volatile("mov.u32 %0, %%total_smem_size;" : "=r"(total));
+    out[0] = total;
+    out[1] = words[index];
+  }
+}
+
+// Operands for the rounding sweep: random bits (NaNs, infinities, subnormals among them) and,
+// half the time, one a few binades from the other with a few-bit significand, so that sums and
+// products round or tie.
+struct Operands {
+  unsigned long long state = 0x9e3779b97f4a7c15ull;
+  unsigned long long next() {
+    state ^= state << 13; state ^= state >> 7; state ^= state << 17;
+    return state;
+  }
+  float any_float(float near) {
+    unsigned b = static_cast<unsigned>(next());
+    if (next() % 2 == 0) {
+      unsigned n; std::memcpy(&n, &near, 4);
+      long long e = static_cast<long long>((n >> 23) & 0xff) + static_cast<long long>(next() % 61) - 30;
+      e = std::max(0LL, std::min(254LL, e));
+      b = (b & 0x80000000u) | (static_cast<unsigned>(e) << 23) | (static_cast<unsigned>(next() & next()) >> 9);
+    }
+    float f; std::memcpy(&f, &b, 4); return f;
+  }
+  double any_double(double near) {
+    unsigned long long b = next();
+    if (next() % 2 == 0) {
+      unsigned long long n; std::memcpy(&n, &near, 8);
+      long long e = static_cast<long long>((n >> 52) & 0x7ff) + static_cast<long long>(next() % 121) - 60;
+      e = std::max(0LL, std::min(2046LL, e));
+      b = (b & 0x8000000000000000ull) | (static_cast<unsigned long long>(e) << 52) | ((next() & next()) >> 12);
+    }
+    double d; std::memcpy(&d, &b, 8); return d;
+  }
+};
+
+// The host's results of directedRounding's list, each under fesetround's mode (this file is built
+// with -frounding-math): rn, rz, rd, ru for each operation.
+static const char* const kRoundedNames[] = {
+    "__fadd", "__fsub", "__fmul", "__fdiv", "__fmaf", "__frcp", "__fsqrt", "__double2float",
+    "__int2float", "__uint2float", "__ll2float", "__ull2float", "__dadd", "__dsub", "__dmul",
+    "__ddiv", "__fma", "__drcp", "__dsqrt", "__ll2double", "__ull2double"};
+static void host_rounded(float a, float b, float c, double x, double y, double z, long long m,
+                         unsigned long long* o) {
+  const int modes[] = {FE_TONEAREST, FE_TOWARDZERO, FE_DOWNWARD, FE_UPWARD};
+  volatile float va = a, vb = b, vc = c;
+  volatile double vx = x, vy = y, vz = z;
+  volatile long long vm = m;
+  for (int r = 0; r < 4; ++r) {
+    std::fesetround(modes[r]);
+    const float f32[] = {va + vb, va - vb, va * vb, va / vb, std::fma(va, vb, vc), 1.0f / va,
+                         std::sqrt(va), static_cast<float>(vx),
+                         static_cast<float>(static_cast<int>(vm)),
+                         static_cast<float>(static_cast<unsigned>(vm)), static_cast<float>(vm),
+                         static_cast<float>(static_cast<unsigned long long>(vm))};
+    const double f64[] = {vx + vy, vx - vy, vx * vy, vx / vy, std::fma(vx, vy, vz), 1.0 / vx,
+                          std::sqrt(vx), static_cast<double>(vm),
+                          static_cast<double>(static_cast<unsigned long long>(vm))};
+    std::fesetround(FE_TONEAREST);
+    for (int k = 0; k < 12; ++k) { unsigned u; std::memcpy(&u, &f32[k], 4); o[4 * k + r] = u; }
+    for (int k = 0; k < 9; ++k) { unsigned long long u; std::memcpy(&u, &f64[k], 8); o[48 + 4 * k + r] = u; }
+  }
+}
+
+static bool is_nan_bits(unsigned long long v, bool wide) {
+  return wide ? ((v >> 52) & 0x7ff) == 0x7ff && (v & 0xfffffffffffffull) != 0
+              : ((v >> 23) & 0xff) == 0xff && (v & 0x7fffffu) != 0;
+}
+
 // The correctly rounded result of an approximate instruction, from double precision.
 float rounded(int op, float x) {
   const double d = x;
@@ -255,6 +405,18 @@ int ulp_distance(float a, float b) {
 }
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::strcmp(argv[1], "--shared-past") == 0) {
+    const int index = std::atoi(argv[2]);
+    unsigned* d; CHECK(cudaMalloc(&d, 8));
+    shared_past<<<1, 256>>>(index, d);
+    const cudaError_t e = cudaDeviceSynchronize();
+    unsigned h[2] = {0, 0};
+    if (e == cudaSuccess) CHECK(cudaMemcpy(h, d, 8, cudaMemcpyDeviceToHost));
+    std::printf("shared word %d of a block declaring 4097 words (bytes %d to %d; 16388 declared): %s; "
+                "total_smem_size %u\n", index, 4 * index, 4 * index + 3,
+                e == cudaSuccess ? "no fault" : cudaGetErrorString(e), h[0]);
+    return 0;
+  }
   const char* table_dir = argc > 1 ? argv[1] : nullptr;
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -382,25 +544,22 @@ int main(int argc, char** argv) {
     CHECK(cudaFree(d)); CHECK(cudaFree(scratch));
   }
 
-  // 8. NaN results, from a quiet NaN with payload 0x123 (0x7fc00123).
+  // 8. NaN results, from quiet NaNs with payloads 0x123 and 0x456 (f32 and f64).
   {
-    const float in[4] = {__uint_as_float_host(0x7fc00123u), 1.0f, -1.0f, INFINITY};
-    const double din[1] = {__longlong_as_double_host(0x7ff8000000000123ull)};
-    float* dIn; double* dDin; unsigned* dOut; unsigned long long* dDout;
-    CHECK(cudaMalloc(&dIn, sizeof in)); CHECK(cudaMalloc(&dDin, sizeof din));
-    CHECK(cudaMalloc(&dOut, 13 * 4)); CHECK(cudaMalloc(&dDout, 16));
+    const unsigned long long in[4] = {0x7fc00123ull, 0x7fc00456ull, 0x7ff8000000000123ull,
+                                      0x7ff8000000000456ull};
+    unsigned long long *dIn, *dOut;
+    CHECK(cudaMalloc(&dIn, sizeof in)); CHECK(cudaMalloc(&dOut, kNanResults * 8));
     CHECK(cudaMemcpy(dIn, in, sizeof in, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(dDin, din, sizeof din, cudaMemcpyHostToDevice));
-    nan_results<<<1, 1>>>(dIn, dDin, dOut, dDout);
-    unsigned out[13]; unsigned long long dout[2];
+    nanResults<<<1, 1>>>(dIn, dOut);
+    unsigned long long out[kNanResults];
     CHECK(cudaMemcpy(out, dOut, sizeof out, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(dout, dDout, sizeof dout, cudaMemcpyDeviceToHost));
-    const char* names[] = {"add", "mul", "fma", "div.rn", "sqrt(-1)", "rcp.approx", "min(nan,1)",
-                           "min(nan,nan)", "neg", "abs", "inf-inf", "ex2.approx", "cvt.f32.f64"};
-    std::printf("NaN results (input 0x7fc00123, f64 0x7ff8000000000123):");
-    for (int k = 0; k < 13; ++k) std::printf(" %s=0x%08x", names[k], out[k]);
-    std::printf(" cvt.f64.f32=0x%016llx add.f64=0x%016llx\n", dout[0], dout[1]);
-    CHECK(cudaFree(dIn)); CHECK(cudaFree(dDin)); CHECK(cudaFree(dOut)); CHECK(cudaFree(dDout));
+#define NAN_RESULT_NAME(name) #name,
+    const char* names[] = {NAN_RESULTS(NAN_RESULT_NAME)};
+    std::printf("NaN results (tests/fixtures/sim/nan_results.cu; test_sim_fidelity expects):");
+    for (int k = 0; k < kNanResults; ++k) std::printf(" %s=0x%llx", names[k], out[k]);
+    std::printf("\n");
+    CHECK(cudaFree(dIn)); CHECK(cudaFree(dOut));
   }
 
   // 9. div.approx.f32 (__fdividef) and div.full.f32 with divisors 2^125, 2^126 * 1.5, 2^127, 3e38.
@@ -528,7 +687,132 @@ int main(int argc, char** argv) {
     CHECK(cudaFree(d));
   }
 
-  // 16. Reads past the end of an 8 KiB buffer: the first offset that faults ends this program
+  // 16. CUDA's rounded intrinsics (tests/fixtures/sim/directed_rounding.cu) against the host's
+  // fesetround: how many results differ, by intrinsic, and a hash of the GPU's results.
+  {
+    const int samples = 1 << 16;
+    Operands gen;
+    std::vector<float> f(3 * samples); std::vector<double> d(3 * samples); std::vector<long long> m(samples);
+    for (int k = 0; k < samples; ++k) {
+      f[3 * k] = gen.any_float(1.0f); f[3 * k + 1] = gen.any_float(f[3 * k]);
+      f[3 * k + 2] = gen.any_float(f[3 * k] * f[3 * k + 1]);
+      d[3 * k] = gen.any_double(1.0); d[3 * k + 1] = gen.any_double(d[3 * k]);
+      d[3 * k + 2] = gen.any_double(d[3 * k] * d[3 * k + 1]);
+      m[k] = static_cast<long long>(gen.next() >> (gen.next() % 64)) * (gen.next() % 2 ? 1 : -1);
+    }
+    float* df; double* dd; long long* dm; unsigned long long* dout;
+    CHECK(cudaMalloc(&df, f.size() * 4)); CHECK(cudaMalloc(&dd, d.size() * 8));
+    CHECK(cudaMalloc(&dm, m.size() * 8)); CHECK(cudaMalloc(&dout, static_cast<size_t>(samples) * ROUNDING_RESULTS * 8));
+    CHECK(cudaMemcpy(df, f.data(), f.size() * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dd, d.data(), d.size() * 8, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dm, m.data(), m.size() * 8, cudaMemcpyHostToDevice));
+    directedRounding<<<samples / 256, 256>>>(df, dd, dm, dout, samples);
+    std::vector<unsigned long long> got(static_cast<size_t>(samples) * ROUNDING_RESULTS);
+    CHECK(cudaMemcpy(got.data(), dout, got.size() * 8, cudaMemcpyDeviceToHost));
+    long long differ[ROUNDING_RESULTS] = {};
+    long long total = 0;
+    unsigned long long hash = 1469598103934665603ull;
+    int shown = 0;
+    for (int k = 0; k < samples; ++k) {
+      unsigned long long want[ROUNDING_RESULTS];
+      host_rounded(f[3 * k], f[3 * k + 1], f[3 * k + 2], d[3 * k], d[3 * k + 1], d[3 * k + 2], m[k], want);
+      for (int j = 0; j < ROUNDING_RESULTS; ++j) {
+        const unsigned long long g = got[static_cast<size_t>(k) * ROUNDING_RESULTS + j];
+        hash = (hash ^ g) * 1099511628211ull;
+        const bool wide = j >= 48;
+        if (g != want[j] && !(is_nan_bits(g, wide) && is_nan_bits(want[j], wide))) {
+          ++differ[j]; ++total;
+          if (shown++ < 6)
+            std::printf("  differs: %s_%s sample %d: GPU 0x%llx, host 0x%llx\n", kRoundedNames[j / 4],
+                        "rn\0rz\0rd\0ru" + 3 * (j % 4), k, g, want[j]);
+        }
+      }
+    }
+    std::printf("directed rounding, %d samples x %d results: %lld differ from the host's fesetround; hash %016llx\n",
+                samples, ROUNDING_RESULTS, total, hash);
+    for (int j = 0; j < ROUNDING_RESULTS; ++j)
+      if (differ[j] != 0) std::printf("  %s_%s: %lld differ\n", kRoundedNames[j / 4], "rn\0rz\0rd\0ru" + 3 * (j % 4), differ[j]);
+    CHECK(cudaFree(df)); CHECK(cudaFree(dd)); CHECK(cudaFree(dm)); CHECK(cudaFree(dout));
+  }
+
+  // 17. Atomic float adds of 1e-40 (a subnormal) in global and shared memory, and of a NaN.
+  {
+    const float in[3] = {1e-40f, 1.0f, __uint_as_float_host(0x7fc00123u)};
+    const float global[4] = {0.0f, 1e-39f, 1.0f, 0.0f};
+    float *dIn, *dGlobal; unsigned* dOut;
+    CHECK(cudaMalloc(&dIn, sizeof in)); CHECK(cudaMalloc(&dGlobal, sizeof global)); CHECK(cudaMalloc(&dOut, 7 * 4));
+    CHECK(cudaMemcpy(dIn, in, sizeof in, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dGlobal, global, sizeof global, cudaMemcpyHostToDevice));
+    atomic_subnormals<<<1, 32>>>(dIn, dGlobal, dOut);
+    unsigned h[7]; CHECK(cudaMemcpy(h, dOut, sizeof h, cudaMemcpyDeviceToHost));
+    std::printf("atomicAdd of 1e-40 (0x000116c2): global 0x%08x, shared 0x%08x, shared through a generic pointer 0x%08x; "
+                "atomicAdd(0) to a global 1e-39 returned 0x%08x and left 0x%08x; NaN 0x7fc00123 + 1: global 0x%08x, shared 0x%08x\n",
+                h[0], h[1], h[2], h[3], h[4], h[5], h[6]);
+    CHECK(cudaFree(dIn)); CHECK(cudaFree(dGlobal)); CHECK(cudaFree(dOut));
+    const double wideIn = __longlong_as_double_host(0x7ff8000000000123ull), wideGlobal = 1.0;
+    double *dWideIn, *dWideGlobal; unsigned long long* dWideOut;
+    CHECK(cudaMalloc(&dWideIn, 8)); CHECK(cudaMalloc(&dWideGlobal, 8)); CHECK(cudaMalloc(&dWideOut, 16));
+    CHECK(cudaMemcpy(dWideIn, &wideIn, 8, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dWideGlobal, &wideGlobal, 8, cudaMemcpyHostToDevice));
+    atomic_nan_wide<<<1, 32>>>(dWideIn, dWideGlobal, dWideOut);
+    unsigned long long w[2]; CHECK(cudaMemcpy(w, dWideOut, sizeof w, cudaMemcpyDeviceToHost));
+    std::printf("f64 atomicAdd of NaN 0x7ff8000000000123 to 1.0: global 0x%016llx, shared 0x%016llx\n", w[0], w[1]);
+    CHECK(cudaFree(dWideIn)); CHECK(cudaFree(dWideGlobal)); CHECK(cudaFree(dWideOut));
+  }
+
+  // 18. clock() and clock64() read back to back.
+  {
+    const int reads = 1024;
+    unsigned* d32; unsigned long long* d64;
+    CHECK(cudaMalloc(&d32, reads * 4)); CHECK(cudaMalloc(&d64, reads * 8));
+    clock_steps<<<1, 32>>>(d32, d64, reads);
+    std::vector<unsigned> h32(reads); std::vector<unsigned long long> h64(reads);
+    CHECK(cudaMemcpy(h32.data(), d32, reads * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(h64.data(), d64, reads * 8, cudaMemcpyDeviceToHost));
+    std::map<unsigned long long, int> s32, s64;
+    for (int k = 0; k < reads; ++k) { s32[h32[k]]++; s64[h64[k]]++; }
+    std::printf("clock() read back to back, %d times:", reads);
+    for (auto& [v, n] : s32) std::printf(" %llu x%d", v, n);
+    std::printf("; clock64():");
+    for (auto& [v, n] : s64) std::printf(" %llu x%d", v, n);
+    std::printf("\n");
+    CHECK(cudaFree(d32)); CHECK(cudaFree(d64));
+  }
+
+  // 19. A kernel of over 200 registers: ptxas's count, what the occupancy API says an SM holds
+  // (blocks of 256), and how many of its blocks were present at once in a grid of 8 per SM.
+  {
+    cudaFuncAttributes attributes;
+    CHECK(cudaFuncGetAttributes(&attributes, register_heavy));
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, register_heavy, 256, 0));
+    const int blocks = 8 * prop.multiProcessorCount;
+    float *din, *dout;
+    CHECK(cudaMalloc(&din, 2048 * 4)); CHECK(cudaMalloc(&dout, static_cast<size_t>(blocks) * 256 * 4));
+    CHECK(cudaMemset(din, 0, 2048 * 4));
+    unsigned zero = 0;
+    CHECK(cudaMemcpyToSymbol(present_blocks, &zero, 4)); CHECK(cudaMemcpyToSymbol(most_present, &zero, 4));
+    register_heavy<<<blocks, 256>>>(din, dout, 1);
+    CHECK(cudaDeviceSynchronize());
+    unsigned most = 0; CHECK(cudaMemcpyFromSymbol(&most, most_present, 4));
+    std::printf("register-heavy kernel: %d registers a thread, %zu bytes static shared; occupancy API: %d blocks of 256 an SM "
+                "(%d on the GPU); at most %u of %d blocks present at once\n",
+                attributes.numRegs, attributes.sharedSizeBytes, per_sm, per_sm * prop.multiProcessorCount, most, blocks);
+    CHECK(cudaFree(din)); CHECK(cudaFree(dout));
+  }
+
+  // 20. %total_smem_size of a block that declares 16,388 bytes; reads past its end are
+  // gpu-check's (one process each: `--shared-past N`).
+  {
+    unsigned* d; CHECK(cudaMalloc(&d, 8));
+    shared_past<<<1, 256>>>(0, d);
+    unsigned h[2]; CHECK(cudaMemcpy(h, d, 8, cudaMemcpyDeviceToHost));
+    std::printf("a block declaring 16388 bytes of shared memory: total_smem_size %u; reservedSharedMemPerBlock %zu\n",
+                h[0], prop.reservedSharedMemPerBlock);
+    CHECK(cudaFree(d));
+  }
+
+  // 21. Reads past the end of an 8 KiB buffer: the first offset that faults ends this program
   // (the context is lost), so it comes last.
   {
     char* buf; CHECK(cudaMalloc(&buf, 8192));

@@ -4,7 +4,19 @@
 # The merge is given the options of the batch's that it reads too (--exercise, for Part 2:
 # --exercise day15-padding; --prairielearn-qid), so it merges the class the tasks graded.
 # Logs: RUN/logs/shard-I.log and RUN/logs/merge.log. Environment: GRADER, GRADER_BACKEND.
+#   scripts/slurm/submit.sh --check
+# says whether a class can be submitted from here (sbatch on PATH): `grader serve --slurm` runs
+# it at its start and refuses to start where it exits other than 0.
 set -eu
+if [ "${1:-}" = --check ]; then
+  if ! command -v sbatch >/dev/null 2>&1; then
+    echo "sbatch is not on PATH here (PATH=$PATH): install Slurm's client commands (Debian:" \
+         "slurm-client) or start the service where they are" >&2
+    exit 1
+  fi
+  echo "submit.sh: waves go to Slurm through $(command -v sbatch)"
+  exit 0
+fi
 here=$(cd "$(dirname "$0")" && pwd); class=$1 run=$2 count=$3; shift 3; mkdir -p "$run/logs"
 merge_options=()
 rest=("$@")

@@ -99,6 +99,13 @@ public:
              {{"width", 1400}, {"height", 1800}, {"deviceScaleFactor", 1}, {"mobile", false}});
     }
 
+    // The window the page is laid out in: a phone's (mobile: its viewport meta tag is obeyed,
+    // as a phone's browser does) or a laptop's.
+    void viewport(int width, int height, bool mobile) {
+        call("Emulation.setDeviceMetricsOverride",
+             {{"width", width}, {"height", height}, {"deviceScaleFactor", 1}, {"mobile", mobile}});
+    }
+
     // The value of a JavaScript expression in the page (promises awaited).
     nlohmann::json evaluate(const std::string& expression) {
         const auto result =

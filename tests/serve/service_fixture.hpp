@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "exercise/exercise.hpp"
+#include "grader_run.hpp"
 #include "serve/api.hpp"
 #include "serve/http_client.hpp"
 #include "serve/http_server.hpp"

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "grader_run.hpp"  // read_text, which the serve tests take from here
+
 namespace grader::testing {
 
 struct ZipEntry {
@@ -44,13 +46,6 @@ inline std::string make_zip(const std::vector<ZipEntry>& entries) {
     std::ostringstream bytes;
     bytes << in.rdbuf();
     std::filesystem::remove(file);
-    return bytes.str();
-}
-
-inline std::string read_text(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
     return bytes.str();
 }
 

@@ -22,6 +22,7 @@
 #include "model/bank_model.hpp"
 #include "model/report.hpp"
 #include "report/class/class_detail.hpp"
+#include "report/class/svg_chart.hpp"
 #include "text/text_safety.hpp"
 
 namespace grader::class_detail {
@@ -29,13 +30,6 @@ namespace {
 
 std::string escape_html(const std::string& text) {
     return text::html_line(text);
-}
-
-// A coordinate with one decimal: enough for a screen, short in the file.
-std::string svg_number(double value, int decimals = 1) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-    return buffer;
 }
 
 const char* verdict_color(Verdict verdict) {
@@ -53,11 +47,7 @@ const char* verdict_color(Verdict verdict) {
 // A fixed jitter per student and stride, so dots at one stride do not hide each other and the
 // page is the same on every run.
 double jitter(const std::string& folder, int stride) {
-    std::uint64_t hash = 1469598103934665603ULL;
-    for (char c : folder + "#" + std::to_string(stride)) {
-        hash ^= static_cast<unsigned char>(c);
-        hash *= 1099511628211ULL;
-    }
+    const std::uint64_t hash = fnv1a(folder + "#" + std::to_string(stride));
     return static_cast<double>(hash % 1000) / 999.0 - 0.5;  // in [-0.5, 0.5]
 }
 
@@ -101,78 +91,140 @@ void write_verdict_counts(std::ostringstream& html, const ClassSummary& summary)
     html << "</p>\n</section>\n";
 }
 
-void write_score_histogram(std::ostringstream& html, const ClassSummary& summary) {
-    // One bar per whole point while that stays readable, else ten equal bins.
-    const double max_score = std::max(summary.max_score, 1.0);
-    const bool per_point = max_score <= 40.0;
-    const int bins = per_point ? static_cast<int>(std::ceil(max_score)) + 1 : 10;
-    const double width = per_point ? 1.0 : max_score / bins;
-    std::vector<int> counts(static_cast<std::size_t>(bins), 0);
-    for (double score : summary.graded_scores) {
-        int bin = static_cast<int>(std::floor(std::max(score, 0.0) / width));
-        bin = std::min(bin, bins - 1);
-        ++counts[static_cast<std::size_t>(bin)];
+namespace {
+
+using Attributes = std::vector<std::pair<std::string, std::string>>;
+
+// A horizontal grid line across the plot at `y`, and its value's label left of the axis: in the
+// page's grid style, or `stroke`'s.
+void add_grid_line(SvgChart& chart, double left, double right, double y, const std::string& label,
+                   const std::string& stroke = {}) {
+    Attributes attributes;
+    if (stroke.empty()) {
+        attributes.emplace_back("class", "grid");
     }
-    const int most = std::max(1, *std::max_element(counts.begin(), counts.end()));
+    attributes.insert(attributes.end(), {{"x1", plain_number(left)},
+                                         {"x2", plain_number(right)},
+                                         {"y1", svg_number(y)},
+                                         {"y2", svg_number(y)}});
+    if (!stroke.empty()) {
+        attributes.emplace_back("stroke", stroke);
+    }
+    chart.add("line", attributes, {}, false);
+    chart.add("text",
+              {{"x", plain_number(left - 8)}, {"y", svg_number(y + 4)}, {"text-anchor", "end"}},
+              label);
+}
+
+// The score histogram's bars, one per whole point while that stays readable, else ten bins.
+struct ScoreBins {
+    bool per_point = true;
+    double width = 1.0;
+    std::vector<int> counts;
+
+    explicit ScoreBins(const ClassSummary& summary) {
+        const double max_score = std::max(summary.max_score, 1.0);
+        per_point = max_score <= 40.0;
+        const int bins = per_point ? static_cast<int>(std::ceil(max_score)) + 1 : 10;
+        width = per_point ? 1.0 : max_score / bins;
+        counts.assign(static_cast<std::size_t>(bins), 0);
+        for (double score : summary.graded_scores) {
+            int bin = static_cast<int>(std::floor(std::max(score, 0.0) / width));
+            bin = std::min(bin, bins - 1);
+            ++counts[static_cast<std::size_t>(bin)];
+        }
+    }
+    std::string label(int bin) const {
+        return per_point
+                   ? std::to_string(bin)
+                   : format_number(bin * width, 1) + "–" + format_number((bin + 1) * width, 1);
+    }
+};
+
+SvgChart score_histogram(const ClassSummary& summary) {
+    const ScoreBins bins(summary);
+    const int count_of_bins = static_cast<int>(bins.counts.size());
+    const int most = std::max(1, *std::max_element(bins.counts.begin(), bins.counts.end()));
     const int step = std::max(1, static_cast<int>(std::ceil(most / 5.0)));
     const int top = ((most + step - 1) / step) * step;
 
-    const double view_width = 960, view_height = 250;
+    SvgChart chart{"score-histogram", 960, 250, "Histogram of scores", {}, {}};
     const double left = 56, right = 16, top_margin = 20, bottom = 56;
-    const double plot_width = view_width - left - right;
-    const double plot_height = view_height - top_margin - bottom;
-    const double band = plot_width / bins;
-    const auto y_of = [&](double count) {
-        return top_margin + plot_height - count / top * plot_height;
-    };
+    const double plot_width = chart.width - left - right;
+    const double plot_height = chart.height - top_margin - bottom;
+    const double baseline = top_margin + plot_height;
+    const double band = plot_width / count_of_bins;
+    const auto y_of = [&](double count) { return baseline - count / top * plot_height; };
 
-    html << "<section class=\"card\" aria-labelledby=\"score-histogram-title\">\n"
-         << "<h2 id=\"score-histogram-title\">Distribution of scores</h2>\n"
-         << "<svg id=\"score-histogram\" viewBox=\"0 0 " << view_width << ' ' << view_height
-         << "\" width=\"" << view_width << "\" height=\"" << view_height
-         << "\" role=\"img\" aria-label=\"Histogram of scores\">\n";
     for (int tick = 0; tick <= top; tick += step) {
-        const double y = y_of(tick);
-        html << "<line class=\"grid\" x1=\"" << left << "\" x2=\"" << left + plot_width
-             << "\" y1=\"" << svg_number(y) << "\" y2=\"" << svg_number(y) << "\"/>"
-             << "<text x=\"" << left - 8 << "\" y=\"" << svg_number(y + 4)
-             << "\" text-anchor=\"end\">" << tick << "</text>\n";
+        add_grid_line(chart, left, left + plot_width, y_of(tick), std::to_string(tick));
     }
-    for (int bin = 0; bin < bins; ++bin) {
-        const int count = counts[static_cast<std::size_t>(bin)];
+    for (int bin = 0; bin < count_of_bins; ++bin) {
+        const int count = bins.counts[static_cast<std::size_t>(bin)];
         const double x = left + bin * band + band * 0.12;
         const double bar_width = band * 0.76;
         const double y = y_of(count);
-        const std::string label =
-            per_point ? std::to_string(bin)
-                      : format_number(bin * width, 1) + "–" + format_number((bin + 1) * width, 1);
-        html << "<rect class=\"bar\" data-bin=\"" << label << "\" data-count=\"" << count
-             << "\" x=\"" << svg_number(x) << "\" y=\"" << svg_number(y) << "\" width=\""
-             << svg_number(bar_width) << "\" height=\"" << svg_number(top_margin + plot_height - y)
-             << "\" fill=\"#1565c0\"><title>score " << label << ": " << count
-             << (count == 1 ? " submission" : " submissions") << "</title></rect>";
+        const std::string label = bins.label(bin);
+        chart.add("rect",
+                  {{"class", "bar"},
+                   {"data-bin", label},
+                   {"data-count", std::to_string(count)},
+                   {"x", svg_number(x)},
+                   {"y", svg_number(y)},
+                   {"width", svg_number(bar_width)},
+                   {"height", svg_number(baseline - y)},
+                   {"fill", "#1565c0"}},
+                  "score " + label + ": " + std::to_string(count) +
+                      (count == 1 ? " submission" : " submissions"),
+                  false);
         if (count > 0) {
-            html << "<text x=\"" << svg_number(x + bar_width / 2) << "\" y=\"" << svg_number(y - 5)
-                 << "\" text-anchor=\"middle\">" << count << "</text>";
+            chart.add("text",
+                      {{"x", svg_number(x + bar_width / 2)},
+                       {"y", svg_number(y - 5)},
+                       {"text-anchor", "middle"}},
+                      std::to_string(count), false);
         }
-        html << "<text x=\"" << svg_number(left + (bin + 0.5) * band) << "\" y=\""
-             << svg_number(top_margin + plot_height + 18) << "\" text-anchor=\"middle\">" << label
-             << "</text>\n";
+        chart.add("text",
+                  {{"x", svg_number(left + (bin + 0.5) * band)},
+                   {"y", svg_number(baseline + 18)},
+                   {"text-anchor", "middle"}},
+                  label);
     }
-    html << "<line class=\"axis\" x1=\"" << left << "\" x2=\"" << left + plot_width << "\" y1=\""
-         << top_margin + plot_height << "\" y2=\"" << top_margin + plot_height << "\"/>\n"
-         << "<text class=\"axis-title\" x=\"" << left + plot_width / 2 << "\" y=\""
-         << view_height - 10 << "\" text-anchor=\"middle\">score (points, out of "
-         << format_number(summary.max_score, 2) << ")</text>\n"
-         << "<text class=\"axis-title\" transform=\"translate(16 " << top_margin + plot_height / 2
-         << ") rotate(-90)\" text-anchor=\"middle\">submissions</text>\n";
+    chart.add("line", {{"class", "axis"},
+                       {"x1", plain_number(left)},
+                       {"x2", plain_number(left + plot_width)},
+                       {"y1", plain_number(baseline)},
+                       {"y2", plain_number(baseline)}});
+    chart.add("text",
+              {{"class", "axis-title"},
+               {"x", plain_number(left + plot_width / 2)},
+               {"y", plain_number(chart.height - 10)},
+               {"text-anchor", "middle"}},
+              "score (points, out of " + format_number(summary.max_score, 2) + ")");
+    chart.add("text",
+              {{"class", "axis-title"},
+               {"transform",
+                "translate(16 " + plain_number(top_margin + plot_height / 2) + ") rotate(-90)"},
+               {"text-anchor", "middle"}},
+              "submissions");
     if (summary.graded_scores.empty()) {
-        html << "<text class=\"no-data\" x=\"" << left + plot_width / 2 << "\" y=\""
-             << top_margin + plot_height / 2 << "\" text-anchor=\"middle\">No data: no submission "
-             << "was graded, so there is no score to show.</text>\n";
+        chart.add("text",
+                  {{"class", "no-data"},
+                   {"x", plain_number(left + plot_width / 2)},
+                   {"y", plain_number(top_margin + plot_height / 2)},
+                   {"text-anchor", "middle"}},
+                  "No data: no submission was graded, so there is no score to show.");
     }
-    html << "</svg>\n"
-         << "<p class=\"note\">Graded submissions only (" << summary.graded_scores.size()
+    return chart;
+}
+
+}  // namespace
+
+void write_score_histogram(std::ostringstream& html, const ClassSummary& summary) {
+    html << "<section class=\"card\" aria-labelledby=\"score-histogram-title\">\n"
+         << "<h2 id=\"score-histogram-title\">Distribution of scores</h2>\n";
+    write_svg(html, score_histogram(summary));
+    html << "<p class=\"note\">Graded submissions only (" << summary.graded_scores.size()
          << "); ungradable ones (" << summary.ungradable << ") have no score.</p>\n</section>\n";
 }
 
@@ -184,14 +236,18 @@ bool any_student_ratio(const ClassSummary& summary) {
                        [](const StrideSummary& row) { return row.student_ratio.has_value(); });
 }
 
-void write_counted_chart(std::ostringstream& html, const ClassSummary& summary,
-                         const std::vector<const ClassEntry*>& sorted) {
-    struct Column {
-        std::string name;
-        unsigned model = 0;
-        std::vector<double> counted;
-    };
-    std::vector<Column> columns;
+namespace {
+
+// A column of the counted chart: each student's counted degree for one kernel (or stride).
+struct CountedColumn {
+    std::string name;
+    unsigned model = 0;
+    std::vector<double> counted;
+};
+
+std::vector<CountedColumn> counted_columns(const ClassSummary& summary,
+                                           const std::vector<const ClassEntry*>& sorted) {
+    std::vector<CountedColumn> columns;
     for (const ClassEntry* entry : sorted) {
         if (entry->report.verdict == Verdict::ungradable) {
             continue;
@@ -203,7 +259,7 @@ void write_counted_chart(std::ostringstream& html, const ClassSummary& summary,
             const std::string name = summary.sweep ? "stride " + std::to_string(row.stride)
                                                    : (row.label.empty() ? row.kernel : row.label);
             auto column = std::find_if(columns.begin(), columns.end(),
-                                       [&](const Column& c) { return c.name == name; });
+                                       [&](const CountedColumn& c) { return c.name == name; });
             if (column == columns.end()) {
                 columns.push_back({name, row.degree, {}});
                 column = std::prev(columns.end());
@@ -211,54 +267,76 @@ void write_counted_chart(std::ostringstream& html, const ClassSummary& summary,
             column->counted.push_back(*row.counted_degree);
         }
     }
-    const double width = 960, height = 360, left = 64, top = 40, bottom = 60;
-    const double plot_height = height - top - bottom;
-    const double band = (width - left - 16) / std::max<std::size_t>(columns.size(), 1);
+    return columns;
+}
+
+SvgChart counted_chart(const std::vector<CountedColumn>& columns) {
+    SvgChart chart{"counted-chart",
+                   960,
+                   360,
+                   "each student's counted conflict degree and the model's",
+                   {},
+                   {}};
+    const double bottom = 60;
     // log2 from degree 1 to 32 (the widest conflict a warp can have).
-    const auto y_of = [&](double degree) {
-        return top + plot_height - std::clamp(std::log2(degree), 0.0, 5.0) / 5.0 * plot_height;
-    };
-    html << "<section class=\"card\" aria-labelledby=\"counted-chart-title\">\n"
-         << "<h2 id=\"counted-chart-title\">Counted conflict degree per student</h2>\n"
-         << "<svg id=\"counted-chart\" viewBox=\"0 0 " << width << ' ' << height << "\" width=\""
-         << width << "\" height=\"" << height
-         << "\" role=\"img\" aria-label=\"each student's counted conflict degree and the "
-            "model's\">\n";
+    LogPlot plot{64, 40, chart.width - 64 - 16, chart.height - 40 - bottom, columns.size(), 0, 5};
     for (int power = 0; power <= 5; ++power) {
-        const double y = y_of(std::pow(2.0, power));
-        html << "<line x1=\"" << left << "\" x2=\"" << width - 16 << "\" y1=\"" << svg_number(y)
-             << "\" y2=\"" << svg_number(y) << "\" stroke=\"#d0d7de\"/><text x=\"" << left - 8
-             << "\" y=\"" << svg_number(y + 4) << "\" text-anchor=\"end\">" << (1 << power)
-             << "</text>\n";
+        add_grid_line(chart, plot.left, chart.width - 16, plot.y_of(std::pow(2.0, power)),
+                      std::to_string(1 << power), "#d0d7de");
     }
+    const double band = plot.band();
     std::size_t dots = 0;
     for (std::size_t i = 0; i < columns.size(); ++i) {
-        const Column& column = columns[i];
-        const double x = left + (i + 0.5) * band;
+        const CountedColumn& column = columns[i];
+        const double x = plot.x_of(i);
         if (column.model > 0) {
-            html << "<line class=\"model-degree\" x1=\"" << svg_number(x - band / 3) << "\" x2=\""
-                 << svg_number(x + band / 3) << "\" y1=\"" << svg_number(y_of(column.model))
-                 << "\" y2=\"" << svg_number(y_of(column.model))
-                 << "\" stroke=\"#c62828\" stroke-width=\"2\"/>\n";
+            const std::string y = svg_number(plot.y_of(column.model));
+            chart.add("line", {{"class", "model-degree"},
+                               {"x1", svg_number(x - band / 3)},
+                               {"x2", svg_number(x + band / 3)},
+                               {"y1", y},
+                               {"y2", y},
+                               {"stroke", "#c62828"},
+                               {"stroke-width", "2"}});
         }
         for (std::size_t k = 0; k < column.counted.size(); ++k) {
             // Spread across the band so 300 equal degrees read as a crowd, not one dot.
             const double spread = column.counted.size() > 1
                                       ? (static_cast<double>(k) / (column.counted.size() - 1) - 0.5)
                                       : 0.0;
-            html << "<circle class=\"counted-point\" cx=\"" << svg_number(x + spread * band * 0.5)
-                 << "\" cy=\"" << svg_number(y_of(column.counted[k])) << "\" r=\"3\" "
-                 << "fill=\"#0b57d0\" fill-opacity=\"0.5\"/>\n";
+            chart.add("circle", {{"class", "counted-point"},
+                                 {"cx", svg_number(x + spread * band * 0.5)},
+                                 {"cy", svg_number(plot.y_of(column.counted[k]))},
+                                 {"r", "3"},
+                                 {"fill", "#0b57d0"},
+                                 {"fill-opacity", "0.5"}});
             ++dots;
         }
-        html << "<text x=\"" << svg_number(x) << "\" y=\"" << height - bottom + 20
-             << "\" text-anchor=\"middle\">" << escape_html(column.name) << "</text>\n";
+        chart.add("text",
+                  {{"x", svg_number(x)},
+                   {"y", plain_number(chart.height - bottom + 20)},
+                   {"text-anchor", "middle"}},
+                  escape_html(column.name));
     }
     if (dots == 0) {
-        html << "<text class=\"no-data\" x=\"" << width / 2 << "\" y=\"" << height / 2
-             << "\" text-anchor=\"middle\">No data: no submission's degree was counted</text>\n";
+        chart.add("text",
+                  {{"class", "no-data"},
+                   {"x", plain_number(chart.width / 2)},
+                   {"y", plain_number(chart.height / 2)},
+                   {"text-anchor", "middle"}},
+                  "No data: no submission's degree was counted");
     }
-    html << "</svg>\n<p class=\"note\">Nothing here was timed";
+    return chart;
+}
+
+}  // namespace
+
+void write_counted_chart(std::ostringstream& html, const ClassSummary& summary,
+                         const std::vector<const ClassEntry*>& sorted) {
+    html << "<section class=\"card\" aria-labelledby=\"counted-chart-title\">\n"
+         << "<h2 id=\"counted-chart-title\">Counted conflict degree per student</h2>\n";
+    write_svg(html, counted_chart(counted_columns(summary, sorted)));
+    html << "<p class=\"note\">Nothing here was timed";
     if (summary.modeled > 0) {
         html << " (the simulator does not model this exercise's costs)";
     }
@@ -368,34 +446,51 @@ void write_stride_table(std::ostringstream& html, const ClassSummary& summary) {
 }
 
 // The ratio chart's legend, one row above the plot.
-void write_ratio_legend(std::ostringstream& html, bool sweep, unsigned banks, double left) {
+SvgMark ratio_legend(bool sweep, unsigned banks, double left) {
+    SvgMark legend{"g", {{"id", "ratio-legend"}}, {}, {}, true};
     double legend_x = left;
     const double legend_y = 16;
+    const auto add = [&legend](std::string element, Attributes attributes) {
+        legend.children.push_back(
+            SvgMark{std::move(element), std::move(attributes), {}, {}, false});
+    };
     const auto legend_text = [&](const std::string& label, double advance) {
-        html << "<text x=\"" << svg_number(legend_x + 20) << "\" y=\"" << svg_number(legend_y + 4)
-             << "\">" << label << "</text>\n";
+        legend.children.push_back(
+            SvgMark{"text",
+                    {{"x", svg_number(legend_x + 20)}, {"y", svg_number(legend_y + 4)}},
+                    label,
+                    {},
+                    true});
         legend_x += advance;
     };
-    html << "<g id=\"ratio-legend\">\n";
     for (Verdict verdict : {Verdict::pass, Verdict::fail, Verdict::ungradable}) {
-        html << "<circle cx=\"" << svg_number(legend_x + 8) << "\" cy=\"" << legend_y
-             << "\" r=\"4\" fill=\"" << verdict_color(verdict) << "\"/>";
+        add("circle", {{"cx", svg_number(legend_x + 8)},
+                       {"cy", plain_number(legend_y)},
+                       {"r", "4"},
+                       {"fill", verdict_color(verdict)}});
         legend_text(std::string("student, ") + to_string(verdict),
                     verdict == Verdict::ungradable ? 160 : 120);
     }
-    html << "<line x1=\"" << svg_number(legend_x) << "\" x2=\"" << svg_number(legend_x + 16)
-         << "\" y1=\"" << legend_y << "\" y2=\"" << legend_y
-         << "\" stroke=\"#1565c0\" stroke-width=\"2.5\"/>";
+    add("line", {{"x1", svg_number(legend_x)},
+                 {"x2", svg_number(legend_x + 16)},
+                 {"y1", plain_number(legend_y)},
+                 {"y2", plain_number(legend_y)},
+                 {"stroke", "#1565c0"},
+                 {"stroke-width", "2.5"}});
     legend_text(sweep ? "reference kernel (median of the grades)"
                       : "the exercise's kernel (median of the grades)",
                 265);
     if (sweep) {
-        html << "<rect x=\"" << svg_number(legend_x + 3) << "\" y=\"" << legend_y - 5
-             << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" "
-                "stroke-width=\"1.5\"/>";
+        add("rect", {{"x", svg_number(legend_x + 3)},
+                     {"y", plain_number(legend_y - 5)},
+                     {"width", "10"},
+                     {"height", "10"},
+                     {"fill", "none"},
+                     {"stroke", "#8e24aa"},
+                     {"stroke-width", "1.5"}});
         legend_text("model: degree gcd(stride, " + std::to_string(banks) + ")", 0);
     }
-    html << "</g>\n";
+    return legend;
 }
 
 // The ratio chart's y axis, as powers of two: log2 from one under every value to one above,
@@ -431,214 +526,339 @@ bool differs_from_reference(const Report& report) {
 
 }  // namespace
 
-void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
-                       const std::vector<const ClassEntry*>& all) {
-    const Numbers numbers = numbers_of(summary);
-    // On the simulator, the students whose kernels model other ratios than the reference's: the
-    // rest would pile on the reference's bar and say nothing it does not.
-    std::vector<const ClassEntry*> sorted;
+namespace {
+
+// The students drawn on the ratio chart: on the simulator, those whose kernels model other ratios
+// than the reference's (the rest would pile on the reference's bar and say nothing it does not),
+// and how many were left out so.
+struct RatioStudents {
+    std::vector<const ClassEntry*> drawn;
     std::size_t like_reference = 0;
+};
+
+RatioStudents ratio_students(Numbers numbers, const std::vector<const ClassEntry*>& all) {
+    RatioStudents students;
     for (const ClassEntry* entry : all) {
         if (numbers != Numbers::modeled || differs_from_reference(entry->report)) {
-            sorted.push_back(entry);
+            students.drawn.push_back(entry);
         } else if (std::any_of(entry->report.rows.begin(), entry->report.rows.end(),
                                [](const ReportRow& row) {
                                    return row.kernel == kStudentKernel && row.ratio;
                                })) {
-            ++like_reference;
+            ++students.like_reference;
         }
     }
+    return students;
+}
+
+// What the ratio chart calls its numbers, in the words of how the class was graded.
+struct RatioWords {
+    std::string base;   // "stride 1", or the exercise's base kernel
+    std::string title;  // "Measured ratio per stride"
+    std::string axis;   // "time / time at stride 1 (log scale)"
+};
+
+RatioWords ratio_words(const ClassSummary& summary, Numbers numbers) {
     const bool sweep = summary.sweep;
-    std::vector<int> strides;
-    for (const StrideSummary& row : summary.strides) {
-        strides.push_back(row.stride);
-    }
-    // The column a student's row falls in: its stride, or its kernel's label.
-    const auto column_of = [&](const ReportRow& row) {
-        for (std::size_t i = 0; i < summary.strides.size(); ++i) {
-            const StrideSummary& column = summary.strides[i];
-            if (sweep ? column.stride == row.stride
-                      : column.label == (row.label.empty() ? row.kernel : row.label)) {
-                return i;
-            }
-        }
-        return summary.strides.size();
-    };
-    const std::string base =
+    RatioWords words;
+    words.base =
         sweep ? std::string("stride 1")
               : (summary.ratio_base.empty() ? std::string("the base kernel") : summary.ratio_base);
-    const std::string per = sweep ? " per stride" : " per kernel, against the " + base;
-    const std::string title = numbers == Numbers::timed     ? "Measured ratio" + per
-                              : numbers == Numbers::modeled ? "Modeled cost ratio" + per
-                              : numbers == Numbers::mixed   ? "Ratio" + per + ", timed and modeled"
-                                                            : "Ratio" + per;
-    const std::string axis =
-        numbers == Numbers::timed
-            ? "time / time " + std::string(sweep ? "at " : "of the ") + base + " (log scale)"
-        : numbers == Numbers::modeled
-            ? "modeled cost / modeled cost " + std::string(sweep ? "at " : "of the ") + base +
-                  " (log scale)"
-            : "ratio to " + std::string(sweep ? "" : "the ") + base + " (log scale)";
-    html << "<section class=\"card\" aria-labelledby=\"ratio-chart-title\">\n"
-         << "<h2 id=\"ratio-chart-title\">" << escape_html(title) << "</h2>\n";
+    const std::string per = sweep ? " per stride" : " per kernel, against the " + words.base;
+    words.title = numbers == Numbers::timed     ? "Measured ratio" + per
+                  : numbers == Numbers::modeled ? "Modeled cost ratio" + per
+                  : numbers == Numbers::mixed   ? "Ratio" + per + ", timed and modeled"
+                                                : "Ratio" + per;
+    const std::string of = sweep ? "at " : "of the ";
+    words.axis = numbers == Numbers::timed ? "time / time " + of + words.base + " (log scale)"
+                 : numbers == Numbers::modeled
+                     ? "modeled cost / modeled cost " + of + words.base + " (log scale)"
+                     : "ratio to " + std::string(sweep ? "" : "the ") + words.base + " (log scale)";
+    return words;
+}
 
-    // Named values, not a structured binding: a lambda may not capture a binding before C++20.
-    const std::pair<int, int> powers = y_powers(summary);
-    const int low_power = powers.first, high_power = powers.second;
-
-    const double view_width = 960, view_height = 460;
-    const double left = 64, right = 16, top_margin = 44, bottom = 70;
-    const double plot_width = view_width - left - right;
-    const double plot_height = view_height - top_margin - bottom;
-    const double band = strides.empty() ? plot_width : plot_width / strides.size();
-    const auto y_of = [&](double ratio) {
-        const double power = std::clamp(std::log2(ratio), static_cast<double>(low_power),
-                                        static_cast<double>(high_power));
-        return top_margin + plot_height -
-               (power - low_power) / (high_power - low_power) * plot_height;
-    };
-    const auto x_of = [&](std::size_t index) { return left + (index + 0.5) * band; };
-
-    html << "<svg id=\"ratio-chart\" viewBox=\"0 0 " << view_width << ' ' << view_height
-         << "\" width=\"" << view_width << "\" height=\"" << view_height
-         << "\" role=\"img\" aria-label=\"" << escape_html(title)
-         << ": each student, the reference kernel and the model\" data-numbers=\""
-         << (numbers == Numbers::timed     ? "timed"
-             : numbers == Numbers::modeled ? "modeled"
-             : numbers == Numbers::mixed   ? "mixed"
-                                           : "none")
-         << "\">\n";
-    for (int power = low_power; power <= high_power; ++power) {
-        const double y = y_of(std::ldexp(1.0, power));
-        html << "<line class=\"grid\" x1=\"" << left << "\" x2=\"" << left + plot_width
-             << "\" y1=\"" << svg_number(y) << "\" y2=\"" << svg_number(y) << "\"/>"
-             << "<text x=\"" << left - 8 << "\" y=\"" << svg_number(y + 4)
-             << "\" text-anchor=\"end\">" << format_number(std::ldexp(1.0, power), 4)
-             << "</text>\n";
+const char* numbers_name(Numbers numbers) {
+    switch (numbers) {
+        case Numbers::timed:
+            return "timed";
+        case Numbers::modeled:
+            return "modeled";
+        case Numbers::mixed:
+            return "mixed";
+        case Numbers::none:
+            break;
     }
-    for (std::size_t i = 0; i < strides.size(); ++i) {
+    return "none";
+}
+
+// The ratio chart's frame: its grid, each column's stride (or kernel) and degree, its axes.
+void add_ratio_frame(SvgChart& chart, const LogPlot& plot, const ClassSummary& summary,
+                     const RatioWords& words) {
+    const bool sweep = summary.sweep;
+    const double right = plot.left + plot.plot_width;
+    for (int power = plot.low_power; power <= plot.high_power; ++power) {
+        add_grid_line(chart, plot.left, right, plot.y_of(std::ldexp(1.0, power)),
+                      format_number(std::ldexp(1.0, power), 4));
+    }
+    for (std::size_t i = 0; i < summary.strides.size(); ++i) {
         const StrideSummary& column = summary.strides[i];
-        html << "<text x=\"" << svg_number(x_of(i)) << "\" y=\"" << top_margin + plot_height + 18
-             << "\" text-anchor=\"middle\">"
-             << (sweep ? std::to_string(column.stride) : escape_html(column.label)) << "</text>";
-        if (sweep || column.degree > 0) {
-            html << "<text x=\"" << svg_number(x_of(i)) << "\" y=\""
-                 << top_margin + plot_height + 34
-                 << "\" text-anchor=\"middle\" style=\"fill:#8e24aa;font-size:11px\">"
-                 << (sweep ? "gcd " : "degree ") << column.degree << "</text>";
+        const bool with_degree = sweep || column.degree > 0;
+        chart.add("text",
+                  {{"x", svg_number(plot.x_of(i))},
+                   {"y", plain_number(plot.bottom() + 18)},
+                   {"text-anchor", "middle"}},
+                  sweep ? std::to_string(column.stride) : escape_html(column.label), !with_degree);
+        if (with_degree) {
+            chart.add("text",
+                      {{"x", svg_number(plot.x_of(i))},
+                       {"y", plain_number(plot.bottom() + 34)},
+                       {"text-anchor", "middle"},
+                       {"style", "fill:#8e24aa;font-size:11px"}},
+                      (sweep ? "gcd " : "degree ") + std::to_string(column.degree));
         }
-        html << "\n";
     }
-    html << "<line class=\"axis\" x1=\"" << left << "\" x2=\"" << left + plot_width << "\" y1=\""
-         << top_margin + plot_height << "\" y2=\"" << top_margin + plot_height << "\"/>"
-         << "<line class=\"axis\" x1=\"" << left << "\" x2=\"" << left << "\" y1=\"" << top_margin
-         << "\" y2=\"" << top_margin + plot_height << "\"/>\n"
-         << "<text class=\"axis-title\" x=\"" << left + plot_width / 2 << "\" y=\""
-         << view_height - 10 << "\" text-anchor=\"middle\">"
-         << (sweep
-                 ? "stride (words); under it the model's conflict degree gcd(stride, " +
-                       std::to_string(summary.banks) + ")"
-                 : std::string("kernel; under it the conflict degree the exercise gives its tile"))
-         << "</text>\n"
-         << "<text class=\"axis-title\" id=\"ratio-axis\" transform=\"translate(18 "
-         << top_margin + plot_height / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << axis
-         << "</text>\n";
-    if (strides.empty()) {
-        html << "<text class=\"no-data\" x=\"" << left + plot_width / 2 << "\" y=\""
-             << top_margin + plot_height / 2 << "\" text-anchor=\"middle\">No data: no kernel "
-             << "was timed or modeled in this class, so there is no ratio to plot.</text>\n";
+    chart.add("line",
+              {{"class", "axis"},
+               {"x1", plain_number(plot.left)},
+               {"x2", plain_number(right)},
+               {"y1", plain_number(plot.bottom())},
+               {"y2", plain_number(plot.bottom())}},
+              {}, false);
+    chart.add("line", {{"class", "axis"},
+                       {"x1", plain_number(plot.left)},
+                       {"x2", plain_number(plot.left)},
+                       {"y1", plain_number(plot.top)},
+                       {"y2", plain_number(plot.bottom())}});
+    chart.add(
+        "text",
+        {{"class", "axis-title"},
+         {"x", plain_number(plot.left + plot.plot_width / 2)},
+         {"y", plain_number(chart.height - 10)},
+         {"text-anchor", "middle"}},
+        sweep ? "stride (words); under it the model's conflict degree gcd(stride, " +
+                    std::to_string(summary.banks) + ")"
+              : std::string("kernel; under it the conflict degree the exercise gives its tile"));
+    chart.add("text",
+              {{"class", "axis-title"},
+               {"id", "ratio-axis"},
+               {"transform",
+                "translate(18 " + plain_number(plot.top + plot.plot_height / 2) + ") rotate(-90)"},
+               {"text-anchor", "middle"}},
+              escape_html(words.axis));
+    if (summary.strides.empty()) {
+        chart.add("text",
+                  {{"class", "no-data"},
+                   {"x", plain_number(plot.left + plot.plot_width / 2)},
+                   {"y", plain_number(plot.top + plot.plot_height / 2)},
+                   {"text-anchor", "middle"}},
+                  "No data: no kernel was timed or modeled in this class, so there is no ratio "
+                  "to plot.");
     }
+}
 
-    // The model: the conflict degree on the same axis, which is the ratio a kernel whose time
-    // were all bank requests would show. Strides are categories, so nothing joins the marks. A
-    // kernel's degree is no model of its time against another kernel: not drawn there.
-    for (std::size_t i = 0; sweep && i < strides.size(); ++i) {
-        const double y = y_of(conflict_degree(strides[i]));
-        html << "<rect class=\"model-point\" x=\"" << svg_number(x_of(i) - 5) << "\" y=\""
-             << svg_number(y - 5)
-             << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#8e24aa\" "
-             << "stroke-width=\"1.5\"><title>model: stride " << strides[i] << ", degree "
-             << conflict_degree(strides[i]) << "</title></rect>\n";
+// The column a student's row falls in: its stride, or its kernel's label; past the last where
+// none.
+std::size_t ratio_column(const ClassSummary& summary, const ReportRow& row) {
+    for (std::size_t i = 0; i < summary.strides.size(); ++i) {
+        const StrideSummary& column = summary.strides[i];
+        if (summary.sweep ? column.stride == row.stride
+                          : column.label == (row.label.empty() ? row.kernel : row.label)) {
+            return i;
+        }
     }
+    return summary.strides.size();
+}
 
-    for (const ClassEntry* entry : sorted) {
+// Each drawn student's ratio at each stride (or kernel), coloured by their verdict.
+void add_student_dots(SvgChart& chart, const LogPlot& plot, const ClassSummary& summary,
+                      Numbers numbers, const std::vector<const ClassEntry*>& drawn) {
+    for (const ClassEntry* entry : drawn) {
         const bool is_modeled = modeled(entry->report);
         for (const ReportRow& row : entry->report.rows) {
             if (row.kernel != kStudentKernel || !row.ratio || !plottable(*row.ratio)) {
                 continue;
             }
-            const std::size_t index = column_of(row);
-            if (index >= strides.size()) {
+            const std::size_t index = ratio_column(summary, row);
+            if (index >= summary.strides.size()) {
                 continue;
             }
-            const double x = x_of(index) + jitter(entry->student_folder, row.stride) * band * 0.5;
+            const double x =
+                plot.x_of(index) + jitter(entry->student_folder, row.stride) * plot.band() * 0.5;
             const char* color = verdict_color(entry->report.verdict);
             // Where a class mixes both, a modeled dot is hollow.
             const bool hollow = is_modeled && numbers == Numbers::mixed;
-            html << "<circle class=\"student-dot\" data-verdict=\""
-                 << to_string(entry->report.verdict) << "\" data-numbers=\""
-                 << (is_modeled ? "modeled" : "timed") << "\" cx=\"" << svg_number(x) << "\" cy=\""
-                 << svg_number(y_of(*row.ratio)) << "\" r=\"3.5\" fill=\""
-                 << (hollow ? "none" : color) << "\" stroke=\"" << color
-                 << "\" fill-opacity=\"0.7\"><title>" << escape_html(entry->student_folder) << ": "
-                 << (sweep ? "stride " + std::to_string(row.stride) : escape_html(row.label))
-                 << ", " << (is_modeled ? "modeled " : "timed ") << "ratio "
-                 << format_number(*row.ratio, 3) << "</title></circle>\n";
+            chart.add("circle",
+                      {{"class", "student-dot"},
+                       {"data-verdict", to_string(entry->report.verdict)},
+                       {"data-numbers", is_modeled ? "modeled" : "timed"},
+                       {"cx", svg_number(x)},
+                       {"cy", svg_number(plot.y_of(*row.ratio))},
+                       {"r", "3.5"},
+                       {"fill", hollow ? "none" : color},
+                       {"stroke", color},
+                       {"fill-opacity", "0.7"}},
+                      escape_html(entry->student_folder) + ": " +
+                          (summary.sweep ? "stride " + std::to_string(row.stride)
+                                         : escape_html(row.label)) +
+                          ", " + (is_modeled ? "modeled " : "timed ") + "ratio " +
+                          format_number(*row.ratio, 3));
         }
     }
+}
 
+SvgChart ratio_chart(const ClassSummary& summary, Numbers numbers, const RatioWords& words,
+                     const std::vector<const ClassEntry*>& drawn) {
+    SvgChart chart{"ratio-chart",
+                   960,
+                   460,
+                   escape_html(words.title) + ": each student, the reference kernel and the model",
+                   {{"data-numbers", numbers_name(numbers)}},
+                   {}};
+    const std::pair<int, int> powers = y_powers(summary);
+    const double left = 64, top = 44;
+    const LogPlot plot{left,
+                       top,
+                       chart.width - left - 16,
+                       chart.height - top - 70,
+                       summary.strides.size(),
+                       powers.first,
+                       powers.second};
+    add_ratio_frame(chart, plot, summary, words);
+    // The model: the conflict degree on the same axis, which is the ratio a kernel whose time
+    // were all bank requests would show. Strides are categories, so nothing joins the marks. A
+    // kernel's degree is no model of its time against another kernel: not drawn there.
+    for (std::size_t i = 0; summary.sweep && i < summary.strides.size(); ++i) {
+        const int stride = summary.strides[i].stride;
+        const double y = plot.y_of(conflict_degree(stride));
+        chart.add("rect",
+                  {{"class", "model-point"},
+                   {"x", svg_number(plot.x_of(i) - 5)},
+                   {"y", svg_number(y - 5)},
+                   {"width", "10"},
+                   {"height", "10"},
+                   {"fill", "none"},
+                   {"stroke", "#8e24aa"},
+                   {"stroke-width", "1.5"}},
+                  "model: stride " + std::to_string(stride) + ", degree " +
+                      std::to_string(conflict_degree(stride)));
+    }
+    add_student_dots(chart, plot, summary, numbers, drawn);
     // The reference on top: a bar across the stride's band, the mark students should sit on.
     for (std::size_t i = 0; i < summary.strides.size(); ++i) {
-        if (summary.strides[i].reference_ratio) {
-            const double y = y_of(*summary.strides[i].reference_ratio);
-            html << "<line class=\"reference-point\" x1=\"" << svg_number(x_of(i) - band * 0.38)
-                 << "\" x2=\"" << svg_number(x_of(i) + band * 0.38) << "\" y1=\"" << svg_number(y)
-                 << "\" y2=\"" << svg_number(y) << "\" stroke=\"#1565c0\" stroke-width=\"2.5\">"
-                 << "<title>"
-                 << (sweep ? "reference: stride " + std::to_string(strides[i])
-                           : escape_html(summary.strides[i].label) + ", median of the grades")
-                 << ", ratio " << format_number(*summary.strides[i].reference_ratio, 3)
-                 << "</title></line>\n";
+        const StrideSummary& column = summary.strides[i];
+        if (!column.reference_ratio) {
+            continue;
         }
+        const std::string y = svg_number(plot.y_of(*column.reference_ratio));
+        chart.add("line",
+                  {{"class", "reference-point"},
+                   {"x1", svg_number(plot.x_of(i) - plot.band() * 0.38)},
+                   {"x2", svg_number(plot.x_of(i) + plot.band() * 0.38)},
+                   {"y1", y},
+                   {"y2", y},
+                   {"stroke", "#1565c0"},
+                   {"stroke-width", "2.5"}},
+                  (summary.sweep ? "reference: stride " + std::to_string(column.stride)
+                                 : escape_html(column.label) + ", median of the grades") +
+                      ", ratio " + format_number(*column.reference_ratio, 3));
     }
+    chart.marks.push_back(ratio_legend(summary.sweep, summary.banks, left));
+    return chart;
+}
 
-    write_ratio_legend(html, summary.sweep, summary.banks, left);
-    html << "</svg>\n";
+}  // namespace
 
-    write_ratio_note(html, summary, numbers, base);
+void write_ratio_chart(std::ostringstream& html, const ClassSummary& summary,
+                       const std::vector<const ClassEntry*>& all) {
+    const Numbers numbers = numbers_of(summary);
+    const RatioStudents students = ratio_students(numbers, all);
+    const RatioWords words = ratio_words(summary, numbers);
+    html << "<section class=\"card\" aria-labelledby=\"ratio-chart-title\">\n"
+         << "<h2 id=\"ratio-chart-title\">" << escape_html(words.title) << "</h2>\n";
+    write_svg(html, ratio_chart(summary, numbers, words, students.drawn));
+    write_ratio_note(html, summary, numbers, words.base);
     if (numbers == Numbers::modeled) {
-        html << "<p class=\"note\" id=\"ratio-like-reference\">" << like_reference
-             << (like_reference == 1 ? " student's kernel models" : " students' kernels model")
+        html << "<p class=\"note\" id=\"ratio-like-reference\">" << students.like_reference
+             << (students.like_reference == 1 ? " student's kernel models"
+                                              : " students' kernels model")
              << " the reference's ratios at every stride, as the simulator models any kernel "
                 "that reads like it: their dots would sit on the reference's bar, so only the "
-             << sorted.size()
+             << students.drawn.size()
              << " that differ are drawn. What the students predicted and measured themselves is "
                 "charted above.</p>\n";
     }
     write_stride_table(html, summary);
 }
 
-void write_claims_chart(std::ostringstream& html, const ClassSummary& summary,
-                        const std::vector<const ClassEntry*>& sorted) {
-    // A column per row a student answers: (kernel, stride), in the order first seen.
-    struct Column {
-        std::string kernel;
-        int stride = 0;
-        std::string name;
-        unsigned degree = 0;
-        std::vector<std::pair<double, bool>> claims;  // measured, predicted the model's degree
-        std::map<int, std::size_t> predicted;         // degree -> students
-        std::size_t right = 0;
-    };
-    std::vector<Column> columns;
-    bool percent = false;
+namespace {
+
+// A column of the claims chart: a row the students answer, (kernel, stride), in the order first
+// seen; each one's measured value, whether they predicted the model's degree, and the tally of
+// what they predicted.
+struct ClaimColumn {
+    std::string kernel;
+    int stride = 0;
+    std::string name;
+    unsigned degree = 0;
+    std::vector<std::pair<double, bool>> claims;  // measured, predicted the model's degree
+    std::map<int, std::size_t> predicted;         // degree -> students
+    std::size_t right = 0;
+
+    // "predicted 8: 250, 4: 30", the three most frequent first; "no prediction".
+    std::string tally() const;
+    // The measured value at `at` of the way from the least to the most ("–": none).
+    std::optional<double> measured(double at) const;
+};
+
+std::string ClaimColumn::tally() const {
+    std::vector<std::pair<std::size_t, int>> tallies;
+    for (const auto& [predicted_degree, students] : predicted) {
+        tallies.push_back({students, predicted_degree});
+    }
+    std::sort(tallies.rbegin(), tallies.rend());
+    std::string text;
+    for (std::size_t t = 0; t < tallies.size() && t < 3; ++t) {
+        text += (t == 0 ? "" : ", ") + std::to_string(tallies[t].second) + ": " +
+                std::to_string(tallies[t].first);
+    }
+    if (tallies.size() > 3) {
+        text += ", ...";
+    }
+    return text.empty() ? std::string("no prediction") : "predicted " + text;
+}
+
+std::optional<double> ClaimColumn::measured(double at) const {
+    if (claims.empty()) {
+        return std::nullopt;
+    }
+    std::vector<double> values;
+    for (const auto& claim : claims) {
+        values.push_back(claim.first);
+    }
+    std::sort(values.begin(), values.end());
+    return values[static_cast<std::size_t>(at * (values.size() - 1) + 0.5)];
+}
+
+struct Claims {
+    std::vector<ClaimColumn> columns;
+    bool percent = false;  // the answers give ratios as percentages
+
+    std::string value_text(double ratio) const {
+        return percent ? format_number(ratio * 100.0, 1) + "%" : format_number(ratio, 4);
+    }
+};
+
+// Every student's answered rows, a column per (kernel, stride); in a sweep, by stride.
+Claims claims_of(const ClassSummary& summary, const std::vector<const ClassEntry*>& sorted) {
+    Claims claims;
+    std::vector<ClaimColumn>& columns = claims.columns;
     for (const ClassEntry* entry : sorted) {
-        percent = percent || entry->report.ratio_as_percent;
+        claims.percent = claims.percent || entry->report.ratio_as_percent;
         for (const ReportRow& row : entry->report.rows) {
             if (!row.claimed_ratio && !row.predicted_degree) {
                 continue;
             }
-            auto column = std::find_if(columns.begin(), columns.end(), [&](const Column& c) {
+            auto column = std::find_if(columns.begin(), columns.end(), [&](const ClaimColumn& c) {
                 return c.kernel == row.kernel && c.stride == row.stride;
             });
             if (column == columns.end()) {
@@ -664,19 +884,25 @@ void write_claims_chart(std::ostringstream& html, const ClassSummary& summary,
         }
     }
     if (summary.sweep) {
-        std::stable_sort(columns.begin(), columns.end(),
-                         [](const Column& a, const Column& b) { return a.stride < b.stride; });
+        std::stable_sort(
+            columns.begin(), columns.end(),
+            [](const ClaimColumn& a, const ClaimColumn& b) { return a.stride < b.stride; });
     }
     // In a column, those who predicted the model's degree first, each group by value: the two
     // read as two groups, not as one band of mixed colours.
-    for (Column& column : columns) {
+    for (ClaimColumn& column : columns) {
         std::sort(column.claims.begin(), column.claims.end(), [](const auto& a, const auto& b) {
             return a.second != b.second ? a.second : a.first < b.first;
         });
     }
+    return claims;
+}
+
+// The claims chart's scale: every value and, in a sweep, every model degree on it.
+std::pair<int, int> claim_powers(const ClassSummary& summary, const Claims& claims) {
     double low = 1.0;
     double high = summary.sweep ? 2.0 : 1.0;
-    for (const Column& column : columns) {
+    for (const ClaimColumn& column : claims.columns) {
         for (const auto& [ratio, right] : column.claims) {
             low = std::min(low, ratio);
             high = std::max(high, ratio);
@@ -686,98 +912,152 @@ void write_claims_chart(std::ostringstream& html, const ClassSummary& summary,
         }
     }
     const int low_power = std::max(-6, static_cast<int>(std::floor(std::log2(low / 1.05))));
-    const int high_power =
-        std::max(low_power + 1, std::min(12, static_cast<int>(std::ceil(std::log2(high * 1.05)))));
-    const double width = 960, height = 400, left = 64, right_margin = 16, top = 24, bottom = 96;
-    const double plot_width = width - left - right_margin;
-    const double plot_height = height - top - bottom;
-    const double band = plot_width / static_cast<double>(std::max<std::size_t>(columns.size(), 1));
-    const auto y_of = [&](double ratio) {
-        const double power = std::clamp(std::log2(ratio), static_cast<double>(low_power),
-                                        static_cast<double>(high_power));
-        return top + plot_height - (power - low_power) / (high_power - low_power) * plot_height;
-    };
-    const auto value_text = [&](double ratio) {
-        return percent ? format_number(ratio * 100.0, 1) + "%" : format_number(ratio, 4);
-    };
-    html << "<section class=\"card\" aria-labelledby=\"claims-chart-title\">\n"
-         << "<h2 id=\"claims-chart-title\">What the students predicted and measured</h2>\n"
-         << "<svg id=\"claims-chart\" viewBox=\"0 0 " << width << ' ' << height << "\" width=\""
-         << width << "\" height=\"" << height
-         << "\" role=\"img\" aria-label=\"each student's own measured value and predicted degree "
-            "per "
-         << (summary.sweep ? "stride" : "kernel") << "\">\n";
-    for (int power = low_power; power <= high_power; ++power) {
-        const double y = y_of(std::ldexp(1.0, power));
-        html << "<line class=\"grid\" x1=\"" << left << "\" x2=\"" << left + plot_width
-             << "\" y1=\"" << svg_number(y) << "\" y2=\"" << svg_number(y) << "\"/><text x=\""
-             << left - 8 << "\" y=\"" << svg_number(y + 4) << "\" text-anchor=\"end\">"
-             << value_text(std::ldexp(1.0, power)) << "</text>\n";
+    return {low_power, std::max(low_power + 1,
+                                std::min(12, static_cast<int>(std::ceil(std::log2(high * 1.05)))))};
+}
+
+// One column's marks: the model's degree, each student's value, the column's name and tally.
+// Returns the dots drawn.
+std::size_t add_claim_column(SvgChart& chart, const LogPlot& plot, bool sweep,
+                             const ClaimColumn& column, std::size_t index) {
+    const double x = plot.x_of(index);
+    if (sweep && column.degree > 0) {
+        const double y = plot.y_of(column.degree);
+        chart.add("rect",
+                  {{"class", "claim-model"},
+                   {"x", svg_number(x - 6)},
+                   {"y", svg_number(y - 6)},
+                   {"width", "12"},
+                   {"height", "12"},
+                   {"fill", "none"},
+                   {"stroke", "#8e24aa"},
+                   {"stroke-width", "2"}},
+                  "model: degree " + std::to_string(column.degree));
+    }
+    for (std::size_t k = 0; k < column.claims.size(); ++k) {
+        const auto& [ratio, right] = column.claims[k];
+        // Spread across the band in the students' order, so a crowd reads as a crowd.
+        const double spread =
+            column.claims.size() > 1
+                ? static_cast<double>(k) / static_cast<double>(column.claims.size() - 1) - 0.5
+                : 0.0;
+        chart.add("circle", {{"class", "claim-dot"},
+                             {"data-right", right ? "yes" : "no"},
+                             {"cx", svg_number(x + spread * plot.band() * 0.6)},
+                             {"cy", svg_number(plot.y_of(ratio))},
+                             {"r", "3"},
+                             {"fill", right ? "#2e7d32" : "#e65100"},
+                             {"fill-opacity", "0.55"}});
+    }
+    chart.add(
+        "text",
+        {{"x", svg_number(x)}, {"y", plain_number(plot.bottom() + 18)}, {"text-anchor", "middle"}},
+        escape_html(column.name), false);
+    chart.add("text",
+              {{"class", "tally"},
+               {"x", svg_number(x)},
+               {"y", plain_number(plot.bottom() + 36)},
+               {"text-anchor", "middle"}},
+              column.tally());
+    return column.claims.size();
+}
+
+SvgChart claims_chart(const ClassSummary& summary, const Claims& claims) {
+    const bool sweep = summary.sweep;
+    SvgChart chart{"claims-chart",
+                   960,
+                   400,
+                   std::string("each student's own measured value and predicted degree per ") +
+                       (sweep ? "stride" : "kernel"),
+                   {},
+                   {}};
+    const std::pair<int, int> powers = claim_powers(summary, claims);
+    const double left = 64, top = 24;
+    const LogPlot plot{left,
+                       top,
+                       chart.width - left - 16,
+                       chart.height - top - 96,
+                       claims.columns.size(),
+                       powers.first,
+                       powers.second};
+    for (int power = plot.low_power; power <= plot.high_power; ++power) {
+        add_grid_line(chart, left, left + plot.plot_width, plot.y_of(std::ldexp(1.0, power)),
+                      claims.value_text(std::ldexp(1.0, power)));
     }
     std::size_t dots = 0;
-    for (std::size_t i = 0; i < columns.size(); ++i) {
-        const Column& column = columns[i];
-        const double x = left + (static_cast<double>(i) + 0.5) * band;
-        if (summary.sweep && column.degree > 0) {
-            const double y = y_of(column.degree);
-            html << "<rect class=\"claim-model\" x=\"" << svg_number(x - 6) << "\" y=\""
-                 << svg_number(y - 6)
-                 << "\" width=\"12\" height=\"12\" fill=\"none\" stroke=\"#8e24aa\" "
-                    "stroke-width=\"2\"><title>model: degree "
-                 << column.degree << "</title></rect>\n";
-        }
-        for (std::size_t k = 0; k < column.claims.size(); ++k) {
-            const auto& [ratio, right] = column.claims[k];
-            // Spread across the band in the students' order, so a crowd reads as a crowd.
-            const double spread =
-                column.claims.size() > 1
-                    ? static_cast<double>(k) / static_cast<double>(column.claims.size() - 1) - 0.5
-                    : 0.0;
-            html << "<circle class=\"claim-dot\" data-right=\"" << (right ? "yes" : "no")
-                 << "\" cx=\"" << svg_number(x + spread * band * 0.6) << "\" cy=\""
-                 << svg_number(y_of(ratio)) << "\" r=\"3\" fill=\""
-                 << (right ? "#2e7d32" : "#e65100") << "\" fill-opacity=\"0.55\"/>\n";
-            ++dots;
-        }
-        html << "<text x=\"" << svg_number(x) << "\" y=\"" << top + plot_height + 18
-             << "\" text-anchor=\"middle\">" << escape_html(column.name) << "</text>";
-        // The predictions, most frequent first: "predicted 8: 250, 4: 30".
-        std::vector<std::pair<std::size_t, int>> tallies;
-        for (const auto& [degree, students] : column.predicted) {
-            tallies.push_back({students, degree});
-        }
-        std::sort(tallies.rbegin(), tallies.rend());
-        std::string predicted;
-        for (std::size_t t = 0; t < tallies.size() && t < 3; ++t) {
-            predicted += (t == 0 ? "" : ", ") + std::to_string(tallies[t].second) + ": " +
-                         std::to_string(tallies[t].first);
-        }
-        if (tallies.size() > 3) {
-            predicted += ", ...";
-        }
-        html << "<text class=\"tally\" x=\"" << svg_number(x) << "\" y=\"" << top + plot_height + 36
-             << "\" text-anchor=\"middle\">"
-             << (predicted.empty() ? std::string("no prediction") : "predicted " + predicted)
-             << "</text>\n";
+    for (std::size_t i = 0; i < claims.columns.size(); ++i) {
+        dots += add_claim_column(chart, plot, sweep, claims.columns[i], i);
     }
     if (dots == 0) {
-        html << "<text class=\"no-data\" x=\"" << left + plot_width / 2 << "\" y=\""
-             << top + plot_height / 2
-             << "\" text-anchor=\"middle\">No data: no student's answers give a measured "
-                "value</text>\n";
+        chart.add("text",
+                  {{"class", "no-data"},
+                   {"x", plain_number(left + plot.plot_width / 2)},
+                   {"y", plain_number(top + plot.plot_height / 2)},
+                   {"text-anchor", "middle"}},
+                  "No data: no student's answers give a measured value");
     }
-    html << "<text class=\"axis-title\" x=\"" << left + plot_width / 2 << "\" y=\"" << height - 12
-         << "\" text-anchor=\"middle\">"
-         << (summary.sweep
-                 ? "stride; under it, the degrees the students predicted: degree: students"
-                 : "kernel; under it, the degrees the students predicted: degree: "
-                   "students")
-         << "</text>\n<text class=\"axis-title\" transform=\"translate(16 " << top + plot_height / 2
-         << ") rotate(-90)\" text-anchor=\"middle\">"
-         << (percent ? "measured, as the answers give it (log scale)"
-                     : "measured ratio, as the answers give it (log scale)")
-         << "</text>\n</svg>\n<p class=\"note\">Each dot is one student's measured value as "
-            "their answers file gives it, green where they predicted the model's degree for that "
+    chart.add("text",
+              {{"class", "axis-title"},
+               {"x", plain_number(left + plot.plot_width / 2)},
+               {"y", plain_number(chart.height - 12)},
+               {"text-anchor", "middle"}},
+              sweep ? "stride; under it, the degrees the students predicted: degree: students"
+                    : "kernel; under it, the degrees the students predicted: degree: students");
+    chart.add("text",
+              {{"class", "axis-title"},
+               {"transform",
+                "translate(16 " + plain_number(top + plot.plot_height / 2) + ") rotate(-90)"},
+               {"text-anchor", "middle"}},
+              claims.percent ? "measured, as the answers give it (log scale)"
+                             : "measured ratio, as the answers give it (log scale)");
+    return chart;
+}
+
+// The chart's numbers as a table, a column per chart column.
+void write_claims_table(std::ostringstream& html, const Claims& claims) {
+    html << "<div class=\"scroll\"><table id=\"claims-table\" class=\"compact\">\n<thead><tr>"
+            "<th></th>";
+    for (const ClaimColumn& column : claims.columns) {
+        html << "<th class=\"number\">" << escape_html(column.name) << "</th>";
+    }
+    html << "</tr></thead>\n<tbody>\n";
+    const auto row = [&](const char* heading, const auto& cell) {
+        html << "<tr><th>" << heading << "</th>";
+        for (const ClaimColumn& column : claims.columns) {
+            html << "<td class=\"number\">" << cell(column) << "</td>";
+        }
+        html << "</tr>\n";
+    };
+    row("model's degree", [](const ClaimColumn& c) {
+        return c.degree > 0 ? std::to_string(c.degree) : std::string("–");
+    });
+    row("predicted it", [](const ClaimColumn& c) {
+        std::size_t predicted = 0;
+        for (const auto& [degree, students] : c.predicted) {
+            predicted += students;
+        }
+        return std::to_string(c.right) + " of " + std::to_string(predicted);
+    });
+    const auto measured = [&claims](const ClaimColumn& c, double at) {
+        const std::optional<double> value = c.measured(at);
+        return value ? claims.value_text(*value) : std::string("–");
+    };
+    row("measured, min", [&](const ClaimColumn& c) { return measured(c, 0.0); });
+    row("measured, median", [&](const ClaimColumn& c) { return measured(c, 0.5); });
+    row("measured, max", [&](const ClaimColumn& c) { return measured(c, 1.0); });
+    html << "</tbody>\n</table></div>\n</section>\n";
+}
+
+}  // namespace
+
+void write_claims_chart(std::ostringstream& html, const ClassSummary& summary,
+                        const std::vector<const ClassEntry*>& sorted) {
+    const Claims claims = claims_of(summary, sorted);
+    html << "<section class=\"card\" aria-labelledby=\"claims-chart-title\">\n"
+         << "<h2 id=\"claims-chart-title\">What the students predicted and measured</h2>\n";
+    write_svg(html, claims_chart(summary, claims));
+    html << "<p class=\"note\">Each dot is one student's measured value as their answers file "
+            "gives it, green where they predicted the model's degree for that "
          << (summary.sweep ? "stride" : "kernel") << " and orange where not";
     if (summary.sweep) {
         html << "; the square is the model's degree gcd(stride, " << summary.banks
@@ -785,43 +1065,7 @@ void write_claims_chart(std::ostringstream& html, const ClassSummary& summary,
     }
     html << ". These are the students' own numbers, from their own GPUs: the grade's numbers are "
             "in the next chart.</p>\n";
-    html << "<div class=\"scroll\"><table id=\"claims-table\" class=\"compact\">\n<thead><tr>"
-            "<th></th>";
-    for (const Column& column : columns) {
-        html << "<th class=\"number\">" << escape_html(column.name) << "</th>";
-    }
-    html << "</tr></thead>\n<tbody>\n";
-    const auto row = [&](const char* heading, const auto& cell) {
-        html << "<tr><th>" << heading << "</th>";
-        for (const Column& column : columns) {
-            html << "<td class=\"number\">" << cell(column) << "</td>";
-        }
-        html << "</tr>\n";
-    };
-    row("model's degree",
-        [](const Column& c) { return c.degree > 0 ? std::to_string(c.degree) : std::string("–"); });
-    row("predicted it", [](const Column& c) {
-        std::size_t predicted = 0;
-        for (const auto& [degree, students] : c.predicted) {
-            predicted += students;
-        }
-        return std::to_string(c.right) + " of " + std::to_string(predicted);
-    });
-    const auto spread = [&](const Column& c, double at) {
-        if (c.claims.empty()) {
-            return std::string("–");
-        }
-        std::vector<double> values;
-        for (const auto& claim : c.claims) {
-            values.push_back(claim.first);
-        }
-        std::sort(values.begin(), values.end());
-        return value_text(values[static_cast<std::size_t>(at * (values.size() - 1) + 0.5)]);
-    };
-    row("measured, min", [&](const Column& c) { return spread(c, 0.0); });
-    row("measured, median", [&](const Column& c) { return spread(c, 0.5); });
-    row("measured, max", [&](const Column& c) { return spread(c, 1.0); });
-    html << "</tbody>\n</table></div>\n</section>\n";
+    write_claims_table(html, claims);
 }
 
 }  // namespace grader::class_detail

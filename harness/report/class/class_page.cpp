@@ -21,6 +21,7 @@
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
+#include "model/diagnosis.hpp"
 #include "model/report.hpp"
 #include "report/class/class_charts.hpp"
 #include "report/class/class_detail.hpp"
@@ -617,10 +618,10 @@ void write_students(std::ostringstream& html, const ClassSummary& summary,
             page.open("details").open("summary");
             // Hidden while the details are open: the whole reason follows. The cause's title,
             // in its column already, is not said twice on the line.
-            std::string line = first_line(reason);
-            if (cause && line.rfind(cause->reason + ": ", 0) == 0) {
-                line.erase(0, cause->reason.size() + 2);
-            }
+            const std::string line =
+                first_line(report.diagnosis && !to_sentence(*report.diagnosis).empty()
+                               ? to_sentence(*report.diagnosis)
+                               : reason);
             page.element("span", reason.empty() ? "no reason: " + lines.front() : line,
                          {{"class", "first-line"}})
                 .close("summary");

@@ -24,6 +24,7 @@
 #include "common/text.hpp"
 #include "model/bank_model.hpp"
 #include "model/diagnosis.hpp"
+#include "model/finding.hpp"
 #include "model/measurements.hpp"
 #include "model/report.hpp"
 #include "report/class/class_detail.hpp"
@@ -105,62 +106,58 @@ std::string check_reason(const CheckResult& check) {
     return "Failed: " + (check.title.empty() ? check.id : check.title);
 }
 
-std::string stop_reason(const Interruption& stop) {
-    return "The kernel stopped: " + std::string(to_string(stop.kind)) +
-           (stop.stage.empty() ? "" : " at " + stop.stage);
+RootCause cause_root(Cause cause) {
+    const std::string key(to_string(cause));
+    return RootCause{"cause:" + key, std::string(cause_title(cause)), key,
+                     std::string(to_string(area_of(cause)))};
 }
 
 // A file the submission lacks is a cause of its own, with its own advice: not "Compile and ABI"
 // for a missing kernel file, nor "Answers file" for an empty folder. The folder's own cause
 // first (grade_submission's folder_problem: empty, one folder down, another exercise's work),
-// else what the checks say: the kernel file's "... was not found in the submission folder", the
-// answers file's "... not found; start from the starter kit's ...".
+// else the files it lacks; each a Cause, as the diagnosis names it (a report read from a grader
+// that wrote no diagnosis).
 std::optional<RootCause> missing_files(const Report& report) {
     if (const std::optional<FolderProblem>& problem = report.folder_problem) {
+        // The folder's cause with what the instructor does about it.
+        RootCause root = cause_root(cause_of(problem->kind));
         switch (problem->kind) {
             case FolderProblem::Kind::empty:
-                return RootCause{"folder:empty",
-                                 "An empty folder: nothing was handed in (or the upload failed)"};
+                root.reason = "An empty folder: nothing was handed in (or the upload failed)";
+                break;
             case FolderProblem::Kind::one_folder_down:
-                return RootCause{"folder:one_folder_down",
-                                 "The files are one folder down, beside other folders: the "
-                                 "student handed in the folder that holds them"};
+                root.reason =
+                    "The files are one folder down, beside other folders: the student handed in "
+                    "the folder that holds them";
+                break;
             case FolderProblem::Kind::other_exercise:
-                return RootCause{"folder:other_exercise:" + problem->detail,
-                                 "Another exercise's work (" + problem->detail +
-                                     "): graded as this one; grade it with --exercise " +
-                                     problem->detail + " or move it to that exercise's class"};
+                // One group for each other exercise: each is moved to its own class.
+                root.key += ":" + problem->detail;
+                root.reason = "Another exercise's work (" + problem->detail +
+                              "): graded as this one; grade it with --exercise " + problem->detail +
+                              " or move it to that exercise's class";
+                break;
             case FolderProblem::Kind::misnamed_file:
-                return RootCause{"folder:misnamed_file",
-                                 "A file under another name (" + problem->detail + ")"};
+                root.reason = "A file under another name (" + problem->detail + ")";
+                break;
         }
+        return root;
     }
-    std::string source;
-    bool answers_missing = false;
-    const std::string not_found = " was not found in the submission folder";
+    if (report.missing_files.size() > 1) {
+        return cause_root(Cause::missing_files);
+    }
     for (const CheckResult& check : report.checks) {
         if (check.status != CheckStatus::failed) {
             continue;
         }
-        if (const std::size_t at = check.message.find(not_found);
-            at != std::string::npos && source.empty()) {
-            source = check.message.substr(0, at);
-        }
-        for (const std::string& detail : check.details) {
-            answers_missing = answers_missing ||
-                              (detail.find("not found") != std::string::npos &&
-                               detail.find("start from the starter kit's") != std::string::npos);
+        for (const Finding& finding : check.findings) {
+            if (finding.kind == FindingKind::kernel_file_missing) {
+                return cause_root(Cause::missing_kernel_file);
+            }
         }
     }
-    if (!source.empty() && answers_missing) {
-        return RootCause{"missing:everything",
-                         "Neither " + source + " nor the answers file in the folder"};
-    }
-    if (!source.empty()) {
-        return RootCause{"missing:source", source + " is missing from the folder"};
-    }
-    if (answers_missing) {
-        return RootCause{"missing:answers", "The answers file is missing from the folder"};
+    if (report.missing_files.size() == 1) {
+        return cause_root(Cause::missing_answers_file);  // the kernel's would have a finding
     }
     return std::nullopt;
 }
@@ -171,10 +168,11 @@ std::optional<RootCause> root_cause(const Report& report) {
     if (report.verdict == Verdict::ungradable) {
         return std::nullopt;
     }
+    if (report.folder_problem) {
+        return missing_files(report);  // the folder's cause, with its detail
+    }
     if (const std::optional<Diagnosis>& diagnosis = report.diagnosis) {
-        const std::string cause(to_string(diagnosis->cause));
-        return RootCause{"cause:" + cause, std::string(cause_title(diagnosis->cause)), cause,
-                         std::string(to_string(area_of(diagnosis->cause)))};
+        return cause_root(diagnosis->cause);
     }
     if (auto missing = missing_files(report)) {
         return missing;
@@ -191,7 +189,7 @@ std::optional<RootCause> root_cause(const Report& report) {
         return RootCause{"check:" + check.id, check_reason(check)};
     }
     if (kernel_stopped) {
-        return RootCause{"interruption:" + std::string(to_string(stop->kind)), stop_reason(*stop)};
+        return cause_root(cause_of(stop->kind));
     }
     if (report.verdict == Verdict::fail) {
         return RootCause{"summary:" + report.summary,
@@ -592,6 +590,10 @@ ClassData compute_class_data(const std::vector<ClassEntry>& entries,
     ClassData data;
     data.sorted = sorted_by_folder(entries);
     data.summary = summarize_class(entries);
+    if (data.summary.exercise_id.empty()) {
+        // A class with no report yet still graded its exercise: a resumed run reads it here.
+        data.summary.exercise_id = options.exercise_id;
+    }
     data.clusters = cluster_sentences(entries, options);
     data.flags = flags_with(entries, options, data.clusters);
     return data;

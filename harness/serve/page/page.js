@@ -14,11 +14,49 @@ async function api(path, options) {
   const type = response.headers.get("Content-Type") || "";
   const body = type.startsWith("application/json") ? await response.json() : await response.text();
   if (!response.ok) {
-    const error = new Error(body && body.error ? body.error : "the service answered " + response.status);
+    const error = new Error(body && body.error ? body.error : statusText(response.status));
     error.status = response.status;
     throw error;
   }
   return body;
+}
+
+// What a status means where the service gave no reason of its own: the web server in front of
+// it (docs/serve.md's nginx or Caddy) answered instead.
+function statusText(status) {
+  if (status === 413) {
+    return "The upload is larger than the web server in front of the service takes (HTTP 413): " +
+      "send less, or ask your instructor.";
+  }
+  if (status === 502 || status === 503 || status === 504) {
+    return "The web server in front of the service got no answer from it (HTTP " + status +
+      "): it is down or busy; try again in a minute.";
+  }
+  return "The service answered HTTP " + status + ".";
+}
+
+function sizeText(bytes) {
+  return bytes >= 1024 * 1024 ? (bytes / (1024 * 1024)).toFixed(1) + " MB" : Math.ceil(bytes / 1024) + " KB";
+}
+
+// An upload the service would refuse for its size, said before it is sent (a proxy in front of
+// the service may cut a large one off without its reason).
+function tooLarge(files) {
+  const limits = state.me && state.me.upload;
+  if (!limits) return "";
+  let total = 0;
+  for (const file of files) {
+    total += file.size;
+    if (!/\.zip$/i.test(file.name) && file.size > limits.max_file_bytes) {
+      return "'" + file.name + "' is " + sizeText(file.size) + ": a file may be at most " +
+        sizeText(limits.max_file_bytes) + ".";
+    }
+  }
+  if (total > limits.max_bytes) {
+    return "Your files add up to " + sizeText(total) + ": at most " + sizeText(limits.max_bytes) +
+      " is taken in one upload.";
+  }
+  return "";
 }
 
 function verdictText(lane) {
@@ -51,9 +89,16 @@ async function signIn(token) {
     if (state.me.lti) sessionStorage.setItem("grader-lti", state.token);
     else localStorage.setItem("grader-token", state.token);
   } catch (ignored) { /* private mode */ }
+  const notes = [];
+  if (!state.me.gpu) notes.push("This service has no GPU: the simulator's report is the grade.");
+  if (state.me.service && state.me.service.problem) notes.push("The service: " + state.me.service.problem);
   $("who").textContent = "Signed in as " + state.me.login + (state.me.name ? " (" + state.me.name + ")" : "") +
-    (state.me.role === "instructor" ? ", instructor" : "") +
-    (state.me.service && state.me.service.problem ? ". The service: " + state.me.service.problem : "");
+    (state.me.role === "instructor" ? ", instructor" : "") + (notes.length ? ". " + notes.join(" ") : "");
+  show("sign-out", true);
+  // A lane the service does not have is not drawn.
+  show("lane-gpu", state.me.gpu);
+  $("lane-gpu").parentElement.classList.toggle("one-lane", !state.me.gpu);
+  document.body.classList.toggle("no-gpu", !state.me.gpu);
   const select = $("exercise");
   select.textContent = "";
   for (const exercise of state.me.exercises) {
@@ -98,6 +143,11 @@ async function submit(event) {
   const files = $("files").files;
   if (files.length === 0) {
     $("upload-error").textContent = "Choose your files first.";
+    return;
+  }
+  const refusal = tooLarge(files);
+  if (refusal) {
+    $("upload-error").textContent = refusal;
     return;
   }
   const form = new FormData();
@@ -220,11 +270,42 @@ async function loadHistory() {
       cell.textContent = text;
       const lane = index === 4 ? attempt.lanes.sim : (index === 5 ? attempt.lanes.gpu : null);
       if (lane && lane.state === "done") cell.className = "v-" + lane.verdict;
+      if (index === 5) cell.classList.add("gpu-only");
       row.appendChild(cell);
     });
     row.addEventListener("click", () => showAttempt(attempt.id));
     body.appendChild(row);
   }
+}
+
+// Forgets the token, here and in the browser's storage: a shared computer keeps nothing of it.
+function signOut() {
+  clearTimeout(state.timer);
+  try {
+    localStorage.removeItem("grader-token");
+    sessionStorage.removeItem("grader-lti");
+  } catch (ignored) { /* private mode */ }
+  state.token = "";
+  state.me = null;
+  state.shown = 0;
+  state.loaded = {};
+  $("token").value = "";
+  $("who").textContent = "";
+  $("upload-error").textContent = "";
+  $("lti").textContent = "";
+  $("roster-error").textContent = "";
+  $("attempts").querySelector("tbody").textContent = "";
+  $("roster").querySelector("tbody").textContent = "";
+  for (const lane of ["sim", "gpu"]) {
+    $("lane-" + lane).querySelector(".body").textContent = "";
+    $("lane-" + lane).querySelector(".status").textContent = "";
+  }
+  $("explain").querySelector(".body").textContent = "";
+  $("attempt-files").textContent = "";
+  delete $("attempt-files").dataset.attempt;
+  for (const id of ["upload", "attempt", "history", "sign-out", "student-form", "lti", "roster-button",
+                    "roster"]) show(id, false);
+  show("sign-in", true);
 }
 
 // The course's members (the LMS's roster, read by NRPS) with their attempts here.
@@ -254,6 +335,7 @@ async function loadRoster() {
 }
 
 $("token-form").addEventListener("submit", (event) => { event.preventDefault(); signIn($("token").value); });
+$("sign-out").addEventListener("click", signOut);
 $("upload-form").addEventListener("submit", submit);
 $("exercise").addEventListener("change", updateHint);
 $("student-form").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });

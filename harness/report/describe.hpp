@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/measurements.hpp"
+#include "model/observations.hpp"
 
 namespace grader {
 

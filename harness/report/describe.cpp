@@ -1,4 +1,4 @@
-#include "model/describe.hpp"
+#include "report/describe.hpp"
 
 #include <cmath>
 #include <cstdio>
