@@ -26,6 +26,7 @@
 #include "sim/banks.hpp"
 #include "sim/program.hpp"
 #include "sim/races.hpp"
+#include "sim/rounding.hpp"
 #include "sim/sim.hpp"
 
 namespace grader::sim::detail {
@@ -212,6 +213,21 @@ inline float narrowed_nan(double x) {
 template <class F>
 inline F saturate_unit(F r) {
     return std::isnan(r) ? F(0) : std::min(F(1), std::max(F(0), r));
+}
+
+// One lane of add, sub or mul of f32 or f64 (PTX's add/sub/mul.rn/.rz/.rm/.rp[.sat]): rounded as
+// `mode` asks, clamped by .sat, its NaN as a GPU gives it. The one definition: the families
+// (execute_add_sub, execute_mul_lo) and the decoded engine's full-warp case call it; with a
+// constant `mode` of nearest and no .sat it inlines to the host's operation and a select.
+enum class FloatBinary { add, sub, mul };
+template <FloatBinary Kind, class F>
+inline F float_binary(F x, F y, rounding::Direction mode, bool saturate) {
+    F r = Kind == FloatBinary::add   ? rounding::add(x, y, mode)
+          : Kind == FloatBinary::sub ? rounding::sub(x, y, mode)
+                                     : rounding::mul(x, y, mode);
+    if (saturate)
+        r = saturate_unit(r);
+    return gpu_nan(r, x, y);
 }
 
 // What ends a launch early.

@@ -3,9 +3,11 @@
 // f32 add, sub and mul rounded to nearest, and 32-bit shared loads. Each is the same computation
 // as its family in opcodes.def for exactly the instructions full_warp_step picks, written as one
 // loop over the 32 lanes of a warp whose every lane runs it, which the compiler vectorises; any
-// other mask goes to the family itself. The family stays the definition: tests/test_sim_engine.cpp
-// runs every fixture on both engines, and a family whose semantics change (a rounding mode, a
-// flush) changes its case here or drops it from full_warp_step.
+// other mask goes to the family itself. Float arithmetic calls the families' own lane function
+// (float_binary: rounding, .sat and the GPU's NaN in one place); the integer cases are the
+// two's-complement operation itself. tests/test_sim_engine.cpp runs every fixture on both
+// engines, and a family whose semantics change changes its case here or drops it from
+// full_warp_step.
 
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +16,7 @@
 
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
+#include "sim/rounding.hpp"
 
 namespace grader::sim::detail {
 
@@ -51,13 +54,6 @@ void add_sub_int(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
     });
 }
 
-// A float result's bits with NaN made canonical, as gpu_nan: branch-free, so the lanes vectorise.
-std::uint64_t f32_result(float r) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &r, 4);
-    return r != r ? 0x7fffffffu : bits;
-}
-
 float f32_of(std::uint64_t bits) {
     const auto b = static_cast<std::uint32_t>(bits);
     float f;
@@ -65,18 +61,23 @@ float f32_of(std::uint64_t bits) {
     return f;
 }
 
-// add, sub and mul of f32, round to nearest, no .sat, no .ftz: execute_add_sub's and
-// execute_mul_lo's float case.
-enum class FloatOp { add, sub, mul };
-template <FloatOp Kind>
+std::uint64_t bits_of_f32(float r) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &r, 4);
+    return bits;
+}
+
+// add, sub and mul of f32 rounded to nearest without .sat or .ftz: float_binary, the families'
+// own lane, with its mode and .sat constant.
+template <FloatBinary Kind>
 void f32_arithmetic(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
     if (exec != kWholeWarp) {
-        return Kind == FloatOp::mul ? execute_mul_lo(self, w, in, exec)
-                                    : execute_add_sub(self, w, in, exec);
+        return Kind == FloatBinary::mul ? execute_mul_lo(self, w, in, exec)
+                                        : execute_add_sub(self, w, in, exec);
     }
     each_lane(w, in, [](std::uint64_t a, std::uint64_t b) {
-        const float x = f32_of(a), y = f32_of(b);
-        return f32_result(Kind == FloatOp::add ? x + y : (Kind == FloatOp::sub ? x - y : x * y));
+        return bits_of_f32(
+            float_binary<Kind>(f32_of(a), f32_of(b), rounding::Direction::nearest, false));
     });
 }
 
@@ -296,7 +297,7 @@ StepHandler Executor::full_warp_step(const Instruction& in) {
             if (int64_type(t))
                 return add ? &add_sub_int<std::uint64_t, true> : &add_sub_int<std::uint64_t, false>;
             if (t == Type::f32 && round_to_nearest(in.rounding))
-                return add ? &f32_arithmetic<FloatOp::add> : &f32_arithmetic<FloatOp::sub>;
+                return add ? &f32_arithmetic<FloatBinary::add> : &f32_arithmetic<FloatBinary::sub>;
             return nullptr;
         }
         case Op::mul_lo:
@@ -305,7 +306,7 @@ StepHandler Executor::full_warp_step(const Instruction& in) {
             if (int64_type(t))
                 return &mul_lo_int<std::uint64_t>;
             if (t == Type::f32 && round_to_nearest(in.rounding))
-                return &f32_arithmetic<FloatOp::mul>;
+                return &f32_arithmetic<FloatBinary::mul>;
             return nullptr;
         case Op::mul_wide:
             if (t == Type::u32 || t == Type::b32)
