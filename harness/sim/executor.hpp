@@ -525,11 +525,17 @@ private:
         std::uint8_t size;
     };
     std::vector<LoggedStore>* store_log_ = nullptr;
+    // A log past this many stores ends the worker's replay (StoreLogFull): run() replays that
+    // block itself, storing directly. A block that stores without end (a store in an endless
+    // loop) logged 24 bytes a lane-store up to its budget: 4.2 GB for hostile/infinite_loop.
+    std::size_t store_log_limit_ = 0;
+    struct StoreLogFull {};
     void store_global(std::byte* at, std::uint64_t value, std::size_t size) {
-        if (store_log_ != nullptr)
-            store_log_->push_back({at, value, static_cast<std::uint8_t>(size)});
-        else
-            store_bytes(at, value, size);
+        if (store_log_ == nullptr)
+            return store_bytes(at, value, size);
+        if (store_log_->size() >= store_log_limit_)
+            throw StoreLogFull{};
+        store_log_->push_back({at, value, static_cast<std::uint8_t>(size)});
     }
     std::size_t memory_hint_ = 0;  // GlobalMemory::find's, this executor's own
     // The workers of replay_batch, each a copy of this executor made after the shared work was

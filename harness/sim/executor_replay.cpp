@@ -482,6 +482,12 @@ std::size_t Executor::replay_batch(const std::vector<Dim3>& blocks,
     std::vector<Replayed> replayed(n);
     const auto threads =
         static_cast<unsigned>(std::min<std::size_t>(std::max(options_.threads, 1u), n));
+    // The batch's logs together hold at most kMostLogged stores (96 MiB; a batch is at most
+    // 1,024 blocks), each block's at least kLeastLogged (a Part 2 block stores 1,024 words, a
+    // probe block 256).
+    constexpr std::size_t kMostLogged = std::size_t{1} << 22;
+    constexpr std::size_t kLeastLogged = std::size_t{1} << 12;
+    const std::size_t log_limit = std::max(kLeastLogged, kMostLogged / n);
     make_replay_workers(threads);
     const std::uint64_t base = result_->instructions_run;
     std::atomic<std::size_t> next{0};
@@ -492,12 +498,15 @@ std::size_t Executor::replay_batch(const std::vector<Dim3>& blocks,
         for (std::size_t k = next++; k < n && k < first_stop.load(); k = next++) {
             Replayed& r = replayed[k];
             worker.store_log_ = &r.stores;
+            worker.store_log_limit_ = log_limit;
             worker.result_->instructions_run = base;
             try {
                 r.outcome = worker.replay(blocks[k], places[k]);
                 r.instructions = worker.result_->instructions_run - base;
             } catch (...) {
-                r.threw = true;  // run() replays it again itself, and ends where it does
+                // A fault, a timeout, a full store log: run() replays it again itself, and
+                // ends where it does.
+                r.threw = true;
             }
             if (r.threw || r.outcome != Replay::ended) {
                 std::size_t stop = first_stop.load();
