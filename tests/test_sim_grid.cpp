@@ -3,6 +3,7 @@
 // until something tells them apart share it, which no kernel can tell from each doing it.
 
 #include <doctest/doctest.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>

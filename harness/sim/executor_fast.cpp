@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
@@ -250,6 +251,31 @@ bool round_to_nearest(Rounding r) {
     return r == Rounding::none || r == Rounding::rn;
 }
 
+// cvt between integers of 32 and 64 bits, from `from` to `to`, or none.
+StepHandler convert_step(Type from, Type to) {
+    const auto pick = [&](auto source) -> StepHandler {
+        using S = decltype(source);
+        if (to == Type::u32 || to == Type::b32)
+            return &convert_int<S, std::uint32_t>;
+        if (to == Type::s32)
+            return &convert_int<S, std::int32_t>;
+        if (to == Type::u64 || to == Type::b64)
+            return &convert_int<S, std::uint64_t>;
+        if (to == Type::s64)
+            return &convert_int<S, std::int64_t>;
+        return nullptr;
+    };
+    if (from == Type::u32 || from == Type::b32)
+        return pick(std::uint32_t{});
+    if (from == Type::s32)
+        return pick(std::int32_t{});
+    if (from == Type::u64 || from == Type::b64)
+        return pick(std::uint64_t{});
+    if (from == Type::s64)
+        return pick(std::int64_t{});
+    return nullptr;
+}
+
 }  // namespace
 
 // A 32-bit shared load (memory_access's first case, load_shared_words): in a block not checked
@@ -339,30 +365,8 @@ StepHandler Executor::full_warp_step(const Instruction& in) {
                 return left ? &shift<std::int64_t, true> : &shift<std::int64_t, false>;
             return nullptr;
         }
-        case Op::cvt: {
-            const Type from = in.source_type;
-            const auto pick = [&](auto source) -> StepHandler {
-                using S = decltype(source);
-                if (t == Type::u32 || t == Type::b32)
-                    return &convert_int<S, std::uint32_t>;
-                if (t == Type::s32)
-                    return &convert_int<S, std::int32_t>;
-                if (t == Type::u64 || t == Type::b64)
-                    return &convert_int<S, std::uint64_t>;
-                if (t == Type::s64)
-                    return &convert_int<S, std::int64_t>;
-                return nullptr;
-            };
-            if (from == Type::u32 || from == Type::b32)
-                return pick(std::uint32_t{});
-            if (from == Type::s32)
-                return pick(std::int32_t{});
-            if (from == Type::u64 || from == Type::b64)
-                return pick(std::uint64_t{});
-            if (from == Type::s64)
-                return pick(std::int64_t{});
-            return nullptr;
-        }
+        case Op::cvt:
+            return convert_step(in.source_type, t);
         case Op::setp:
             if (in.src[2] >= 0)
                 return nullptr;
