@@ -69,6 +69,12 @@
 #             decimal comma, a unit, a blank sentence give 15/15 PASS with a note; a wrong
 #             prediction 14/15 PASS; the placeholder id 14/15 FAIL; a misnamed file names the
 #             rename; each report's second line is its diagnosis
+#   engine    issue 39's figures (scripts/bench/engine_bench.py; no GPU needed, not in the default
+#             list): the simulator's grades beside the grader of ac621a7 (.carry/before, made by
+#             scripts/bench/build-before.sh ac621a7): the class of 100 through batch --jobs 2,
+#             its slowest student, one Part 1, one Part 2 and one missing-barrier grade alone;
+#             first on two cores (taskset -c 0,1: as the development machine), then the grades
+#             alone on every core (the simulator's blocks on all of them)
 #   findings  issue 40's six cases on the GPU (tests/fixtures/submissions and padding): each graded
 #             in text and JSON, its reason (the summary) and the first screen of its report up to
 #             the rule, with the number of lines; reports in OUT_DIR/findings/
@@ -560,6 +566,21 @@ run_spin() {
   /usr/bin/time -f "batch: wall %e s" "$grader" batch $scratch/spin-class \
     --output $scratch/spin-out 2>&1 | grep -E "device server|batch: wall"
   python3 "$root/scripts/bench/gpu_hold.py" $scratch/spin-out/*/report.json
+}
+
+run_engine() {
+  local before="${GRADER_BEFORE:-$root/.carry/before}"
+  if [ ! -x "$before/bin/grader" ]; then
+    echo "engine: no $before/bin/grader (scripts/bench/build-before.sh ac621a7): skipped"
+    return
+  fi
+  section "engine: issue 39's figures on two cores (taskset -c 0,1), beside ac621a7"
+  taskset -c 0,1 python3 "$root/scripts/bench/engine_bench.py" "$before/bin/grader" \
+    "$grader" --out $scratch/engine --jobs 2 --runs 5 | tee "$out/engine-2cores.txt"
+  section "engine: the grades alone on every core of this machine"
+  python3 "$root/scripts/bench/engine_bench.py" "$before/bin/grader" "$grader" \
+    --out $scratch/engine-all --class-dir $scratch/engine/class --no-class --runs 5 |
+    tee "$out/engine-all-cores.txt"
 }
 
 run_findings() {

@@ -3,6 +3,11 @@
 // until something tells them apart share it, which no kernel can tell from each doing it.
 
 #include <doctest/doctest.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -41,7 +46,8 @@ struct Outcome {
 // `entry` over the grid, its output poisoned first. share: tell the launch which buffer is the
 // input, so that blocks may share their work; checked: the blocks it reports on.
 Outcome run(const char* entry, std::vector<std::vector<std::byte>> extra, bool share,
-            const std::vector<sim::Dim3>& checked, std::uint64_t seed = 5) {
+            const std::vector<sim::Dim3>& checked, std::uint64_t seed = 5,
+            const sim::LaunchOptions& given = {}) {
     sim::GlobalMemory memory(seed);
     std::vector<float> input(1024);
     for (std::size_t k = 0; k < input.size(); ++k)
@@ -52,7 +58,7 @@ Outcome run(const char* entry, std::vector<std::vector<std::byte>> extra, bool s
     const std::uint64_t out = memory.allocate(n * 4);
     const std::vector<std::uint32_t> poison(n, kPoison);
     memory.write(out, poison.data(), n * 4);
-    sim::LaunchOptions options;
+    sim::LaunchOptions options = given;
     options.clock_seed = seed;
     options.checked = checked;
     if (share) {
@@ -194,6 +200,50 @@ TEST_CASE("a grid the GPU holds at once is resident at once: a barrier over it c
         std::memcpy(&seen, &held.out[b * kThreads], 4);
         CHECK(seen == static_cast<float>(kBlocks));
     }
+}
+
+TEST_CASE("blocks replayed on several threads that store without end stay within memory") {
+    // Each replay worker logs its global stores until the launch applies them; a block storing
+    // in an endless loop logged one 24-byte entry a lane-store up to its budget (a grade of
+    // hostile/infinite_loop on two threads peaked at 4.2 GB). Run in a child, whose peak
+    // resident memory wait4 reports.
+    sim::LaunchOptions options;
+    options.instruction_budget = 20'000'000;
+    options.block_instruction_budget = 2'000'000;
+    const Outcome alone = run("storesForever", {sim::param_bytes(300)}, true, kChecked, 5, options);
+    REQUIRE(alone.result.status == sim::LaunchStatus::budget_exceeded);
+    options.threads = 3;
+    int pipe_ends[2];
+    REQUIRE(pipe(pipe_ends) == 0);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const Outcome threads =
+            run("storesForever", {sim::param_bytes(300)}, true, kChecked, 5, options);
+        const std::uint64_t seen[2] = {threads.result.instructions_run,
+                                       threads.result.status == alone.result.status &&
+                                               threads.result.message == alone.result.message &&
+                                               threads.out == alone.out
+                                           ? 1u
+                                           : 0u};
+        const bool written = write(pipe_ends[1], seen, sizeof seen) == sizeof seen;
+        _exit(written ? 0 : 1);
+    }
+    close(pipe_ends[1]);
+    std::uint64_t seen[2] = {0, 0};
+    const bool read_all = read(pipe_ends[0], seen, sizeof seen) == sizeof seen;
+    close(pipe_ends[0]);
+    int status = 0;
+    rusage usage{};
+    REQUIRE(wait4(child, &status, 0, &usage) == child);
+    REQUIRE(read_all);
+    CHECK(WIFEXITED(status));
+    CHECK(seen[0] == alone.result.instructions_run);
+    CHECK_MESSAGE(seen[1] == 1, "the launch on three threads ended otherwise than on one");
+    // ru_maxrss in KiB: the logs are bounded at 96 MiB a batch; the test process itself (NVRTC
+    // loaded) is part of it.
+    CHECK(usage.ru_maxrss < 512 * 1024);
+    MESSAGE("figure: peak resident memory on three threads " << usage.ru_maxrss / 1024 << " MiB");
 }
 
 TEST_CASE("%gridid is the launch's own number") {

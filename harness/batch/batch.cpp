@@ -28,6 +28,7 @@
 #include "batch/device_servers.hpp"
 #include "batch/merge.hpp"
 #include "checks/checks.hpp"
+#include "common/cores.hpp"
 #include "common/files.hpp"
 #include "common/kernel_ids.hpp"
 #include "common/text.hpp"
@@ -147,6 +148,7 @@ struct PoolState {
     std::map<std::string, std::string> other_exercise_sources;
     double run_seconds_override = 0.0;
     std::string backend;
+    unsigned sim_threads = 1;  // each grade's share of the cores (GradeOptions::sim_threads)
     std::shared_ptr<DeviceServers> servers;  // on GPUs, unless the options said no
     const std::atomic<bool>* stop = nullptr;
     Clock::time_point began;
@@ -186,6 +188,7 @@ Report grade_one(PoolState& state, const BatchSubmission& submission, int device
     grade.device = device;
     grade.run_seconds_override = state.run_seconds_override;
     grade.backend = state.backend;
+    grade.sim_threads = state.sim_threads;
     grade.worker_executable = state.worker_executable;
     grade.other_exercise_sources = state.other_exercise_sources;
     try {
@@ -808,6 +811,9 @@ BatchResult run_batch(const Exercise& exercise, const BatchOptions& options,
     const std::size_t thread_count =
         std::min(static_cast<std::size_t>(wanted_jobs), state->jobs.size());
     status.jobs = wanted_jobs;
+    // Each grade runs the simulator's blocks on its share of the cores.
+    state->sim_threads =
+        std::max(1u, usable_cores() / static_cast<unsigned>(std::max(wanted_jobs, 1)));
 
     run_pool(state, thread_count, result);
 

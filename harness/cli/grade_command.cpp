@@ -21,6 +21,7 @@
 #include "cli/commands.hpp"
 #include "cli/locations.hpp"
 #include "cli/option_checks.hpp"
+#include "common/cores.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "exercise/exercise.hpp"
@@ -41,6 +42,7 @@ struct GradeCommandOptions {
     std::optional<std::uint64_t> seed;
     double timeout = 0.0;
     std::string backend = "auto";
+    unsigned sim_threads = 0;  // 0: every core
 };
 
 int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
@@ -76,6 +78,8 @@ int run_grade(const GradeCommandOptions& options, const GlobalOptions& global) {
     grade.seed = options.seed;
     grade.backend = options.backend;
     grade.run_seconds_override = options.timeout;
+    // A grade that runs alone runs the simulator's blocks on every core it is given.
+    grade.sim_threads = options.sim_threads > 0 ? options.sim_threads : usable_cores();
     grade.worker_executable = current_executable();
     grade.other_exercise_sources = other_exercise_sources(exercise);
     grade.on_stage = [](const std::string& stage) { spdlog::debug("stage: {}", stage); };
@@ -142,6 +146,9 @@ void add_grade_command(CLI::App& app, const GlobalOptions& global, Runner& run) 
                      "auto (a GPU where there is one, else the PTX simulator), cuda or sim")
         ->check(CLI::IsMember({"auto", "cuda", "sim"}))
         ->capture_default_str();
+    command->add_option("--sim-threads", options->sim_threads,
+                        "Threads the simulator may run the student's blocks on (default: every "
+                        "core)");
     command->callback([options, &global, &run] {
         run = [options, &global] { return run_grade(*options, global); };
     });

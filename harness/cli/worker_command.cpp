@@ -33,6 +33,7 @@ void add_worker_command(CLI::App& app, Runner& run) {
     command->add_option(WorkerFlags::backend, options->backend);
     command->add_option(WorkerFlags::device_server, options->device_server);
     command->add_option(WorkerFlags::run_timeout, options->run_seconds_override);
+    command->add_option(WorkerFlags::sim_threads, options->sim_threads);
     command->add_flag(WorkerFlags::reference_only, *reference_only);
     command->add_flag(WorkerFlags::explain, *explain);
     command->add_option(WorkerFlags::explain_strides, options->explain_strides)->delimiter(',');

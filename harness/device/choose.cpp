@@ -21,7 +21,7 @@ namespace grader {
 
 DeviceChoice choose_device(const Exercise& exercise, const std::string& requested, int ordinal,
                            std::uint64_t seed, const std::filesystem::path& device_server,
-                           const StepTrace& trace) {
+                           const StepTrace& trace, unsigned sim_threads) {
     DeviceChoice choice;
     choice.arch = exercise.default_arch;
     const ResolvedBackend resolved = resolve_backend(requested, ordinal);
@@ -47,8 +47,9 @@ DeviceChoice choose_device(const Exercise& exercise, const std::string& requeste
         }
         return choice;
     }
-    choice.open = [&exercise, seed]() -> std::unique_ptr<Device> {
-        return std::make_unique<SimDevice>(exercise, seed);
+    choice.open = [&exercise, seed, sim_threads]() -> std::unique_ptr<Device> {
+        return std::make_unique<SimDevice>(exercise, seed, SimDevice::StudentBlocks::whole_grid,
+                                           sim_threads);
     };
     return choice;
 }

@@ -245,10 +245,11 @@ using StepTrace = std::function<void(const std::string& step)>;
 
 // `requested` is "auto", "cuda" or "sim". Where `device_server` names the socket of the GPU's
 // device server (device_server.hpp, started by `grader batch`), a GPU grade goes through it, or,
-// where no server answers, opens the GPU itself (fallback_device.hpp).
+// where no server answers, opens the GPU itself (fallback_device.hpp). The simulator runs blocks
+// on up to `sim_threads` threads (sim::LaunchOptions::threads).
 DeviceChoice choose_device(const Exercise& exercise, const std::string& requested, int ordinal,
                            std::uint64_t seed, const std::filesystem::path& device_server = {},
-                           const StepTrace& trace = {});
+                           const StepTrace& trace = {}, unsigned sim_threads = 1);
 
 // The kernel's parameters in the exercise's order, assembled from their roles: 8 bytes each, the
 // low `size_bytes` of them meaningful (little-endian).

@@ -306,6 +306,8 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     options.poison_shared = settings.poison_shared;
     options.module_globals = settings.module_globals;
     options.registers_per_thread = settings.registers_per_thread;
+    options.engine = settings.engine;
+    options.threads = settings.threads;
     const auto arguments = kernel_arguments(exercise, input, output, elements, stride);
     sim::LaunchResult result =
         sim::launch(module, entry, sim::Dim3{geometry.grid.x, geometry.grid.y, geometry.grid.z},
@@ -343,8 +345,9 @@ void place_input(SimBuffers& buffers, const Exercise& exercise, std::uint64_t el
     }
 }
 
-SimDevice::SimDevice(const Exercise& exercise, std::uint64_t seed, StudentBlocks student_blocks)
-    : exercise_(exercise), seed_(seed), student_blocks_(student_blocks) {}
+SimDevice::SimDevice(const Exercise& exercise, std::uint64_t seed, StudentBlocks student_blocks,
+                     unsigned threads)
+    : exercise_(exercise), seed_(seed), student_blocks_(student_blocks), threads_(threads) {}
 
 void SimDevice::describe(Environment& environment) const {
     environment.gpu_available = false;
@@ -501,6 +504,7 @@ DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
     // a launch at least a second, which a block of the probe passes long before (a probe block
     // is about 100,000 warp instructions; this is 400 times that).
     settings.block_budget = student ? budget / 8 : 0;
+    settings.threads = student ? threads_ : 1;
     settings.clock_seed = seed_;
     // A GPU numbers its launches: the grade's first from the seed, one more for each.
     settings.grid_id = sim::ModeledDevice::grid_id(seed_) + launches_++;

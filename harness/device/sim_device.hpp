@@ -45,8 +45,9 @@ public:
     // sample of blocks_for alone (the simulator's witness of counts and races beside a GPU's
     // grade, which needs no outputs).
     enum class StudentBlocks { whole_grid, sample };
+    // The student's whole grid runs on up to `threads` threads (sim::LaunchOptions::threads).
     SimDevice(const Exercise& exercise, std::uint64_t seed,
-              StudentBlocks student_blocks = StudentBlocks::whole_grid);
+              StudentBlocks student_blocks = StudentBlocks::whole_grid, unsigned threads = 1);
 
     DeviceCapabilities capabilities() const override {
         return {false, exercise_.simulator.modeled_timing, true};
@@ -78,6 +79,7 @@ private:
     const Exercise& exercise_;
     std::uint64_t seed_;
     StudentBlocks student_blocks_;
+    unsigned threads_ = 1;
     LaunchGeometry geometry_;
     // Warp instructions per block of the harness kernels' runs, by input and stride: the
     // student's budget.
@@ -133,6 +135,8 @@ struct SimLaunchSettings {
     std::size_t input_index = 0;  // the launch's input: its place in the exercise's inputs
     std::vector<std::byte>* module_globals = nullptr;  // kept across launches where given
     SimBuffers* buffers = nullptr;  // kept across launches where given, else made for this one
+    sim::Engine engine = sim::Engine::decoded;  // the reference engine, for tests comparing the two
+    unsigned threads = 1;                       // sim::LaunchOptions::threads
 };
 
 // One launch of a kernel on the simulator with the exercise's ABI, on the GPU the simulator models

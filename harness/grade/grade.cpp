@@ -224,6 +224,7 @@ std::vector<std::string> worker_command_line(const Exercise& exercise, const Gra
                                                                    : exercise.limits.run_seconds;
     worker.explain_strides = task.explain_strides;
     worker.explain_reference = task.explain_reference;
+    worker.sim_threads = std::max(options.sim_threads, 1u);
     std::vector<std::string> argv = {options.worker_executable.string()};
     for (std::string& argument : worker_arguments(worker)) {
         argv.push_back(std::move(argument));

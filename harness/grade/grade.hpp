@@ -29,6 +29,9 @@ struct GradeOptions {
     // The socket of the GPU's device server (device/device_server.hpp), where `grader batch`
     // runs one: the grade's GPU work goes through it. Empty: the grade opens the GPU itself.
     std::filesystem::path device_server;
+    // Cores the simulator may run the grade's blocks on (sim::LaunchOptions::threads): a grade
+    // that runs alone is given the machine's, one of a batch its share.
+    unsigned sim_threads = 1;
     double run_seconds_override = 0.0;        // > 0 replaces the exercise's run limit
     std::filesystem::path worker_executable;  // the grader itself, started as "grader __worker"
     std::function<void(const std::string& stage)> on_stage;  // progress, for --verbose

@@ -13,7 +13,7 @@ void run_worker(const Exercise& exercise, const WorkerOptions& options, Progress
     }
     run_pipeline(exercise, options, sink,
                  choose_device(exercise, options.backend, options.device, options.seed,
-                               options.device_server, options.trace));
+                               options.device_server, options.trace, options.sim_threads));
 }
 
 }  // namespace grader

@@ -1,5 +1,6 @@
 #include "grade/worker_options.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ std::vector<std::string> worker_arguments(const WorkerOptions& options) {
         options.backend,
         WorkerFlags::run_timeout,
         format_number(options.run_seconds_override, 3),
+        WorkerFlags::sim_threads,
+        std::to_string(std::max(options.sim_threads, 1u)),
     };
     if (!options.submission_dir.empty()) {
         argv.insert(argv.end(), {WorkerFlags::submission, options.submission_dir.string()});

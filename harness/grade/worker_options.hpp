@@ -26,6 +26,7 @@ struct WorkerOptions {
     std::string backend = "auto";         // "auto" (cuda with a GPU, else sim), "cuda", "sim"
     std::filesystem::path device_server;  // the GPU's device server's socket, where one serves
     double run_seconds_override = 0.0;    // > 0 replaces the exercise's run limit
+    unsigned sim_threads = 1;             // GradeOptions::sim_threads
     std::vector<int> explain_strides;     // explain: the strides to run
     bool explain_reference = false;       // explain the exercise's oracle instead
     StepTrace trace;                      // where the device's steps are told; empty: nowhere
@@ -48,6 +49,7 @@ struct WorkerFlags {
     static constexpr const char* backend = "--backend";
     static constexpr const char* device_server = "--device-server";
     static constexpr const char* run_timeout = "--run-timeout";
+    static constexpr const char* sim_threads = "--sim-threads";
     static constexpr const char* reference_only = "--reference-only";  // Mode::reference_only
     static constexpr const char* explain = "--explain";                // Mode::explain
     static constexpr const char* explain_strides = "--explain-strides";

@@ -17,6 +17,7 @@
 
 #include "batch/batch.hpp"
 #include "common/clock.hpp"
+#include "common/cores.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "grade/grade.hpp"
@@ -563,6 +564,9 @@ void Service::grade_one(const Job& job, int device, const LocalGpus* gpus) {
     grade.submission_label = "attempt " + std::to_string(attempt->number);
     grade.device = device;
     grade.backend = job.lane == Lane::sim ? "sim" : "cuda";
+    // Each of the simulator lane's grades runs its blocks on its share of the cores.
+    grade.sim_threads =
+        std::max(1u, usable_cores() / static_cast<unsigned>(std::max(1, options_.sim_jobs)));
     grade.run_seconds_override = options_.run_seconds_override;
     grade.worker_executable = options_.worker_executable;
     grade.cancel = &stopping_;

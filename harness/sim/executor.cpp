@@ -51,8 +51,8 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
       block_dim_(block),
       memory_(memory),
       options_(options),
-      result_(result),
-      counts_(result.counts) {
+      result_(&result),
+      counts_(&result.counts) {
     threads_per_block_ = block.x * block.y * block.z;
     warps_per_block_ = (threads_per_block_ + 31) / 32;
     shared_bytes_ = entry.dynamic_shared_offset + options.dynamic_shared_bytes;
@@ -161,6 +161,8 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
     // Names of shared variables, for the uninitialised-read report.
     for (const auto s : entry.shared_symbols)
         shared_variables_.push_back(s);
+    decoded_ = options.engine == Engine::decoded;
+    decode_steps();
 }
 
 Executor::~Executor() {
@@ -312,8 +314,35 @@ void Executor::run() {
     // is taken to be the odd one out, and the next is recorded instead (a few times at most).
     int other_way = 0;
     int recordings_left = shares_work ? 3 : 0;
+    // Replays spread over threads in batches of this many, doubled while every block of a batch
+    // replays to its end (started small: a batch past a block that goes its own way is redone).
+    std::size_t batch_size = options_.threads;
     while (next < order.size() || !resident.empty()) {
         while (!free_places.empty() && next < order.size()) {
+            if (shared_work_ && decoded_ && options_.threads > 1) {
+                // The blocks from here that replay, each on the place it would take.
+                std::vector<Dim3> batch;
+                std::vector<std::uint32_t> places;
+                for (std::size_t k = next;
+                     k < order.size() && batch.size() < batch_size &&
+                     places.size() < free_places.size() && !is_checked(blocks[order[k]]);
+                     ++k) {
+                    batch.push_back(blocks[order[k]]);
+                    places.push_back(free_places[free_places.size() - 1 - places.size()]);
+                }
+                const std::size_t applied = batch.size() > 1 ? replay_batch(batch, places) : 0;
+                for (std::size_t k = 0; k < applied; ++k)
+                    replayed_places.push_back(take_place());
+                next += applied;
+                if (applied > 0)
+                    other_way = 0;
+                batch_size = applied == batch.size() && applied > 1
+                                 ? std::min<std::size_t>(batch_size * 2, 1024)
+                                 : options_.threads;
+                if (applied > 0 && applied == batch.size())
+                    continue;
+                // The block the batch stopped at, or the one alone: replayed here, as below.
+            }
             const Dim3& b = blocks[order[next++]];
             const std::uint32_t place = take_place();
             if (shared_work_ && !is_checked(b)) {
@@ -367,8 +396,8 @@ void Executor::run() {
 }
 
 void Executor::finish_block(BlockState& state) {
-    ++result_.blocks_run;
-    counts_.blocks_executed += state.checked ? 1 : 0;
+    ++result_->blocks_run;
+    counts_->blocks_executed += state.checked ? 1 : 0;
     // Its place keeps what it left, for the next block there.
     BlockState& left = place_leftovers_[state.place];
     for (Warp& w : left.warps)
@@ -411,7 +440,7 @@ void Executor::save_globals() {
     // only atomics added to (a counter every block bumps) reads after the launch as it would
     // after the whole grid, as it does on a GPU.
     const std::uint64_t total = static_cast<std::uint64_t>(grid_.x) * grid_.y * grid_.z;
-    const std::uint64_t executed = result_.blocks_run;
+    const std::uint64_t executed = result_->blocks_run;
     std::size_t at = 0;
     for (std::size_t s = 0; s < program_.symbols.size(); ++s) {
         const Symbol& sym = program_.symbols[s];
@@ -456,8 +485,8 @@ void Executor::fault(const Warp& w, unsigned lane, std::uint32_t pc, const std::
     f.thread = thread_of(w, lane);
     f.address = address;
     f.message = what + " at " + at_text(f.where) + ", " + thread_text(f.thread);
-    result_.message = f.message;
-    result_.fault = std::move(f);
+    result_->message = f.message;
+    result_->fault = std::move(f);
     throw Stop{LaunchStatus::fault};
 }
 
@@ -495,7 +524,7 @@ void Executor::start_block(Dim3 b, bool checked, std::uint32_t place) {
         if (warps_[w].regs.size() != register_image_.size())
             warps_[w].regs = register_file();
         warps_[w].index = w;
-        warps_[w].local_pages.resize(local_pages_per_lane_ * 32);
+        warps_[w].local_pages.pages.resize(local_pages_per_lane_ * 32);
     }
     if (!place_used) {
         shared_.resize((shared_bytes_ + 3) / 4 * 4);  // whole words, for the race tracker
@@ -676,24 +705,7 @@ void Executor::reschedule(Warp& w) {
     w.min_waiting_pc = second;
 }
 
-void Executor::advance(Warp& w) {
-    ++w.pc;
-    if (w.waiting != 0 && w.pc >= w.min_waiting_pc)
-        reschedule(w);
-}
-
-std::uint32_t Executor::guard_mask(const Warp& w, const Instruction& in) const {
-    const std::uint64_t* p = &w.regs[static_cast<std::size_t>(in.guard) * 32];
-    std::uint32_t result = 0;
-    for (std::uint32_t m = w.mask; m != 0; m &= m - 1) {
-        const unsigned lane = ctz(m);
-        if ((p[lane] != 0) != in.negate_guard)
-            result |= 1u << lane;
-    }
-    return result;
-}
-
-void Executor::run_warp(Warp& w) {
+void Executor::run_warp_reference(Warp& w) {
     if (w.mask == 0)
         reschedule(w);
     const Instruction* code = entry_.code.data();
@@ -715,9 +727,9 @@ void Executor::run_warp(Warp& w) {
                 result.counts.thread_instructions += thread_instructions;
             }
         }
-    } tally{result_, block_instructions_, checked_};
+    } tally{*result_, block_instructions_, checked_};
     std::uint64_t budget_left = options_.instruction_budget -
-                                std::min(options_.instruction_budget, result_.instructions_run);
+                                std::min(options_.instruction_budget, result_->instructions_run);
     const std::uint64_t block_budget = options_.block_instruction_budget;
     const bool block_bound =
         block_budget != 0 &&
@@ -754,10 +766,10 @@ void Executor::run_warp(Warp& w) {
         }
         if (++tally.warp_instructions > budget_left) {
             tally.warp_instructions = budget_left;
-            result_.last_location = entry_.locations[w.pc];
+            result_->last_location = entry_.locations[w.pc];
             if (block_bound)
-                result_.over_block_budget = block_;
-            result_.message =
+                result_->over_block_budget = block_;
+            result_->message =
                 "timed out: " +
                 (block_bound
                      ? "block " + dim_text(block_) + "'s instruction budget of " +
@@ -836,9 +848,9 @@ void Executor::run_warp(Warp& w) {
                     UnsupportedInstruction u;
                     u.opcode = entry_.opcodes[w.pc];
                     u.where = entry_.locations[w.pc];
-                    result_.message = "the simulator does not implement " + u.opcode +
-                                      ", reached at " + at_text(u.where);
-                    result_.unsupported = std::move(u);
+                    result_->message = "the simulator does not implement " + u.opcode +
+                                       ", reached at " + at_text(u.where);
+                    result_->unsupported = std::move(u);
                     throw Stop{LaunchStatus::unsupported};
                 }
                 advance(w);

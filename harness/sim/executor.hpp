@@ -26,6 +26,7 @@
 #include "sim/banks.hpp"
 #include "sim/program.hpp"
 #include "sim/races.hpp"
+#include "sim/rounding.hpp"
 #include "sim/sim.hpp"
 
 namespace grader::sim::detail {
@@ -214,17 +215,54 @@ inline F saturate_unit(F r) {
     return std::isnan(r) ? F(0) : std::min(F(1), std::max(F(0), r));
 }
 
+// One lane of add, sub or mul of f32 or f64 (PTX's add/sub/mul.rn/.rz/.rm/.rp[.sat]): rounded as
+// `mode` asks, clamped by .sat, its NaN as a GPU gives it. The one definition: the families
+// (execute_add_sub, execute_mul_lo) and the decoded engine's full-warp case call it; with a
+// constant `mode` of nearest and no .sat it inlines to the host's operation and a select.
+enum class FloatBinary { add, sub, mul };
+template <FloatBinary Kind, class F>
+inline F float_binary(F x, F y, rounding::Direction mode, bool saturate) {
+    F r = Kind == FloatBinary::add   ? rounding::add(x, y, mode)
+          : Kind == FloatBinary::sub ? rounding::sub(x, y, mode)
+                                     : rounding::mul(x, y, mode);
+    if (saturate)
+        r = saturate_unit(r);
+    return gpu_nan(r, x, y);
+}
+
 // What ends a launch early.
 struct Stop {
     LaunchStatus status;
 };
 
+// Local memory in pages, made on first touch: a kernel that declares a large local array and
+// touches little of it costs little. Index lane * pages per lane + page. A copy (a replay
+// worker's copy of the shared work) has its own copy of each page made.
+struct LocalPages {
+    std::vector<std::unique_ptr<std::byte[]>> pages;
+    LocalPages() = default;
+    LocalPages(LocalPages&&) noexcept = default;
+    LocalPages& operator=(LocalPages&&) noexcept = default;
+    LocalPages(const LocalPages& other) { *this = other; }
+    LocalPages& operator=(const LocalPages& other) {
+        if (this == &other)
+            return *this;
+        pages.clear();
+        pages.resize(other.pages.size());
+        for (std::size_t k = 0; k < pages.size(); ++k) {
+            if (other.pages[k]) {
+                pages[k].reset(new std::byte[kLocalPage]);
+                std::memcpy(pages[k].get(), other.pages[k].get(), kLocalPage);
+            }
+        }
+        return *this;
+    }
+};
+
 struct Warp {
     std::uint32_t index = 0;
     std::vector<std::uint64_t> regs;  // slot * 32 + lane
-    // Local memory in pages, made on first touch: a kernel that declares a large local array and
-    // touches little of it costs little. Index lane * pages per lane + page.
-    std::vector<std::unique_ptr<std::byte[]>> local_pages;
+    LocalPages local_pages;
     std::uint32_t pc = 0;
     std::uint32_t mask = 0;     // lanes executing at pc
     std::uint32_t live = 0;     // lanes that have not exited
@@ -263,6 +301,9 @@ struct BlockState {
 
 class Executor;
 
+// What runs one instruction on the lanes of `exec`: a family below, or a wrapper of one.
+using StepHandler = void (*)(Executor&, Warp&, const Instruction&, std::uint32_t);
+
 // One function per family of operations, as opcodes.def names them; friends of the Executor.
 #define SIM_OP(op, executor) \
     void executor(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec);
@@ -274,21 +315,23 @@ public:
              const std::vector<std::vector<std::byte>>& params, GlobalMemory& memory,
              const LaunchOptions& options, LaunchResult& result);
     ~Executor();
-    Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;
     void run();
     // Writes the module's .global variables to options.module_globals, where given.
     void save_globals();
 
 private:
+    // A replay worker (replay_batch): the launch as this executor has it, the shared work
+    // included, reporting to its own result.
+    Executor(const Executor&) = default;
     const Program& program_;
     const Entry& entry_;
     Dim3 grid_;
     Dim3 block_dim_;
     GlobalMemory& memory_;
     const LaunchOptions& options_;
-    LaunchResult& result_;
-    LaunchCounts& counts_;
+    LaunchResult* result_;  // a replay worker's own (see ReplayBatch)
+    LaunchCounts* counts_;
 
     std::uint32_t threads_per_block_ = 0;
     std::uint32_t warps_per_block_ = 0;
@@ -465,6 +508,51 @@ private:
     // recorded block's (the others may still share).
     enum class Replay { ended, parted, went_its_way };
     Replay replay(Dim3 b, std::uint32_t place);
+    // Replays blocks[k] on places[k] (the order in which run() would replay them one by one) on
+    // up to options_.threads threads, each from its own copy of the shared work, and applies
+    // what they did in that order: their global stores, instructions and blocks run. Stops
+    // before the first that did not end, or that ran past the launch's budget counted in
+    // order, or threw (a fault, a timeout): run() replays that one itself, as it would have.
+    // Returns how many, from the first, it applied. A replay reads global memory only in the
+    // input, which no replay writes, and none runs alongside a resident block: what one does
+    // cannot reach another's.
+    std::size_t replay_batch(const std::vector<Dim3>& blocks,
+                             const std::vector<std::uint32_t>& places);
+    // A replay worker's global stores, kept to be applied in launch order (store_log_).
+    struct LoggedStore {
+        std::byte* at;
+        std::uint64_t value;
+        std::uint8_t size;
+    };
+    std::vector<LoggedStore>* store_log_ = nullptr;
+    // A log past this many stores ends the worker's replay (StoreLogFull): run() replays that
+    // block itself, storing directly. A block that stores without end (a store in an endless
+    // loop) logged 24 bytes a lane-store up to its budget: 4.2 GB for hostile/infinite_loop.
+    std::size_t store_log_limit_ = 0;
+    struct StoreLogFull {};
+    void store_global(std::byte* at, std::uint64_t value, std::size_t size) {
+        if (store_log_ == nullptr)
+            return store_bytes(at, value, size);
+        if (store_log_->size() >= store_log_limit_)
+            throw StoreLogFull{};
+        store_log_->push_back({at, value, static_cast<std::uint8_t>(size)});
+    }
+    std::size_t memory_hint_ = 0;  // GlobalMemory::find's, this executor's own
+    // The workers of replay_batch, each a copy of this executor made after the shared work was
+    // recorded (`generation`: shared_work_generation_ then), kept for the launch's next batches
+    // (a copy holds the shared work's registers: megabytes for the probe). A copy of the
+    // executor (a worker) has none.
+    struct ReplayWorkers {
+        std::vector<std::unique_ptr<Executor>> executors;
+        std::vector<std::unique_ptr<LaunchResult>> results;
+        std::uint64_t generation = 0;
+        ReplayWorkers() = default;
+        ReplayWorkers(const ReplayWorkers&) {}
+        ReplayWorkers& operator=(const ReplayWorkers&) = delete;
+    };
+    ReplayWorkers replay_workers_;
+    std::uint64_t shared_work_generation_ = 0;  // how many times shared_work_ was recorded
+    void make_replay_workers(unsigned count);
     BlockState copy_of_block() const;
     // One turn of the block: each warp that can run runs one slice, or a barrier every live
     // thread waits at completes. True when every thread of the block has exited.
@@ -473,9 +561,69 @@ private:
     void update_clocks(Warp& w);
     void init_warp(Warp& w);
     static void reschedule(Warp& w);
-    static void advance(Warp& w);
-    std::uint32_t guard_mask(const Warp& w, const Instruction& in) const;
+    static void advance(Warp& w) {
+        ++w.pc;
+        if (w.waiting != 0 && w.pc >= w.min_waiting_pc)
+            reschedule(w);
+    }
+    // The lanes of w.mask whose guard holds.
+    static std::uint32_t guard_mask(const Warp& w, const Instruction& in) {
+        const std::uint64_t* p = &w.regs[static_cast<std::size_t>(in.guard) * 32];
+        std::uint32_t holds = 0;
+        for (unsigned lane = 0; lane < 32; ++lane)
+            holds |= static_cast<std::uint32_t>(p[lane] != 0) << lane;
+        return (in.negate_guard ? ~holds : holds) & w.mask;
+    }
+    // One slice of the warp, by the launch's engine.
     void run_warp(Warp& w);
+    // Engine::reference: the executor the decoded engine replaced, instruction by instruction.
+    void run_warp_reference(Warp& w);
+
+    // ---- the decoded engine (executor_dispatch.cpp) ----
+
+    // What each instruction is, resolved once per launch: the function that runs it (its family
+    // of opcodes.def, or the .ftz wrapper), or the scheduling it takes (branches, exits,
+    // barriers), so that a slice runs without looking an operation up.
+    using Handler = StepHandler;
+    enum class StepKind : std::uint8_t { compute, bra, exit, bar, bar_red, trap, unsupported };
+    struct Step {
+        Handler run = nullptr;
+        StepKind kind = StepKind::compute;
+        bool reads_clock = false;
+        bool memory = false;  // ld, st, atom: where blocks sharing work may part ways
+    };
+    std::vector<Step> steps_;
+    bool decoded_ = true;  // options_.engine is Engine::decoded
+    // Some instruction reads a clock. Where none does, a warp's modeled cycles are never seen:
+    // the blocks not checked skip the bank costs that only move their clocks.
+    bool clock_observed_ = false;
+    // Recording and replaying, per warp and instruction: kChecked once every slot the
+    // instruction reads or writes holds a value the block wrote in each of the warp's lanes
+    // (written_lanes_ only grows, so it stays so: neither the check for unwritten reads nor the
+    // note of its destinations can change anything again); kSaved once a replay's undo log holds
+    // each slot it writes. Cleared where written_lanes_ and the log start again.
+    static constexpr std::uint8_t kChecked = 1;
+    static constexpr std::uint8_t kSaved = 2;
+    std::vector<std::uint8_t> sharing_flags_;
+    void clear_sharing_flags() { sharing_flags_.assign(warps_.size() * entry_.code.size(), 0); }
+    std::uint32_t lanes_of(const Warp& w) const {
+        const std::uint32_t first = w.index * 32;
+        return threads_per_block_ - first >= 32 ? ~0u : (1u << (threads_per_block_ - first)) - 1;
+    }
+    // Whether every slot `in` reads or writes is written in all of the warp's lanes.
+    bool slots_written(const Warp& w, const Instruction& in) const;
+    void save_written_slots(const Warp& w, const Instruction& in);
+    void decode_steps();
+    static void ftz_step(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec);
+    // The full-warp case of the instruction's family where executor_fast.cpp has one, else null.
+    static StepHandler full_warp_step(const Instruction& in);
+    static void shared_load_step(Executor& self, Warp& w, const Instruction& in,
+                                 std::uint32_t exec);
+    // A branch, exit, barrier, trap or unsupported instruction: true where the slice ends.
+    bool control(Warp& w, const Instruction& in, std::uint32_t exec);
+    // The launch's or the block's budget ran out at the warp's instruction.
+    [[noreturn]] void out_of_budget(const Warp& w, bool block_bound, std::uint64_t block_budget);
+    void run_warp_decoded(Warp& w);
 
     // ---- arithmetic ----
 

@@ -180,10 +180,8 @@ void execute_add_sub(Executor& self, Warp& w, const Instruction& in, std::uint32
             const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
                 const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
-                T r = add ? rounding::add(x, y, mode) : rounding::sub(x, y, mode);
-                if (in.saturate)
-                    r = saturate_unit(r);
-                o.d[l] = bits_of<T>(gpu_nan(r, x, y));
+                o.d[l] = bits_of<T>(add ? float_binary<FloatBinary::add>(x, y, mode, in.saturate)
+                                        : float_binary<FloatBinary::sub>(x, y, mode, in.saturate));
             });
         } else if (in.saturate && std::is_same_v<T, std::int32_t>) {
             for_lanes(exec, [&](unsigned l) {
@@ -210,10 +208,7 @@ void execute_mul_lo(Executor& self, Warp& w, const Instruction& in, std::uint32_
             const auto mode = rounding::direction_of(in.rounding);
             for_lanes(exec, [&](unsigned l) {
                 const T x = as<T>(o.a[l]), y = as<T>(o.b[l]);
-                T r = rounding::mul(x, y, mode);
-                if (in.saturate)
-                    r = saturate_unit(r);
-                o.d[l] = bits_of<T>(gpu_nan(r, x, y));
+                o.d[l] = bits_of<T>(float_binary<FloatBinary::mul>(x, y, mode, in.saturate));
             });
         } else {
             using U = Unsigned<T>;

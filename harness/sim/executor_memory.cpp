@@ -52,7 +52,7 @@ float global_atomic_sum(float old, float value) {
 
 std::byte* Executor::local_bytes_at(Warp& w, unsigned lane, std::uint32_t pc,
                                     std::uint64_t address) {
-    auto& page = w.local_pages[lane * local_pages_per_lane_ + address / kLocalPage];
+    auto& page = w.local_pages.pages[lane * local_pages_per_lane_ + address / kLocalPage];
     if (!page) {
         local_touched_ += kLocalPage;
         if (local_touched_ > kMaxLocalTouched) {
@@ -60,10 +60,10 @@ std::byte* Executor::local_bytes_at(Warp& w, unsigned lane, std::uint32_t pc,
             u.opcode = "more than " + std::to_string(kMaxLocalTouched >> 20) +
                        " MiB of local memory in one block";
             u.where = entry_.locations[pc];
-            result_.message =
+            result_->message =
                 "the simulator holds at most " + std::to_string(kMaxLocalTouched >> 20) +
                 " MiB of local memory per block; the kernel touched more at " + at_text(u.where);
-            result_.unsupported = std::move(u);
+            result_->unsupported = std::move(u);
             throw Stop{LaunchStatus::unsupported};
         }
         // What local memory holds before a thread writes it: the launch's poison word in every
@@ -126,7 +126,7 @@ Executor::Resolved Executor::resolve(Warp& w, unsigned lane, std::uint32_t pc, S
             r.bytes = param_buffer_.data() + address;
             return r;
         default:
-            r.bytes = memory_.find(address, size);
+            r.bytes = memory_.find(address, size, memory_hint_);
             if (r.bytes == nullptr) {
                 fault(w, lane, pc, "out_of_bounds",
                       std::string(store ? "write" : "read") + " of " + std::to_string(size) +
@@ -244,7 +244,7 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
             bytes = r.bytes;
             if (store && r.space == Space::global &&
                 address - options_.input_address < options_.input_bytes)
-                result_.wrote_input = true;
+                result_->wrote_input = true;
             if (r.space == Space::shared) {
                 shared_lanes |= 1u << lane;
                 shared_offsets[lane] = r.shared_offset;
@@ -272,7 +272,7 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
                     if (hit.kind != RaceKind::none)
                         record_race(w, lane, hit, word * 4);
                 }
-                if (!result_.uninitialized_shared_read) {
+                if (!result_->uninitialized_shared_read) {
                     for (std::size_t word = first_word; word <= last_word; ++word) {
                         if (!shared_written_[word]) {
                             record_uninitialized(w, lane, word * 4);
@@ -293,7 +293,10 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
                     for (std::uint64_t word = at / 4; word <= (at + element - 1) / 4; ++word)
                         save_shared_word(word);
                 }
-                store_bytes(bytes + e * element, value[lane], element);  // the low bytes
+                if ((global_lanes >> lane) & 1)
+                    store_global(bytes + e * element, value[lane], element);  // the low bytes
+                else
+                    store_bytes(bytes + e * element, value[lane], element);
             } else {
                 std::uint64_t v = load_bytes(bytes + e * element, element);
                 if (sign_extend) {
@@ -309,7 +312,7 @@ void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec)
         }
     });
     if (access_raced_) {
-        ++result_.race_count;
+        ++result_->race_count;
         access_raced_ = false;
     }
     if (shared_lanes != 0)
@@ -334,11 +337,11 @@ void Executor::record_global(bool store, std::uint32_t lanes,
     for (unsigned k = 1; k < n; ++k)
         distinct += touched[k] != touched[k - 1];
     if (store) {
-        ++counts_.global_store_requests;
-        counts_.global_store_sectors += distinct;
+        ++counts_->global_store_requests;
+        counts_->global_store_sectors += distinct;
     } else {
-        ++counts_.global_load_requests;
-        counts_.global_load_sectors += distinct;
+        ++counts_->global_load_requests;
+        counts_->global_load_sectors += distinct;
     }
 }
 
@@ -395,7 +398,7 @@ bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t e
         return true;
     }
     const std::uint8_t* written = shared_written_.data();
-    bool first_unwritten = !result_.uninitialized_shared_read;
+    bool first_unwritten = !result_->uninitialized_shared_read;
     std::uint32_t unsettled = 0;
     const auto load = [&](unsigned lane, auto check_written) {
         const std::uint64_t address = offsets[lane];
@@ -447,7 +450,7 @@ bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t e
         }
     });
     if (access_raced_) {
-        ++result_.race_count;
+        ++result_->race_count;
         access_raced_ = false;
     }
     record_shared(w, in, exec, offsets, 4);
@@ -480,17 +483,17 @@ bool Executor::global_words(Warp& w, const Instruction& in, std::uint32_t exec,
     // A generic address may lie in the shared or the local window: those take the general way.
     if (in.space == Space::generic && high >= shared_window_ && low < local_window_ + kWindowSize)
         return false;
-    std::byte* bytes = memory_.find(low, high - low + size);
+    std::byte* bytes = memory_.find(low, high - low + size, memory_hint_);
     if (bytes == nullptr)
         return false;  // the general way names the lane at fault
     if (store && high + size > options_.input_address &&
         low < options_.input_address + options_.input_bytes)
-        result_.wrote_input = true;
+        result_->wrote_input = true;
     std::uint64_t* value = reg(w, in.dst[0]);
     const auto access = [&](unsigned lane) {
         std::byte* at = bytes + (addresses[lane] - low);
         if (store) {
-            store_bytes(at, value[lane], size);
+            store_global(at, value[lane], size);
         } else {
             value[lane] = load_bytes(at, size);
         }
@@ -585,7 +588,7 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
             const std::uint64_t address = base[lane] + static_cast<std::uint64_t>(in.offset);
             const Resolved r = resolve(w, lane, w.pc, in.space, address, sizeof(T), true);
             if (r.space == Space::global && address - options_.input_address < options_.input_bytes)
-                result_.wrote_input = true;
+                result_->wrote_input = true;
             if (r.space == Space::global && options_.module_globals != nullptr) {
                 note_global_atomic<T>(address, r.bytes, in.atom_op);
             }
@@ -690,17 +693,17 @@ void Executor::record_uninitialized(const Warp& w, unsigned lane, std::uint64_t 
     u.word = byte_offset / 4;
     locate_variable(byte_offset, u.variable, u.word_in_variable);
     u.barriers_before = block_barriers_;
-    result_.uninitialized_shared_read = std::move(u);
+    result_->uninitialized_shared_read = std::move(u);
     watched_word_ = byte_offset / 4;
     watched_block_ = block_;
 }
 
 void Executor::note_watched_write() {
     if (block_.x != watched_block_.x || block_.y != watched_block_.y ||
-        block_.z != watched_block_.z || !result_.uninitialized_shared_read) {
+        block_.z != watched_block_.z || !result_->uninitialized_shared_read) {
         return;
     }
-    result_.uninitialized_shared_read->written_later = true;
+    result_->uninitialized_shared_read->written_later = true;
     watched_word_ = static_cast<std::size_t>(-1);
 }
 
@@ -729,7 +732,7 @@ void Executor::record_race(const Warp& w, unsigned lane, const RaceHit& hit,
     // Two writes of one value race only in name (racecheck's INFO): not counted among the
     // accesses that raced.
     access_raced_ = access_raced_ || hit.kind != RaceKind::same_value_write;
-    if (result_.races.size() >= LaunchResult::kMaxReportedRaces)
+    if (result_->races.size() >= LaunchResult::kMaxReportedRaces)
         return;
     // One report per pair of source lines: unrolled copies of a loop's access share one.
     const auto line_key = [&](std::uint32_t pc) {
@@ -803,13 +806,15 @@ void Executor::record_race(const Warp& w, unsigned lane, const RaceHit& hit,
                            location_text(race.where) + ": which one lands is undefined";
             break;
     }
-    result_.races.push_back(std::move(race));
+    result_->races.push_back(std::move(race));
 }
 
 void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
                              const std::array<std::uint64_t, 32>& offsets,
                              std::uint32_t bytes_per_lane) {
     if (!checked_) {
+        if (decoded_ && !clock_observed_)
+            return;  // only the warp's clock would move, and nothing reads it
         w.cycles +=
             bank_costs_.cost(lanes, offsets, bytes_per_lane, bank_cost_slot_[w.pc]).wavefronts *
             kWavefrontCycles;
@@ -817,15 +822,15 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
     }
     std::int32_t& index = shared_stat_index_[w.pc];
     if (index < 0) {
-        index = static_cast<std::int32_t>(counts_.shared_accesses.size());
+        index = static_cast<std::int32_t>(counts_->shared_accesses.size());
         SharedAccessStats stats;
         stats.instruction_index = w.pc;
         stats.where = entry_.locations[w.pc];
         stats.store = in.op == Op::st;
         stats.bytes_per_lane = bytes_per_lane;
-        counts_.shared_accesses.push_back(std::move(stats));
+        counts_->shared_accesses.push_back(std::move(stats));
     }
-    SharedAccessStats& stats = counts_.shared_accesses[static_cast<std::size_t>(index)];
+    SharedAccessStats& stats = counts_->shared_accesses[static_cast<std::size_t>(index)];
     const BankCost cost = bank_costs_.cost(lanes, offsets, bytes_per_lane, bank_cost_slot_[w.pc]);
     const std::uint32_t fronts = cost.wavefronts;
     const std::uint32_t ideal = cost.ideal;
@@ -834,13 +839,13 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
     stats.wavefronts += fronts;
     stats.ideal_wavefronts += ideal;
     if (stats.store) {
-        ++counts_.shared_store_requests;
-        counts_.shared_store_wavefronts += fronts;
-        counts_.shared_store_ideal_wavefronts += ideal;
+        ++counts_->shared_store_requests;
+        counts_->shared_store_wavefronts += fronts;
+        counts_->shared_store_ideal_wavefronts += ideal;
     } else {
-        ++counts_.shared_load_requests;
-        counts_.shared_load_wavefronts += fronts;
-        counts_.shared_load_ideal_wavefronts += ideal;
+        ++counts_->shared_load_requests;
+        counts_->shared_load_wavefronts += fronts;
+        counts_->shared_load_ideal_wavefronts += ideal;
     }
     // The request's conflict degree, against the fewest wavefronts its width allows; compared
     // as fronts / ideal > max_degree without a division for the common, unchanged case.

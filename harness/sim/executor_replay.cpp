@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -227,7 +230,7 @@ BlockState Executor::copy_of_block() const {
         to.index = from.index;
         to.regs = from.regs;
         // Recording stops before any local access: no page was made.
-        to.local_pages.resize(from.local_pages.size());
+        to.local_pages.pages.resize(from.local_pages.pages.size());
         restore_control(to, control_of(from));
     }
     copy.shared = shared_;
@@ -242,7 +245,7 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::
     swap_block(state);
     mode_ = Mode::recording;  // start_block keeps what the block writes to shared memory
     start_block(b, checked, place);
-    const std::uint64_t before = result_.instructions_run;
+    const std::uint64_t before = result_->instructions_run;
     // Every lane of the special registers and constants holds what the block is given.
     written_lanes_.assign(warps_.size() * static_cast<std::size_t>(entry_.slot_count), 0);
     for (std::size_t k = 0; k < warps_.size(); ++k) {
@@ -251,6 +254,7 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::
         for (const ConstantSlot& c : entry_.constants)
             written[c.slot] = ~0u;
     }
+    clear_sharing_flags();
     const std::size_t slots = warps_.size() * static_cast<std::size_t>(entry_.slot_count);
     tainted_.assign(slots, 0);
     slice_reads_.assign(slots, 0);
@@ -269,9 +273,10 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::
         throw;
     }
     mode_ = Mode::normal;
-    shared_work_instructions_ = result_.instructions_run - before;
+    shared_work_instructions_ = result_->instructions_run - before;
     if (ended || shared_work_instructions_ >= kWorthSharing) {
         shared_work_ = copy_of_block();
+        ++shared_work_generation_;
         shared_work_->shared_written = shared_written_;
         shared_work_->checked = false;
         shared_work_written_ = written_lanes_;
@@ -383,10 +388,11 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
         }
     }
     written_lanes_ = shared_work_written_;
+    clear_sharing_flags();
     // The work it shares counts toward the budget as its own.
-    const std::uint64_t instructions_before = result_.instructions_run;
+    const std::uint64_t instructions_before = result_->instructions_run;
     const std::uint64_t block_before = block_instructions_;
-    result_.instructions_run += shared_work_instructions_;
+    result_->instructions_run += shared_work_instructions_;
     block_instructions_ = shared_work_instructions_;
     mode_ = Mode::replaying;
     bool ended = false;
@@ -418,17 +424,128 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
         while (!ended)
             ended = step_block();
     } catch (const PartsWays&) {
-        result_.instructions_run = instructions_before;  // it runs again from its start
+        result_->instructions_run = instructions_before;  // it runs again from its start
     } catch (...) {
         undo();
         throw;
     }
     undo();
     if (ended) {
-        ++result_.blocks_run;
-        ++result_.blocks_sharing_work;
+        ++result_->blocks_run;
+        ++result_->blocks_sharing_work;
     }
     return ended ? Replay::ended : Replay::parted;
+}
+
+void Executor::make_replay_workers(unsigned count) {
+    ReplayWorkers& workers = replay_workers_;
+    if (workers.generation != shared_work_generation_) {
+        workers.executors.clear();
+        workers.generation = shared_work_generation_;
+    }
+    if (workers.executors.size() >= count)
+        return;
+    // Each worker a copy of this executor, without what a replay does not touch (the places'
+    // leftovers, the spare register files), reporting to a result of its own.
+    std::vector<BlockState> leftovers;
+    std::vector<std::vector<std::uint64_t>> spare;
+    std::swap(leftovers, place_leftovers_);
+    std::swap(spare, spare_files_);
+    try {
+        while (workers.executors.size() < count) {
+            workers.results.resize(std::max(workers.results.size(), workers.executors.size() + 1));
+            auto& result = workers.results[workers.executors.size()];
+            if (!result)
+                result = std::make_unique<LaunchResult>();
+            workers.executors.emplace_back(new Executor(*this));
+            workers.executors.back()->result_ = result.get();
+            workers.executors.back()->counts_ = &result->counts;
+        }
+    } catch (...) {
+        std::swap(leftovers, place_leftovers_);
+        std::swap(spare, spare_files_);
+        throw;
+    }
+    std::swap(leftovers, place_leftovers_);
+    std::swap(spare, spare_files_);
+}
+
+std::size_t Executor::replay_batch(const std::vector<Dim3>& blocks,
+                                   const std::vector<std::uint32_t>& places) {
+    struct Replayed {
+        Replay outcome = Replay::parted;
+        bool threw = false;
+        std::uint64_t instructions = 0;  // the shared work's included
+        std::vector<LoggedStore> stores;
+    };
+    const std::size_t n = blocks.size();
+    std::vector<Replayed> replayed(n);
+    const auto threads =
+        static_cast<unsigned>(std::min<std::size_t>(std::max(options_.threads, 1u), n));
+    // The batch's logs together hold at most kMostLogged stores (96 MiB; a batch is at most
+    // 1,024 blocks), each block's at least kLeastLogged (a Part 2 block stores 1,024 words, a
+    // probe block 256).
+    constexpr std::size_t kMostLogged = std::size_t{1} << 22;
+    constexpr std::size_t kLeastLogged = std::size_t{1} << 12;
+    const std::size_t log_limit = std::max(kLeastLogged, kMostLogged / n);
+    make_replay_workers(threads);
+    const std::uint64_t base = result_->instructions_run;
+    std::atomic<std::size_t> next{0};
+    // The first block not to be applied: the workers leave the blocks after it.
+    std::atomic<std::size_t> first_stop{n};
+    const auto work = [&](unsigned t) {
+        Executor& worker = *replay_workers_.executors[t];
+        for (std::size_t k = next++; k < n && k < first_stop.load(); k = next++) {
+            Replayed& r = replayed[k];
+            worker.store_log_ = &r.stores;
+            worker.store_log_limit_ = log_limit;
+            worker.result_->instructions_run = base;
+            try {
+                r.outcome = worker.replay(blocks[k], places[k]);
+                r.instructions = worker.result_->instructions_run - base;
+            } catch (...) {
+                // A fault, a timeout, a full store log: run() replays it again itself, and
+                // ends where it does.
+                r.threw = true;
+            }
+            if (r.threw || r.outcome != Replay::ended) {
+                std::size_t stop = first_stop.load();
+                while (k < stop && !first_stop.compare_exchange_weak(stop, k)) {
+                }
+                if (r.threw)
+                    return;
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    try {
+        for (unsigned t = 1; t < threads; ++t)
+            pool.emplace_back(work, t);
+    } catch (const std::system_error&) {
+        // No thread to be had: the threads started and this one replay them all.
+    }
+    work(0);
+    for (std::thread& t : pool)
+        t.join();
+    const bool threw =
+        std::any_of(replayed.begin(), replayed.end(), [](const Replayed& r) { return r.threw; });
+    if (threw)
+        replay_workers_.executors.clear();  // one may have been left mid-replay
+    // In launch order, as replay() would have left them one by one.
+    std::size_t applied = 0;
+    for (; applied < n; ++applied) {
+        const Replayed& r = replayed[applied];
+        if (applied >= first_stop.load() || r.threw || r.outcome != Replay::ended ||
+            r.instructions > options_.instruction_budget -
+                                 std::min(options_.instruction_budget, result_->instructions_run))
+            break;  // run() replays it itself: a timeout ends the launch where it ran out
+        for (const LoggedStore& store : r.stores)
+            store_bytes(store.at, store.value, store.size);
+        result_->instructions_run += r.instructions;
+        ++result_->blocks_run;
+        ++result_->blocks_sharing_work;
+    }
+    return applied;
 }
 
 }  // namespace grader::sim::detail

@@ -124,7 +124,7 @@ void execute_redux(Executor& self, Warp& w, const Instruction& in, std::uint32_t
 
 void execute_printf(Executor& self, Warp&, const Instruction&, std::uint32_t exec) {
     if (self.checked_)
-        self.counts_.printf_calls += popcount(exec);
+        self.counts_->printf_calls += popcount(exec);
 }
 
 void execute_nanosleep(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {

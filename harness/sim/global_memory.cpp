@@ -74,13 +74,13 @@ void GlobalMemory::release_from(std::uint64_t mark) {
     last_hit_ = 0;
 }
 
-std::byte* GlobalMemory::find(std::uint64_t address, std::size_t bytes) {
+std::byte* GlobalMemory::find(std::uint64_t address, std::size_t bytes, std::size_t& hint) const {
     auto inside = [&](const Allocation& a) {
         return address >= a.address && address - a.address <= a.size &&
                bytes <= a.size - (address - a.address);
     };
-    if (last_hit_ < allocations_.size() && inside(*allocations_[last_hit_])) {
-        Allocation& a = *allocations_[last_hit_];
+    if (hint < allocations_.size() && inside(*allocations_[hint])) {
+        Allocation& a = *allocations_[hint];
         return a.data() + (address - a.address);
     }
     auto it = std::upper_bound(allocations_.begin(), allocations_.end(), address,
@@ -92,7 +92,7 @@ std::byte* GlobalMemory::find(std::uint64_t address, std::size_t bytes) {
     --it;
     if (!inside(**it))
         return nullptr;
-    last_hit_ = static_cast<std::size_t>(it - allocations_.begin());
+    hint = static_cast<std::size_t>(it - allocations_.begin());
     return (*it)->data() + (address - (*it)->address);
 }
 

@@ -119,7 +119,12 @@ public:
     void read(std::uint64_t address, void* destination, std::size_t bytes) const;
 
     // The bytes at [address, address + bytes) when they lie inside one allocation, else nullptr.
-    std::byte* find(std::uint64_t address, std::size_t bytes);
+    std::byte* find(std::uint64_t address, std::size_t bytes) {
+        return find(address, bytes, last_hit_);
+    }
+    // The same, starting from and keeping the caller's guess of the allocation (`hint`): threads
+    // that find at once (a launch's replay workers) each keep their own.
+    std::byte* find(std::uint64_t address, std::size_t bytes, std::size_t& hint) const;
 
     // Where the next allocation goes; release_from(mark) frees every allocation made since, so a
     // caller that keeps its buffers across launches does not keep each launch's globals too.
@@ -166,6 +171,14 @@ struct GpuModel {
                                   std::uint32_t registers = 0) const;
 };
 
+// Which executor runs a launch. `decoded`: each instruction's operation resolved once per launch
+// to the function that runs it, the bookkeeping of shared work kept only where it can change a
+// decision, and the blocks that replay shared work spread over LaunchOptions::threads.
+// `reference`: the executor it replaced, one instruction at a time, kept while
+// tests/test_sim_engine.cpp compares the two on every fixture. Both run the same operations
+// (opcodes.def's families): only scheduling and bookkeeping differ, never what a kernel observes.
+enum class Engine : std::uint8_t { decoded, reference };
+
 struct LaunchOptions {
     // Warp instructions over the whole launch (every executed block); past it the launch ends
     // with LaunchStatus::budget_exceeded ("timed out"). The probe takes about 105,000 per block.
@@ -196,6 +209,11 @@ struct LaunchOptions {
     std::uint32_t registers_per_thread = 0;
     // Instructions a warp runs before the next warp of its block gets a turn.
     std::uint32_t warp_slice = 2048;
+    Engine engine = Engine::decoded;
+    // Threads that may run blocks of the launch at once (Engine::decoded): the blocks that
+    // replay the work blocks share, which nothing another block does can reach, run on up to this
+    // many threads, their global stores landing in launch order; 1: all on the caller's.
+    unsigned threads = 1;
     // Where %clock64 and %globaltimer start (see ModeledClock), which SM the first block lands
     // on, in what order blocks start, the poison of unwritten registers and local memory: the
     // grade's seed, so that a kernel cannot count on a value, and the same seed gives the same

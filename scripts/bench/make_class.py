@@ -2,7 +2,7 @@
 """Makes a class of submissions for benchmarking `grader batch`, from the submission fixtures.
 
 Usage: make_class.py OUT_DIR [--size 100] [--seed N] [--no-never-ends] [--with-prints-forever]
-                     [--own-sentences] [--exercise padding]
+                     [--own-sentences] [--exercise padding] [--failing N] [--missing-barriers K]
 
 Most of the class are copies of `correct` and `correct_four_accumulators`, each with its own
 student id and claimed ratios (the grader does not score claimed ratios, so their verdict stays
@@ -20,6 +20,12 @@ With --own-sentences the passing students write sentences as a class does: a fif
 fixture's word for word, a few change one word of it, a few copy a classmate's, and the rest
 write their own (composed from several phrasings, so no two are near-identical): the class page's
 sentence clusters then look as they would for real.
+
+With --failing N the class has N failing students (the failure fixtures and hostile
+submissions in turn, as many rounds as it takes) rather than one of each; --missing-barriers K
+makes K of them the commonest bug of all, `correct`'s probe without its __syncthreads() (kind
+missing_barrier, expected to fail: the tile is read before the other warps have written it). The
+class of issue 39: --failing 65 --missing-barriers 6.
 
 With --exercise padding the class is Part 2's (`exercises/day15-padding`, from
 tests/fixtures/padding/): most are copies of `correct_padded` and `correct_swizzled`, each with
@@ -148,6 +154,16 @@ def make_hostile(kind, dest):
             f.write(data)
     elif kind == "empty_folder":
         os.makedirs(dest)
+    elif kind == "missing_barrier":
+        copy_submission("correct", dest)
+        probe = os.path.join(dest, "probe.cu")
+        with open(probe, encoding="utf-8") as f:
+            text = f.read()
+        text, count = re.subn(r"^\s*__syncthreads\(\);\n", "", text, flags=re.M)
+        if count != 1:
+            sys.exit(f"make_class: {probe}: expected one __syncthreads() line, found {count}")
+        with open(probe, "w", encoding="utf-8") as f:
+            f.write(text)
     else:
         raise ValueError(kind)
 
@@ -165,7 +181,13 @@ def main():
                         help="passing students write their own sentences, some copied")
     parser.add_argument("--exercise", choices=["probe", "padding"], default="probe",
                         help="Part 1 (the probe, by default) or Part 2 (the padded transpose)")
+    parser.add_argument("--failing", type=int, default=None,
+                        help="this many failing students (the failure kinds in turn)")
+    parser.add_argument("--missing-barriers", type=int, default=0,
+                        help="this many of the failing students miss the probe's barrier")
     args = parser.parse_args()
+    if args.missing_barriers and args.exercise != "probe":
+        sys.exit("make_class: --missing-barriers is for Part 1's probe")
     if args.exercise == "padding":
         global FIXTURES, PASSING, HOSTILE, MEASURED
         FIXTURES, PASSING = PADDING["fixtures"], PADDING["passing"]
@@ -181,7 +203,15 @@ def main():
     if args.with_prints_forever:
         failures.append("prints_forever")
     kinds = failures + list(HOSTILE)
-    if args.size < len(kinds):
+    if args.failing is not None:
+        if args.missing_barriers > args.failing or args.failing > args.size:
+            sys.exit("make_class: --missing-barriers <= --failing <= --size")
+        others = kinds
+        kinds = ["missing_barrier"] * args.missing_barriers
+        kinds += [others[k % len(others)] for k in range(args.failing - len(kinds))]
+        rng = random.Random(args.seed)
+        kinds += [rng.choice(PASSING) for _ in range(args.size - len(kinds))]
+    elif args.size < len(kinds):
         # A small class: a spread of kinds, always starting with the two passing ones.
         rng = random.Random(args.seed)
         kinds = list(PASSING) + rng.sample(kinds, max(0, args.size - len(PASSING)))
@@ -199,7 +229,7 @@ def main():
     for number, kind in enumerate(kinds, start=1):
         folder = f"{number:0{width}d}-{kind}"
         dest = os.path.join(args.out_dir, folder)
-        if kind in HOSTILE:
+        if kind in HOSTILE or kind == "missing_barrier":
             make_hostile(kind, dest)
             # Each is refused by the answers-file or the compile check, whatever the GPU.
             verdict = "fail"
