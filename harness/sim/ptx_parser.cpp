@@ -5,6 +5,7 @@
 #include "sim/ptx_parser.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
