@@ -157,8 +157,18 @@ void read_compile(const ExerciseReader& reader, const YAML::Node& compile, Exerc
                         "expected a list of NVRTC options, got " + describe(options));
         }
         for (std::size_t i = 0; i < options.size(); ++i) {
-            exercise.compile_options.push_back(
-                reader.nonempty_text(options[i], index_field("compile.options", i)));
+            const std::string field = index_field("compile.options", i);
+            std::string option = reader.nonempty_text(options[i], field);
+            // NVRTC 13 takes an option given twice; NVRTC 12 (a student's Colab) refuses the
+            // compile, which would make every submission ungradable there and nowhere else.
+            if (std::find(exercise.compile_options.begin(), exercise.compile_options.end(),
+                          option) != exercise.compile_options.end()) {
+                reader.fail(options[i].Mark(), field,
+                            "'" + option +
+                                "' is given twice; NVRTC 12 refuses an option given more than "
+                                "once");
+            }
+            exercise.compile_options.push_back(std::move(option));
         }
     }
     if (const YAML::Node arch = find_value(compile, "default_arch"); arch.IsDefined()) {
