@@ -79,6 +79,16 @@ mount_at --bind /dev/pts "$root/dev/pts"
 mount_at -t tmpfs -o mode=1777 shm "$root/dev/shm"
 mount_at -t sysfs sysfs "$root/sys"
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+# The certificate authorities this machine added to its own (a network's egress proxy signs
+# with one): without them npm and apt over HTTPS in the root file system refuse the proxy.
+# Taken up by ca-certificates when it is installed there, and at once where it already is.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  if [ -x "$root/usr/sbin/update-ca-certificates" ]; then
+    chroot "$root" /usr/sbin/update-ca-certificates >"$logs/ca-certificates.log" 2>&1 || true
+  fi
+fi
 if [ -n "$host_cuda" ]; then
   mkdir -p "$root$host_cuda"
   mount_at --bind "$host_cuda" "$root$host_cuda"
