@@ -478,6 +478,24 @@ TEST_CASE("printf runs without output and a call of a device function is reporte
         const auto values = read_floats(memory, out, 64);
         CHECK(std::count(values.begin(), values.end(), 5.0f) == 64);
     }
+    SUBCASE("printf's result is the arguments its format parsed, as CUDA's") {
+        const sim::Module module =
+            sim::parse_ptx(compile_to_ptx(fixture("printf_results.cu"), "results.cu"));
+        sim::GlobalMemory memory;
+        const std::uint64_t out = memory.allocate(32 * sizeof(std::int32_t));
+        const int n = 5;
+        const auto result = sim::launch(module, "printfResults", {1, 1, 1}, {32, 1, 1},
+                                        {sim::param_bytes(out), sim::param_bytes(n)}, memory, {});
+        REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+        CHECK(result.counts.printf_calls == 4);
+        std::vector<std::int32_t> got(32);
+        memory.read(out, got.data(), got.size() * sizeof(std::int32_t));
+        CHECK(got[0] == 0);  // no argument
+        CHECK(got[1] == 2);
+        CHECK(got[2] == 1);  // %% is no argument
+        CHECK(got[3] == 3);
+        CHECK(std::count(got.begin() + 4, got.end(), -100) == 28);
+    }
     SUBCASE("a call") {
         const std::string path = fixture("calls_noinline_function.cu");
         const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "call.cu"));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <type_traits>
 
@@ -122,9 +123,75 @@ void execute_redux(Executor& self, Warp& w, const Instruction& in, std::uint32_t
     });
 }
 
-void execute_printf(Executor& self, Warp&, const Instruction&, std::uint32_t exec) {
+namespace {
+
+// The arguments a printf format asks for, as CUDA's printf counts what it returns ("the number
+// of arguments parsed", the CUDA C++ Programming Guide): one a conversion, one more for each `*`
+// width or precision; `%%` none. `next` gives the format's bytes, 0 at its end.
+template <typename NextByte>
+int printf_arguments(NextByte next) {
+    int arguments = 0;
+    for (char c = next(); c != 0; c = next()) {
+        if (c != '%')
+            continue;
+        c = next();
+        if (c == '%')
+            continue;
+        while (c == '-' || c == '+' || c == ' ' || c == '#' || c == '0')
+            c = next();
+        for (bool precision = false;; precision = true) {
+            if (c == '*') {
+                ++arguments;
+                c = next();
+            }
+            while (c >= '0' && c <= '9')
+                c = next();
+            if (precision || c != '.')
+                break;
+            c = next();
+        }
+        while (c == 'h' || c == 'l' || c == 'L' || c == 'z' || c == 'j' || c == 't')
+            c = next();
+        if (c == 0)
+            break;
+        ++arguments;
+    }
+    return arguments;
+}
+
+}  // namespace
+
+// vprintf: its output dropped, its result given where the kernel reads it: -1 for a null format
+// (the Programming Guide), else the arguments its format asks for. The format is read as a load
+// of its bytes would read them (a bad pointer faults), at most 64 KiB of it.
+void execute_printf(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
     if (self.checked_)
         self.counts_->printf_calls += popcount(exec);
+    if (in.src[1] == kNoSlot)
+        return;
+    const std::uint64_t* format_at = self.src(w, in, 0);
+    const std::uint64_t* result_at = self.src(w, in, 1);
+    for_lanes(exec, [&](unsigned lane) {
+        const Executor::Resolved pointer =
+            self.resolve(w, lane, w.pc, Space::local, format_at[lane], 8, false);
+        const std::uint64_t format = Executor::load_bytes(pointer.bytes, 8);
+        int result = -1;
+        if (format != 0) {
+            constexpr std::uint64_t kMostBytes = 64 << 10;
+            std::uint64_t at = format;
+            result = printf_arguments([&]() -> char {
+                if (at - format >= kMostBytes)
+                    return 0;
+                const Executor::Resolved byte =
+                    self.resolve(w, lane, w.pc, Space::generic, at++, 1, false);
+                return static_cast<char>(*byte.bytes);
+            });
+        }
+        const Executor::Resolved out =
+            self.resolve(w, lane, w.pc, Space::local, result_at[lane], 4, true);
+        const auto bits = static_cast<std::uint32_t>(result);
+        std::memcpy(out.bytes, &bits, 4);
+    });
 }
 
 void execute_nanosleep(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {

@@ -115,6 +115,26 @@ void Decoding::branch_to(std::string_view label) const {
     parser_.pending_branches_.emplace_back(parser_.entry_->code.size(), label);
 }
 
+Decoding::CallNames Decoding::call_names() const {
+    CallNames names;
+    int depth = 0;
+    bool after_callee = false;
+    for (std::size_t k = operands_begin_; k < operands_end_; ++k) {
+        const Token& t = parser_.tokens_[k];
+        if (t.text == "(")
+            ++depth;
+        if (t.text == ")")
+            --depth;
+        if (t.kind != TokenKind::word)
+            continue;
+        if (depth == 0)
+            after_callee = true;
+        else
+            (after_callee ? names.arguments : names.results).push_back(t.text);
+    }
+    return names;
+}
+
 std::string_view Decoding::callee() const {
     int depth = 0;
     for (std::size_t k = operands_begin_; k < operands_end_; ++k) {

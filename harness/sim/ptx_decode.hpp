@@ -142,6 +142,11 @@ public:
     void branch_to(std::string_view label) const;
     // The function a call names (empty for a call through a pointer).
     std::string_view callee() const;
+    // A call's return values and arguments as named: `call (retval0), f, (param0, param1)`.
+    struct CallNames {
+        std::vector<std::string_view> results, arguments;
+    };
+    CallNames call_names() const;
 
 private:
     Parser& parser_;

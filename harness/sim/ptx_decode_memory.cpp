@@ -271,12 +271,22 @@ void decode_bar(Decoding& d) {
     ins.op = Op::bar;
 }
 
-// call: only vprintf, whose output the simulator drops (counted in LaunchCounts). Device
-// functions NVRTC did not inline are not executed.
+// call: only vprintf, whose output the simulator drops (counted in LaunchCounts) but whose
+// result it gives: src[0] is the address of the format argument's scratch, src[1] that of the
+// result's (none where the kernel does not read it). Device functions NVRTC did not inline are
+// not executed.
 void decode_call(Decoding& d) {
     const std::string_view callee = d.callee();
     if (callee == "vprintf") {
+        const Decoding::CallNames names = d.call_names();
+        if (names.arguments.size() != 2 || names.results.size() > 1 ||
+            !d.names_local_symbol(names.arguments[0]) ||
+            (!names.results.empty() && !d.names_local_symbol(names.results[0])))
+            throw Unsupported{"call of vprintf other than (result), vprintf, (format, arguments)"};
         d.ins.op = Op::printf_call;
+        d.ins.src[0] = d.name(names.arguments[0]);
+        if (!names.results.empty())
+            d.ins.src[1] = d.name(names.results[0]);
         return;
     }
     throw Unsupported{"call of " + std::string(callee.empty() ? "a function pointer" : callee)};

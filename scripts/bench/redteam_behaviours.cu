@@ -42,6 +42,8 @@ __global__ void latencies(const float* in, long long* fma_cycles, long long* loa
     sleep_cycles[t] = t1 - t0;
 }
 
+#include "../../tests/fixtures/kernels/printf_results.cu"
+
 __global__ void printf_result(int* out) { out[0] = printf("printf_result: %d\n", 1); }
 
 __global__ void __launch_bounds__(128) bounded(float* out) { out[threadIdx.x] = 1.0f; }
@@ -115,6 +117,14 @@ int main() {
     printf_result<<<1, 1>>>(d_parsed);
     cudaMemcpy(&parsed, d_parsed, sizeof parsed, cudaMemcpyDeviceToHost);
     std::printf("printf of one argument returned %d\n", parsed);
+    // The simulator's test of printf's results (tests/test_sim.cpp) expects 0 2 1 3 here.
+    int* d_results = nullptr;
+    int results[32] = {};
+    cudaMalloc(&d_results, sizeof results);
+    printfResults<<<1, 32>>>(d_results, 5);
+    cudaMemcpy(results, d_results, sizeof results, cudaMemcpyDeviceToHost);
+    std::printf("printf_results.cu's four formats returned %d %d %d %d (the simulator: 0 2 1 3)\n",
+                results[0], results[1], results[2], results[3]);
 
     cudaGetLastError();
     bounded<<<1, 256>>>(d_out);
