@@ -61,6 +61,30 @@ TEST_CASE("a nanosleep is about its delay, not exactly it, and 1 ms at most") {
     CHECK(cycles < 1'875'000 + 1'000);  // and a quarter more at most
 }
 
+TEST_CASE("a chain of dependent instructions takes their latencies; an independent one does not") {
+    // sim_fidelity/fma_latency_sniffing and load_latency_sniffing once told the simulator by a
+    // clock that moved one cycle an instruction.
+    const sim::Module module =
+        sim::parse_ptx(compile_to_ptx(sim_fixture("times_latencies.cu"), "latencies.cu"));
+    sim::GlobalMemory memory;
+    const float in[2] = {1.0f, 2.0f};
+    const std::uint64_t input = memory.allocate(sizeof in);
+    memory.write(input, in, sizeof in);
+    const std::uint64_t out = memory.allocate(3 * sizeof(std::int64_t));
+    const auto result =
+        sim::launch(module, "timesLatencies", {1, 1, 1}, {32, 1, 1},
+                    {sim::param_bytes(input), sim::param_bytes(out)}, memory, {});
+    REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+    std::int64_t cycles[3] = {};
+    memory.read(out, cycles, sizeof cycles);
+    CAPTURE(cycles[0]);
+    CAPTURE(cycles[1]);
+    CAPTURE(cycles[2]);
+    CHECK(cycles[0] >= 64 * static_cast<std::int64_t>(sim::ModeledClock::kArithmeticCycles));
+    CHECK(cycles[1] < 8);  // issued, not waited for
+    CHECK(cycles[2] >= static_cast<std::int64_t>(sim::ModeledClock::kLoadCycles));
+}
+
 TEST_CASE("clock64 and globaltimer are large, nonzero, and never stand still") {
     const auto values = read_clocks(42);
     for (std::uint32_t t = 0; t < kThreads * kBlocks; ++t) {

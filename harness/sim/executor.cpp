@@ -25,9 +25,6 @@ namespace {
 // payload (the low 22 bits) differing word by word (reference/poison_shared_memory.cu).
 constexpr std::uint32_t kQuietNan = 0x7fc00000u;
 constexpr std::uint32_t kNanPayload = 0x003fffffu;
-// The modeled clock's costs, CostModel's default units taken as cycles (see ModeledClock).
-constexpr std::uint64_t kIssueCycles = 1;
-
 // Register files of finished blocks' warps, kept for the next block of this thread's launches: a
 // probe block's registers are megabytes, and fresh memory for every block, faulted in page by
 // page, cost as much as running the block.
@@ -110,12 +107,14 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
         return is_clock_slot(slot);
     };
     pure_.assign(entry.code.size(), 0);
+    clock_observed_ = false;
     for (std::size_t pc = 0; pc < entry.code.size(); ++pc) {
         const Instruction& in = entry.code[pc];
         for (const std::int32_t slot : in.src) {
             reads_clock_[pc] |= static_cast<std::uint8_t>(is_clock_slot(slot));
             reads_block_identity_[pc] |= static_cast<std::uint8_t>(identity(slot));
         }
+        clock_observed_ = clock_observed_ || reads_clock_[pc] != 0;
         reads_block_identity_[pc] |= static_cast<std::uint8_t>(in.guard >= 0 && identity(in.guard));
         switch (in.op) {
             case Op::ld:
@@ -636,6 +635,37 @@ void Executor::update_clocks(Warp& w) {
     set(Special::globaltimer_hi, timer >> 32);
 }
 
+// An instruction issues once every value it reads is ready (a store's values are in dst[]), and
+// its results are ready its latency later: a chain of dependent instructions takes their
+// latencies, as on a GPU, where independent ones issue a cycle apart.
+void Executor::wait_for_operands(Warp& w, const Instruction& in) {
+    std::uint64_t at = w.cycles;
+    const auto wait = [&](std::int32_t slot) {
+        if (slot >= 0)
+            at = std::max(at, w.ready[static_cast<std::size_t>(slot)]);
+    };
+    for (const std::int32_t slot : in.src)
+        wait(slot);
+    wait(in.guard);
+    if (in.op == Op::st) {
+        for (const std::int32_t slot : in.dst)
+            wait(slot);
+    }
+    w.cycles = at;
+    if (in.op == Op::st)
+        return;
+    const std::uint64_t latency =
+        in.op != Op::ld && in.op != Op::atom ? ModeledClock::kArithmeticCycles
+        : in.space == Space::shared          ? ModeledClock::kSharedLoadCycles
+                                             : ModeledClock::kLoadCycles;
+    for (const std::int32_t slot : in.dst) {
+        if (slot >= 0)
+            w.ready[static_cast<std::size_t>(slot)] = at + latency;
+    }
+    if (in.dst2 >= 0)
+        w.ready[static_cast<std::size_t>(in.dst2)] = at + latency;
+}
+
 void Executor::init_warp(Warp& w) {
     // The special registers; the registers proper keep what they held, the constants are there.
     const std::uint32_t first = w.index * 32;
@@ -648,6 +678,8 @@ void Executor::init_warp(Warp& w) {
     w.lane_pc.fill(0);
     w.reduction_lanes = 0;
     w.cycles = block_start_cycles_;
+    if (clock_observed_)
+        w.ready.assign(static_cast<std::size_t>(entry_.slot_count), 0);
     w.parked = false;
     const std::uint64_t specials[] = {
         0,        0,        0,        block_dim_.x, block_dim_.y, block_dim_.z,
@@ -781,7 +813,7 @@ void Executor::run_warp_reference(Warp& w) {
         }
         const std::uint32_t exec = in.guard >= 0 ? guard_mask(w, in) : w.mask;
         tally.thread_instructions += popcount(exec);
-        w.cycles += kIssueCycles;
+        issue(w, in);
         switch (in.op) {
             case Op::bra: {
                 if (exec == w.mask) {

@@ -275,6 +275,9 @@ struct Warp {
     std::int32_t reduction_slot = kNoSlot;
     AtomOp reduction_op = AtomOp::add;
     std::uint64_t cycles = 0;  // modeled, since the launch's clock start (see ModeledClock)
+    // Where a kernel reads a clock: per slot, the modeled cycle its value is ready at, which an
+    // instruction reading it waits for (Executor::wait_for_operands). Empty where none reads one.
+    std::vector<std::uint64_t> ready;
     // Recording the work blocks share: the warp stopped before an instruction where blocks may
     // part ways, and waits there while the others go on as far as they can.
     bool parked = false;
@@ -559,6 +562,15 @@ private:
     bool step_block();
     bool is_clock_slot(std::int32_t slot) const;
     void update_clocks(Warp& w);
+    // The modeled clock's step for one warp instruction: an issue cycle, and where a clock is
+    // read, the wait for the instruction's operands (ModeledClock's latencies).
+    static constexpr std::uint64_t kIssueCycles = 1;
+    void issue(Warp& w, const Instruction& in) {
+        w.cycles += kIssueCycles;
+        if (clock_observed_)
+            wait_for_operands(w, in);
+    }
+    void wait_for_operands(Warp& w, const Instruction& in);
     void init_warp(Warp& w);
     static void reschedule(Warp& w);
     static void advance(Warp& w) {

@@ -22,9 +22,6 @@ namespace grader::sim::detail {
 
 namespace {
 
-// The modeled clock's cost of issuing one warp instruction (see ModeledClock).
-constexpr std::uint64_t kIssueCycles = 1;
-
 constexpr StepHandler kFamilies[] = {
 #define SIM_OP(op, executor) &executor,
 #include "sim/opcodes.def"
@@ -295,7 +292,7 @@ void Executor::run_warp_decoded(Warp& w) {
         }
         if (checked)
             tally.thread_instructions += popcount(exec);
-        w.cycles += kIssueCycles;
+        issue(w, in);
         if (step.kind == StepKind::compute) {
             if (exec != 0) {
                 if (step.reads_clock)

@@ -37,6 +37,7 @@ struct WarpControl {
     std::int32_t reduction_slot;
     AtomOp reduction_op;
     std::uint64_t cycles;
+    std::vector<std::uint64_t> ready;
 };
 
 WarpControl control_of(const Warp& w) {
@@ -50,7 +51,8 @@ WarpControl control_of(const Warp& w) {
             w.reduction_lanes,
             w.reduction_slot,
             w.reduction_op,
-            w.cycles};
+            w.cycles,
+            w.ready};
 }
 
 void restore_control(Warp& w, const WarpControl& c) {
@@ -65,6 +67,7 @@ void restore_control(Warp& w, const WarpControl& c) {
     w.reduction_slot = c.reduction_slot;
     w.reduction_op = c.reduction_op;
     w.cycles = c.cycles;
+    w.ready = c.ready;
 }
 
 }  // namespace
@@ -327,6 +330,8 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
             special(w, clock);
         }
         w.cycles = w.cycles - recorded_start + block_start_cycles_;
+        for (std::uint64_t& ready : w.ready)  // a value not ready yet is as far ahead as it was
+            ready = ready > recorded_start ? ready - recorded_start + block_start_cycles_ : 0;
     }
     // What the recorded block computed from its identity, computed again from this one's; where
     // its guards let other lanes run than the recorded block's, this block parts ways.

@@ -259,6 +259,13 @@ struct ModeledClock {
     static std::uint64_t sleep_cycles(std::uint64_t seed, std::uint64_t ns, std::uint64_t draw);
     // Within a millisecond before epoch_ns, by the seed.
     static std::uint64_t start_nanoseconds(std::uint64_t seed, std::uint64_t epoch_ns);
+    // Cycles from an instruction's issue until its result can be read, seen only by a kernel
+    // that reads a clock: about 4 for dependent arithmetic (a dependent FFMA's on sm_70 and
+    // later), about 30 for a shared load and an L1 hit's latency for any other load or atomic
+    // (a GPU's L2 and DRAM take hundreds: not modeled). To measure: gpu-check's redteam section.
+    static constexpr std::uint64_t kArithmeticCycles = 4;
+    static constexpr std::uint64_t kSharedLoadCycles = 30;
+    static constexpr std::uint64_t kLoadCycles = 36;
 };
 
 // What the simulator says of the GPU it stands in for (GpuModel says the rest), drawn from the

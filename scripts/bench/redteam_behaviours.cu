@@ -43,6 +43,7 @@ __global__ void latencies(const float* in, long long* fma_cycles, long long* loa
 }
 
 #include "../../tests/fixtures/kernels/printf_results.cu"
+#include "../../tests/fixtures/sim/times_latencies.cu"
 
 __global__ void printf_result(int* out) { out[0] = printf("printf_result: %d\n", 1); }
 
@@ -123,6 +124,18 @@ int main() {
     cudaMalloc(&d_results, sizeof results);
     printfResults<<<1, 32>>>(d_results, 5);
     cudaMemcpy(results, d_results, sizeof results, cudaMemcpyDeviceToHost);
+    long long* d_latencies = nullptr;
+    long long latencies[3] = {};
+    float* d_in2 = nullptr;
+    const float in2[2] = {1.0f, 2.0f};
+    cudaMalloc(&d_in2, sizeof in2);
+    cudaMemcpy(d_in2, in2, sizeof in2, cudaMemcpyHostToDevice);
+    cudaMalloc(&d_latencies, sizeof latencies);
+    timesLatencies<<<1, 32>>>(d_in2, d_latencies);
+    cudaMemcpy(latencies, d_latencies, sizeof latencies, cudaMemcpyDeviceToHost);
+    std::printf("times_latencies.cu: 64 dependent fmaf %lld cycles, a load not waited for %lld, "
+                "a load waited for %lld (the simulator's model: >= 256, < 8, >= 36)\n",
+                latencies[0], latencies[1], latencies[2]);
     std::printf("printf_results.cu's four formats returned %d %d %d %d (the simulator: 0 2 1 3)\n",
                 results[0], results[1], results[2], results[3]);
 
