@@ -149,18 +149,10 @@ inline std::uint64_t low_bits(unsigned bits) {
 
 // A NaN with its quiet bit set, payload and sign kept.
 inline float quieted(float x) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &x, 4);
-    bits |= 0x00400000u;
-    std::memcpy(&x, &bits, 4);
-    return x;
+    return as<float>(bits_of(x) | 0x00400000u);
 }
 inline double quieted(double x) {
-    std::uint64_t bits;
-    std::memcpy(&bits, &x, 8);
-    bits |= 0x0008000000000000ull;
-    std::memcpy(&x, &bits, 8);
-    return x;
+    return as<double>(bits_of(x) | 0x0008000000000000ull);
 }
 
 // A float result as NVIDIA's units give it, from the host's result `r` and the operation's
@@ -173,40 +165,27 @@ inline F gpu_nan(F r, Operands... operands) {
     if (!std::isnan(r))
         return r;
     if constexpr (std::is_same_v<F, float>) {
-        const std::uint32_t canonical = 0x7fffffffu;
-        std::memcpy(&r, &canonical, 4);
+        return as<float>(0x7fffffffu);
     } else {
-        bool found = false;
-        ((found = found || (std::isnan(operands) && (r = quieted(operands), true))), ...);
-        if (!found) {
-            const std::uint64_t canonical = 0x7fffffffffffffffull;
-            std::memcpy(&r, &canonical, 8);
+        const std::array<double, sizeof...(Operands)> in_order{static_cast<double>(operands)...};
+        for (const double operand : in_order) {
+            if (std::isnan(operand))
+                return quieted(operand);
         }
+        return as<double>(0x7fffffffffffffffull);
     }
-    return r;
 }
 
 // A conversion between f32 and f64 of a NaN, as the H200 shows (behaviours section 8): the payload
 // carried over (its top 23 bits from f64), quieted, the sign kept; 0x7fc00123 becomes
 // 0x7ff8002460000000 and 0x7ff8000000000123 becomes 0x7fc00000.
 inline double widened_nan(float x) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &x, 4);
-    const std::uint64_t wide = (static_cast<std::uint64_t>(bits >> 31) << 63) |
-                               0x7ff8000000000000ull |
-                               (static_cast<std::uint64_t>(bits & 0x007fffffu) << 29);
-    double r;
-    std::memcpy(&r, &wide, 8);
-    return r;
+    const std::uint64_t bits = bits_of(x);
+    return as<double>(((bits >> 31) << 63) | 0x7ff8000000000000ull | ((bits & 0x007fffffu) << 29));
 }
 inline float narrowed_nan(double x) {
-    std::uint64_t bits;
-    std::memcpy(&bits, &x, 8);
-    const std::uint32_t narrow = (static_cast<std::uint32_t>(bits >> 63) << 31) | 0x7fc00000u |
-                                 static_cast<std::uint32_t>((bits >> 29) & 0x007fffffu);
-    float r;
-    std::memcpy(&r, &narrow, 4);
-    return r;
+    const std::uint64_t bits = bits_of(x);
+    return as<float>(((bits >> 63) << 31) | 0x7fc00000u | ((bits >> 29) & 0x007fffffu));
 }
 
 // .sat on a float result: clamped to [0, 1], NaN to 0.
