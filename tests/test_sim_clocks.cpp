@@ -71,9 +71,8 @@ TEST_CASE("a chain of dependent instructions takes their latencies; an independe
     const std::uint64_t input = memory.allocate(sizeof in);
     memory.write(input, in, sizeof in);
     const std::uint64_t out = memory.allocate(3 * sizeof(std::int64_t));
-    const auto result =
-        sim::launch(module, "timesLatencies", {1, 1, 1}, {32, 1, 1},
-                    {sim::param_bytes(input), sim::param_bytes(out)}, memory, {});
+    const auto result = sim::launch(module, "timesLatencies", {1, 1, 1}, {32, 1, 1},
+                                    {sim::param_bytes(input), sim::param_bytes(out)}, memory, {});
     REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
     std::int64_t cycles[3] = {};
     memory.read(out, cycles, sizeof cycles);

@@ -654,10 +654,10 @@ void Executor::wait_for_operands(Warp& w, const Instruction& in) {
     w.cycles = at;
     if (in.op == Op::st)
         return;
-    const std::uint64_t latency =
-        in.op != Op::ld && in.op != Op::atom ? ModeledClock::kArithmeticCycles
-        : in.space == Space::shared          ? ModeledClock::kSharedLoadCycles
-                                             : ModeledClock::kLoadCycles;
+    const std::uint64_t latency = in.op != Op::ld && in.op != Op::atom
+                                      ? ModeledClock::kArithmeticCycles
+                                  : in.space == Space::shared ? ModeledClock::kSharedLoadCycles
+                                                              : ModeledClock::kLoadCycles;
     for (const std::int32_t slot : in.dst) {
         if (slot >= 0)
             w.ready[static_cast<std::size_t>(slot)] = at + latency;
