@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "sim/program.hpp"
 #include "sim/ptx_parser.hpp"

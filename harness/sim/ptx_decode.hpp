@@ -5,9 +5,11 @@
 // Instruction, or throws Unsupported (an instruction the simulator cannot execute, reported when
 // it is reached) or ParseError (malformed PTX).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
