@@ -2,6 +2,7 @@
 // opcodes.def; see executor.hpp.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
