@@ -70,8 +70,8 @@ inline const std::vector<ExerciseMutation>& exercise_mutations() {
          "file: no_such_header.h", 28, 39, "compile.headers[0].file", "not found"},
         // NVRTC 12 refuses an option given twice where NVRTC 13 takes it.
         {"option_given_twice", "  options: [\"-std=c++17\", \"-lineinfo\"]",
-         "  options: [\"-std=c++17\", \"-lineinfo\", \"-lineinfo\"]", 25, 40,
-         "compile.options[2]", "'-lineinfo' is given twice"},
+         "  options: [\"-std=c++17\", \"-lineinfo\", \"-lineinfo\"]", 25, 40, "compile.options[2]",
+         "'-lineinfo' is given twice"},
         {"duplicate_key", "banks: 32\n", "banks: 32\nbanks: 16\n", 6, 1, "banks",
          "appears twice (first on line 5)"},
         {"points_not_a_number", "    points: 2\n    rules:", "    points: many\n    rules:", 147,

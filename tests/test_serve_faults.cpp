@@ -469,7 +469,8 @@ TEST_CASE("a slow attempt holds no lane that another student's attempt waits for
     // is the machine's business: the slow one may be nearly done when the other is sent.)
     CHECK_MESSAGE(done["lanes"]["sim"]["started_at"].get<double>() <
                       slow_done["lanes"]["sim"]["finished_at"].get<double>(),
-                  done.dump() << "\n" << slow_done.dump());
+                  done.dump() << "\n"
+                              << slow_done.dump());
 }
 
 TEST_CASE("SIGTERM stops the service at once, and the grade it cut off is queued without cost") {
