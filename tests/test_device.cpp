@@ -84,33 +84,38 @@ public:
     CountingDevice(const Exercise& exercise, std::vector<std::string>& events)
         : exercise_(exercise), events_(events) {}
 
-    DeviceCapabilities capabilities() const override { return {true, true, false}; }
-    void describe(Environment& environment) const override {
+    // Where set, time() and count() answer for this many of the launches alone, as a device that
+    // lost some would.
+    std::optional<std::size_t> answers;
+
+private:
+    DeviceCapabilities do_capabilities() const override { return {true, true, false}; }
+    void do_describe(Environment& environment) override {
         environment.device_name = "counting fake";
     }
-    std::string acquire() override {
+    std::string do_acquire() override {
         CHECK_FALSE(held_);
         held_ = true;
         return "fake-bus";
     }
-    void release() override {
+    void do_release() override {
         CHECK(held_);  // once for each acquire
         held_ = false;
     }
-    LoadResult load(const KernelSpec& spec, const CompiledKernel&) override {
+    LoadResult do_load(const KernelSpec& spec, const CompiledKernel&) override {
         LoadResult result;
         result.kernel = std::make_unique<LoadedKernel>();
         result.kernel->id = spec.id;
         return result;
     }
-    LaunchGeometry geometry(const LoadedKernel&) override {
+    LaunchGeometry do_geometry(const LoadedKernel&) override {
         return {Dim3Spec{4, 1, 1}, exercise_.launch.block};
     }
-    void put_input(const InputSpec& input, InputWords words) override {
+    void do_put_input(const InputSpec& input, InputWords words) override {
         inputs_[input.id] = std::move(words);
     }
-    DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
-                     const LaunchGeometry& geometry) override {
+    DeviceLaunch do_run(const LaunchCase& launch, const InputSpec& input,
+                        const LaunchGeometry& geometry) override {
         events_.push_back("run " + launch.kernel->id + " " + std::to_string(launch.stride) + " " +
                           input.id);
         DeviceLaunch ran;
@@ -120,12 +125,12 @@ public:
         }
         return ran;
     }
-    TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                       const LaunchGeometry& geometry) override {
+    TimingSamples do_time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                          const LaunchGeometry& geometry) override {
         events_.push_back("time " + std::to_string(launches.size()));
         TimingSamples samples;
         samples.rounds = 3;
-        for (const LaunchCase& launch : launches) {
+        for (const LaunchCase& launch : answered(launches)) {
             samples.per_round_ms.push_back({1.0 * launch.stride, 1.0, 1.0});
             samples.launches_per_sample.push_back(2);
             samples.final_outputs.push_back(launch.outputs_read ? outputs(launch, input, geometry)
@@ -133,13 +138,19 @@ public:
         }
         return samples;
     }
-    HardwareCounts count(const std::vector<LaunchCase>& launches, const InputSpec&,
-                         const LaunchGeometry&) override {
+    HardwareCounts do_count(const std::vector<LaunchCase>& launches, const InputSpec&,
+                            const LaunchGeometry&) override {
         events_.push_back("count " + std::to_string(launches.size()));
         HardwareCounts counts;
         counts.counted = true;
-        counts.counts.resize(launches.size());
+        counts.counts.resize(answered(launches).size());
         return counts;
+    }
+
+    std::vector<LaunchCase> answered(const std::vector<LaunchCase>& launches) const {
+        return {launches.begin(),
+                launches.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                       launches.size(), answers.value_or(launches.size())))};
     }
 
 private:
@@ -197,6 +208,78 @@ TEST_CASE("a grade's buffers lie where one layout says, the same whatever is tim
     InputSpec stranger;
     stranger.id = "stranger";
     CHECK_THROWS_AS(input_index(probe, stranger), std::invalid_argument);
+}
+
+TEST_CASE("every device is held to one contract around its calls, checked in one place") {
+    const Exercise& exercise = day15();
+    const InputSpec& ones = input_named(exercise, "ones");
+    const InputSpec& hidden = input_named(exercise, "hidden");
+    std::vector<std::string> events;
+    CountingDevice device(exercise, events);
+    CompiledKernel image;
+    const LoadResult reference = device.load(exercise.kernel("reference"), image);
+    REQUIRE(reference.kernel);
+    const LaunchGeometry geometry = device.geometry(*reference.kernel);
+    const LaunchCase launch{reference.kernel.get(), 8, true, false};
+
+    SUBCASE("acquire() and release() come in pairs, and release() without one does nothing") {
+        CHECK_FALSE(device.held());
+        device.release();  // the fake CHECKs that its own release follows an acquire
+        CHECK(device.acquire() == "fake-bus");
+        CHECK(device.held());
+        CHECK_THROWS_AS(device.acquire(), std::logic_error);
+        device.release();
+        CHECK_FALSE(device.held());
+        device.release();
+        CHECK(device.acquire() == "fake-bus");
+        device.release();
+    }
+    SUBCASE("a launch with an input not given, or with no kernel, never reaches the device") {
+        device.put_input(ones, words_of(2048, 1.0F));
+        CHECK_THROWS_WITH_AS(device.run(launch, hidden, geometry),
+                             "input 'hidden' was launched with before it was given",
+                             std::runtime_error);
+        CHECK_THROWS_WITH_AS(device.time({launch}, hidden, geometry),
+                             "input 'hidden' was launched with before it was given",
+                             std::runtime_error);
+        CHECK_THROWS_WITH_AS(device.count({launch}, hidden, geometry),
+                             "input 'hidden' was launched with before it was given",
+                             std::runtime_error);
+        CHECK_THROWS_WITH_AS(device.run({nullptr, 3, true, false}, ones, geometry),
+                             "a launch at stride 3 with input 'ones' names no loaded kernel",
+                             std::invalid_argument);
+        CHECK_THROWS_AS(device.reload({nullptr}), std::invalid_argument);
+        CHECK_THROWS_AS(device.put_input(hidden, nullptr), std::invalid_argument);
+        LaunchPlan plan;
+        plan.geometry = geometry;
+        plan.runs.push_back({launch, &hidden});
+        CHECK_THROWS_WITH_AS(device.follow(plan),
+                             "input 'hidden' was launched with before it was given",
+                             std::runtime_error);
+        CHECK(events.empty());
+        // Given, it runs; released, the inputs went with the device.
+        device.put_input(hidden, words_of(2048, 2.0F));
+        CHECK(device.run(launch, hidden, geometry).outputs.front() == 8.0F + 2.0F);
+        device.acquire();
+        device.release();
+        CHECK_THROWS_AS(device.run(launch, ones, geometry), std::runtime_error);
+        CHECK(events == std::vector<std::string>{"run reference 8 hidden"});
+    }
+    SUBCASE("a device that answers for fewer launches than it was asked for is said to") {
+        device.put_input(ones, words_of(2048, 1.0F));
+        const std::vector<LaunchCase> two{launch, {reference.kernel.get(), 1, false, false}};
+        device.answers = 1;
+        // The grade reads a timing row for each launch: the device failed, the machine's fault.
+        CHECK_THROWS_WITH_AS(device.time(two, ones, geometry), "the device timed 1 of 2 launches",
+                             std::runtime_error);
+        // Counts that miss a launch count none, and the environment section says why.
+        const HardwareCounts counts = device.count(two, ones, geometry);
+        CHECK_FALSE(counts.counted);
+        CHECK(counts.reason == "the counters answered for 1 of 2 launches");
+        device.answers.reset();
+        CHECK(device.time(two, ones, geometry).per_round_ms.size() == 2);
+        CHECK(device.count(two, ones, geometry).counted);
+    }
 }
 
 TEST_CASE("every request and its reply cross the socket as they were sent") {

@@ -115,12 +115,13 @@ public:
     FakeDevice(const Exercise& exercise, Script script, std::vector<std::string>& events)
         : exercise_(exercise), script_(std::move(script)), events_(events) {}
 
-    DeviceCapabilities capabilities() const override { return {true, true, false}; }
-    void describe(Environment& environment) const override {
+private:
+    DeviceCapabilities do_capabilities() const override { return {true, true, false}; }
+    void do_describe(Environment& environment) override {
         environment.device_name = "scripted fake device";
         environment.grid_blocks = script_.blocks;
     }
-    LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override {
+    LoadResult do_load(const KernelSpec& spec, const CompiledKernel& compiled) override {
         events_.push_back("load " + spec.id);
         LoadResult result;
         if (spec.id == script_.refuse_load) {
@@ -136,14 +137,14 @@ public:
         result.kernel = std::move(kernel);
         return result;
     }
-    LaunchGeometry geometry(const LoadedKernel&) override {
+    LaunchGeometry do_geometry(const LoadedKernel&) override {
         return {Dim3Spec{script_.blocks, 1, 1}, exercise_.launch.block};
     }
-    void put_input(const InputSpec& input, InputWords words) override {
+    void do_put_input(const InputSpec& input, InputWords words) override {
         inputs_[input.id] = std::move(words);
     }
-    DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
-                     const LaunchGeometry& geometry) override {
+    DeviceLaunch do_run(const LaunchCase& launch, const InputSpec& input,
+                        const LaunchGeometry& geometry) override {
         const LoadedKernel& kernel = *launch.kernel;
         const int stride = launch.stride;
         events_.push_back("run " + kernel.id + " " + std::to_string(stride));
@@ -169,8 +170,8 @@ public:
         ran.kernel_ms = script_.kernel_ms;
         return ran;
     }
-    TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                       const LaunchGeometry& geometry) override {
+    TimingSamples do_time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                          const LaunchGeometry& geometry) override {
         events_.push_back("time");
         TimingSamples samples;
         // Warm-up, sizing and ten samples of each of the student's rows.
@@ -198,8 +199,8 @@ public:
         }
         return samples;
     }
-    HardwareCounts count(const std::vector<LaunchCase>& launches, const InputSpec&,
-                         const LaunchGeometry&) override {
+    HardwareCounts do_count(const std::vector<LaunchCase>& launches, const InputSpec&,
+                            const LaunchGeometry&) override {
         events_.push_back("count");
         HardwareCounts counts;
         if (!spin(static_cast<long>(launches.size()))) {
@@ -241,13 +242,13 @@ public:
         }
         return counts;
     }
-    std::string acquire() override {
+    std::string do_acquire() override {
         events_.push_back("acquire");
         CHECK_FALSE(held_);
         held_ = true;
         return "fake-bus";
     }
-    void release() override {
+    void do_release() override {
         events_.push_back("release");
         CHECK(held_);  // once for each acquire
         held_ = false;

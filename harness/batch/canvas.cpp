@@ -436,25 +436,19 @@ std::optional<CanvasFolder> parse_canvas_folder_name(const std::string& folder) 
     return std::nullopt;
 }
 
-CanvasUnpackResult unpack_canvas_download(const CanvasUnpackOptions& options) {
+namespace {
+
+// A file of the download named as Canvas names a submission's, with each way its name reads.
+struct FoundFile {
+    fs::path path;
+    std::vector<CanvasFileName> readings;
+};
+
+// The download's files named as Canvas names a submission's; every other entry is skipped, with
+// why.
+std::vector<FoundFile> canvas_files(fs::directory_iterator entries, CanvasUnpackResult& result) {
+    std::vector<FoundFile> found;
     std::error_code error;
-    fs::directory_iterator entries(options.download, error);
-    if (error) {
-        throw BatchError("cannot read the Canvas download " +
-                         text::visible_line(options.download.string()) + ": " + error.message() +
-                         " (unzip Canvas's submissions.zip into a folder first)");
-    }
-    if (fs::exists(options.class_dir, error) && !folder_is_empty(options.class_dir)) {
-        throw BatchError(text::visible_line(options.class_dir.string()) +
-                         " is not empty: unpack a Canvas download into a new folder, so that no "
-                         "other student's files mix with it");
-    }
-    CanvasUnpackResult result;
-    struct Found {
-        fs::path path;
-        std::vector<CanvasFileName> readings;
-    };
-    std::vector<Found> found;
     for (const auto& entry : entries) {
         const std::string name = entry.path().filename().string();
         const fs::file_status status = entry.symlink_status(error);
@@ -482,15 +476,24 @@ CanvasUnpackResult unpack_canvas_download(const CanvasUnpackOptions& options) {
         }
         found.push_back({entry.path(), std::move(readings)});
     }
+    return found;
+}
+
+// Each file's student folder, from the one reading of its name that holds (the roster tells two
+// apart): the files of each folder into `by_folder`, and the reading that named each folder.
+// A file no reading places is skipped, with why.
+std::map<std::string, CanvasFileName> place_in_folders(
+    std::vector<FoundFile>& found, const CanvasRoster* roster,
+    std::map<std::string, std::vector<PlannedFile>>& by_folder, CanvasUnpackResult& result) {
     // An assignment is anonymous or not as a whole: where any file is a named student's, a name
     // that starts "anon_" is a student's called Anon.
-    const bool anonymous_download = std::all_of(found.begin(), found.end(), [](const Found& file) {
-        return std::any_of(file.readings.begin(), file.readings.end(),
-                           [](const CanvasFileName& r) { return r.anonymous; });
-    });
-    std::map<std::string, std::vector<PlannedFile>> by_folder;
+    const bool anonymous_download =
+        std::all_of(found.begin(), found.end(), [](const FoundFile& file) {
+            return std::any_of(file.readings.begin(), file.readings.end(),
+                               [](const CanvasFileName& r) { return r.anonymous; });
+        });
     std::map<std::string, CanvasFileName> folder_of;
-    for (Found& file : found) {
+    for (FoundFile& file : found) {
         const std::string name = file.path.filename().string();
         file.readings.erase(std::remove_if(file.readings.begin(), file.readings.end(),
                                            [&](const CanvasFileName& r) {
@@ -500,7 +503,7 @@ CanvasUnpackResult unpack_canvas_download(const CanvasUnpackOptions& options) {
         std::string why;
         const std::optional<CanvasFileName> chosen =
             file.readings.empty() ? std::nullopt
-                                  : choose_canvas_reading(file.readings, options.roster, why);
+                                  : choose_canvas_reading(file.readings, roster, why);
         if (!chosen) {
             result.skipped.push_back(
                 {name, why.empty() ? "an anonymous assignment's name in a download of named "
@@ -515,8 +518,12 @@ CanvasUnpackResult unpack_canvas_download(const CanvasUnpackOptions& options) {
         by_folder[chosen->folder].push_back({file.path, chosen->file_name, chosen->attachment});
         folder_of[chosen->folder] = *chosen;
     }
-    // One student whose submission Canvas marked late and, in the same download, not late:
-    // two downloads mixed, which one folder per student cannot say.
+    return folder_of;
+}
+
+// One student whose submission Canvas marked late and, in the same download, not late: two
+// downloads mixed, which one folder per student cannot say.
+void check_one_folder_per_user(const std::map<std::string, CanvasFileName>& folder_of) {
     std::map<std::string, std::string> user_folder;
     for (const auto& [folder, reading] : folder_of) {
         if (!reading.user_id.empty()) {
@@ -529,50 +536,80 @@ CanvasUnpackResult unpack_canvas_download(const CanvasUnpackOptions& options) {
             }
         }
     }
+}
+
+// One student's folder in the class folder: the files of their submission (the later of two
+// uploads of one name, renamed copies restored), their zips unpacked.
+void unpack_folder(const std::string& folder, std::vector<PlannedFile>& files,
+                   const CanvasFileName& reading, const CanvasUnpackOptions& options,
+                   CanvasUnpackResult& result) {
+    // Two uploads of one name in one submission: the later upload is the one handed in.
+    std::sort(files.begin(), files.end(), [](const PlannedFile& a, const PlannedFile& b) {
+        return a.file_name != b.file_name ? a.file_name < b.file_name : a.attachment > b.attachment;
+    });
+    std::vector<PlannedFile> kept;
+    for (const PlannedFile& file : files) {
+        if (!kept.empty() && kept.back().file_name == file.file_name) {
+            result.skipped.push_back({file.source.filename().string(),
+                                      "an earlier upload of " + file.file_name +
+                                          " by the same student: the later one is kept"});
+            continue;
+        }
+        kept.push_back(file);
+    }
+    restore_renamed(folder, kept, options.expected_files, result);
+    const fs::path into = options.class_dir / folder;
+    fs::create_directory(into);
+    std::set<std::string> names;
+    bool text_entry = false;
+    for (const PlannedFile& file : kept) {
+        if (!names.insert(file.file_name).second) {
+            // A renamed copy given a name another file already has: never overwrite.
+            throw BatchError("two files of " + text::visible_line(folder) + " would be " +
+                             text::visible_line(file.file_name));
+        }
+        fs::copy_file(file.source, into / file.file_name);
+        ++result.files;
+        text_entry = text_entry || (file.attachment == 0 && (file.file_name == "text.html" ||
+                                                             file.file_name == "link.html"));
+    }
+    unpack_zips(folder, into, kept, options.zip_limits, names, result);
+    result.folders.push_back(folder);
+    if (reading.late) {
+        result.late.push_back(folder);
+    }
+    if (reading.anonymous) {
+        result.anonymous.push_back(folder);
+    }
+    if (text_entry && kept.size() == 1) {
+        result.text_entries.push_back(folder);
+    }
+}
+
+}  // namespace
+
+CanvasUnpackResult unpack_canvas_download(const CanvasUnpackOptions& options) {
+    std::error_code error;
+    fs::directory_iterator entries(options.download, error);
+    if (error) {
+        throw BatchError("cannot read the Canvas download " +
+                         text::visible_line(options.download.string()) + ": " + error.message() +
+                         " (unzip Canvas's submissions.zip into a folder first)");
+    }
+    if (fs::exists(options.class_dir, error) && !folder_is_empty(options.class_dir)) {
+        throw BatchError(text::visible_line(options.class_dir.string()) +
+                         " is not empty: unpack a Canvas download into a new folder, so that no "
+                         "other student's files mix with it");
+    }
+    CanvasUnpackResult result;
+    std::vector<FoundFile> found = canvas_files(std::move(entries), result);
+    std::map<std::string, std::vector<PlannedFile>> by_folder;
+    const std::map<std::string, CanvasFileName> folder_of =
+        place_in_folders(found, options.roster, by_folder, result);
+    check_one_folder_per_user(folder_of);
     fs::create_directories(options.class_dir);
     for (auto& [folder, files] : by_folder) {
-        // Two uploads of one name in one submission: the later upload is the one handed in.
-        std::sort(files.begin(), files.end(), [](const PlannedFile& a, const PlannedFile& b) {
-            return a.file_name != b.file_name ? a.file_name < b.file_name
-                                              : a.attachment > b.attachment;
-        });
-        std::vector<PlannedFile> kept;
-        for (const PlannedFile& file : files) {
-            if (!kept.empty() && kept.back().file_name == file.file_name) {
-                result.skipped.push_back({file.source.filename().string(),
-                                          "an earlier upload of " + file.file_name +
-                                              " by the same student: the later one is kept"});
-                continue;
-            }
-            kept.push_back(file);
-        }
-        restore_renamed(folder, kept, options.expected_files, result);
-        const fs::path into = options.class_dir / folder;
-        fs::create_directory(into);
-        std::set<std::string> names;
-        bool text_entry = false;
-        for (const PlannedFile& file : kept) {
-            if (!names.insert(file.file_name).second) {
-                // A renamed copy given a name another file already has: never overwrite.
-                throw BatchError("two files of " + text::visible_line(folder) + " would be " +
-                                 text::visible_line(file.file_name));
-            }
-            fs::copy_file(file.source, into / file.file_name);
-            ++result.files;
-            text_entry = text_entry || (file.attachment == 0 && (file.file_name == "text.html" ||
-                                                                 file.file_name == "link.html"));
-        }
-        unpack_zips(folder, into, kept, options.zip_limits, names, result);
-        result.folders.push_back(folder);
-        if (folder_of[folder].late) {
-            result.late.push_back(folder);
-        }
-        if (folder_of[folder].anonymous) {
-            result.anonymous.push_back(folder);
-        }
-        if (text_entry && kept.size() == 1) {
-            result.text_entries.push_back(folder);
-        }
+        unpack_folder(folder, files, folder_of.at(folder), options, result);
     }
     std::sort(result.skipped.begin(), result.skipped.end(),
               [](const SkippedEntry& a, const SkippedEntry& b) { return a.name < b.name; });

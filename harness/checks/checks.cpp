@@ -221,6 +221,92 @@ Diagnosis machine_diagnosis(const Measurements& m, const std::string& reason, bo
     return diagnosis;
 }
 
+// The report's row of one run: what the exercise, the student's answers and the measurements say
+// of that kernel at that stride.
+ReportRow report_row(const Exercise& exercise, const Submission& submission, const Measurements& m,
+                     const KernelRun& run, const CheckSpec* consistency) {
+    ReportRow row;
+    row.kernel = run.kernel;
+    row.label = exercise.kernel(run.kernel).label;
+    row.stride = run.stride;
+    row.degree = exercise.model_degree(Case{run.kernel, run.stride}).value_or(0);
+    row.named = std::find(exercise.student_strides.begin(), exercise.student_strides.end(),
+                          run.stride) != exercise.student_strides.end();
+    row.unnamed = std::find(m.unnamed_strides.begin(), m.unnamed_strides.end(), run.stride) !=
+                  m.unnamed_strides.end();
+    if (const SubmissionRow* answer = submission.row(Case{run.kernel, run.stride})) {
+        row.predicted_degree = answer->predicted_degree;
+        if (answer->measured) {
+            row.claimed_ratio =
+                exercise.ratios.as_percent ? *answer->measured / 100.0 : *answer->measured;
+        }
+    }
+    const RatioLookup ratio_of = measured_ratios(exercise, m);
+    if (run.kernel == kStudent && consistency != nullptr) {
+        row.reference_ratio = ratio_of(Case{consistency->against, run.stride});
+    }
+    row.timing = run.timing;
+    row.ratio = ratio_of(Case{run.kernel, run.stride});
+    row.ratio_min = run.ratio_min;
+    row.ratio_max = run.ratio_max;
+    if (run.counts) {
+        row.counted_degree =
+            judged_degree(run, m.environment.grid_blocks, counts_loads_only(exercise)).degree;
+        row.counted_load_degree = run.counts->load_degree();
+        row.counted_store_degree = run.counts->store_degree();
+        row.count_source = run.count_source;
+        row.global_load_sectors_per_request = run.counts->global_load_sectors_per_request();
+        row.global_store_sectors_per_request = run.counts->global_store_sectors_per_request();
+        if (run.kernel == kStudent) {
+            row.shared_lines = run.witness ? run.witness->lines : run.counts->lines;
+        }
+    }
+    row.outputs = run.outputs;
+    if (run.timing && !run.timing->modeled && run.timing->median_ms > 0 &&
+        exercise.buffers.bytes_per_launch > 0) {
+        row.gigabytes_per_second =
+            static_cast<double>(exercise.buffers.bytes_per_launch) / run.timing->median_ms / 1e6;
+    }
+    return row;
+}
+
+// The verdict: a failed required check fails the work whatever stopped the machine, since the
+// failure stands wherever the work runs; otherwise the machine's fault (an interruption that is
+// not the student's, a reference that did not compile, uncalibrated timing behind a required
+// check) makes the grade ungradable.
+void decide_verdict(const Exercise& exercise, const Measurements& m, Report& report) {
+    const auto first_failure = std::find_if(
+        report.checks.begin(), report.checks.end(),
+        [](const CheckResult& c) { return c.required && c.status == CheckStatus::failed; });
+    const auto first_not_run = std::find_if(
+        report.checks.begin(), report.checks.end(),
+        [](const CheckResult& c) { return c.required && c.status == CheckStatus::not_run; });
+    std::optional<std::string> ungradable = ungradable_reason(m);
+    const bool students_stop = m.interruption && m.interruption->students_fault;
+    if (!ungradable && !students_stop && first_not_run != report.checks.end()) {
+        ungradable = first_not_run->title +
+                     " could not be checked on this machine: " + first_not_run->not_run_reason +
+                     ".";
+    }
+    if (first_failure != report.checks.end()) {
+        report.verdict = Verdict::fail;
+        report.summary = "fail: " + first_failure->title + ": " +
+                         (first_failure->details.empty() ? first_failure->message
+                                                         : first_failure->details.front());
+    } else if (ungradable) {
+        report.verdict = Verdict::ungradable;
+        report.summary = "ungradable: " + *ungradable;
+        const std::vector<std::string> calibration = calibration_failures(exercise, m);
+        for (const auto& detail : calibration) {
+            report.summary += "; " + detail;
+        }
+        report.diagnosis = machine_diagnosis(m, *ungradable, !calibration.empty());
+    } else {
+        report.verdict = Verdict::pass;
+        report.summary = "pass: every check passed";
+    }
+}
+
 }  // namespace
 
 Report evaluate(const Exercise& exercise, const Submission& submission, const Measurements& m,
@@ -267,49 +353,7 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
         report.reference_kernel = oracle->id;
     }
     for (const auto& run : m.runs) {
-        ReportRow row;
-        row.kernel = run.kernel;
-        row.label = exercise.kernel(run.kernel).label;
-        row.stride = run.stride;
-        row.degree = exercise.model_degree(Case{run.kernel, run.stride}).value_or(0);
-        row.named = std::find(exercise.student_strides.begin(), exercise.student_strides.end(),
-                              run.stride) != exercise.student_strides.end();
-        row.unnamed = std::find(m.unnamed_strides.begin(), m.unnamed_strides.end(), run.stride) !=
-                      m.unnamed_strides.end();
-        if (const SubmissionRow* answer = submission.row(Case{run.kernel, run.stride})) {
-            row.predicted_degree = answer->predicted_degree;
-            if (answer->measured) {
-                row.claimed_ratio =
-                    exercise.ratios.as_percent ? *answer->measured / 100.0 : *answer->measured;
-            }
-        }
-        const RatioLookup ratio_of = measured_ratios(exercise, m);
-        if (run.kernel == kStudent && consistency != nullptr) {
-            row.reference_ratio = ratio_of(Case{consistency->against, run.stride});
-        }
-        row.timing = run.timing;
-        row.ratio = ratio_of(Case{run.kernel, run.stride});
-        row.ratio_min = run.ratio_min;
-        row.ratio_max = run.ratio_max;
-        if (run.counts) {
-            row.counted_degree =
-                judged_degree(run, m.environment.grid_blocks, counts_loads_only(exercise)).degree;
-            row.counted_load_degree = run.counts->load_degree();
-            row.counted_store_degree = run.counts->store_degree();
-            row.count_source = run.count_source;
-            row.global_load_sectors_per_request = run.counts->global_load_sectors_per_request();
-            row.global_store_sectors_per_request = run.counts->global_store_sectors_per_request();
-            if (run.kernel == kStudent) {
-                row.shared_lines = run.witness ? run.witness->lines : run.counts->lines;
-            }
-        }
-        row.outputs = run.outputs;
-        if (run.timing && !run.timing->modeled && run.timing->median_ms > 0 &&
-            exercise.buffers.bytes_per_launch > 0) {
-            row.gigabytes_per_second = static_cast<double>(exercise.buffers.bytes_per_launch) /
-                                       run.timing->median_ms / 1e6;
-        }
-        report.rows.push_back(row);
+        report.rows.push_back(report_row(exercise, submission, m, run, consistency));
     }
     std::stable_sort(report.rows.begin(), report.rows.end(), [](const auto& a, const auto& b) {
         return std::make_pair(a.kernel != kStudent, a.stride) <
@@ -322,40 +366,7 @@ Report evaluate(const Exercise& exercise, const Submission& submission, const Me
         report.max_score += check.max_points;
     }
 
-    // The verdict: a failed required check fails the work whatever stopped the machine, since
-    // the failure stands wherever the work runs; otherwise the machine's fault (an interruption
-    // that is not the student's, a reference that did not compile, uncalibrated timing behind a
-    // required check) makes the grade ungradable.
-    const auto first_failure = std::find_if(
-        report.checks.begin(), report.checks.end(),
-        [](const CheckResult& c) { return c.required && c.status == CheckStatus::failed; });
-    const auto first_not_run = std::find_if(
-        report.checks.begin(), report.checks.end(),
-        [](const CheckResult& c) { return c.required && c.status == CheckStatus::not_run; });
-    std::optional<std::string> ungradable = ungradable_reason(m);
-    const bool students_stop = m.interruption && m.interruption->students_fault;
-    if (!ungradable && !students_stop && first_not_run != report.checks.end()) {
-        ungradable = first_not_run->title +
-                     " could not be checked on this machine: " + first_not_run->not_run_reason +
-                     ".";
-    }
-    if (first_failure != report.checks.end()) {
-        report.verdict = Verdict::fail;
-        report.summary = "fail: " + first_failure->title + ": " +
-                         (first_failure->details.empty() ? first_failure->message
-                                                         : first_failure->details.front());
-    } else if (ungradable) {
-        report.verdict = Verdict::ungradable;
-        report.summary = "ungradable: " + *ungradable;
-        const std::vector<std::string> calibration = calibration_failures(exercise, m);
-        for (const auto& detail : calibration) {
-            report.summary += "; " + detail;
-        }
-        report.diagnosis = machine_diagnosis(m, *ungradable, !calibration.empty());
-    } else {
-        report.verdict = Verdict::pass;
-        report.summary = "pass: every check passed";
-    }
+    decide_verdict(exercise, m, report);
     diagnose(exercise, report);
     if (report.verdict == Verdict::pass && !report.diagnosis && !submission.notes.empty()) {
         // Read as the student meant it: say so where they look first.

@@ -147,6 +147,16 @@ void finish(CheckResult& check, const CheckSpec& spec, bool passed,
 }
 
 // What the checks share: the exercise, the observations, and what they make of the machine.
+// What the counted runs of a check's kernel said of its degree (Grading::counted_degree).
+struct DegreeTally {
+    int counted = 0;                 // runs with a degree the model names
+    int counted_without_shared = 0;  // runs whose counts hold no shared load or store
+    int stored_never_read = 0;       // of them, runs that store to shared memory all the same
+    bool degrees_match = true;       // every counted degree within the tolerance of the model's
+    std::optional<double> worst;     // the highest degree counted
+    std::string source;              // what counted: "hardware", or the simulator
+};
+
 class Grading {
 public:
     Grading(const Exercise& exercise, const Submission& submission, const Measurements& m)
@@ -614,12 +624,21 @@ private:
             not_run(check, why_student_not_run(m_));
             return;
         }
-        int counted = 0;
-        int counted_without_shared = 0;  // runs whose counts hold no shared load or store
-        int stored_never_read = 0;       // of them, runs that store to shared memory all the same
-        bool all_match = true;
-        std::optional<double> worst;
-        std::string source;
+        const DegreeTally tally = tally_degrees(spec, check);
+        if (no_degree_counted(spec, tally, check)) {
+            return;
+        }
+        const bool all_match = rules_hold(spec, tally.degrees_match, check);
+        count_notes(spec, tally.source, check);
+        finish(check, spec, all_match, {});
+        counted_degree_message(spec, tally, all_match, check);
+    }
+
+    // Each counted run of the checked kernel's degree against the model, its findings added to
+    // `check` as they are found, then the line the simulator's witness blames most, where it
+    // disagrees with the model.
+    DegreeTally tally_degrees(const CheckSpec& spec, CheckResult& check) const {
+        DegreeTally tally;
         // On a GPU whose launch totals do not confirm the simulator's witness of the same
         // source: the line the witness blames most, where it disagrees with the model.
         std::optional<std::pair<double, Finding>> simulator_blames;
@@ -629,62 +648,27 @@ private:
             if (run.kernel != spec.kernel || !run.counts) {
                 continue;
             }
-            const SharedAccessCounts& counts = *run.counts;
             const JudgedDegree judged = judged_degree(run, m_.environment.grid_blocks, loads_only);
             if (!judged.degree) {
-                ++counted_without_shared;
-                stored_never_read += counts.store_requests > 0 ? 1 : 0;
+                ++tally.counted_without_shared;
+                tally.stored_never_read += run.counts->store_requests > 0 ? 1 : 0;
                 continue;
             }
             const double degree = *judged.degree;
-            const Case subject{run.kernel, run.stride};
-            const auto model = exercise_.model_degree(subject);
+            const auto model = exercise_.model_degree(Case{run.kernel, run.stride});
             if (!model) {
                 continue;
             }
-            ++counted;
-            source = run.count_source;
-            worst = std::max(worst.value_or(0.0), degree);
+            ++tally.counted;
+            tally.source = run.count_source;
+            tally.worst = std::max(tally.worst.value_or(0.0), degree);
             judged_by_witness += judged.confirmed_witness ? 1 : 0;
             const auto off_model = [&](double d) {
                 return std::abs(d - *model) > std::max(0.01, spec.tolerance * *model);
             };
             if (off_model(degree)) {
-                all_match = false;
-                Finding off;
-                off.kind = FindingKind::degree_off_model;
-                off.strides = {run.stride};
-                off.values = {static_cast<double>(*model)};
-                off.count = exercise_.banks;
-                if (judged.line != nullptr) {
-                    off.counts = *judged.line;
-                } else {
-                    // The launch's totals: its loads, or its stores where they are worse (and
-                    // the check is about every access).
-                    const auto load = counts.load_degree();
-                    const auto store = counts.store_degree();
-                    const bool stores =
-                        !loads_only && store && store.value_or(0.0) > load.value_or(0.0);
-                    SharedLineCounts totals;
-                    totals.line = 0;
-                    totals.store = stores;
-                    totals.requests = stores ? counts.store_requests : counts.load_requests;
-                    totals.wavefronts = stores ? counts.store_wavefronts : counts.load_wavefronts;
-                    totals.ideal_wavefronts =
-                        stores ? counts.store_ideal_wavefronts : counts.load_ideal_wavefronts;
-                    totals.degree = (stores ? store : load).value_or(0.0);
-                    off.counts = totals;
-                }
-                check.findings.push_back(off);
-                if (judged.line != nullptr && judged.line->lanes_per_row > 0) {
-                    // Lanes of a warp on two rows of a narrow tile: why a pitch coprime with
-                    // the banks still conflicts.
-                    Finding span = off;
-                    span.kind = FindingKind::warp_spans_rows;
-                    span.values = {static_cast<double>(judged.line->lanes_per_row),
-                                   static_cast<double>(judged.line->row_pitch), degree};
-                    check.findings.push_back(std::move(span));
-                }
+                tally.degrees_match = false;
+                add_off_model(run, judged, *model, loads_only, check);
             }
             const SharedLineCounts* blamed = judged.line == nullptr && run.witness
                                                  ? run.witness->worst_line(loads_only)
@@ -711,7 +695,56 @@ private:
             judged.values = {SharedAccessCounts::kWitnessTolerance};
             check.findings.push_back(std::move(judged));
         }
-        if (counted == 0 && stored_never_read > 0) {
+        return tally;
+    }
+
+    // A run whose degree is off the model: the counts that show it (the line judged, or the
+    // launch's totals), and where a warp's lanes span two rows of a narrow tile, that too.
+    void add_off_model(const KernelRun& run, const JudgedDegree& judged, unsigned model,
+                       bool loads_only, CheckResult& check) const {
+        Finding off;
+        off.kind = FindingKind::degree_off_model;
+        off.strides = {run.stride};
+        off.values = {static_cast<double>(model)};
+        off.count = exercise_.banks;
+        if (judged.line != nullptr) {
+            off.counts = *judged.line;
+        } else {
+            // The launch's totals: its loads, or its stores where they are worse (and the check
+            // is about every access).
+            const SharedAccessCounts& counts = *run.counts;
+            const auto load = counts.load_degree();
+            const auto store = counts.store_degree();
+            const bool stores = !loads_only && store && store.value_or(0.0) > load.value_or(0.0);
+            SharedLineCounts totals;
+            totals.line = 0;
+            totals.store = stores;
+            totals.requests = stores ? counts.store_requests : counts.load_requests;
+            totals.wavefronts = stores ? counts.store_wavefronts : counts.load_wavefronts;
+            totals.ideal_wavefronts =
+                stores ? counts.store_ideal_wavefronts : counts.load_ideal_wavefronts;
+            totals.degree = (stores ? store : load).value_or(0.0);
+            off.counts = totals;
+        }
+        check.findings.push_back(off);
+        if (judged.line != nullptr && judged.line->lanes_per_row > 0) {
+            // Lanes of a warp on two rows of a narrow tile: why a pitch coprime with the banks
+            // still conflicts.
+            Finding span = off;
+            span.kind = FindingKind::warp_spans_rows;
+            span.values = {static_cast<double>(judged.line->lanes_per_row),
+                           static_cast<double>(judged.line->row_pitch), *judged.degree};
+            check.findings.push_back(std::move(span));
+        }
+    }
+
+    // True where no run was counted with a degree the model names, the check then decided.
+    bool no_degree_counted(const CheckSpec& spec, const DegreeTally& tally,
+                           CheckResult& check) const {
+        if (tally.counted > 0) {
+            return false;
+        }
+        if (tally.stored_never_read > 0) {
             // A tile filled and never read: nothing of it reaches a result, so no degree of its
             // loads can be the model's.
             finish(check, spec, false, {});
@@ -723,28 +756,30 @@ private:
                 }
             }
             check.findings.push_back(std::move(unread));
-            return;
+            return true;
         }
-        if (counted == 0 && counted_without_shared > 0) {
+        if (tally.counted_without_shared > 0) {
             // The device counted, and the kernel touched no shared memory: the student's kernel
             // decides that (Part 2's naive transpose), so it fails; "not run" is the machine's.
             finish(check, spec, false, {});
             Finding none;
             none.kind = FindingKind::no_shared_access;
-            none.count = static_cast<std::uint64_t>(counted_without_shared);
+            none.count = static_cast<std::uint64_t>(tally.counted_without_shared);
             none.names = {source_of_counts(spec)};
             check.message = no_shared_tile_message(none, exercise_.kernel_name) + " " +
                             fill_template(spec.hint, {});
             check.findings.push_back(std::move(none));
-            return;
+            return true;
         }
-        if (counted == 0) {
-            not_run(check, m_.runs.empty() ? why_student_not_run(m_)
-                                           : "no device counted the kernel's shared accesses");
-            return;
-        }
-        const bool degrees_match = all_match;
-        const Finding* failed_rule = nullptr;
+        not_run(check, m_.runs.empty() ? why_student_not_run(m_)
+                                       : "no device counted the kernel's shared accesses");
+        return true;
+    }
+
+    // Whether the degrees match and the check's timing rules hold, their findings added; where
+    // only the time fails, what the time pays for where the counts show it.
+    bool rules_hold(const CheckSpec& spec, bool degrees_match, CheckResult& check) const {
+        bool all_match = degrees_match;
         if (!spec.rules.empty()) {
             if (timing_unused_) {
                 check.findings.push_back(*timing_unused_);
@@ -777,6 +812,12 @@ private:
                 }
             }
         }
+        return all_match;
+    }
+
+    // What counted (`source`), why its counts may differ from another device's, and the clock
+    // reads of the student's kernel.
+    void count_notes(const CheckSpec& spec, const std::string& source, CheckResult& check) const {
         Finding counted_by;
         counted_by.kind = FindingKind::counted_by;
         counted_by.names = {source == "hardware" ? "hardware" : "simulator"};
@@ -796,20 +837,23 @@ private:
             clock.text = read;
             check.findings.push_back(std::move(clock));
         }
-        finish(check, spec, all_match, {});
-        if (degrees_match && !all_match) {
+    }
+
+    // The message of a finished check, where the findings say more than its spec's pass or fail
+    // message: only the time failed, a warp spans two rows, or one of the exercise's diagnoses
+    // fits.
+    void counted_degree_message(const CheckSpec& spec, const DegreeTally& tally, bool all_match,
+                                CheckResult& check) const {
+        if (tally.degrees_match && !all_match) {
             // Not "still conflict": the counts are conflict free, and only the time failed.
-            for (const Finding& finding : check.findings) {
-                if (fails(finding) && failed_rule == nullptr) {
-                    failed_rule = &finding;
-                }
-            }
-            if (failed_rule != nullptr) {
+            const auto failed_rule =
+                std::find_if(check.findings.begin(), check.findings.end(), fails);
+            if (failed_rule != check.findings.end()) {
                 check.message = timing_only_message(fill_template(spec.pass_message, {}),
                                                     *failed_rule, wording(exercise_));
             }
         }
-        if (!degrees_match) {
+        if (!tally.degrees_match) {
             for (const Finding& finding : check.findings) {
                 if (finding.kind == FindingKind::warp_spans_rows) {
                     // The exercise's hint (a row length coprime with 32) is met already: say
@@ -820,10 +864,11 @@ private:
                 }
             }
         }
-        if (!all_match && !degrees_match) {
+        if (!all_match && !tally.degrees_match) {
             for (const auto& diagnosis : spec.diagnoses) {
-                const bool degree_holds = !diagnosis.counted_degree_at_least ||
-                                          worst.value_or(0.0) >= *diagnosis.counted_degree_at_least;
+                const bool degree_holds =
+                    !diagnosis.counted_degree_at_least ||
+                    tally.worst.value_or(0.0) >= *diagnosis.counted_degree_at_least;
                 const bool shared_holds =
                     !diagnosis.static_shared_bytes_above ||
                     m_.student.static_shared_bytes > *diagnosis.static_shared_bytes_above;

@@ -31,13 +31,13 @@ std::string geometry_text(const LaunchGeometry& geometry) {
 
 }  // namespace
 
-void ClassCache::release() {
+void ClassCache::do_release() {
     images_.clear();
     shared_inputs_.clear();
     device_->release();
 }
 
-LoadResult ClassCache::load(const KernelSpec& spec, const CompiledKernel& compiled) {
+LoadResult ClassCache::do_load(const KernelSpec& spec, const CompiledKernel& compiled) {
     LoadResult result = device_->load(spec, compiled);
     if (result.kernel) {
         images_[result.kernel.get()] = hash_of(compiled.cubin);
@@ -45,10 +45,10 @@ LoadResult ClassCache::load(const KernelSpec& spec, const CompiledKernel& compil
     return result;
 }
 
-void ClassCache::put_input(const InputSpec& input, InputWords words) {
+void ClassCache::do_put_input(const InputSpec& input, InputWords words) {
     // Only an input that no seed fills is the same for every grade; the poison that goes before
     // one that asks for it is the grade's own.
-    if (input.fill == InputSpec::Fill::constant && !input.poison_shared && words) {
+    if (input.fill == InputSpec::Fill::constant && !input.poison_shared) {
         const auto* bytes = reinterpret_cast<const char*>(words->data());
         shared_inputs_[input.id] = hash_of({bytes, words->size() * sizeof(float)});
     } else {
@@ -63,8 +63,8 @@ std::string ClassCache::launch_key(const LaunchCase& launch, const InputSpec& in
            std::to_string(launch.stride) + "|" + input.id + "|" + geometry_text(geometry);
 }
 
-DeviceLaunch ClassCache::run(const LaunchCase& launch, const InputSpec& input,
-                             const LaunchGeometry& geometry) {
+DeviceLaunch ClassCache::do_run(const LaunchCase& launch, const InputSpec& input,
+                                const LaunchGeometry& geometry) {
     const auto shared = shared_inputs_.find(input.id);
     if (launch.kernel->id == kStudentKernel || shared == shared_inputs_.end()) {
         return device_->run(launch, input, geometry);
@@ -85,17 +85,15 @@ DeviceLaunch ClassCache::run(const LaunchCase& launch, const InputSpec& input,
     const std::size_t bytes = run.outputs.size() * sizeof(float);
     if (run.end == DeviceLaunch::End::completed &&
         store_.output_bytes_ + bytes <= store_.max_output_bytes_) {
-        const auto [kept, added] = store_.runs_.insert_or_assign(key, run);
-        (void)kept;
-        if (added) {
+        if (store_.runs_.insert_or_assign(key, run).second) {  // a new entry, not a kept one
             store_.output_bytes_ += bytes;
         }
     }
     return run;
 }
 
-TimingSamples ClassCache::time(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                               const LaunchGeometry& geometry) {
+TimingSamples ClassCache::do_time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                                  const LaunchGeometry& geometry) {
     // The reusable launches are taken from the class only where every one of them is there, so
     // that the rounds they pair with are of one measurement.
     std::vector<std::string> keys(launches.size());

@@ -55,31 +55,31 @@ public:
     ClassCache(ClassStore& store, std::unique_ptr<Device> device)
         : store_(store), device_(std::move(device)) {}
 
-    DeviceCapabilities capabilities() const override { return device_->capabilities(); }
-    void describe(Environment& environment) const override { device_->describe(environment); }
-    double open_seconds() const override { return device_->open_seconds(); }
-    std::string acquire() override { return device_->acquire(); }
-    void release() override;
-    void set_shared_poison(const CompiledKernel& poison) override {
+private:
+    DeviceCapabilities do_capabilities() const override { return device_->capabilities(); }
+    void do_describe(Environment& environment) override { device_->describe(environment); }
+    double do_open_seconds() const override { return device_->open_seconds(); }
+    std::string do_acquire() override { return device_->acquire(); }
+    void do_release() override;
+    void do_set_shared_poison(const CompiledKernel& poison) override {
         device_->set_shared_poison(poison);
     }
-    LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override;
-    LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override {
+    LoadResult do_load(const KernelSpec& spec, const CompiledKernel& compiled) override;
+    LaunchGeometry do_geometry(const LoadedKernel& sizing_kernel) override {
         return device_->geometry(sizing_kernel);
     }
-    void put_input(const InputSpec& input, InputWords words) override;
-    void follow(const LaunchPlan& plan) override { device_->follow(plan); }
-    DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
-                     const LaunchGeometry& geometry) override;
-    void reload(const std::vector<LoadedKernel*>& kernels) override { device_->reload(kernels); }
-    TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                       const LaunchGeometry& geometry) override;
-    HardwareCounts count(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                         const LaunchGeometry& geometry) override {
+    void do_put_input(const InputSpec& input, InputWords words) override;
+    void do_follow(const LaunchPlan& plan) override { device_->follow(plan); }
+    DeviceLaunch do_run(const LaunchCase& launch, const InputSpec& input,
+                        const LaunchGeometry& geometry) override;
+    void do_reload(const std::vector<LoadedKernel*>& kernels) override { device_->reload(kernels); }
+    TimingSamples do_time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                          const LaunchGeometry& geometry) override;
+    HardwareCounts do_count(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                            const LaunchGeometry& geometry) override {
         return device_->count(launches, input, geometry);
     }
 
-private:
     // What names a launch across grades: the kernel's image, its stride, the input, the launch.
     std::string launch_key(const LaunchCase& launch, const InputSpec& input,
                            const LaunchGeometry& geometry) const;

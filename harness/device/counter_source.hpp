@@ -21,7 +21,7 @@ public:
     virtual ~CounterSource() = default;
     // Launches that will be counted are about to be timed on `context`: a counter that is not
     // open yet may begin to open beside the timing (no profiling session runs while it opens).
-    virtual void timing_begins(CUcontext context) { (void)context; }
+    virtual void timing_begins(CUcontext) {}
     // The counter to count with on `context` (current on this thread), or null with why_not()
     // saying why. It may wait for an open begun before.
     virtual counters::SharedMemoryCounter* counter(CUcontext context) = 0;

@@ -90,17 +90,17 @@ CudaDevice::CudaDevice(const Exercise& exercise, int ordinal, std::uint64_t seed
 }
 
 CudaDevice::~CudaDevice() {
-    if (lock_.held()) {
+    if (held()) {
         release();
     }
 }
 
-std::string CudaDevice::acquire() {
+std::string CudaDevice::do_acquire() {
     lock_ = DeviceLock(gpu_lock_folder(), gpu_lock_name(info_.pci_bus_id), gpu_lock_wait());
     return info_.pci_bus_id;
 }
 
-void CudaDevice::release() {
+void CudaDevice::do_release() {
     const auto began = std::chrono::steady_clock::now();
     // The counter, then what lives in the context, go before the context, and the context before
     // the lock: the next grade must find the GPU as this one found it.
@@ -121,7 +121,7 @@ void CudaDevice::release() {
     }
 }
 
-void CudaDevice::set_shared_poison(const CompiledKernel& poison) {
+void CudaDevice::do_set_shared_poison(const CompiledKernel& poison) {
     if (!poison.outcome.ok) {
         return;
     }
@@ -132,7 +132,7 @@ void CudaDevice::set_shared_poison(const CompiledKernel& poison) {
                                           info_.max_shared_per_block_optin));
 }
 
-void CudaDevice::describe(Environment& environment) const {
+void CudaDevice::do_describe(Environment& environment) {
     environment.gpu_available = true;
     environment.device_name = info_.name;
     environment.compute_capability =
@@ -150,7 +150,7 @@ void CudaDevice::describe(Environment& environment) const {
     }
 }
 
-LoadResult CudaDevice::load(const KernelSpec& spec, const CompiledKernel& compiled) {
+LoadResult CudaDevice::do_load(const KernelSpec& spec, const CompiledKernel& compiled) {
     LoadResult result;
     try {
         auto kernel = std::make_unique<CudaKernel>();
@@ -176,7 +176,7 @@ LoadResult CudaDevice::load(const KernelSpec& spec, const CompiledKernel& compil
     return result;
 }
 
-LaunchGeometry CudaDevice::geometry(const LoadedKernel& sizing_kernel) {
+LaunchGeometry CudaDevice::do_geometry(const LoadedKernel& sizing_kernel) {
     geometry_.block = exercise_.launch.block;
     // How many blocks an SM holds at once: the report says it for either kind of grid.
     GRADER_DRIVER_CALL(cuOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -194,7 +194,7 @@ LaunchGeometry CudaDevice::geometry(const LoadedKernel& sizing_kernel) {
     return geometry_;
 }
 
-void CudaDevice::put_input(const InputSpec& input, InputWords words) {
+void CudaDevice::do_put_input(const InputSpec& input, InputWords words) {
     if (words->size() > exercise_.buffers.input_words) {
         throw std::runtime_error("input '" + input.id + "' has " + std::to_string(words->size()) +
                                  " words; the exercise's input buffers hold " +
@@ -230,9 +230,6 @@ void CudaDevice::lay_out_buffers(std::uint64_t elements, std::uint64_t timed) {
 }
 
 CUdeviceptr CudaDevice::input_address(const InputSpec& input, std::uint64_t elements) {
-    if (inputs_.count(input.id) == 0) {
-        throw std::runtime_error("input '" + input.id + "' was launched with before it was given");
-    }
     lay_out_buffers(elements);
     return buffers_.get() + layout_.inputs[input_index(exercise_, input)];
 }
@@ -270,8 +267,8 @@ void CudaDevice::poison_shared_memory() {
                        stream_->get(), arguments, nullptr));
 }
 
-DeviceLaunch CudaDevice::run(const LaunchCase& launch, const InputSpec& input,
-                             const LaunchGeometry& geometry) {
+DeviceLaunch CudaDevice::do_run(const LaunchCase& launch, const InputSpec& input,
+                                const LaunchGeometry& geometry) {
     const std::uint64_t elements = output_elements(exercise_, geometry);
     DeviceLaunch ran;
     try {
@@ -299,8 +296,8 @@ DeviceLaunch CudaDevice::run(const LaunchCase& launch, const InputSpec& input,
     return ran;
 }
 
-TimingSamples CudaDevice::time(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                               const LaunchGeometry& geometry) {
+TimingSamples CudaDevice::do_time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                                  const LaunchGeometry& geometry) {
     if (count_follows_) {
         // No profiling session runs while the counter opens: the timing is as it would be
         // without a counter (counters.hpp).
@@ -363,7 +360,7 @@ TimingSamples CudaDevice::time_rounds(const std::vector<LaunchCase>& launches,
     return samples;
 }
 
-void CudaDevice::reload(const std::vector<LoadedKernel*>& kernels) {
+void CudaDevice::do_reload(const std::vector<LoadedKernel*>& kernels) {
     for (LoadedKernel* loaded : kernels) {
         auto& kernel = static_cast<CudaKernel&>(*loaded);
         kernel.module = cuda::Module(kernel.image);
@@ -371,8 +368,8 @@ void CudaDevice::reload(const std::vector<LoadedKernel*>& kernels) {
     }
 }
 
-HardwareCounts CudaDevice::count(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                                 const LaunchGeometry& geometry) {
+HardwareCounts CudaDevice::do_count(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                                    const LaunchGeometry& geometry) {
     HardwareCounts counts;
     try {
         counts = count_launches(launches, input, geometry);

@@ -44,33 +44,33 @@ public:
                StepTrace trace = {});
     ~CudaDevice() override;
 
-    DeviceCapabilities capabilities() const override { return {true, true, false}; }
-    double open_seconds() const override { return context_seconds_; }
+private:
+    DeviceCapabilities do_capabilities() const override { return {true, true, false}; }
+    double do_open_seconds() const override { return context_seconds_; }
 
     // This user's lock of this GPU (device_lock.hpp); release() ends the context first.
-    std::string acquire() override;
-    void release() override;
+    std::string do_acquire() override;
+    void do_release() override;
 
     // The kernel that fills shared memory with NaN before an input that asks for it.
-    void set_shared_poison(const CompiledKernel& poison) override;
-    void describe(Environment& environment) const override;
-    LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override;
-    LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override;
-    void put_input(const InputSpec& input, InputWords words) override;
+    void do_set_shared_poison(const CompiledKernel& poison) override;
+    void do_describe(Environment& environment) override;
+    LoadResult do_load(const KernelSpec& spec, const CompiledKernel& compiled) override;
+    LaunchGeometry do_geometry(const LoadedKernel& sizing_kernel) override;
+    void do_put_input(const InputSpec& input, InputWords words) override;
     // Where the plan counts after timing, the counter may open beside the timing.
-    void follow(const LaunchPlan& plan) override {
+    void do_follow(const LaunchPlan& plan) override {
         count_follows_ = !plan.counted.empty();
         planned_timed_ = plan.timed.size();
     }
-    DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
-                     const LaunchGeometry& geometry) override;
-    void reload(const std::vector<LoadedKernel*>& kernels) override;
-    TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                       const LaunchGeometry& geometry) override;
-    HardwareCounts count(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                         const LaunchGeometry& geometry) override;
+    DeviceLaunch do_run(const LaunchCase& launch, const InputSpec& input,
+                        const LaunchGeometry& geometry) override;
+    void do_reload(const std::vector<LoadedKernel*>& kernels) override;
+    TimingSamples do_time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                          const LaunchGeometry& geometry) override;
+    HardwareCounts do_count(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                            const LaunchGeometry& geometry) override;
 
-private:
     TimingSamples time_rounds(const std::vector<LaunchCase>& launches, const InputSpec& input,
                               const LaunchGeometry& geometry);
     HardwareCounts count_launches(const std::vector<LaunchCase>& launches, const InputSpec& input,

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -166,60 +167,103 @@ struct DeviceCapabilities {
     bool counts_as_it_runs = false;
 };
 
+// The calls a grade makes are plain functions, each over a protected hook that a device
+// overrides (as nvbench's printer_base: print_x() calls do_print_x()), so that what every device
+// owes around a call is written once (device.cpp): acquire() and release() in pairs, an input
+// given before any launch with it, a kernel in every launch, as many timing rows and counts as
+// launches asked for (tests/test_device.cpp). A decorator (FallbackDevice, ClassCache) overrides
+// the hooks and calls the device it wraps through these same calls.
 class Device {
 public:
     virtual ~Device() = default;
 
-    virtual DeviceCapabilities capabilities() const = 0;
+    DeviceCapabilities capabilities() const { return do_capabilities(); }
     // The environment section: the device, its driver, the launch it chose.
-    virtual void describe(Environment& environment) const = 0;
+    void describe(Environment& environment) { do_describe(environment); }
     // Where the grade's stage timings name the device's start ("context creation ...").
-    virtual double open_seconds() const { return 0.0; }
+    double open_seconds() const { return do_open_seconds(); }
 
     // The machine-wide exclusive use of the hardware, where capabilities().locks: acquire()
     // before the first load, release() after the last launch, which unloads what is left on the
-    // device first; release() is called once for each acquire() that returned. acquire() returns
-    // the bus id of what was locked, for the environment section. Throws DeviceUnavailable where
-    // the device cannot be had (fallback_device.hpp).
-    virtual std::string acquire() { return {}; }
-    virtual void release() {}
+    // device first, the inputs too. acquire() returns the bus id of what was locked, for the
+    // environment section, and throws DeviceUnavailable where the device cannot be had
+    // (fallback_device.hpp); a second acquire() before release() is a std::logic_error.
+    // release() ends what the last acquire() that returned began, and does nothing where none
+    // did: held() says which.
+    std::string acquire();
+    void release();
+    bool held() const { return held_; }
 
     // The kernel that fills shared memory with NaN before an input that asks for it, compiled
     // beside the exercise's kernels where the choice asked for it (DeviceChoice::shared_poison).
-    virtual void set_shared_poison(const CompiledKernel& poison) { (void)poison; }
+    void set_shared_poison(const CompiledKernel& poison) { do_set_shared_poison(poison); }
 
-    virtual LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) = 0;
+    LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) {
+        return do_load(spec, compiled);
+    }
     // The launch every kernel of the grade gets, sized once (from the oracle, where the
     // occupancy decides it) so that outputs compare element by element.
-    virtual LaunchGeometry geometry(const LoadedKernel& sizing_kernel) = 0;
+    LaunchGeometry geometry(const LoadedKernel& sizing_kernel) {
+        return do_geometry(sizing_kernel);
+    }
 
     // An input's words, given once before any launch with `input`: later calls name the input.
-    virtual void put_input(const InputSpec& input, InputWords words) = 0;
+    void put_input(const InputSpec& input, InputWords words);
 
     // The grade's launches from here on (grade/plan.hpp): the calls of run(), reload(), time()
     // and count() that follow are the plan's, in its order, until the grade stops. A device may
     // start each before it is asked for (a device server's does); elsewhere nothing happens.
-    virtual void follow(const LaunchPlan& plan) { (void)plan; }
+    void follow(const LaunchPlan& plan);
 
     // Runs the launch once with `input`, its output poisoned first. Never throws for what the
     // kernel did: a fault, a hang the device stops or a refused launch is the launch's `end`.
-    virtual DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
-                             const LaunchGeometry& geometry) = 0;
+    DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
+                     const LaunchGeometry& geometry);
 
     // Fresh module state (device globals) for every loaded kernel, so that a kernel that counts
     // its own launches cannot tell the phases apart: correctness runs, timing, counting.
-    virtual void reload(const std::vector<LoadedKernel*>& kernels) { (void)kernels; }
+    void reload(const std::vector<LoadedKernel*>& kernels);
 
     // Times the launches against each other with `input`, where capabilities().times. Never
     // throws for what a kernel did: a fault or a refused launch is the samples' `end`.
-    virtual TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                               const LaunchGeometry& geometry) = 0;
+    TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                       const LaunchGeometry& geometry);
 
     // The hardware's own count of each launch's shared-memory traffic, after timing (counting
-    // replays the launches with a profiler attached). The simulator counts as it runs: none here.
-    // Never throws for what a kernel did: a fault is the counts' `end`.
-    virtual HardwareCounts count(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                                 const LaunchGeometry& geometry);
+    // replays the launches with a profiler attached). A device that counts as it runs
+    // (capabilities().counts_as_it_runs: the simulator) has none to add. Never throws for what a
+    // kernel did: a fault is the counts' `end`.
+    HardwareCounts count(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                         const LaunchGeometry& geometry);
+
+protected:
+    // What each device does for the call of the same name, after its checks. Those with a body
+    // here are what a device may leave out: it neither locks, nor opens slowly, nor poisons
+    // shared memory, nor runs ahead of the plan, nor keeps module state, nor counts.
+    virtual DeviceCapabilities do_capabilities() const = 0;
+    virtual void do_describe(Environment& environment) = 0;
+    virtual double do_open_seconds() const { return 0.0; }
+    virtual std::string do_acquire() { return {}; }
+    virtual void do_release() {}
+    virtual void do_set_shared_poison(const CompiledKernel&) {}
+    virtual LoadResult do_load(const KernelSpec& spec, const CompiledKernel& compiled) = 0;
+    virtual LaunchGeometry do_geometry(const LoadedKernel& sizing_kernel) = 0;
+    virtual void do_put_input(const InputSpec& input, InputWords words) = 0;
+    virtual void do_follow(const LaunchPlan&) {}
+    virtual DeviceLaunch do_run(const LaunchCase& launch, const InputSpec& input,
+                                const LaunchGeometry& geometry) = 0;
+    virtual void do_reload(const std::vector<LoadedKernel*>&) {}
+    virtual TimingSamples do_time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                                  const LaunchGeometry& geometry) = 0;
+    virtual HardwareCounts do_count(const std::vector<LaunchCase>&, const InputSpec&,
+                                    const LaunchGeometry&);
+
+private:
+    // Throws where a launch with `input` names no kernel or comes before the input's words.
+    void check_launch(const LaunchCase& launch, const InputSpec& input) const;
+
+    bool held_ = false;            // acquire() returned, and release() has not come yet
+    std::set<std::string> given_;  // the ids of the inputs put_input() gave
 };
 
 // acquire() where the device cannot be had (a device server that does not answer): the grade may

@@ -103,7 +103,6 @@ public:
         }
         rq::Begun begun;
         begun.bus_id = device_->acquire();
-        acquired_ = true;
         begun.capabilities = device_->capabilities();
         const auto held_from = Clock::now();
         // Every way out of the session's requests says how long it held the device.
@@ -224,10 +223,9 @@ private:
 
     void release() {
         kernels_.clear();
-        if (device_ && acquired_) {
-            device_->release();
+        if (device_) {
+            device_->release();  // where it was acquired (Device::held)
         }
-        acquired_ = false;
         device_.reset();
     }
 
@@ -266,9 +264,8 @@ private:
     rq::RequestTable table_;
     std::unique_ptr<Device> device_;
     std::vector<std::unique_ptr<LoadedKernel>> kernels_;
-    bool acquired_ = false;  // release() is owed
-    bool failed_ = false;    // a launch did not complete: the grade stops
-    bool lost_ = false;      // a launch faulted: the device's context is unusable
+    bool failed_ = false;  // a launch did not complete: the grade stops
+    bool lost_ = false;    // a launch faulted: the device's context is unusable
 };
 
 }  // namespace

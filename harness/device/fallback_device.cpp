@@ -2,7 +2,7 @@
 
 namespace grader {
 
-std::string FallbackDevice::acquire() {
+std::string FallbackDevice::do_acquire() {
     try {
         return preferred_->acquire();
     } catch (const DeviceUnavailable& why) {
@@ -15,12 +15,12 @@ std::string FallbackDevice::acquire() {
     return fallback_->acquire();
 }
 
-void FallbackDevice::set_shared_poison(const CompiledKernel& poison) {
+void FallbackDevice::do_set_shared_poison(const CompiledKernel& poison) {
     poison_ = poison;
     active().set_shared_poison(poison);
 }
 
-void FallbackDevice::describe(Environment& environment) const {
+void FallbackDevice::do_describe(Environment& environment) {
     active().describe(environment);
     if (fallback_) {
         environment.notes.push_back(why_fallback_);

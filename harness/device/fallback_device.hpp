@@ -25,40 +25,40 @@ public:
                    std::function<std::unique_ptr<Device>()> open_fallback)
         : preferred_(std::move(preferred)), open_fallback_(std::move(open_fallback)) {}
 
+private:
     // The preferred device's; where it cannot be had, a device from `open_fallback`, with the
     // shared-memory poison it was given, and the reason kept for describe().
-    std::string acquire() override;
-    void set_shared_poison(const CompiledKernel& poison) override;
-    void describe(Environment& environment) const override;
+    std::string do_acquire() override;
+    void do_set_shared_poison(const CompiledKernel& poison) override;
+    void do_describe(Environment& environment) override;
 
-    DeviceCapabilities capabilities() const override { return active().capabilities(); }
-    double open_seconds() const override { return active().open_seconds(); }
-    void release() override { active().release(); }
-    LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override {
+    DeviceCapabilities do_capabilities() const override { return active().capabilities(); }
+    double do_open_seconds() const override { return active().open_seconds(); }
+    void do_release() override { active().release(); }
+    LoadResult do_load(const KernelSpec& spec, const CompiledKernel& compiled) override {
         return active().load(spec, compiled);
     }
-    LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override {
+    LaunchGeometry do_geometry(const LoadedKernel& sizing_kernel) override {
         return active().geometry(sizing_kernel);
     }
-    void put_input(const InputSpec& input, InputWords words) override {
+    void do_put_input(const InputSpec& input, InputWords words) override {
         active().put_input(input, std::move(words));
     }
-    void follow(const LaunchPlan& plan) override { active().follow(plan); }
-    DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
-                     const LaunchGeometry& geometry) override {
+    void do_follow(const LaunchPlan& plan) override { active().follow(plan); }
+    DeviceLaunch do_run(const LaunchCase& launch, const InputSpec& input,
+                        const LaunchGeometry& geometry) override {
         return active().run(launch, input, geometry);
     }
-    void reload(const std::vector<LoadedKernel*>& kernels) override { active().reload(kernels); }
-    TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                       const LaunchGeometry& geometry) override {
+    void do_reload(const std::vector<LoadedKernel*>& kernels) override { active().reload(kernels); }
+    TimingSamples do_time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                          const LaunchGeometry& geometry) override {
         return active().time(launches, input, geometry);
     }
-    HardwareCounts count(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                         const LaunchGeometry& geometry) override {
+    HardwareCounts do_count(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                            const LaunchGeometry& geometry) override {
         return active().count(launches, input, geometry);
     }
 
-private:
     Device& active() const { return fallback_ ? *fallback_ : *preferred_; }
 
     std::unique_ptr<Device> preferred_;

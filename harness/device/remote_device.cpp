@@ -71,13 +71,14 @@ public:
     RemoteDevice(const RemoteDevice&) = delete;
     RemoteDevice& operator=(const RemoteDevice&) = delete;
 
-    DeviceCapabilities capabilities() const override { return capabilities_; }
-    void set_shared_poison(const CompiledKernel& poison) override { poison_ = poison; }
+private:
+    DeviceCapabilities do_capabilities() const override { return capabilities_; }
+    void do_set_shared_poison(const CompiledKernel& poison) override { poison_ = poison; }
 
     // A server that stops after a fault drops the grades waiting in its queue, and the batch
     // starts it again on the same socket within a second or two: until the session has begun
     // (nothing of this grade has run yet), connecting is tried again for a while.
-    std::string acquire() override {
+    std::string do_acquire() override {
         const rq::Begin begin{seed_, poison_};
         const auto deadline = std::chrono::steady_clock::now() + reconnect_;
         for (;;) {
@@ -102,7 +103,7 @@ public:
                                 " ms, so this grade made a context of its own.");
     }
 
-    void release() override {
+    void do_release() override {
         if (server_.open() && replies_dropped_within(kSentAheadWait)) {
             try {
                 server_.call(rq::kRelease, rq::Nothing{});
@@ -116,11 +117,11 @@ public:
         ahead_.clear();
     }
 
-    void describe(Environment& environment) const override {
+    void do_describe(Environment& environment) override {
         environment = server_.call(rq::kDescribe, rq::Describe{environment});
     }
 
-    LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override {
+    LoadResult do_load(const KernelSpec& spec, const CompiledKernel& compiled) override {
         const rq::Loaded loaded = server_.call(rq::kLoad, rq::Load{spec.id, compiled});
         LoadResult result;
         result.problem = loaded.problem;
@@ -138,13 +139,13 @@ public:
         return result;
     }
 
-    LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override {
+    LaunchGeometry do_geometry(const LoadedKernel& sizing_kernel) override {
         return server_.call(rq::kGeometry, rq::Sizing{handle_of(sizing_kernel)});
     }
 
     // Sent while nothing is asked for ahead (Device: inputs come before the plan), so that the
     // server is reading while the words go.
-    void put_input(const InputSpec& input, InputWords words) override {
+    void do_put_input(const InputSpec& input, InputWords words) override {
         if (!ahead_.empty()) {
             throw std::runtime_error("input '" + input.id +
                                      "' was given after the grade's plan began");
@@ -154,7 +155,7 @@ public:
 
     // Every request of the plan goes now: the server answers each while the grade reads the
     // replies before it, and never waits for the grade between them.
-    void follow(const LaunchPlan& plan) override {
+    void do_follow(const LaunchPlan& plan) override {
         for (const PlannedRun& run : plan.runs) {
             send_ahead(rq::kRun, run_args(run.launch, *run.input, plan.geometry));
         }
@@ -168,23 +169,22 @@ public:
         }
     }
 
-    DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
-                     const LaunchGeometry& geometry) override {
+    DeviceLaunch do_run(const LaunchCase& launch, const InputSpec& input,
+                        const LaunchGeometry& geometry) override {
         return ask(rq::kRun, run_args(launch, input, geometry));
     }
-    void reload(const std::vector<LoadedKernel*>& kernels) override {
+    void do_reload(const std::vector<LoadedKernel*>& kernels) override {
         ask(rq::kReload, reload_args(kernels));
     }
-    TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                       const LaunchGeometry& geometry) override {
+    TimingSamples do_time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                          const LaunchGeometry& geometry) override {
         return ask(rq::kTime, launches_args(launches, input, geometry));
     }
-    HardwareCounts count(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                         const LaunchGeometry& geometry) override {
+    HardwareCounts do_count(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                            const LaunchGeometry& geometry) override {
         return ask(rq::kCount, launches_args(launches, input, geometry));
     }
 
-private:
     template <typename A, typename R>
     void send_ahead(const rq::Request<A, R>& request, const A& args) {
         server_.send(request, args);
@@ -223,7 +223,7 @@ private:
     std::uint64_t seed_;
     std::chrono::milliseconds reconnect_;
     std::optional<CompiledKernel> poison_;
-    mutable rq::Connection server_;
+    rq::Connection server_;
     SentAhead ahead_;
     DeviceCapabilities capabilities_{true, false, false};
 };

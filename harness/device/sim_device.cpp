@@ -30,8 +30,6 @@ class SimKernel final : public LoadedKernel {
 public:
     sim::Module module;
     std::string entry;
-    // Its .global variables between launches, as a loaded module keeps them on a GPU.
-    mutable std::vector<std::byte> globals;
 };
 
 const SimKernel& sim_kernel(const LoadedKernel& kernel) {
@@ -349,7 +347,7 @@ SimDevice::SimDevice(const Exercise& exercise, std::uint64_t seed, StudentBlocks
                      unsigned threads)
     : exercise_(exercise), seed_(seed), student_blocks_(student_blocks), threads_(threads) {}
 
-void SimDevice::describe(Environment& environment) const {
+void SimDevice::do_describe(Environment& environment) {
     environment.gpu_available = false;
     environment.device_name =
         "the PTX simulator (" + std::to_string(exercise_.banks) + " banks of shared memory)";
@@ -381,7 +379,7 @@ void SimDevice::describe(Environment& environment) const {
         " always, the others drawn by the seed for each input and stride");
 }
 
-LoadResult SimDevice::load(const KernelSpec& spec, const CompiledKernel& compiled) {
+LoadResult SimDevice::do_load(const KernelSpec& spec, const CompiledKernel& compiled) {
     LoadResult result;
     auto kernel = std::make_unique<SimKernel>();
     kernel->id = spec.id;
@@ -402,12 +400,12 @@ LoadResult SimDevice::load(const KernelSpec& spec, const CompiledKernel& compile
     // ptxas's count, from the cubin NVRTC made beside the PTX for the modeled GPU: with the
     // block's threads and shared memory it decides how many blocks an SM holds at once.
     kernel->registers = cubin_registers(compiled.cubin, kernel->entry).value_or(-1);
+    globals_.erase(kernel.get());  // a kernel unloaded before may have had this address
     result.kernel = std::move(kernel);
     return result;
 }
 
-LaunchGeometry SimDevice::geometry(const LoadedKernel& sizing_kernel) {
-    (void)sizing_kernel;
+LaunchGeometry SimDevice::do_geometry(const LoadedKernel&) {
     geometry_.block = exercise_.launch.block;
     geometry_.grid = exercise_.launch.grid_from_occupancy
                          ? Dim3Spec{exercise_.launch.simulated_grid_blocks, 1, 1}
@@ -468,19 +466,16 @@ std::uint64_t SimDevice::simulated_blocks(const InputSpec& input) const {
     return input.simulated_blocks.value_or(exercise_.launch.simulated_blocks);
 }
 
-void SimDevice::put_input(const InputSpec& input, InputWords words) {
+void SimDevice::do_put_input(const InputSpec& input, InputWords words) {
     inputs_.insert_or_assign(input.id, std::move(words));
 }
 
-DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
-                            const LaunchGeometry& geometry) {
+DeviceLaunch SimDevice::do_run(const LaunchCase& launch, const InputSpec& input,
+                               const LaunchGeometry& geometry) {
     const LoadedKernel& kernel = *launch.kernel;
     const SimKernel& loaded = sim_kernel(kernel);
     const int stride = launch.stride;
-    const auto words = inputs_.find(input.id);
-    if (words == inputs_.end()) {
-        throw std::runtime_error("input '" + input.id + "' was launched with before it was given");
-    }
+    const InputWords& words = inputs_.at(input.id);  // given before (Device::run)
     const bool student =
         kernel.id == kStudentKernel && student_blocks_ == StudentBlocks::whole_grid;
     const auto key = std::make_pair(input.id, stride);
@@ -509,7 +504,7 @@ DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
     // A GPU numbers its launches: the grade's first from the seed, one more for each.
     settings.grid_id = sim::ModeledDevice::grid_id(seed_) + launches_++;
     settings.poison_shared = input.poison_shared;
-    settings.module_globals = &loaded.globals;
+    settings.module_globals = &globals_[&kernel];
     settings.registers_per_thread = static_cast<std::uint32_t>(std::max(kernel.registers, 0));
     settings.buffers = &buffers_;
     settings.input_index = input_index(exercise_, input);
@@ -523,7 +518,7 @@ DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
         }
     }
     const sim::LaunchResult result =
-        simulate(exercise_, loaded.module, loaded.entry, geometry, *words->second, stride, settings,
+        simulate(exercise_, loaded.module, loaded.entry, geometry, *words, stride, settings,
                  launch.outputs_read ? &ran.outputs : nullptr);
     ran.end = end_of(result);
     ran.counts = shared_counts(result.counts);
@@ -558,15 +553,14 @@ DeviceLaunch SimDevice::run(const LaunchCase& launch, const InputSpec& input,
     return ran;
 }
 
-void SimDevice::reload(const std::vector<LoadedKernel*>& kernels) {
-    for (LoadedKernel* kernel : kernels) {
-        static_cast<SimKernel*>(kernel)->globals.clear();
+void SimDevice::do_reload(const std::vector<LoadedKernel*>& kernels) {
+    for (const LoadedKernel* kernel : kernels) {
+        globals_.erase(kernel);
     }
 }
 
-TimingSamples SimDevice::time(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                              const LaunchGeometry& geometry) {
-    (void)geometry;
+TimingSamples SimDevice::do_time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                                 const LaunchGeometry&) {
     // The runs were counted as they ran; their modeled costs stand in for one round of times.
     TimingSamples samples;
     samples.modeled = true;

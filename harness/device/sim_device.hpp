@@ -49,21 +49,6 @@ public:
     SimDevice(const Exercise& exercise, std::uint64_t seed,
               StudentBlocks student_blocks = StudentBlocks::whole_grid, unsigned threads = 1);
 
-    DeviceCapabilities capabilities() const override {
-        return {false, exercise_.simulator.modeled_timing, true};
-    }
-    void describe(Environment& environment) const override;
-    LoadResult load(const KernelSpec& spec, const CompiledKernel& compiled) override;
-    LaunchGeometry geometry(const LoadedKernel& sizing_kernel) override;
-    void put_input(const InputSpec& input, InputWords words) override;
-    DeviceLaunch run(const LaunchCase& launch, const InputSpec& input,
-                     const LaunchGeometry& geometry) override;
-    // Each kernel's .global variables start again from their initialisers.
-    void reload(const std::vector<LoadedKernel*>& kernels) override;
-    // The runs' modeled costs, where the exercise lets them stand in for times.
-    TimingSamples time(const std::vector<LaunchCase>& launches, const InputSpec& input,
-                       const LaunchGeometry& geometry) override;
-
     // The blocks a launch with `input` at `stride` looks at closely, simulated_blocks(input) of
     // them but never fewer than the edges: the grid's first and last blocks (for a 2-D grid its
     // corners and a block on each edge), then blocks drawn from the whole grid by the seed, per
@@ -76,6 +61,21 @@ public:
     std::uint64_t simulated_blocks(const InputSpec& input) const;
 
 private:
+    DeviceCapabilities do_capabilities() const override {
+        return {false, exercise_.simulator.modeled_timing, true};
+    }
+    void do_describe(Environment& environment) override;
+    LoadResult do_load(const KernelSpec& spec, const CompiledKernel& compiled) override;
+    LaunchGeometry do_geometry(const LoadedKernel&) override;
+    void do_put_input(const InputSpec& input, InputWords words) override;
+    DeviceLaunch do_run(const LaunchCase& launch, const InputSpec& input,
+                        const LaunchGeometry& geometry) override;
+    // Each kernel's .global variables start again from their initialisers.
+    void do_reload(const std::vector<LoadedKernel*>& kernels) override;
+    // The runs' modeled costs, where the exercise lets them stand in for times.
+    TimingSamples do_time(const std::vector<LaunchCase>& launches, const InputSpec& input,
+                          const LaunchGeometry&) override;
+
     const Exercise& exercise_;
     std::uint64_t seed_;
     StudentBlocks student_blocks_;
@@ -87,6 +87,8 @@ private:
     SimBuffers buffers_;
     std::uint64_t launches_ = 0;                // this device's, for %gridid
     std::map<std::string, InputWords> inputs_;  // by input id
+    // Each kernel's .global variables between launches, as a loaded module keeps them on a GPU.
+    std::map<const LoadedKernel*, std::vector<std::byte>> globals_;
     // Modeled cost of each kernel and stride, from its run with each input.
     std::map<std::tuple<std::string, int, std::string>, double> modeled_cost_;
 };

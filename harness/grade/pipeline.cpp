@@ -193,7 +193,6 @@ private:
         if (device_->capabilities().locks) {
             stages_.enter({Stage::Kind::wait_for_device}, 7 * 24 * 3600.0);
             environment_.gpu_bus_id = device_->acquire();
-            held_ = true;
             environment_.gpu_held_from = unix_seconds();
             sink_.environment(environment_);
         }
@@ -283,8 +282,7 @@ private:
     // The modules, then the device's context, go before its lock does.
     void release_device() {
         loaded_.clear();
-        if (device_ && held_) {
-            held_ = false;
+        if (device_ && device_->held()) {
             device_->release();
             environment_.gpu_held_until = unix_seconds();
             sink_.environment(environment_);
@@ -310,7 +308,6 @@ private:
     Environment environment_;
     std::optional<GradeCompiles> compiles_;
     std::unique_ptr<Device> device_;
-    bool held_ = false;  // acquired, and not released yet
     std::map<std::string, std::unique_ptr<LoadedKernel>> loaded_;
     GradePlan plan_;
     std::optional<RunSlots> slots_;  // one for each run of the plan
