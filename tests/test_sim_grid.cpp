@@ -202,6 +202,25 @@ TEST_CASE("a grid the GPU holds at once is resident at once: a barrier over it c
     }
 }
 
+TEST_CASE("a block polling its partner a few hundred times sees it arrive, as on a GPU") {
+    // The grid is resident at once; a turn ends after a few polls, so the partner takes its turn
+    // before the poller gives up (where a block's turn was 8 slices of 2,048 instructions, a
+    // block polled 200 times before its partner started: about half never saw theirs).
+    for (const std::uint64_t seed : {5ull, 6ull, 7ull}) {
+        CAPTURE(seed);
+        const Outcome polled = run("pollsPartner", {sim::param_bytes(200)}, false, kChecked, seed);
+        REQUIRE_MESSAGE(polled.result.status == sim::LaunchStatus::completed,
+                        polled.result.message);
+        int unseen = 0;
+        for (std::uint32_t b = 0; b < kBlocks; ++b) {
+            float polls;
+            std::memcpy(&polls, &polled.out[b * kThreads], 4);
+            unseen += polls < 0.0f ? 1 : 0;
+        }
+        CHECK(unseen == 0);
+    }
+}
+
 TEST_CASE("blocks replayed on several threads that store without end stay within memory") {
     // Each replay worker logs its global stores until the launch applies them; a block storing
     // in an endless loop logged one 24-byte entry a lane-store up to its budget (a grade of

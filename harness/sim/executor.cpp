@@ -380,7 +380,9 @@ void Executor::run() {
         for (std::size_t k = 0; k < resident.size();) {
             swap_block(resident[k]);
             bool done = false;
-            for (int turn = 0; turn < kSlicesPerTurn && !done; ++turn)
+            polls_this_turn_ = 0;
+            for (int turn = 0; turn < kSlicesPerTurn && !done && polls_this_turn_ < kPollsPerTurn;
+                 ++turn)
                 done = step_block();
             swap_block(resident[k]);
             if (done) {
@@ -898,6 +900,8 @@ void Executor::run_warp_reference(Warp& w) {
                         execute(w, in, exec);
                 }
                 advance(w);
+                if (note_poll(in))
+                    return;
                 break;
         }
     }

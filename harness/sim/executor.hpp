@@ -550,6 +550,14 @@ private:
             wait_for_operands(w, in);
     }
     void wait_for_operands(Warp& w, const Instruction& in);
+    // A block that polls another's progress gives the others their turn after a few polls, as
+    // a GPU runs them at once: true once this turn has had kPollsPerTurn of them, which ends
+    // the warp's slice and the block's turn (the resident blocks' loop resets the count).
+    static constexpr std::uint32_t kPollsPerTurn = 16;
+    std::uint32_t polls_this_turn_ = 0;
+    bool note_poll(const Instruction& in) {
+        return in.polls && ++polls_this_turn_ >= kPollsPerTurn;
+    }
     void init_warp(Warp& w);
     static void reschedule(Warp& w);
     static void advance(Warp& w) {

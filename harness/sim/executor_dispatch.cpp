@@ -300,6 +300,8 @@ void Executor::run_warp_decoded(Warp& w) {
                 step.run(*this, w, in, exec);
             }
             advance(w);
+            if (note_poll(in))
+                return;
         } else if (control(w, in, exec)) {
             return;
         }

@@ -119,7 +119,10 @@ struct Instruction {
     bool ftz = false;     // .ftz: f32 subnormal inputs and results are flushed to signed zero
     bool approx = false;  // .approx (and div.full): the hardware's approximation, not IEEE's
     bool negate_guard = false;
-    bool negate_c = false;    // setp's !c combiner operand
+    bool negate_c = false;  // setp's !c combiner operand
+    // A read of global memory another block's write may change while the warp waits for it: a
+    // volatile, relaxed or acquire load, or an atomic (Executor::note_poll).
+    bool polls = false;
     std::uint8_t vector = 1;  // ld/st/mov_pack element count
     std::uint8_t bytes = 0;   // ld/st/atom element size
     std::int32_t guard = kNoSlot;

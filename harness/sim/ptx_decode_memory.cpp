@@ -96,6 +96,8 @@ void decode_ld_st(Decoding& d) {
         ins.space = Space::local;  // a call sequence's argument scratch
     }
     ins.bytes = static_cast<std::uint8_t>(type_size_bytes(ins.type));
+    ins.polls = load && (ins.space == Space::global || ins.space == Space::generic) &&
+                (d.has("volatile") || d.has("relaxed") || d.has("acquire"));
     d.address(where);
     std::vector<std::string_view> elements;
     if (value.kind == Operand::Kind::vector) {
@@ -134,6 +136,7 @@ void decode_atom(Decoding& d) {
         {{"global", Space::global}, {"shared", Space::shared}, {"shared::cta", Space::shared}},
         ins.space);
     ins.op = Op::atom;
+    ins.polls = ins.space != Space::shared;
     ins.type = d.one_type();
     ins.bytes = static_cast<std::uint8_t>(type_size_bytes(ins.type));
     if (ins.bytes < 4)

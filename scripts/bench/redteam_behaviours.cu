@@ -3,7 +3,9 @@
 // range; the cycles 64 dependent fmaf, one global load and __nanosleep(1000) take between two
 // clock64() reads; printf's result; and the launch of a kernel under __launch_bounds__(128) with
 // 256 threads. The simulator's side is the fixtures' grades there (test_sim_fixtures).
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -44,6 +46,7 @@ __global__ void latencies(const float* in, long long* fma_cycles, long long* loa
 
 #include "../../tests/fixtures/kernels/printf_results.cu"
 #include "../../tests/fixtures/sim/times_latencies.cu"
+#include "../../tests/fixtures/sim/whole_grid.cu"
 
 __global__ void printf_result(int* out) { out[0] = printf("printf_result: %d\n", 1); }
 
@@ -136,6 +139,21 @@ int main() {
     std::printf("times_latencies.cu: 64 dependent fmaf %lld cycles, a load not waited for %lld, "
                 "a load waited for %lld (the simulator's model: >= 256, < 8, >= 36)\n",
                 latencies[0], latencies[1], latencies[2]);
+    // test_sim_grid's polling case: 160 blocks of 128, each polling its partner 200 times.
+    float* d_polled = nullptr;
+    std::vector<float> polled(160 * 128);
+    cudaMalloc(&d_polled, polled.size() * sizeof(float));
+    pollsPartner<<<160, 128>>>(d_in2, d_polled, 200);
+    cudaMemcpy(polled.data(), d_polled, polled.size() * sizeof(float), cudaMemcpyDeviceToHost);
+    int unseen = 0;
+    float most_polls = 0.0f;
+    for (int b = 0; b < 160; ++b) {
+        unseen += polled[b * 128] < 0.0f ? 1 : 0;
+        most_polls = std::max(most_polls, polled[b * 128]);
+    }
+    std::printf("whole_grid.cu's pollsPartner: %d of 160 blocks never saw their partner in 200 "
+                "polls, the most polls taken %.0f (the simulator: 0)\n",
+                unseen, most_polls);
     std::printf("printf_results.cu's four formats returned %d %d %d %d (the simulator: 0 2 1 3)\n",
                 results[0], results[1], results[2], results[3]);
 
