@@ -262,6 +262,25 @@ struct Warp {
     bool parked = false;
 };
 
+// A warp slice's instruction counts, kept in registers while it runs (the family functions'
+// stores to the register file could otherwise alias them) and added to the launch's however the
+// slice ends, a fault or a timeout included.
+struct SliceTally {
+    LaunchResult& result;
+    std::uint64_t& block;
+    bool checked;
+    std::uint64_t warp_instructions = 0;
+    std::uint64_t thread_instructions = 0;
+    ~SliceTally() {
+        result.instructions_run += warp_instructions;
+        block += warp_instructions;
+        if (checked) {
+            result.counts.warp_instructions += warp_instructions;
+            result.counts.thread_instructions += thread_instructions;
+        }
+    }
+};
+
 // A resident block's own state, swapped into the executor while the block takes its turn.
 struct BlockState {
     Dim3 block{};

@@ -212,24 +212,7 @@ void Executor::run_warp_decoded(Warp& w) {
     const Instruction* code = entry_.code.data();
     const Step* steps = steps_.data();
     const auto code_size = static_cast<std::uint32_t>(entry_.code.size());
-    // The slice's instruction counts stay in registers (the family functions' stores to the
-    // register file could otherwise alias them) and are added to the launch's however the slice
-    // ends, a fault or a timeout included.
-    struct Tally {
-        LaunchResult& result;
-        std::uint64_t& block;
-        bool checked;
-        std::uint64_t warp_instructions = 0;
-        std::uint64_t thread_instructions = 0;
-        ~Tally() {
-            result.instructions_run += warp_instructions;
-            block += warp_instructions;
-            if (checked) {
-                result.counts.warp_instructions += warp_instructions;
-                result.counts.thread_instructions += thread_instructions;
-            }
-        }
-    } tally{*result_, block_instructions_, checked_};
+    SliceTally tally{*result_, block_instructions_, checked_};
     std::uint64_t budget_left = options_.instruction_budget -
                                 std::min(options_.instruction_budget, result_->instructions_run);
     const std::uint64_t block_budget = options_.block_instruction_budget;
