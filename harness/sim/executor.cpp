@@ -31,6 +31,28 @@ constexpr std::uint32_t kNanPayload = 0x003fffffu;
 thread_local std::vector<std::vector<std::uint64_t>> spare_registers;
 constexpr std::size_t kSpareRegisterFiles = 16 * 32;
 
+// Whether a kernel uses a printf's result: NVRTC loads it from the call's result scratch after
+// every call, into a register nothing may read.
+bool printf_result_used(const std::vector<Instruction>& code) {
+    std::vector<std::int32_t> results, loaded;
+    for (const Instruction& in : code) {
+        if (in.op == Op::printf_call && in.src[1] != kNoSlot)
+            results.push_back(in.src[1]);
+    }
+    for (const Instruction& in : code) {
+        if (in.op == Op::ld && std::count(results.begin(), results.end(), in.src[0]) != 0)
+            loaded.insert(loaded.end(), std::begin(in.dst), std::end(in.dst));
+    }
+    const auto is_loaded = [&](std::int32_t slot) {
+        return slot != kNoSlot && std::count(loaded.begin(), loaded.end(), slot) != 0;
+    };
+    return std::any_of(code.begin(), code.end(), [&](const Instruction& in) {
+        return std::any_of(std::begin(in.src), std::end(in.src), is_loaded) ||
+               is_loaded(in.guard) ||
+               (in.op == Op::st && std::any_of(std::begin(in.dst), std::end(in.dst), is_loaded));
+    });
+}
+
 std::uint64_t unix_ns() {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                           std::chrono::system_clock::now().time_since_epoch())
@@ -108,6 +130,7 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
     };
     pure_.assign(entry.code.size(), 0);
     clock_observed_ = false;
+    printf_result_read_ = printf_result_used(entry.code);
     for (std::size_t pc = 0; pc < entry.code.size(); ++pc) {
         const Instruction& in = entry.code[pc];
         for (const std::int32_t slot : in.src) {

@@ -615,6 +615,9 @@ private:
     // Some instruction reads a clock. Where none does, a warp's modeled cycles are never seen:
     // the blocks not checked skip the bank costs that only move their clocks.
     bool clock_observed_ = false;
+    // Some instruction reads a printf's result (execute_printf gives it only then: a kernel that
+    // prints at every step and never reads the result pays nothing for it).
+    bool printf_result_read_ = false;
     // Recording and replaying, per warp and instruction: kChecked once every slot the
     // instruction reads or writes holds a value the block wrote in each of the warp's lanes
     // (written_lanes_ only grows, so it stays so: neither the check for unwritten reads nor the

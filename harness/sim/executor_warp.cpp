@@ -167,16 +167,18 @@ int printf_arguments(NextByte next) {
 void execute_printf(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
     if (self.checked_)
         self.counts_->printf_calls += popcount(exec);
-    if (in.src[1] == kNoSlot)
+    if (in.src[1] == kNoSlot || !self.printf_result_read_)
         return;
     const std::uint64_t* format_at = self.src(w, in, 0);
     const std::uint64_t* result_at = self.src(w, in, 1);
+    std::uint64_t last_format = 0;  // the lanes' formats are mostly one: read once
+    int last_result = -1;
     for_lanes(exec, [&](unsigned lane) {
         const Executor::Resolved pointer =
             self.resolve(w, lane, w.pc, Space::local, format_at[lane], 8, false);
         const std::uint64_t format = Executor::load_bytes(pointer.bytes, 8);
-        int result = -1;
-        if (format != 0) {
+        int result = format == last_format ? last_result : -1;
+        if (format != 0 && format != last_format) {
             constexpr std::uint64_t kMostBytes = 64 << 10;
             std::uint64_t at = format;
             result = printf_arguments([&]() -> char {
@@ -186,6 +188,10 @@ void execute_printf(Executor& self, Warp& w, const Instruction& in, std::uint32_
                     self.resolve(w, lane, w.pc, Space::generic, at++, 1, false);
                 return static_cast<char>(*byte.bytes);
             });
+            if (format - self.local_window_ >= kWindowSize) {  // not the lane's own memory
+                last_format = format;
+                last_result = result;
+            }
         }
         const Executor::Resolved out =
             self.resolve(w, lane, w.pc, Space::local, result_at[lane], 4, true);
