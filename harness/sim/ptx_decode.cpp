@@ -128,26 +128,14 @@ Decoding::CallNames Decoding::call_names() const {
             --depth;
         if (t.kind != TokenKind::word)
             continue;
-        if (depth == 0)
+        if (depth == 0 && !after_callee) {
+            names.callee = t.text;
             after_callee = true;
-        else
+        } else if (depth != 0) {
             (after_callee ? names.arguments : names.results).push_back(t.text);
+        }
     }
     return names;
-}
-
-std::string_view Decoding::callee() const {
-    int depth = 0;
-    for (std::size_t k = operands_begin_; k < operands_end_; ++k) {
-        const Token& t = parser_.tokens_[k];
-        if (t.text == "(")
-            ++depth;
-        if (t.text == ")")
-            --depth;
-        if (depth == 0 && t.kind == TokenKind::word)
-            return t.text;
-    }
-    return {};
 }
 
 }  // namespace grader::sim::detail

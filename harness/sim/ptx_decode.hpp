@@ -142,10 +142,10 @@ public:
     void unary(Op op) const;
     bool names_local_symbol(std::string_view symbol_name) const;
     void branch_to(std::string_view label) const;
-    // The function a call names (empty for a call through a pointer).
-    std::string_view callee() const;
-    // A call's return values and arguments as named: `call (retval0), f, (param0, param1)`.
+    // A call's function (empty for a call through a pointer), return values and arguments as
+    // named: `call (retval0), f, (param0, param1)`.
     struct CallNames {
+        std::string_view callee;
         std::vector<std::string_view> results, arguments;
     };
     CallNames call_names() const;

@@ -279,9 +279,9 @@ void decode_bar(Decoding& d) {
 // result's (none where the kernel does not read it). Device functions NVRTC did not inline are
 // not executed.
 void decode_call(Decoding& d) {
-    const std::string_view callee = d.callee();
+    const Decoding::CallNames names = d.call_names();
+    const std::string_view callee = names.callee;
     if (callee == "vprintf") {
-        const Decoding::CallNames names = d.call_names();
         if (names.arguments.size() != 2 || names.results.size() > 1 ||
             !d.names_local_symbol(names.arguments[0]) ||
             (!names.results.empty() && !d.names_local_symbol(names.results[0])))
