@@ -36,12 +36,10 @@ void Executor::ftz_step(Executor& self, Warp& w, const Instruction& in, std::uin
 void Executor::decode_steps() {
     const std::vector<Instruction>& code = entry_.code;
     steps_.assign(code.size(), Step{});
-    clock_observed_ = false;
     for (std::size_t pc = 0; pc < code.size(); ++pc) {
         const Instruction& in = code[pc];
         Step& step = steps_[pc];
         step.reads_clock = reads_clock_[pc] != 0;
-        clock_observed_ = clock_observed_ || step.reads_clock;
         step.memory = in.op == Op::ld || in.op == Op::st || in.op == Op::atom;
         switch (in.op) {
             case Op::bra:
