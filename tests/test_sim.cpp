@@ -299,6 +299,80 @@ TEST_CASE("a kernel that never finishes ends with budget_exceeded") {
     CHECK(result.message.find("timed out") != std::string::npos);
 }
 
+TEST_CASE("a block that can never end is stopped when its state comes back, long before budget") {
+    const std::string path = fixture("loops_without_end.cu");
+    const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "loops.cu"));
+    sim::LaunchOptions options;
+    options.instruction_budget = 400'000'000;
+    options.block_instruction_budget = 100'000'000;
+    const auto launch = [&](const char* entry, std::vector<std::vector<std::byte>> params,
+                            sim::GlobalMemory& memory) {
+        return sim::launch(module, entry, {2, 1, 1}, {128, 1, 1}, std::move(params), memory,
+                           options);
+    };
+    SUBCASE("threads waiting on a shared flag set after the wait: never_ends' bug") {
+        sim::GlobalMemory memory;
+        const std::uint64_t out = memory.allocate(128 * 4);
+        const auto result = launch("spinsOnSharedFlag", {sim::param_bytes(out)}, memory);
+        CHECK(result.status == sim::LaunchStatus::budget_exceeded);
+        REQUIRE(result.loops_after);
+        CHECK(*result.loops_after >= std::uint64_t{1} << 20);
+        CHECK(*result.loops_after < 4'000'000);
+        REQUIRE(result.over_block_budget);
+        REQUIRE(result.last_location);
+        CHECK(result.last_location->line == line_of(path, "while (ready == 0) {"));
+        CHECK(result.message.find("can never end") != std::string::npos);
+        CHECK(result.instructions_run < 10'000'000);
+    }
+    SUBCASE("a store in an endless loop: what a block stores it does not read back") {
+        sim::GlobalMemory memory;
+        const std::uint64_t out = memory.allocate(128 * 4);
+        const auto result = launch("storesTheSameForever", {sim::param_bytes(out)}, memory);
+        CHECK(result.status == sim::LaunchStatus::budget_exceeded);
+        CHECK(result.loops_after);
+    }
+    SUBCASE("a thread counting to 3 million in shared memory ends with its count") {
+        sim::GlobalMemory memory;
+        const std::uint64_t out = memory.allocate(128 * 4);
+        const unsigned rounds = 3'000'000;
+        const auto result =
+            launch("countsInShared", {sim::param_bytes(out), sim::param_bytes(rounds)}, memory);
+        REQUIRE(result.status == sim::LaunchStatus::completed);
+        CHECK_FALSE(result.loops_after);
+        std::vector<unsigned> counts(128);
+        memory.read(out, counts.data(), counts.size() * 4);
+        CHECK(std::all_of(counts.begin(), counts.end(), [&](unsigned c) { return c == rounds; }));
+    }
+    SUBCASE("counting to 2 million in local memory ends with its count") {
+        sim::GlobalMemory memory;
+        const std::uint64_t out = memory.allocate(128 * 4);
+        const unsigned rounds = 2'000'000;
+        const unsigned which = 5;
+        const auto result = launch(
+            "countsInLocal",
+            {sim::param_bytes(out), sim::param_bytes(rounds), sim::param_bytes(which)}, memory);
+        REQUIRE(result.status == sim::LaunchStatus::completed);
+        std::vector<unsigned> counts(128);
+        memory.read(out, counts.data(), counts.size() * 4);
+        CHECK(std::all_of(counts.begin(), counts.end(), [&](unsigned c) { return c == rounds; }));
+    }
+    SUBCASE("a wait on a global flag another block could set runs to its budget") {
+        const std::string spin = fixture("spins_forever.cu");
+        const sim::Module spins = sim::parse_ptx(compile_to_ptx(spin, "spin.cu"));
+        sim::GlobalMemory memory;
+        const std::uint64_t flag = memory.allocate(4);
+        const std::uint64_t out = memory.allocate(32 * 4);
+        sim::LaunchOptions budgeted;
+        budgeted.instruction_budget = 3'000'000;
+        const auto result =
+            sim::launch(spins, "spinsForever", {1, 1, 1}, {64, 1, 1},
+                        {sim::param_bytes(flag), sim::param_bytes(out)}, memory, budgeted);
+        CHECK(result.status == sim::LaunchStatus::budget_exceeded);
+        CHECK_FALSE(result.loops_after);
+        CHECK(result.counts.warp_instructions == 3'000'000);
+    }
+}
+
 TEST_CASE("a global write past what is mapped is a fault naming the line and the thread") {
     const std::string path = fixture("writes_past_the_end.cu");
     const sim::Module module = sim::parse_ptx(compile_to_ptx(path, "past_end.cu"));

@@ -216,6 +216,16 @@ std::string stop_message(const sim::LaunchResult& result, std::uint64_t budget,
                          std::uint64_t block_budget) {
     switch (result.status) {
         case sim::LaunchStatus::budget_exceeded:
+            if (result.loops_after && result.over_block_budget) {
+                return "block " + sim::dim_text(*result.over_block_budget) +
+                       " can never finish: after " + std::to_string(*result.loops_after) +
+                       " warp instructions it came back to a state it had been in, reading "
+                       "nothing from outside the block in between, so the simulator stopped it "
+                       "before its instruction budget of " +
+                       std::to_string(block_budget) + " warp instructions for one block" +
+                       (result.last_location ? ", at " + sim::location_text(*result.last_location)
+                                             : "");
+            }
             return (result.over_block_budget
                         ? "block " + sim::dim_text(*result.over_block_budget) +
                               " did not finish within the simulator's instruction budget of " +

@@ -446,6 +446,7 @@ void Executor::swap_block(BlockState& state) {
     std::swap(reduction_true_, state.reduction_true);
     std::swap(reduction_arrived_, state.reduction_arrived);
     std::swap(block_barriers_, state.barriers);
+    std::swap(loop_watch_, state.loop_watch);
 }
 
 std::size_t Executor::globals_bytes() const {
@@ -587,8 +588,11 @@ bool Executor::step_block() {
             ran = true;
         }
     }
-    if (ran)
+    if (ran) {
+        if (block_instructions_ >= kWatchLoopsFrom)
+            watch_for_loop();
         return false;
+    }
     bool any_live = false;
     for (Warp& w : warps_)
         any_live = any_live || w.live != 0;
@@ -629,6 +633,91 @@ bool Executor::step_block() {
         reschedule(w);
     }
     return false;
+}
+
+void Executor::block_snapshot(std::vector<std::uint64_t>& into) const {
+    into.clear();
+    // Everything a block's next instructions depend on, but what it reads from outside (counted
+    // in outside_reads_) and its modeled cycles, which it sees only through a clock register.
+    for (const Warp& w : warps_) {
+        into.insert(
+            into.end(),
+            {w.pc, w.mask, w.live, w.blocked, w.waiting, w.min_waiting_pc, w.reduction_lanes,
+             static_cast<std::uint64_t>(static_cast<std::uint32_t>(w.reduction_slot)),
+             static_cast<std::uint64_t>(w.reduction_op), w.parked ? 1u : 0u});
+        into.insert(into.end(), w.lane_pc.begin(), w.lane_pc.end());
+        into.insert(into.end(), w.regs.begin(), w.regs.end());
+    }
+    into.push_back(reduction_true_);
+    into.push_back(reduction_arrived_);
+    const std::size_t words = (shared_.size() + 7) / 8;
+    const std::size_t at = into.size();
+    into.resize(at + words, 0);
+    std::memcpy(&into[at], shared_.data(), shared_.size());
+    // Recording the work blocks share decides from what it has seen (which may still grow).
+    into.push_back(static_cast<std::uint64_t>(mode_));
+    if (mode_ != Mode::normal) {
+        into.insert(into.end(),
+                    {stuck_ ? 1u : 0u, parked_any_ ? 1u : 0u, recorded_after_park_, slice_.size()});
+        const auto bytes = [&](const auto& v) {
+            const std::size_t n = v.size() * sizeof(v[0]);
+            const std::size_t from = into.size();
+            into.resize(from + (n + 7) / 8, 0);
+            if (n != 0)
+                std::memcpy(&into[from], v.data(), n);
+        };
+        bytes(tainted_);
+        bytes(slice_reads_);
+        bytes(written_lanes_);
+        bytes(sharing_flags_);
+    }
+}
+
+void Executor::watch_for_loop() {
+    LoopWatch& watch = loop_watch_;
+    if (++watch.step_blocks < kStepBlocksPerLook)
+        return;
+    watch.step_blocks = 0;
+    block_snapshot(loop_scratch_);
+    std::uint64_t hash = 0x9e3779b97f4a7c15ull;
+    for (const std::uint64_t word : loop_scratch_)
+        hash = (hash ^ word) * 0x100000001b3ull + (hash >> 29);
+    const bool same_block =
+        watch.block.x == block_.x && watch.block.y == block_.y && watch.block.z == block_.z;
+    const bool same_watch = same_block && watch.saved_at < block_instructions_ &&
+                            watch.outside_at == outside_reads_ && !watch.saved.empty();
+    if (same_watch && watch.hash == hash && watch.saved == loop_scratch_) {
+        const Warp* at = &warps_.front();
+        for (const Warp& w : warps_) {
+            if ((w.live & ~w.blocked) != 0) {
+                at = &w;
+                break;
+            }
+        }
+        result_->last_location =
+            entry_.locations[std::min<std::size_t>(at->pc, entry_.code.size() - 1)];
+        result_->over_block_budget = block_;
+        result_->loops_after = block_instructions_;
+        result_->message =
+            "timed out: block " + dim_text(block_) +
+            " can never end: it came back to a state it had been in at " +
+            at_text(entry_.locations[std::min<std::size_t>(at->pc, entry_.code.size() - 1)]) +
+            ", having read nothing from outside it since";
+        throw Stop{LaunchStatus::budget_exceeded};
+    }
+    if (!same_watch) {
+        watch.next_save = 1;
+        watch.looks = watch.next_save;  // save now
+    }
+    if (++watch.looks >= watch.next_save) {
+        watch.block = block_;
+        watch.saved_at = block_instructions_;
+        watch.outside_at = outside_reads_;
+        watch.hash = hash;
+        watch.saved = loop_scratch_;
+        watch.looks = 0;
+        watch.next_save *= 2;
+    }
 }
 
 bool Executor::is_clock_slot(std::int32_t slot) const {

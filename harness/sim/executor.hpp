@@ -281,6 +281,20 @@ struct SliceTally {
     }
 };
 
+// Where a block has run far past what its kernel's blocks take, its state now and then, to find a
+// block that can never end: one whose warps, registers and shared memory come back to what they
+// were, while it read nothing from outside the block (Executor::watch_for_loop).
+struct LoopWatch {
+    Dim3 block{};
+    std::uint64_t saved_at = 0;    // the block's warp instructions when the state was saved
+    std::uint64_t outside_at = 0;  // Executor::outside_reads_ then
+    std::uint64_t hash = 0;
+    std::uint64_t looks = 0;        // since the save
+    std::uint64_t next_save = 1;    // looks between saves, doubled at each (Brent's method)
+    std::uint32_t step_blocks = 0;  // since the last look
+    std::vector<std::uint64_t> saved;
+};
+
 // A resident block's own state, swapped into the executor while the block takes its turn.
 struct BlockState {
     Dim3 block{};
@@ -298,6 +312,7 @@ struct BlockState {
     std::uint64_t reduction_true = 0;
     std::uint64_t reduction_arrived = 0;
     std::uint32_t barriers = 0;
+    LoopWatch loop_watch;
 };
 
 class Executor;
@@ -400,6 +415,11 @@ private:
     // The (line, earlier line, kind) of each race reported, to report each once.
     std::vector<std::array<std::uint32_t, 3>> reported_races_;
     std::uint32_t block_barriers_ = 0;  // barriers the current block has completed
+    LoopWatch loop_watch_;              // the current block's
+    // Reads of what lies outside a block (global, local and generic memory, atomics, printf's
+    // format), over the launch: a block that read none between two equal states repeats them.
+    std::uint64_t outside_reads_ = 0;
+    std::vector<std::uint64_t> loop_scratch_;
 
     // ---- threads and locations ----
 
@@ -558,6 +578,14 @@ private:
     // One turn of the block: each warp that can run runs one slice, or a barrier every live
     // thread waits at completes. True when every thread of the block has exited.
     bool step_block();
+    // Past kWatchLoopsFrom warp instructions of its block, now and then: ends the launch as out of
+    // budget where the block has come back to a state it was in (the same warps at the same
+    // places, registers, shared memory) having read nothing from outside it since, so that it
+    // can never end.
+    void watch_for_loop();
+    static constexpr std::uint64_t kWatchLoopsFrom = std::uint64_t{1} << 20;  // ten probe blocks
+    static constexpr std::uint32_t kStepBlocksPerLook = 4;
+    void block_snapshot(std::vector<std::uint64_t>& into) const;
     bool is_clock_slot(std::int32_t slot) const;
     void update_clocks(Warp& w);
     // The modeled clock's step for one warp instruction: an issue cycle, and where a clock is

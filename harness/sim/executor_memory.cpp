@@ -862,10 +862,15 @@ void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes
 
 // ld, st and atom, as opcodes.def's families.
 void execute_memory(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    if (in.op == Op::ld && in.space != Space::shared && in.space != Space::param &&
+        in.space != Space::constant)
+        ++self.outside_reads_;
     self.memory_access(w, in, exec);
 }
 
 void execute_atom(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    if (in.space != Space::shared)
+        ++self.outside_reads_;
     self.atomic(w, in, exec);
 }
 

@@ -165,6 +165,7 @@ int printf_arguments(NextByte next) {
 // (the Programming Guide), else the arguments its format asks for. The format is read as a load
 // of its bytes would read them (a bad pointer faults), at most 64 KiB of it.
 void execute_printf(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+    ++self.outside_reads_;  // its format and arguments lie in memory
     if (self.checked_)
         self.counts_->printf_calls += popcount(exec);
     if (in.src[1] == kNoSlot || !self.printf_result_read_)

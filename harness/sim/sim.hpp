@@ -519,10 +519,14 @@ struct LaunchResult {
     static constexpr std::size_t kMaxReportedRaces = 8;
     std::optional<SourceLocation> last_location;  // budget_exceeded: where the warp was
     std::optional<Dim3> over_block_budget;  // budget_exceeded: the block, where its own ran out
-    LaunchCounts counts;                    // up to where the launch ended
-    std::uint64_t blocks_run = 0;           // every block that ran to the end
-    std::uint64_t instructions_run = 0;     // warp instructions of every block run
-    bool wrote_input = false;  // a store or atomic landed in LaunchOptions' input buffer
+    // budget_exceeded before any budget ran out: over_block_budget's block came back to a state
+    // it had been in, reading nothing from outside it since, after this many warp instructions of
+    // its own; it can never end (as a GPU's grade, it stops at the time limit).
+    std::optional<std::uint64_t> loops_after;
+    LaunchCounts counts;                 // up to where the launch ended
+    std::uint64_t blocks_run = 0;        // every block that ran to the end
+    std::uint64_t instructions_run = 0;  // warp instructions of every block run
+    bool wrote_input = false;            // a store or atomic landed in LaunchOptions' input buffer
     // Blocks that started from the work another had done alike (a matter of speed alone).
     std::uint64_t blocks_sharing_work = 0;
 };
