@@ -342,7 +342,8 @@ void Executor::run() {
     std::size_t batch_size = options_.threads;
     while (next < order.size() || !resident.empty()) {
         while (!free_places.empty() && next < order.size()) {
-            if (shared_work_ && decoded_ && options_.threads > 1) {
+            if (shared_work_ && decoded_ && options_.threads > 1 &&
+                replay_own_instructions_ >= kReplayWorthAThread) {
                 // The blocks from here that replay, each on the place it would take.
                 std::vector<Dim3> batch;
                 std::vector<std::uint32_t> places;
@@ -371,8 +372,12 @@ void Executor::run() {
             if (shared_work_ && !is_checked(b)) {
                 // It runs at once, to its end, on its place, which the next block of the wave
                 // does not take (as a resident block's).
+                const std::uint64_t before_replay = result_->instructions_run;
                 const Replay replayed = replay(b, place);
                 if (replayed == Replay::ended) {
+                    replay_own_instructions_ = result_->instructions_run - before_replay -
+                                               std::min(shared_work_instructions_,
+                                                        result_->instructions_run - before_replay);
                     other_way = 0;
                     replayed_places.push_back(place);
                     continue;

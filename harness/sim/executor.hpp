@@ -496,6 +496,12 @@ private:
     // ran to get there.
     std::optional<BlockState> shared_work_;
     std::uint64_t shared_work_instructions_ = 0;
+    // Warp instructions the last block replayed on the launch's thread ran past the shared work
+    // (0: none yet since the work was recorded). Replays spread over threads only where this is
+    // worth a thread: copying the executor for each (its shared work's registers, 2 MB for the
+    // probe) cost more than a probe block's replay, a few stores past the shared loop.
+    std::uint64_t replay_own_instructions_ = 0;
+    static constexpr std::uint64_t kReplayWorthAThread = 16384;
     // A replay's undo log: the register slots and shared words it changed, and what they held.
     struct SavedSlot {
         std::uint32_t warp;

@@ -124,6 +124,11 @@ bool Executor::record_instruction(const Warp& w, const Instruction& in, std::uin
 bool Executor::same_in_every_block(const Warp& w, const Instruction& in, std::uint32_t exec) const {
     if (in.op != Op::ld && in.op != Op::st && in.op != Op::atom)
         return true;
+    // .shared parts ways only at a recorded load of a word the block has not written: none once
+    // it has written every word (the probe's loop, after its fill).
+    if (in.space == Space::shared &&
+        (mode_ != Mode::recording || in.op != Op::ld || unwritten_words_ == 0))
+        return true;
     const std::uint64_t* base = &w.regs[static_cast<std::size_t>(in.src[0]) * 32];
     const std::uint64_t size = in.op == Op::atom
                                    ? std::max<std::uint64_t>(type_bits(in.type) / 8, 1)
@@ -280,6 +285,7 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::
     if (ended || shared_work_instructions_ >= kWorthSharing) {
         shared_work_ = copy_of_block();
         ++shared_work_generation_;
+        replay_own_instructions_ = 0;  // the first replay runs on the launch's thread, measured
         shared_work_->shared_written = shared_written_;
         shared_work_->checked = false;
         shared_work_written_ = written_lanes_;
