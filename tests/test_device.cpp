@@ -38,7 +38,9 @@
 #include "device/remote_device.hpp"
 #include "device/requests.hpp"
 #include "device/wire.hpp"
+#include "device/witness.hpp"
 #include "exercise/exercise.hpp"
+#include "grader_run.hpp"
 #include "model/finding.hpp"
 #include "model/measurements.hpp"
 #include "model/observations.hpp"
@@ -749,4 +751,40 @@ TEST_CASE("a Part 2 class through a device server under a memory ceiling keeps i
     CHECK(after_first > 0);
     CHECK(after_last <= after_first * 3 / 2 + slack);
     CHECK(most <= after_first * 3 / 2 + slack);
+}
+
+TEST_CASE("the simulator's witness names the fill a chase raced, though the chase faulted first") {
+    // submissions/pointer_chase_missing_barrier on a GPU: the witness (the simulator's blocks of
+    // the student's source beside the GPU's grade) saw thread 0 follow a link no warp had written
+    // yet and fault on the wild offset it held, before warp 1 wrote that link. The report said the
+    // word was never written (unwritten_tile) where the fill at probe.cu:17 had not yet reached
+    // it: a missing barrier, as the same source graded on the simulator says (an H100 run of
+    // gpu-check.sh's fixtures, 2026-12-06).
+    const std::filesystem::path folder =
+        std::filesystem::path(GRADER_FIXTURES_DIR) / "submissions/pointer_chase_missing_barrier";
+    CompileRequest request;
+    request.source = grader::testing::read_text(folder / "probe.cu");
+    request.source_name = "probe.cu";
+    request.kernel_name = "probeSharedStride";
+    request.arch = "sm_75";
+    request.options = {"-std=c++17", "-lineinfo"};
+    request.headers.push_back(
+        {"day15_probe.h",
+         grader::testing::read_text(std::filesystem::path(GRADER_SOURCE_DIR) /
+                                    "exercises/day15-bank-conflicts/day15_probe.h")});
+    const CompiledKernel compiled = compile_kernel(request);
+    REQUIRE(compiled.outcome.ok);
+    const InputWords ones = std::make_shared<const std::vector<float>>(2048, 1.0f);
+    const SimulatorWitness witness = witness_student(day15(), 20261202, compiled, ones, {4});
+    REQUIRE(witness.findings.count(4) == 1);
+    bool named_the_fill = false;
+    for (const Finding& finding : witness.findings.at(4)) {
+        if (finding.kind == FindingKind::unwritten_shared_read) {
+            REQUIRE(finding.lines.size() == 2);
+            CHECK(finding.lines[0].line == 24);
+            CHECK(finding.lines[1].line == 17);
+            named_the_fill = true;
+        }
+    }
+    CHECK(named_the_fill);
 }

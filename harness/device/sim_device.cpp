@@ -140,7 +140,15 @@ std::vector<Finding> shared_findings(const sim::LaunchResult& result, int stride
         finding.threads = {thread_of(read->thread)};
         finding.word = word_of(read->word, read->variable, read->word_in_variable);
         finding.count = read->barriers_before;
-        if (read->barriers_before == 0 && read->written_later) {
+        // The launch stopped (a fault) in the read's own block before it ended: whether a
+        // thread would have written the word after the read, it could not show. A read racing a
+        // fill is why the simulator faults where a GPU reads stale words (a pointer chase that
+        // follows an unwritten link), so the fill is named as when the write was seen.
+        const bool stopped_in_its_block = result.fault &&
+                                          result.fault->thread.block.x == read->thread.block.x &&
+                                          result.fault->thread.block.y == read->thread.block.y &&
+                                          result.fault->thread.block.z == read->thread.block.z;
+        if (read->barriers_before == 0 && (read->written_later || stopped_in_its_block)) {
             // No barrier yet, and a thread of the block wrote the word afterwards: the store
             // nearest before the read in the source is the fill the read did not wait for. A
             // word the block never wrote (a spare array read for what it holds) is no fill's.
