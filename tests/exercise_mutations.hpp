@@ -72,6 +72,17 @@ inline const std::vector<ExerciseMutation>& exercise_mutations() {
         {"option_given_twice", "  options: [\"-std=c++17\", \"-lineinfo\"]",
          "  options: [\"-std=c++17\", \"-lineinfo\", \"-lineinfo\"]", 25, 40, "compile.options[2]",
          "'-lineinfo' is given twice"},
+        // The same option under its other spelling is given twice too.
+        {"option_alias_given_twice", "  options: [\"-std=c++17\", \"-lineinfo\"]",
+         "  options: [\"-std=c++17\", \"-lineinfo\", \"--generate-line-info\"]", 25, 40,
+         "compile.options[2]", "'--generate-line-info' is given twice (as '-lineinfo')"},
+        {"option_std_given_twice", "  options: [\"-std=c++17\", \"-lineinfo\"]",
+         "  options: [\"-std=c++17\", \"-lineinfo\", \"--std=c++14\"]", 25, 40,
+         "compile.options[2]", "'--std=c++14' is given twice (as '-std=c++17')"},
+        // The harness gives -arch itself: one in the options would be the second.
+        {"option_names_the_arch", "  options: [\"-std=c++17\", \"-lineinfo\"]",
+         "  options: [\"-std=c++17\", \"-lineinfo\", \"-arch=sm_80\"]", 25, 40,
+         "compile.options[2]", "names the architecture"},
         {"duplicate_key", "banks: 32\n", "banks: 32\nbanks: 16\n", 6, 1, "banks",
          "appears twice (first on line 5)"},
         {"points_not_a_number", "    points: 2\n    rules:", "    points: many\n    rules:", 147,

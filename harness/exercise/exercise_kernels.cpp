@@ -149,6 +149,60 @@ void read_references(const ExerciseReader& reader, const YAML::Node& list, Exerc
     }
 }
 
+namespace {
+
+// An NVRTC option's name, its short and long spellings one (NVRTC's "Supported Compile Options":
+// -lineinfo is --generate-line-info), without its value.
+std::string nvrtc_option_name(const std::string& option) {
+    static const std::map<std::string, std::string> long_names = {
+        {"-arch", "--gpu-architecture"},
+        {"-rdc", "--relocatable-device-code"},
+        {"-ewp", "--extensible-whole-program"},
+        {"-G", "--device-debug"},
+        {"-lineinfo", "--generate-line-info"},
+        {"-dopt", "--dopt"},
+        {"-Xptxas", "--ptxas-options"},
+        {"-maxrregcount", "--maxrregcount"},
+        {"-ftz", "--ftz"},
+        {"-prec-sqrt", "--prec-sqrt"},
+        {"-prec-div", "--prec-div"},
+        {"-fmad", "--fmad"},
+        {"-use_fast_math", "--use_fast_math"},
+        {"-extra-device-vectorization", "--extra-device-vectorization"},
+        {"-modify-stack-limit", "--modify-stack-limit"},
+        {"-dlto", "--dlink-time-opt"},
+        {"-D", "--define-macro"},
+        {"-U", "--undefine-macro"},
+        {"-I", "--include-path"},
+        {"-include", "--pre-include"},
+        {"-std", "--std"},
+        {"-w", "--disable-warnings"},
+        {"-restrict", "--restrict"},
+        {"-default-device", "--device-as-default-execution-space"},
+        {"-opt-info", "--optimization-info"},
+        {"-err-no", "--display-error-number"},
+        {"-no-err-no", "--no-display-error-number"},
+        {"-brief-diag", "--brief-diagnostics"},
+    };
+    std::string name = option.substr(0, option.find('='));
+    // -DNAME, -INAME: the value joined to a one-letter option.
+    if (name.size() > 2 && name[0] == '-' && name[1] != '-' &&
+        (name[1] == 'D' || name[1] == 'U' || name[1] == 'I')) {
+        name = name.substr(0, 2);
+    }
+    const auto found = long_names.find(name);
+    return found == long_names.end() ? name : found->second;
+}
+
+// Options NVRTC takes more than once, each with a value of its own.
+bool nvrtc_option_repeats(const std::string& name) {
+    return name == "--define-macro" || name == "--undefine-macro" || name == "--include-path" ||
+           name == "--pre-include" || name == "--ptxas-options" || name == "--diag-error" ||
+           name == "--diag-suppress" || name == "--diag-warn";
+}
+
+}  // namespace
+
 void read_compile(const ExerciseReader& reader, const YAML::Node& compile, Exercise& exercise) {
     reader.expect_map(compile, "compile", {"options", "default_arch", "headers"});
     if (const YAML::Node options = find_value(compile, "options"); options.IsDefined()) {
@@ -160,13 +214,23 @@ void read_compile(const ExerciseReader& reader, const YAML::Node& compile, Exerc
             const std::string field = index_field("compile.options", i);
             std::string option = reader.nonempty_text(options[i], field);
             // NVRTC 13 takes an option given twice; NVRTC 12 (a student's Colab) refuses the
-            // compile, which would make every submission ungradable there and nowhere else.
-            if (std::find(exercise.compile_options.begin(), exercise.compile_options.end(),
-                          option) != exercise.compile_options.end()) {
+            // compile, which would make every submission ungradable there and nowhere else. The
+            // same option under its other spelling (-lineinfo, --generate-line-info) is the same.
+            const std::string name = nvrtc_option_name(option);
+            if (name == "--gpu-architecture") {
                 reader.fail(options[i].Mark(), field,
                             "'" + option +
-                                "' is given twice; NVRTC 12 refuses an option given more than "
-                                "once");
+                                "' names the architecture, which the harness gives NVRTC itself "
+                                "(the GPU's, or compile.default_arch where there is none)");
+            }
+            for (const std::string& earlier : exercise.compile_options) {
+                if (earlier == option ||
+                    (nvrtc_option_name(earlier) == name && !nvrtc_option_repeats(name))) {
+                    reader.fail(options[i].Mark(), field,
+                                "'" + option + "' is given twice" +
+                                    (earlier == option ? "" : " (as '" + earlier + "')") +
+                                    "; NVRTC 12 refuses an option given more than once");
+                }
             }
             exercise.compile_options.push_back(std::move(option));
         }
