@@ -144,10 +144,8 @@ std::vector<Finding> shared_findings(const sim::LaunchResult& result, int stride
         // thread would have written the word after the read, it could not show. A read racing a
         // fill is why the simulator faults where a GPU reads stale words (a pointer chase that
         // follows an unwritten link), so the fill is named as when the write was seen.
-        const bool stopped_in_its_block = result.fault &&
-                                          result.fault->thread.block.x == read->thread.block.x &&
-                                          result.fault->thread.block.y == read->thread.block.y &&
-                                          result.fault->thread.block.z == read->thread.block.z;
+        const bool stopped_in_its_block =
+            result.fault && result.fault->thread.block == read->thread.block;
         if (read->barriers_before == 0 && (read->written_later || stopped_in_its_block)) {
             // No barrier yet, and a thread of the block wrote the word afterwards: the store
             // nearest before the read in the source is the fill the read did not wait for. A

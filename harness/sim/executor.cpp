@@ -655,22 +655,20 @@ void Executor::block_snapshot(std::vector<std::uint64_t>& into) const {
     }
     into.push_back(reduction_true_);
     into.push_back(reduction_arrived_);
-    const std::size_t words = (shared_.size() + 7) / 8;
-    const std::size_t at = into.size();
-    into.resize(at + words, 0);
-    std::memcpy(&into[at], shared_.data(), shared_.size());
+    // A vector's bytes, in whole words.
+    const auto bytes = [&](const auto& v) {
+        const std::size_t n = v.size() * sizeof(v[0]);
+        const std::size_t from = into.size();
+        into.resize(from + (n + 7) / 8, 0);
+        if (n != 0)
+            std::memcpy(&into[from], v.data(), n);
+    };
+    bytes(shared_);
     // Recording the work blocks share decides from what it has seen (which may still grow).
     into.push_back(static_cast<std::uint64_t>(mode_));
     if (mode_ != Mode::normal) {
         into.insert(into.end(),
                     {stuck_ ? 1u : 0u, parked_any_ ? 1u : 0u, recorded_after_park_, slice_.size()});
-        const auto bytes = [&](const auto& v) {
-            const std::size_t n = v.size() * sizeof(v[0]);
-            const std::size_t from = into.size();
-            into.resize(from + (n + 7) / 8, 0);
-            if (n != 0)
-                std::memcpy(&into[from], v.data(), n);
-        };
         bytes(tainted_);
         bytes(slice_reads_);
         bytes(written_lanes_);
@@ -684,14 +682,11 @@ void Executor::watch_for_loop() {
         return;
     watch.step_blocks = 0;
     block_snapshot(loop_scratch_);
-    std::uint64_t hash = 0x9e3779b97f4a7c15ull;
-    for (const std::uint64_t word : loop_scratch_)
-        hash = (hash ^ word) * 0x100000001b3ull + (hash >> 29);
-    const bool same_block =
-        watch.block.x == block_.x && watch.block.y == block_.y && watch.block.z == block_.z;
-    const bool same_watch = same_block && watch.saved_at < block_instructions_ &&
+    // Two states of a block that differ mostly differ early (a pc, a loop counter): compared
+    // whole, without a hash to compute over every word first.
+    const bool same_watch = watch.block == block_ && watch.saved_at < block_instructions_ &&
                             watch.outside_at == outside_reads_ && !watch.saved.empty();
-    if (same_watch && watch.hash == hash && watch.saved == loop_scratch_) {
+    if (same_watch && watch.saved == loop_scratch_) {
         const Warp* at = &warps_.front();
         for (const Warp& w : warps_) {
             if ((w.live & ~w.blocked) != 0) {
@@ -699,15 +694,14 @@ void Executor::watch_for_loop() {
                 break;
             }
         }
-        result_->last_location =
+        const SourceLocation& where =
             entry_.locations[std::min<std::size_t>(at->pc, entry_.code.size() - 1)];
+        result_->last_location = where;
         result_->over_block_budget = block_;
         result_->loops_after = block_instructions_;
-        result_->message =
-            "timed out: block " + dim_text(block_) +
-            " can never end: it came back to a state it had been in at " +
-            at_text(entry_.locations[std::min<std::size_t>(at->pc, entry_.code.size() - 1)]) +
-            ", having read nothing from outside it since";
+        result_->message = "timed out: block " + dim_text(block_) +
+                           " can never end: it came back to a state it had been in at " +
+                           at_text(where) + ", having read nothing from outside it since";
         throw Stop{LaunchStatus::budget_exceeded};
     }
     if (!same_watch) {
@@ -718,7 +712,6 @@ void Executor::watch_for_loop() {
         watch.block = block_;
         watch.saved_at = block_instructions_;
         watch.outside_at = outside_reads_;
-        watch.hash = hash;
         watch.saved = loop_scratch_;
         watch.looks = 0;
         watch.next_save *= 2;

@@ -286,9 +286,8 @@ struct SliceTally {
 // were, while it read nothing from outside the block (Executor::watch_for_loop).
 struct LoopWatch {
     Dim3 block{};
-    std::uint64_t saved_at = 0;    // the block's warp instructions when the state was saved
-    std::uint64_t outside_at = 0;  // Executor::outside_reads_ then
-    std::uint64_t hash = 0;
+    std::uint64_t saved_at = 0;     // the block's warp instructions when the state was saved
+    std::uint64_t outside_at = 0;   // Executor::outside_reads_ then
     std::uint64_t looks = 0;        // since the save
     std::uint64_t next_save = 1;    // looks between saves, doubled at each (Brent's method)
     std::uint32_t step_blocks = 0;  // since the last look

@@ -59,6 +59,9 @@ struct Dim3 {
     std::uint32_t y = 1;
     std::uint32_t z = 1;
 };
+inline bool operator==(Dim3 a, Dim3 b) {
+    return a.x == b.x && a.y == b.y && a.z == b.z;
+}
 
 // "(x, y, z)", as the simulator's messages name threads and blocks.
 inline std::string dim_text(Dim3 d) {
