@@ -310,15 +310,23 @@ TEST_CASE("a block that can never end is stopped when its state comes back, long
     sim::LaunchOptions options;
     options.instruction_budget = 400'000'000;
     options.block_instruction_budget = 100'000'000;
-    const auto launch = [&](const char* entry, std::vector<std::vector<std::byte>> params,
-                            sim::GlobalMemory& memory) {
-        return sim::launch(module, entry, {2, 1, 1}, {128, 1, 1}, std::move(params), memory,
-                           options);
+    struct Ran {
+        sim::LaunchResult result;
+        std::vector<unsigned> out;  // each thread's word
     };
-    SUBCASE("threads waiting on a shared flag set after the wait: never_ends' bug") {
+    // Two blocks of 128 threads, `out` first among the parameters.
+    const auto run = [&](const char* entry, std::vector<std::vector<std::byte>> more) {
         sim::GlobalMemory memory;
         const std::uint64_t out = memory.allocate(128 * 4);
-        const auto result = launch("spinsOnSharedFlag", {sim::param_bytes(out)}, memory);
+        more.insert(more.begin(), sim::param_bytes(out));
+        Ran ran{
+            sim::launch(module, entry, {2, 1, 1}, {128, 1, 1}, std::move(more), memory, options),
+            std::vector<unsigned>(128)};
+        memory.read(out, ran.out.data(), ran.out.size() * 4);
+        return ran;
+    };
+    SUBCASE("threads waiting on a shared flag set after the wait: never_ends' bug") {
+        const sim::LaunchResult result = run("spinsOnSharedFlag", {}).result;
         CHECK(result.status == sim::LaunchStatus::budget_exceeded);
         REQUIRE(result.loops_after);
         CHECK(*result.loops_after >= std::uint64_t{1} << 20);
@@ -330,36 +338,23 @@ TEST_CASE("a block that can never end is stopped when its state comes back, long
         CHECK(result.instructions_run < 10'000'000);
     }
     SUBCASE("a store in an endless loop: what a block stores it does not read back") {
-        sim::GlobalMemory memory;
-        const std::uint64_t out = memory.allocate(128 * 4);
-        const auto result = launch("storesTheSameForever", {sim::param_bytes(out)}, memory);
+        const sim::LaunchResult result = run("storesTheSameForever", {}).result;
         CHECK(result.status == sim::LaunchStatus::budget_exceeded);
         CHECK(result.loops_after);
     }
     SUBCASE("a thread counting to 3 million in shared memory ends with its count") {
-        sim::GlobalMemory memory;
-        const std::uint64_t out = memory.allocate(128 * 4);
         const unsigned rounds = 3'000'000;
-        const auto result =
-            launch("countsInShared", {sim::param_bytes(out), sim::param_bytes(rounds)}, memory);
-        REQUIRE(result.status == sim::LaunchStatus::completed);
-        CHECK_FALSE(result.loops_after);
-        std::vector<unsigned> counts(128);
-        memory.read(out, counts.data(), counts.size() * 4);
-        CHECK(std::all_of(counts.begin(), counts.end(), [&](unsigned c) { return c == rounds; }));
+        const Ran ran = run("countsInShared", {sim::param_bytes(rounds)});
+        REQUIRE(ran.result.status == sim::LaunchStatus::completed);
+        CHECK_FALSE(ran.result.loops_after);
+        CHECK(std::all_of(ran.out.begin(), ran.out.end(), [&](unsigned c) { return c == rounds; }));
     }
     SUBCASE("counting to 2 million in local memory ends with its count") {
-        sim::GlobalMemory memory;
-        const std::uint64_t out = memory.allocate(128 * 4);
         const unsigned rounds = 2'000'000;
         const unsigned which = 5;
-        const auto result = launch(
-            "countsInLocal",
-            {sim::param_bytes(out), sim::param_bytes(rounds), sim::param_bytes(which)}, memory);
-        REQUIRE(result.status == sim::LaunchStatus::completed);
-        std::vector<unsigned> counts(128);
-        memory.read(out, counts.data(), counts.size() * 4);
-        CHECK(std::all_of(counts.begin(), counts.end(), [&](unsigned c) { return c == rounds; }));
+        const Ran ran = run("countsInLocal", {sim::param_bytes(rounds), sim::param_bytes(which)});
+        REQUIRE(ran.result.status == sim::LaunchStatus::completed);
+        CHECK(std::all_of(ran.out.begin(), ran.out.end(), [&](unsigned c) { return c == rounds; }));
     }
 }
 
