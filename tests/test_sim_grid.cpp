@@ -159,6 +159,30 @@ TEST_CASE("blocks share work that comes after reading their index, where the ind
     CHECK(skips.result.blocks_sharing_work > 0);
 }
 
+TEST_CASE("a block whose warps read the tile before the others fill it shares the loop after") {
+    // Each warp waits at its first read of a word not yet written; once the warps after it have
+    // written them, it goes on, and the loop is recorded as any shared loop is.
+    const Outcome shared = run("missingBarrier", {sim::param_bytes(2000)}, true, kChecked);
+    REQUIRE_MESSAGE(shared.result.status == sim::LaunchStatus::completed, shared.result.message);
+    CHECK(shared.result.blocks_run == kBlocks);
+    CHECK(shared.result.blocks_sharing_work == kBlocks - kChecked.size());
+    // A block runs 4 warps x 2,000 reads, 8,000 iterations of the loop: each block that shares
+    // runs only the store after it itself.
+    const std::uint64_t per_block = shared.result.instructions_run / kBlocks;
+    CHECK(shared.result.instructions_shared >
+          shared.result.blocks_sharing_work * (per_block - per_block / 50));
+    // Every block read the tile whole: the sum of the words each lane reads, in any order.
+    const Outcome synced = run("sharedWorkThen", {sim::param_bytes(2000), sim::param_bytes(0)},
+                               true, kChecked);
+    for (std::uint32_t b = 0; b < kBlocks; ++b) {
+        if (std::find(kChecked.begin(), kChecked.end(), sim::Dim3{b, 0, 0}) != kChecked.end())
+            continue;  // a checked block runs alone, reading what the warps after it left
+        CAPTURE(b);
+        CHECK(std::equal(&shared.out[b * kThreads], &shared.out[(b + 1) * kThreads],
+                         &synced.out[b * kThreads]));
+    }
+}
+
 TEST_CASE("a kernel that reads its block first runs every block itself, with the same outputs") {
     const Outcome alone = run("blockFirst", {sim::param_bytes(64)}, false, kChecked);
     const Outcome shared = run("blockFirst", {sim::param_bytes(64)}, true, kChecked);

@@ -594,7 +594,8 @@ bool Executor::step_block() {
         }
     }
     if (ran) {
-        if (block_instructions_ >= kWatchLoopsFrom)
+        // A parked warp waits on the recording, not on the kernel: the block has not stopped.
+        if (block_instructions_ >= kWatchLoopsFrom && !parked)
             watch_for_loop();
         return false;
     }
@@ -604,6 +605,8 @@ bool Executor::step_block() {
     if (!any_live)
         return true;
     if (parked) {
+        if (mode_ == Mode::recording && unpark_readers())
+            return false;
         // A parked warp has not reached the barrier the others wait at.
         stuck_ = true;
         return false;
@@ -896,7 +899,7 @@ void Executor::run_warp_reference(Warp& w) {
             note_destinations(w, in, runs);
             if (mode_ == Mode::replaying) {
                 save_destinations(w, in);
-            } else if (parked_any_ && ++recorded_after_park_ > kMostAfterPark) {
+            } else if (parked_any_ && ++recorded_after_park_ > most_after_park_) {
                 stuck_ = true;  // the others may be waiting for it: record no further
                 w.parked = true;
                 return;

@@ -468,8 +468,16 @@ private:
     bool stuck_ = false;
     bool parked_any_ = false;
     std::uint64_t recorded_after_park_ = 0;  // warp instructions since the first warp parked
+    // Recording, once no warp can run: the warps parked at a shared load of words no thread had
+    // written, where the others have written them since, go on (as they would have, had they
+    // run after them). False where none can, or none has run since the last time.
+    bool unpark_readers();
+    std::uint64_t unparked_at_ = ~std::uint64_t{0};  // block_instructions_ at the last unpark
     // Past this many, the warps still running may be waiting for a parked one.
     static constexpr std::uint64_t kMostAfterPark = 65536;
+    // kMostAfterPark, or after warps were unparked, kMostAfterPark for each warp then running:
+    // the probe's seven readers run 16,384 warp instructions each after its fill.
+    std::uint64_t most_after_park_ = kMostAfterPark;
     std::vector<std::uint8_t> reads_block_identity_;  // per instruction: %ctaid, %smid, %warpid
     std::vector<std::uint8_t> pure_;  // per instruction: it only computes registers from registers
     // Recording: the slots whose value depends on the block's identity (warp * slot_count +

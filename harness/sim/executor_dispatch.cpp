@@ -261,7 +261,7 @@ void Executor::run_warp_decoded(Warp& w) {
                     save_written_slots(w, in);
                     flags |= kSaved;
                 }
-            } else if (parked_any_ && ++recorded_after_park_ > kMostAfterPark) {
+            } else if (parked_any_ && ++recorded_after_park_ > most_after_park_) {
                 stuck_ = true;  // the others may be waiting for it: record no further
                 w.parked = true;
                 return;

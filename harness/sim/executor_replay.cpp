@@ -223,6 +223,33 @@ void Executor::save_shared_word(std::size_t word) {
     saved_words_.emplace_back(word, bits);
 }
 
+bool Executor::unpark_readers() {
+    if (block_instructions_ == unparked_at_)
+        return false;  // the same warps would park at the same loads again
+    bool any = false;
+    for (Warp& w : warps_) {
+        if (!w.parked || w.pc >= entry_.code.size())
+            continue;
+        const Instruction& in = entry_.code[w.pc];
+        if (in.op != Op::ld || (in.space != Space::shared && in.space != Space::generic))
+            continue;
+        const std::uint32_t runs = in.guard >= 0 ? guard_mask(w, in) : w.mask;
+        if (runs != 0 && same_in_every_block(w, in, runs) && !reads_unwritten(w, in, runs)) {
+            w.parked = false;
+            any = true;
+        }
+    }
+    if (any) {
+        unparked_at_ = block_instructions_;
+        recorded_after_park_ = 0;
+        std::uint64_t running = 0;
+        for (const Warp& w : warps_)
+            running += (w.live & ~w.blocked) != 0 && !w.parked ? 1 : 0;
+        most_after_park_ = kMostAfterPark * running;
+    }
+    return any;
+}
+
 BlockState Executor::copy_of_block() const {
     BlockState copy;
     copy.block = block_;
@@ -271,6 +298,8 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::
     stuck_ = false;
     parked_any_ = false;
     recorded_after_park_ = 0;
+    unparked_at_ = ~std::uint64_t{0};
+    most_after_park_ = kMostAfterPark;
     bool ended = false;
     try {
         while (!ended && !stuck_)
@@ -444,6 +473,7 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
     if (ended) {
         ++result_->blocks_run;
         ++result_->blocks_sharing_work;
+        result_->instructions_shared += shared_work_instructions_;
     }
     return ended ? Replay::ended : Replay::parted;
 }
@@ -555,6 +585,7 @@ std::size_t Executor::replay_batch(const std::vector<Dim3>& blocks,
         result_->instructions_run += r.instructions;
         ++result_->blocks_run;
         ++result_->blocks_sharing_work;
+        result_->instructions_shared += shared_work_instructions_;
     }
     return applied;
 }

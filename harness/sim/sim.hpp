@@ -532,6 +532,8 @@ struct LaunchResult {
     bool wrote_input = false;            // a store or atomic landed in LaunchOptions' input buffer
     // Blocks that started from the work another had done alike (a matter of speed alone).
     std::uint64_t blocks_sharing_work = 0;
+    // The warp instructions those blocks did not run themselves: the shared work's, each.
+    std::uint64_t instructions_shared = 0;
 };
 
 // Runs `entry` over the blocks options.blocks selects. params holds each kernel parameter's raw
