@@ -183,6 +183,35 @@ TEST_CASE("a block whose warps read the tile before the others fill it shares th
     }
 }
 
+TEST_CASE("blocks that read words their block never wrote share the loop, each its own leftovers") {
+    // Past `filled` words each block reads its own leftovers. The recording keeps those loads
+    // and what is computed from them; each block not checked computes them again with its own.
+    for (const int mode : {0, 1, 2, 3}) {
+        for (const int filled : {512, 1000}) {
+            CAPTURE(mode);
+            CAPTURE(filled);
+            const std::vector<std::vector<std::byte>> args = {
+                sim::param_bytes(1500), sim::param_bytes(filled), sim::param_bytes(mode)};
+            const Outcome alone = run("partTile", args, false, kChecked);
+            const Outcome shared = run("partTile", args, true, kChecked);
+            REQUIRE_MESSAGE(shared.result.status == sim::LaunchStatus::completed,
+                            shared.result.message);
+            CHECK(shared.out == alone.out);
+            CHECK(shared.result.instructions_run == alone.result.instructions_run);
+            CHECK(shared.result.counts.warp_instructions == alone.result.counts.warp_instructions);
+            CHECK(shared.result.blocks_sharing_work == kBlocks - kChecked.size());
+            const std::uint64_t per_block = shared.result.instructions_run / kBlocks;
+            CHECK(shared.result.instructions_shared >
+                  shared.result.blocks_sharing_work * (per_block - per_block / 20));
+        }
+    }
+    // Each block's leftovers are its own.
+    const Outcome half = run(
+        "partTile", {sim::param_bytes(1500), sim::param_bytes(512), sim::param_bytes(3)}, true,
+        kChecked);
+    CHECK(half.out[5 * kThreads] != half.out[100 * kThreads]);
+}
+
 TEST_CASE("a kernel that reads its block first runs every block itself, with the same outputs") {
     const Outcome alone = run("blockFirst", {sim::param_bytes(64)}, false, kChecked);
     const Outcome shared = run("blockFirst", {sim::param_bytes(64)}, true, kChecked);

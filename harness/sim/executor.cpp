@@ -343,7 +343,7 @@ void Executor::run() {
     while (next < order.size() || !resident.empty()) {
         while (!free_places.empty() && next < order.size()) {
             if (shared_work_ && decoded_ && options_.threads > 1 &&
-                replay_own_instructions_ >= kReplayWorthAThread) {
+                replay_own_instructions_ + slice_.size() >= kReplayWorthAThread) {
                 // The blocks from here that replay, each on the place it would take.
                 std::vector<Dim3> batch;
                 std::vector<std::uint32_t> places;
@@ -673,7 +673,7 @@ void Executor::block_snapshot(std::vector<std::uint64_t>& into) const {
         into.insert(into.end(),
                     {stuck_ ? 1u : 0u, parked_any_ ? 1u : 0u, recorded_after_park_, slice_.size()});
         bytes(tainted_);
-        bytes(slice_reads_);
+        bytes(captured_);
         bytes(written_lanes_);
         bytes(sharing_flags_);
     }
@@ -884,12 +884,15 @@ void Executor::run_warp_reference(Warp& w) {
                   "execution ran past the end of the kernel", 0);
         }
         const Instruction& in = code[w.pc];
+        bool leftover = false;
         if (mode_ != Mode::normal) {
             const std::uint32_t runs = in.guard >= 0 ? guard_mask(w, in) : w.mask;
+            const bool recording = mode_ == Mode::recording;
+            leftover = recording && reads_leftovers(w, in, runs);
             // A guard read from the block's identity parts ways even where no lane runs.
-            if ((mode_ == Mode::recording && !record_instruction(w, in, runs)) ||
-                (runs != 0 &&
-                 (!same_in_every_block(w, in, runs) || reads_unwritten(w, in, runs)))) {
+            if ((recording && !recordable(w, in, runs, leftover)) ||
+                (runs != 0 && ((!leftover && !same_in_every_block(w, in, runs)) ||
+                               reads_unwritten(w, in, runs)))) {
                 if (mode_ == Mode::replaying)
                     throw PartsWays{};
                 w.parked = true;  // the others go on as far as they can without it
@@ -904,6 +907,8 @@ void Executor::run_warp_reference(Warp& w) {
                 w.parked = true;
                 return;
             }
+            if (recording)
+                record_instruction(w, in, runs, leftover);
         }
         if (++tally.warp_instructions > budget_left) {
             tally.warp_instructions = budget_left;
@@ -1006,6 +1011,8 @@ void Executor::run_warp_reference(Warp& w) {
                     else
                         execute(w, in, exec);
                 }
+                if (leftover)
+                    record_leftover_result(w, in);
                 advance(w);
                 if (note_poll(in))
                     return;

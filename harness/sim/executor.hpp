@@ -473,6 +473,9 @@ private:
     // run after them). False where none can, or none has run since the last time.
     bool unpark_readers();
     std::uint64_t unparked_at_ = ~std::uint64_t{0};  // block_instructions_ at the last unpark
+    // Recording: loads of leftovers go into the slice (reads_leftovers), from the first time no
+    // warp could go on; before, a warp parks at one, as the block's own run always has.
+    bool leftovers_kept_ = false;
     // Past this many, the warps still running may be waiting for a parked one.
     static constexpr std::uint64_t kMostAfterPark = 65536;
     // kMostAfterPark, or after warps were unparked, kMostAfterPark for each warp then running:
@@ -480,13 +483,21 @@ private:
     std::uint64_t most_after_park_ = kMostAfterPark;
     std::vector<std::uint8_t> reads_block_identity_;  // per instruction: %ctaid, %smid, %warpid
     std::vector<std::uint8_t> pure_;  // per instruction: it only computes registers from registers
-    // Recording: the slots whose value depends on the block's identity (warp * slot_count +
-    // slot), the slots such a computation reads, and the computations themselves, in order: a
-    // replay runs them again with its own identity before it goes on. A block parts ways where
-    // such a value reaches an address, a stored word, a branch or anything but a register, or
-    // where a slot they need is written again.
+    // Recording: the slots whose value is the block's own (warp * slot_count + slot): computed
+    // from its identity or read from a shared word it never wrote (its leftovers); and the
+    // computations of such values, in order: a replay runs them again with its own identity and
+    // leftovers before it goes on. A computation's operands that are the same in every block are
+    // kept with it (captured), as the replay's registers hold their last values, not the ones it
+    // read. A block parts ways where such a value reaches an address, a stored word, a branch or
+    // anything but a register.
     std::vector<std::uint8_t> tainted_;
-    std::vector<std::uint8_t> slice_reads_;
+    // Recording: the slots where a replay may hold other values than the recorded block did at
+    // that point: a capture was taken of it (the replay writes the captured values there), or a
+    // value of the block's own was written over by one the same in every block (the replay keeps
+    // its own). A computation of the block's own writes only all of such a slot's lanes.
+    std::vector<std::uint8_t> captured_;
+    // Per slot: a special register or a constant, the same at every step (never captured).
+    std::vector<std::uint8_t> fixed_slot_;
     struct SliceStep {
         std::uint32_t warp;
         std::uint32_t pc;
@@ -494,19 +505,50 @@ private:
         std::uint32_t exec;  // those that ran it
         bool check;          // its guard is the block's: a replay must run the same lanes
         bool compute;        // its result is the block's: a replay computes it again
+        // A 32-bit shared load of the whole warp, some of whose lanes read words the block had
+        // not written: the replay takes the recorded result (its first capture) with its own
+        // leftovers in those lanes (leftover_lanes; their words in leftover_words_).
+        bool leftover = false;
+        bool leftover_rewritten = false;  // the block wrote one of their words after it
+        std::uint32_t leftover_lanes = 0;
+        std::uint32_t first_capture = 0;  // where its captures start in capture_pool_
+        std::uint32_t captures = 0;
     };
     std::vector<SliceStep> slice_;
-    // Whether the block may run the instruction while recording (false: it parts ways), and the
-    // slice's bookkeeping for it.
-    bool record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec);
+    // The captures, one after another: a word of the slot (kWideCapture set where a lane's
+    // value needs 64 bits), then its 32 lanes in 32 words, or in 64 where wide. A replay reads
+    // them all, each time: in 32 bits, half a probe's slice is 2.5 MB.
+    std::vector<std::uint32_t> capture_pool_;
+    static constexpr std::uint32_t kWideCapture = 0x8000'0000u;
+    // Each leftover step's 32 lanes' words, one after another (shared memory is under 2^18 bytes
+    // where the slice keeps leftovers).
+    std::vector<std::uint16_t> leftover_words_;
+    // Past this many words (32 MiB), a computation that needs a capture parts ways instead.
+    static constexpr std::size_t kMostCaptureWords = std::size_t{1} << 23;
+    void capture(std::int32_t slot, const std::uint64_t* lanes);
+    // Recording: whether the block may run the instruction as shared work (false: the warp
+    // parks there); `leftover`: it is a load reads_leftovers picked.
+    bool recordable(const Warp& w, const Instruction& in, std::uint32_t exec, bool leftover) const;
+    // Recording, just before the instruction runs: the slice's bookkeeping for it; and just after
+    // a leftover load ran, its result.
+    void record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec,
+                            bool leftover);
+    void record_leftover_result(const Warp& w, const Instruction& in);
+    // Recording: a load reads_leftovers can keep in the slice (a 32-bit shared load of the whole
+    // warp, at an address and under a guard the same in every block, reading at least one word
+    // the block has not written).
+    bool reads_leftovers(const Warp& w, const Instruction& in, std::uint32_t exec) const;
+    // What a replayed block's shared word it never wrote holds.
+    std::uint32_t leftover_bits(std::uint64_t linear_block, std::uint64_t word) const;
     // The recorded block's state where it parted ways (or ended), and the warp instructions it
     // ran to get there.
     std::optional<BlockState> shared_work_;
     std::uint64_t shared_work_instructions_ = 0;
     // Warp instructions the last block replayed on the launch's thread ran past the shared work
     // (0: none yet since the work was recorded). Replays spread over threads only where this is
-    // worth a thread: copying the executor for each (its shared work's registers, 2 MB for the
-    // probe) cost more than a probe block's replay, a few stores past the shared loop.
+    // worth a thread, with the steps of the slice it runs again first: copying the executor for
+    // each (its shared work's registers, 2 MB for the probe) cost more than a probe block's
+    // replay, a few stores past the shared loop.
     std::uint64_t replay_own_instructions_ = 0;
     static constexpr std::uint64_t kReplayWorthAThread = 16384;
     // A replay's undo log: the register slots and shared words it changed, and what they held.
@@ -531,6 +573,18 @@ private:
     // another block may write, or local memory.
     bool same_in_every_block(const Warp& w, const Instruction& in, std::uint32_t exec) const;
     void save_destinations(const Warp& w, const Instruction& in);
+    void save_slot(const Warp& w, std::int32_t slot) {
+        if (slot < 0)
+            return;
+        std::uint8_t& saved = slot_saved_[static_cast<std::size_t>(w.index) * entry_.slot_count +
+                                          static_cast<std::size_t>(slot)];
+        if (saved)
+            return;
+        saved = 1;
+        SavedSlot s{w.index, slot, {}};
+        std::copy_n(&w.regs[static_cast<std::size_t>(slot) * 32], 32, s.values.begin());
+        saved_slots_.push_back(s);
+    }
     void save_shared_word(std::size_t word);
     // Runs the first checked block until it parts ways; keeps its state there where that is
     // worth sharing. Returns whether the block ended.

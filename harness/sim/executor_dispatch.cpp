@@ -235,16 +235,19 @@ void Executor::run_warp_decoded(Warp& w) {
         const auto shared_replay = [this](const Instruction& i) {
             return mode_ == Mode::replaying && i.space == Space::shared;
         };
+        bool leftover = false;
         if (sharing) {
             // As the reference engine decides, without the checks that can no longer change
             // the decision (see sharing_flags_).
             std::uint8_t& flags = sharing_flags_[w.index * code_size + w.pc];
             const std::uint32_t runs = exec;
             const bool unchecked = (flags & kChecked) == 0;
-            if ((mode_ == Mode::recording && !record_instruction(w, in, runs)) ||
-                (runs != 0 &&
-                 ((step.memory && !shared_replay(in) && !same_in_every_block(w, in, runs)) ||
-                  (unchecked && reads_unwritten(w, in, runs))))) {
+            const bool recording = mode_ == Mode::recording;
+            leftover = recording && step.memory && reads_leftovers(w, in, runs);
+            if ((recording && !recordable(w, in, runs, leftover)) ||
+                (runs != 0 && ((step.memory && !leftover && !shared_replay(in) &&
+                                !same_in_every_block(w, in, runs)) ||
+                               (unchecked && reads_unwritten(w, in, runs))))) {
                 if (mode_ == Mode::replaying)
                     throw PartsWays{};
                 w.parked = true;  // the others go on as far as they can without it
@@ -266,6 +269,8 @@ void Executor::run_warp_decoded(Warp& w) {
                 w.parked = true;
                 return;
             }
+            if (recording)
+                record_instruction(w, in, runs, leftover);
         }
         if (++tally.warp_instructions > budget_left) {
             tally.warp_instructions = budget_left;
@@ -280,6 +285,8 @@ void Executor::run_warp_decoded(Warp& w) {
                     update_clocks(w);
                 step.run(*this, w, in, exec);
             }
+            if (leftover)
+                record_leftover_result(w, in);
             advance(w);
             if (note_poll(in))
                 return;

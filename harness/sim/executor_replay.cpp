@@ -72,44 +72,105 @@ void restore_control(Warp& w, const WarpControl& c) {
 
 }  // namespace
 
-bool Executor::record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec) {
+bool Executor::recordable(const Warp& w, const Instruction& in, std::uint32_t exec,
+                          bool leftover) const {
     const std::size_t base = static_cast<std::size_t>(w.index) * entry_.slot_count;
-    std::uint8_t* tainted = &tainted_[base];
-    std::uint8_t* needed = &slice_reads_[base];
+    const std::uint8_t* tainted = &tainted_[base];
     const auto is_tainted = [&](std::int32_t slot) { return slot >= 0 && tainted[slot] != 0; };
-    bool from_identity = reads_block_identity_[w.pc] != 0;
+    if (leftover && is_tainted(in.src[0]))
+        return false;  // an address of the block's own
+    bool from_identity = leftover || reads_block_identity_[w.pc] != 0;
     for (const std::int32_t slot : in.src)
         from_identity = from_identity || is_tainted(slot);
     // A store's value registers are its dst.
     const bool stores = in.op == Op::st;
     for (const std::int32_t slot : in.dst)
         from_identity = from_identity || (stores && is_tainted(slot));
+    if (!stores) {
+        const auto writable = [&](std::int32_t slot) {
+            if (slot < 0)
+                return true;
+            // A value the same in every block over one of the block's own: the slot is the
+            // same in every block again, where every lane is written.
+            if (!from_identity)
+                return tainted[slot] == 0 || exec == ~0u;
+            // The block's own over lanes a replay may have given captured values: the others
+            // would keep those.
+            return exec == ~0u || captured_[base + static_cast<std::size_t>(slot)] == 0;
+        };
+        for (const std::int32_t slot : in.dst) {
+            if (!writable(slot))
+                return false;
+        }
+        if (!writable(in.dst2))
+            return false;
+    }
+    if (!from_identity)
+        return true;
+    if (!pure_[w.pc] && !leftover)
+        return false;  // an address, a stored word, another lane's: the block's own
+    std::size_t captures = leftover ? 1 : 0;
+    for (const std::int32_t slot : in.src)
+        captures += slot >= 0 && !tainted[slot] && !fixed_slot_[slot] ? 1 : 0;
+    return capture_pool_.size() + captures * 65 <= kMostCaptureWords;
+}
+
+void Executor::record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec,
+                                  bool leftover) {
+    const std::size_t base = static_cast<std::size_t>(w.index) * entry_.slot_count;
+    std::uint8_t* tainted = &tainted_[base];
+    const auto is_tainted = [&](std::int32_t slot) { return slot >= 0 && tainted[slot] != 0; };
+    bool from_identity = leftover || reads_block_identity_[w.pc] != 0;
+    for (const std::int32_t slot : in.src)
+        from_identity = from_identity || is_tainted(slot);
+    const bool stores = in.op == Op::st;
+    for (const std::int32_t slot : in.dst)
+        from_identity = from_identity || (stores && is_tainted(slot));
     // A guard read from the block's identity: the others must run the same lanes here (a
     // replay checks), or they part ways there.
     const bool check = is_tainted(in.guard);
-    // A slot the slice reads, or one it computed, written again by what a replay does not redo.
-    const auto hazard = [&](std::int32_t slot) {
-        return slot >= 0 && (needed[slot] != 0 || (!from_identity && tainted[slot] != 0));
-    };
-    if (!stores) {
-        for (const std::int32_t slot : in.dst) {
-            if (hazard(slot))
-                return false;
-        }
-        if (hazard(in.dst2))
-            return false;
-    }
     if (!from_identity) {
+        // A value the same in every block over one of the block's own: a replay keeps its own
+        // there until the recording's is put back, as after a capture.
+        const auto untaint = [&](std::int32_t slot) {
+            if (slot >= 0 && tainted[slot] != 0) {
+                tainted[slot] = 0;
+                captured_[base + static_cast<std::size_t>(slot)] = 1;
+            }
+        };
+        if (!stores) {
+            for (const std::int32_t slot : in.dst)
+                untaint(slot);
+            untaint(in.dst2);
+        }
         if (check)
             slice_.push_back({w.index, w.pc, w.mask, exec, true, false});
-        return true;
+        return;
     }
-    if (!pure_[w.pc])
-        return false;  // an address, a stored word, another lane's: the block's own
-    // A computation from the block's identity: the replay runs it again with its own.
-    for (const std::int32_t slot : in.src) {
-        if (slot >= 0 && !tainted[slot])
-            needed[slot] = 1;
+    SliceStep step{w.index, w.pc, w.mask, exec, check, true};
+    step.first_capture = static_cast<std::uint32_t>(capture_pool_.size());
+    if (leftover) {
+        // Its result, taken once it has run (record_leftover_result); the words of the lanes
+        // that read leftovers, now.
+        step.leftover = true;
+        step.captures = 1;
+        capture_pool_.push_back(static_cast<std::uint32_t>(in.dst[0]));
+        capture_pool_.resize(capture_pool_.size() + 32);
+        const std::uint64_t* address = &w.regs[static_cast<std::size_t>(in.src[0]) * 32];
+        for (unsigned lane = 0; lane < 32; ++lane) {
+            const std::uint64_t word = (address[lane] + static_cast<std::uint64_t>(in.offset)) / 4;
+            leftover_words_.push_back(static_cast<std::uint16_t>(word));
+            if (!shared_written_[word])
+                step.leftover_lanes |= 1u << lane;
+        }
+    } else {
+        for (const std::int32_t slot : in.src) {
+            if (slot < 0 || tainted[slot] || fixed_slot_[slot])
+                continue;
+            capture(slot, &w.regs[static_cast<std::size_t>(slot) * 32]);
+            captured_[base + static_cast<std::size_t>(slot)] = 1;
+            ++step.captures;
+        }
     }
     for (const std::int32_t slot : in.dst) {
         if (slot >= 0)
@@ -117,8 +178,58 @@ bool Executor::record_instruction(const Warp& w, const Instruction& in, std::uin
     }
     if (in.dst2 >= 0)
         tainted[in.dst2] = 1;
-    slice_.push_back({w.index, w.pc, w.mask, exec, check, true});
-    return true;
+    slice_.push_back(step);
+}
+
+void Executor::capture(std::int32_t slot, const std::uint64_t* lanes) {
+    std::uint64_t high = 0;
+    for (unsigned lane = 0; lane < 32; ++lane)
+        high |= lanes[lane] >> 32;
+    const std::size_t at = capture_pool_.size();
+    if (high == 0) {
+        capture_pool_.resize(at + 33);
+        capture_pool_[at] = static_cast<std::uint32_t>(slot);
+        for (unsigned lane = 0; lane < 32; ++lane)
+            capture_pool_[at + 1 + lane] = static_cast<std::uint32_t>(lanes[lane]);
+    } else {
+        capture_pool_.resize(at + 65);
+        capture_pool_[at] = static_cast<std::uint32_t>(slot) | kWideCapture;
+        std::memcpy(&capture_pool_[at + 1], lanes, 32 * 8);
+    }
+}
+
+void Executor::record_leftover_result(const Warp& w, const Instruction& in) {
+    // A 32-bit load of every lane, zero-extended: 32 words.
+    const std::uint64_t* lanes = &w.regs[static_cast<std::size_t>(in.dst[0]) * 32];
+    std::uint32_t* into = &capture_pool_[capture_pool_.size() - 32];
+    for (unsigned lane = 0; lane < 32; ++lane)
+        into[lane] = static_cast<std::uint32_t>(lanes[lane]);
+}
+
+bool Executor::reads_leftovers(const Warp& w, const Instruction& in, std::uint32_t exec) const {
+    if (!leftovers_kept_ || in.op != Op::ld || in.space != Space::shared || in.vector != 1 ||
+        in.bytes != 4 || shared_bytes_ > (std::size_t{1} << 18) ||
+        is_signed(in.type) || in.dst[0] < 0 || in.dst[1] >= 0 || in.dst2 >= 0 ||
+        exec != ~0u || unwritten_words_ == 0 || shared_bytes_ < 4)
+        return false;
+    const std::size_t base = static_cast<std::size_t>(w.index) * entry_.slot_count;
+    if (in.guard >= 0 && tainted_[base + static_cast<std::size_t>(in.guard)] != 0)
+        return false;
+    const std::uint64_t* address = &w.regs[static_cast<std::size_t>(in.src[0]) * 32];
+    bool any = false;
+    for (unsigned lane = 0; lane < 32; ++lane) {
+        const std::uint64_t at = address[lane] + static_cast<std::uint64_t>(in.offset);
+        if (at > shared_bytes_ - 4 || at % 4 != 0)
+            return false;  // it faults, as any block's would
+        any = any || !shared_written_[at / 4];
+    }
+    return any;
+}
+
+std::uint32_t Executor::leftover_bits(std::uint64_t linear_block, std::uint64_t word) const {
+    const std::uint32_t leftover =
+        ModeledDevice::leftover_shared_word(options_.clock_seed, linear_block, word);
+    return options_.poison_shared ? 0x7fc00000u | (leftover & 0x003fffffu) : leftover;
 }
 
 bool Executor::same_in_every_block(const Warp& w, const Instruction& in, std::uint32_t exec) const {
@@ -200,21 +311,9 @@ void Executor::note_destinations(const Warp& w, const Instruction& in, std::uint
 }
 
 void Executor::save_destinations(const Warp& w, const Instruction& in) {
-    const auto save = [&](std::int32_t slot) {
-        if (slot < 0)
-            return;
-        std::uint8_t& saved = slot_saved_[static_cast<std::size_t>(w.index) * entry_.slot_count +
-                                          static_cast<std::size_t>(slot)];
-        if (saved)
-            return;
-        saved = 1;
-        SavedSlot s{w.index, slot, {}};
-        std::copy_n(&w.regs[static_cast<std::size_t>(slot) * 32], 32, s.values.begin());
-        saved_slots_.push_back(s);
-    };
     for (const std::int32_t slot : in.dst)
-        save(slot);
-    save(in.dst2);
+        save_slot(w, slot);
+    save_slot(w, in.dst2);
 }
 
 void Executor::save_shared_word(std::size_t word) {
@@ -226,6 +325,10 @@ void Executor::save_shared_word(std::size_t word) {
 bool Executor::unpark_readers() {
     if (block_instructions_ == unparked_at_)
         return false;  // the same warps would park at the same loads again
+    // From here a warp reads its leftovers where it is: parking there would change the order
+    // the block's warps ran in from the first time none could go on, which the block's own run
+    // and the blocks not recorded followed.
+    leftovers_kept_ = true;
     bool any = false;
     for (Warp& w : warps_) {
         if (!w.parked || w.pc >= entry_.code.size())
@@ -234,11 +337,16 @@ bool Executor::unpark_readers() {
         if (in.op != Op::ld || (in.space != Space::shared && in.space != Space::generic))
             continue;
         const std::uint32_t runs = in.guard >= 0 ? guard_mask(w, in) : w.mask;
-        if (runs != 0 && same_in_every_block(w, in, runs) && !reads_unwritten(w, in, runs)) {
+        if (runs == 0 || reads_unwritten(w, in, runs))
+            continue;
+        // Words still unwritten: the block's own leftovers, which the slice can keep.
+        if (same_in_every_block(w, in, runs) ||
+            (reads_leftovers(w, in, runs) && recordable(w, in, runs, true))) {
             w.parked = false;
             any = true;
         }
     }
+
     if (any) {
         unparked_at_ = block_instructions_;
         recorded_after_park_ = 0;
@@ -292,14 +400,21 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::
     clear_sharing_flags();
     const std::size_t slots = warps_.size() * static_cast<std::size_t>(entry_.slot_count);
     tainted_.assign(slots, 0);
-    slice_reads_.assign(slots, 0);
+    captured_.assign(slots, 0);
+    fixed_slot_.assign(static_cast<std::size_t>(entry_.slot_count), 0);
+    std::fill_n(fixed_slot_.begin() + entry_.special_base, static_cast<int>(Special::count), 1);
+    for (const ConstantSlot& c : entry_.constants)
+        fixed_slot_[static_cast<std::size_t>(c.slot)] = 1;
     slice_.clear();
+    capture_pool_.clear();
+    leftover_words_.clear();
     mode_ = Mode::recording;
     stuck_ = false;
     parked_any_ = false;
     recorded_after_park_ = 0;
     unparked_at_ = ~std::uint64_t{0};
     most_after_park_ = kMostAfterPark;
+    leftovers_kept_ = false;
     bool ended = false;
     try {
         while (!ended && !stuck_)
@@ -311,6 +426,18 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::
     }
     mode_ = Mode::normal;
     shared_work_instructions_ = result_->instructions_run - before;
+    // The loads of leftovers whose words the block wrote after them: the replay computes those
+    // lanes' leftovers (the others it finds in its shared memory).
+    std::size_t leftover_at = 0;
+    for (SliceStep& step : slice_) {
+        if (!step.leftover)
+            continue;
+        for (std::uint32_t m = step.leftover_lanes; m != 0; m &= m - 1) {
+            if (shared_written_[leftover_words_[leftover_at + ctz(m)]])
+                step.leftover_rewritten = true;
+        }
+        leftover_at += 32;
+    }
     if (ended || shared_work_instructions_ >= kWorthSharing) {
         shared_work_ = copy_of_block();
         ++shared_work_generation_;
@@ -368,9 +495,22 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
         for (std::uint64_t& ready : w.ready)  // a value not ready yet is as far ahead as it was
             ready = ready > recorded_start ? ready - recorded_start + block_start_cycles_ : 0;
     }
-    // What the recorded block computed from its identity, computed again from this one's; where
-    // its guards let other lanes run than the recorded block's, this block parts ways.
+    // What the recorded block computed from its identity and leftovers, computed again from this
+    // one's; where its guards let other lanes run than the recorded block's, this block parts
+    // ways.
+    const std::uint64_t linear = b.x + static_cast<std::uint64_t>(grid_.x) *
+                                           (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
+    // The shared words nothing wrote hold what this block's place left there (and the slice's
+    // loads of leftovers read them there).
+    for (std::size_t word = 0; word < shared_written_.size(); ++word) {
+        if (!shared_written_[word]) {
+            save_shared_word(word);
+            const std::uint32_t bits = leftover_bits(linear, word);
+            std::memcpy(&shared_[word * 4], &bits, 4);
+        }
+    }
     bool same_way = true;
+    std::size_t leftover_step = 0;
     for (const SliceStep& step : slice_) {
         Warp& w = warps_[step.warp];
         const Instruction& in = entry_.code[step.pc];
@@ -387,16 +527,75 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
                 break;
             }
         }
-        if (step.compute) {
-            save_destinations(w, in);
-            if (in.ftz)
-                execute_ftz(w, in, step.exec);
-            else
-                execute(w, in, step.exec);
+        if (!step.compute)
+            continue;
+        const std::uint32_t* pool = &capture_pool_[step.first_capture];
+        if (step.leftover) {
+            // The recorded result, with this block's leftovers where the recorded block read
+            // its own: in shared memory, put there above, unless a later store took the word.
+            const std::int32_t slot = static_cast<std::int32_t>(*pool);
+            save_slot(w, slot);
+            std::uint64_t* value = &w.regs[static_cast<std::size_t>(slot) * 32];
+            const std::uint16_t* words = &leftover_words_[leftover_step];
+            leftover_step += 32;
+            const std::uint32_t* recorded_lanes = pool + 1;
+            const std::byte* shared = shared_.data();
+            for (unsigned lane = 0; lane < 32; ++lane) {
+                std::uint32_t own;
+                std::memcpy(&own, shared + std::size_t{words[lane]} * 4, 4);
+                const std::uint32_t take = 0u - ((step.leftover_lanes >> lane) & 1u);
+                value[lane] = (own & take) | (recorded_lanes[lane] & ~take);  // without a branch
+            }
+            if (step.leftover_rewritten) {
+                for (std::uint32_t m = step.leftover_lanes; m != 0; m &= m - 1) {
+                    const unsigned lane = ctz(m);
+                    if (shared_written_[words[lane]])
+                        value[lane] = leftover_bits(linear, words[lane]);
+                }
+            }
+            continue;
+        }
+        // Its operands the same in every block, as they were when it ran.
+        for (std::uint32_t k = 0; k < step.captures; ++k) {
+            const std::int32_t slot = static_cast<std::int32_t>(*pool & ~kWideCapture);
+            const bool wide = (*pool & kWideCapture) != 0;
+            ++pool;
+            save_slot(w, slot);
+            std::uint64_t* lanes = &w.regs[static_cast<std::size_t>(slot) * 32];
+            if (wide) {
+                std::memcpy(lanes, pool, 32 * 8);
+                pool += 64;
+            } else {
+                for (unsigned lane = 0; lane < 32; ++lane)
+                    lanes[lane] = pool[lane];
+                pool += 32;
+            }
+        }
+        save_destinations(w, in);
+        if (decoded_)
+            steps_[step.pc].run(*this, w, in, step.exec);
+        else if (in.ftz)
+            execute_ftz(w, in, step.exec);
+        else
+            execute(w, in, step.exec);
+    }
+    // The slots the same in every block where the recording ended hold what it left there: the
+    // captured values and the block's own values written over them are undone.
+    if (same_way) {
+        for (const SavedSlot& saved : saved_slots_) {
+            const std::size_t at = static_cast<std::size_t>(saved.warp) * entry_.slot_count +
+                                   static_cast<std::size_t>(saved.slot);
+            if (!fixed_slot_[static_cast<std::size_t>(saved.slot)] && tainted_[at] == 0) {
+                std::copy(saved.values.begin(), saved.values.end(),
+                          &warps_[saved.warp].regs[static_cast<std::size_t>(saved.slot) * 32]);
+            }
         }
     }
     if (!same_way) {
-        // Nothing of it ran: its registers back, and it runs from its start.
+        // Nothing of it ran: its registers and shared words back, and it runs from its start.
+        for (auto it = saved_words_.rbegin(); it != saved_words_.rend(); ++it)
+            std::memcpy(&shared_[it->first * 4], &it->second, 4);
+        saved_words_.clear();
         for (const SavedSlot& saved : saved_slots_) {
             std::copy(saved.values.begin(), saved.values.end(),
                       &warps_[saved.warp].regs[static_cast<std::size_t>(saved.slot) * 32]);
@@ -413,19 +612,6 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
         first_warp_slot_ = recorded_slot;
         swap_block(work);
         return Replay::went_its_way;
-    }
-    // The shared words nothing wrote hold what this block's place left there.
-    const std::uint64_t linear = b.x + static_cast<std::uint64_t>(grid_.x) *
-                                           (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
-    for (std::size_t word = 0; word < shared_written_.size(); ++word) {
-        if (!shared_written_[word]) {
-            save_shared_word(word);
-            const std::uint32_t leftover =
-                ModeledDevice::leftover_shared_word(options_.clock_seed, linear, word);
-            const std::uint32_t bits =
-                options_.poison_shared ? 0x7fc00000u | (leftover & 0x003fffffu) : leftover;
-            std::memcpy(&shared_[word * 4], &bits, 4);
-        }
     }
     written_lanes_ = shared_work_written_;
     clear_sharing_flags();

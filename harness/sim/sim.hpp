@@ -21,9 +21,11 @@
 // %warpid, a clock, a shared word it never wrote) or what another may have written (global
 // memory beyond the input buffer, an atomic): the first checked block runs that far alone, and
 // every block not checked starts from the state it reached, with its own identity in place,
-// rather than doing the same work again. Nothing a kernel can observe tells the two apart: a
-// block that then reaches global memory another block may write, or local memory, runs again
-// from its start as any block does.
+// rather than doing the same work again. What the recorded block computed from its identity or
+// read of its leftovers (and computed from those) in registers, each block computes again from
+// its own. Nothing a kernel can observe tells the two apart: a block that then reaches global
+// memory another block may write, or local memory, runs again from its start as any block
+// does.
 //
 // What the student gets wrong is a value in LaunchResult (fault, timeout, unsupported
 // instruction); exceptions are only for the harness's own faults (malformed PTX, wrong parameter
