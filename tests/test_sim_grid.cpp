@@ -172,8 +172,8 @@ TEST_CASE("a block whose warps read the tile before the others fill it shares th
     CHECK(shared.result.instructions_shared >
           shared.result.blocks_sharing_work * (per_block - per_block / 50));
     // Every block read the tile whole: the sum of the words each lane reads, in any order.
-    const Outcome synced = run("sharedWorkThen", {sim::param_bytes(2000), sim::param_bytes(0)},
-                               true, kChecked);
+    const Outcome synced =
+        run("sharedWorkThen", {sim::param_bytes(2000), sim::param_bytes(0)}, true, kChecked);
     for (std::uint32_t b = 0; b < kBlocks; ++b) {
         if (std::find(kChecked.begin(), kChecked.end(), sim::Dim3{b, 0, 0}) != kChecked.end())
             continue;  // a checked block runs alone, reading what the warps after it left
@@ -206,9 +206,9 @@ TEST_CASE("blocks that read words their block never wrote share the loop, each i
         }
     }
     // Each block's leftovers are its own.
-    const Outcome half = run(
-        "partTile", {sim::param_bytes(1500), sim::param_bytes(512), sim::param_bytes(3)}, true,
-        kChecked);
+    const Outcome half =
+        run("partTile", {sim::param_bytes(1500), sim::param_bytes(512), sim::param_bytes(3)}, true,
+            kChecked);
     CHECK(half.out[5 * kThreads] != half.out[100 * kThreads]);
 }
 

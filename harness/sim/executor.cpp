@@ -890,7 +890,9 @@ void Executor::run_warp_reference(Warp& w) {
             const bool recording = mode_ == Mode::recording;
             leftover = recording && reads_leftovers(w, in, runs);
             // A guard read from the block's identity parts ways even where no lane runs.
-            if ((recording && !recordable(w, in, runs, leftover)) ||
+            const Recorded recorded =
+                recording ? recordable(w, in, runs, leftover) : Recorded::alike;
+            if (recorded == Recorded::parks ||
                 (runs != 0 && ((!leftover && !same_in_every_block(w, in, runs)) ||
                                reads_unwritten(w, in, runs)))) {
                 if (mode_ == Mode::replaying)
@@ -908,7 +910,7 @@ void Executor::run_warp_reference(Warp& w) {
                 return;
             }
             if (recording)
-                record_instruction(w, in, runs, leftover);
+                record_instruction(w, in, runs, leftover, recorded);
         }
         if (++tally.warp_instructions > budget_left) {
             tally.warp_instructions = budget_left;

@@ -526,13 +526,17 @@ private:
     // Past this many words (32 MiB), a computation that needs a capture parts ways instead.
     static constexpr std::size_t kMostCaptureWords = std::size_t{1} << 23;
     void capture(std::int32_t slot, const std::uint64_t* lanes);
-    // Recording: whether the block may run the instruction as shared work (false: the warp
-    // parks there); `leftover`: it is a load reads_leftovers picked.
-    bool recordable(const Warp& w, const Instruction& in, std::uint32_t exec, bool leftover) const;
-    // Recording, just before the instruction runs: the slice's bookkeeping for it; and just after
-    // a leftover load ran, its result.
-    void record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec,
-                            bool leftover);
+    // Recording: whether the block may run the instruction as shared work (parks: the warp
+    // parks there), and if so whether what it computes is the same in every block (alike) or
+    // the block's own (own: the replay computes it again); `leftover`: it is a load
+    // reads_leftovers picked.
+    enum class Recorded : std::uint8_t { parks, alike, own };
+    Recorded recordable(const Warp& w, const Instruction& in, std::uint32_t exec,
+                        bool leftover) const;
+    // Recording, just before the instruction runs: the slice's bookkeeping for it (`recorded`:
+    // what recordable said); and just after a leftover load ran, its result.
+    void record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec, bool leftover,
+                            Recorded recorded);
     void record_leftover_result(const Warp& w, const Instruction& in);
     // Recording: a load reads_leftovers can keep in the slice (a 32-bit shared load of the whole
     // warp, at an address and under a guard the same in every block, reading at least one word

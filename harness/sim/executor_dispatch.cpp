@@ -244,7 +244,9 @@ void Executor::run_warp_decoded(Warp& w) {
             const bool unchecked = (flags & kChecked) == 0;
             const bool recording = mode_ == Mode::recording;
             leftover = recording && step.memory && reads_leftovers(w, in, runs);
-            if ((recording && !recordable(w, in, runs, leftover)) ||
+            const Recorded recorded =
+                recording ? recordable(w, in, runs, leftover) : Recorded::alike;
+            if (recorded == Recorded::parks ||
                 (runs != 0 && ((step.memory && !leftover && !shared_replay(in) &&
                                 !same_in_every_block(w, in, runs)) ||
                                (unchecked && reads_unwritten(w, in, runs))))) {
@@ -270,7 +272,7 @@ void Executor::run_warp_decoded(Warp& w) {
                 return;
             }
             if (recording)
-                record_instruction(w, in, runs, leftover);
+                record_instruction(w, in, runs, leftover, recorded);
         }
         if (++tally.warp_instructions > budget_left) {
             tally.warp_instructions = budget_left;

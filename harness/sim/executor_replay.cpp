@@ -72,13 +72,13 @@ void restore_control(Warp& w, const WarpControl& c) {
 
 }  // namespace
 
-bool Executor::recordable(const Warp& w, const Instruction& in, std::uint32_t exec,
-                          bool leftover) const {
+Executor::Recorded Executor::recordable(const Warp& w, const Instruction& in, std::uint32_t exec,
+                                        bool leftover) const {
     const std::size_t base = static_cast<std::size_t>(w.index) * entry_.slot_count;
     const std::uint8_t* tainted = &tainted_[base];
     const auto is_tainted = [&](std::int32_t slot) { return slot >= 0 && tainted[slot] != 0; };
     if (leftover && is_tainted(in.src[0]))
-        return false;  // an address of the block's own
+        return Recorded::parks;  // an address of the block's own
     bool from_identity = leftover || reads_block_identity_[w.pc] != 0;
     for (const std::int32_t slot : in.src)
         from_identity = from_identity || is_tainted(slot);
@@ -100,32 +100,29 @@ bool Executor::recordable(const Warp& w, const Instruction& in, std::uint32_t ex
         };
         for (const std::int32_t slot : in.dst) {
             if (!writable(slot))
-                return false;
+                return Recorded::parks;
         }
         if (!writable(in.dst2))
-            return false;
+            return Recorded::parks;
     }
     if (!from_identity)
-        return true;
+        return Recorded::alike;
     if (!pure_[w.pc] && !leftover)
-        return false;  // an address, a stored word, another lane's: the block's own
+        return Recorded::parks;  // an address, a stored word, another lane's: the block's own
     std::size_t captures = leftover ? 1 : 0;
     for (const std::int32_t slot : in.src)
         captures += slot >= 0 && !tainted[slot] && !fixed_slot_[slot] ? 1 : 0;
-    return capture_pool_.size() + captures * 65 <= kMostCaptureWords;
+    return capture_pool_.size() + captures * 65 <= kMostCaptureWords ? Recorded::own
+                                                                     : Recorded::parks;
 }
 
 void Executor::record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec,
-                                  bool leftover) {
+                                  bool leftover, Recorded recorded) {
     const std::size_t base = static_cast<std::size_t>(w.index) * entry_.slot_count;
     std::uint8_t* tainted = &tainted_[base];
     const auto is_tainted = [&](std::int32_t slot) { return slot >= 0 && tainted[slot] != 0; };
-    bool from_identity = leftover || reads_block_identity_[w.pc] != 0;
-    for (const std::int32_t slot : in.src)
-        from_identity = from_identity || is_tainted(slot);
+    const bool from_identity = recorded == Recorded::own;
     const bool stores = in.op == Op::st;
-    for (const std::int32_t slot : in.dst)
-        from_identity = from_identity || (stores && is_tainted(slot));
     // A guard read from the block's identity: the others must run the same lanes here (a
     // replay checks), or they part ways there.
     const bool check = is_tainted(in.guard);
@@ -208,9 +205,9 @@ void Executor::record_leftover_result(const Warp& w, const Instruction& in) {
 
 bool Executor::reads_leftovers(const Warp& w, const Instruction& in, std::uint32_t exec) const {
     if (!leftovers_kept_ || in.op != Op::ld || in.space != Space::shared || in.vector != 1 ||
-        in.bytes != 4 || shared_bytes_ > (std::size_t{1} << 18) ||
-        is_signed(in.type) || in.dst[0] < 0 || in.dst[1] >= 0 || in.dst2 >= 0 ||
-        exec != ~0u || unwritten_words_ == 0 || shared_bytes_ < 4)
+        in.bytes != 4 || shared_bytes_ > (std::size_t{1} << 18) || is_signed(in.type) ||
+        in.dst[0] < 0 || in.dst[1] >= 0 || in.dst2 >= 0 || exec != ~0u || unwritten_words_ == 0 ||
+        shared_bytes_ < 4)
         return false;
     const std::size_t base = static_cast<std::size_t>(w.index) * entry_.slot_count;
     if (in.guard >= 0 && tainted_[base + static_cast<std::size_t>(in.guard)] != 0)
@@ -341,7 +338,7 @@ bool Executor::unpark_readers() {
             continue;
         // Words still unwritten: the block's own leftovers, which the slice can keep.
         if (same_in_every_block(w, in, runs) ||
-            (reads_leftovers(w, in, runs) && recordable(w, in, runs, true))) {
+            (reads_leftovers(w, in, runs) && recordable(w, in, runs, true) != Recorded::parks)) {
             w.parked = false;
             any = true;
         }
