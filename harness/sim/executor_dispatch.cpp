@@ -91,23 +91,8 @@ bool Executor::slots_written(const Warp& w, const Instruction& in) const {
 // save_destinations for what the instruction writes (a store's dst holds its values, which it
 // does not change).
 void Executor::save_written_slots(const Warp& w, const Instruction& in) {
-    if (in.op == Op::st)
-        return;
-    const std::size_t base = static_cast<std::size_t>(w.index) * entry_.slot_count;
-    const auto save = [&](std::int32_t slot) {
-        if (slot < 0)
-            return;
-        std::uint8_t& saved = slot_saved_[base + static_cast<std::size_t>(slot)];
-        if (saved)
-            return;
-        saved = 1;
-        SavedSlot s{w.index, slot, {}};
-        std::copy_n(&w.regs[static_cast<std::size_t>(slot) * 32], 32, s.values.begin());
-        saved_slots_.push_back(s);
-    };
-    for (const std::int32_t slot : in.dst)
-        save(slot);
-    save(in.dst2);
+    if (in.op != Op::st)
+        save_destinations(w, in);
 }
 
 bool Executor::control(Warp& w, const Instruction& in, std::uint32_t exec) {
