@@ -318,6 +318,43 @@ TEST_CASE("blocks replayed on several threads that store without end stay within
     MESSAGE("figure: peak resident memory on three threads " << usage.ru_maxrss / 1024 << " MiB");
 }
 
+TEST_CASE("a loop without end over a value of the block's own records a bounded slice") {
+    // Each step of the loop is kept for the other blocks to compute again with their own index:
+    // without a bound, 32 bytes a warp instruction up to the launch's budget (640 MB at 20
+    // million). Run in a child, whose peak resident memory wait4 reports.
+    sim::LaunchOptions options;
+    options.instruction_budget = 20'000'000;
+    int pipe_ends[2];
+    REQUIRE(pipe(pipe_ends) == 0);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const Outcome endless =
+            run("ownValueLoop", {sim::param_bytes(1 << 30)}, true, kChecked, 5, options);
+        const std::uint64_t status = static_cast<std::uint64_t>(endless.result.status);
+        const bool written = write(pipe_ends[1], &status, sizeof status) == sizeof status;
+        _exit(written ? 0 : 1);
+    }
+    close(pipe_ends[1]);
+    std::uint64_t status_seen = 0;
+    const bool read_all =
+        read(pipe_ends[0], &status_seen, sizeof status_seen) == sizeof status_seen;
+    close(pipe_ends[0]);
+    int status = 0;
+    rusage usage{};
+    REQUIRE(wait4(child, &status, 0, &usage) == child);
+    REQUIRE(read_all);
+    CHECK(WIFEXITED(status));
+    CHECK(status_seen == static_cast<std::uint64_t>(sim::LaunchStatus::budget_exceeded));
+    CHECK(usage.ru_maxrss < 384 * 1024);
+    MESSAGE("figure: peak resident memory " << usage.ru_maxrss / 1024 << " MiB");
+    // A loop that ends: every block's result as each computes it alone.
+    const Outcome alone = run("ownValueLoop", {sim::param_bytes(3000)}, false, kChecked);
+    const Outcome shared = run("ownValueLoop", {sim::param_bytes(3000)}, true, kChecked);
+    CHECK(shared.out == alone.out);
+    CHECK(shared.result.blocks_sharing_work == kBlocks - kChecked.size());
+}
+
 TEST_CASE("%gridid is the launch's own number") {
     sim::GlobalMemory memory(3);
     const std::uint64_t in = memory.allocate(4);

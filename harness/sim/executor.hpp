@@ -523,6 +523,8 @@ private:
     // Each leftover step's 32 lanes' words, one after another (shared memory is under 2^18 bytes
     // where the slice keeps leftovers).
     std::vector<std::uint16_t> leftover_words_;
+    // Past this many steps (32 MiB), the slice takes no more: the warp parks there.
+    static constexpr std::size_t kMostSliceSteps = std::size_t{1} << 20;
     // Past this many words (32 MiB), a computation that needs a capture parts ways instead.
     static constexpr std::size_t kMostCaptureWords = std::size_t{1} << 23;
     void capture(std::int32_t slot, const std::uint64_t* lanes);

@@ -105,6 +105,10 @@ Executor::Recorded Executor::recordable(const Warp& w, const Instruction& in, st
         if (!writable(in.dst2))
             return Recorded::parks;
     }
+    // A slice past kMostSliceSteps (a loop without end over a value of the block's own) ends
+    // where it is: the others compute the rest themselves.
+    if ((from_identity || is_tainted(in.guard)) && slice_.size() >= kMostSliceSteps)
+        return Recorded::parks;
     if (!from_identity)
         return Recorded::alike;
     if (!pure_[w.pc] && !leftover)
