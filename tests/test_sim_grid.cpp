@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -76,6 +77,39 @@ Outcome run(const char* entry, std::vector<std::vector<std::byte>> extra, bool s
 }
 
 const std::vector<sim::Dim3> kChecked = {{0, 0, 0}, {41, 0, 0}, {159, 0, 0}};
+
+// What `body` returns, run in a child, and the child's peak resident memory in KiB as wait4
+// reports it (the test process itself, NVRTC loaded, is part of it).
+struct InChild {
+    bool exited = false;
+    bool answered = false;
+    std::array<std::uint64_t, 2> seen{};
+    long peak_kib = 0;
+};
+
+template <typename Body>
+InChild run_in_child(Body body) {
+    InChild result;
+    int pipe_ends[2];
+    REQUIRE(pipe(pipe_ends) == 0);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const std::array<std::uint64_t, 2> seen = body();
+        const bool written = write(pipe_ends[1], seen.data(), sizeof seen) == sizeof seen;
+        _exit(written ? 0 : 1);
+    }
+    close(pipe_ends[1]);
+    result.answered = read(pipe_ends[0], result.seen.data(), sizeof result.seen) ==
+                      static_cast<ssize_t>(sizeof result.seen);
+    close(pipe_ends[0]);
+    int status = 0;
+    rusage usage{};
+    REQUIRE(wait4(child, &status, 0, &usage) == child);
+    result.exited = WIFEXITED(status);
+    result.peak_kib = usage.ru_maxrss;
+    return result;
+}
 
 }  // namespace
 
@@ -285,37 +319,19 @@ TEST_CASE("blocks replayed on several threads that store without end stay within
     const Outcome alone = run("storesForever", {sim::param_bytes(300)}, true, kChecked, 5, options);
     REQUIRE(alone.result.status == sim::LaunchStatus::budget_exceeded);
     options.threads = 3;
-    int pipe_ends[2];
-    REQUIRE(pipe(pipe_ends) == 0);
-    const pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        const Outcome threads =
-            run("storesForever", {sim::param_bytes(300)}, true, kChecked, 5, options);
-        const std::uint64_t seen[2] = {threads.result.instructions_run,
-                                       threads.result.status == alone.result.status &&
-                                               threads.result.message == alone.result.message &&
-                                               threads.out == alone.out
-                                           ? 1u
-                                           : 0u};
-        const bool written = write(pipe_ends[1], seen, sizeof seen) == sizeof seen;
-        _exit(written ? 0 : 1);
-    }
-    close(pipe_ends[1]);
-    std::uint64_t seen[2] = {0, 0};
-    const bool read_all = read(pipe_ends[0], seen, sizeof seen) == sizeof seen;
-    close(pipe_ends[0]);
-    int status = 0;
-    rusage usage{};
-    REQUIRE(wait4(child, &status, 0, &usage) == child);
-    REQUIRE(read_all);
-    CHECK(WIFEXITED(status));
-    CHECK(seen[0] == alone.result.instructions_run);
-    CHECK_MESSAGE(seen[1] == 1, "the launch on three threads ended otherwise than on one");
-    // ru_maxrss in KiB: the logs are bounded at 96 MiB a batch; the test process itself (NVRTC
-    // loaded) is part of it.
-    CHECK(usage.ru_maxrss < 512 * 1024);
-    MESSAGE("figure: peak resident memory on three threads " << usage.ru_maxrss / 1024 << " MiB");
+    const InChild threads = run_in_child([&] {
+        const Outcome o = run("storesForever", {sim::param_bytes(300)}, true, kChecked, 5, options);
+        const bool same = o.result.status == alone.result.status &&
+                          o.result.message == alone.result.message && o.out == alone.out;
+        return std::array<std::uint64_t, 2>{o.result.instructions_run, same ? 1u : 0u};
+    });
+    REQUIRE(threads.answered);
+    CHECK(threads.exited);
+    CHECK(threads.seen[0] == alone.result.instructions_run);
+    CHECK_MESSAGE(threads.seen[1] == 1, "the launch on three threads ended otherwise than on one");
+    // The logs are bounded at 96 MiB a batch.
+    CHECK(threads.peak_kib < 512 * 1024);
+    MESSAGE("figure: peak resident memory on three threads " << threads.peak_kib / 1024 << " MiB");
 }
 
 TEST_CASE("a loop without end over a value of the block's own records a bounded slice") {
@@ -324,30 +340,16 @@ TEST_CASE("a loop without end over a value of the block's own records a bounded 
     // million). Run in a child, whose peak resident memory wait4 reports.
     sim::LaunchOptions options;
     options.instruction_budget = 20'000'000;
-    int pipe_ends[2];
-    REQUIRE(pipe(pipe_ends) == 0);
-    const pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        const Outcome endless =
+    const InChild endless = run_in_child([&] {
+        const Outcome o =
             run("ownValueLoop", {sim::param_bytes(1 << 30)}, true, kChecked, 5, options);
-        const std::uint64_t status = static_cast<std::uint64_t>(endless.result.status);
-        const bool written = write(pipe_ends[1], &status, sizeof status) == sizeof status;
-        _exit(written ? 0 : 1);
-    }
-    close(pipe_ends[1]);
-    std::uint64_t status_seen = 0;
-    const bool read_all =
-        read(pipe_ends[0], &status_seen, sizeof status_seen) == sizeof status_seen;
-    close(pipe_ends[0]);
-    int status = 0;
-    rusage usage{};
-    REQUIRE(wait4(child, &status, 0, &usage) == child);
-    REQUIRE(read_all);
-    CHECK(WIFEXITED(status));
-    CHECK(status_seen == static_cast<std::uint64_t>(sim::LaunchStatus::budget_exceeded));
-    CHECK(usage.ru_maxrss < 384 * 1024);
-    MESSAGE("figure: peak resident memory " << usage.ru_maxrss / 1024 << " MiB");
+        return std::array<std::uint64_t, 2>{static_cast<std::uint64_t>(o.result.status), 0};
+    });
+    REQUIRE(endless.answered);
+    CHECK(endless.exited);
+    CHECK(endless.seen[0] == static_cast<std::uint64_t>(sim::LaunchStatus::budget_exceeded));
+    CHECK(endless.peak_kib < 384 * 1024);
+    MESSAGE("figure: peak resident memory " << endless.peak_kib / 1024 << " MiB");
     // A loop that ends: every block's result as each computes it alone.
     const Outcome alone = run("ownValueLoop", {sim::param_bytes(3000)}, false, kChecked);
     const Outcome shared = run("ownValueLoop", {sim::param_bytes(3000)}, true, kChecked);
