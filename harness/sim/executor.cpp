@@ -26,6 +26,9 @@ namespace {
 // payload (the low 22 bits) differing word by word (reference/poison_shared_memory.cu).
 constexpr std::uint32_t kQuietNan = 0x7fc00000u;
 constexpr std::uint32_t kNanPayload = 0x003fffffu;
+std::uint32_t poisoned(std::uint32_t leftover) {
+    return kQuietNan | (leftover & kNanPayload);
+}
 // Register files of finished blocks' warps, kept for the next block of this thread's launches: a
 // probe block's registers are megabytes, and fresh memory for every block, faulted in page by
 // page, cost as much as running the block.
@@ -566,7 +569,7 @@ void Executor::start_block(Dim3 b, bool checked, std::uint32_t place) {
         ModeledDevice::leftover_shared_words(options_.clock_seed, linear, leftovers_.data(), words);
         if (options_.poison_shared) {
             for (std::uint32_t& word : leftovers_)
-                word = kQuietNan | (word & kNanPayload);
+                word = poisoned(word);
         }
         std::memcpy(shared_.data(), leftovers_.data(), words * 4);
     }
@@ -581,6 +584,12 @@ void Executor::start_block(Dim3 b, bool checked, std::uint32_t place) {
     block_barriers_ = 0;
     for (Warp& w : warps_)
         init_warp(w);
+}
+
+std::uint32_t Executor::leftover_bits(std::uint64_t linear_block, std::uint64_t word) const {
+    const std::uint32_t leftover =
+        ModeledDevice::leftover_shared_word(options_.clock_seed, linear_block, word);
+    return options_.poison_shared ? poisoned(leftover) : leftover;
 }
 
 bool Executor::step_block() {

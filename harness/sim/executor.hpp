@@ -544,7 +544,8 @@ private:
     // warp, at an address and under a guard the same in every block, reading at least one word
     // the block has not written).
     bool reads_leftovers(const Warp& w, const Instruction& in, std::uint32_t exec) const;
-    // What a replayed block's shared word it never wrote holds.
+    // What a replayed block's shared word it never wrote holds: start_block's leftovers (or
+    // poison) for one word.
     std::uint32_t leftover_bits(std::uint64_t linear_block, std::uint64_t word) const;
     // The recorded block's state where it parted ways (or ended), and the warp instructions it
     // ran to get there.

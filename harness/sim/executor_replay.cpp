@@ -227,12 +227,6 @@ bool Executor::reads_leftovers(const Warp& w, const Instruction& in, std::uint32
     return any;
 }
 
-std::uint32_t Executor::leftover_bits(std::uint64_t linear_block, std::uint64_t word) const {
-    const std::uint32_t leftover =
-        ModeledDevice::leftover_shared_word(options_.clock_seed, linear_block, word);
-    return options_.poison_shared ? 0x7fc00000u | (leftover & 0x003fffffu) : leftover;
-}
-
 bool Executor::same_in_every_block(const Warp& w, const Instruction& in, std::uint32_t exec) const {
     if (in.op != Op::ld && in.op != Op::st && in.op != Op::atom)
         return true;
@@ -347,7 +341,6 @@ bool Executor::unpark_readers() {
             any = true;
         }
     }
-
     if (any) {
         unparked_at_ = block_instructions_;
         recorded_after_park_ = 0;
