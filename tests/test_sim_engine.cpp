@@ -270,7 +270,7 @@ std::size_t compare_engines(const std::vector<Kernel>& all) {
         const std::vector<int> strides =
             exercise.has_sweep() ? std::vector<int>{16} : std::vector<int>{0};
         const auto registers = cubin_registers(compiled.cubin, compiled.outcome.lowered_name);
-        std::vector<std::byte> globals[3];
+        std::vector<std::byte> globals[5];
         std::uint64_t grid_id = sim::ModeledDevice::grid_id(kSeed);
         bool long_kernel = false;
         for (const InputSpec& input : exercise.inputs) {
@@ -282,11 +282,14 @@ std::size_t compare_engines(const std::vector<Kernel>& all) {
                 CAPTURE(stride);
                 const std::vector<sim::Dim3> checked = device.blocks_for(input, geometry, stride);
                 // The reference engine; the decoded one on the caller's thread; the decoded one
-                // with its replays spread over three threads.
-                Run runs[3];
-                for (int k = 0; k < 3; ++k) {
+                // with its replays spread over three threads. Then the checked blocks alone, as
+                // the exercise's kernels and `grader explain` run them: the reference engine,
+                // and the decoded one, whose second and later checked blocks start from the
+                // first one's recorded work where that is the same as their own run.
+                Run runs[5];
+                for (int k = 0; k < 5; ++k) {
                     SimLaunchSettings settings;
-                    settings.blocks = blocks_compared(geometry, checked);
+                    settings.blocks = k < 3 ? blocks_compared(geometry, checked) : checked;
                     settings.checked = checked;
                     settings.budget = kBudget;
                     settings.block_budget = kBlockBudget;
@@ -296,7 +299,8 @@ std::size_t compare_engines(const std::vector<Kernel>& all) {
                     settings.registers_per_thread =
                         static_cast<std::uint32_t>(std::max(registers.value_or(0), 0));
                     settings.module_globals = &globals[k];
-                    settings.engine = k == 0 ? sim::Engine::reference : sim::Engine::decoded;
+                    settings.engine =
+                        k == 0 || k == 3 ? sim::Engine::reference : sim::Engine::decoded;
                     settings.threads = k == 2 ? 3 : 1;
                     runs[k].result = simulate(exercise, module, compiled.outcome.lowered_name,
                                               geometry, words, stride, settings, &runs[k].outputs);
@@ -304,12 +308,14 @@ std::size_t compare_engines(const std::vector<Kernel>& all) {
                 }
                 ++grid_id;
                 ++launches;
-                for (int k = 1; k < 3; ++k) {
-                    const std::string why = difference(runs[0], runs[k]);
+                for (int k : {1, 2, 4}) {
+                    const std::string why = difference(runs[k == 4 ? 3 : 0], runs[k]);
+                    const std::string how = k == 1   ? "one thread"
+                                            : k == 2 ? "3 threads"
+                                                     : "the checked blocks alone";
                     CHECK_MESSAGE(why.empty(), kernel.name << " with input " << input.id
                                                            << " at stride " << stride << ", "
-                                                           << (k == 1 ? "one thread" : "3 threads")
-                                                           << ": " << why);
+                                                           << how << ": " << why);
                 }
                 const sim::LaunchResult& reference = runs[0].result;
                 long_kernel = long_kernel ||

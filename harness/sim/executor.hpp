@@ -536,8 +536,10 @@ private:
     Recorded recordable(const Warp& w, const Instruction& in, std::uint32_t exec,
                         bool leftover) const;
     // Recording, just before the instruction runs: the slice's bookkeeping for it (`recorded`:
-    // what recordable said); and just after a leftover load ran, its result.
-    void record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec, bool leftover,
+    // what recordable said); and just after a leftover load ran, its result. record_instruction
+    // returns whether the instruction is clean (kClean): alike, nothing of the block's own
+    // among its operands or its guard, nothing recorded.
+    bool record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec, bool leftover,
                             Recorded recorded);
     void record_leftover_result(const Warp& w, const Instruction& in);
     // Recording: a load reads_leftovers can keep in the slice (a 32-bit shared load of the whole
@@ -603,6 +605,43 @@ private:
     // recorded block's (the others may still share).
     enum class Replay { ended, parted, went_its_way };
     Replay replay(Dim3 b, std::uint32_t place);
+    // The first part of a replay: the shared work (swapped in) takes block b's identity on
+    // `place`, its leftovers in the shared words the recording never wrote (own_shared's words
+    // where given, else leftover_bits), and the slice computed again from them. False where its
+    // guards took other lanes than the recorded block's: then nothing of it is left. Else
+    // end_replay puts the shared work back as it was.
+    struct ReplayStart;
+    bool begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_shared,
+                      ReplayStart& start);
+    void end_replay(const ReplayStart& start);
+
+    // A checked block from the shared work (the decoded engine): where the recorded block was
+    // checked and nothing it did until the recording ended depends on the order its warps ran
+    // in past what a block's own run does (see keeps_checked_work), another checked block
+    // starts where it ended, with what the recording added to the counts and races added again,
+    // and the race tracker and barriers as they were there. Its reports are those of its own
+    // run from its start: the shared work's accesses are the same in every block, and what
+    // follows runs as any checked block's.
+    struct CheckedWork {
+        std::uint64_t generation = 0;  // shared_work_generation_ it belongs to
+        LaunchCounts counts;           // what the recording added to the launch's
+        std::uint64_t race_count = 0;
+        RaceTracker races;
+        std::uint32_t barriers = 0;
+    };
+    std::optional<CheckedWork> checked_work_;
+    // Per instruction: from there on a warp reads no memory but parameters and constants,
+    // touches no shared memory, makes no atomic, no printf and reads no clock (bar.sync, votes
+    // and shuffles among its own warps, global stores and arithmetic only). A warp parked at
+    // such an instruction changes nothing the block's other warps read by waiting there.
+    std::vector<std::uint8_t> inert_;
+    void find_inert();
+    // Whether the recording just ended keeps a CheckedWork: the recorded block checked, no
+    // clock read, no warp unparked, and every warp parked at an inert instruction.
+    bool keeps_checked_work() const;
+    // Block b (started by start_block, the executor's) goes on from the shared work where it can;
+    // where its identity takes it another way, it stays at its start.
+    void continue_from_checked_work(Dim3 b, std::uint32_t place);
     // Replays blocks[k] on places[k] (the order in which run() would replay them one by one) on
     // up to options_.threads threads, each from its own copy of the shared work, and applies
     // what they did in that order: their global stores, instructions and blocks run. Stops
@@ -724,10 +763,19 @@ private:
     // instruction reads or writes holds a value the block wrote in each of the warp's lanes
     // (written_lanes_ only grows, so it stays so: neither the check for unwritten reads nor the
     // note of its destinations can change anything again); kSaved once a replay's undo log holds
-    // each slot it writes. Cleared where written_lanes_ and the log start again.
+    // each slot it writes. Cleared where written_lanes_ and the log start again. Recording,
+    // kClean once record_instruction found nothing of the block's own among its operands and
+    // nothing to record: so it stays until a slot of the warp turns the block's own or back
+    // (taint_changed), and the decoded engine does not ask again.
     static constexpr std::uint8_t kChecked = 1;
     static constexpr std::uint8_t kSaved = 2;
+    static constexpr std::uint8_t kClean = 4;
     std::vector<std::uint8_t> sharing_flags_;
+    void taint_changed(std::uint32_t warp) {
+        std::uint8_t* flags = &sharing_flags_[warp * entry_.code.size()];
+        for (std::size_t pc = 0; pc < entry_.code.size(); ++pc)
+            flags[pc] &= static_cast<std::uint8_t>(~kClean);
+    }
     void clear_sharing_flags() { sharing_flags_.assign(warps_.size() * entry_.code.size(), 0); }
     std::uint32_t lanes_of(const Warp& w) const {
         const std::uint32_t first = w.index * 32;

@@ -229,8 +229,9 @@ void Executor::run_warp_decoded(Warp& w) {
             const bool unchecked = (flags & kChecked) == 0;
             const bool recording = mode_ == Mode::recording;
             leftover = recording && step.memory && reads_leftovers(w, in, runs);
+            const bool clean = recording && !leftover && (flags & kClean) != 0;
             const Recorded recorded =
-                recording ? recordable(w, in, runs, leftover) : Recorded::alike;
+                recording && !clean ? recordable(w, in, runs, leftover) : Recorded::alike;
             if (recorded == Recorded::parks ||
                 (runs != 0 && ((step.memory && !leftover && !shared_replay(in) &&
                                 !same_in_every_block(w, in, runs)) ||
@@ -256,8 +257,8 @@ void Executor::run_warp_decoded(Warp& w) {
                 w.parked = true;
                 return;
             }
-            if (recording)
-                record_instruction(w, in, runs, leftover, recorded);
+            if (recording && !clean && record_instruction(w, in, runs, leftover, recorded))
+                flags |= kClean;
         }
         if (++tally.warp_instructions > budget_left) {
             tally.warp_instructions = budget_left;

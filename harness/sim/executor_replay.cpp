@@ -70,7 +70,69 @@ void restore_control(Warp& w, const WarpControl& c) {
     w.ready = c.ready;
 }
 
+// What the launch's counts gained from `before` to `now` (entries only grow).
+LaunchCounts counts_since(const LaunchCounts& now, const LaunchCounts& before) {
+    LaunchCounts d = now;
+    d.blocks_executed -= before.blocks_executed;
+    d.warp_instructions -= before.warp_instructions;
+    d.thread_instructions -= before.thread_instructions;
+    d.shared_load_requests -= before.shared_load_requests;
+    d.shared_load_wavefronts -= before.shared_load_wavefronts;
+    d.shared_load_ideal_wavefronts -= before.shared_load_ideal_wavefronts;
+    d.shared_store_requests -= before.shared_store_requests;
+    d.shared_store_wavefronts -= before.shared_store_wavefronts;
+    d.shared_store_ideal_wavefronts -= before.shared_store_ideal_wavefronts;
+    d.global_load_requests -= before.global_load_requests;
+    d.global_load_sectors -= before.global_load_sectors;
+    d.global_store_requests -= before.global_store_requests;
+    d.global_store_sectors -= before.global_store_sectors;
+    d.printf_calls -= before.printf_calls;
+    for (std::size_t k = 0; k < before.shared_accesses.size(); ++k) {
+        d.shared_accesses[k].requests -= before.shared_accesses[k].requests;
+        d.shared_accesses[k].wavefronts -= before.shared_accesses[k].wavefronts;
+        d.shared_accesses[k].ideal_wavefronts -= before.shared_accesses[k].ideal_wavefronts;
+    }
+    return d;
+}
+
+// Adds counts_since's `gained` to `counts`: the same requests again, so that no worst request
+// changes (the first with the largest degree stays the first).
+void add_counts(LaunchCounts& counts, const LaunchCounts& gained) {
+    counts.blocks_executed += gained.blocks_executed;
+    counts.warp_instructions += gained.warp_instructions;
+    counts.thread_instructions += gained.thread_instructions;
+    counts.shared_load_requests += gained.shared_load_requests;
+    counts.shared_load_wavefronts += gained.shared_load_wavefronts;
+    counts.shared_load_ideal_wavefronts += gained.shared_load_ideal_wavefronts;
+    counts.shared_store_requests += gained.shared_store_requests;
+    counts.shared_store_wavefronts += gained.shared_store_wavefronts;
+    counts.shared_store_ideal_wavefronts += gained.shared_store_ideal_wavefronts;
+    counts.global_load_requests += gained.global_load_requests;
+    counts.global_load_sectors += gained.global_load_sectors;
+    counts.global_store_requests += gained.global_store_requests;
+    counts.global_store_sectors += gained.global_store_sectors;
+    counts.printf_calls += gained.printf_calls;
+    for (std::size_t k = 0; k < gained.shared_accesses.size(); ++k) {
+        counts.shared_accesses[k].requests += gained.shared_accesses[k].requests;
+        counts.shared_accesses[k].wavefronts += gained.shared_accesses[k].wavefronts;
+        counts.shared_accesses[k].ideal_wavefronts += gained.shared_accesses[k].ideal_wavefronts;
+    }
+}
+
 }  // namespace
+
+// What begin_replay changed in the shared work, for end_replay to put back.
+struct Executor::ReplayStart {
+    std::vector<WarpControl> controls;
+    std::uint64_t reduction_true = 0;
+    std::uint64_t reduction_arrived = 0;
+    std::uint64_t block_instructions = 0;
+    Dim3 block{};
+    std::uint32_t place = 0;
+    std::uint64_t start_cycles = 0;
+    std::uint32_t sm = 0;
+    std::uint32_t first_warp_slot = 0;
+};
 
 Executor::Recorded Executor::recordable(const Warp& w, const Instruction& in, std::uint32_t exec,
                                         bool leftover) const {
@@ -120,7 +182,7 @@ Executor::Recorded Executor::recordable(const Warp& w, const Instruction& in, st
                                                                      : Recorded::parks;
 }
 
-void Executor::record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec,
+bool Executor::record_instruction(const Warp& w, const Instruction& in, std::uint32_t exec,
                                   bool leftover, Recorded recorded) {
     const std::size_t base = static_cast<std::size_t>(w.index) * entry_.slot_count;
     std::uint8_t* tainted = &tainted_[base];
@@ -133,10 +195,12 @@ void Executor::record_instruction(const Warp& w, const Instruction& in, std::uin
     if (!from_identity) {
         // A value the same in every block over one of the block's own: a replay keeps its own
         // there until the recording's is put back, as after a capture.
+        bool untainted = false;
         const auto untaint = [&](std::int32_t slot) {
             if (slot >= 0 && tainted[slot] != 0) {
                 tainted[slot] = 0;
                 captured_[base + static_cast<std::size_t>(slot)] = 1;
+                untainted = true;
             }
         };
         if (!stores) {
@@ -144,9 +208,11 @@ void Executor::record_instruction(const Warp& w, const Instruction& in, std::uin
                 untaint(slot);
             untaint(in.dst2);
         }
+        if (untainted)
+            taint_changed(w.index);
         if (check)
             slice_.push_back({w.index, w.pc, w.mask, exec, true, false});
-        return;
+        return !untainted && !check;
     }
     SliceStep step{w.index, w.pc, w.mask, exec, check, true};
     step.first_capture = static_cast<std::uint32_t>(capture_pool_.size());
@@ -173,13 +239,20 @@ void Executor::record_instruction(const Warp& w, const Instruction& in, std::uin
             ++step.captures;
         }
     }
-    for (const std::int32_t slot : in.dst) {
-        if (slot >= 0)
+    bool tainted_now = false;
+    const auto taint = [&](std::int32_t slot) {
+        if (slot >= 0 && tainted[slot] == 0) {
             tainted[slot] = 1;
-    }
-    if (in.dst2 >= 0)
-        tainted[in.dst2] = 1;
+            tainted_now = true;
+        }
+    };
+    for (const std::int32_t slot : in.dst)
+        taint(slot);
+    taint(in.dst2);
+    if (tainted_now)
+        taint_changed(w.index);
     slice_.push_back(step);
+    return false;
 }
 
 void Executor::capture(std::int32_t slot, const std::uint64_t* lanes) {
@@ -382,6 +455,8 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::
     swap_block(state);
     mode_ = Mode::recording;  // start_block keeps what the block writes to shared memory
     start_block(b, checked, place);
+    const LaunchCounts counts_before = decoded_ && checked ? *counts_ : LaunchCounts{};
+    const std::uint64_t races_before = result_->race_count;
     const std::uint64_t before = result_->instructions_run;
     // Every lane of the special registers and constants holds what the block is given.
     written_lanes_.assign(warps_.size() * static_cast<std::size_t>(entry_.slot_count), 0);
@@ -440,6 +515,16 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::
         shared_work_->checked = false;
         shared_work_written_ = written_lanes_;
         slot_saved_.assign(warps_.size() * static_cast<std::size_t>(entry_.slot_count), 0);
+        checked_work_.reset();
+        if (keeps_checked_work()) {
+            CheckedWork work;
+            work.generation = shared_work_generation_;
+            work.counts = counts_since(*counts_, counts_before);
+            work.race_count = result_->race_count - races_before;
+            work.races = races_;
+            work.barriers = block_barriers_;
+            checked_work_ = std::move(work);
+        }
     }
     for (Warp& w : warps_)
         w.parked = false;  // the block itself goes on from here as any block does
@@ -449,19 +534,137 @@ bool Executor::record_shared_work(BlockState& state, Dim3 b, bool checked, std::
     return ended;
 }
 
-Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
-    BlockState& work = *shared_work_;
-    swap_block(work);
-    const Dim3 recorded = block_;
-    const std::uint32_t recorded_place = place_;
+void Executor::find_inert() {
+    const std::vector<Instruction>& code = entry_.code;
+    const std::size_t n = code.size();
+    inert_.assign(n, 0);
+    for (std::size_t pc = 0; pc < n; ++pc) {
+        const Instruction& in = code[pc];
+        bool quiet = reads_clock_[pc] == 0;
+        switch (in.op) {
+            case Op::ld:
+                quiet = quiet && (in.space == Space::param || in.space == Space::constant);
+                break;
+            case Op::st:
+                quiet = quiet && in.space == Space::global;
+                break;
+            case Op::atom:
+            case Op::printf_call:
+            case Op::nanosleep:
+            case Op::trap:
+            case Op::unsupported:
+                quiet = false;
+                break;
+            default:
+                break;
+        }
+        inert_[pc] = quiet ? 1 : 0;
+    }
+    // Inert where the instruction is quiet and so is every one a warp may go to from it: from the
+    // end back, again until nothing changes (a loop's branch back).
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (std::size_t pc = n; pc-- > 0;) {
+            const Instruction& in = code[pc];
+            if (!inert_[pc])
+                continue;
+            const bool ends = (in.op == Op::exit || in.op == Op::bra) && in.guard < 0;
+            const bool next_quiet = ends || (pc + 1 < n && inert_[pc + 1]);
+            const bool target_quiet = in.op != Op::bra || (in.target < n && inert_[in.target]);
+            if (!next_quiet || !target_quiet) {
+                inert_[pc] = 0;
+                changed = true;
+            }
+        }
+    }
+}
+
+bool Executor::keeps_checked_work() const {
+    if (!decoded_ || !checked_ || clock_observed_ || !leftover_words_.empty() ||
+        unparked_at_ != ~std::uint64_t{0})
+        return false;
+    for (const Warp& w : warps_) {
+        if (!w.parked)
+            continue;
+        if (w.blocked != 0 || w.pc >= inert_.size() || !inert_[w.pc])
+            return false;
+        for (std::uint32_t m = w.waiting; m != 0; m &= m - 1) {
+            const std::uint32_t pc = w.lane_pc[ctz(m)];
+            if (pc >= inert_.size() || !inert_[pc])
+                return false;
+        }
+    }
+    return true;
+}
+
+void Executor::continue_from_checked_work(Dim3 b, std::uint32_t place) {
+    if (!shared_work_ || !checked_work_ || checked_work_->generation != shared_work_generation_)
+        return;
+    // Where its budget would run out in the shared work, it runs from its start, as it would.
+    const std::uint64_t budget = options_.instruction_budget;
+    const std::uint64_t block_budget = options_.block_instruction_budget;
+    if (result_->instructions_run >= budget ||
+        shared_work_instructions_ >= budget - result_->instructions_run ||
+        (block_budget != 0 && shared_work_instructions_ >= block_budget))
+        return;
+    BlockState own;
+    swap_block(own);  // its start, as start_block made it
+    ReplayStart start;
+    const bool same_way = begin_replay(b, place, own.shared.data(), start);
+    if (same_way) {
+        // Where the recording ended, with its own start in every lane the recording never wrote
+        // (its place's leftovers) and its own leftovers in shared memory.
+        const std::size_t slots = static_cast<std::size_t>(entry_.slot_count);
+        for (std::size_t k = 0; k < warps_.size(); ++k) {
+            const Warp& from = warps_[k];
+            Warp& to = own.warps[k];
+            restore_control(to, control_of(from));
+            const std::uint32_t* written = &shared_work_written_[k * slots];
+            for (std::size_t slot = 0; slot < slots; ++slot) {
+                const std::uint64_t* lanes = &from.regs[slot * 32];
+                std::uint64_t* into = &to.regs[slot * 32];
+                if (written[slot] == ~0u) {
+                    std::copy_n(lanes, 32, into);
+                    continue;
+                }
+                for (std::uint32_t m = written[slot]; m != 0; m &= m - 1)
+                    into[ctz(m)] = lanes[ctz(m)];
+            }
+        }
+        own.shared = shared_;
+        own.shared_written = shared_written_;
+        own.unwritten_words = unwritten_words_;
+        own.reduction_true = reduction_true_;
+        own.reduction_arrived = reduction_arrived_;
+        end_replay(start);
+    }
+    swap_block(own);
+    if (!same_way)
+        return;
+    races_ = checked_work_->races;
+    block_barriers_ = checked_work_->barriers;
+    block_instructions_ = shared_work_instructions_;
+    result_->instructions_run += shared_work_instructions_;
+    result_->race_count += checked_work_->race_count;
+    add_counts(*counts_, checked_work_->counts);
+    ++result_->blocks_sharing_work;
+    result_->instructions_shared += shared_work_instructions_;
+}
+
+bool Executor::begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_shared,
+                            ReplayStart& start) {
+    swap_block(*shared_work_);
+    start.block = block_;
+    start.place = place_;
+    start.start_cycles = block_start_cycles_;
+    start.sm = sm_of_block_;
+    start.first_warp_slot = first_warp_slot_;
+    start.reduction_true = reduction_true_;
+    start.reduction_arrived = reduction_arrived_;
+    start.block_instructions = block_instructions_;
     const std::uint64_t recorded_start = block_start_cycles_;
-    const std::uint32_t recorded_sm = sm_of_block_;
-    const std::uint32_t recorded_slot = first_warp_slot_;
     set_identity(b, place);
-    std::vector<WarpControl> controls;
-    controls.reserve(warps_.size());
-    const std::uint64_t reduction_true = reduction_true_;
-    const std::uint64_t reduction_arrived = reduction_arrived_;
+    start.controls.reserve(warps_.size());
     const auto special = [&](Warp& w, Special s) {
         const std::int32_t slot = entry_.special_base + static_cast<std::int32_t>(s);
         slot_saved_[static_cast<std::size_t>(w.index) * entry_.slot_count +
@@ -473,7 +676,7 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
         return lanes;
     };
     for (Warp& w : warps_) {
-        controls.push_back(control_of(w));
+        start.controls.push_back(control_of(w));
         // The block's own identity; its SM's clock runs on from where the recorded block's was.
         std::fill_n(special(w, Special::ctaid_x), 32, b.x);
         std::fill_n(special(w, Special::ctaid_y), 32, b.y);
@@ -494,12 +697,20 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
     // ways.
     const std::uint64_t linear = b.x + static_cast<std::uint64_t>(grid_.x) *
                                            (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
+    const auto own_leftover = [&](std::size_t word) {
+        std::uint32_t bits;
+        if (own_shared != nullptr)
+            std::memcpy(&bits, own_shared + word * 4, 4);
+        else
+            bits = leftover_bits(linear, word);
+        return bits;
+    };
     // The shared words nothing wrote hold what this block's place left there (and the slice's
     // loads of leftovers read them there).
     for (std::size_t word = 0; word < shared_written_.size(); ++word) {
         if (!shared_written_[word]) {
             save_shared_word(word);
-            const std::uint32_t bits = leftover_bits(linear, word);
+            const std::uint32_t bits = own_leftover(word);
             std::memcpy(&shared_[word * 4], &bits, 4);
         }
     }
@@ -544,7 +755,7 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
                 for (std::uint32_t m = step.leftover_lanes; m != 0; m &= m - 1) {
                     const unsigned lane = ctz(m);
                     if (shared_written_[words[lane]])
-                        value[lane] = leftover_bits(linear, words[lane]);
+                        value[lane] = own_leftover(words[lane]);
                 }
             }
             continue;
@@ -573,83 +784,71 @@ Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
         else
             execute(w, in, step.exec);
     }
+    if (!same_way) {
+        // Nothing of it ran: its registers and shared words back.
+        end_replay(start);
+        return false;
+    }
     // The slots the same in every block where the recording ended hold what it left there: the
     // captured values and the block's own values written over them are undone.
-    if (same_way) {
-        for (const SavedSlot& saved : saved_slots_) {
-            const std::size_t at = static_cast<std::size_t>(saved.warp) * entry_.slot_count +
-                                   static_cast<std::size_t>(saved.slot);
-            if (!fixed_slot_[static_cast<std::size_t>(saved.slot)] && tainted_[at] == 0) {
-                std::copy(saved.values.begin(), saved.values.end(),
-                          &warps_[saved.warp].regs[static_cast<std::size_t>(saved.slot) * 32]);
-            }
-        }
-    }
-    if (!same_way) {
-        // Nothing of it ran: its registers and shared words back, and it runs from its start.
-        for (auto it = saved_words_.rbegin(); it != saved_words_.rend(); ++it)
-            std::memcpy(&shared_[it->first * 4], &it->second, 4);
-        saved_words_.clear();
-        for (const SavedSlot& saved : saved_slots_) {
+    for (const SavedSlot& saved : saved_slots_) {
+        const std::size_t at = static_cast<std::size_t>(saved.warp) * entry_.slot_count +
+                               static_cast<std::size_t>(saved.slot);
+        if (!fixed_slot_[static_cast<std::size_t>(saved.slot)] && tainted_[at] == 0) {
             std::copy(saved.values.begin(), saved.values.end(),
                       &warps_[saved.warp].regs[static_cast<std::size_t>(saved.slot) * 32]);
-            slot_saved_[static_cast<std::size_t>(saved.warp) * entry_.slot_count +
-                        static_cast<std::size_t>(saved.slot)] = 0;
         }
-        saved_slots_.clear();
-        for (std::size_t k = 0; k < warps_.size(); ++k)
-            restore_control(warps_[k], controls[k]);
-        block_ = recorded;
-        place_ = recorded_place;
-        block_start_cycles_ = recorded_start;
-        sm_of_block_ = recorded_sm;
-        first_warp_slot_ = recorded_slot;
-        swap_block(work);
-        return Replay::went_its_way;
     }
+    return true;
+}
+
+void Executor::end_replay(const ReplayStart& start) {
+    mode_ = Mode::normal;
+    for (const SavedSlot& saved : saved_slots_) {
+        std::copy(saved.values.begin(), saved.values.end(),
+                  &warps_[saved.warp].regs[static_cast<std::size_t>(saved.slot) * 32]);
+        slot_saved_[static_cast<std::size_t>(saved.warp) * entry_.slot_count +
+                    static_cast<std::size_t>(saved.slot)] = 0;
+    }
+    saved_slots_.clear();
+    for (auto it = saved_words_.rbegin(); it != saved_words_.rend(); ++it)
+        std::memcpy(&shared_[it->first * 4], &it->second, 4);
+    saved_words_.clear();
+    for (std::size_t k = 0; k < warps_.size(); ++k)
+        restore_control(warps_[k], start.controls[k]);
+    reduction_true_ = start.reduction_true;
+    reduction_arrived_ = start.reduction_arrived;
+    block_instructions_ = start.block_instructions;
+    block_ = start.block;
+    place_ = start.place;
+    block_start_cycles_ = start.start_cycles;
+    sm_of_block_ = start.sm;
+    first_warp_slot_ = start.first_warp_slot;
+    swap_block(*shared_work_);
+}
+
+Executor::Replay Executor::replay(Dim3 b, std::uint32_t place) {
+    ReplayStart start;
+    if (!begin_replay(b, place, nullptr, start))
+        return Replay::went_its_way;  // it runs from its start
     written_lanes_ = shared_work_written_;
     clear_sharing_flags();
     // The work it shares counts toward the budget as its own.
     const std::uint64_t instructions_before = result_->instructions_run;
-    const std::uint64_t block_before = block_instructions_;
     result_->instructions_run += shared_work_instructions_;
     block_instructions_ = shared_work_instructions_;
     mode_ = Mode::replaying;
     bool ended = false;
-    const auto undo = [&] {
-        mode_ = Mode::normal;
-        for (const SavedSlot& saved : saved_slots_) {
-            std::copy(saved.values.begin(), saved.values.end(),
-                      &warps_[saved.warp].regs[static_cast<std::size_t>(saved.slot) * 32]);
-            slot_saved_[static_cast<std::size_t>(saved.warp) * entry_.slot_count +
-                        static_cast<std::size_t>(saved.slot)] = 0;
-        }
-        saved_slots_.clear();
-        for (auto it = saved_words_.rbegin(); it != saved_words_.rend(); ++it)
-            std::memcpy(&shared_[it->first * 4], &it->second, 4);
-        saved_words_.clear();
-        for (std::size_t k = 0; k < warps_.size(); ++k)
-            restore_control(warps_[k], controls[k]);
-        reduction_true_ = reduction_true;
-        reduction_arrived_ = reduction_arrived;
-        block_instructions_ = block_before;
-        block_ = recorded;
-        place_ = recorded_place;
-        block_start_cycles_ = recorded_start;
-        sm_of_block_ = recorded_sm;
-        first_warp_slot_ = recorded_slot;
-        swap_block(work);
-    };
     try {
         while (!ended)
             ended = step_block();
     } catch (const PartsWays&) {
         result_->instructions_run = instructions_before;  // it runs again from its start
     } catch (...) {
-        undo();
+        end_replay(start);
         throw;
     }
-    undo();
+    end_replay(start);
     if (ended) {
         ++result_->blocks_run;
         ++result_->blocks_sharing_work;

@@ -532,7 +532,8 @@ struct LaunchResult {
     std::uint64_t blocks_run = 0;        // every block that ran to the end
     std::uint64_t instructions_run = 0;  // warp instructions of every block run
     bool wrote_input = false;            // a store or atomic landed in LaunchOptions' input buffer
-    // Blocks that started from the work another had done alike (a matter of speed alone).
+    // Blocks that started from the work another had done alike, checked ones included (a
+    // matter of speed alone).
     std::uint64_t blocks_sharing_work = 0;
     // The warp instructions those blocks did not run themselves: the shared work's, each.
     std::uint64_t instructions_shared = 0;
