@@ -482,6 +482,8 @@ private:
     // the probe's seven readers run 16,384 warp instructions each after its fill.
     std::uint64_t most_after_park_ = kMostAfterPark;
     std::vector<std::uint8_t> reads_block_identity_;  // per instruction: %ctaid, %smid, %warpid
+    // Per special register: some instruction reads it (init_warp and a replay set only those).
+    std::array<std::uint8_t, static_cast<std::size_t>(Special::count)> special_read_{};
     std::vector<std::uint8_t> pure_;  // per instruction: it only computes registers from registers
     // Recording: the slots whose value is the block's own (warp * slot_count + slot): computed
     // from its identity or read from a shared word it never wrote (its leftovers); and the

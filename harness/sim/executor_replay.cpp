@@ -675,18 +675,24 @@ bool Executor::begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_sh
         saved_slots_.push_back(saved);
         return lanes;
     };
+    const auto identity = [&](Warp& w, Special s, std::uint64_t value) {
+        if (special_read_[static_cast<std::size_t>(s)] != 0)
+            std::fill_n(special(w, s), 32, value);
+    };
     for (Warp& w : warps_) {
         start.controls.push_back(control_of(w));
-        // The block's own identity; its SM's clock runs on from where the recorded block's was.
-        std::fill_n(special(w, Special::ctaid_x), 32, b.x);
-        std::fill_n(special(w, Special::ctaid_y), 32, b.y);
-        std::fill_n(special(w, Special::ctaid_z), 32, b.z);
-        std::fill_n(special(w, Special::smid), 32, sm_of_block_);
-        std::fill_n(special(w, Special::warpid), 32, first_warp_slot_ + w.index);
+        // The block's own identity (where the kernel reads it); its SM's clock runs on from
+        // where the recorded block's was.
+        identity(w, Special::ctaid_x, b.x);
+        identity(w, Special::ctaid_y, b.y);
+        identity(w, Special::ctaid_z, b.z);
+        identity(w, Special::smid, sm_of_block_);
+        identity(w, Special::warpid, first_warp_slot_ + w.index);
         for (const Special clock :
              {Special::clock, Special::clock_hi, Special::clock64, Special::globaltimer,
               Special::globaltimer_lo, Special::globaltimer_hi}) {
-            special(w, clock);
+            if (special_read_[static_cast<std::size_t>(clock)] != 0)
+                special(w, clock);
         }
         w.cycles = w.cycles - recorded_start + block_start_cycles_;
         for (std::uint64_t& ready : w.ready)  // a value not ready yet is as far ahead as it was
@@ -707,7 +713,7 @@ bool Executor::begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_sh
     };
     // The shared words nothing wrote hold what this block's place left there (and the slice's
     // loads of leftovers read them there).
-    for (std::size_t word = 0; word < shared_written_.size(); ++word) {
+    for (std::size_t word = 0; unwritten_words_ != 0 && word < shared_written_.size(); ++word) {
         if (!shared_written_[word]) {
             save_shared_word(word);
             const std::uint32_t bits = own_leftover(word);
