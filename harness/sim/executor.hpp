@@ -617,6 +617,39 @@ private:
                       ReplayStart& start);
     void end_replay(const ReplayStart& start);
 
+    // A launch of checked blocks alone (the exercise's kernels' sampled blocks), run
+    // speculatively (speculate): the first block is recorded alone and the others start from
+    // its work, which is what their runs in turns from their start would have reached only
+    // where speculation_held(); else launch() puts back every global word it wrote (undo_log_)
+    // and runs it again without. What must hold, beside continue_from_checked_work's rules: the
+    // recording stored nothing in global memory (the others would not have stored it again at
+    // their own time), every other block started from the work, no atomic reached global
+    // memory, and nothing was stored into the input (which the others' work read as the
+    // recording read it).
+public:
+    struct UndoWrite {
+        std::byte* at;
+        std::array<std::byte, 16> bytes;
+        std::size_t size;
+    };
+    void speculate(std::vector<UndoWrite>* undo_log) { undo_log_ = undo_log; }
+    bool speculation_held() const;
+
+private:
+    std::vector<UndoWrite>* undo_log_ = nullptr;
+    bool recording_stored_ = false;   // a global store or atomic while recording
+    bool global_atomic_ = false;      // a global atomic anywhere in the launch
+    std::uint64_t started_from_work_ = 0;  // checked blocks continue_from_checked_work started
+    void note_global_write(std::byte* at, std::size_t size, bool atomic) {
+        if (undo_log_ == nullptr)
+            return;
+        UndoWrite undo{at, {}, size};
+        std::memcpy(undo.bytes.data(), at, size);
+        undo_log_->push_back(undo);
+        recording_stored_ = recording_stored_ || mode_ == Mode::recording;
+        global_atomic_ = global_atomic_ || atomic;
+    }
+
     // A checked block from the shared work (the decoded engine): where the recorded block was
     // checked and nothing it did until the recording ended depends on the order its warps ran
     // in past what a block's own run does (see keeps_checked_work), another checked block
@@ -667,6 +700,7 @@ private:
     std::size_t store_log_limit_ = 0;
     struct StoreLogFull {};
     void store_global(std::byte* at, std::uint64_t value, std::size_t size) {
+        note_global_write(at, size, false);
         if (store_log_ == nullptr)
             return store_bytes(at, value, size);
         if (store_log_->size() >= store_log_limit_)

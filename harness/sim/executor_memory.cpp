@@ -677,6 +677,8 @@ void Executor::atomic(Warp& w, const Instruction& in, std::uint32_t exec) {
                         break;
                 }
             }
+            if (r.space == Space::global)
+                note_global_write(r.bytes, sizeof(T), true);
             std::memcpy(r.bytes, &nv, sizeof(T));
             d[lane] = bits_of<T>(old);
         });

@@ -649,6 +649,13 @@ void Executor::continue_from_checked_work(Dim3 b, std::uint32_t place) {
     add_counts(*counts_, checked_work_->counts);
     ++result_->blocks_sharing_work;
     result_->instructions_shared += shared_work_instructions_;
+    ++started_from_work_;
+}
+
+bool Executor::speculation_held() const {
+    const std::uint64_t blocks = result_->blocks_run;
+    return undo_log_ != nullptr && checked_work_ && !recording_stored_ && !global_atomic_ &&
+           !result_->wrote_input && blocks > 1 && started_from_work_ == blocks - 1;
 }
 
 bool Executor::begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_shared,
