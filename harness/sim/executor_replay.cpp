@@ -758,11 +758,13 @@ bool Executor::begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_sh
             leftover_step += 32;
             const std::uint32_t* recorded_lanes = pool + 1;
             const std::byte* shared = shared_.data();
-            for (unsigned lane = 0; lane < 32; ++lane) {
+            for (unsigned lane = 0; lane < 32; ++lane)  // a loop the compiler vectorises
+                value[lane] = recorded_lanes[lane];
+            for (std::uint32_t m = step.leftover_lanes; m != 0; m &= m - 1) {
+                const unsigned lane = ctz(m);
                 std::uint32_t own;
                 std::memcpy(&own, shared + std::size_t{words[lane]} * 4, 4);
-                const std::uint32_t take = 0u - ((step.leftover_lanes >> lane) & 1u);
-                value[lane] = (own & take) | (recorded_lanes[lane] & ~take);  // without a branch
+                value[lane] = own;
             }
             if (step.leftover_rewritten) {
                 for (std::uint32_t m = step.leftover_lanes; m != 0; m &= m - 1) {

@@ -107,6 +107,9 @@ def main():
                                             "--jobs", str(args.jobs), "--backend", "sim"])
             batch[label] = (cpu, wall, verdicts(out_dir))
             print(f"batch with {label}: {cpu:.1f} CPU-s, {wall:.1f} s wall, exit {status}")
+            if status not in (0, 1):
+                sys.exit(f"the batch with {label} did not grade (exit {status}): "
+                         f"{err.strip()[-2000:]}")
         (cpu_b, wall_b, seen_b), (cpu_a, wall_a, seen_a) = batch["before"], batch["after"]
         rows.append(("class of 100: CPU seconds", f"{cpu_b:.1f}", f"{cpu_a:.1f}",
                      f"{cpu_a / cpu_b:.2f}x", "at most 0.5x"))
