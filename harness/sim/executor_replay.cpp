@@ -598,7 +598,10 @@ bool Executor::keeps_checked_work() const {
 }
 
 void Executor::continue_from_checked_work(Dim3 b, std::uint32_t place) {
-    if (!shared_work_ || !checked_work_ || checked_work_->generation != shared_work_generation_)
+    // Once a block has stored into the input, which the recording read as it was before, a
+    // checked block reads it at its own time again.
+    if (!shared_work_ || !checked_work_ || checked_work_->generation != shared_work_generation_ ||
+        result_->wrote_input)
         return;
     // Where its budget would run out in the shared work, it runs from its start, as it would.
     const std::uint64_t budget = options_.instruction_budget;
