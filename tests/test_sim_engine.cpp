@@ -231,8 +231,8 @@ std::vector<sim::Dim3> blocks_compared(const LaunchGeometry& geometry,
 }
 
 // Launches of the checked blocks alone whose blocks shared the first one's work (the decoded
-// engine's speculation held), in the last compare_engines: a comparison where it never holds compares
-// two runs of one path.
+// engine's speculation held), in the last compare_engines: a comparison where it never holds
+// compares two runs of one path.
 std::size_t g_alone_shared = 0;
 
 // Launches each kernel on both engines and checks they agree; returns how many it launched.
@@ -321,8 +321,8 @@ std::size_t compare_engines(const std::vector<Kernel>& all) {
                                             : k == 2 ? "3 threads"
                                                      : "the checked blocks alone";
                     CHECK_MESSAGE(why.empty(), kernel.name << " with input " << input.id
-                                                           << " at stride " << stride << ", "
-                                                           << how << ": " << why);
+                                                           << " at stride " << stride << ", " << how
+                                                           << ": " << why);
                 }
                 const sim::LaunchResult& reference = runs[0].result;
                 long_kernel = long_kernel ||

@@ -873,10 +873,10 @@ void Executor::init_warp(Warp& w) {
     per_lane(Special::lanemask_le, [](unsigned lane) {
         return std::uint64_t{lane == 31 ? 0xffffffffu : (2u << lane) - 1};
     });
-    per_lane(Special::lanemask_gt, [](unsigned lane) {
-        return std::uint64_t{lane == 31 ? 0u : ~((2u << lane) - 1)};
-    });
-    per_lane(Special::lanemask_ge, [](unsigned lane) { return std::uint64_t{~((1u << lane) - 1)}; });
+    per_lane(Special::lanemask_gt,
+             [](unsigned lane) { return std::uint64_t{lane == 31 ? 0u : ~((2u << lane) - 1)}; });
+    per_lane(Special::lanemask_ge,
+             [](unsigned lane) { return std::uint64_t{~((1u << lane) - 1)}; });
 }
 
 // Min-PC scheduling: run the lanes with the lowest pc among those that can run.
@@ -1095,6 +1095,35 @@ bool speculative(const LaunchOptions& options) {
     });
 }
 
+// The first checked block's work shared with the others (Executor::speculate): the launch's
+// result where that is what their own runs would have done (Executor::speculation_held); else
+// nothing, every global word it wrote put back and its allocations released.
+std::optional<LaunchResult> launch_speculatively(const Program& program, const Entry& entry,
+                                                 Dim3 grid, Dim3 block,
+                                                 const std::vector<std::vector<std::byte>>& params,
+                                                 GlobalMemory& memory,
+                                                 const LaunchOptions& options) {
+    const std::uint64_t mark = memory.mark();
+    std::vector<Executor::UndoWrite> undo;
+    LaunchResult trial;
+    try {
+        Executor executor(program, entry, grid, block, params, memory, options, trial);
+        executor.speculate(&undo);
+        executor.run();
+        if (executor.speculation_held()) {
+            executor.save_globals();
+            trial.status = LaunchStatus::completed;
+            return trial;
+        }
+    } catch (const Stop&) {
+        // Again without: where it stops and why, as its blocks' runs in turns show it.
+    }
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it)
+        std::memcpy(it->at, it->bytes.data(), it->size);
+    memory.release_from(mark);
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<Dim3> first_blocks(Dim3 grid, std::uint64_t count) {
@@ -1219,27 +1248,9 @@ LaunchResult launch(const Module& module, std::string_view entry_name, Dim3 grid
                       std::to_string(kMaxLocalBytesPerThread) + " (512 KiB)");
     }
     if (speculative(options)) {
-        // The first checked block's work shared with the others, where that is what their own
-        // runs would have done (Executor::speculation_held); else everything it wrote back and
-        // the launch again, as before.
-        const std::uint64_t mark = memory.mark();
-        std::vector<Executor::UndoWrite> undo;
-        LaunchResult trial;
-        try {
-            Executor executor(*program, *entry, grid, block, params, memory, options, trial);
-            executor.speculate(&undo);
-            executor.run();
-            if (executor.speculation_held()) {
-                executor.save_globals();
-                trial.status = LaunchStatus::completed;
-                return trial;
-            }
-        } catch (const Stop&) {
-            // Again without: where it stops and why, as its blocks' runs in turns show it.
-        }
-        for (auto it = undo.rbegin(); it != undo.rend(); ++it)
-            std::memcpy(it->at, it->bytes.data(), it->size);
-        memory.release_from(mark);
+        if (auto held =
+                launch_speculatively(*program, *entry, grid, block, params, memory, options))
+            return std::move(*held);
     }
     try {
         Executor executor(*program, *entry, grid, block, params, memory, options, result);

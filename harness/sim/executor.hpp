@@ -613,9 +613,12 @@ private:
     // guards took other lanes than the recorded block's: then nothing of it is left. Else
     // end_replay puts the shared work back as it was.
     struct ReplayStart;
-    bool begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_shared,
-                      ReplayStart& start);
+    bool begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_shared, ReplayStart& start);
     void end_replay(const ReplayStart& start);
+    // begin_replay's slice: the block's leftovers (linear: its index) put in the shared words
+    // the recording never wrote and each step computed again; false at a guard that lets other
+    // lanes run than the recorded block's.
+    bool compute_slice_again(std::uint64_t linear, const std::byte* own_shared);
 
     // A launch of checked blocks alone (the exercise's kernels' sampled blocks), run
     // speculatively (speculate): the first block is recorded alone and the others start from
@@ -637,8 +640,8 @@ public:
 
 private:
     std::vector<UndoWrite>* undo_log_ = nullptr;
-    bool recording_stored_ = false;   // a global store or atomic while recording
-    bool global_atomic_ = false;      // a global atomic anywhere in the launch
+    bool recording_stored_ = false;        // a global store or atomic while recording
+    bool global_atomic_ = false;           // a global atomic anywhere in the launch
     std::uint64_t started_from_work_ = 0;  // checked blocks continue_from_checked_work started
     void note_global_write(std::byte* at, std::size_t size, bool atomic) {
         if (undo_log_ == nullptr)

@@ -14,11 +14,13 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
+#include "sim/races.hpp"
 #include "sim/sim.hpp"
 
 namespace grader::sim::detail {
@@ -661,58 +663,7 @@ bool Executor::speculation_held() const {
            !result_->wrote_input && blocks > 1 && started_from_work_ == blocks - 1;
 }
 
-bool Executor::begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_shared,
-                            ReplayStart& start) {
-    swap_block(*shared_work_);
-    start.block = block_;
-    start.place = place_;
-    start.start_cycles = block_start_cycles_;
-    start.sm = sm_of_block_;
-    start.first_warp_slot = first_warp_slot_;
-    start.reduction_true = reduction_true_;
-    start.reduction_arrived = reduction_arrived_;
-    start.block_instructions = block_instructions_;
-    const std::uint64_t recorded_start = block_start_cycles_;
-    set_identity(b, place);
-    start.controls.reserve(warps_.size());
-    const auto special = [&](Warp& w, Special s) {
-        const std::int32_t slot = entry_.special_base + static_cast<std::int32_t>(s);
-        slot_saved_[static_cast<std::size_t>(w.index) * entry_.slot_count +
-                    static_cast<std::size_t>(slot)] = 1;
-        SavedSlot saved{w.index, slot, {}};
-        std::uint64_t* lanes = &w.regs[static_cast<std::size_t>(slot) * 32];
-        std::copy_n(lanes, 32, saved.values.begin());
-        saved_slots_.push_back(saved);
-        return lanes;
-    };
-    const auto identity = [&](Warp& w, Special s, std::uint64_t value) {
-        if (special_read_[static_cast<std::size_t>(s)] != 0)
-            std::fill_n(special(w, s), 32, value);
-    };
-    for (Warp& w : warps_) {
-        start.controls.push_back(control_of(w));
-        // The block's own identity (where the kernel reads it); its SM's clock runs on from
-        // where the recorded block's was.
-        identity(w, Special::ctaid_x, b.x);
-        identity(w, Special::ctaid_y, b.y);
-        identity(w, Special::ctaid_z, b.z);
-        identity(w, Special::smid, sm_of_block_);
-        identity(w, Special::warpid, first_warp_slot_ + w.index);
-        for (const Special clock :
-             {Special::clock, Special::clock_hi, Special::clock64, Special::globaltimer,
-              Special::globaltimer_lo, Special::globaltimer_hi}) {
-            if (special_read_[static_cast<std::size_t>(clock)] != 0)
-                special(w, clock);
-        }
-        w.cycles = w.cycles - recorded_start + block_start_cycles_;
-        for (std::uint64_t& ready : w.ready)  // a value not ready yet is as far ahead as it was
-            ready = ready > recorded_start ? ready - recorded_start + block_start_cycles_ : 0;
-    }
-    // What the recorded block computed from its identity and leftovers, computed again from this
-    // one's; where its guards let other lanes run than the recorded block's, this block parts
-    // ways.
-    const std::uint64_t linear = b.x + static_cast<std::uint64_t>(grid_.x) *
-                                           (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
+bool Executor::compute_slice_again(std::uint64_t linear, const std::byte* own_shared) {
     const auto own_leftover = [&](std::size_t word) {
         std::uint32_t bits;
         if (own_shared != nullptr)
@@ -730,7 +681,6 @@ bool Executor::begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_sh
             std::memcpy(&shared_[word * 4], &bits, 4);
         }
     }
-    bool same_way = true;
     std::size_t leftover_step = 0;
     for (const SliceStep& step : slice_) {
         Warp& w = warps_[step.warp];
@@ -743,10 +693,8 @@ bool Executor::begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_sh
                 if ((p[lane] != 0) != in.negate_guard)
                     runs |= 1u << lane;
             }
-            if (runs != step.exec) {
-                same_way = false;
-                break;
-            }
+            if (runs != step.exec)
+                return false;
         }
         if (!step.compute)
             continue;
@@ -802,6 +750,62 @@ bool Executor::begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_sh
         else
             execute(w, in, step.exec);
     }
+    return true;
+}
+
+bool Executor::begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_shared,
+                            ReplayStart& start) {
+    swap_block(*shared_work_);
+    start.block = block_;
+    start.place = place_;
+    start.start_cycles = block_start_cycles_;
+    start.sm = sm_of_block_;
+    start.first_warp_slot = first_warp_slot_;
+    start.reduction_true = reduction_true_;
+    start.reduction_arrived = reduction_arrived_;
+    start.block_instructions = block_instructions_;
+    const std::uint64_t recorded_start = block_start_cycles_;
+    set_identity(b, place);
+    start.controls.reserve(warps_.size());
+    const auto special = [&](Warp& w, Special s) {
+        const std::int32_t slot = entry_.special_base + static_cast<std::int32_t>(s);
+        slot_saved_[static_cast<std::size_t>(w.index) * entry_.slot_count +
+                    static_cast<std::size_t>(slot)] = 1;
+        SavedSlot saved{w.index, slot, {}};
+        std::uint64_t* lanes = &w.regs[static_cast<std::size_t>(slot) * 32];
+        std::copy_n(lanes, 32, saved.values.begin());
+        saved_slots_.push_back(saved);
+        return lanes;
+    };
+    const auto identity = [&](Warp& w, Special s, std::uint64_t value) {
+        if (special_read_[static_cast<std::size_t>(s)] != 0)
+            std::fill_n(special(w, s), 32, value);
+    };
+    for (Warp& w : warps_) {
+        start.controls.push_back(control_of(w));
+        // The block's own identity (where the kernel reads it); its SM's clock runs on from
+        // where the recorded block's was.
+        identity(w, Special::ctaid_x, b.x);
+        identity(w, Special::ctaid_y, b.y);
+        identity(w, Special::ctaid_z, b.z);
+        identity(w, Special::smid, sm_of_block_);
+        identity(w, Special::warpid, first_warp_slot_ + w.index);
+        for (const Special clock :
+             {Special::clock, Special::clock_hi, Special::clock64, Special::globaltimer,
+              Special::globaltimer_lo, Special::globaltimer_hi}) {
+            if (special_read_[static_cast<std::size_t>(clock)] != 0)
+                special(w, clock);
+        }
+        w.cycles = w.cycles - recorded_start + block_start_cycles_;
+        for (std::uint64_t& ready : w.ready)  // a value not ready yet is as far ahead as it was
+            ready = ready > recorded_start ? ready - recorded_start + block_start_cycles_ : 0;
+    }
+    // What the recorded block computed from its identity and leftovers, computed again from this
+    // one's; where its guards let other lanes run than the recorded block's, this block parts
+    // ways.
+    const std::uint64_t linear = b.x + static_cast<std::uint64_t>(grid_.x) *
+                                           (b.y + static_cast<std::uint64_t>(grid_.y) * b.z);
+    const bool same_way = compute_slice_again(linear, own_shared);
     if (!same_way) {
         // Nothing of it ran: its registers and shared words back.
         end_replay(start);
