@@ -144,12 +144,7 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
     };
     for (std::size_t pc = 0; pc < entry.code.size(); ++pc) {
         const Instruction& in = entry.code[pc];
-        for (const std::int32_t slot : in.src)
-            note_special(slot);
-        for (const std::int32_t slot : in.dst)
-            note_special(slot);
-        note_special(in.dst2);
-        note_special(in.guard);
+        for_each_slot(in, note_special);
         for (const std::int32_t slot : in.src) {
             reads_clock_[pc] |= static_cast<std::uint8_t>(is_clock_slot(slot));
             reads_block_identity_[pc] |= static_cast<std::uint8_t>(identity(slot));

@@ -79,12 +79,7 @@ bool Executor::slots_written(const Warp& w, const Instruction& in) const {
         if (slot >= 0)
             missing |= lanes & ~written[slot];
     };
-    for (const std::int32_t slot : in.src)
-        add(slot);
-    for (const std::int32_t slot : in.dst)
-        add(slot);
-    add(in.dst2);
-    add(in.guard);
+    for_each_slot(in, add);
     return missing == 0;
 }
 

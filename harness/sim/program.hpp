@@ -135,6 +135,18 @@ struct Instruction {
 
 // A register slot whose 32 lanes hold the same value at warp start: an immediate, or the address
 // of a symbol (resolved at launch, because global variables get their addresses then).
+// f(slot) for each register slot the instruction names: its sources, its destinations (a store's
+// values among them), setp's second predicate or shfl's, its guard; kNoSlot where unused.
+template <class F>
+void for_each_slot(const Instruction& in, F f) {
+    for (const std::int32_t slot : in.src)
+        f(slot);
+    for (const std::int32_t slot : in.dst)
+        f(slot);
+    f(in.dst2);
+    f(in.guard);
+}
+
 struct ConstantSlot {
     std::int32_t slot = 0;
     std::uint64_t value = 0;
