@@ -72,53 +72,42 @@ void restore_control(Warp& w, const WarpControl& c) {
     w.ready = c.ready;
 }
 
+// op(a's count, b's count) for each count a launch sums (its shared accesses' by index, up to
+// b's entries): the one list of them that counts_since and add_counts share.
+template <class Op>
+void each_count(LaunchCounts& a, const LaunchCounts& b, Op op) {
+    op(a.blocks_executed, b.blocks_executed);
+    op(a.warp_instructions, b.warp_instructions);
+    op(a.thread_instructions, b.thread_instructions);
+    op(a.shared_load_requests, b.shared_load_requests);
+    op(a.shared_load_wavefronts, b.shared_load_wavefronts);
+    op(a.shared_load_ideal_wavefronts, b.shared_load_ideal_wavefronts);
+    op(a.shared_store_requests, b.shared_store_requests);
+    op(a.shared_store_wavefronts, b.shared_store_wavefronts);
+    op(a.shared_store_ideal_wavefronts, b.shared_store_ideal_wavefronts);
+    op(a.global_load_requests, b.global_load_requests);
+    op(a.global_load_sectors, b.global_load_sectors);
+    op(a.global_store_requests, b.global_store_requests);
+    op(a.global_store_sectors, b.global_store_sectors);
+    op(a.printf_calls, b.printf_calls);
+    for (std::size_t k = 0; k < b.shared_accesses.size(); ++k) {
+        op(a.shared_accesses[k].requests, b.shared_accesses[k].requests);
+        op(a.shared_accesses[k].wavefronts, b.shared_accesses[k].wavefronts);
+        op(a.shared_accesses[k].ideal_wavefronts, b.shared_accesses[k].ideal_wavefronts);
+    }
+}
+
 // What the launch's counts gained from `before` to `now` (entries only grow).
 LaunchCounts counts_since(const LaunchCounts& now, const LaunchCounts& before) {
-    LaunchCounts d = now;
-    d.blocks_executed -= before.blocks_executed;
-    d.warp_instructions -= before.warp_instructions;
-    d.thread_instructions -= before.thread_instructions;
-    d.shared_load_requests -= before.shared_load_requests;
-    d.shared_load_wavefronts -= before.shared_load_wavefronts;
-    d.shared_load_ideal_wavefronts -= before.shared_load_ideal_wavefronts;
-    d.shared_store_requests -= before.shared_store_requests;
-    d.shared_store_wavefronts -= before.shared_store_wavefronts;
-    d.shared_store_ideal_wavefronts -= before.shared_store_ideal_wavefronts;
-    d.global_load_requests -= before.global_load_requests;
-    d.global_load_sectors -= before.global_load_sectors;
-    d.global_store_requests -= before.global_store_requests;
-    d.global_store_sectors -= before.global_store_sectors;
-    d.printf_calls -= before.printf_calls;
-    for (std::size_t k = 0; k < before.shared_accesses.size(); ++k) {
-        d.shared_accesses[k].requests -= before.shared_accesses[k].requests;
-        d.shared_accesses[k].wavefronts -= before.shared_accesses[k].wavefronts;
-        d.shared_accesses[k].ideal_wavefronts -= before.shared_accesses[k].ideal_wavefronts;
-    }
-    return d;
+    LaunchCounts gained = now;
+    each_count(gained, before, [](std::uint64_t& a, std::uint64_t b) { a -= b; });
+    return gained;
 }
 
 // Adds counts_since's `gained` to `counts`: the same requests again, so that no worst request
 // changes (the first with the largest degree stays the first).
 void add_counts(LaunchCounts& counts, const LaunchCounts& gained) {
-    counts.blocks_executed += gained.blocks_executed;
-    counts.warp_instructions += gained.warp_instructions;
-    counts.thread_instructions += gained.thread_instructions;
-    counts.shared_load_requests += gained.shared_load_requests;
-    counts.shared_load_wavefronts += gained.shared_load_wavefronts;
-    counts.shared_load_ideal_wavefronts += gained.shared_load_ideal_wavefronts;
-    counts.shared_store_requests += gained.shared_store_requests;
-    counts.shared_store_wavefronts += gained.shared_store_wavefronts;
-    counts.shared_store_ideal_wavefronts += gained.shared_store_ideal_wavefronts;
-    counts.global_load_requests += gained.global_load_requests;
-    counts.global_load_sectors += gained.global_load_sectors;
-    counts.global_store_requests += gained.global_store_requests;
-    counts.global_store_sectors += gained.global_store_sectors;
-    counts.printf_calls += gained.printf_calls;
-    for (std::size_t k = 0; k < gained.shared_accesses.size(); ++k) {
-        counts.shared_accesses[k].requests += gained.shared_accesses[k].requests;
-        counts.shared_accesses[k].wavefronts += gained.shared_accesses[k].wavefronts;
-        counts.shared_accesses[k].ideal_wavefronts += gained.shared_accesses[k].ideal_wavefronts;
-    }
+    each_count(counts, gained, [](std::uint64_t& a, std::uint64_t b) { a += b; });
 }
 
 }  // namespace
