@@ -118,11 +118,10 @@ struct Executor::ReplayStart {
     std::uint64_t reduction_true = 0;
     std::uint64_t reduction_arrived = 0;
     std::uint64_t block_instructions = 0;
+    // The recorded block's identity: its SM, warp slots and clock follow from them
+    // (set_identity).
     Dim3 block{};
     std::uint32_t place = 0;
-    std::uint64_t start_cycles = 0;
-    std::uint32_t sm = 0;
-    std::uint32_t first_warp_slot = 0;
 };
 
 Executor::Recorded Executor::recordable(const Warp& w, const Instruction& in, std::uint32_t exec,
@@ -747,9 +746,6 @@ bool Executor::begin_replay(Dim3 b, std::uint32_t place, const std::byte* own_sh
     swap_block(*shared_work_);
     start.block = block_;
     start.place = place_;
-    start.start_cycles = block_start_cycles_;
-    start.sm = sm_of_block_;
-    start.first_warp_slot = first_warp_slot_;
     start.reduction_true = reduction_true_;
     start.reduction_arrived = reduction_arrived_;
     start.block_instructions = block_instructions_;
@@ -830,11 +826,7 @@ void Executor::end_replay(const ReplayStart& start) {
     reduction_true_ = start.reduction_true;
     reduction_arrived_ = start.reduction_arrived;
     block_instructions_ = start.block_instructions;
-    block_ = start.block;
-    place_ = start.place;
-    block_start_cycles_ = start.start_cycles;
-    sm_of_block_ = start.sm;
-    first_warp_slot_ = start.first_warp_slot;
+    set_identity(start.block, start.place);
     swap_block(*shared_work_);
 }
 
