@@ -46,6 +46,22 @@ inline unsigned popcount(std::uint32_t m) {
     return m == ~0u ? 32 : static_cast<unsigned>(__builtin_popcount(m));
 }
 
+// Two 64-bit lanes of a register, written with one 16-byte store.
+using LanePair [[gnu::vector_size(16)]] = std::uint64_t;
+
+// Sets every lane of a register to value_of(lane), two lanes to a store. A register's next
+// reader loads it 16 bytes at a time (the full-warp cases are vectorised loops), and a load that
+// spans two stores still on their way to the cache waits for both: a gathered register written
+// lane by lane stalled the add that read it. value_of(lane + 1) runs before lanes `lane` and
+// `lane + 1` are written, so it may read the register's own earlier value there.
+template <class F>
+inline void write_lanes(std::uint64_t* lanes, F&& value_of) {
+    for (unsigned lane = 0; lane < 32; lane += 2) {
+        const LanePair pair{value_of(lane), value_of(lane + 1)};
+        std::memcpy(lanes + lane, &pair, sizeof pair);
+    }
+}
+
 template <class F>
 inline void for_lanes(std::uint32_t mask, F&& f) {
     if (mask == 0xffffffffu) {

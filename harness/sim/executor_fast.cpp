@@ -296,13 +296,13 @@ void Executor::shared_load_step(Executor& self, Warp& w, const Instruction& in,
         if ((outside >> 63) == 0 && (misaligned & 3) == 0) {
             std::uint64_t* value = self.reg(w, in.dst[0]);
             const std::byte* shared = self.shared_.data();
-            // Lane by lane, each address read before its lane's value is written (the
-            // destination may be the address's register).
-            for (unsigned lane = 0; lane < 32; ++lane) {
+            // Each address read before its lane's value is written (the destination may be the
+            // address's register): write_lanes reads a pair's addresses before it writes it.
+            write_lanes(value, [&](unsigned lane) -> std::uint64_t {
                 std::uint32_t v;
                 std::memcpy(&v, shared + base[lane] + offset, 4);
-                value[lane] = v;
-            }
+                return v;
+            });
             return;
         }
     }

@@ -381,59 +381,48 @@ bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t e
     // noted, only the race tracker is asked.
     std::uint64_t* value = reg(w, in.dst[0]);
     const std::byte* shared = shared_.data();
-    if (!checked_) {
-        // Nothing to record: the words alone, and their cost on the clock.
-        const auto load_word = [&](unsigned lane) {
-            std::uint32_t v;
-            std::memcpy(&v, shared + offsets[lane], 4);
-            value[lane] = v;
-        };
+    const auto word_at = [&](unsigned lane) -> std::uint64_t {
+        std::uint32_t v;
+        std::memcpy(&v, shared + offsets[lane], 4);
+        return v;
+    };
+    // The words alone (write_lanes where every lane loads).
+    const auto load_words = [&] {
         if (exec == ~0u) {
-            for (unsigned lane = 0; lane < 32; ++lane)
-                load_word(lane);
+            write_lanes(value, word_at);
         } else {
-            for_lanes(exec, load_word);
+            for_lanes(exec, [&](unsigned lane) { value[lane] = word_at(lane); });
         }
+    };
+    if (!checked_) {
+        // Nothing to record: the words, and their cost on the clock.
+        load_words();
         record_shared(w, in, exec, offsets, 4);
         return true;
     }
     const std::uint8_t* written = shared_written_.data();
     bool first_unwritten = !result_->uninitialized_shared_read;
     std::uint32_t unsettled = 0;
-    const auto load = [&](unsigned lane, auto check_written) {
-        const std::uint64_t address = offsets[lane];
-        const std::size_t word = address / 4;
-        std::uint32_t v;
-        std::memcpy(&v, shared + address, 4);
-        value[lane] = v;
+    const auto load = [&](unsigned lane, auto check_written) -> std::uint64_t {
+        const std::size_t word = offsets[lane] / 4;
         bool odd = !races_.settled(word);
         if constexpr (decltype(check_written)::value)
             odd = odd | !written[word];
         unsettled |= static_cast<std::uint32_t>(odd) << lane;
+        return word_at(lane);
     };
     const auto load_all = [&](auto check_written) {
         if (exec == ~0u) {
-            for (unsigned lane = 0; lane < 32; ++lane)
-                load(lane, check_written);
+            write_lanes(value, [&](unsigned lane) { return load(lane, check_written); });
         } else {
-            for_lanes(exec, [&](unsigned lane) { load(lane, check_written); });
+            for_lanes(exec, [&](unsigned lane) { value[lane] = load(lane, check_written); });
         }
     };
     const bool check_written = first_unwritten && unwritten_words_ != 0;
     if (!check_written && races_.all_settled()) {
         // Nothing to note for any word (the probe's loop once every word has been read by two
         // warps): the words alone.
-        const auto load_word = [&](unsigned lane) {
-            std::uint32_t v;
-            std::memcpy(&v, shared + offsets[lane], 4);
-            value[lane] = v;
-        };
-        if (exec == ~0u) {
-            for (unsigned lane = 0; lane < 32; ++lane)
-                load_word(lane);
-        } else {
-            for_lanes(exec, load_word);
-        }
+        load_words();
     } else if (check_written) {
         load_all(std::true_type{});
     } else {
@@ -490,19 +479,17 @@ bool Executor::global_words(Warp& w, const Instruction& in, std::uint32_t exec,
         low < options_.input_address + options_.input_bytes)
         result_->wrote_input = true;
     std::uint64_t* value = reg(w, in.dst[0]);
-    const auto access = [&](unsigned lane) {
-        std::byte* at = bytes + (addresses[lane] - low);
-        if (store) {
-            store_global(at, value[lane], size);
-        } else {
-            value[lane] = load_bytes(at, size);
-        }
+    const auto loaded = [&](unsigned lane) {
+        return load_bytes(bytes + (addresses[lane] - low), size);
     };
-    if (exec == ~0u) {
-        for (unsigned lane = 0; lane < 32; ++lane)
-            access(lane);
+    if (store) {
+        for_lanes(exec, [&](unsigned lane) {
+            store_global(bytes + (addresses[lane] - low), value[lane], size);
+        });
+    } else if (exec == ~0u) {
+        write_lanes(value, loaded);
     } else {
-        for_lanes(exec, access);
+        for_lanes(exec, [&](unsigned lane) { value[lane] = loaded(lane); });
     }
     if (checked_) {  // counted in the checked blocks, as memory_access counts them
         std::array<std::uint64_t, 32> sectors;

@@ -697,14 +697,16 @@ bool Executor::compute_slice_again(std::uint64_t linear, const std::byte* own_sh
             leftover_step += 32;
             const std::uint32_t* recorded_lanes = pool + 1;
             const std::byte* shared = shared_.data();
-            for (unsigned lane = 0; lane < 32; ++lane)  // a loop the compiler vectorises
-                value[lane] = recorded_lanes[lane];
-            for (std::uint32_t m = step.leftover_lanes; m != 0; m &= m - 1) {
-                const unsigned lane = ctz(m);
+            // Each lane once (write_lanes): a leftover lane stored over the recorded copy made
+            // the next instruction's loads of it wait, half of a half-written tile's replay.
+            const std::uint32_t leftover_lanes = step.leftover_lanes;
+            write_lanes(value, [&](unsigned lane) -> std::uint64_t {
+                if (((leftover_lanes >> lane) & 1) == 0)
+                    return recorded_lanes[lane];
                 std::uint32_t own;
                 std::memcpy(&own, shared + std::size_t{words[lane]} * 4, 4);
-                value[lane] = own;
-            }
+                return own;
+            });
             if (step.leftover_rewritten) {
                 for (std::uint32_t m = step.leftover_lanes; m != 0; m &= m - 1) {
                     const unsigned lane = ctz(m);
