@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "grader_run.hpp"
+#include "sim/executor.hpp"
 #include "sim/sim.hpp"
 #include "sim_kernels.hpp"
 #include "test_paths.hpp"
@@ -693,4 +694,42 @@ TEST_CASE("a launch past the kernel's launch bounds is refused, as a GPU refuses
     const auto other = run(exact, {64, 1, 1});
     CHECK(other.status == sim::LaunchStatus::fault);
     CHECK(other.message.find("(32, 2, 1) threads (.reqntid)") != std::string::npos);
+}
+
+TEST_CASE("a register file's poison is xorshift64*'s stream, whether drawn four places at once") {
+    // One step at a time, as the stream is defined: the state's low bit set, then each word the
+    // output of the next step.
+    const auto one_step_at_a_time = [](std::uint64_t state, std::size_t count) {
+        std::vector<std::uint64_t> words(count);
+        std::uint64_t x = state | 1;
+        for (std::uint64_t& word : words) {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            word = x * 0x2545f4914f6cdd1dull;
+        }
+        return std::make_pair(words, x);
+    };
+    // Short runs, runs of a launch's register files (a multiple of 32 words) and a long run
+    // whose length is no multiple of four, from several states.
+    for (const std::uint64_t state : {0ull, 1ull, 0x9e3779b97f4a7c15ull, ~0ull}) {
+        for (const std::size_t count :
+             {std::size_t{1}, std::size_t{4}, std::size_t{1020}, std::size_t{1024},
+              std::size_t{1184}, std::size_t{16384}, std::size_t{4098}}) {
+            CAPTURE(state);
+            CAPTURE(count);
+            const auto [expected, expected_state] = one_step_at_a_time(state, count);
+            std::vector<std::uint64_t> words(count);
+            const std::uint64_t next = sim::detail::poison_stream(state, words.data(), count);
+            CHECK(words == expected);
+            CHECK(next == expected_state);
+        }
+    }
+    // The next run goes on from where the last ended, as a launch's files do block after block.
+    std::vector<std::uint64_t> first(2048);
+    std::vector<std::uint64_t> second(2048);
+    const std::uint64_t after_first = sim::detail::poison_stream(42, first.data(), first.size());
+    sim::detail::poison_stream(after_first, second.data(), second.size());
+    CHECK(second == one_step_at_a_time(after_first, 2048).first);
+    CHECK(second != first);
 }

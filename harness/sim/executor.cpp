@@ -3,6 +3,7 @@
 #include "sim/executor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "sim/sim.hpp"
@@ -35,6 +37,65 @@ std::uint32_t poisoned(std::uint32_t leftover) {
 // page, cost as much as running the block.
 thread_local std::vector<std::vector<std::uint64_t>> spare_registers;
 constexpr std::size_t kSpareRegisterFiles = 16 * 32;
+
+// xorshift64*'s step and output.
+std::uint64_t poison_step(std::uint64_t x) {
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    return x;
+}
+constexpr std::uint64_t kPoisonMultiplier = 0x2545f4914f6cdd1dull;
+
+// A linear map of 64-bit states over GF(2): column i is the image of bit i alone.
+using StateMap = std::array<std::uint64_t, 64>;
+
+std::uint64_t image(const StateMap& map, std::uint64_t x) {
+    std::uint64_t result = 0;
+    for (; x != 0; x &= x - 1)
+        result ^= map[static_cast<std::size_t>(__builtin_ctzll(x))];
+    return result;
+}
+
+// `outer` after `inner`.
+StateMap compose(const StateMap& outer, const StateMap& inner) {
+    StateMap result;
+    for (std::size_t bit = 0; bit < 64; ++bit)
+        result[bit] = image(outer, inner[bit]);
+    return result;
+}
+
+// `steps` steps of the poison stream as one map; the last few asked for are kept (a launch asks
+// for one, a quarter of its register file, block after block).
+StateMap poison_steps(std::uint64_t steps) {
+    thread_local std::vector<std::pair<std::uint64_t, StateMap>> known;
+    for (const auto& [n, map] : known) {
+        if (n == steps)
+            return map;
+    }
+    StateMap power;
+    StateMap result;
+    for (std::size_t bit = 0; bit < 64; ++bit) {
+        power[bit] = poison_step(std::uint64_t{1} << bit);
+        result[bit] = std::uint64_t{1} << bit;
+    }
+    for (std::uint64_t n = steps; n != 0; n >>= 1) {
+        if ((n & 1) != 0)
+            result = compose(power, result);
+        if (n > 1)
+            power = compose(power, power);
+    }
+    constexpr std::size_t kKept = 8;
+    if (known.size() == kKept)
+        known.erase(known.begin());
+    known.emplace_back(steps, result);
+    return known.back().second;
+}
+
+// Runs shorter than this go one step at a time: four places at once first take the quarter's
+// map to three states (a few hundred steps' work), and find the map once for each length (tens
+// of thousands). A launch's register files are each far longer.
+constexpr std::size_t kFourPlacesFrom = 1024;
 
 // Whether a kernel uses a printf's result: NVRTC loads it from the call's result scratch after
 // every call, into a register nothing may read.
@@ -214,16 +275,7 @@ Executor::~Executor() {
 }
 
 void Executor::fill_poison(std::uint64_t* words, std::size_t count) {
-    // xorshift64*: what a GPU's registers and local memory hold before anything is written is
-    // whatever ran there before, not zeros; the grade's seed makes it repeatable.
-    std::uint64_t x = poison_state_ | 1;
-    for (std::size_t k = 0; k < count; ++k) {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        words[k] = x * 0x2545f4914f6cdd1dull;
-    }
-    poison_state_ = x;
+    poison_state_ = poison_stream(poison_state_, words, count);
 }
 
 std::vector<std::uint64_t> Executor::register_file() {
@@ -1120,6 +1172,40 @@ std::optional<LaunchResult> launch_speculatively(const Program& program, const E
 }
 
 }  // namespace
+
+namespace detail {
+
+std::uint64_t poison_stream(std::uint64_t state, std::uint64_t* words, std::size_t count) {
+    std::uint64_t x = state | 1;
+    if (count < kFourPlacesFrom || count % 4 != 0) {
+        for (std::size_t k = 0; k < count; ++k) {
+            x = poison_step(x);
+            words[k] = x * kPoisonMultiplier;
+        }
+        return x;
+    }
+    // Four runs of a quarter each, from the stream's state at each quarter's start: four
+    // independent chains of shifts, where one step at a time waits on the last.
+    const std::size_t quarter = count / 4;
+    const StateMap jump = poison_steps(quarter);
+    std::uint64_t a = x;
+    std::uint64_t b = image(jump, a);
+    std::uint64_t c = image(jump, b);
+    std::uint64_t d = image(jump, c);
+    for (std::size_t k = 0; k < quarter; ++k) {
+        a = poison_step(a);
+        b = poison_step(b);
+        c = poison_step(c);
+        d = poison_step(d);
+        words[k] = a * kPoisonMultiplier;
+        words[quarter + k] = b * kPoisonMultiplier;
+        words[2 * quarter + k] = c * kPoisonMultiplier;
+        words[3 * quarter + k] = d * kPoisonMultiplier;
+    }
+    return d;
+}
+
+}  // namespace detail
 
 std::vector<Dim3> first_blocks(Dim3 grid, std::uint64_t count) {
     std::vector<Dim3> blocks;

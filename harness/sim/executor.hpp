@@ -225,6 +225,14 @@ inline F float_binary(F x, F y, rounding::Direction mode, bool saturate) {
     return gpu_nan(r, x, y);
 }
 
+// The poison stream, xorshift64*: what a GPU's registers and local memory hold before anything
+// is written is whatever ran there before, not zeros; the grade's seed makes it repeatable.
+// Writes the outputs of the `count` steps after `state` (its low bit set first) to words and
+// returns the state after them. A long run goes four places of the stream at once (the step is
+// linear over GF(2): the state a quarter of the run on is a matrix product), the same words as
+// one step at a time.
+std::uint64_t poison_stream(std::uint64_t state, std::uint64_t* words, std::size_t count);
+
 // What ends a launch early.
 struct Stop {
     LaunchStatus status;
