@@ -708,7 +708,7 @@ TEST_CASE("a register file's poison is xorshift64*'s stream, whether drawn four 
             x ^= x >> 27;
             word = x * 0x2545f4914f6cdd1dull;
         }
-        return std::make_pair(words, x);
+        return std::pair<std::vector<std::uint64_t>, std::uint64_t>(words, x);
     };
     // Short runs, runs of a launch's register files (a multiple of 32 words) and a long run
     // whose length is no multiple of four, from several states.
