@@ -50,6 +50,18 @@ def timed(command):
     return children_cpu() - cpu, time.perf_counter() - began, proc.returncode, proc.stderr
 
 
+def cpu_model():
+    """The CPU's name as /proc/cpuinfo gives it: figures of two machines do not compare."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU unknown"
+
+
 def exercises_of(grader):
     """The grader's own exercise folder: PREFIX/share/grader/exercises beside PREFIX/bin/grader,
     or the repository's."""
@@ -86,8 +98,8 @@ def main():
     for label, grader in graders.items():
         version = subprocess.run([grader, "--version"], capture_output=True, text=True)
         print(f"{label}: {grader}: {version.stdout.strip()}")
-    print(f"machine: {os.cpu_count()} cores, {len(os.sched_getaffinity(0))} usable here, "
-          f"load {os.getloadavg()[0]:.1f}; output in {out}")
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, {len(os.sched_getaffinity(0))} "
+          f"usable here, load {os.getloadavg()[0]:.1f}; output in {out}")
     rows = []
     failed = False
 
