@@ -133,8 +133,6 @@ struct Instruction {
     std::uint32_t target = 0;  // bra
 };
 
-// A register slot whose 32 lanes hold the same value at warp start: an immediate, or the address
-// of a symbol (resolved at launch, because global variables get their addresses then).
 // f(slot) for each register slot the instruction names: its sources, its destinations (a store's
 // values among them), setp's second predicate or shfl's, its guard; kNoSlot where unused.
 template <class F>
@@ -147,6 +145,8 @@ void for_each_slot(const Instruction& in, F f) {
     f(in.guard);
 }
 
+// A register slot whose 32 lanes hold the same value at warp start: an immediate, or the address
+// of a symbol (resolved at launch, because global variables get their addresses then).
 struct ConstantSlot {
     std::int32_t slot = 0;
     std::uint64_t value = 0;
