@@ -342,7 +342,8 @@ void place_input(SimBuffers& buffers, const Exercise& exercise, std::uint64_t el
     if (!buffers.memory || buffers.output_elements != elements) {
         buffers.memory.emplace(seed);
         buffers.layout = buffer_layout(exercise, elements);
-        buffers.base = buffers.memory->allocate(buffers.layout.bytes);
+        buffers.base =
+            buffers.memory->allocate(buffers.layout.bytes, sim::GlobalMemory::Pages::huge);
         buffers.output_elements = elements;
         buffers.written.assign(exercise.inputs.size(), nullptr);
     }

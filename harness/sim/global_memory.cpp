@@ -43,11 +43,14 @@ struct Unmap {
 using Mapped = std::unique_ptr<std::byte[], Unmap>;
 
 // `size` bytes of zeroed memory.
-Mapped map_zeroed(std::size_t size) {
+Mapped map_zeroed(std::size_t size, GlobalMemory::Pages pages) {
     void* mapped = mmap(nullptr, size, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mapped == MAP_FAILED)
         throw std::bad_alloc();
+    // Advice only: where transparent huge pages are off, small pages serve as before.
+    if (pages == GlobalMemory::Pages::huge)
+        madvise(mapped, size, MADV_HUGEPAGE);
     return Mapped(static_cast<std::byte*>(mapped), Unmap{size});
 }
 }  // namespace
@@ -66,13 +69,13 @@ GlobalMemory::~GlobalMemory() = default;
 GlobalMemory::GlobalMemory(GlobalMemory&&) noexcept = default;
 GlobalMemory& GlobalMemory::operator=(GlobalMemory&&) noexcept = default;
 
-std::uint64_t GlobalMemory::allocate(std::size_t bytes) {
+std::uint64_t GlobalMemory::allocate(std::size_t bytes, Pages pages) {
     auto allocation = std::make_unique<Allocation>();
     const std::uint64_t mapped =
         (std::max<std::uint64_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule;
     allocation->address = next_address_;
     allocation->size = mapped;
-    allocation->bytes = map_zeroed(mapped);
+    allocation->bytes = map_zeroed(mapped, pages);
     next_address_ += mapped;
     allocations_.push_back(std::move(allocation));  // addresses only grow: stays sorted
     return allocations_.back()->address;
