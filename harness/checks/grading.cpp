@@ -67,7 +67,10 @@ void not_run(CheckResult& check, const std::string& reason) {
     check.status = CheckStatus::not_run;
     check.points = 0.0;
     check.not_run_reason = reason;
-    check.message = "Not run: " + reason + ".";
+    // A reason that is whole sentences (a machine fault's, which says what to fix) keeps its
+    // own full stop.
+    const bool ends_sentence = !reason.empty() && reason.back() == '.';
+    check.message = "Not run: " + reason + (ends_sentence ? "" : ".");
 }
 
 // Where a location is, as a finding names it: the file's own name, never the grading machine's
