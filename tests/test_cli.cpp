@@ -202,6 +202,30 @@ TEST_CASE("no writable temporary folder is the machine's fault: exit 3, saying w
     }
 }
 
+TEST_CASE("no NVRTC is the machine's fault: ungradable, naming the library and what to install") {
+    // The grader loads NVRTC on first use: without it, it starts, and the grade says why it
+    // could not compile (GRADER_LIBNVRTC stands for a machine whose toolkit lacks the library).
+    const auto report = scratch("no-nvrtc.json");
+    std::vector<std::string> environment = kNoGpu;
+    environment.push_back("GRADER_LIBNVRTC=/nonexistent/libnvrtc.so.13");
+    const GraderRun run = run_grader({"grade", (kSource / "student" / "example").string(),
+                                      "--format", "json", "--output", report.string()},
+                                     report, environment);
+    CHECK(run.exit_code == 3);
+    REQUIRE(run.report.is_object());
+    CHECK(run.report["verdict"] == "ungradable");
+    const std::string text = run.report.dump();
+    CHECK(text.find("NVRTC could not be loaded") != std::string::npos);
+    CHECK(text.find("/nonexistent/libnvrtc.so.13") != std::string::npos);
+    CHECK(text.find("install the CUDA toolkit's NVRTC") != std::string::npos);
+    CHECK(run.report["interruption"]["students_fault"] == false);
+    CHECK(text.find("has..") == std::string::npos);  // one full stop where the reason has its own
+    CHECK(run.output.find("internal error") == std::string::npos);
+    // The commands that never compile start without it.
+    const GraderRun help = run_grader({"--version"}, {}, environment);
+    CHECK(help.exit_code == 0);
+}
+
 TEST_CASE("a typo'd subcommand or flag suggests the right one") {
     const GraderRun subcommand = run_grader({"grdae", "student/example"});
     CHECK(subcommand.exit_code == 2);

@@ -30,6 +30,7 @@
 #include "compile/compile.hpp"
 #include "compile/compile_cache.hpp"
 #include "compile/cubin.hpp"
+#include "compile/nvrtc_api.hpp"
 #include "compile/nvrtc_library.hpp"
 #include "exercise/exercise.hpp"
 #include "isolation/confine.hpp"
@@ -639,16 +640,17 @@ std::string raw_nvrtc_log(const std::string& source) {
     const std::string header = "#pragma once\nconstexpr int kProbeWords = 2048;\n";
     const char* header_text = header.c_str();
     const char* header_name = "day15_probe.h";
+    const grader::NvrtcApi& nvrtc = grader::nvrtc();
     nvrtcProgram program = nullptr;
-    REQUIRE(nvrtcCreateProgram(&program, source.c_str(), "/probe.cu", 1, &header_text,
-                               &header_name) == NVRTC_SUCCESS);
+    REQUIRE(nvrtc.nvrtcCreateProgram(&program, source.c_str(), "/probe.cu", 1, &header_text,
+                                     &header_name) == NVRTC_SUCCESS);
     const char* options[] = {"-std=c++17", "-arch=sm_90"};
-    nvrtcCompileProgram(program, 2, options);
+    nvrtc.nvrtcCompileProgram(program, 2, options);
     std::size_t size = 0;
-    nvrtcGetProgramLogSize(program, &size);
+    nvrtc.nvrtcGetProgramLogSize(program, &size);
     std::string log(size, '\0');
-    nvrtcGetProgramLog(program, log.data());
-    nvrtcDestroyProgram(&program);
+    nvrtc.nvrtcGetProgramLog(program, log.data());
+    nvrtc.nvrtcDestroyProgram(&program);
     return log;
 }
 
@@ -1327,9 +1329,9 @@ TEST_CASE("the compile cache stores a trusted kernel under the FNV-1a of its key
     REQUIRE(first.outcome.ok);
     CHECK_FALSE(hit);
     char name[32];
-    std::snprintf(
-        name, sizeof name, "%016llx.kernel",
-        static_cast<unsigned long long>(grader::fnv1a(grader::compile_cache_key(request))));
+    std::snprintf(name, sizeof name, "%016llx.kernel",
+                  static_cast<unsigned long long>(
+                      grader::fnv1a(grader::compile_cache_key(request, grader::nvrtc_version()))));
     CHECK(std::filesystem::is_regular_file(cache / name));
     const grader::CompiledKernel second = grader::compile_kernel_cached(request, cache, &hit);
     CHECK(hit);
@@ -1342,7 +1344,54 @@ TEST_CASE("the compile cache stores a trusted kernel under the FNV-1a of its key
     request.vet = true;
     grader::compile_kernel_cached(request, cache, &hit);
     CHECK_FALSE(hit);
-    CHECK(std::distance(std::filesystem::directory_iterator(cache),
-                        std::filesystem::directory_iterator()) == 2);
+    std::size_t kernels = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(cache))
+        kernels += entry.path().extension() == ".kernel" ? 1 : 0;
+    CHECK(kernels == 2);
+    std::filesystem::remove_all(cache);
+}
+
+TEST_CASE("NVRTC's version is kept beside the cached kernels under its library's identity") {
+    const std::filesystem::path cache = std::filesystem::temp_directory_path() /
+                                        ("grader-test-nvrtc-version-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(cache);
+    const std::string asked = grader::nvrtc_version();
+    const auto kept = [&] {
+        std::vector<std::filesystem::path> files;
+        for (const auto& entry : std::filesystem::directory_iterator(cache))
+            if (entry.path().extension() == ".nvrtc")
+                files.push_back(entry.path());
+        return files;
+    };
+    CHECK(grader::nvrtc_version_cached(std::nullopt) == asked);
+    CHECK(grader::nvrtc_version_cached(cache) == asked);
+    if (!grader::nvrtc_library_file()) {
+        // A toolkit in the loader's own folders (Debian's): no run path, nothing kept.
+        MESSAGE("the grader has no run path to NVRTC here: its version is asked every time");
+        CHECK(kept().empty());
+        std::filesystem::remove_all(cache);
+        return;
+    }
+    REQUIRE(kept().size() == 1);
+    const std::filesystem::path entry = kept().front();
+    CHECK(read_text(entry).find(asked) != std::string::npos);
+    CHECK(grader::nvrtc_version_cached(cache) == asked);
+    SUBCASE("an entry that is not a version is asked again and written over") {
+        std::string text = read_text(entry);
+        text.replace(text.rfind(asked), asked.size(), std::string(asked.size(), 'x'));
+        std::ofstream(entry, std::ios::binary | std::ios::trunc) << text;
+        CHECK(grader::nvrtc_version_cached(cache) == asked);
+        CHECK(read_text(entry).find(asked) != std::string::npos);
+    }
+    SUBCASE("an entry of another library's identity is not taken") {
+        std::string text = read_text(entry);
+        const std::size_t at = text.find(grader::nvrtc_library_file()->string());
+        REQUIRE(at != std::string::npos);
+        text[at + 1] = text[at + 1] == 'u' ? 'v' : 'u';  // another path, the same length
+        std::string other = text;
+        other.replace(other.rfind(asked), asked.size(), "99.9");
+        std::ofstream(entry, std::ios::binary | std::ios::trunc) << other;
+        CHECK(grader::nvrtc_version_cached(cache) == asked);
+    }
     std::filesystem::remove_all(cache);
 }

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The grader's RUNPATH, as the loader reads it: every entry absolute. An empty entry (a trailing
 # ':') or a relative one is searched from the current folder, so a grader run from a folder
-# holding a libm.so.6 would load that file. Then libnvrtc must resolve through the RUNPATH alone,
-# without the loader's cache (where ld.so.conf would add CUDA's folder on a configured machine).
+# holding a libm.so.6 would load that file. Then libnvrtc must be found through the RUNPATH
+# alone, without the loader's cache (where ld.so.conf would add CUDA's folder on a configured
+# machine): a binary that links it resolves it there; the grader, which loads it on first use
+# (harness/compile/nvrtc_api.cpp) and must not link it (each of its processes would load it at
+# its start), finds the soname it loads in a RUNPATH folder.
 # After `--`, a program that compiles with NVRTC is run the same way, without the loader's cache:
 # libnvrtc loads its builtins itself, with dlopen, which only an executable's DT_RPATH reaches
 # (a DT_RUNPATH does not: NVRTC_ERROR_BUILTIN_OPERATION_FAILURE on a machine whose ld.so.conf
@@ -36,13 +39,37 @@ for binary in "${binaries[@]}"; do
     echo "FAIL: $binary needs libcuda: it would not start without a driver"
     failures=$((failures + 1))
   fi
-  loader=$(readelf -l "$binary" | sed -n 's/.*interpreter: \(.*\)\]$/\1/p')
-  nvrtc=$("$loader" --inhibit-cache --list "$binary" | sed -n 's/^[[:space:]]*\(libnvrtc\)/\1/p' || true)
-  echo "  without the loader's cache: $nvrtc"
-  case "$nvrtc" in
-    *'=> /'*) ;;
-    *) echo "FAIL: $binary does not find libnvrtc through its RUNPATH"; failures=$((failures + 1)) ;;
-  esac
+  if grep -q 'NEEDED.*\[libnvrtc\.so' <<<"$dynamic"; then
+    case "$(basename "$binary")" in
+      grader) echo "FAIL: $binary links libnvrtc: each of its processes would load it at start"
+              failures=$((failures + 1)) ;;
+    esac
+    loader=$(readelf -l "$binary" | sed -n 's/.*interpreter: \(.*\)\]$/\1/p')
+    nvrtc=$("$loader" --inhibit-cache --list "$binary" | sed -n 's/^[[:space:]]*\(libnvrtc\)/\1/p' || true)
+    echo "  without the loader's cache: $nvrtc"
+    case "$nvrtc" in
+      *'=> /'*) ;;
+      *) echo "FAIL: $binary does not find libnvrtc through its RUNPATH"; failures=$((failures + 1)) ;;
+    esac
+    continue
+  fi
+  soname=$(grep -ao 'libnvrtc\.so\.[0-9][0-9]*' "$binary" | head -n 1 || true)
+  [ -n "$soname" ] || { echo "FAIL: $binary names no libnvrtc.so.<major> to load"; failures=$((failures + 1)); continue; }
+  found=""
+  if [ -n "$paths" ]; then
+    for entry in "${entries[@]}"; do
+      [ -f "$entry/$soname" ] && { found="$entry/$soname"; break; }
+    done
+  fi
+  echo "  loads $soname on first use: ${found:-not in its RUNPATH}"
+  if [ -z "$found" ]; then
+    # Without a RUNPATH the toolkit is in the loader's own folders (Debian's packaged one).
+    case "$paths" in
+      '') [ -f "/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/$soname" ] ||
+            { echo "FAIL: $binary has no RUNPATH, and the loader's folders lack $soname"; failures=$((failures + 1)); } ;;
+      *) echo "FAIL: $binary does not find $soname through its RUNPATH"; failures=$((failures + 1)) ;;
+    esac
+  fi
 done
 if [ "${#program[@]}" -gt 0 ]; then
   loader=$(readelf -l "${program[0]}" | sed -n 's/.*interpreter: \(.*\)\]$/\1/p')
@@ -56,5 +83,5 @@ if [ "${#program[@]}" -gt 0 ]; then
   fi
   rm -f "${TMPDIR:-/tmp}/runpath-program.$$"
 fi
-[ "$failures" -eq 0 ] && echo "every RUNPATH entry is absolute, and libnvrtc resolves through it"
+[ "$failures" -eq 0 ] && echo "every RUNPATH entry is absolute, and libnvrtc is found through it"
 exit $((failures > 0))

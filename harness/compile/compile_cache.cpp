@@ -16,6 +16,7 @@
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#include "compile/nvrtc_api.hpp"
 #include "model/json.hpp"
 #include "model/measurements.hpp"
 
@@ -23,6 +24,7 @@ namespace grader {
 namespace {
 
 constexpr const char* kMagic = "grader-compile-cache 1\n";
+constexpr const char* kNvrtcMagic = "grader-nvrtc-version 1\n";
 
 void add_field(std::string& out, const std::string& field) {
     out += std::to_string(field.size());
@@ -153,11 +155,49 @@ std::optional<std::filesystem::path> default_compile_cache_dir() {
     return std::nullopt;
 }
 
-std::string compile_cache_key(const CompileRequest& request) {
+std::string nvrtc_version_cached(const std::optional<std::filesystem::path>& cache_dir) {
+    const std::optional<std::filesystem::path> library = nvrtc_library_file();
+    struct stat info {};
+    if (!cache_dir || !library || ::stat(library->c_str(), &info) != 0 ||
+        !usable_folder(*cache_dir)) {
+        return nvrtc_version();
+    }
+    std::string identity;
+    add_field(identity, library->string());
+    add_field(identity, std::to_string(info.st_size) + ":" + std::to_string(info.st_mtim.tv_sec) +
+                            "." + std::to_string(info.st_mtim.tv_nsec) + ":" +
+                            std::to_string(info.st_ino) + ":" + std::to_string(info.st_dev));
+    char name[32];
+    std::snprintf(name, sizeof name, "%016llx.nvrtc",
+                  static_cast<unsigned long long>(fnv1a(identity)));
+    const std::filesystem::path path = *cache_dir / name;
+    const std::string magic = kNvrtcMagic;
+    if (const auto text = read_entry(path); text && text->compare(0, magic.size(), magic) == 0) {
+        std::size_t at = magic.size();
+        std::string stored_identity, version;
+        if (read_field(*text, at, stored_identity) && stored_identity == identity &&
+            read_field(*text, at, version) && at == text->size() && !version.empty() &&
+            version.find_first_not_of("0123456789.") == std::string::npos) {
+            return version;
+        }
+    }
+    const std::string version = nvrtc_version();
+    std::string text = magic;
+    add_field(text, identity);
+    add_field(text, version);
+    try {
+        write_file_atomically(path, text, Sharing::owner_only);
+    } catch (const std::system_error&) {
+        // Not kept: the next grade asks NVRTC again.
+    }
+    return version;
+}
+
+std::string compile_cache_key(const CompileRequest& request, const std::string& nvrtc_version) {
     std::string key;
     add_field(key, kGraderVersion);
     add_field(key, executable_identity());
-    add_field(key, nvrtc_version());
+    add_field(key, nvrtc_version);
     add_field(key, request.arch);
     add_field(key, request.kernel_name);
     add_field(key, request.source_name);
@@ -183,7 +223,7 @@ CompiledKernel compile_kernel_cached(const CompileRequest& request,
     if (request.vet || !cache_dir || !usable_folder(*cache_dir)) {
         return compile_kernel(request);
     }
-    const std::string key = compile_cache_key(request);
+    const std::string key = compile_cache_key(request, nvrtc_version_cached(cache_dir));
     char name[32];
     std::snprintf(name, sizeof name, "%016llx.kernel", static_cast<unsigned long long>(fnv1a(key)));
     const std::filesystem::path path = *cache_dir / name;

@@ -18,9 +18,16 @@ namespace grader {
 // $XDG_CACHE_HOME/grader/kernels, else $HOME/.cache/grader/kernels; none without either.
 std::optional<std::filesystem::path> default_compile_cache_dir();
 
+// NVRTC's version ("13.0"), as nvrtc_version() asks it, without loading NVRTC where this cache
+// has seen the library before: kept in `cache_dir` under the identity of the file the grader
+// would load (its path, size, modification time, inode and device). A worker whose kernels all
+// come from the cache then never loads NVRTC (7 to 9 ms of CPU a process). Asks NVRTC where
+// there is no usable folder or no such file. Throws NvrtcError where NVRTC cannot be loaded.
+std::string nvrtc_version_cached(const std::optional<std::filesystem::path>& cache_dir);
+
 // The text every cached result is stored under (compared whole on a hit: a hash collision
-// reads as a miss).
-std::string compile_cache_key(const CompileRequest& request);
+// reads as a miss), for the NVRTC of `nvrtc_version`.
+std::string compile_cache_key(const CompileRequest& request, const std::string& nvrtc_version);
 
 // compile_kernel(request), through the cache in `cache_dir` where the request is trusted and the
 // folder is usable (created where missing; owned by this user and writable by no one else, or

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compile/compile.hpp"
+#include "compile/nvrtc_api.hpp"
 #include "compile/nvrtc_call.hpp"
 #include "compile/nvrtc_library.hpp"
 #include "model/measurements.hpp"
@@ -33,7 +34,7 @@ constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 std::string nvrtc_version_or_unknown() {
     int major = 0;
     int minor = 0;
-    return nvrtcVersion(&major, &minor) == NVRTC_SUCCESS
+    return nvrtc().nvrtcVersion(&major, &minor) == NVRTC_SUCCESS
                ? std::to_string(major) + "." + std::to_string(minor)
                : std::string("(unknown version)");
 }
@@ -79,7 +80,7 @@ std::string nvrtc_failure_message(nvrtcResult status, const std::string& call,
                                   const std::string& nvrtc_log) {
     std::string message =
         "NVRTC failed on the grading machine, not because of the submission: " + call +
-        " returned " + nvrtcGetErrorString(status) + ".";
+        " returned " + nvrtc().nvrtcGetErrorString(status) + ".";
     std::string quoted = nvrtc_log;
     while (!quoted.empty() && (quoted.back() == '\n' || quoted.back() == '\0')) {
         quoted.pop_back();
@@ -284,14 +285,14 @@ nvrtcResult compile_program(const detail::NvrtcProgram& program, const CompileRe
     for (const std::string& option : outcome.options) {
         option_texts.push_back(option.c_str());
     }
-    const nvrtcResult status = nvrtcCompileProgram(
+    const nvrtcResult status = nvrtc().nvrtcCompileProgram(
         program.get(), static_cast<int>(option_texts.size()), option_texts.data());
     if (status != NVRTC_SUCCESS && status != NVRTC_ERROR_COMPILATION) {
         std::string log;
         std::size_t size = 0;
-        if (nvrtcGetProgramLogSize(program.get(), &size) == NVRTC_SUCCESS && size > 0) {
+        if (nvrtc().nvrtcGetProgramLogSize(program.get(), &size) == NVRTC_SUCCESS && size > 0) {
             log.resize(size);
-            if (nvrtcGetProgramLog(program.get(), log.data()) != NVRTC_SUCCESS) {
+            if (nvrtc().nvrtcGetProgramLog(program.get(), log.data()) != NVRTC_SUCCESS) {
                 log.clear();
             }
         }
@@ -341,7 +342,7 @@ bool read_compiled(const detail::NvrtcProgram& program, const CompileRequest& re
     // test_compile's "a byte that is not UTF-8 never crashes the compile"): the student's
     // program, not the machine, so a failed compile.
     const char* lowered = nullptr;
-    if (nvrtcGetLoweredName(program.get(), request.kernel_name.c_str(), &lowered) !=
+    if (nvrtc().nvrtcGetLoweredName(program.get(), request.kernel_name.c_str(), &lowered) !=
             NVRTC_SUCCESS ||
         lowered == nullptr || *lowered == '\0') {
         outcome.log += "NVRTC compiled " + request.source_name + " but found no kernel named " +

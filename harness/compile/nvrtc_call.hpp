@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "compile/compile.hpp"
+#include "compile/nvrtc_api.hpp"
 
 namespace grader::detail {
 
@@ -17,9 +18,10 @@ namespace grader::detail {
 [[noreturn]] void throw_nvrtc_error(nvrtcResult status, const char* call,
                                     const std::string& nvrtc_log = {});
 
+// `call` is one of NvrtcApi's functions by its name, e.g. nvrtcGetPTX(program, ptx.data()).
 #define GRADER_NVRTC_CALL(call)                                               \
     do {                                                                      \
-        const nvrtcResult grader_nvrtc_status_ = (call);                      \
+        const nvrtcResult grader_nvrtc_status_ = ::grader::nvrtc().call;      \
         if (grader_nvrtc_status_ != NVRTC_SUCCESS) {                          \
             ::grader::detail::throw_nvrtc_error(grader_nvrtc_status_, #call); \
         }                                                                     \
@@ -48,7 +50,7 @@ public:
 private:
     void reset() noexcept {
         if (program_ != nullptr) {
-            nvrtcDestroyProgram(&program_);
+            nvrtc().nvrtcDestroyProgram(&program_);
             program_ = nullptr;
         }
     }

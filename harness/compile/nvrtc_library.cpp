@@ -8,6 +8,9 @@
 #include <system_error>
 #include <vector>
 
+#include "compile/compile.hpp"
+#include "compile/nvrtc_api.hpp"
+
 namespace grader {
 namespace {
 
@@ -19,8 +22,13 @@ std::string dl_error_text() {
 // The folder the running libnvrtc was loaded from, by asking the loader where nvrtcVersion lives.
 std::filesystem::path nvrtc_folder() {
     Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) == 0 || info.dli_fname == nullptr) {
-        return {};
+    try {
+        if (dladdr(reinterpret_cast<void*>(nvrtc().nvrtcVersion), &info) == 0 ||
+            info.dli_fname == nullptr) {
+            return {};
+        }
+    } catch (const NvrtcError&) {
+        return {};  // not loaded: the compile says why
     }
     std::error_code error;
     const auto resolved = std::filesystem::canonical(info.dli_fname, error);
@@ -62,7 +70,11 @@ std::string nvrtc_library_folder() {
 std::string nvrtc_builtins_name() {
     int major = 0;
     int minor = 0;
-    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) {
+    try {
+        if (nvrtc().nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) {
+            return {};
+        }
+    } catch (const NvrtcError&) {
         return {};
     }
     return "libnvrtc-builtins.so." + std::to_string(major) + "." + std::to_string(minor);

@@ -28,6 +28,7 @@
 #include "common/kernel_ids.hpp"
 #include "common/version.hpp"
 #include "compile/compile.hpp"
+#include "compile/compile_cache.hpp"
 #include "device/backend.hpp"
 #include "grade/compiles.hpp"
 #include "grade/correctness_runs.hpp"
@@ -93,7 +94,11 @@ private:
         sink_.measured(figures_);
         environment_.backend = std::string(to_string(choice_.backend));
         environment_.grader_version = kGraderVersion;
-        environment_.nvrtc_version = nvrtc_version();
+        try {
+            environment_.nvrtc_version = nvrtc_version_cached(default_compile_cache_dir());
+        } catch (const NvrtcError&) {
+            // Left blank where NVRTC cannot be loaded: the compile stage stops and says why.
+        }
         sink_.environment(environment_);
         if (with_student) {
             stages_.enter({Stage::Kind::answers}, exercise_.limits.compile_seconds);
