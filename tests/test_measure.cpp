@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -204,4 +205,23 @@ TEST_CASE("the random inputs follow the seed and stay in their range") {
     CHECK(std::set<float>(f.begin(), f.end()).size() > 4000);
     grader::InputSpec ones;
     CHECK(make_input(ones, 4, 9) == std::vector<float>(4, 1.0f));
+}
+
+TEST_CASE("the random floats are std::mt19937_64's draws through uniform_int_distribution") {
+    // make_input draws them a state at a time; the hidden input must stay what the standard
+    // library's engine and distribution gave (every report's expected values depend on it).
+    grader::InputSpec floats;
+    floats.fill = grader::InputSpec::Fill::random_floats;
+    for (const std::uint64_t seed : {0ull, 7ull, 20261207ull, 0xffffffffffffffffull}) {
+        for (const std::uint64_t words : {1ull, 311ull, 312ull, 313ull, 100000ull}) {
+            CAPTURE(seed);
+            CAPTURE(words);
+            std::mt19937_64 rng(seed ^ 0xf10a75ULL);
+            std::uniform_int_distribution<std::int32_t> value(-(1 << 23), (1 << 23) - 1);
+            std::vector<float> expected(words);
+            for (auto& word : expected)
+                word = static_cast<float>(value(rng)) / 8388.608f;
+            CHECK(make_input(floats, words, seed) == expected);
+        }
+    }
 }
