@@ -53,14 +53,19 @@ bool read_field(const std::string& text, std::size_t& at, std::string& field) {
     return true;
 }
 
+// A file as built or installed: its size, modification time and inode.
+std::string file_identity(const struct stat& info) {
+    return std::to_string(info.st_size) + ":" + std::to_string(info.st_mtim.tv_sec) + "." +
+           std::to_string(info.st_mtim.tv_nsec) + ":" + std::to_string(info.st_ino);
+}
+
 // The grader executable as built: a rebuilt grader (another compile_kernel) misses.
 std::string executable_identity() {
     struct stat info {};
     if (::stat("/proc/self/exe", &info) != 0) {
         return "unknown";
     }
-    return std::to_string(info.st_size) + ":" + std::to_string(info.st_mtim.tv_sec) + "." +
-           std::to_string(info.st_mtim.tv_nsec) + ":" + std::to_string(info.st_ino);
+    return file_identity(info);
 }
 
 // A folder this user owns and no one else can write: anything else could hand the grade an
@@ -164,9 +169,7 @@ std::string nvrtc_version_cached(const std::optional<std::filesystem::path>& cac
     }
     std::string identity;
     add_field(identity, library->string());
-    add_field(identity, std::to_string(info.st_size) + ":" + std::to_string(info.st_mtim.tv_sec) +
-                            "." + std::to_string(info.st_mtim.tv_nsec) + ":" +
-                            std::to_string(info.st_ino) + ":" + std::to_string(info.st_dev));
+    add_field(identity, file_identity(info) + ":" + std::to_string(info.st_dev));
     char name[32];
     std::snprintf(name, sizeof name, "%016llx.nvrtc",
                   static_cast<unsigned long long>(fnv1a(identity)));
