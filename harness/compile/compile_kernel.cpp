@@ -34,9 +34,13 @@ constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 std::string nvrtc_version_or_unknown() {
     int major = 0;
     int minor = 0;
-    return nvrtc().nvrtcVersion(&major, &minor) == NVRTC_SUCCESS
-               ? std::to_string(major) + "." + std::to_string(minor)
-               : std::string("(unknown version)");
+    try {
+        if (nvrtc().nvrtcVersion(&major, &minor) == NVRTC_SUCCESS)
+            return std::to_string(major) + "." + std::to_string(minor);
+    } catch (const NvrtcError&) {
+        // not loaded: the message says so where it matters
+    }
+    return "(unknown version)";
 }
 
 // "nvrtcGetPTX" from "nvrtcGetPTX(program, ptx.data())".
