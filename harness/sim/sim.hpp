@@ -121,8 +121,8 @@ public:
     // How an allocation's pages are backed. `huge` is for a buffer its caller fills whole (the
     // exercise's inputs, and its output poisoned before each launch): 2 MiB pages where the
     // system gives them, so that a launch that walks 64 MiB of it (Part 2's transpose) misses
-    // the TLB far less. A kernel's own variables keep small pages: a huge page is cleared
-    // whole on its first touch.
+    // the TLB far less. A kernel's own variables, and a buffer of fewer than 16 MiB, keep small
+    // pages: a huge page is cleared whole on its first touch.
     enum class Pages { small, huge };
     std::uint64_t allocate(std::size_t bytes, Pages pages = Pages::small);
     // Throw std::out_of_range when [address, address + bytes) is not inside one allocation.
