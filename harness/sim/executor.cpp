@@ -181,6 +181,7 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
     }
     shared_stat_index_.assign(entry.code.size(), -1);
     bank_cost_slot_.assign(entry.code.size(), 0);
+    last_global_.assign(entry.code.size(), 0);
     // Instructions that read a clock: the clock's slots are brought up to date before them.
     // Those that read what tells one block from another (a clock among it).
     reads_clock_.assign(entry.code.size(), 0);

@@ -735,6 +735,8 @@ private:
         store_log_->push_back({at, value, static_cast<std::uint8_t>(size)});
     }
     std::size_t memory_hint_ = 0;  // GlobalMemory::find's, this executor's own
+    // Each global instruction's lowest address when it last ran (prefetch_next).
+    std::vector<std::uint64_t> last_global_;
     // The workers of replay_batch, each a copy of this executor made after the shared work was
     // recorded (`generation`: shared_work_generation_ then), kept for the launch's next batches
     // (a copy holds the shared work's registers: megabytes for the probe). A copy of the
@@ -916,6 +918,9 @@ private:
     // otherwise.
     bool global_words(Warp& w, const Instruction& in, std::uint32_t exec, const std::uint64_t* base,
                       bool store);
+    static constexpr std::uint64_t kPrefetchMostBytes = 512;
+    void prefetch_next(std::uint32_t pc, std::uint64_t low, std::uint64_t span,
+                       const std::byte* bytes, bool store);
     bool store_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
                             const std::uint64_t* base);
     void track_store(const Warp& w, unsigned lane, std::uint64_t offset, std::uint64_t value,

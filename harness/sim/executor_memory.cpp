@@ -478,6 +478,7 @@ bool Executor::global_words(Warp& w, const Instruction& in, std::uint32_t exec,
     if (store && high + size > options_.input_address &&
         low < options_.input_address + options_.input_bytes)
         result_->wrote_input = true;
+    prefetch_next(w.pc, low, high - low + size, bytes, store);
     std::uint64_t* value = reg(w, in.dst[0]);
     const auto loaded = [&](unsigned lane) {
         return load_bytes(bytes + (addresses[lane] - low), size);
@@ -497,6 +498,25 @@ bool Executor::global_words(Warp& w, const Instruction& in, std::uint32_t exec,
         record_global(store, exec, sectors);
     }
     return true;
+}
+
+// A warp's next run of this instruction (the next warp's, most often) reads as far past this
+// one as this one past the last: those lines are asked of memory now, while the warp computes.
+// A transpose's words are a row of the matrix apart, each a miss in this machine's caches. A
+// hint only: nothing is read, and an address past the buffer faults nowhere.
+void Executor::prefetch_next(std::uint32_t pc, std::uint64_t low, std::uint64_t span,
+                             const std::byte* bytes, bool store) {
+    const std::uint64_t step = low - last_global_[pc];
+    last_global_[pc] = low;
+    if (step == 0 || span > kPrefetchMostBytes)
+        return;
+    const std::uintptr_t next = reinterpret_cast<std::uintptr_t>(bytes) + step;
+    for (std::uintptr_t line = next & ~std::uintptr_t{63}; line < next + span; line += 64) {
+        if (store)
+            __builtin_prefetch(reinterpret_cast<const void*>(line), 1);
+        else
+            __builtin_prefetch(reinterpret_cast<const void*>(line), 0);
+    }
 }
 
 bool Executor::store_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
