@@ -147,6 +147,50 @@ TEST_CASE("shared memory starts with leftovers that differ by block and by seed,
     CHECK(poison_words.size() > 32);
 }
 
+TEST_CASE(
+    "a register a thread reads before it writes holds what the thread before it on its "
+    "place left there") {
+    // 2000 blocks of 64 threads, 640 at a time on a T4: the blocks after the first 640 find a
+    // thread's register as the block before them on their place left it (its %smid and
+    // %warpid, which are theirs), however the kernel's other threads write it first: a write
+    // under a guard, or past a branch the reader takes around it.
+    constexpr std::uint32_t kBlocks = 2000, kThreads = 64, kPlaces = 640;
+    for (const std::string kernel : {"readsLeftoverRegister", "readsLeftoverPastBranch"}) {
+        for (const std::uint32_t write_first : {0u, 0xffffu, 0x55555555u}) {
+            CAPTURE(kernel);
+            CAPTURE(write_first);
+            const std::uint64_t seed = 3 + write_first % 7;
+            sim::GlobalMemory memory(seed);
+            const std::size_t n = std::size_t{kBlocks} * kThreads * 2;
+            const std::uint64_t out = memory.allocate(n * 4);
+            sim::LaunchOptions options;
+            options.clock_seed = seed;
+            const auto result = sim::launch(module(), kernel, {kBlocks, 1, 1}, {kThreads, 1, 1},
+                                            {sim::param_bytes(out), sim::param_bytes(write_first)},
+                                            memory, options);
+            REQUIRE_MESSAGE(result.status == sim::LaunchStatus::completed, result.message);
+            const auto got = read_back<std::uint32_t>(memory, out, n);
+            std::size_t own_place = 0, readers = 0;
+            for (std::size_t t = 0; t < std::size_t{kBlocks} * kThreads; ++t) {
+                const std::uint32_t left = got[2 * t], mine = got[2 * t + 1];
+                if (((write_first >> (t % 32)) & 1) != 0) {
+                    if (left != 7)
+                        FAIL("thread " << t << " wrote 7 first and read " << left);
+                    continue;
+                }
+                ++readers;
+                own_place += left == mine ? 1 : 0;
+                // A marked value is a place's: this thread's own, never another place's.
+                if ((left >> 16) == 1 && left < 0x10000u + (40u << 8) && left != mine)
+                    FAIL("thread " << t << " read " << left << ", left on another place; its "
+                                   << "own is " << mine);
+            }
+            // Every reader past the first block on each place found its own place's mark.
+            CHECK(own_place >= readers / kBlocks * (kBlocks - kPlaces));
+        }
+    }
+}
+
 TEST_CASE(".ftz flushes subnormal f32 inputs and results to zero of their sign; without it, kept") {
     for (const std::uint32_t sign : {0u, 0x80000000u}) {
         CAPTURE(sign);

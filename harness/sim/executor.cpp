@@ -119,6 +119,82 @@ bool printf_result_used(const std::vector<Instruction>& code) {
     });
 }
 
+// Whether every register a thread reads it has written itself before, whichever way it takes
+// through the kernel: then no thread reads what its registers held when its block started (what
+// the last block on the place left), and a block may start with any register file. A must-write
+// analysis over the branches, a thread at a time: a guarded instruction writes nothing for sure.
+// Special registers and constants are given to every block. A shuffle reads another lane's
+// register, which that lane may never have written: a kernel with one is taken to read them.
+bool registers_written_before_read(const Entry& entry) {
+    const std::vector<Instruction>& code = entry.code;
+    const std::size_t n = code.size();
+    const auto slots = static_cast<std::size_t>(entry.slot_count);
+    const std::size_t words = (slots + 63) / 64;
+    // A kernel too large to look at in a few milliseconds is taken to read them.
+    constexpr std::size_t kMostWords = std::size_t{1} << 22;
+    if (n == 0 || slots == 0 || n > kMostWords / words)
+        return false;
+    const auto set = [](std::uint64_t* bits, std::int32_t slot) {
+        if (slot >= 0)
+            bits[static_cast<std::size_t>(slot) / 64] |= 1ull << (slot % 64);
+    };
+    const auto has = [](const std::uint64_t* bits, std::int32_t slot) {
+        return slot < 0 || ((bits[static_cast<std::size_t>(slot) / 64] >> (slot % 64)) & 1) != 0;
+    };
+    // written[pc]: the slots written on every way to pc (all of them where no way reaches it).
+    std::vector<std::uint64_t> written(n * words, ~0ull);
+    std::fill_n(written.begin(), words, 0);
+    for (int s = 0; s < static_cast<int>(Special::count); ++s)
+        set(&written[0], entry.special_base + s);
+    for (const ConstantSlot& c : entry.constants)
+        set(&written[0], c.slot);
+    std::vector<std::uint64_t> out(words);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (std::size_t pc = 0; pc < n; ++pc) {
+            const Instruction& in = code[pc];
+            std::copy_n(&written[pc * words], words, out.begin());
+            const bool writes = in.guard < 0 && in.op != Op::st && in.op != Op::printf_call &&
+                                in.op != Op::nop && in.op != Op::unsupported;
+            if (writes) {
+                for (const std::int32_t slot : in.dst)
+                    set(out.data(), slot);
+                set(out.data(), in.dst2);
+            }
+            const auto flow = [&](std::size_t to) {
+                for (std::size_t k = 0; k < words; ++k) {
+                    std::uint64_t& at = written[to * words + k];
+                    const std::uint64_t meet = at & out[k];
+                    changed = changed || meet != at;
+                    at = meet;
+                }
+            };
+            const bool ends =
+                (in.op == Op::exit || in.op == Op::bra || in.op == Op::trap) && in.guard < 0;
+            if (!ends && pc + 1 < n)
+                flow(pc + 1);
+            if (in.op == Op::bra && in.target < n)
+                flow(in.target);
+        }
+    }
+    for (std::size_t pc = 0; pc < n; ++pc) {
+        const Instruction& in = code[pc];
+        if (in.op == Op::shfl)
+            return false;
+        const std::uint64_t* before = &written[pc * words];
+        bool reads_written = has(before, in.guard);
+        for (const std::int32_t slot : in.src)
+            reads_written = reads_written && has(before, slot);
+        if (in.op == Op::st) {
+            for (const std::int32_t slot : in.dst)
+                reads_written = reads_written && has(before, slot);
+        }
+        if (!reads_written)
+            return false;
+    }
+    return true;
+}
+
 std::uint64_t unix_ns() {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                           std::chrono::system_clock::now().time_since_epoch())
@@ -260,18 +336,20 @@ Executor::Executor(const Program& program, const Entry& entry, Dim3 grid, Dim3 b
     decoded_ = options.engine == Engine::decoded;
     decode_steps();
     find_inert();
+    registers_written_before_read_ = registers_written_before_read(entry);
 }
 
 Executor::~Executor() {
-    for (auto& file : spare_files_) {
-        if (spare_registers.size() < kSpareRegisterFiles)
+    // (A place whose block's files went to spare_files_ keeps none.)
+    const auto keep = [](std::vector<std::uint64_t>& file) {
+        if (spare_registers.size() < kSpareRegisterFiles && file.capacity() != 0)
             spare_registers.push_back(std::move(file));
-    }
+    };
+    for (auto& file : spare_files_)
+        keep(file);
     for (BlockState& state : place_leftovers_) {
-        for (Warp& w : state.warps) {
-            if (spare_registers.size() < kSpareRegisterFiles)
-                spare_registers.push_back(std::move(w.regs));
-        }
+        for (Warp& w : state.warps)
+            keep(w.regs);
     }
 }
 
@@ -469,16 +547,34 @@ void Executor::run() {
                 }
             }
             resident.emplace_back();
-            swap_block(resident.back());
-            start_block(b, is_checked(b), place);
-            if (shared_work_ && is_checked(b))
-                continue_from_checked_work(b, place);
-            swap_block(resident.back());
+            if ((shared_work_ && is_checked(b)) || !registers_written_before_read_) {
+                swap_block(resident.back());
+                start_block(b, is_checked(b), place);
+                if (shared_work_ && is_checked(b))
+                    continue_from_checked_work(b, place);
+                swap_block(resident.back());
+            } else {
+                // Started at its first turn, with the register files the last block to end left
+                // (registers_written_before_read_), still in this machine's caches. Nothing else
+                // its start reads changes before then: its place's leftovers are its own once it
+                // takes the place, and a start reads no memory.
+                BlockState& state = resident.back();
+                state.block = b;
+                state.checked = is_checked(b);
+                state.place = place;
+                state.started = false;
+            }
         }
         free_places.insert(free_places.end(), replayed_places.rbegin(), replayed_places.rend());
         replayed_places.clear();
         for (std::size_t k = 0; k < resident.size();) {
-            swap_block(resident[k]);
+            if (!resident[k].started) {
+                resident[k].started = true;
+                swap_block(resident[k]);
+                start_block(block_, checked_, place_);
+            } else {
+                swap_block(resident[k]);
+            }
             bool done = false;
             polls_this_turn_ = 0;
             for (int turn = 0; turn < kSlicesPerTurn && !done && polls_this_turn_ < kPollsPerTurn;
@@ -504,6 +600,13 @@ void Executor::finish_block(BlockState& state) {
     for (Warp& w : left.warps)
         spare_files_.push_back(std::move(w.regs));
     left = std::move(state);
+    if (registers_written_before_read_) {
+        // No thread reads what its registers held when its block started: the next block to
+        // start, on any place, takes these while they are in this machine's caches (a Part 2
+        // launch's 160 places held 18 MB of them, each file out of the caches at its turn).
+        for (Warp& w : left.warps)
+            spare_files_.push_back(std::move(w.regs));
+    }
 }
 
 void Executor::swap_block(BlockState& state) {

@@ -327,6 +327,9 @@ struct BlockState {
     std::uint32_t sm = 0;
     std::uint32_t first_warp_slot = 0;
     std::uint64_t start_cycles = 0;
+    // False for a block that has taken its place and not yet had its first turn, where it starts
+    // (Executor::run): the rest of its state is start_block's to make.
+    bool started = true;
     std::vector<Warp> warps;
     std::vector<std::byte> shared;
     std::vector<std::uint8_t> shared_written;
@@ -382,6 +385,10 @@ private:
     // registers as the last one left them, as on a GPU; a file new to the launch holds the
     // launch's poison (fill_poison). Only the special registers and constants are set.
     std::vector<std::vector<std::uint64_t>> spare_files_;
+    // Whether the kernel's threads write every register before they read it
+    // (registers_written_before_read): then a finished block's files go to spare_files_, for the
+    // next block on any place, as no block can tell them from its place's.
+    bool registers_written_before_read_ = false;
     // What the last block on each place left: the next block there starts with its registers,
     // local pages and shared memory (a place's first block: the poison, shared leftovers drawn
     // from the seed).
