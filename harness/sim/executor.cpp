@@ -369,9 +369,11 @@ std::vector<std::uint64_t> Executor::register_file() {
         spare_registers.pop_back();
     }
     file.resize(register_image_.size());
-    // The registers hold the poison; the constants (which nothing writes: a file of this launch
-    // keeps them) are set once; the special registers are set for every block (init_warp).
-    fill_poison(file.data(), file.size());
+    // The registers hold the poison, where a thread may read one it has not written; the
+    // constants (which nothing writes: a file of this launch keeps them) are set once; the
+    // special registers are set for every block (init_warp).
+    if (!registers_written_before_read_)
+        fill_poison(file.data(), file.size());
     for (const ConstantSlot& c : entry_.constants) {
         const auto at = static_cast<std::ptrdiff_t>(c.slot) * 32;
         std::copy_n(register_image_.begin() + at, 32, file.begin() + at);
