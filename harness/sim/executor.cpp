@@ -130,10 +130,12 @@ bool registers_written_before_read(const Entry& entry) {
     const std::size_t n = code.size();
     const auto slots = static_cast<std::size_t>(entry.slot_count);
     const std::size_t words = (slots + 63) / 64;
-    // A kernel too large to look at in a few milliseconds is taken to read them.
-    constexpr std::size_t kMostWords = std::size_t{1} << 22;
-    if (n == 0 || slots == 0 || n > kMostWords / words)
+    // A kernel whose look would take more than a few milliseconds (a large one, or branches
+    // that make the passes below many) is taken to read them.
+    constexpr std::size_t kMostWork = std::size_t{1} << 24;
+    if (n == 0 || slots == 0 || n > kMostWork / words)
         return false;
+    std::size_t work = 0;
     const auto set = [](std::uint64_t* bits, std::int32_t slot) {
         if (slot >= 0)
             bits[static_cast<std::size_t>(slot) / 64] |= 1ull << (slot % 64);
@@ -151,6 +153,9 @@ bool registers_written_before_read(const Entry& entry) {
     std::vector<std::uint64_t> out(words);
     for (bool changed = true; changed;) {
         changed = false;
+        work += n * words;
+        if (work > kMostWork)
+            return false;
         for (std::size_t pc = 0; pc < n; ++pc) {
             const Instruction& in = code[pc];
             std::copy_n(&written[pc * words], words, out.begin());
@@ -359,10 +364,11 @@ void Executor::fill_poison(std::uint64_t* words, std::size_t count) {
 
 std::vector<std::uint64_t> Executor::register_file() {
     std::vector<std::uint64_t> file;
-    if (!spare_files_.empty()) {
+    while (!spare_files_.empty()) {
         file = std::move(spare_files_.back());
         spare_files_.pop_back();
-        return file;  // what the last block on the place left
+        if (file.size() == register_image_.size())
+            return file;  // what the last block on the place left
     }
     if (!spare_registers.empty()) {
         file = std::move(spare_registers.back());
