@@ -296,8 +296,11 @@ TEST_CASE(
     REQUIRE(browser.wait_until("!document.getElementById('sign-in').hidden", 10));
     CHECK(browser.evaluate("localStorage.getItem('grader-token')") == nullptr);
     CHECK(browser.evaluate("document.querySelectorAll('#attempts tbody tr').length") == 0);
-    browser.evaluate("location.reload()");
-    REQUIRE(browser.wait_until("document.documentElement.dataset.ready === 'true'", 30));
+    // The page before the reload is ready too: wait for a window that is not the one reloaded.
+    browser.evaluate("window.reloaded_from = true; location.reload()");
+    REQUIRE(browser.wait_until(
+        "window.reloaded_from === undefined && document.documentElement.dataset.ready === 'true'",
+        30));
     CHECK(browser.evaluate(drawn("#sign-in")) == true);
     CHECK(browser.evaluate(drawn("#upload")) == false);
 
