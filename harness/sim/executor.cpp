@@ -364,11 +364,10 @@ void Executor::fill_poison(std::uint64_t* words, std::size_t count) {
 
 std::vector<std::uint64_t> Executor::register_file() {
     std::vector<std::uint64_t> file;
-    while (!spare_files_.empty()) {
+    if (!spare_files_.empty()) {
         file = std::move(spare_files_.back());
         spare_files_.pop_back();
-        if (file.size() == register_image_.size())
-            return file;  // what the last block on the place left
+        return file;  // what the last block on the place left
     }
     if (!spare_registers.empty()) {
         file = std::move(spare_registers.back());
@@ -555,10 +554,11 @@ void Executor::run() {
                 }
             }
             resident.emplace_back();
-            if ((shared_work_ && is_checked(b)) || !registers_written_before_read_) {
+            const bool from_work = shared_work_ && is_checked(b);
+            if (from_work || !registers_written_before_read_) {
                 swap_block(resident.back());
                 start_block(b, is_checked(b), place);
-                if (shared_work_ && is_checked(b))
+                if (from_work)
                     continue_from_checked_work(b, place);
                 swap_block(resident.back());
             } else {
@@ -576,13 +576,11 @@ void Executor::run() {
         free_places.insert(free_places.end(), replayed_places.rbegin(), replayed_places.rend());
         replayed_places.clear();
         for (std::size_t k = 0; k < resident.size();) {
-            if (!resident[k].started) {
-                resident[k].started = true;
-                swap_block(resident[k]);
+            const bool starts = !resident[k].started;
+            resident[k].started = true;
+            swap_block(resident[k]);
+            if (starts)
                 start_block(block_, checked_, place_);
-            } else {
-                swap_block(resident[k]);
-            }
             bool done = false;
             polls_this_turn_ = 0;
             for (int turn = 0; turn < kSlicesPerTurn && !done && polls_this_turn_ < kPollsPerTurn;
@@ -604,17 +602,21 @@ void Executor::finish_block(BlockState& state) {
     ++result_->blocks_run;
     counts_->blocks_executed += state.checked ? 1 : 0;
     // Its place keeps what it left, for the next block there.
+    const auto spare = [&](std::vector<Warp>& warps) {
+        for (Warp& w : warps) {
+            if (!w.regs.empty())  // a place whose last block's files went on keeps none
+                spare_files_.push_back(std::move(w.regs));
+        }
+    };
     BlockState& left = place_leftovers_[state.place];
-    for (Warp& w : left.warps)
-        spare_files_.push_back(std::move(w.regs));
-    left = std::move(state);
+    spare(left.warps);
     if (registers_written_before_read_) {
         // No thread reads what its registers held when its block started: the next block to
         // start, on any place, takes these while they are in this machine's caches (a Part 2
         // launch's 160 places held 18 MB of them, each file out of the caches at its turn).
-        for (Warp& w : left.warps)
-            spare_files_.push_back(std::move(w.regs));
+        spare(state.warps);
     }
+    left = std::move(state);
 }
 
 void Executor::swap_block(BlockState& state) {

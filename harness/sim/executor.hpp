@@ -925,7 +925,6 @@ private:
     // otherwise.
     bool global_words(Warp& w, const Instruction& in, std::uint32_t exec, const std::uint64_t* base,
                       bool store);
-    static constexpr std::uint64_t kPrefetchMostBytes = 512;
     void prefetch_next(std::uint32_t pc, std::uint64_t low, std::uint64_t span,
                        const std::byte* bytes, bool store);
     bool store_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,

@@ -503,12 +503,14 @@ bool Executor::global_words(Warp& w, const Instruction& in, std::uint32_t exec,
 // A warp's next run of this instruction (the next warp's, most often) reads as far past this
 // one as this one past the last: those lines are asked of memory now, while the warp computes.
 // A transpose's words are a row of the matrix apart, each a miss in this machine's caches. A
-// hint only: nothing is read, and an address past the buffer faults nowhere.
+// hint only: nothing is read, and an address past the buffer faults nowhere. A run spanning more
+// than a few lines (lanes far apart) is not followed.
 void Executor::prefetch_next(std::uint32_t pc, std::uint64_t low, std::uint64_t span,
                              const std::byte* bytes, bool store) {
     const std::uint64_t step = low - last_global_[pc];
     last_global_[pc] = low;
-    if (step == 0 || span > kPrefetchMostBytes)
+    constexpr std::uint64_t kMostBytes = 512;
+    if (step == 0 || span > kMostBytes)
         return;
     const std::uintptr_t next = reinterpret_cast<std::uintptr_t>(bytes) + step;
     for (std::uintptr_t line = next & ~std::uintptr_t{63}; line < next + span; line += 64) {
