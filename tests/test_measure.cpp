@@ -168,6 +168,47 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("a long output is counted alike where it agrees and where it does not") {
+    // Thousands of elements: agreeing stretches are counted whole, the others one by one.
+    std::vector<float> expected(5000, kPoison);
+    for (std::size_t e = 1500; e < 5000; ++e)
+        expected[e] = static_cast<float>(e);
+    std::vector<float> outputs = expected;
+    for (std::size_t e = 0; e < 1500; ++e)
+        outputs[e] = 1.0f;  // written where the oracle ran no block: not compared
+    outputs[4100] = -1.0f;
+    outputs[4900] = kPoison;
+    expected[2500] = -0.0f;  // equal to 0.0f, as floats compare
+    outputs[2500] = 0.0f;
+    grader::OutputPlacement sampled = per_thread(100);
+    sampled.oracle_blocks = 35;
+    sampled.grid_blocks = 50;
+    const OutputComparison result = compare_outputs("hidden", outputs, expected, sampled);
+    CHECK_FALSE(result.ok);
+    CHECK(result.elements == 3500);
+    CHECK(result.expected == 1500.0);
+    CHECK(result.bad_elements == 2);
+    CHECK(result.unwritten == 1);
+    REQUIRE(result.first_bad);
+    CHECK(*result.first_bad == 4100);
+    CHECK(result.first_bad_block == 41);
+    CHECK(result.first_bad_value == -1.0);
+    CHECK(result.first_bad_expected == 4100.0);
+    outputs[4100] = 4100.0f;
+    outputs[4900] = 4900.0f;
+    const OutputComparison right = compare_outputs("hidden", outputs, expected, sampled);
+    CHECK(right.ok);
+    CHECK(right.elements == 3500);
+    CHECK(right.expected == 1500.0);
+    SUBCASE("a NaN the kernel wrote is wrong where the oracle's NaN stands too") {
+        expected[3500] = std::nanf("");
+        outputs[3500] = std::nanf("");
+        const OutputComparison nan = compare_outputs("hidden", outputs, expected, sampled);
+        CHECK(nan.bad_elements == 1);
+        CHECK(*nan.first_bad == 3500);
+    }
+}
+
 TEST_CASE("a matrix output names the first wrong element by row and column") {
     grader::OutputLayout matrix;
     matrix.kind = grader::OutputLayout::Kind::matrix;

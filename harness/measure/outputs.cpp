@@ -115,14 +115,13 @@ OutputComparison compare_outputs(const std::string& input, const std::vector<flo
     // expects; where it ran a few, the poison beyond them says nothing.
     const bool oracle_sampled = placement.oracle_blocks > 0;
     bool expected_seen = false;
-    const std::size_t count = std::min(outputs.size(), expected.size());
-    for (std::size_t e = 0; e < count; ++e) {
+    const auto compare = [&](std::size_t e) {
         const float value = outputs[e];
         const float wanted = expected[e];
         const bool value_written = bits_of(value) != kOutputPoison;
         const bool wanted_written = bits_of(wanted) != kOutputPoison;
         if (!wanted_written && (value_written || !oracle_sampled)) {
-            continue;  // outside what the oracle's run covers, or nothing either wrote
+            return;  // outside what the oracle's run covers, or nothing either wrote
         }
         ++result.elements;
         if (wanted_written && !expected_seen) {
@@ -130,7 +129,7 @@ OutputComparison compare_outputs(const std::string& input, const std::vector<flo
             expected_seen = true;
         }
         if (value == wanted && value_written && wanted_written) {
-            continue;
+            return;
         }
         result.unwritten += value_written ? 0 : 1;
         if (!result.first_bad) {
@@ -149,6 +148,37 @@ OutputComparison compare_outputs(const std::string& input, const std::vector<flo
             result.first_bad_expected = wanted_written ? static_cast<double>(wanted) : std::nan("");
         }
         ++result.bad_elements;
+    };
+    // Most stretches of a run's outputs are written and equal to the oracle's, and compare()
+    // only counts their elements: such a stretch is found by a loop the compiler vectorises (no
+    // branch, integer flags) and counted whole. A Part 2 run's 16.7 million elements took 27 ms
+    // one by one, 5 ms so.
+    constexpr std::size_t kStretch = 1024;
+    const std::size_t count = std::min(outputs.size(), expected.size());
+    const float* values = outputs.data();
+    const float* wanted = expected.data();
+    for (std::size_t from = 0; from < count; from += kStretch) {
+        const std::size_t to = std::min(count, from + kStretch);
+        std::uint32_t odd = 0;
+        for (std::size_t e = from; e < to; ++e) {
+            std::uint32_t value_bits;
+            std::uint32_t wanted_bits;
+            std::memcpy(&value_bits, values + e, 4);
+            std::memcpy(&wanted_bits, wanted + e, 4);
+            odd |= static_cast<std::uint32_t>(values[e] != wanted[e]) |
+                   static_cast<std::uint32_t>(value_bits == kOutputPoison) |
+                   static_cast<std::uint32_t>(wanted_bits == kOutputPoison);
+        }
+        if (odd != 0) {
+            for (std::size_t e = from; e < to; ++e)
+                compare(e);
+            continue;
+        }
+        if (!expected_seen) {
+            result.expected = wanted[from];
+            expected_seen = true;
+        }
+        result.elements += to - from;
     }
     result.ok = result.elements > 0 && result.bad_elements == 0;
     return result;
