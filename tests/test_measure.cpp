@@ -200,6 +200,13 @@ TEST_CASE("a long output is counted alike where it agrees and where it does not"
     CHECK(right.ok);
     CHECK(right.elements == 3500);
     CHECK(right.expected == 1500.0);
+    SUBCASE("an element no block wrote is wrong where the oracle ran no block too") {
+        outputs[700] = kPoison;
+        const OutputComparison unwritten = compare_outputs("hidden", outputs, expected, sampled);
+        CHECK(unwritten.bad_elements == 1);
+        CHECK(unwritten.unwritten == 1);
+        CHECK(*unwritten.first_bad == 700);
+    }
     SUBCASE("a NaN the kernel wrote is wrong where the oracle's NaN stands too") {
         expected[3500] = std::nanf("");
         outputs[3500] = std::nanf("");
