@@ -4,8 +4,6 @@
 
 #include <array>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -17,7 +15,6 @@
 #include <vector>
 
 #include "common/files.hpp"
-#include "common/huge_pages.hpp"
 #include "common/text.hpp"
 #include "test_paths.hpp"
 
@@ -317,55 +314,4 @@ TEST_CASE("a missing file's likely name in the folder: its case, a suffix added,
     CHECK(meant_file_hint(folder_with({"notes.txt"}), "probe.cu").empty());
     CHECK_FALSE(meant_file(dir / "no-such-folder", "probe.cu"));
     std::filesystem::remove_all(dir);
-}
-
-namespace {
-
-// Whether this kernel grants transparent huge pages to a range that asks (madvise or always).
-bool huge_pages_granted() {
-    std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
-    std::string modes((std::istreambuf_iterator<char>(enabled)), std::istreambuf_iterator<char>());
-    return modes.find("[never]") == std::string::npos && !modes.empty();
-}
-
-// The kilobytes of huge pages in the mapping of this process that holds `address`
-// (/proc/self/smaps's AnonHugePages); nullopt where no mapping holds it.
-std::optional<long> huge_kib_at(const void* address) {
-    std::ifstream smaps("/proc/self/smaps");
-    const auto at = reinterpret_cast<unsigned long>(address);
-    bool inside = false;
-    for (std::string line; std::getline(smaps, line);) {
-        unsigned long low = 0;
-        unsigned long high = 0;
-        if (std::sscanf(line.c_str(), "%lx-%lx ", &low, &high) == 2 &&
-            line.find(':') != std::string::npos && line.find('-') < line.find(' ')) {
-            inside = low <= at && at < high;
-        } else if (inside && line.rfind("AnonHugePages:", 0) == 0) {
-            return std::stol(line.substr(std::strlen("AnonHugePages:")));
-        }
-    }
-    return std::nullopt;
-}
-
-}  // namespace
-
-TEST_CASE("a buffer of a Part 2 matrix is filled on huge pages, where the kernel grants them" *
-          doctest::skip(!huge_pages_granted())) {
-    constexpr std::size_t kWords = std::size_t{16} << 20;  // 64 MiB of floats
-    std::vector<float> values{1.0f, 2.0f};
-    reserve_huge(values, kWords);
-    CHECK(values.empty());
-    REQUIRE(values.capacity() >= kWords);
-    const float* storage = values.data();
-    values.assign(kWords, 3.0f);
-    CHECK(values.data() == storage);  // filled where it was advised, not moved
-    CHECK(values[kWords - 1] == 3.0f);
-    // The middle of the buffer lies in the advised, 2 MiB-aligned part of it.
-    const std::optional<long> huge = huge_kib_at(values.data() + kWords / 2);
-    REQUIRE(huge.has_value());
-    CHECK(*huge >= 32 * 1024);  // at least half of the 64 MiB
-    // A buffer reserved again with room enough keeps its storage.
-    reserve_huge(values, kWords / 2);
-    CHECK(values.data() == storage);
-    CHECK(values.empty());
 }
