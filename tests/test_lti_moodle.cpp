@@ -70,23 +70,6 @@ Kit kit_for(int index) {
     return {"example", example_file("probe.cu"), example_file("submission.yaml")};
 }
 
-// Browser::wait_until, past navigations: a redirect chain (Moodle's launch, a form posted on)
-// replaces the document under the evaluation, which DevTools answers with an error.
-bool settles(Browser& browser, const std::string& condition, double seconds) {
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(static_cast<long>(seconds * 1000));
-    while (std::chrono::steady_clock::now() < deadline) {
-        try {
-            if (browser.wait_until(condition, 1)) {
-                return true;
-            }
-        } catch (const std::exception&) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-    }
-    return false;
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -120,24 +103,24 @@ TEST_CASE(
         nlohmann::json result = {{"student", username}, {"kit", kit.name}};
 
         browser.open(moodle + "/login/index.php");
-        REQUIRE(settles(browser, "document.getElementById('username') !== null", 120));
+        REQUIRE(browser.wait_until("document.getElementById('username') !== null", 120));
         browser.evaluate("document.getElementById('username').value = " + js(username) +
                          "; document.getElementById('password').value = " + js(password) +
                          "; document.getElementById('loginbtn').click()");
-        REQUIRE(settles(browser,
-                        "!location.pathname.includes('/login/') && "
-                        "document.readyState === 'complete'",
-                        120));
+        REQUIRE(
+            browser.wait_until("!location.pathname.includes('/login/') && "
+                               "document.readyState === 'complete'",
+                               120));
 
         // Moodle's launch: its form posts to the tool's login, the tool sends the browser to
         // Moodle's authorization, Moodle posts the id_token to the tool, the tool opens the page.
         const double opened = wall_seconds();
         browser.open(moodle + "/mod/lti/launch.php?id=" + std::to_string(cmid));
-        REQUIRE_MESSAGE(settles(browser,
-                                "document.getElementById('who') !== null && "
-                                "document.getElementById('who').textContent.startsWith('Signed')",
-                                120),
-                        browser.evaluate("document.body ? document.body.innerText : ''").dump());
+        REQUIRE_MESSAGE(
+            browser.wait_until("document.getElementById('who') !== null && "
+                               "document.getElementById('who').textContent.startsWith('Signed')",
+                               120),
+            browser.evaluate("document.body ? document.body.innerText : ''").dump());
         const double on_page = wall_seconds();
         result["launch_seconds"] = on_page - opened;
         CHECK(browser.evaluate("document.getElementById('who').textContent")
@@ -153,7 +136,7 @@ TEST_CASE(
             "], 'submission.yaml'));"
             "document.getElementById('files').files = chosen.files;"
             "document.getElementById('submit').click(); return true; })()");
-        REQUIRE(settles(browser, "document.querySelector('#lane-sim .verdict') !== null", 600));
+        REQUIRE(browser.wait_until("document.querySelector('#lane-sim .verdict') !== null", 600));
         result["verdict"] =
             browser.evaluate("document.querySelector('#lane-sim .verdict').textContent");
         const auto attempt = browser.evaluate(
@@ -171,10 +154,10 @@ TEST_CASE(
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
         while (!seen && std::chrono::steady_clock::now() < deadline) {
             browser.open(moodle + "/grade/report/user/index.php?id=" + std::to_string(course));
-            settles(browser,
-                    "document.readyState === 'complete' && "
-                    "document.querySelector('table.user-grade') !== null",
-                    120);
+            browser.wait_until(
+                "document.readyState === 'complete' && "
+                "document.querySelector('table.user-grade') !== null",
+                120);
             const std::string grade = browser.evaluate(
                 "(() => { for (const row of document.querySelectorAll('table.user-grade tr')) {"
                 " if (row.innerText.includes('Bank conflicts')) {"

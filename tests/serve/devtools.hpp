@@ -31,6 +31,24 @@ extern char** environ;
 
 namespace grader::testing {
 
+// An error DevTools answered a call with (its JSON-RPC error object, in the message).
+class DevToolsError : public std::runtime_error {
+public:
+    DevToolsError(const std::string& method, const nlohmann::json& error)
+        : std::runtime_error(method + ": " + error.dump()),
+          message_(error.value("message", std::string())) {}
+    // The page went to another document under the call: the target navigated, or the
+    // evaluation's context was the old document's.
+    bool navigated() const {
+        return message_.find("navigated") != std::string::npos ||
+               message_.find("context was destroyed") != std::string::npos ||
+               message_.find("Cannot find context") != std::string::npos;
+    }
+
+private:
+    std::string message_;
+};
+
 class Browser {
 public:
     // Starts Chromium with an empty profile in `profile`; throws where it does not come up.
@@ -120,14 +138,23 @@ public:
     // Evaluates `condition` until it is true, or `seconds` pass; returns whether it became true.
     // True once `condition` holds, false at the deadline. A condition that throws is not true
     // yet: between two documents (a navigation, a form's submission) `document.documentElement`
-    // is null for a moment, which a loaded machine catches (test_serve_browser, Debian 13).
+    // is null for a moment, which a loaded machine catches (test_serve_browser, Debian 13). Nor
+    // is one whose evaluation the navigation itself cut off (DevTools answers that the target
+    // navigated, or that the evaluation's context went with the old document): a reload, or
+    // Moodle's chain of redirects, under the evaluation.
     bool wait_until(const std::string& condition, double seconds) {
         const auto deadline = std::chrono::steady_clock::now() +
                               std::chrono::milliseconds(static_cast<long>(seconds * 1000));
         while (std::chrono::steady_clock::now() < deadline) {
-            if (evaluate("(() => { try { return Boolean(" + condition +
-                         "); } catch (e) { return false; } })()") == true) {
-                return true;
+            try {
+                if (evaluate("(() => { try { return Boolean(" + condition +
+                             "); } catch (e) { return false; } })()") == true) {
+                    return true;
+                }
+            } catch (const DevToolsError& error) {
+                if (!error.navigated()) {
+                    throw;
+                }
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
@@ -181,7 +208,7 @@ private:
                 boost::beast::buffers_to_string(buffer.data()), nullptr, false);
             if (answer.is_object() && answer.value("id", -1) == id) {
                 if (answer.contains("error")) {
-                    throw std::runtime_error(method + ": " + answer["error"].dump());
+                    throw DevToolsError(method, answer["error"]);
                 }
                 return answer["result"];
             }
