@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -813,6 +814,7 @@ public:
                 store_, [this](const SessionAccount& account) { accounts_.push_back(account); });
             ::close(listening);
             std::filesystem::remove(socket_);
+            ended_ = true;
         });
     }
     ~FakeServer() {
@@ -830,7 +832,22 @@ public:
         stop_device_server(socket_);
         thread_.join();
     }
-    void join() { thread_.join(); }
+    // Waits for the server to stop by itself, as it does after a kernel's fault or a device's
+    // failure; past `seconds`, asks it to stop and returns false. A grade that never reached
+    // the device (a compile that could not run) fails the test there, not at ctest's timeout.
+    bool ends_by_itself(double seconds = 60) {
+        const auto deadline = std::chrono::steady_clock::now() +
+                              std::chrono::milliseconds(static_cast<long>(seconds * 1000));
+        while (!ended_ && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        if (!ended_) {
+            stop();
+            return false;
+        }
+        thread_.join();
+        return true;
+    }
 
     const std::filesystem::path& socket() const { return socket_; }
     const std::vector<std::string>& events() const { return events_; }
@@ -848,6 +865,7 @@ private:
     std::string stopped_;
     std::vector<SessionAccount> accounts_;
     ClassStore store_;
+    std::atomic<bool> ended_{false};
     std::thread thread_;
 };
 
@@ -976,7 +994,7 @@ TEST_CASE(
     FakeServer server(faulting);
     std::vector<std::string> local;
     const Graded faulted = grade_with(faulting, "student/example", {server.socket(), &local});
-    server.join();  // the server stops by itself
+    REQUIRE(server.ends_by_itself());
     CHECK(server.stopped().find("a kernel faulted") != std::string::npos);
     const Measurements& m = faulted.seen.measurements;
     check_stopped(m, "run student stride 16", StopKind::fault, true);
@@ -1226,7 +1244,7 @@ TEST_CASE(
         CHECK(m.run("student", 3) != nullptr);
         CHECK(m.wall_seconds > 0.0);  // the grade finished as grades do
     }
-    server.join();  // a device that failed is not trusted with another grade
+    REQUIRE(server.ends_by_itself());  // a device that failed is not trusted with another grade
     CHECK(server.stopped().find("the device failed") != std::string::npos);
     CHECK(local.empty());
 }
@@ -1237,7 +1255,7 @@ TEST_CASE("a grade whose server stopped is served by the next one on the same so
     std::optional<FakeServer> first(std::in_place, faulting);
     std::vector<std::string> local;
     grade_with(faulting, "student/example", {first->socket(), &local});
-    first->join();
+    REQUIRE(first->ends_by_itself());
     const std::filesystem::path socket = first->socket();
     first.reset();
     // The batch starts the next server a moment later; the grade keeps trying meanwhile.
