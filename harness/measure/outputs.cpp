@@ -159,12 +159,10 @@ OutputComparison compare_outputs(const std::string& input, const std::vector<flo
         std::uint32_t not_agreeing = 0;
         std::uint32_t not_outside = 0;
         for (std::size_t e = from; e < to; ++e) {
-            std::uint32_t value_bits;
-            std::uint32_t wanted_bits;
-            std::memcpy(&value_bits, values + e, 4);
-            std::memcpy(&wanted_bits, wanted + e, 4);
-            const auto value_unwritten = static_cast<std::uint32_t>(value_bits == kOutputPoison);
-            const auto wanted_written = static_cast<std::uint32_t>(wanted_bits != kOutputPoison);
+            const auto value_unwritten =
+                static_cast<std::uint32_t>(bits_of(values[e]) == kOutputPoison);
+            const auto wanted_written =
+                static_cast<std::uint32_t>(bits_of(wanted[e]) != kOutputPoison);
             not_agreeing |= static_cast<std::uint32_t>(values[e] != wanted[e]) | value_unwritten |
                             (wanted_written ^ 1u);
             not_outside |= value_unwritten | wanted_written;
