@@ -53,6 +53,7 @@
 #include "model/measurements.hpp"
 #include "model/observations.hpp"
 #include "test_paths.hpp"
+#include "waiting.hpp"
 
 using namespace grader;
 
@@ -836,12 +837,8 @@ public:
     // failure; past `seconds`, asks it to stop and returns false. A grade that never reached
     // the device (a compile that could not run) fails the test there, not at ctest's timeout.
     bool ends_by_itself(double seconds = 60) {
-        const auto deadline = std::chrono::steady_clock::now() +
-                              std::chrono::milliseconds(static_cast<long>(seconds * 1000));
-        while (!ended_ && std::chrono::steady_clock::now() < deadline) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        if (!ended_) {
+        if (!testing::wait_until([this] { return ended_.load(); }, seconds,
+                                 std::chrono::milliseconds(20))) {
             stop();
             return false;
         }

@@ -44,6 +44,7 @@
 #include "serve/store.hpp"
 #include "serve/zip_maker.hpp"
 #include "test_paths.hpp"
+#include "waiting.hpp"
 
 extern char** environ;
 
@@ -124,20 +125,6 @@ double cpu_seconds(pid_t pid) {
     return fields.size() > 15 ? (std::stod(fields[13]) + std::stod(fields[14])) /
                                     static_cast<double>(::sysconf(_SC_CLK_TCK))
                               : 0.0;
-}
-
-// Waits until `done` or `seconds` pass; whether it was done.
-template <typename Condition>
-bool wait_until(Condition done, double seconds) {
-    const auto deadline =
-        Clock::now() + std::chrono::milliseconds(static_cast<long>(seconds * 1000));
-    while (Clock::now() < deadline) {
-        if (done()) {
-            return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return done();
 }
 
 std::string lane_state(const Client& client, long long id, const std::string& lane = "sim") {
