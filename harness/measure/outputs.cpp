@@ -7,6 +7,8 @@
 #include <optional>
 #include <random>
 
+#include "common/wide_vectors.hpp"
+
 namespace grader {
 namespace {
 
@@ -63,7 +65,8 @@ private:
 
 }  // namespace
 
-std::vector<float> make_input(const InputSpec& input, std::uint64_t words, std::uint64_t seed) {
+GRADER_WIDE_VECTORS std::vector<float> make_input(const InputSpec& input, std::uint64_t words,
+                                                  std::uint64_t seed) {
     std::vector<float> values(words, static_cast<float>(input.value));
     switch (input.fill) {
         case InputSpec::Fill::constant:
@@ -98,9 +101,10 @@ std::vector<float> make_input(const InputSpec& input, std::uint64_t words, std::
     return values;
 }
 
-OutputComparison compare_outputs(const std::string& input, const std::vector<float>& outputs,
-                                 const std::vector<float>& expected,
-                                 const OutputPlacement& placement) {
+GRADER_WIDE_VECTORS OutputComparison compare_outputs(const std::string& input,
+                                                     const std::vector<float>& outputs,
+                                                     const std::vector<float>& expected,
+                                                     const OutputPlacement& placement) {
     OutputComparison result;
     result.input = input;
     result.ran = true;

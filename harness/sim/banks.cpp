@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "common/wide_vectors.hpp"
+
 namespace grader::sim {
 
 namespace {
@@ -150,8 +152,10 @@ BankCost BankCostCache::cost(std::uint32_t lanes, const std::array<std::uint64_t
     return cost(lanes, offsets, bytes_per_lane, slot);
 }
 
-BankCost BankCostCache::cost(std::uint32_t lanes, const std::array<std::uint64_t, 32>& offsets,
-                             std::uint32_t bytes_per_lane, std::uint32_t& last_slot) {
+GRADER_WIDE_VECTORS BankCost BankCostCache::cost(std::uint32_t lanes,
+                                                 const std::array<std::uint64_t, 32>& offsets,
+                                                 std::uint32_t bytes_per_lane,
+                                                 std::uint32_t& last_slot) {
     if (lanes == 0)
         return bank_cost(lanes, offsets, bytes_per_lane);
     // Filled lane by lane, not zero-initialised first: the compiler's memset of it cost as much

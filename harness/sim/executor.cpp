@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/wide_vectors.hpp"
 #include "sim/sim.hpp"
 
 namespace grader::sim {
@@ -972,7 +973,7 @@ void Executor::wait_for_operands(Warp& w, const Instruction& in) {
         w.ready[static_cast<std::size_t>(in.dst2)] = at + latency;
 }
 
-void Executor::init_warp(Warp& w) {
+GRADER_WIDE_VECTORS void Executor::init_warp(Warp& w) {
     // The special registers; the registers proper keep what they held, the constants are there.
     const std::uint32_t first = w.index * 32;
     const std::uint32_t lanes = std::min<std::uint32_t>(32, threads_per_block_ - first);

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/wide_vectors.hpp"
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
 #include "sim/sim.hpp"
@@ -184,7 +185,7 @@ void Executor::run_warp(Warp& w) {
         run_warp_reference(w);
 }
 
-void Executor::run_warp_decoded(Warp& w) {
+GRADER_WIDE_VECTORS void Executor::run_warp_decoded(Warp& w) {
     if (w.mask == 0)
         reschedule(w);
     const Instruction* code = entry_.code.data();

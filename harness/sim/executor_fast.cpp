@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/wide_vectors.hpp"
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
 #include "sim/rounding.hpp"
@@ -46,7 +47,8 @@ std::uint64_t low(std::uint64_t bits) {
 
 // add and sub of integers without .sat: execute_add_sub's unsigned case.
 template <class U, bool Add>
-void add_sub_int(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+GRADER_WIDE_VECTORS void add_sub_int(Executor& self, Warp& w, const Instruction& in,
+                                     std::uint32_t exec) {
     if (exec != kWholeWarp)
         return execute_add_sub(self, w, in, exec);
     each_lane(w, in, [](std::uint64_t a, std::uint64_t b) {
@@ -71,7 +73,8 @@ std::uint64_t bits_of_f32(float r) {
 // add, sub and mul of f32 rounded to nearest without .sat or .ftz: float_binary, the families'
 // own lane, with its mode and .sat constant.
 template <FloatBinary Kind>
-void f32_arithmetic(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+GRADER_WIDE_VECTORS void f32_arithmetic(Executor& self, Warp& w, const Instruction& in,
+                                        std::uint32_t exec) {
     if (exec != kWholeWarp) {
         return Kind == FloatBinary::mul ? execute_mul_lo(self, w, in, exec)
                                         : execute_add_sub(self, w, in, exec);
@@ -84,7 +87,8 @@ void f32_arithmetic(Executor& self, Warp& w, const Instruction& in, std::uint32_
 
 // mul.lo of 32 or 64 bits: execute_mul_lo's integer case.
 template <class U>
-void mul_lo_int(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+GRADER_WIDE_VECTORS void mul_lo_int(Executor& self, Warp& w, const Instruction& in,
+                                    std::uint32_t exec) {
     if (exec != kWholeWarp)
         return execute_mul_lo(self, w, in, exec);
     each_lane(w, in, [](std::uint64_t a, std::uint64_t b) {
@@ -94,7 +98,8 @@ void mul_lo_int(Executor& self, Warp& w, const Instruction& in, std::uint32_t ex
 
 // mul.wide of 32 bits: execute_mul_wide.
 template <class T>
-void mul_wide_32(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+GRADER_WIDE_VECTORS void mul_wide_32(Executor& self, Warp& w, const Instruction& in,
+                                     std::uint32_t exec) {
     if (exec != kWholeWarp)
         return execute_mul_wide(self, w, in, exec);
     using W = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
@@ -106,7 +111,8 @@ void mul_wide_32(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
 
 // mad.lo of 32 or 64 bits without .sat: execute_mad's unsigned case.
 template <class U>
-void mad_lo_int(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+GRADER_WIDE_VECTORS void mad_lo_int(Executor& self, Warp& w, const Instruction& in,
+                                    std::uint32_t exec) {
     if (exec != kWholeWarp)
         return execute_mad(self, w, in, exec);
     std::uint64_t* d = slot_of(w, in.dst[0]);
@@ -121,7 +127,8 @@ void mad_lo_int(Executor& self, Warp& w, const Instruction& in, std::uint32_t ex
 
 // and, or, xor of 32 or 64 bits or predicates: execute_bitwise.
 template <Op Kind>
-void bitwise(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+GRADER_WIDE_VECTORS void bitwise(Executor& self, Warp& w, const Instruction& in,
+                                 std::uint32_t exec) {
     if (exec != kWholeWarp)
         return execute_bitwise(self, w, in, exec);
     const std::uint64_t keep = low_bits(in.type == Type::pred ? 1 : type_bits(in.type));
@@ -132,7 +139,7 @@ void bitwise(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec)
 
 // shl and shr of 32 or 64 bits: execute_shift.
 template <class T, bool Left>
-void shift(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+GRADER_WIDE_VECTORS void shift(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
     if (exec != kWholeWarp)
         return execute_shift(self, w, in, exec);
     using U = std::make_unsigned_t<T>;
@@ -155,7 +162,8 @@ void shift(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
 
 // cvt between integers of 32 and 64 bits without .sat: execute_cvt's extension and truncation.
 template <class S, class D>
-void convert_int(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+GRADER_WIDE_VECTORS void convert_int(Executor& self, Warp& w, const Instruction& in,
+                                     std::uint32_t exec) {
     if (exec != kWholeWarp)
         return execute_cvt(self, w, in, exec);
     using UD = std::make_unsigned_t<D>;
@@ -172,7 +180,8 @@ void convert_int(Executor& self, Warp& w, const Instruction& in, std::uint32_t e
 
 // setp of 32- or 64-bit integers without a combining predicate: execute_setp.
 template <class T>
-void setp_int(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+GRADER_WIDE_VECTORS void setp_int(Executor& self, Warp& w, const Instruction& in,
+                                  std::uint32_t exec) {
     if (exec != kWholeWarp)
         return execute_setp(self, w, in, exec);
     using U = std::make_unsigned_t<T>;
@@ -230,7 +239,7 @@ void setp_int(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec
 }
 
 // mov of a value (not a predicate): execute_mov.
-void move(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
+GRADER_WIDE_VECTORS void move(Executor& self, Warp& w, const Instruction& in, std::uint32_t exec) {
     if (exec != kWholeWarp)
         return execute_mov(self, w, in, exec);
     const std::uint64_t keep = low_bits(type_bits(in.type));
@@ -280,8 +289,8 @@ StepHandler convert_step(Type from, Type to) {
 
 // A 32-bit shared load (memory_access's first case, load_shared_words): in a block not checked
 // whose every lane loads, where no clock is read, the words alone.
-void Executor::shared_load_step(Executor& self, Warp& w, const Instruction& in,
-                                std::uint32_t exec) {
+GRADER_WIDE_VECTORS void Executor::shared_load_step(Executor& self, Warp& w, const Instruction& in,
+                                                    std::uint32_t exec) {
     const std::uint64_t* base = self.reg(w, in.src[0]);
     if (exec == kWholeWarp && !self.checked_ && !self.clock_observed_ && self.shared_bytes_ >= 4) {
         const std::uint64_t last_word_at = self.shared_bytes_ - 4;

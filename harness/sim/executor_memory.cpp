@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/wide_vectors.hpp"
 #include "sim/banks.hpp"
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
@@ -185,7 +186,8 @@ void Executor::store_bytes(std::byte* bytes, std::uint64_t v, std::size_t size) 
     }
 }
 
-void Executor::memory_access(Warp& w, const Instruction& in, std::uint32_t exec) {
+GRADER_WIDE_VECTORS void Executor::memory_access(Warp& w, const Instruction& in,
+                                                 std::uint32_t exec) {
     const bool store = in.op == Op::st;
     const std::uint64_t* base = reg(w, in.src[0]);
     const std::size_t element = in.bytes;
@@ -347,8 +349,9 @@ void Executor::record_global(bool store, std::uint32_t lanes,
 
 // The common case of memory_access, on its own: a 32-bit load from .shared whose every lane
 // is inside the block's shared memory and aligned. False, having done nothing, otherwise.
-bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
-                                 const std::uint64_t* base) {
+GRADER_WIDE_VECTORS bool Executor::load_shared_words(Warp& w, const Instruction& in,
+                                                     std::uint32_t exec,
+                                                     const std::uint64_t* base) {
     if (shared_bytes_ < 4)
         return false;
     const std::uint64_t last_word_at = shared_bytes_ - 4;
@@ -446,8 +449,8 @@ bool Executor::load_shared_words(Warp& w, const Instruction& in, std::uint32_t e
     return true;
 }
 
-bool Executor::global_words(Warp& w, const Instruction& in, std::uint32_t exec,
-                            const std::uint64_t* base, bool store) {
+GRADER_WIDE_VECTORS bool Executor::global_words(Warp& w, const Instruction& in, std::uint32_t exec,
+                                                const std::uint64_t* base, bool store) {
     const std::uint64_t size = in.bytes;
     const auto offset = static_cast<std::uint64_t>(in.offset);
     std::array<std::uint64_t, 32> addresses;
@@ -521,8 +524,9 @@ void Executor::prefetch_next(std::uint32_t pc, std::uint64_t low, std::uint64_t 
     }
 }
 
-bool Executor::store_shared_words(Warp& w, const Instruction& in, std::uint32_t exec,
-                                  const std::uint64_t* base) {
+GRADER_WIDE_VECTORS bool Executor::store_shared_words(Warp& w, const Instruction& in,
+                                                      std::uint32_t exec,
+                                                      const std::uint64_t* base) {
     if (shared_bytes_ < 4)
         return false;
     const std::uint64_t last_word_at = shared_bytes_ - 4;
@@ -826,9 +830,10 @@ void Executor::record_race(const Warp& w, unsigned lane, const RaceHit& hit,
     result_->races.push_back(std::move(race));
 }
 
-void Executor::record_shared(Warp& w, const Instruction& in, std::uint32_t lanes,
-                             const std::array<std::uint64_t, 32>& offsets,
-                             std::uint32_t bytes_per_lane) {
+GRADER_WIDE_VECTORS void Executor::record_shared(Warp& w, const Instruction& in,
+                                                 std::uint32_t lanes,
+                                                 const std::array<std::uint64_t, 32>& offsets,
+                                                 std::uint32_t bytes_per_lane) {
     if (!checked_) {
         if (decoded_ && !clock_observed_)
             return;  // only the warp's clock would move, and nothing reads it

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/wide_vectors.hpp"
 #include "sim/executor.hpp"
 #include "sim/program.hpp"
 #include "sim/races.hpp"
@@ -651,7 +652,8 @@ bool Executor::speculation_held() const {
            !result_->wrote_input && blocks > 1 && started_from_work_ == blocks - 1;
 }
 
-bool Executor::compute_slice_again(std::uint64_t linear, const std::byte* own_shared) {
+GRADER_WIDE_VECTORS bool Executor::compute_slice_again(std::uint64_t linear,
+                                                       const std::byte* own_shared) {
     const auto own_leftover = [&](std::size_t word) {
         std::uint32_t bits;
         if (own_shared != nullptr)
