@@ -1015,11 +1015,23 @@ GRADER_WIDE_VECTORS void Executor::init_warp(Warp& w) {
         std::uint64_t* tid_x = lanes_of(Special::tid_x);
         std::uint64_t* tid_y = lanes_of(Special::tid_y);
         std::uint64_t* tid_z = lanes_of(Special::tid_z);
+        // thread_of's divisions for the first lane; each next lane is one more in x, carried
+        // into y and z (four divisions a lane were most of starting a warp).
+        const Dim3 first_thread = thread_of(w, 0).thread;
+        std::uint32_t x = first_thread.x;
+        std::uint32_t y = first_thread.y;
+        std::uint32_t z = first_thread.z;
         for (unsigned lane = 0; lane < 32; ++lane) {
-            const ThreadId id = thread_of(w, lane);
-            tid_x[lane] = id.thread.x;
-            tid_y[lane] = id.thread.y;
-            tid_z[lane] = id.thread.z;
+            tid_x[lane] = x;
+            tid_y[lane] = y;
+            tid_z[lane] = z;
+            if (++x == block_dim_.x) {
+                x = 0;
+                if (++y == block_dim_.y) {
+                    y = 0;
+                    ++z;
+                }
+            }
         }
     }
     const auto per_lane = [&](Special s, auto value) {
