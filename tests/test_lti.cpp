@@ -37,6 +37,7 @@
 #include "serve/api.hpp"
 #include "serve/devtools.hpp"
 #include "serve/http_client.hpp"
+#include "serve/http_messages.hpp"
 #include "serve/http_server.hpp"
 #include "serve/lti.hpp"
 #include "serve/lti_store.hpp"

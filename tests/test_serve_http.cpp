@@ -36,6 +36,7 @@
 
 #include "serve/api.hpp"
 #include "serve/http_client.hpp"
+#include "serve/http_messages.hpp"
 #include "serve/http_server.hpp"
 #include "serve/raw_socket.hpp"
 #include "serve/service.hpp"

@@ -34,6 +34,7 @@
 #include "grade/grade.hpp"
 #include "isolation/child.hpp"
 #include "serve/api.hpp"
+#include "serve/http_messages.hpp"
 #include "serve/http_server.hpp"
 #include "serve/lti.hpp"
 #include "serve/lti_jwt.hpp"

@@ -19,6 +19,7 @@
 #include "model/json.hpp"
 #include "model/report.hpp"
 #include "report/writers.hpp"
+#include "serve/http_messages.hpp"
 #include "serve/lti.hpp"
 #include "serve/page_assets.hpp"
 #include "serve/upload.hpp"
@@ -62,21 +63,6 @@ ApiResponse text_response(std::string content_type, std::string body) {
     response.content_type = std::move(content_type);
     response.body = std::move(body);
     return response;
-}
-
-std::string percent_decode(std::string_view text) {
-    std::string out;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '%' && i + 2 < text.size() &&
-            std::isxdigit(static_cast<unsigned char>(text[i + 1])) != 0 &&
-            std::isxdigit(static_cast<unsigned char>(text[i + 2])) != 0) {
-            out += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
-            i += 2;
-        } else {
-            out += text[i] == '+' ? ' ' : text[i];
-        }
-    }
-    return out;
 }
 
 struct Target {
@@ -495,22 +481,6 @@ const Route& route_for(const std::string& method, const std::vector<std::string>
 }
 
 }  // namespace
-
-std::map<std::string, std::string> parse_form(const std::string& text) {
-    std::map<std::string, std::string> fields;
-    std::size_t begin = 0;
-    while (begin <= text.size()) {
-        const std::size_t amp = std::min(text.find('&', begin), text.size());
-        const std::string pair = text.substr(begin, amp - begin);
-        const std::size_t equals = pair.find('=');
-        if (!pair.empty()) {
-            fields[percent_decode(pair.substr(0, equals))] =
-                equals == std::string::npos ? "" : percent_decode(pair.substr(equals + 1));
-        }
-        begin = amp + 1;
-    }
-    return fields;
-}
 
 nlohmann::json attempt_json(Service& service, const Attempt& attempt) {
     nlohmann::json lanes = nlohmann::json::object();

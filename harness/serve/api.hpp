@@ -16,27 +16,13 @@
 #include <utility>
 #include <vector>
 
+#include "serve/http_messages.hpp"
 #include "serve/service.hpp"
 #include "serve/store.hpp"
 
 namespace grader::serve {
 
 class Lti;
-
-struct ApiRequest {
-    std::string method;                          // "GET", "POST", ...
-    std::string target;                          // the path and query, as sent
-    std::map<std::string, std::string> headers;  // names in lower case
-    std::string body;
-    std::string peer;  // the client's address, for the limits on failed tokens
-};
-
-struct ApiResponse {
-    int status = 200;
-    std::string content_type = "application/json";
-    std::string body;
-    std::vector<std::pair<std::string, std::string>> headers;
-};
 
 // Requests a person, or an address whose tokens failed, may make: a bucket of `burst` refilled
 // at `per_second`. Past it the answer is 429 with the seconds to wait.
@@ -69,9 +55,6 @@ private:
     std::map<std::string, std::pair<double, double>> person_buckets_;  // tokens, last refill
     std::map<std::string, std::pair<double, double>> failure_buckets_;
 };
-
-// The fields of a query string or an application/x-www-form-urlencoded body, decoded.
-std::map<std::string, std::string> parse_form(const std::string& text);
 
 // The JSON the API answers with for an attempt: each lane's state and, while queued, its place.
 nlohmann::json attempt_json(Service& service, const Attempt& attempt);

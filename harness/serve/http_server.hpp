@@ -21,6 +21,7 @@
 #include <string>
 
 #include "serve/api.hpp"
+#include "serve/http_messages.hpp"
 
 namespace grader::serve {
 

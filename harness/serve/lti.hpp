@@ -40,7 +40,7 @@
 #include <thread>
 #include <utility>
 
-#include "serve/api.hpp"
+#include "serve/http_messages.hpp"
 #include "serve/lti_store.hpp"
 #include "serve/service.hpp"
 #include "serve/store.hpp"

@@ -29,6 +29,7 @@
 #include "grader_run.hpp"
 #include "serve/api.hpp"
 #include "serve/http_client.hpp"
+#include "serve/http_messages.hpp"
 #include "serve/http_server.hpp"
 #include "serve/service.hpp"
 #include "serve/store.hpp"
