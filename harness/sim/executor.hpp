@@ -444,6 +444,10 @@ private:
     bool access_raced_ = false;  // the warp-wide access being executed found a race
     // The (line, earlier line, kind) of each race reported, to report each once.
     std::vector<std::array<std::uint32_t, 3>> reported_races_;
+    // The (instruction, earlier instruction, kind) record_race settled last: its lines' race is
+    // reported, or no more can be. A missing barrier's every racing lane of a checked block asks
+    // with the one before's.
+    std::array<std::uint32_t, 3> last_race_ = {~0u, ~0u, ~0u};
     std::uint32_t block_barriers_ = 0;  // barriers the current block has completed
     LoopWatch loop_watch_;              // the current block's
     // Reads of what lies outside a block (global, local and generic memory, atomics, printf's
@@ -958,7 +962,20 @@ private:
     void locate_variable(std::uint64_t byte_offset, std::string& name,
                          std::uint64_t& word_in_variable) const;
     static std::string lane_text(const ThreadId& t);
-    void record_race(const Warp& w, unsigned lane, const RaceHit& hit, std::uint64_t byte_offset);
+    // A lane's race: counted for the access, and reported once per pair of lines (report_race).
+    // Inline up to the memo: a missing barrier's every racing lane of a checked block comes
+    // here, and the report's frame cost more than the check.
+    void record_race(const Warp& w, unsigned lane, const RaceHit& hit, std::uint64_t byte_offset) {
+        // Two writes of one value race only in name (racecheck's INFO): not counted among the
+        // accesses that raced.
+        access_raced_ = access_raced_ || hit.kind != RaceKind::same_value_write;
+        const auto kind = static_cast<std::uint32_t>(hit.kind);
+        if (last_race_[0] == w.pc && last_race_[1] == hit.pc && last_race_[2] == kind)
+            return;
+        last_race_ = {w.pc, hit.pc, kind};  // each way out of report_race settles it
+        report_race(w, lane, hit, byte_offset);
+    }
+    void report_race(const Warp& w, unsigned lane, const RaceHit& hit, std::uint64_t byte_offset);
 
     // ---- bank accounting (the rule itself is in banks.cpp) ----
 

@@ -742,11 +742,8 @@ std::string Executor::lane_text(const ThreadId& t) {
 }
 
 // Counts the race for this warp-wide access and reports it once per pair of instructions.
-void Executor::record_race(const Warp& w, unsigned lane, const RaceHit& hit,
+void Executor::report_race(const Warp& w, unsigned lane, const RaceHit& hit,
                            std::uint64_t byte_offset) {
-    // Two writes of one value race only in name (racecheck's INFO): not counted among the
-    // accesses that raced.
-    access_raced_ = access_raced_ || hit.kind != RaceKind::same_value_write;
     if (result_->races.size() >= LaunchResult::kMaxReportedRaces)
         return;
     // One report per pair of source lines: unrolled copies of a loop's access share one.
