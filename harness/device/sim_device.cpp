@@ -15,7 +15,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/huge_pages.hpp"
 #include "common/kernel_ids.hpp"
 #include "compile/cubin.hpp"
 #include "device/buffer_layout.hpp"
@@ -329,11 +328,9 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
                     sim::Dim3{geometry.block.x, geometry.block.y, geometry.block.z}, arguments,
                     memory, options);
     if (outputs != nullptr && result.status == sim::LaunchStatus::completed) {
-        // Copied once, not zero-filled first, onto huge pages (64 MiB for a Part 2 launch).
+        // Copied once, not zero-filled first (64 MiB for a Part 2 launch).
         const auto* words =
             reinterpret_cast<const float*>(memory.find(output, elements * sizeof(float)));
-        outputs->clear();
-        reserve_on_huge_pages(*outputs, elements);
         outputs->assign(words, words + elements);
     }
     memory.release_from(mark);

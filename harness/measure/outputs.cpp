@@ -7,7 +7,6 @@
 #include <optional>
 #include <random>
 
-#include "common/huge_pages.hpp"
 #include "common/wide_vectors.hpp"
 
 namespace grader {
@@ -68,10 +67,8 @@ private:
 
 GRADER_WIDE_VECTORS std::vector<float> make_input(const InputSpec& input, std::uint64_t words,
                                                   std::uint64_t seed) {
-    // Each word written once, on huge pages: a Part 2 input is 64 MiB, whose first touch is most
-    // of its cost.
+    // Each word written once: a Part 2 input is 64 MiB, whose first touch is most of its cost.
     std::vector<float> values;
-    reserve_on_huge_pages(values, words);
     switch (input.fill) {
         case InputSpec::Fill::constant:
             values.assign(words, static_cast<float>(input.value));
@@ -80,6 +77,7 @@ GRADER_WIDE_VECTORS std::vector<float> make_input(const InputSpec& input, std::u
             std::mt19937_64 rng(seed ^ 0x41dde11ULL);
             std::uniform_int_distribution<std::int64_t> value(
                 0, static_cast<std::int64_t>(input.value));
+            values.reserve(words);
             for (std::uint64_t i = 0; i < words; ++i) {
                 values.push_back(static_cast<float>(value(rng)));
             }
@@ -92,6 +90,7 @@ GRADER_WIDE_VECTORS std::vector<float> make_input(const InputSpec& input, std::u
             // std::mt19937_64: for a range of 2^24 from 64-bit words, libstdc++ (Lemire's
             // method, GCC 11 on) takes each word's top 24 bits and never draws again.
             MersenneTwister64 rng(seed ^ 0xf10a75ULL);
+            values.reserve(words);
             std::array<float, MersenneTwister64::kWords> scaled;
             while (values.size() < words) {
                 const auto& block = rng.next();

@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/huge_pages.hpp"
 #include "sim/sim.hpp"
 
 namespace grader::sim {
@@ -26,6 +25,8 @@ constexpr std::uint64_t kFirstGlobalAddress = 0x0000'0010'0000'0000ull;
 // behaviours section prints where an H200 puts a grade's buffers and how far past the end of
 // one a read faults.)
 constexpr std::uint64_t kGranule = 2ull << 20;
+// The smallest buffer Pages::huge backs with huge pages: eight of them.
+constexpr std::uint64_t kHugePagesFrom = 8 * kGranule;
 
 std::string hex(std::uint64_t value) {
     char text[32];
@@ -49,8 +50,9 @@ Mapped map_zeroed(std::size_t size, GlobalMemory::Pages pages) {
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mapped == MAP_FAILED)
         throw std::bad_alloc();
+    // Advice only: where transparent huge pages are off, small pages serve as before.
     if (pages == GlobalMemory::Pages::huge)
-        advise_huge_pages(mapped, size);
+        madvise(mapped, size, MADV_HUGEPAGE);
     return Mapped(static_cast<std::byte*>(mapped), Unmap{size});
 }
 }  // namespace
