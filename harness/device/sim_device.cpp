@@ -312,7 +312,6 @@ sim::LaunchResult simulate(const Exercise& exercise, const sim::Module& module,
     options.block_instruction_budget = settings.block_budget;
     options.blocks = settings.blocks;
     options.checked = settings.checked;
-    options.checked_blocks_share = settings.checked_blocks_share;
     options.input_address = input;
     options.input_bytes = input_bytes;
     options.clock_seed = clock_seed;
@@ -512,9 +511,6 @@ DeviceLaunch SimDevice::do_run(const LaunchCase& launch, const InputSpec& input,
     SimLaunchSettings settings;
     settings.blocks = blocks;
     settings.checked = sample;
-    // The exercise's kernels run their sample alone: its blocks share the work they do alike (a
-    // probe block's 2,048 reads recorded once a launch, not once a block).
-    settings.checked_blocks_share = kernel.id != kStudentKernel;
     settings.budget = budget;
     // A block that never ends is found in a share of the grid's budget: a GPU's grade waits for
     // a launch at least a second, which a block of the probe passes long before (a probe block

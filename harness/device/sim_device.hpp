@@ -125,9 +125,8 @@ private:
 
 // How simulate() runs one launch, beyond the kernel, its input and its stride.
 struct SimLaunchSettings {
-    std::vector<sim::Dim3> blocks;      // the blocks to run; empty: the whole grid
-    std::vector<sim::Dim3> checked;     // those the result reports on; empty: every block run
-    bool checked_blocks_share = false;  // sim::LaunchOptions::checked_blocks_share
+    std::vector<sim::Dim3> blocks;   // the blocks to run; empty: the whole grid
+    std::vector<sim::Dim3> checked;  // those the result reports on; empty: every block run
     std::uint64_t budget = sim::LaunchOptions{}.instruction_budget;
     std::uint64_t block_budget = 0;  // sim::LaunchOptions::block_instruction_budget
     std::uint64_t clock_seed = 0;    // the grade's seed (sim::LaunchOptions::clock_seed)

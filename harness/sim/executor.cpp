@@ -468,15 +468,13 @@ void Executor::run() {
     }
     if (first_checked != order.end())
         std::rotate(order.begin(), first_checked, first_checked + 1);
-    // Blocks share work where some are not checked, or the launch lets checked blocks share
-    // (LaunchOptions::checked_blocks_share): the recorded block runs alone first, and its warps
-    // wait where blocks may part ways, which a launch of checked blocks alone run in turns (as
-    // `grader explain` runs them) would show.
+    // Blocks share work where some are not checked: the recorded block runs alone first, and
+    // its warps wait where blocks may part ways, which a launch of checked blocks alone (run in
+    // turns, as the exercise's kernels and `grader explain` run them) would show.
     const bool shares_work =
         !options_.checked.empty() && options_.input_bytes > 0 &&
         (undo_log_ != nullptr ||
-         std::any_of(blocks.begin(), blocks.end(), [&](const Dim3& b) { return !is_checked(b); }) ||
-         (options_.checked_blocks_share && blocks.size() > 1));
+         std::any_of(blocks.begin(), blocks.end(), [&](const Dim3& b) { return !is_checked(b); }));
     if (shares_work) {
         if (first_checked != order.end()) {
             BlockState state;

@@ -208,11 +208,6 @@ struct LaunchOptions {
     // instruction budget, their clocks advance by the same costs) and report nothing, so that a
     // grade can run the whole grid and look closely at a few blocks. Empty: every block run.
     std::vector<Dim3> checked;
-    // Where every block run is checked (the exercise's kernels on their sample of the grid):
-    // whether they still share the work they do alike, the first recorded and each other one
-    // starting from its work, as a whole grid's checked blocks do. Off, such blocks run in turns
-    // from their starts, as `grader explain` shows a student's blocks interleaving.
-    bool checked_blocks_share = false;
     // The kernel's input buffer, which its blocks only read. Blocks whose reads of global memory
     // stay in it cannot see what other blocks do: such blocks share the work they do alike up
     // to the first thing that could tell one from another (see the execution model above).
