@@ -2,7 +2,7 @@
 """Issue 39's figures in one run: the simulator's grades with the grader of before beside now.
 
 Usage: engine_bench.py BEFORE_GRADER [AFTER_GRADER] [--out DIR] [--jobs 2] [--runs 5] [--seed 7]
-                       [--class-dir DIR] [--no-class]
+                       [--class-runs 3] [--class-dir DIR] [--no-class]
 
 On a larger machine, `taskset -c 0,1 engine_bench.py ...` runs it as on two cores: the after
 grader gives the simulator the cores of its CPU affinity (a batch's grade its share of them).
@@ -13,14 +13,18 @@ the simulator (--backend sim), so this runs on any machine; the figures are CPU 
 of the grader and its children), which a loaded machine inflates less than wall time.
 
 1. A class of 100 made by make_class.py --failing 65 --missing-barriers 6 (or --class-dir's),
-   graded by `grader batch --jobs N` with each grader in turn: CPU seconds and wall seconds of the
-   batch, the verdicts (each against the other grader's and the class's expected.json), and the
-   slowest student of each (the report's wall_seconds).
+   graded by `grader batch --jobs N` with each grader in turn, CLASS_RUNS times: the median CPU
+   seconds and wall seconds of the batch, the verdicts of the first (each against the other
+   grader's and the class's expected.json), and the slowest student of each (the report's
+   wall_seconds).
 2. One Part 1 grade (student/example), one Part 2 grade (student/padding/example) and, with the
    class, the grade of its first student missing a barrier, RUNS times each with each grader in
    turn: the median CPU seconds and wall seconds. A grade alone runs the simulator's blocks on
    every core the process may use (the after grader; the before has one thread): run the bench
    under `taskset -c 0,1` to give it two cores on a larger machine, as on this one.
+Each figure is the median of its runs, with the fastest and slowest beside it: on a VM whose
+figures drift (the development machine's moved by tens of percent within minutes), the spread
+says how far one run can be trusted, and the turns put a drift on both graders alike.
 Each grader grades Part 2 with its own exercise folder (its share/grader/exercises where it has
 one, as an installed grader does), so that the before column reads the exercise.yaml it knew.
 Prints one table with the goals of issue 39 beside each figure; exits 1 where a verdict differs.
@@ -48,6 +52,18 @@ def timed(command):
     cpu, began = children_cpu(), time.perf_counter()
     proc = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     return children_cpu() - cpu, time.perf_counter() - began, proc.returncode, proc.stderr
+
+
+def spread(values, digits):
+    """The median of values, with the fastest and slowest run: '0.151 (0.144-0.188)'."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return (f"{statistics.median(values):.{digits}f} "
+            f"({min(values):.{digits}f}-{max(values):.{digits}f})")
+
+
+def ratio(after, before):
+    return f"{statistics.median(after) / statistics.median(before):.2f}x"
 
 
 def cpu_model():
@@ -89,6 +105,7 @@ def main():
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--class-runs", type=int, default=3)
     parser.add_argument("--class-dir", default=None)
     parser.add_argument("--no-class", action="store_true", help="only the two lone grades")
     args = parser.parse_args()
@@ -112,21 +129,30 @@ def main():
                             "--missing-barriers", "6", "--seed", "1"], check=True)
         with open(os.path.join(class_dir, "expected.json"), encoding="utf-8") as f:
             expected = json.load(f)
-        batch = {}
-        for label, grader in graders.items():
-            out_dir = os.path.join(out, f"batch-{label}")
-            cpu, wall, status, err = timed([grader, "batch", class_dir, "--output", out_dir,
-                                            "--jobs", str(args.jobs), "--backend", "sim"])
-            batch[label] = (cpu, wall, verdicts(out_dir))
-            print(f"batch with {label}: {cpu:.1f} CPU-s, {wall:.1f} s wall, exit {status}")
-            if status not in (0, 1):
-                sys.exit(f"the batch with {label} did not grade (exit {status}): "
-                         f"{err.strip()[-2000:]}")
-        (cpu_b, wall_b, seen_b), (cpu_a, wall_a, seen_a) = batch["before"], batch["after"]
-        rows.append(("class of 100: CPU seconds", f"{cpu_b:.1f}", f"{cpu_a:.1f}",
-                     f"{cpu_a / cpu_b:.2f}x", "at most 0.5x"))
-        rows.append(("class of 100: wall seconds", f"{wall_b:.1f}", f"{wall_a:.1f}",
-                     f"{wall_a / wall_b:.2f}x", ""))
+        seen = {}
+        cpu = {"before": [], "after": []}
+        wall = {"before": [], "after": []}
+        for run in range(args.class_runs):
+            for label, grader in graders.items():  # in turn, so a drift falls on both
+                out_dir = os.path.join(out, f"batch-{label}" + (f"-{run}" if run else ""))
+                seconds, wall_seconds, status, err = timed(
+                    [grader, "batch", class_dir, "--output", out_dir, "--jobs", str(args.jobs),
+                     "--backend", "sim"])
+                cpu[label].append(seconds)
+                wall[label].append(wall_seconds)
+                seen.setdefault(label, verdicts(out_dir))
+                print(f"batch with {label}: {seconds:.1f} CPU-s, {wall_seconds:.1f} s wall, "
+                      f"exit {status}")
+                if status not in (0, 1):
+                    sys.exit(f"the batch with {label} did not grade (exit {status}): "
+                             f"{err.strip()[-2000:]}")
+        seen_b, seen_a = seen["before"], seen["after"]
+        rows.append((f"class of 100: CPU seconds, median of {args.class_runs}",
+                     spread(cpu["before"], 1), spread(cpu["after"], 1),
+                     ratio(cpu["after"], cpu["before"]), "at most 0.5x"))
+        rows.append((f"class of 100: wall seconds, median of {args.class_runs}",
+                     spread(wall["before"], 1), spread(wall["after"], 1),
+                     ratio(wall["after"], wall["before"]), ""))
         differ = sorted(s for s in seen_b if seen_a.get(s, (None,))[0] != seen_b[s][0])
         missing = sorted(set(expected) - set(seen_a))
         unexpected = sorted(s for s, v in expected.items()
@@ -171,20 +197,18 @@ def main():
                     failed = True
                 cpu[label].append(seconds)
                 wall[label].append(wall_seconds)
-        before, after = statistics.median(cpu["before"]), statistics.median(cpu["after"])
-        rows.append((f"{title}: CPU seconds, median of {args.runs}", f"{before:.3f}",
-                     f"{after:.3f}", f"{after / before:.2f}x",
+        rows.append((f"{title}: CPU seconds, median of {args.runs}", spread(cpu["before"], 3),
+                     spread(cpu["after"], 3), ratio(cpu["after"], cpu["before"]),
                      goal if goal.startswith("at most") else ""))
-        before, after = statistics.median(wall["before"]), statistics.median(wall["after"])
-        rows.append((f"{title}: wall seconds, median of {args.runs}", f"{before:.3f}",
-                     f"{after:.3f}", f"{after / before:.2f}x",
+        rows.append((f"{title}: wall seconds, median of {args.runs}", spread(wall["before"], 3),
+                     spread(wall["after"], 3), ratio(wall["after"], wall["before"]),
                      "" if goal.startswith("at most") else goal))
 
     width = max(len(r[0]) for r in rows)
     print()
-    print(f"{'figure':<{width}}  {'before':>22}  {'after':>22}  {'ratio':>8}  goal")
-    for figure, before, after, ratio, goal in rows:
-        print(f"{figure:<{width}}  {before:>22}  {after:>22}  {ratio:>8}  {goal}")
+    print(f"{'figure':<{width}}  {'before':>28}  {'after':>28}  {'ratio':>8}  goal")
+    for figure, before, after, quotient, goal in rows:
+        print(f"{figure:<{width}}  {before:>28}  {after:>28}  {quotient:>8}  {goal}")
     return 1 if failed else 0
 
 
