@@ -741,7 +741,7 @@ std::string Executor::lane_text(const ThreadId& t) {
            std::to_string(t.lane) + ")";
 }
 
-// Counts the race for this warp-wide access and reports it once per pair of instructions.
+// Reports a lane's race once per pair of source lines (record_race counted it for the access).
 void Executor::report_race(const Warp& w, unsigned lane, const RaceHit& hit,
                            std::uint64_t byte_offset) {
     if (result_->races.size() >= LaunchResult::kMaxReportedRaces)
