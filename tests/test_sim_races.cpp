@@ -115,6 +115,23 @@ TEST_CASE("a race is reported even where the simulator's warp order gives the ri
     CHECK(race.other.warp < 7);
 }
 
+TEST_CASE("reads on two lines racing with one store, one loop after the other, are each reported") {
+    const fs::path path = sim_fixture("two_racing_reads.cu");
+    const Transposed t = transpose(path);
+    REQUIRE_MESSAGE(t.result.status == sim::LaunchStatus::completed, t.result.message);
+    const int store = line_of(path, "tile[ty][tx] = in");
+    const auto reported = [&](const std::string& read) {
+        return std::count_if(
+            t.result.races.begin(), t.result.races.end(), [&](const sim::SharedRace& race) {
+                return race.kind == sim::SharedRace::Kind::read_after_write &&
+                       race.where.line == line_of(path, read) && race.earlier.line == store;
+            });
+    };
+    CHECK(reported("sum += tile[(ty + k) % 8]") == 1);
+    CHECK(reported("sum -= tile[(ty + 8 - k) % 8][tx ^ 1]") == 1);
+    CHECK(t.result.race_count > 0);
+}
+
 TEST_CASE("the exercises' own kernels run without a race") {
     SUBCASE("both transposes and the copy") {
         for (const char* name : {"transpose_tile32.cu", "transpose_tile33.cu"}) {
