@@ -140,7 +140,8 @@ def main():
                      "--backend", "sim"])
                 cpu[label].append(seconds)
                 wall[label].append(wall_seconds)
-                seen.setdefault(label, verdicts(out_dir))
+                if run == 0:
+                    seen[label] = verdicts(out_dir)
                 print(f"batch with {label}: {seconds:.1f} CPU-s, {wall_seconds:.1f} s wall, "
                       f"exit {status}")
                 if status not in (0, 1):
